@@ -1,0 +1,92 @@
+import { Type, type Static } from 'typebox';
+
+/**
+ * Every setting of the daemon, its type and default. `config/default.toml` mirrors this
+ * file with a comment per key; the loader layers a `--config` file and `SVC_<SECTION>_<KEY>`
+ * environment variables over these defaults.
+ */
+const Port = (dflt: number) => Type.Integer({ minimum: 0, maximum: 65535, default: dflt });
+
+export const ConfigSchema = Type.Object({
+  paths: Type.Object({
+    state: Type.String({ minLength: 1, default: 'var/' }),
+  }),
+  log: Type.Object({
+    level: Type.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+      { default: 'info' },
+    ),
+  }),
+  http: Type.Object({
+    host: Type.String({ default: '0.0.0.0' }),
+    port: Port(8443),
+    tls_mode: Type.Union([Type.Literal('self-signed'), Type.Literal('files'), Type.Literal('proxy')], {
+      default: 'self-signed',
+    }),
+    tls_cert: Type.String({ default: '' }),
+    tls_key: Type.String({ default: '' }),
+    trusted_proxies: Type.Array(Type.String(), { default: [] }),
+    body_limit_bytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 1048576 }),
+    public_hostname: Type.String({ default: 'localhost' }),
+  }),
+  database: Type.Object({
+    url: Type.String({ default: '' }),
+    pool_max: Type.Integer({ minimum: 1, maximum: 500, default: 20 }),
+    embedded_port: Port(0),
+  }),
+  redis: Type.Object({
+    url: Type.String({ default: '' }),
+  }),
+  auth: Type.Object({
+    jwt_secret: Type.String({ default: '' }),
+    access_token_ttl_seconds: Type.Integer({ minimum: 60, maximum: 86400, default: 900 }),
+    refresh_token_ttl_days: Type.Integer({ minimum: 1, maximum: 365, default: 30 }),
+    login_attempts_per_minute: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+    credential_cache_seconds: Type.Integer({ minimum: 0, maximum: 300, default: 5 }),
+  }),
+  limits: Type.Object({
+    default_per_second: Type.Integer({ minimum: 1, maximum: 1000000, default: 100 }),
+    idempotency_lease_seconds: Type.Integer({ minimum: 5, maximum: 7200, default: 120 }),
+    idempotency_ttl_hours: Type.Integer({ minimum: 1, maximum: 720, default: 24 }),
+  }),
+  bootstrap: Type.Object({
+    operator_email: Type.String({ default: 'operator@svc-exchange.local' }),
+  }),
+  sip: Type.Object({
+    host: Type.String({ default: '0.0.0.0' }),
+    port: Port(5060),
+    primary_host: Type.String({ default: 'sip.svc-exchange.local' }),
+    secondary_host: Type.String({ default: '' }),
+  }),
+  smpp: Type.Object({
+    host: Type.String({ default: '0.0.0.0' }),
+    port: Port(2775),
+    tls_port: Port(3550),
+  }),
+  rtp: Type.Object({
+    port_min: Type.Integer({ minimum: 1024, maximum: 65535, default: 10000 }),
+    port_max: Type.Integer({ minimum: 1024, maximum: 65535, default: 20000 }),
+    workers: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
+  }),
+  metrics: Type.Object({
+    enabled: Type.Boolean({ default: true }),
+    host: Type.String({ default: '127.0.0.1' }),
+    port: Port(9464),
+  }),
+  billing: Type.Object({
+    platform_fee_mode: Type.Union([Type.Literal('absolute'), Type.Literal('percent')], { default: 'absolute' }),
+    platform_fee_voice_per_minute: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '0.002000' }),
+    platform_fee_sms_per_message: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '0.000500' }),
+    platform_fee_percent: Type.String({ pattern: '^\\d+(\\.\\d{1,3})?$', default: '0' }),
+    require_route_for_sub_accounts: Type.Boolean({ default: true }),
+  }),
+  webhooks: Type.Object({
+    allow_private_targets: Type.Boolean({ default: false }),
+    timeout_seconds: Type.Integer({ minimum: 1, maximum: 60, default: 10 }),
+    disable_after_failures: Type.Integer({ minimum: 1, maximum: 10000, default: 20 }),
+    workers: Type.Integer({ minimum: 0, maximum: 256, default: 8 }),
+  }),
+});
+
+export type Config = Static<typeof ConfigSchema>;
+export type ConfigSection = keyof Config;

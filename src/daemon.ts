@@ -1,0 +1,128 @@
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from './config/schema.js';
+import { connect, type Sql } from './db/connection.js';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.js';
+import { migrate } from './db/migrate.js';
+import { buildApp, type App } from './http/app.js';
+import { createAuthenticator } from './http/auth.js';
+import { createIdempotencyStore } from './http/idempotency.js';
+import { createRateLimiters } from './http/rate-limit.js';
+import { loadTls } from './http/tls.js';
+import { buildModules, type Modules } from './modules/index.js';
+import { systemClock, type Clock } from './platform/clock.js';
+import type { CoreDeps } from './platform/core.js';
+import { createHealthRegistry } from './platform/health.js';
+import { startMetricsServer, type MetricsServer } from './platform/metrics.js';
+
+export interface FirstStart {
+  email: string;
+  password: string;
+  testKey: string;
+}
+
+export interface Daemon {
+  app: App;
+  sql: Sql;
+  core: CoreDeps;
+  modules: Modules;
+  ports: Record<string, number>;
+  /** Set on the first start against an empty database; printed once by main.ts. */
+  firstStart: FirstStart | null;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts every plane in order and returns a handle that stops them in reverse
+ * (CONVENTIONS 3). Tests start it on port 0 against a database of their own.
+ */
+export async function startDaemon(config: Readonly<Config>, opts: { log: Logger; clock?: Clock; version?: string }): Promise<Daemon> {
+  const { log } = opts;
+  const clock = opts.clock ?? systemClock;
+  const stops: (() => Promise<void> | void)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) {
+      try {
+        await stop();
+      } catch (err) {
+        log.warn({ err }, 'error while stopping');
+      }
+    }
+  };
+  try {
+    let embedded: EmbeddedDatabase | null = null;
+    let url = config.database.url;
+    if (!url) {
+      embedded = await startEmbeddedPostgres({ stateDir: config.paths.state, port: config.database.embedded_port, log });
+      stops.push(() => embedded!.stop());
+      url = embedded.url;
+    }
+    const sql = connect({ url, max: config.database.pool_max, log });
+    stops.push(() => sql.end({ timeout: 5 }));
+    await migrate(sql, log);
+
+    let redis: Redis | null = null;
+    if (config.redis.url) {
+      redis = new Redis(config.redis.url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: false });
+      await redis.connect();
+      stops.push(async () => void (await redis!.quit().catch(() => redis!.disconnect())));
+    }
+
+    const health = createHealthRegistry();
+    health.register('database', async () => {
+      await sql`select 1`;
+      return { ok: true, embedded: embedded !== null };
+    });
+    health.register('redis', async () =>
+      redis ? { ok: (await redis.ping()) === 'PONG', backend: 'redis' } : { ok: true, backend: 'in-process' },
+    );
+    const core: CoreDeps = { config, sql, log, clock, redis, health };
+    const modules = await buildModules(core);
+    const { accounts, keys } = modules.services;
+
+    let firstStart: FirstStart | null = null;
+    const boot = await accounts.bootstrapOperator(config.bootstrap.operator_email);
+    if (boot) {
+      const { secret } = await keys.create(boot.account.id, { name: 'first-start test key', mode: 'test' });
+      firstStart = { email: boot.account.email!, password: boot.password, testKey: secret };
+    }
+
+    const tls = await loadTls(config, log);
+    const app = await buildApp({
+      config,
+      log,
+      authenticator: createAuthenticator({ accounts, keys }),
+      limiters: createRateLimiters(redis),
+      idempotency: createIdempotencyStore({
+        sql,
+        clock,
+        leaseSeconds: config.limits.idempotency_lease_seconds,
+        ttlHours: config.limits.idempotency_ttl_hours,
+      }),
+      modules: modules.list,
+      tls,
+      ...(opts.version ? { version: opts.version } : {}),
+    });
+    await app.listen({ host: config.http.host, port: config.http.port });
+    stops.push(() => app.close());
+    const ports: Record<string, number> = { http: (app.server.address() as AddressInfo).port };
+    health.register('http', () => ({ ok: true, port: ports['http'], tls: config.http.tls_mode }));
+
+    if (config.metrics.enabled) {
+      const metrics: MetricsServer = await startMetricsServer({ host: config.metrics.host, port: config.metrics.port, log });
+      stops.push(() => metrics.close());
+      ports['metrics'] = metrics.port;
+    }
+
+    for (const m of modules.list) {
+      await m.start?.();
+      if (m.stop) stops.push(() => m.stop!());
+    }
+    log.info({ ports }, 'svc-exchanged listening');
+    return { app, sql, core, modules, ports, firstStart, stop: stopAll };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

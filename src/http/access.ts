@@ -1,0 +1,79 @@
+/** Scope names of the spec ("Authentication" 3). */
+export const Scopes = [
+  'voice:send',
+  'sms:send',
+  'dialer:write',
+  'routes:read',
+  'account:read',
+  'purchases:write',
+  'offers:write',
+  'billing:write',
+  'numbers:read',
+  'numbers:write',
+  'account:write',
+  'routes:write',
+  'cdr:numbers',
+  'accelerator:read',
+  'accelerator:write',
+  'application:write',
+  'switch:manage',
+  'verify:write',
+  'webhooks:write',
+] as const;
+
+export type Scope = (typeof Scopes)[number];
+
+/**
+ * What a route admits, declared beside its schema and shown in the OpenAPI description.
+ * - `public`: no credential; `optional`: a credential personalises the answer when given.
+ * - `required`: a session, or an API key holding `scope` when one is named.
+ * - `session`: a dashboard session only; API keys get 403.
+ * `fullAccessOnly` refuses scoped keys; `denyTestKeys` refuses test keys with TEST_KEY_NOT_ALLOWED.
+ */
+export interface Access {
+  auth: 'public' | 'optional' | 'required' | 'session';
+  scope?: Scope;
+  fullAccessOnly?: boolean;
+  denyTestKeys?: boolean;
+}
+
+export interface Principal {
+  accountId: string;
+  parentId: string | null;
+  role: 'customer' | 'admin';
+  kind: 'session' | 'key';
+  /** Session id or API key id: the rate-limit and usage identity. */
+  credentialId: string;
+  mode: 'live' | 'test';
+  /** null: full access (every scope except webhooks:write). */
+  scopes: ReadonlySet<Scope> | null;
+  webhooksWrite: boolean;
+}
+
+/** Sessions hold every scope; full-access keys every scope but `webhooks:write`, which must be chosen. */
+export function hasScope(p: Principal, scope: Scope): boolean {
+  if (p.kind === 'session') return true;
+  if (scope === 'webhooks:write') return p.webhooksWrite;
+  return p.scopes === null || p.scopes.has(scope);
+}
+
+export function describeAccess(a: Access): string {
+  const parts: string[] = [];
+  switch (a.auth) {
+    case 'public':
+      parts.push('Public: no credential.');
+      break;
+    case 'optional':
+      parts.push('Credential optional: a session or API key personalises the answer.');
+      break;
+    case 'session':
+      parts.push('Session only: a dashboard session token; API keys are refused with 403.');
+      break;
+    case 'required':
+      parts.push('Session or API key.');
+  }
+  if (a.scope) parts.push(`Scoped keys need \`${a.scope}\`.`);
+  if (a.fullAccessOnly) parts.push('Full-access only: scoped keys are refused with 403.');
+  if (a.denyTestKeys) parts.push('Test keys are refused with 403 TEST_KEY_NOT_ALLOWED.');
+  return parts.join(' ');
+}

@@ -1,0 +1,287 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import postgres from 'postgres';
+import type { Config } from '../config/schema.js';
+import { sha256Hex } from '../platform/ids.js';
+import { describeAccess, hasScope, type Access, type Principal } from './access.js';
+import type { Authenticator } from './auth.js';
+import { ErrorEnvelope } from './envelope.js';
+import { AppError, badRequest, forbidden, invalidInput, unauthorized, type ErrorDetail } from './errors.js';
+import type { IdempotencyStore } from './idempotency.js';
+import type { RateLimit, RateLimiters } from './rate-limit.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may call the route (required on every /api/v1 route). */
+    access?: Access;
+    /** A limit of this route on top of the default one, per credential. */
+    rateLimit?: RateLimit;
+    /** Honour `X-Idempotency-Key` (money-moving POSTs). */
+    idempotent?: boolean;
+  }
+  interface FastifyRequest {
+    principal: Principal | null;
+    rawBody: string | undefined;
+    idempotency: { accountId: string; key: string } | null;
+  }
+}
+
+export type App = FastifyInstance<
+  import('node:http').Server | import('node:https').Server,
+  import('node:http').IncomingMessage,
+  import('node:http').ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export interface ApiModule {
+  /** Registers the module's routes on the /api/v1 scope. */
+  routes?(app: App): void | Promise<void>;
+}
+
+export interface AppDeps {
+  config: Readonly<Config>;
+  log: Logger;
+  authenticator: Authenticator;
+  limiters: RateLimiters;
+  idempotency: IdempotencyStore;
+  modules: ApiModule[];
+  tls: { key: string | Buffer; cert: string | Buffer } | null;
+  /** Extra status probes shown by GET /status. */
+  version?: string;
+}
+
+export const API_PREFIX = '/api/v1';
+const IDEMPOTENCY_HEADER = 'x-idempotency-key';
+
+/** The Fastify app with every convention of the spec; no listening here (CONVENTIONS 3). */
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config } = deps;
+  const proxies = config.http.trusted_proxies;
+  const app = Fastify({
+    ...(deps.tls ? { https: { key: deps.tls.key, cert: deps.tls.cert } } : {}),
+    loggerInstance: deps.log as FastifyBaseLogger,
+    disableRequestLogging: true,
+    genReqId: () => randomUUID(),
+    requestIdLogLabel: 'requestId',
+    bodyLimit: config.http.body_limit_bytes,
+    trustProxy: proxies.length ? proxies : false,
+    return503OnClosing: true,
+    ajv: { customOptions: { allErrors: true, coerceTypes: 'array', useDefaults: true, removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+
+  app.decorateRequest('principal', null);
+  app.decorateRequest('rawBody', undefined);
+  app.decorateRequest('idempotency', null);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'svc-exchange API',
+        version: deps.version ?? '1',
+        description:
+          'Prepaid wholesale voice and SMS exchange. Every response is `{ success, data }` or ' +
+          '`{ success: false, error: { code, message, details? } }` and carries `X-Request-Id`. ' +
+          'Money is a string with exactly six decimals. Cursor lists return `data` (array), `nextCursor` and `hasMore` ' +
+          'beside it; pass `cursor` (the previous `nextCursor`) and `limit`. ' +
+          'Idempotent POSTs accept `X-Idempotency-Key`: the key is held per account for 24 hours; a replay returns the ' +
+          'first status and body (header `Idempotent-Replayed: true`), even a stored 5xx; the same key with a different ' +
+          'method, path or body answers 422 IDEMPOTENCY_KEY_REUSED; a retry while the first is in flight answers 409 ' +
+          'CONFLICT; a request that died mid-way frees its key when its lease (120 s by default) runs out. ' +
+          'Requests refused by validation are not recorded against the key.',
+      },
+      servers: [{ url: API_PREFIX }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+    transform: ({ schema, url }) => ({
+      schema: schema as never,
+      url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url,
+    }),
+  });
+  app.addSchema(ErrorEnvelope);
+
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith(API_PREFIX) || route.method === 'HEAD') return;
+    const access = route.config?.access;
+    if (!access) throw new Error(`route ${String(route.method)} ${route.url} does not declare its access`);
+    const schema = (route.schema ??= {}) as Record<string, unknown>;
+    const notes = [describeAccess(access)];
+    if (route.config?.rateLimit) {
+      notes.push(`Rate limit: ${route.config.rateLimit.points} per ${route.config.rateLimit.seconds} s per credential.`);
+    }
+    if (route.config?.idempotent) notes.push('Idempotent with `X-Idempotency-Key`.');
+    schema['description'] = [schema['description'], notes.join(' ')].filter(Boolean).join('\n\n');
+    schema['x-access'] = access;
+    if (access.auth !== 'public') schema['security'] = access.auth === 'optional' ? [{ bearer: [] }, {}] : [{ bearer: [] }];
+    const response = (schema['response'] ??= {}) as Record<string, unknown>;
+    response['4xx'] ??= { $ref: 'ErrorEnvelope#' };
+    response['5xx'] ??= { $ref: 'ErrorEnvelope#' };
+  });
+
+  // JSON only; the raw text is kept for idempotency fingerprints and webhook-style signatures.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = body as string;
+    req.rawBody = text;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(badRequest('Request body is not valid JSON'), undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (req) => {
+    if (config.http.tls_mode === 'proxy') requireForwardedHttps(req, proxies);
+    if (!req.url.startsWith(API_PREFIX)) return;
+    const access = req.routeOptions.config.access;
+    if (!access) return; // unknown path: the 404 handler answers
+    req.principal = await deps.authenticator.authenticate(req.headers.authorization);
+    enforceAccess(access, req.principal);
+    const who = req.principal?.credentialId ?? `ip:${req.ip}`;
+    await deps.limiters.consume('default', { points: config.limits.default_per_second, seconds: 1 }, who);
+    const own = req.routeOptions.config.rateLimit;
+    if (own) await deps.limiters.consume(`${req.method} ${req.routeOptions.url}`, own, who);
+  });
+
+  app.addHook('preValidation', async (req) => {
+    // JSON escapes NUL as \u0000; PostgreSQL text cannot store it (spec: INVALID_INPUT).
+    if (req.rawBody?.includes('\\u0000') || req.url.includes('%00')) {
+      throw invalidInput('Text with a NUL character cannot be stored');
+    }
+  });
+
+  app.addHook('preHandler', async (req, reply) => {
+    if (!req.routeOptions.config.idempotent || !req.principal) return;
+    const key = req.headers[IDEMPOTENCY_HEADER];
+    if (typeof key !== 'string' || key === '') return;
+    if (key.length > 255) throw invalidInput('X-Idempotency-Key is longer than 255 characters');
+    const fingerprint = sha256Hex(`${req.method} ${req.url}\n${req.rawBody ?? ''}`);
+    const claim = await deps.idempotency.claim(req.principal.accountId, key, fingerprint);
+    if (claim.kind === 'replay') {
+      reply.header('idempotent-replayed', 'true').code(claim.status).type('application/json; charset=utf-8');
+      return reply.send(claim.body);
+    }
+    req.idempotency = { accountId: req.principal.accountId, key };
+  });
+
+  app.addHook('onSend', async (req, reply, payload) => {
+    reply.header('x-request-id', req.id);
+    if (req.idempotency && reply.getHeader('idempotent-replayed') === undefined) {
+      const claim = req.idempotency;
+      req.idempotency = null;
+      await deps.idempotency.complete(claim.accountId, claim.key, reply.statusCode, typeof payload === 'string' ? payload : String(payload ?? ''));
+    }
+    return payload;
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    const entry = { requestId: req.id, method: req.method, url: req.routeOptions.url ?? 'unknown', status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
+    if (reply.statusCode >= 500) req.log.error(entry, 'request failed');
+    else if (reply.statusCode >= 400) req.log.info(entry, 'request refused');
+    else req.log.debug(entry, 'request done');
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).send({ success: false, error: { code: 'NOT_FOUND', message: `No route ${req.method} ${req.url.split('?')[0]}` } });
+  });
+
+  app.setErrorHandler((err, req, reply) => sendError(toAppError(err, req), reply));
+
+  await app.register(
+    async (api) => {
+      api.get('/docs/json', { config: { access: { auth: 'public' } }, schema: { hide: true } }, async () => app.swagger());
+      for (const m of deps.modules) await m.routes?.(api as App);
+    },
+    { prefix: API_PREFIX },
+  );
+  return app;
+}
+
+function requireForwardedHttps(req: FastifyRequest, proxies: readonly string[]) {
+  const peer = req.socket.remoteAddress ?? '';
+  if (!proxies.includes(peer) && !proxies.includes(peer.replace(/^::ffff:/, ''))) {
+    throw forbidden('Plain HTTP is accepted only from the trusted TLS proxy; use HTTPS');
+  }
+  if (String(req.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim() !== 'https') {
+    throw badRequest('HTTPS is required');
+  }
+}
+
+function enforceAccess(access: Access, p: Principal | null) {
+  if (access.auth === 'public' || (access.auth === 'optional' && !p)) return;
+  if (!p) throw unauthorized('A session token or API key is required (Authorization: Bearer ...)');
+  if (access.auth === 'session' && p.kind !== 'session') {
+    throw forbidden('This operation needs a dashboard session; API keys cannot perform it');
+  }
+  if (access.scope && !hasScope(p, access.scope)) {
+    throw forbidden(`This API key lacks the scope "${access.scope}"`);
+  }
+  if (access.fullAccessOnly && p.kind === 'key' && p.scopes !== null) {
+    throw forbidden('This operation needs a full-access API key or a session; scoped keys are refused');
+  }
+  if (access.denyTestKeys && p.mode === 'test') {
+    throw new AppError('TEST_KEY_NOT_ALLOWED', 'Test keys cannot perform this operation');
+  }
+}
+
+interface FastifyLikeError extends Error {
+  code?: string;
+  statusCode?: number;
+  validation?: { instancePath: string; message?: string; keyword: string; params: Record<string, unknown> }[];
+  validationContext?: string;
+}
+
+// SQLSTATEs of values that passed validation but cannot be stored (spec: INVALID_INPUT).
+const UNSTORABLE = new Set(['22P02', '22003', '22021', '22001', '22008', '22007', '54000']);
+
+/** Every failure becomes a coded AppError; internals never reach the client. */
+export function toAppError(err: unknown, req: FastifyRequest): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as FastifyLikeError;
+  if (e.validation) return fromValidation(e);
+  if (err instanceof postgres.PostgresError) {
+    if (err.code === '23505') return new AppError('CONFLICT', 'A resource with these values already exists');
+    if (err.code === 'SVC01') return new AppError('VALIDATION_ERROR', err.message.startsWith('Insufficient balance') ? err.message : `Insufficient balance: ${err.message}`);
+    if (err.code === 'SVC02' || err.code === 'SVC03') return new AppError('VALIDATION_ERROR', err.message);
+    if (UNSTORABLE.has(err.code)) return new AppError('INVALID_INPUT', 'A value cannot be stored (out of range or malformed)');
+    if (err.code === '40001' || err.code === '40P01') return new AppError('CONFLICT', 'A concurrent request changed the same data; retry');
+  }
+  if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return badRequest('Unsupported Content-Type; send application/json');
+  if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return badRequest('Request body is empty');
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return badRequest('Request body is too large');
+  if (e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || e.code === 'FST_ERR_CTP_INVALID_TYPE') return badRequest('Malformed request');
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) return badRequest(e.message || 'Bad request');
+  req.log.error({ err, requestId: req.id }, 'unhandled error');
+  return new AppError('INTERNAL_ERROR', `Internal error; quote request id ${req.id} to support`);
+}
+
+function fromValidation(e: FastifyLikeError): AppError {
+  const where = e.validationContext ?? 'body';
+  const details: ErrorDetail[] = (e.validation ?? []).map((v) => {
+    const base = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
+    const missing = v.keyword === 'required' ? String(v.params['missingProperty'] ?? '') : '';
+    const extra = v.keyword === 'additionalProperties' ? String(v.params['additionalProperty'] ?? '') : '';
+    const path = [base, missing || extra].filter(Boolean).join('.') || where;
+    const message = extra ? 'unknown field' : (v.message ?? 'is invalid');
+    return { path, message };
+  });
+  // A malformed id or number in the path or query string "passed validation but cannot be stored".
+  if ((where === 'params' || where === 'querystring') && e.validation?.every((v) => v.keyword === 'format' || v.keyword === 'type' || v.keyword === 'minimum' || v.keyword === 'maximum')) {
+    if (e.validation.some((v) => v.keyword === 'format' && v.params['format'] === 'uuid')) {
+      return invalidInput('Malformed id: expected a UUID', details);
+    }
+  }
+  return new AppError('VALIDATION_ERROR', 'Request validation failed', details);
+}
+
+export function sendError(err: AppError, reply: FastifyReply) {
+  if (err.headers) for (const [k, v] of Object.entries(err.headers)) void reply.header(k, v);
+  const error: Record<string, unknown> = { code: err.code, message: err.message };
+  if (err.details !== undefined) error['details'] = err.details;
+  return reply.code(err.status).type('application/json; charset=utf-8').send({ success: false, error });
+}

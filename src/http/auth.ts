@@ -1,0 +1,50 @@
+import type { AccountsService } from '../modules/accounts/service.js';
+import type { KeysService } from '../modules/keys/service.js';
+import type { Principal } from './access.js';
+import { unauthorized } from './errors.js';
+
+export interface Authenticator {
+  /** The principal for an `Authorization` header; null when absent; UNAUTHORIZED when invalid. */
+  authenticate(header: string | undefined): Promise<Principal | null>;
+}
+
+export function createAuthenticator(deps: { accounts: AccountsService; keys: KeysService }): Authenticator {
+  return {
+    async authenticate(header) {
+      if (header === undefined || header === '') return null;
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      if (!m) throw unauthorized('Authorization must be "Bearer <session token or API key>"');
+      const token = m[1]!;
+      if (token.startsWith('svc_')) {
+        const key = await deps.keys.verify(token);
+        if (!key) throw unauthorized('API key is invalid or revoked');
+        const account = await deps.accounts.accountForAuth(key.accountId);
+        if (!account || account.status === 'closed') throw unauthorized('API key is invalid or revoked');
+        return {
+          accountId: key.accountId,
+          parentId: account.parentId,
+          role: account.role,
+          kind: 'key',
+          credentialId: key.keyId,
+          mode: key.mode,
+          scopes: key.scopes,
+          webhooksWrite: key.webhooksWrite,
+        };
+      }
+      const claims = await deps.accounts.verifyAccessToken(token);
+      if (!claims) throw unauthorized('Session token is invalid, expired or revoked');
+      const account = await deps.accounts.accountForAuth(claims.accountId);
+      if (!account || account.status === 'closed') throw unauthorized('Session token is invalid, expired or revoked');
+      return {
+        accountId: claims.accountId,
+        parentId: account.parentId,
+        role: account.role,
+        kind: 'session',
+        credentialId: claims.sessionId,
+        mode: 'live',
+        scopes: null,
+        webhooksWrite: true,
+      };
+    },
+  };
+}

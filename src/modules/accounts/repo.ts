@@ -1,0 +1,106 @@
+import type { Db } from '../../db/connection.js';
+
+export interface AccountRow {
+  id: string;
+  email: string | null;
+  passwordHash: string | null;
+  mustChangePassword: boolean;
+  role: 'customer' | 'admin';
+  parentId: string | null;
+  status: 'draft' | 'active' | 'suspended' | 'closed';
+  label: string | null;
+  externalRef: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface SessionRow {
+  id: string;
+  accountId: string;
+  createdAt: Date;
+  lastSeenAt: Date;
+  expiresAt: Date;
+  revokedAt: Date | null;
+  userAgent: string | null;
+  ip: string | null;
+}
+
+export function createAccountsRepo(db: Db) {
+  return {
+    async insertAccount(a: {
+      id: string;
+      email: string | null;
+      passwordHash: string | null;
+      role: 'customer' | 'admin';
+      parentId?: string | null;
+      label?: string | null;
+      externalRef?: string | null;
+      mustChangePassword?: boolean;
+      status?: AccountRow['status'];
+    }, tx: Db = db): Promise<AccountRow> {
+      const [row] = await tx<AccountRow[]>`
+        insert into accounts (id, email, password_hash, role, parent_id, label, external_ref, must_change_password, status)
+        values (${a.id}, ${a.email}, ${a.passwordHash}, ${a.role}, ${a.parentId ?? null}, ${a.label ?? null},
+                ${a.externalRef ?? null}, ${a.mustChangePassword ?? false}, ${a.status ?? 'active'})
+        returning *`;
+      return row!;
+    },
+    async byEmail(email: string): Promise<AccountRow | undefined> {
+      const [row] = await db<AccountRow[]>`select * from accounts where lower(email) = lower(${email})`;
+      return row;
+    },
+    async byId(id: string, tx: Db = db): Promise<AccountRow | undefined> {
+      const [row] = await tx<AccountRow[]>`select * from accounts where id = ${id}`;
+      return row;
+    },
+    async anyAdmin(): Promise<boolean> {
+      const [row] = await db<{ n: string }[]>`select count(*) as n from accounts where role = 'admin'`;
+      return Number(row!.n) > 0;
+    },
+    async setPassword(id: string, hash: string): Promise<void> {
+      await db`update accounts set password_hash = ${hash}, must_change_password = false, updated_at = now() where id = ${id}`;
+    },
+    async insertSession(s: { id: string; accountId: string; refreshHash: string; expiresAt: Date; userAgent: string | null; ip: string | null }) {
+      await db`
+        insert into sessions (id, account_id, refresh_hash, expires_at, user_agent, ip)
+        values (${s.id}, ${s.accountId}, ${s.refreshHash}, ${s.expiresAt}, ${s.userAgent}, ${s.ip})`;
+    },
+    /** Swaps the refresh token atomically; returns nothing when it was already used or revoked. */
+    async rotateRefresh(oldHash: string, newHash: string, expiresAt: Date, now: Date) {
+      const [row] = await db<{ id: string; accountId: string }[]>`
+        update sessions set refresh_hash = ${newHash}, previous_refresh_hash = ${oldHash},
+               expires_at = ${expiresAt}, last_seen_at = ${now}
+        where refresh_hash = ${oldHash} and revoked_at is null and expires_at > ${now}
+        returning id, account_id`;
+      return row;
+    },
+    /** A refresh token presented again after rotation has leaked: the whole session ends. */
+    async revokeByPreviousRefresh(hash: string, now: Date): Promise<boolean> {
+      const rows = await db`update sessions set revoked_at = ${now} where previous_refresh_hash = ${hash} and revoked_at is null returning id`;
+      return rows.length > 0;
+    },
+    async sessionActive(id: string, now: Date): Promise<{ accountId: string } | undefined> {
+      const [row] = await db<{ accountId: string }[]>`
+        select s.account_id from sessions s join accounts a on a.id = s.account_id
+        where s.id = ${id} and s.revoked_at is null and s.expires_at > ${now} and a.status <> 'closed'`;
+      return row;
+    },
+    async revokeSession(id: string, accountId: string, now: Date): Promise<void> {
+      await db`update sessions set revoked_at = ${now} where id = ${id} and account_id = ${accountId} and revoked_at is null`;
+    },
+    async revokeOtherSessions(accountId: string, keep: string, now: Date): Promise<string[]> {
+      const rows = await db<{ id: string }[]>`
+        update sessions set revoked_at = ${now}
+        where account_id = ${accountId} and id <> ${keep} and revoked_at is null returning id`;
+      return rows.map((r) => r.id);
+    },
+    async listSessions(accountId: string, now: Date): Promise<SessionRow[]> {
+      return db<SessionRow[]>`
+        select id, account_id, created_at, last_seen_at, expires_at, revoked_at, user_agent, ip from sessions
+        where account_id = ${accountId} and revoked_at is null and expires_at > ${now}
+        order by created_at desc limit 100`;
+    },
+  };
+}
+
+export type AccountsRepo = ReturnType<typeof createAccountsRepo>;

@@ -1,0 +1,136 @@
+import { Type } from 'typebox';
+import type { App } from '../../http/app.js';
+import { DateTime, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
+import { AppError, unauthorized } from '../../http/errors.js';
+import type { AccountsService } from './service.js';
+
+const Credentials = Type.Object(
+  {
+    email: Type.String({ format: 'email', maxLength: 254 }),
+    password: Type.String({ minLength: 10, maxLength: 200, description: 'at least 10 characters' }),
+  },
+  { additionalProperties: false },
+);
+const LoginBody = Type.Object(
+  { email: Type.String({ maxLength: 254 }), password: Type.String({ minLength: 1, maxLength: 200 }) },
+  { additionalProperties: false },
+);
+const Tokens = Type.Object({
+  accessToken: Type.String({ description: 'session JWT: send as Authorization: Bearer' }),
+  refreshToken: Type.String({ description: 'single use; every refresh returns a new one' }),
+  expiresAt: DateTime(),
+});
+const Account = Type.Object({
+  id: Uuid(),
+  email: Nullable(Type.String()),
+  role: Type.String(),
+  parentId: Nullable(Uuid()),
+  status: Type.String(),
+  label: Nullable(Type.String()),
+  mustChangePassword: Type.Boolean(),
+  createdAt: DateTime(),
+});
+const Session = Type.Object({
+  id: Uuid(),
+  current: Type.Boolean(),
+  createdAt: DateTime(),
+  lastSeenAt: DateTime(),
+  expiresAt: DateTime(),
+  userAgent: Nullable(Type.String()),
+  ip: Nullable(Type.String()),
+});
+
+const tokensOut = (t: { accessToken: string; refreshToken: string; expiresAt: string }) =>
+  ok({ accessToken: t.accessToken, refreshToken: t.refreshToken, expiresAt: t.expiresAt });
+
+export function accountsRoutes(accounts: AccountsService, loginLimit: number) {
+  return (app: App) => {
+    const meta = (req: { headers: Record<string, unknown>; ip: string }) => ({
+      userAgent: typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : undefined,
+      ip: req.ip,
+    });
+
+    app.post('/auth/register', {
+      config: { access: { auth: 'public' }, rateLimit: { points: loginLimit, seconds: 60 } },
+      schema: { tags: ['Authentication'], summary: 'Create an account and sign in', body: Credentials, response: { 201: Ok(Tokens) } },
+    }, async (req, reply) => reply.code(201).send(tokensOut(await accounts.register(req.body.email, req.body.password, meta(req)))));
+
+    app.post('/auth/login', {
+      config: { access: { auth: 'public' }, rateLimit: { points: loginLimit, seconds: 60 } },
+      schema: { tags: ['Authentication'], summary: 'Sign in with e-mail and password', body: LoginBody, response: { 200: Ok(Tokens) } },
+    }, async (req) => tokensOut(await accounts.login(req.body.email, req.body.password, meta(req))));
+
+    app.post('/auth/refresh', {
+      config: { access: { auth: 'public' }, rateLimit: { points: loginLimit * 6, seconds: 60 } },
+      schema: {
+        tags: ['Authentication'],
+        summary: 'Exchange a refresh token for a new access token and refresh token',
+        description: 'Without a refresh token: 401 MISSING_TOKEN. A refresh token used twice revokes its session.',
+        body: Type.Optional(Type.Object({ refreshToken: Type.Optional(Type.String({ maxLength: 200 })) })),
+        response: { 200: Ok(Tokens) },
+      },
+    }, async (req) => {
+      const token = req.body?.refreshToken;
+      if (!token) throw new AppError('MISSING_TOKEN', 'A refresh token is required');
+      return tokensOut(await accounts.refresh(token));
+    });
+
+    app.post('/auth/logout', {
+      config: { access: { auth: 'session' } },
+      schema: { tags: ['Authentication'], summary: 'End the current session', response: { 200: Ok(Type.Object({ loggedOut: Type.Boolean() })) } },
+    }, async (req) => {
+      const p = req.principal!;
+      await accounts.logout({ accountId: p.accountId, sessionId: p.credentialId });
+      return ok({ loggedOut: true });
+    });
+
+    app.get('/auth/sessions', {
+      config: { access: { auth: 'session' } },
+      schema: { tags: ['Authentication'], summary: 'List live sessions of the account', response: { 200: Ok(Type.Array(Session)) } },
+    }, async (req) => {
+      const p = req.principal!;
+      const rows = await accounts.listSessions(p.accountId);
+      return ok(rows.map((s) => ({
+        id: s.id,
+        current: s.id === p.credentialId,
+        createdAt: s.createdAt.toISOString(),
+        lastSeenAt: s.lastSeenAt.toISOString(),
+        expiresAt: s.expiresAt.toISOString(),
+        userAgent: s.userAgent,
+        ip: s.ip,
+      })));
+    });
+
+    app.post('/auth/sessions/revoke-others', {
+      config: { access: { auth: 'required' } },
+      schema: {
+        tags: ['Authentication'],
+        summary: 'Revoke every session but the current one',
+        description: 'Needs the current session to be known: with an API key it answers 400 NO_SESSION.',
+        response: { 200: Ok(Type.Object({ revoked: Type.Integer() })) },
+      },
+    }, async (req) => {
+      const p = req.principal!;
+      const revoked = await accounts.revokeOtherSessions(p.accountId, p.kind === 'session' ? p.credentialId : null);
+      return ok({ revoked });
+    });
+
+    app.get('/account', {
+      config: { access: { auth: 'required', scope: 'account:read' } },
+      schema: { tags: ['Account'], summary: 'The signed-in account', response: { 200: Ok(Account) } },
+    }, async (req) => {
+      const a = await accounts.accountForAuth(req.principal!.accountId);
+      if (!a) throw unauthorized();
+      return ok({
+        id: a.id,
+        email: a.email,
+        role: a.role,
+        parentId: a.parentId,
+        status: a.status,
+        label: a.label,
+        mustChangePassword: a.mustChangePassword,
+        createdAt: a.createdAt.toISOString(),
+      });
+    });
+  };
+}

@@ -1,0 +1,175 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Config } from '../../config/schema.js';
+import type { Db, Sql } from '../../db/connection.js';
+import { Scopes, type Scope } from '../../http/access.js';
+import { notFound, validationError } from '../../http/errors.js';
+import type { Clock } from '../../platform/clock.js';
+import { newId, randomToken, sha256Hex } from '../../platform/ids.js';
+import { createTtlCache } from '../../platform/ttl-cache.js';
+
+export interface ApiKeyRow {
+  id: string;
+  accountId: string;
+  name: string;
+  mode: 'live' | 'test';
+  prefix: string;
+  secretHash: string;
+  scopes: Scope[] | null;
+  webhooksWrite: boolean;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+export interface VerifiedKey {
+  keyId: string;
+  accountId: string;
+  mode: 'live' | 'test';
+  scopes: ReadonlySet<Scope> | null;
+  webhooksWrite: boolean;
+}
+
+const TYPE_PREFIX = { live: 'svc_live_sk_', test: 'svc_test_sk_' } as const;
+const LOOKUP_CHARS = 8;
+const SECRET_CHARS = 40;
+
+/** Splits requested scopes into the stored form: no scope but `webhooks:write` means full access. */
+export function normaliseScopes(requested: readonly string[] | undefined): { scopes: Scope[] | null; webhooksWrite: boolean } {
+  const unknown = (requested ?? []).filter((s) => !(Scopes as readonly string[]).includes(s));
+  if (unknown.length) {
+    throw validationError(unknown.map((s) => ({ path: 'scopes', message: `unknown scope "${s}"` })));
+  }
+  const set = new Set(requested as Scope[] | undefined);
+  const webhooksWrite = set.delete('webhooks:write');
+  return { scopes: set.size === 0 ? null : [...set].sort(), webhooksWrite };
+}
+
+export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; clock: Clock; log: Logger }) {
+  const { sql, clock } = deps;
+  const cache = createTtlCache<string, ApiKeyRow | null>(deps.config.auth.credential_cache_seconds * 1000, clock);
+  // Requests are counted in memory and flushed in batches so the hot path does no write.
+  const usage = new Map<string, number>();
+
+  const present = (k: ApiKeyRow) => ({
+    id: k.id,
+    name: k.name,
+    mode: k.mode,
+    keyPrefix: k.prefix,
+    prefix: k.prefix,
+    scopes: k.scopes === null ? null : [...k.scopes, ...(k.webhooksWrite ? ['webhooks:write'] : [])],
+    fullAccess: k.scopes === null,
+    webhooksWrite: k.webhooksWrite,
+    createdAt: k.createdAt.toISOString(),
+    lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+    revokedAt: k.revokedAt?.toISOString() ?? null,
+  });
+
+  const service = {
+    present,
+
+    async create(accountId: string, input: { name?: string; mode?: 'live' | 'test'; scopes?: string[] }, tx: Db = sql) {
+      const mode = input.mode ?? 'live';
+      const { scopes, webhooksWrite } = normaliseScopes(input.scopes);
+      const lookup = randomToken(LOOKUP_CHARS);
+      const secret = `${TYPE_PREFIX[mode]}${lookup}${randomToken(SECRET_CHARS)}`;
+      const [row] = await tx<ApiKeyRow[]>`
+        insert into api_keys (id, account_id, name, mode, prefix, secret_hash, scopes, webhooks_write)
+        values (${newId()}, ${accountId}, ${input.name ?? ''}, ${mode}, ${TYPE_PREFIX[mode] + lookup},
+                ${sha256Hex(secret)}, ${scopes}, ${webhooksWrite})
+        returning *`;
+      return { key: present(row!), secret };
+    },
+
+    async list(accountId: string) {
+      const rows = await sql<ApiKeyRow[]>`
+        select * from api_keys where account_id = ${accountId} order by id desc limit 500`;
+      return rows.map(present);
+    },
+
+    async revoke(accountId: string, id: string) {
+      const [row] = await sql<ApiKeyRow[]>`
+        update api_keys set revoked_at = coalesce(revoked_at, ${clock.now()})
+        where id = ${id} and account_id = ${accountId} returning *`;
+      if (!row) throw notFound('API key');
+      cache.set(row.prefix, null);
+      return present(row);
+    },
+
+    /** Scopes only narrow: the new set must be within what the key holds now. */
+    async narrow(accountId: string, id: string, requested: string[]) {
+      const [cur] = await sql<ApiKeyRow[]>`select * from api_keys where id = ${id} and account_id = ${accountId} and revoked_at is null`;
+      if (!cur) throw notFound('API key');
+      const next = normaliseScopes(requested);
+      const widened: string[] = [];
+      if (next.webhooksWrite && !cur.webhooksWrite) widened.push('webhooks:write');
+      if (cur.scopes !== null) {
+        if (next.scopes === null) widened.push('full access');
+        else widened.push(...next.scopes.filter((s) => !cur.scopes!.includes(s)));
+      }
+      if (widened.length) {
+        throw validationError(
+          widened.map((s) => ({ path: 'scopes', message: `scopes can only be narrowed; "${s}" would broaden this key` })),
+        );
+      }
+      const [row] = await sql<ApiKeyRow[]>`
+        update api_keys set scopes = ${next.scopes}, webhooks_write = ${next.webhooksWrite}
+        where id = ${id} returning *`;
+      cache.delete(row!.prefix);
+      return present(row!);
+    },
+
+    /** Verifies a presented key: look-up by its public prefix, constant-time hash compare. */
+    async verify(token: string): Promise<VerifiedKey | null> {
+      const mode = token.startsWith(TYPE_PREFIX.live) ? 'live' : token.startsWith(TYPE_PREFIX.test) ? 'test' : null;
+      if (!mode || token.length !== TYPE_PREFIX[mode].length + LOOKUP_CHARS + SECRET_CHARS) return null;
+      const prefix = token.slice(0, TYPE_PREFIX[mode].length + LOOKUP_CHARS);
+      let row = cache.get(prefix);
+      if (row === undefined) {
+        [row = null] = await sql<ApiKeyRow[]>`select * from api_keys where prefix = ${prefix} and revoked_at is null`;
+        cache.set(prefix, row);
+      }
+      if (!row) return null;
+      const a = Buffer.from(sha256Hex(token), 'hex');
+      const b = Buffer.from(row.secretHash, 'hex');
+      if (a.length !== b.length || !timingSafeEqual(a, b)) return null;
+      usage.set(row.id, (usage.get(row.id) ?? 0) + 1);
+      return {
+        keyId: row.id,
+        accountId: row.accountId,
+        mode: row.mode,
+        scopes: row.scopes === null ? null : new Set(row.scopes),
+        webhooksWrite: row.webhooksWrite,
+      };
+    },
+
+    /** Writes the counted requests; called on a timer and at shutdown. */
+    async flushUsage() {
+      if (usage.size === 0) return;
+      const day = clock.now().toISOString().slice(0, 10);
+      const batch = [...usage.entries()];
+      usage.clear();
+      const now = clock.now();
+      for (const [keyId, n] of batch) {
+        await sql`
+          insert into api_key_usage (key_id, day, requests) values (${keyId}, ${day}, ${n})
+          on conflict (key_id, day) do update set requests = api_key_usage.requests + excluded.requests`;
+        await sql`update api_keys set last_used_at = ${now} where id = ${keyId}`;
+      }
+    },
+
+    async usageReport(accountId: string, keyId: string | undefined, days: number) {
+      const since = new Date(clock.now().getTime() - (days - 1) * 86400_000).toISOString().slice(0, 10);
+      const rows = await sql<{ keyId: string; day: string; requests: string }[]>`
+        select u.key_id, to_char(u.day, 'YYYY-MM-DD') as day, u.requests
+        from api_key_usage u join api_keys k on k.id = u.key_id
+        where k.account_id = ${accountId} and u.day >= ${since}
+          ${keyId ? sql`and u.key_id = ${keyId}` : sql``}
+        order by u.day desc, u.key_id`;
+      return rows.map((r) => ({ keyId: r.keyId, day: r.day, requests: Number(r.requests) }));
+    },
+  };
+  return service;
+}
+
+export type KeysService = ReturnType<typeof createKeysService>;

@@ -1,0 +1,18 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import type { Sql } from '../db/connection.js';
+import type { Clock } from './clock.js';
+import type { HealthRegistry } from './health.js';
+
+/** What every module is built from (CONVENTIONS 2: dependencies are passed in). */
+export interface CoreDeps {
+  config: Readonly<Config>;
+  sql: Sql;
+  log: Logger;
+  clock: Clock;
+  /** null: a daemon running alone keeps shared counters in process. */
+  redis: Redis | null;
+  /** Readiness probes shown by GET /status. */
+  health: HealthRegistry;
+}

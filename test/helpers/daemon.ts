@@ -1,0 +1,98 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { loadConfig, type DeepPartial } from '../../src/config/load.js';
+import type { Config } from '../../src/config/schema.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import type { Clock } from '../../src/platform/clock.js';
+import { createTestDatabase } from './db.js';
+
+type Teardown = { teardown(fn: () => unknown): void };
+
+export interface TestDaemon extends Daemon {
+  config: Readonly<Config>;
+  baseUrl: string;
+  /** A real HTTPS request to the daemon (the self-signed certificate is trusted for the test). */
+  https(method: string, path: string, opts?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<HttpsResult>;
+}
+
+export interface HttpsResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** Starts the whole daemon on free ports against a fresh database; stopped at teardown. */
+export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config> = {}, opts: { clock?: Clock } = {}): Promise<TestDaemon> {
+  const db = await createTestDatabase(t, { migrate: false });
+  const state = mkdtempSync(join(tmpdir(), 'svc-test-state-'));
+  const config = loadConfig({
+    overrides: {
+      paths: { state },
+      log: { level: 'silent' },
+      http: { host: '127.0.0.1', port: 0 },
+      database: { url: db.url, pool_max: 10 },
+      sip: { host: '127.0.0.1', port: 0 },
+      smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
+      metrics: { host: '127.0.0.1', port: 0 },
+      webhooks: { allow_private_targets: true },
+      ...overrides,
+    } as DeepPartial<Config>,
+  });
+  const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
+  const daemon = await startDaemon(config, { log, ...(opts.clock ? { clock: opts.clock } : {}) });
+  t.teardown(async () => {
+    await daemon.stop();
+    rmSync(state, { recursive: true, force: true });
+  });
+  const cert = readCert(state);
+  const baseUrl = `https://127.0.0.1:${daemon.ports['http']}/api/v1`;
+  return {
+    ...daemon,
+    config,
+    baseUrl,
+    https: (method, path, o = {}) => httpsCall(baseUrl + path, method, cert, o),
+  };
+}
+
+function readCert(state: string): string | undefined {
+  try {
+    return readFileSync(join(state, 'tls', 'server.crt'), 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+export function httpsCall(
+  url: string,
+  method: string,
+  ca: string | undefined,
+  o: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+): Promise<HttpsResult> {
+  const body = o.rawBody ?? (o.body === undefined ? undefined : JSON.stringify(o.body));
+  const headers: Record<string, string> = { ...(o.headers ?? {}) };
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+  if (o.token) headers['authorization'] = `Bearer ${o.token}`;
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(url, { method, headers, ca, servername: 'localhost', checkServerIdentity: () => undefined }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+      });
+    });
+    req.on('error', reject);
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}

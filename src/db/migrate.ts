@@ -10,6 +10,7 @@ export const migrationsDir = fileURLToPath(new URL('./migrations/', import.meta.
 export interface Migration {
   version: number;
   name: string;
+  file: string;
   sql: string;
   checksum: string;
 }
@@ -28,6 +29,7 @@ export function readMigrations(dir = migrationsDir): Migration[] {
     out.push({
       version: Number(m[1]),
       name: m[2] as string,
+      file,
       sql,
       checksum: createHash('sha256').update(sql).digest('hex'),
     });
@@ -68,7 +70,7 @@ export async function migrate(sql: Sql, log: Logger, migrations = readMigrations
         if (prior) {
           if (prior.checksum !== m.checksum) {
             throw new MigrationError(
-              `migration ${m.version}_${prior.name} was edited after it was applied (checksum differs); restore the file and add a new migration instead`,
+              `migration ${m.file} was edited after it was applied (checksum differs); restore the file and add a new migration instead`,
             );
           }
           continue;
@@ -81,7 +83,7 @@ export async function migrate(sql: Sql, log: Logger, migrations = readMigrations
           await conn`commit`;
         } catch (err) {
           await conn`rollback`.catch(() => undefined);
-          throw new MigrationError(`migration ${m.version}_${m.name} failed: ${(err as Error).message}`);
+          throw new MigrationError(`migration ${m.file} failed: ${(err as Error).message}`);
         }
         log.info({ version: m.version, name: m.name }, 'migration applied');
         applied.push(m.version);

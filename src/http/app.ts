@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import postgres from 'postgres';
 import type { Config } from '../config/schema.js';
@@ -9,7 +11,7 @@ import { sha256Hex } from '../platform/ids.js';
 import { describeAccess, hasScope, type Access, type Principal } from './access.js';
 import type { Authenticator } from './auth.js';
 import { ErrorEnvelope } from './envelope.js';
-import { AppError, badRequest, forbidden, invalidInput, unauthorized, type ErrorDetail } from './errors.js';
+import { AppError, ErrorCodes, badRequest, forbidden, invalidInput, unauthorized, type ErrorDetail } from './errors.js';
 import type { IdempotencyStore } from './idempotency.js';
 import type { RateLimit, RateLimiters } from './rate-limit.js';
 
@@ -22,6 +24,10 @@ declare module 'fastify' {
     /** Honour `X-Idempotency-Key` (money-moving POSTs). */
     idempotent?: boolean;
   }
+  interface FastifyInstance {
+    /** `METHOD /path` of every /api/v1 route, path relative to the prefix, OpenAPI style. */
+    apiRoutes: string[];
+  }
   interface FastifyRequest {
     principal: Principal | null;
     rawBody: string | undefined;
@@ -30,9 +36,9 @@ declare module 'fastify' {
 }
 
 export type App = FastifyInstance<
-  import('node:http').Server | import('node:https').Server,
-  import('node:http').IncomingMessage,
-  import('node:http').ServerResponse,
+  HttpServer | HttpsServer,
+  IncomingMessage,
+  ServerResponse,
   FastifyBaseLogger,
   TypeBoxTypeProvider
 >;
@@ -64,15 +70,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const app = Fastify({
     ...(deps.tls ? { https: { key: deps.tls.key, cert: deps.tls.cert } } : {}),
     loggerInstance: deps.log as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // Completion is logged by the onResponse hook below (4xx info, 5xx error).
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     genReqId: () => randomUUID(),
-    requestIdLogLabel: 'requestId',
     bodyLimit: config.http.body_limit_bytes,
     trustProxy: proxies.length ? proxies : false,
     return503OnClosing: true,
     ajv: { customOptions: { allErrors: true, coerceTypes: 'array', useDefaults: true, removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
+  app.decorate('apiRoutes', [] as string[]);
   app.decorateRequest('principal', null);
   app.decorateRequest('rawBody', undefined);
   app.decorateRequest('idempotency', null);
@@ -92,7 +99,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
           'first status and body (header `Idempotent-Replayed: true`), even a stored 5xx; the same key with a different ' +
           'method, path or body answers 422 IDEMPOTENCY_KEY_REUSED; a retry while the first is in flight answers 409 ' +
           'CONFLICT; a request that died mid-way frees its key when its lease (120 s by default) runs out. ' +
-          'Requests refused by validation are not recorded against the key.',
+          'Requests refused by validation are not recorded against the key.\n\n' +
+          'Error codes (HTTP status): ' +
+          Object.entries(ErrorCodes).map(([code, status]) => `\`${code}\` (${status})`).join(', ') + '.',
       },
       servers: [{ url: API_PREFIX }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
@@ -106,6 +115,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith(API_PREFIX) || route.method === 'HEAD') return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const openapiPath = route.url.slice(API_PREFIX.length).replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    for (const m of methods) app.apiRoutes.push(`${m} ${openapiPath}`);
     const access = route.config?.access;
     if (!access) throw new Error(`route ${String(route.method)} ${route.url} does not declare its access`);
     const schema = (route.schema ??= {}) as Record<string, unknown>;

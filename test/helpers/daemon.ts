@@ -70,14 +70,14 @@ export function httpsCall(
   url: string,
   method: string,
   ca: string | undefined,
-  o: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  o: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; insecure?: boolean },
 ): Promise<HttpsResult> {
   const body = o.rawBody ?? (o.body === undefined ? undefined : JSON.stringify(o.body));
   const headers: Record<string, string> = { ...(o.headers ?? {}) };
   if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
   if (o.token) headers['authorization'] = `Bearer ${o.token}`;
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(url, { method, headers, ca, servername: 'localhost', checkServerIdentity: () => undefined }, (res) => {
+    const req = httpsRequest(url, { method, headers, ca, servername: 'localhost', checkServerIdentity: () => undefined, ...(o.insecure ? { rejectUnauthorized: false } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {

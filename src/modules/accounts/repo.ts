@@ -75,9 +75,9 @@ export function createAccountsRepo(db: Db) {
       return row;
     },
     /** A refresh token presented again after rotation has leaked: the whole session ends. */
-    async revokeByPreviousRefresh(hash: string, now: Date): Promise<boolean> {
-      const rows = await db`update sessions set revoked_at = ${now} where previous_refresh_hash = ${hash} and revoked_at is null returning id`;
-      return rows.length > 0;
+    async revokeByPreviousRefresh(hash: string, now: Date): Promise<string[]> {
+      const rows = await db<{ id: string }[]>`update sessions set revoked_at = ${now} where previous_refresh_hash = ${hash} and revoked_at is null returning id`;
+      return rows.map((r) => r.id);
     },
     async sessionActive(id: string, now: Date): Promise<{ accountId: string } | undefined> {
       const [row] = await db<{ accountId: string }[]>`

@@ -106,9 +106,9 @@ export function createAccountsService(deps: {
       const expiresAt = new Date(now.getTime() + config.auth.refresh_token_ttl_days * 86400_000);
       const row = await repo.rotateRefresh(oldHash, sha256Hex(next), expiresAt, now);
       if (!row) {
-        if (await repo.revokeByPreviousRefresh(oldHash, now)) {
-          deps.log.warn('refresh token reused after rotation; session revoked');
-        }
+        const revoked = await repo.revokeByPreviousRefresh(oldHash, now);
+        for (const id of revoked) sessionCache.set(id, null);
+        if (revoked.length) deps.log.warn({ sessions: revoked }, 'refresh token reused after rotation; session revoked');
         throw unauthorized('Refresh token is invalid, expired or already used');
       }
       return { ...(await accessToken(row.accountId, row.id)), refreshToken: next, sessionId: row.id };

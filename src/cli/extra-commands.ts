@@ -1,0 +1,2 @@
+// Operator commands contributed by domain modules register themselves by being imported here.
+export {};

@@ -1,0 +1,65 @@
+import pino from 'pino';
+import { loadConfig, type DeepPartial } from '../../src/config/load.js';
+import type { Config } from '../../src/config/schema.js';
+import { buildApp, type ApiModule, type App } from '../../src/http/app.js';
+import { createAuthenticator } from '../../src/http/auth.js';
+import { createIdempotencyStore } from '../../src/http/idempotency.js';
+import { createRateLimiters } from '../../src/http/rate-limit.js';
+import { buildModules, type Services } from '../../src/modules/index.js';
+import { systemClock, type Clock } from '../../src/platform/clock.js';
+import { createHealthRegistry } from '../../src/platform/health.js';
+import type { Sql } from '../../src/db/connection.js';
+import type { Redis } from 'ioredis';
+import { createTestDatabase } from './db.js';
+
+type Teardown = { teardown(fn: () => unknown): void };
+
+export interface TestApp {
+  app: App;
+  sql: Sql;
+  config: Readonly<Config>;
+  services: Services;
+  /** A new customer account with a session token. */
+  signUp(email?: string): Promise<{ accountId: string; email: string; password: string; session: string }>;
+}
+
+/**
+ * The real app without a socket (requests through `app.inject`), on a fresh database, with
+ * every real module plus `extra` modules a test declares.
+ */
+export async function buildTestApp(
+  t: Teardown,
+  opts: { overrides?: DeepPartial<Config>; extra?: ApiModule[]; redis?: Redis | null; clock?: Clock } = {},
+): Promise<TestApp> {
+  const { sql } = await createTestDatabase(t);
+  const config = loadConfig({ overrides: { log: { level: 'silent' }, ...(opts.overrides ?? {}) } as DeepPartial<Config> });
+  const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
+  const clock = opts.clock ?? systemClock;
+  const core = { config, sql, log, clock, redis: opts.redis ?? null, health: createHealthRegistry() };
+  const modules = await buildModules(core);
+  const app = await buildApp({
+    config,
+    log,
+    authenticator: createAuthenticator(modules.services),
+    limiters: createRateLimiters(opts.redis ?? null),
+    idempotency: createIdempotencyStore({ sql, clock, leaseSeconds: config.limits.idempotency_lease_seconds, ttlHours: 24 }),
+    modules: [...modules.list, ...(opts.extra ?? [])],
+    tls: null,
+  });
+  t.teardown(() => app.close());
+  let n = 0;
+  return {
+    app,
+    sql,
+    config,
+    services: modules.services,
+    async signUp(email = `user${++n}-${Math.random().toString(36).slice(2, 8)}@example.test`) {
+      const password = 'correct horse battery';
+      const account = await modules.services.accounts.createAccount({ email, password });
+      const tokens = await modules.services.accounts.login(email, password, {});
+      return { accountId: account.id, email, password, session: tokens.accessToken };
+    },
+  };
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });

@@ -1,0 +1,42 @@
+import { request } from 'node:http';
+import t from 'tap';
+import { startTestDaemon } from '../helpers/daemon.js';
+
+function plainHttp(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string } | { error: string }> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path, headers, timeout: 3000 }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', (err) => resolve({ error: err.message }));
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}
+
+t.test('plain HTTP never reaches a handler on the HTTPS port', async (t) => {
+  const d = await startTestDaemon(t);
+  const res = await plainHttp(d.ports['http']!, '/api/v1/status');
+  t.ok('error' in res || (res.status !== 200 && !res.body.includes('"success"')), 'no API answer over plain HTTP');
+  const ok = await d.https('GET', '/status');
+  t.equal(ok.status, 200);
+});
+
+t.test('behind a trusted TLS proxy: forwarded https only, trusted addresses only', async (t) => {
+  const d = await startTestDaemon(t, { http: { tls_mode: 'proxy', trusted_proxies: ['127.0.0.1'] } });
+  const port = d.ports['http']!;
+  const viaHttps = await plainHttp(port, '/api/v1/status', { 'x-forwarded-proto': 'https' });
+  t.match(viaHttps, { status: 200 });
+  const viaHttp = await plainHttp(port, '/api/v1/status', { 'x-forwarded-proto': 'http' });
+  t.match(viaHttp, { status: 400 });
+  t.match((viaHttp as { body: string }).body, /HTTPS is required/);
+  const none = await plainHttp(port, '/api/v1/status');
+  t.match(none, { status: 400 });
+});
+
+t.test('behind a proxy, other peers are refused', async (t) => {
+  const d = await startTestDaemon(t, { http: { tls_mode: 'proxy', trusted_proxies: ['10.9.9.9'] } });
+  const res = await plainHttp(d.ports['http']!, '/api/v1/status', { 'x-forwarded-proto': 'https' });
+  t.match(res, { status: 403 });
+});

@@ -4,6 +4,10 @@ import tseslint from 'typescript-eslint';
 export default tseslint.config(
   { ignores: ['dist/**', 'var/**', 'node_modules/**', '.tap/**'] },
   js.configs.recommended,
+  {
+    files: ['**/*.js', '**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
+  },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

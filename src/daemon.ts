@@ -118,6 +118,7 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
     for (const m of modules.list) {
       await m.start?.();
       if (m.stop) stops.push(() => m.stop!());
+      Object.assign(ports, m.ports?.() ?? {});
     }
     log.info({ ports }, 'svc-exchanged listening');
     return { app, sql, core, modules, ports, firstStart, stop: stopAll };

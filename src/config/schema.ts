@@ -13,7 +13,15 @@ export const ConfigSchema = Type.Object({
   }),
   log: Type.Object({
     level: Type.Union(
-      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+      [
+        Type.Literal('fatal'),
+        Type.Literal('error'),
+        Type.Literal('warn'),
+        Type.Literal('info'),
+        Type.Literal('debug'),
+        Type.Literal('trace'),
+        Type.Literal('silent'),
+      ],
       { default: 'info' },
     ),
   }),
@@ -57,6 +65,8 @@ export const ConfigSchema = Type.Object({
     port: Port(5060),
     primary_host: Type.String({ default: 'sip.svc-exchange.local' }),
     secondary_host: Type.String({ default: '' }),
+    max_call_seconds: Type.Integer({ minimum: 60, maximum: 86400, default: 7200 }),
+    max_calls_per_account: Type.Integer({ minimum: 0, maximum: 1000000, default: 0 }),
   }),
   smpp: Type.Object({
     host: Type.String({ default: '0.0.0.0' }),

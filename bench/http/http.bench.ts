@@ -1,0 +1,54 @@
+// Authenticated GET /account through the whole API stack (TLS, auth, scope, rate limit,
+// envelope) beside a hello-world Fastify route over the same TLS, in the same run.
+// Needs wrk (Debian `wrk`) and a PostgreSQL on 127.0.0.1:5432 (or SVC_BENCH_PG_ADMIN_URL).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Fastify from 'fastify';
+import postgres from 'postgres';
+import pino from 'pino';
+import { loadConfig } from '../../src/config/load.js';
+import { startDaemon } from '../../src/daemon.js';
+import { runWrk } from '../lib/wrk.js';
+
+const seconds = Number(process.env['BENCH_SECONDS'] ?? 5);
+const admin = process.env['SVC_BENCH_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const dbName = `svc_bench_http_${process.pid}`;
+const adminSql = postgres(admin, { max: 1, onnotice: () => {} });
+await adminSql.unsafe(`create database ${dbName}`);
+const state = mkdtempSync(join(tmpdir(), 'svc-bench-'));
+try {
+  const config = loadConfig({
+    overrides: {
+      paths: { state },
+      log: { level: 'silent' },
+      http: { host: '127.0.0.1', port: 0 },
+      metrics: { enabled: false },
+      limits: { default_per_second: 1_000_000 },
+      database: { url: admin.replace(/\/[^/]*$/, `/${dbName}`) },
+    },
+  });
+  const daemon = await startDaemon(config, { log: pino({ level: 'silent' }) });
+  const key = daemon.firstStart!.testKey;
+  const tls = { key: readFileSync(join(state, 'tls/server.key')), cert: readFileSync(join(state, 'tls/server.crt')) };
+  const hello = Fastify({ https: tls });
+  hello.get('/hello', async () => ({ hello: 'world' }));
+  await hello.listen({ host: '127.0.0.1', port: 0 });
+  const helloPort = (hello.server.address() as { port: number }).port;
+
+  const base = await runWrk(`https://127.0.0.1:${helloPort}/hello`, { seconds, connections: 32 });
+  const api = await runWrk(`https://127.0.0.1:${daemon.ports['http']}/api/v1/account`, {
+    seconds,
+    connections: 32,
+    headers: { authorization: `Bearer ${key}` },
+  });
+  console.log(`hello-world fastify https: ${base.requestsPerSecond.toFixed(0)} req/s, p99 ${base.p99Ms.toFixed(2)} ms`);
+  console.log(`GET /account (auth, scope, limit, envelope): ${api.requestsPerSecond.toFixed(0)} req/s, p99 ${api.p99Ms.toFixed(2)} ms, non-2xx ${api.non2xx}`);
+  console.log(`ratio GET /account / hello-world: ${(api.requestsPerSecond / base.requestsPerSecond).toFixed(2)} (throughput), ${(api.p99Ms / base.p99Ms).toFixed(2)} (p99 latency)`);
+  await hello.close();
+  await daemon.stop();
+} finally {
+  await adminSql.unsafe(`drop database if exists ${dbName} with (force)`);
+  await adminSql.end();
+  rmSync(state, { recursive: true, force: true });
+}

@@ -1,0 +1,118 @@
+/** Sample-rate conversion and channel downmixing to the 8 kHz mono 16-bit that G.711 carries. */
+
+export const TELEPHONY_RATE = 8000;
+
+/** Averages channels into one; channels shorter than the first are treated as silent past their end. */
+export function downmix(channels: readonly Float32Array[]): Float32Array {
+  const first = channels[0];
+  if (!first) return new Float32Array(0);
+  if (channels.length === 1) return first;
+  const out = new Float32Array(first.length);
+  for (const ch of channels) {
+    const n = Math.min(ch.length, out.length);
+    for (let i = 0; i < n; i++) out[i] = (out[i] as number) + (ch[i] as number);
+  }
+  const scale = 1 / channels.length;
+  for (let i = 0; i < out.length; i++) out[i] = (out[i] as number) * scale;
+  return out;
+}
+
+export function floatToInt16(input: Float32Array): Int16Array {
+  const out = new Int16Array(input.length);
+  for (let i = 0; i < input.length; i++) {
+    const v = Math.max(-1, Math.min(1, input[i] as number));
+    out[i] = v < 0 ? Math.round(v * 32768) : Math.round(v * 32767);
+  }
+  return out;
+}
+
+/**
+ * Linear-interpolation resampler. When shrinking the rate, a moving average as wide as the
+ * ratio runs first: it is a crude low-pass, but it keeps most energy above 4 kHz (sibilants in
+ * 22.05 kHz speech) from folding back as audible aliasing.
+ */
+export function resampleLinear(input: Int16Array, fromRate: number, toRate: number): Int16Array {
+  if (!(fromRate > 0) || !(toRate > 0)) throw new RangeError('sample rates must be positive');
+  if (fromRate === toRate) return input;
+  let source: Int16Array | Float32Array = input;
+  const ratio = fromRate / toRate;
+  const width = Math.floor(ratio);
+  if (width >= 2) {
+    const filtered = new Float32Array(input.length);
+    let acc = 0;
+    for (let i = 0; i < input.length; i++) {
+      acc += input[i] as number;
+      if (i >= width) acc -= input[i - width] as number;
+      filtered[i] = acc / Math.min(i + 1, width);
+    }
+    source = filtered;
+  }
+  const outLength = Math.floor((input.length * toRate) / fromRate);
+  const out = new Int16Array(outLength);
+  const last = source.length - 1;
+  for (let i = 0; i < outLength; i++) {
+    const pos = i * ratio;
+    const idx = Math.floor(pos);
+    const frac = pos - idx;
+    const a = source[Math.min(idx, last)] as number;
+    const b = source[Math.min(idx + 1, last)] as number;
+    out[i] = Math.max(-32768, Math.min(32767, Math.round(a + (b - a) * frac)));
+  }
+  return out;
+}
+
+export interface WavAudio {
+  sampleRate: number;
+  channels: number;
+  /** Interleaved 16-bit samples. */
+  samples: Int16Array;
+}
+
+/**
+ * Parses a 16-bit PCM WAV. espeak-ng writes its `--stdout` header before it knows the length,
+ * so a data chunk size that runs past the end of the buffer means "to the end".
+ */
+export function parseWav(buf: Uint8Array): WavAudio {
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const tag = (off: number): string => String.fromCharCode(buf[off] ?? 0, buf[off + 1] ?? 0, buf[off + 2] ?? 0, buf[off + 3] ?? 0);
+  if (buf.length < 12 || tag(0) !== 'RIFF' || tag(8) !== 'WAVE') throw new Error('not a RIFF/WAVE stream');
+  let off = 12;
+  let sampleRate = 0;
+  let channels = 0;
+  while (off + 8 <= buf.length) {
+    const id = tag(off);
+    const size = view.getUint32(off + 4, true);
+    const body = off + 8;
+    if (id === 'fmt ') {
+      const format = view.getUint16(body, true);
+      channels = view.getUint16(body + 2, true);
+      sampleRate = view.getUint32(body + 4, true);
+      const bits = view.getUint16(body + 14, true);
+      if (format !== 1 || bits !== 16) throw new Error('only 16-bit PCM WAV is supported');
+    } else if (id === 'data') {
+      if (!sampleRate || !channels) throw new Error('WAV data chunk before fmt chunk');
+      const end = size === 0 || body + size > buf.length ? buf.length : body + size;
+      const count = Math.floor((end - body) / 2);
+      const samples = new Int16Array(count);
+      for (let i = 0; i < count; i++) samples[i] = view.getInt16(body + i * 2, true);
+      return { sampleRate, channels, samples };
+    }
+    off = body + size + (size & 1);
+  }
+  throw new Error('WAV has no data chunk');
+}
+
+/** Converts a WAV of any rate and channel count to 8 kHz mono 16-bit. */
+export function wavToTelephony(wav: WavAudio): Int16Array {
+  let mono = wav.samples;
+  if (wav.channels > 1) {
+    const frames = Math.floor(wav.samples.length / wav.channels);
+    mono = new Int16Array(frames);
+    for (let i = 0; i < frames; i++) {
+      let sum = 0;
+      for (let c = 0; c < wav.channels; c++) sum += wav.samples[i * wav.channels + c] as number;
+      mono[i] = Math.round(sum / wav.channels);
+    }
+  }
+  return resampleLinear(mono, wav.sampleRate, TELEPHONY_RATE);
+}

@@ -1,0 +1,103 @@
+/** Dialog state for UAC and UAS sides (RFC 3261 §12) and in-dialog request construction. */
+import { formatNameAddr, formatUri, parseNameAddr, parseUri, type SipUri } from './headers.js';
+import {
+  callIdOf,
+  contactsOf,
+  cseqOf,
+  getHeader,
+  recordRoutesOf,
+  type HeaderField,
+  type SipRequest,
+  type SipResponse,
+} from './message.js';
+import type { SipPeer, SipTransportName } from './transport.js';
+
+export interface Dialog {
+  callId: string;
+  localTag: string;
+  remoteTag: string;
+  /** From/To values for requests we send (with tags). */
+  localAddr: string;
+  remoteAddr: string;
+  localSeq: number;
+  remoteSeq: number;
+  remoteTarget: string;
+  /** Route header values in the order they are sent. */
+  routeSet: string[];
+  transport: SipTransportName;
+  contact: string;
+  /** Send in-dialog requests here instead of the remote target (the caller's own flow, RFC 5626 style). */
+  flow?: SipPeer;
+}
+
+/** Where a request for this URI goes: its host, port and transport parameter. */
+export function uriDestination(uri: SipUri, fallback: SipTransportName): SipPeer {
+  const tp = uri.params['transport'];
+  const transport: SipTransportName = tp ? (tp.toLowerCase() === 'tcp' ? 'tcp' : 'udp') : fallback;
+  return { transport, host: uri.host.replace(/^\[|\]$/g, ''), port: uri.port ?? 5060 };
+}
+
+/** The dialog a UAC holds after a 2xx to its INVITE (RFC 3261 §12.1.2). */
+export function createUacDialog(invite: SipRequest, res: SipResponse, transport: SipTransportName, contact: string): Dialog {
+  const to = parseNameAddr(getHeader(res, 'to') ?? '');
+  const from = parseNameAddr(getHeader(invite, 'from') ?? '');
+  const target = contactsOf(res)[0];
+  return {
+    callId: callIdOf(invite),
+    localTag: from.params['tag'] ?? '',
+    remoteTag: to.params['tag'] ?? '',
+    localAddr: getHeader(invite, 'from') ?? '',
+    remoteAddr: formatNameAddr(to),
+    localSeq: cseqOf(invite).seq,
+    remoteSeq: 0,
+    remoteTarget: target ? formatUri(target.uri) : invite.uri,
+    routeSet: recordRoutesOf(res).reverse().map(formatNameAddr),
+    transport,
+    contact,
+  };
+}
+
+/** The dialog a UAS holds when it answers an INVITE with `localTag` (RFC 3261 §12.1.1). */
+export function createUasDialog(invite: SipRequest, localTag: string, transport: SipTransportName, contact: string, flow?: SipPeer): Dialog {
+  const to = parseNameAddr(getHeader(invite, 'to') ?? '');
+  to.params['tag'] = localTag;
+  const target = contactsOf(invite)[0];
+  const from = parseNameAddr(getHeader(invite, 'from') ?? '');
+  return {
+    callId: callIdOf(invite),
+    localTag,
+    remoteTag: from.params['tag'] ?? '',
+    localAddr: formatNameAddr(to),
+    remoteAddr: getHeader(invite, 'from') ?? '',
+    localSeq: 0,
+    remoteSeq: cseqOf(invite).seq,
+    remoteTarget: target ? formatUri(target.uri) : '',
+    routeSet: recordRoutesOf(invite).map(formatNameAddr),
+    transport,
+    contact,
+    ...(flow ? { flow } : {}),
+  };
+}
+
+/** A request within the dialog, with its next hop (loose routing, RFC 3261 §12.2.1.1). */
+export function dialogRequest(
+  d: Dialog,
+  method: string,
+  opts: { body?: Buffer; headers?: HeaderField[]; cseq?: number } = {},
+): { req: SipRequest; dest: SipPeer } {
+  const seq = opts.cseq ?? ++d.localSeq;
+  const headers: HeaderField[] = [
+    { name: 'From', value: d.localAddr },
+    { name: 'To', value: d.remoteAddr },
+    { name: 'Call-ID', value: d.callId },
+    { name: 'CSeq', value: `${seq} ${method}` },
+    { name: 'Max-Forwards', value: '70' },
+  ];
+  for (const r of d.routeSet) headers.push({ name: 'Route', value: r });
+  if (method !== 'BYE' && method !== 'ACK' && method !== 'CANCEL') headers.push({ name: 'Contact', value: `<${d.contact}>` });
+  if (opts.headers) headers.push(...opts.headers);
+  const req: SipRequest = { kind: 'request', method, uri: d.remoteTarget, version: 'SIP/2.0', headers, body: opts.body ?? Buffer.alloc(0) };
+  const first = d.routeSet[0];
+  const hop = first ? parseNameAddr(first).uri : parseUri(d.remoteTarget);
+  return { req, dest: d.flow ?? uriDestination(hop, d.transport) };
+}

@@ -1,0 +1,133 @@
+/** HTTP digest for SIP (RFC 2617 MD5, RFC 3261 §22): server challenge/verify and client answers. */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { formatDigest, parseDigest, SipParseError, type DigestParams } from './headers.js';
+
+export const md5 = (s: string): string => createHash('md5').update(s).digest('hex');
+
+/** HA1 as stored: MD5(username:realm:password). */
+export const computeHa1 = (username: string, realm: string, password: string): string => md5(`${username}:${realm}:${password}`);
+
+export interface DigestServerOptions {
+  /** Always the configured primary SIP host, whatever address the request came to. */
+  realm: string;
+  secret: string | Buffer;
+  nonceTtlMs?: number;
+  nonceMaxUses?: number;
+  /** Milliseconds since the epoch. */
+  now?: () => number;
+}
+
+export type DigestCheck =
+  | { result: 'ok' }
+  /** Another realm: challenge again with the same nonce. */
+  | { result: 'wrong-realm'; nonce: string }
+  /** Expired or used up: challenge with a fresh nonce and stale=true. */
+  | { result: 'stale' }
+  /** Not ours, or not signed by us. */
+  | { result: 'bad-nonce' }
+  | { result: 'bad-response' };
+
+export interface DigestServer {
+  readonly realm: string;
+  /** A WWW-Authenticate value; `nonce` reuses one (a realm retry), `stale` marks a nonce refresh. */
+  challenge(opts?: { nonce?: string; stale?: boolean }): string;
+  /** Parses an Authorization value; undefined when absent or not a Digest. */
+  parseCredentials(header: string | undefined): DigestParams | undefined;
+  /** Checks credentials against the HA1 over the `uri` the client sent (not the Request-URI). */
+  check(creds: DigestParams, method: string, ha1: string): DigestCheck;
+}
+
+export function createDigestServer(opts: DigestServerOptions): DigestServer {
+  const ttl = opts.nonceTtlMs ?? 5 * 60_000;
+  const maxUses = opts.nonceMaxUses ?? 50;
+  const now = opts.now ?? Date.now;
+  // Use counts of live nonces; entries are in minting order, so expiry trims from the front.
+  const uses = new Map<string, { at: number; n: number }>();
+  const maxTracked = 200_000;
+
+  const sign = (body: string): string => createHmac('sha256', opts.secret).update(body).digest('base64url').slice(0, 22);
+
+  const mint = (): string => {
+    const t = now();
+    for (const [k, v] of uses) {
+      if (t - v.at <= ttl && uses.size < maxTracked) break;
+      uses.delete(k);
+    }
+    const body = `${t.toString(36)}.${randomBytes(9).toString('base64url')}`;
+    const nonce = `${body}.${sign(body)}`;
+    uses.set(nonce, { at: t, n: 0 });
+    return nonce;
+  };
+
+  const signedAt = (nonce: string): number | undefined => {
+    const i = nonce.lastIndexOf('.');
+    if (i < 0) return undefined;
+    const body = nonce.slice(0, i);
+    const mac = Buffer.from(nonce.slice(i + 1));
+    const want = Buffer.from(sign(body));
+    if (mac.length !== want.length || !timingSafeEqual(mac, want)) return undefined;
+    const ts = parseInt(body.split('.')[0] ?? '', 36);
+    return Number.isFinite(ts) ? ts : undefined;
+  };
+
+  return {
+    realm: opts.realm,
+    challenge(c = {}) {
+      const params: Record<string, string> = { realm: opts.realm, nonce: c.nonce ?? mint(), algorithm: 'MD5' };
+      if (c.stale) params['stale'] = 'true';
+      return formatDigest({ scheme: 'Digest', params });
+    },
+    parseCredentials(header) {
+      if (header === undefined) return undefined;
+      try {
+        const d = parseDigest(header);
+        return d.scheme.toLowerCase() === 'digest' ? d : undefined;
+      } catch (err) {
+        if (err instanceof SipParseError) return undefined;
+        throw err;
+      }
+    },
+    check(creds, method, ha1) {
+      const p = creds.params;
+      const nonce = p['nonce'] ?? '';
+      const at = signedAt(nonce);
+      if (at === undefined) return { result: 'bad-nonce' };
+      if (p['realm'] !== opts.realm) return { result: 'wrong-realm', nonce };
+      const entry = uses.get(nonce);
+      if (!entry || now() - at > ttl || entry.n >= maxUses) return { result: 'stale' };
+      entry.n++;
+      if (p['algorithm'] && p['algorithm'].toUpperCase() !== 'MD5') return { result: 'bad-response' };
+      const ha2 = md5(`${method}:${p['uri'] ?? ''}`);
+      const expected = p['qop']
+        ? md5(`${ha1}:${nonce}:${p['nc'] ?? ''}:${p['cnonce'] ?? ''}:${p['qop']}:${ha2}`)
+        : md5(`${ha1}:${nonce}:${ha2}`);
+      const got = Buffer.from((p['response'] ?? '').toLowerCase());
+      const ok = got.length === expected.length && timingSafeEqual(got, Buffer.from(expected));
+      return ok ? { result: 'ok' } : { result: 'bad-response' };
+    },
+  };
+}
+
+/** Answers a supplier's 401/407 challenge (RFC 2617 §3.2.2), with qop=auth when offered. */
+export function answerChallenge(a: { challenge: string; method: string; uri: string; username: string; password: string }): string {
+  const ch = parseDigest(a.challenge).params;
+  const realm = ch['realm'] ?? '';
+  const nonce = ch['nonce'] ?? '';
+  const ha1 = computeHa1(a.username, realm, a.password);
+  const ha2 = md5(`${a.method}:${a.uri}`);
+  const params: Record<string, string> = { username: a.username, realm, nonce, uri: a.uri };
+  const qops = (ch['qop'] ?? '').split(',').map((q) => q.trim());
+  if (qops.includes('auth')) {
+    const cnonce = randomBytes(8).toString('hex');
+    const nc = '00000001';
+    params['response'] = md5(`${ha1}:${nonce}:${nc}:${cnonce}:auth:${ha2}`);
+    params['qop'] = 'auth';
+    params['nc'] = nc;
+    params['cnonce'] = cnonce;
+  } else {
+    params['response'] = md5(`${ha1}:${nonce}:${ha2}`);
+  }
+  params['algorithm'] = 'MD5';
+  if (ch['opaque'] !== undefined) params['opaque'] = ch['opaque'];
+  return formatDigest({ scheme: 'Digest', params });
+}

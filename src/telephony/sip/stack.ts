@@ -1,0 +1,245 @@
+/** Transaction layer dispatch: matches messages to transactions, handles CANCEL and 2xx ACKs (RFC 3261 §17.1.3, §17.2.3). */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { formatVia } from './headers.js';
+import {
+  callIdOf,
+  canonicalName,
+  cseqOf,
+  fromOf,
+  maxForwardsOf,
+  tagOf,
+  toOf,
+  topVia,
+  type HeaderField,
+  type SipRequest,
+  type SipResponse,
+} from './message.js';
+import {
+  ClientTransaction,
+  DEFAULT_TIMERS,
+  realTimers,
+  ServerTransaction,
+  type ClientTransactionHandlers,
+  type SipTimers,
+  type TimerValues,
+  type TransactionContext,
+} from './transaction.js';
+import { responseTarget, type SipPeer, type SipTransport } from './transport.js';
+
+export type SipRequestHandler = (req: SipRequest, tx: ServerTransaction, source: SipPeer) => void;
+
+export interface SipStack {
+  readonly transport: SipTransport;
+  readonly timers: SipTimers;
+  readonly timerValues: TimerValues;
+  /** New requests (not retransmissions, not ACK); INVITEs have had 100 Trying sent. */
+  onRequest(handler: SipRequestHandler): void;
+  /** ACKs no transaction claimed (e.g. arriving after Timer L). */
+  onStrayAck(handler: (ack: SipRequest, source: SipPeer) => void): void;
+  /** Sends a request in a new client transaction; a Via with a fresh branch is put on top. */
+  sendRequest(req: SipRequest, dest: SipPeer, handlers: ClientTransactionHandlers): ClientTransaction;
+  /** Sends an ACK for a 2xx outside any transaction (RFC 3261 §13.2.2.4). */
+  sendAck(ack: SipRequest, dest: SipPeer): Promise<void>;
+  newBranch(): string;
+  newTag(): string;
+  newCallId(): string;
+  /** Our Contact URI for a transport. */
+  contactUri(user: string | undefined, transport: 'udp' | 'tcp'): string;
+  close(): Promise<void>;
+}
+
+export interface SipStackOptions {
+  transport: SipTransport;
+  log: Logger;
+  timers?: SipTimers;
+  timerValues?: Partial<TimerValues>;
+}
+
+const MAGIC = 'z9hG4bK';
+
+function serverKey(req: SipRequest, method: string): string {
+  const via = topVia(req);
+  const branch = via.params['branch'];
+  const sentBy = `${via.host}:${via.port ?? ''}`;
+  if (branch && branch.startsWith(MAGIC)) return `${branch}|${sentBy}|${method}`;
+  // RFC 2543 peers: match on the dialog-ish identifiers instead (§17.2.3).
+  return `${callIdOf(req)}|${cseqOf(req).seq}|${tagOf(fromOf(req)) ?? ''}|${sentBy}|${method}`;
+}
+
+export function createSipStack(opts: SipStackOptions): SipStack {
+  const { transport, log } = opts;
+  const timers = opts.timers ?? realTimers;
+  const values: TimerValues = { ...DEFAULT_TIMERS, ...opts.timerValues };
+  const clients = new Map<string, ClientTransaction>();
+  const servers = new Map<string, ServerTransaction>();
+  const awaitingAck = new Map<string, ServerTransaction>();
+  const requestHandlers: SipRequestHandler[] = [];
+  const strayAckHandlers: Array<(ack: SipRequest, source: SipPeer) => void> = [];
+
+  const ctx: TransactionContext = {
+    timers,
+    values,
+    send: (msg, dest) => transport.send(msg, dest),
+    terminated(tx) {
+      if (tx instanceof ClientTransaction) {
+        if (clients.get(tx.key) === tx) clients.delete(tx.key);
+      } else {
+        if (servers.get(tx.key) === tx) servers.delete(tx.key);
+        const ak = ackKey(tx.request);
+        if (awaitingAck.get(ak) === tx) awaitingAck.delete(ak);
+      }
+    },
+  };
+
+  const ackKey = (req: SipRequest): string => `${callIdOf(req)}|${cseqOf(req).seq}`;
+  const newBranch = (): string => MAGIC + randomBytes(12).toString('hex');
+
+  const viaFor = (dest: SipPeer, branch: string): string =>
+    `SIP/2.0/${dest.transport.toUpperCase()} ${transport.host}:${transport.port};branch=${branch};rport`;
+
+  const withVia = (req: SipRequest, dest: SipPeer, branch: string): void => {
+    req.headers.unshift({ name: 'Via', value: viaFor(dest, branch) });
+  };
+
+  const sendCancel = (inv: ClientTransaction): void => {
+    const req = inv.request;
+    const headers: HeaderField[] = [];
+    let viaDone = false;
+    for (const h of req.headers) {
+      const n = canonicalName(h.name);
+      if (n === 'via' && !viaDone) {
+        headers.push({ name: 'Via', value: h.value.split(',')[0] as string });
+        viaDone = true;
+      } else if (n === 'from' || n === 'to' || n === 'call-id' || n === 'route' || n === 'max-forwards') headers.push(h);
+    }
+    headers.push({ name: 'CSeq', value: `${cseqOf(req).seq} CANCEL` });
+    const cancel: SipRequest = { kind: 'request', method: 'CANCEL', uri: req.uri, version: 'SIP/2.0', headers, body: Buffer.alloc(0) };
+    const branch = topVia(cancel).params['branch'] ?? '';
+    const tx = new ClientTransaction(ctx, `${branch}|CANCEL`, cancel, inv.dest, {
+      onResponse: () => undefined,
+      onTimeout: () => undefined,
+    });
+    clients.set(tx.key, tx);
+    tx.start();
+  };
+
+  const handleCancel = (req: SipRequest, source: SipPeer, replyTo: SipPeer): void => {
+    const key = serverKey(req, 'CANCEL');
+    const existing = servers.get(key);
+    if (existing) return existing.retransmission();
+    const tx = new ServerTransaction(ctx, key, req, source, replyTo);
+    servers.set(key, tx);
+    const invite = servers.get(serverKey(req, 'INVITE'));
+    if (!invite) {
+      tx.reply(481, 'Call/Transaction Does Not Exist');
+      return;
+    }
+    tx.reply(200, 'OK');
+    if (invite.state === 'proceeding') {
+      const prevTag = invite.lastResponse ? tagOf(toOf(invite.lastResponse)) : undefined;
+      invite.reply(487, 'Request Terminated', { toTag: prevTag ?? newTag() });
+      invite.onCancel?.();
+    }
+  };
+
+  const handleRequest = (req: SipRequest, source: SipPeer): void => {
+    const via = topVia(req);
+    const replyTo: SipPeer = source.transport === 'tcp' ? source : responseTarget(via, 'udp');
+    if (req.method === 'ACK') {
+      const st = servers.get(serverKey(req, 'INVITE'));
+      if (st && st.state === 'completed') return st.ackForFinal();
+      if (st && st.state === 'confirmed') return;
+      const pending = awaitingAck.get(ackKey(req));
+      if (pending) {
+        awaitingAck.delete(ackKey(req));
+        return pending.ackFor2xx(req);
+      }
+      for (const h of strayAckHandlers) h(req, source);
+      return;
+    }
+    if (req.method === 'CANCEL') return handleCancel(req, source, replyTo);
+    const key = serverKey(req, req.method);
+    const existing = servers.get(key);
+    if (existing) return existing.retransmission();
+    const tx = new ServerTransaction(ctx, key, req, source, replyTo);
+    servers.set(key, tx);
+    if (req.method === 'INVITE') {
+      awaitingAck.set(ackKey(req), tx);
+      tx.reply(100, 'Trying');
+    }
+    if (maxForwardsOf(req) === 0 && req.method !== 'OPTIONS') {
+      tx.reply(483, 'Too Many Hops', { toTag: newTag() });
+      return;
+    }
+    if (!requestHandlers.length) {
+      tx.reply(503, 'Service Unavailable', { toTag: newTag() });
+      return;
+    }
+    for (const h of requestHandlers) h(req, tx, source);
+  };
+
+  const handleResponse = (res: SipResponse): void => {
+    const via = topVia(res);
+    if (via.host !== transport.host.toLowerCase() || (via.port ?? 5060) !== transport.port) {
+      log.debug({ via: formatVia(via) }, 'sip response not for us');
+      return;
+    }
+    const key = `${via.params['branch'] ?? ''}|${cseqOf(res).method}`;
+    const tx = clients.get(key);
+    if (!tx) {
+      log.debug({ status: res.status }, 'stray sip response');
+      return;
+    }
+    tx.receive(res);
+  };
+
+  transport.onMessage((msg, source) => {
+    try {
+      if (msg.kind === 'request') handleRequest(msg, source);
+      else handleResponse(msg);
+    } catch (err) {
+      log.error({ err }, 'sip dispatch failed');
+    }
+  });
+
+  function newTag(): string {
+    return randomBytes(8).toString('hex');
+  }
+
+  return {
+    transport,
+    timers,
+    timerValues: values,
+    onRequest(h) {
+      requestHandlers.push(h);
+    },
+    onStrayAck(h) {
+      strayAckHandlers.push(h);
+    },
+    sendRequest(req, dest, handlers) {
+      const branch = newBranch();
+      withVia(req, dest, branch);
+      const tx = new ClientTransaction(ctx, `${branch}|${cseqOf(req).method}`, req, dest, handlers, sendCancel);
+      clients.set(tx.key, tx);
+      tx.start();
+      return tx;
+    },
+    async sendAck(ack, dest) {
+      withVia(ack, dest, newBranch());
+      await transport.send(ack, dest);
+    },
+    newBranch,
+    newTag,
+    newCallId: () => randomBytes(16).toString('hex'),
+    contactUri(user, t) {
+      const u = user !== undefined ? `${user}@` : '';
+      return `sip:${u}${transport.host}:${transport.port}${t === 'tcp' ? ';transport=tcp' : ''}`;
+    },
+    async close() {
+      for (const tx of [...clients.values()]) tx.terminate();
+      for (const tx of [...servers.values()]) tx.terminate();
+      await transport.close();
+    },
+  };
+}

@@ -1,0 +1,327 @@
+/** Client and server transactions (RFC 3261 §17) with RFC 6026's Accepted state. */
+import type { SipRequest, SipResponse } from './message.js';
+import { canonicalName, createResponse, cseqOf, getHeader } from './message.js';
+import type { SipPeer } from './transport.js';
+
+/** Timers come through this so tests can run the RFC timers on a fake scheduler. */
+export interface SipTimers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+export const realTimers: SipTimers = {
+  set(fn, ms) {
+    const h = setTimeout(fn, ms);
+    h.unref();
+    return h;
+  },
+  clear(h) {
+    clearTimeout(h as ReturnType<typeof setTimeout>);
+  },
+};
+
+export interface TimerValues {
+  t1: number;
+  t2: number;
+  t4: number;
+}
+
+export const DEFAULT_TIMERS: TimerValues = { t1: 500, t2: 4000, t4: 5000 };
+
+export interface TransactionContext {
+  timers: SipTimers;
+  values: TimerValues;
+  send(msg: SipRequest | SipResponse, dest: SipPeer): Promise<void>;
+  terminated(tx: ClientTransaction | ServerTransaction): void;
+}
+
+export type TransactionState = 'calling' | 'trying' | 'proceeding' | 'completed' | 'accepted' | 'confirmed' | 'terminated';
+
+export interface ClientTransactionHandlers {
+  /** Every provisional and final response; in Accepted, 2xx retransmissions too (the TU re-ACKs them). */
+  onResponse(res: SipResponse, tx: ClientTransaction): void;
+  /** Timer B/F fired or the transport failed before a final response. */
+  onTimeout(tx: ClientTransaction, cause: 'timeout' | 'transport'): void;
+}
+
+/** Holds the timers of one transaction so every exit clears them. */
+class TimerSet {
+  private readonly handles = new Map<string, unknown>();
+  constructor(private readonly timers: SipTimers) {}
+  set(name: string, ms: number, fn: () => void): void {
+    this.clear(name);
+    this.handles.set(
+      name,
+      this.timers.set(() => {
+        this.handles.delete(name);
+        fn();
+      }, ms),
+    );
+  }
+  clear(name: string): void {
+    const h = this.handles.get(name);
+    if (h !== undefined) this.timers.clear(h);
+    this.handles.delete(name);
+  }
+  clearAll(): void {
+    for (const h of this.handles.values()) this.timers.clear(h);
+    this.handles.clear();
+  }
+}
+
+export class ClientTransaction {
+  state: TransactionState;
+  readonly isInvite: boolean;
+  private readonly t: TimerSet;
+  private lastFinal?: SipResponse;
+  private cancelWanted = false;
+
+  constructor(
+    private readonly ctx: TransactionContext,
+    readonly key: string,
+    readonly request: SipRequest,
+    readonly dest: SipPeer,
+    private readonly handlers: ClientTransactionHandlers,
+    /** Sends a CANCEL for this INVITE; provided by the stack. */
+    private readonly sendCancel?: (tx: ClientTransaction) => void,
+  ) {
+    this.isInvite = request.method === 'INVITE';
+    this.state = this.isInvite ? 'calling' : 'trying';
+    this.t = new TimerSet(ctx.timers);
+  }
+
+  start(): void {
+    const { t1, t2 } = this.ctx.values;
+    const reliable = this.dest.transport === 'tcp';
+    this.transmit();
+    if (!reliable) {
+      let interval = t1;
+      const retransmit = (): void => {
+        if (this.state !== 'calling' && this.state !== 'trying' && this.state !== 'proceeding') return;
+        if (this.isInvite && this.state !== 'calling') return;
+        this.transmit();
+        interval = this.isInvite ? interval * 2 : Math.min(interval * 2, t2);
+        if (!this.isInvite && this.state === 'proceeding') interval = t2;
+        this.t.set('retransmit', interval, retransmit);
+      };
+      this.t.set('retransmit', interval, retransmit);
+    }
+    // Timer B / Timer F.
+    this.t.set('timeout', 64 * t1, () => {
+      const pending = this.isInvite ? this.state === 'calling' : this.state === 'trying' || this.state === 'proceeding';
+      if (pending) {
+        this.terminate();
+        this.handlers.onTimeout(this, 'timeout');
+      }
+    });
+  }
+
+  private transmit(): void {
+    this.ctx.send(this.request, this.dest).catch(() => {
+      if (this.state === 'terminated' || this.state === 'completed' || this.state === 'accepted') return;
+      this.terminate();
+      this.handlers.onTimeout(this, 'transport');
+    });
+  }
+
+  /** Asks for a CANCEL; sent once a provisional response has arrived (RFC 3261 §9.1). */
+  cancel(): void {
+    if (!this.isInvite || this.cancelWanted) return;
+    this.cancelWanted = true;
+    if (this.state === 'proceeding') this.sendCancel?.(this);
+  }
+
+  get cancelRequested(): boolean {
+    return this.cancelWanted;
+  }
+
+  receive(res: SipResponse): void {
+    const { t1, t4 } = this.ctx.values;
+    const reliable = this.dest.transport === 'tcp';
+    if (this.state === 'terminated') return;
+    if (res.status < 200) {
+      if (this.state === 'calling' || this.state === 'trying' || this.state === 'proceeding') {
+        const first = this.state !== 'proceeding';
+        this.state = 'proceeding';
+        if (this.isInvite) this.t.clear('retransmit');
+        this.handlers.onResponse(res, this);
+        if (first && this.cancelWanted) this.sendCancel?.(this);
+      }
+      return;
+    }
+    if (this.isInvite && res.status < 300) {
+      if (this.state === 'completed') return;
+      const first = this.state !== 'accepted';
+      if (first) {
+        this.state = 'accepted';
+        this.t.clearAll();
+        // Timer M (RFC 6026 §8.4): keep absorbing 2xx retransmissions for the TU.
+        this.t.set('M', 64 * t1, () => this.terminate());
+      }
+      this.handlers.onResponse(res, this);
+      return;
+    }
+    if (this.state === 'completed') {
+      if (this.isInvite) this.sendAck(res);
+      return;
+    }
+    if (this.state === 'accepted') return;
+    this.state = 'completed';
+    this.lastFinal = res;
+    this.t.clearAll();
+    if (this.isInvite) {
+      this.sendAck(res);
+      this.t.set('D', reliable ? 0 : 32_000, () => this.terminate());
+    } else {
+      this.t.set('K', reliable ? 0 : t4, () => this.terminate());
+    }
+    this.handlers.onResponse(res, this);
+  }
+
+  /** ACK for a non-2xx final response, within the transaction (RFC 3261 §17.1.1.3). */
+  private sendAck(res: SipResponse): void {
+    const req = this.request;
+    const headers = [];
+    let viaDone = false;
+    for (const h of req.headers) {
+      const n = canonicalName(h.name);
+      if (n === 'via' && !viaDone) {
+        headers.push({ name: h.name, value: h.value.split(',')[0] as string });
+        viaDone = true;
+      } else if (n === 'from' || n === 'call-id' || n === 'route' || n === 'max-forwards') headers.push(h);
+    }
+    headers.push({ name: 'To', value: getHeader(res, 'to') ?? '' });
+    headers.push({ name: 'CSeq', value: `${cseqOf(req).seq} ACK` });
+    const ack: SipRequest = { kind: 'request', method: 'ACK', uri: req.uri, version: 'SIP/2.0', headers, body: Buffer.alloc(0) };
+    this.ctx.send(ack, this.dest).catch(() => undefined);
+  }
+
+  get finalResponse(): SipResponse | undefined {
+    return this.lastFinal;
+  }
+
+  terminate(): void {
+    if (this.state === 'terminated') return;
+    this.state = 'terminated';
+    this.t.clearAll();
+    this.ctx.terminated(this);
+  }
+}
+
+export class ServerTransaction {
+  state: TransactionState;
+  readonly isInvite: boolean;
+  private readonly t: TimerSet;
+  private last?: SipResponse;
+  /** Set by the TU: called when a CANCEL for this INVITE arrived (after 200 to the CANCEL and 487 here). */
+  onCancel?: () => void;
+  /** Set by the TU: called when a 2xx was retransmitted for 64*T1 without an ACK. */
+  onAckTimeout?: () => void;
+  /** Set by the TU: called when the ACK for a 2xx arrived. */
+  onAck?: (ack: SipRequest) => void;
+
+  constructor(
+    private readonly ctx: TransactionContext,
+    readonly key: string,
+    readonly request: SipRequest,
+    readonly source: SipPeer,
+    /** Where responses go (RFC 3261 §18.2.2). */
+    readonly replyTo: SipPeer,
+  ) {
+    this.isInvite = request.method === 'INVITE';
+    this.state = this.isInvite ? 'proceeding' : 'trying';
+    this.t = new TimerSet(ctx.timers);
+  }
+
+  /** Sends a response built from the request; returns it so the TU can keep the tag. */
+  reply(status: number, reason: string, opts: Parameters<typeof createResponse>[3] = {}): SipResponse {
+    const res = createResponse(this.request, status, reason, opts);
+    this.respond(res);
+    return res;
+  }
+
+  respond(res: SipResponse): void {
+    if (this.state !== 'trying' && this.state !== 'proceeding') return;
+    const { t1, t2 } = this.ctx.values;
+    const reliable = this.replyTo.transport === 'tcp';
+    this.last = res;
+    this.transmit(res);
+    if (res.status < 200) {
+      this.state = 'proceeding';
+      return;
+    }
+    if (!this.isInvite) {
+      this.state = 'completed';
+      this.t.set('J', reliable ? 0 : 64 * t1, () => this.terminate());
+      return;
+    }
+    if (res.status < 300) {
+      // RFC 6026 Accepted: 2xx is retransmitted (the TU's duty in §13.3.1.4, kept here) until the ACK.
+      this.state = 'accepted';
+      if (!reliable) {
+        let interval = t1;
+        const again = (): void => {
+          if (this.state !== 'accepted') return;
+          this.transmit(res);
+          interval = Math.min(interval * 2, t2);
+          this.t.set('2xx', interval, again);
+        };
+        this.t.set('2xx', interval, again);
+      }
+      this.t.set('L', 64 * t1, () => {
+        const acked = this.state !== 'accepted';
+        this.terminate();
+        if (!acked) this.onAckTimeout?.();
+      });
+      return;
+    }
+    this.state = 'completed';
+    if (!reliable) {
+      let interval = t1;
+      const again = (): void => {
+        if (this.state !== 'completed') return;
+        this.transmit(res);
+        interval = Math.min(interval * 2, t2);
+        this.t.set('G', interval, again);
+      };
+      this.t.set('G', interval, again);
+    }
+    this.t.set('H', 64 * t1, () => this.terminate());
+  }
+
+  /** A retransmitted request matched this transaction. */
+  retransmission(): void {
+    if (this.last && this.state !== 'accepted' && this.state !== 'confirmed') this.transmit(this.last);
+  }
+
+  /** ACK for a non-2xx final (same branch). */
+  ackForFinal(): void {
+    if (this.state !== 'completed') return;
+    this.state = 'confirmed';
+    this.t.clearAll();
+    this.t.set('I', this.replyTo.transport === 'tcp' ? 0 : this.ctx.values.t4, () => this.terminate());
+  }
+
+  /** ACK for the 2xx (new branch, matched by dialog). */
+  ackFor2xx(ack: SipRequest): void {
+    if (this.state !== 'accepted') return;
+    this.state = 'confirmed';
+    this.t.clear('2xx');
+    this.onAck?.(ack);
+  }
+
+  get lastResponse(): SipResponse | undefined {
+    return this.last;
+  }
+
+  private transmit(res: SipResponse): void {
+    this.ctx.send(res, this.replyTo).catch(() => undefined);
+  }
+
+  terminate(): void {
+    if (this.state === 'terminated') return;
+    this.state = 'terminated';
+    this.t.clearAll();
+    this.ctx.terminated(this);
+  }
+}

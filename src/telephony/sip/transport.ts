@@ -1,0 +1,240 @@
+/** UDP and TCP on one port (RFC 3261 §18): framing, received/rport (RFC 3581), 400 for malformed requests. */
+import dgram from 'node:dgram';
+import net from 'node:net';
+import type { Logger } from 'pino';
+import { formatVia, parseVia, splitOutside, type Via } from './headers.js';
+import { canonicalName, serialize, type HeaderField, type SipMessage, type SipResponse } from './message.js';
+import { createStreamFramer, parseMessage, SipMessageError, SipParseError } from './parser.js';
+
+export type SipTransportName = 'udp' | 'tcp';
+
+export interface SipPeer {
+  transport: SipTransportName;
+  host: string;
+  port: number;
+}
+
+export type SipMessageHandler = (message: SipMessage, source: SipPeer) => void;
+
+export interface SipTransport {
+  /** The address we advertise in Via and Contact. */
+  readonly host: string;
+  /** The bound port (the real one when 0 was asked for). */
+  readonly port: number;
+  /** Sends one message; TCP reuses an open connection to the peer or opens one. Rejects on a send failure. */
+  send(message: SipMessage, dest: SipPeer): Promise<void>;
+  onMessage(handler: SipMessageHandler): void;
+  close(): Promise<void>;
+}
+
+export interface SipTransportOptions {
+  host: string;
+  port: number;
+  log: Logger;
+  /** Host written in Via/Contact when `host` is a wildcard address. */
+  advertisedHost?: string;
+  /** TCP connections idle this long are closed. */
+  tcpIdleMs?: number;
+}
+
+const peerKey = (host: string, port: number): string => `${host.replace(/^\[|\]$/g, '')}:${port}`;
+const bareHost = (host: string): string => host.replace(/^\[|\]$/g, '');
+
+/** Where a response goes (RFC 3261 §18.2.2, RFC 3581 §4) given the top Via of the request. */
+export function responseTarget(via: Via, transport: SipTransportName): SipPeer {
+  const received = via.params['received'];
+  const rport = via.params['rport'];
+  const host = received ?? via.host;
+  const port = rport && /^\d+$/.test(rport) ? Number(rport) : via.port ?? 5060;
+  return { transport, host: bareHost(host), port };
+}
+
+/** Stamps `received` and `rport` on the top Via of an incoming request (RFC 3261 §18.2.1, RFC 3581 §4). */
+export function stampVia(headers: HeaderField[], source: SipPeer): void {
+  const idx = headers.findIndex((h) => canonicalName(h.name) === 'via');
+  const line = headers[idx];
+  if (!line) return;
+  const parts = splitOutside(line.value, ',');
+  const via = parseVia(parts[0] ?? '');
+  if (bareHost(via.host) !== source.host) via.params['received'] = source.host;
+  if ('rport' in via.params) {
+    via.params['rport'] = String(source.port);
+    via.params['received'] = source.host;
+  }
+  parts[0] = formatVia(via);
+  headers[idx] = { name: line.name, value: parts.map((p) => p.trim()).join(', ') };
+}
+
+/** A 400 (or 505) built from what could be read of a malformed request, or undefined when it cannot be answered. */
+export function badRequestFor(err: SipParseError): SipResponse | undefined {
+  if (!(err instanceof SipMessageError) || !err.isRequest || err.method === 'ACK') return undefined;
+  const headers: HeaderField[] = [];
+  for (const name of ['via', 'from', 'to', 'call-id', 'cseq']) {
+    for (const h of err.headers) if (canonicalName(h.name) === name) headers.push({ ...h });
+  }
+  if (!headers.some((h) => canonicalName(h.name) === 'via')) return undefined;
+  const reason = err.status === 505 ? 'Version Not Supported' : `Bad Request (${err.reason.replace(/[^\x20-\x7e]/g, '?')})`;
+  return { kind: 'response', version: 'SIP/2.0', status: err.status, reason, headers, body: Buffer.alloc(0) };
+}
+
+function bindUdp(host: string, port: number): Promise<dgram.Socket> {
+  return new Promise((resolve, reject) => {
+    const sock = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
+    sock.once('error', reject);
+    sock.bind({ address: host, port, exclusive: true }, () => {
+      sock.off('error', reject);
+      resolve(sock);
+    });
+  });
+}
+
+function listenTcp(server: net.Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host, port }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+export async function createSipTransport(opts: SipTransportOptions): Promise<SipTransport> {
+  const { log } = opts;
+  const idleMs = opts.tcpIdleMs ?? 10 * 60_000;
+  const handlers: SipMessageHandler[] = [];
+  const conns = new Map<string, net.Socket>();
+  let closed = false;
+
+  const deliver = (msg: SipMessage, source: SipPeer): void => {
+    if (msg.kind === 'request') {
+      try {
+        stampVia(msg.headers, source);
+      } catch {
+        return;
+      }
+    }
+    for (const h of handlers) {
+      try {
+        h(msg, source);
+      } catch (err) {
+        log.error({ err }, 'sip handler failed');
+      }
+    }
+  };
+
+  const refuse = (err: SipParseError, source: SipPeer, reply: (buf: Buffer) => void): void => {
+    const res = badRequestFor(err);
+    log.info({ reason: err.reason, peer: `${source.host}:${source.port}`, answered: !!res }, 'malformed sip message');
+    if (res) reply(serialize(res));
+  };
+
+  let udp: dgram.Socket | undefined;
+  const server = net.createServer();
+  // With port 0 the UDP port is picked first and TCP may find it taken; try a few times.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      udp = await bindUdp(opts.host, opts.port);
+      await listenTcp(server, opts.host, udp.address().port);
+      break;
+    } catch (err) {
+      const sock = udp;
+      udp = undefined;
+      if (sock) await new Promise<void>((r) => sock.close(() => r()));
+      if (opts.port !== 0 || attempt >= 5) throw err;
+    }
+  }
+  const udpSock = udp;
+  const port = udpSock.address().port;
+
+  udpSock.on('message', (buf, rinfo) => {
+    const source: SipPeer = { transport: 'udp', host: rinfo.address, port: rinfo.port };
+    let msg: SipMessage;
+    try {
+      msg = parseMessage(buf, { datagram: true });
+    } catch (err) {
+      if (err instanceof SipParseError) refuse(err, source, (b) => udpSock.send(b, rinfo.port, rinfo.address));
+      else log.error({ err }, 'sip parser failed');
+      return;
+    }
+    deliver(msg, source);
+  });
+  udpSock.on('error', (err) => log.error({ err }, 'sip udp socket error'));
+
+  const adopt = (sock: net.Socket, key: string): void => {
+    conns.set(key, sock);
+    sock.setTimeout(idleMs, () => sock.destroy());
+    const framer = createStreamFramer();
+    const source: SipPeer = { transport: 'tcp', host: sock.remoteAddress ?? '', port: sock.remotePort ?? 0 };
+    sock.on('data', (chunk) => {
+      let frames;
+      try {
+        frames = framer.push(chunk);
+      } catch (err) {
+        log.error({ err }, 'sip framer failed');
+        sock.destroy();
+        return;
+      }
+      for (const f of frames) {
+        if (f.message) deliver(f.message, source);
+        else if (f.error) {
+          refuse(f.error, source, (b) => sock.write(b));
+          // Framing is lost after a bad length: the connection cannot be trusted any more.
+          if (/Content-Length|too large/.test(f.error.reason)) sock.end();
+        }
+      }
+    });
+    sock.on('error', (err) => log.debug({ err, key }, 'sip tcp connection error'));
+    sock.on('close', () => {
+      if (conns.get(key) === sock) conns.delete(key);
+    });
+  };
+
+  server.on('connection', (sock) => {
+    if (closed) return void sock.destroy();
+    adopt(sock, peerKey(sock.remoteAddress ?? '', sock.remotePort ?? 0));
+  });
+  server.on('error', (err) => log.error({ err }, 'sip tcp server error'));
+
+  const connect = (dest: SipPeer): Promise<net.Socket> =>
+    new Promise((resolve, reject) => {
+      const sock = net.connect({ host: dest.host, port: dest.port });
+      sock.once('error', reject);
+      sock.once('connect', () => {
+        sock.off('error', reject);
+        adopt(sock, peerKey(dest.host, dest.port));
+        resolve(sock);
+      });
+    });
+
+  const wildcard = opts.host === '0.0.0.0' || opts.host === '::';
+  const advertised = opts.advertisedHost ?? (wildcard ? '127.0.0.1' : opts.host);
+  return {
+    host: net.isIPv6(advertised) ? `[${advertised}]` : advertised,
+    port,
+    onMessage(h) {
+      handlers.push(h);
+    },
+    async send(message, dest) {
+      if (closed) throw new Error('sip transport closed');
+      const buf = serialize(message);
+      const host = bareHost(dest.host);
+      if (dest.transport === 'udp') {
+        await new Promise<void>((resolve, reject) => udpSock.send(buf, dest.port, host, (err) => (err ? reject(err) : resolve())));
+        return;
+      }
+      let sock = conns.get(peerKey(host, dest.port));
+      if (!sock || sock.destroyed) sock = await connect({ ...dest, host });
+      sock.write(buf);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const s of conns.values()) s.destroy();
+      conns.clear();
+      await Promise.all([
+        new Promise<void>((r) => server.close(() => r())),
+        new Promise<void>((r) => udpSock.close(() => r())),
+      ]);
+    },
+  };
+}

@@ -1,0 +1,137 @@
+import t from 'tap';
+import { createSipTransport } from '../../../src/telephony/sip/transport.js';
+import { createSipStack, type SipStack } from '../../../src/telephony/sip/stack.js';
+import type { SipRequest, SipResponse } from '../../../src/telephony/sip/message.js';
+import type { ServerTransaction } from '../../../src/telephony/sip/transaction.js';
+import { createFakeTimers, rawUdpPeer, silentLog, until } from './helpers.js';
+
+async function pair(t: { teardown(fn: () => Promise<void>): void }) {
+  const timers = createFakeTimers();
+  const a = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }), log: silentLog, timers });
+  const b = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }), log: silentLog, timers });
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  return { a, b, timers };
+}
+
+function request(from: SipStack, method: string, port: number, seq = 1): SipRequest {
+  return {
+    kind: 'request',
+    method,
+    uri: `sip:bob@127.0.0.1:${port}`,
+    version: 'SIP/2.0',
+    headers: [
+      { name: 'From', value: `<sip:alice@127.0.0.1>;tag=${from.newTag()}` },
+      { name: 'To', value: '<sip:bob@127.0.0.1>' },
+      { name: 'Call-ID', value: from.newCallId() },
+      { name: 'CSeq', value: `${seq} ${method}` },
+      { name: 'Max-Forwards', value: '70' },
+    ],
+    body: Buffer.alloc(0),
+  };
+}
+
+t.test('non-INVITE: request, response, retransmission absorbed', async (t) => {
+  const { a, b } = await pair(t);
+  let seen = 0;
+  b.onRequest((_req, tx) => {
+    seen++;
+    tx.reply(200, 'OK', { toTag: 'b1' });
+  });
+  const res: SipResponse[] = [];
+  a.sendRequest(request(a, 'OPTIONS', b.transport.port), { transport: 'udp', host: '127.0.0.1', port: b.transport.port }, {
+    onResponse: (r) => res.push(r),
+    onTimeout: () => t.fail('timeout'),
+  });
+  await until(() => res.length === 1);
+  t.equal(res[0]?.status, 200);
+  t.equal(seen, 1);
+});
+
+t.test('INVITE client: Timer A doubles, Timer B times out', async (t) => {
+  const timers = createFakeTimers();
+  const a = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }), log: silentLog, timers });
+  const peer = await rawUdpPeer();
+  t.teardown(async () => {
+    await a.close();
+    await peer.close();
+  });
+  let timedOut = false;
+  a.sendRequest(request(a, 'INVITE', peer.port), { transport: 'udp', host: '127.0.0.1', port: peer.port }, {
+    onResponse: () => undefined,
+    onTimeout: () => (timedOut = true),
+  });
+  await until(() => peer.got.length === 1);
+  timers.advance(500);
+  await until(() => peer.got.length === 2);
+  timers.advance(999);
+  t.equal(peer.got.length, 2, 'second interval is 1000 ms');
+  timers.advance(1);
+  await until(() => peer.got.length === 3);
+  timers.advance(32_000);
+  t.ok(timedOut, 'Timer B fired at 64*T1');
+});
+
+t.test('INVITE: 486 is ACKed by the client transaction; server confirmed', async (t) => {
+  const { a, b } = await pair(t);
+  let st: ServerTransaction | undefined;
+  b.onRequest((_req, tx) => {
+    st = tx;
+    tx.reply(486, 'Busy Here', { toTag: 'x' });
+  });
+  const res: number[] = [];
+  a.sendRequest(request(a, 'INVITE', b.transport.port), { transport: 'udp', host: '127.0.0.1', port: b.transport.port }, {
+    onResponse: (r) => res.push(r.status),
+    onTimeout: () => t.fail('timeout'),
+  });
+  await until(() => res.includes(486));
+  await until(() => st?.state === 'confirmed');
+  t.ok(res.includes(100), '100 Trying sent by the stack');
+});
+
+t.test('CANCEL: 200 to CANCEL, 487 to INVITE, TU told', async (t) => {
+  const { a, b } = await pair(t);
+  let cancelled = false;
+  b.onRequest((_req, tx) => {
+    tx.onCancel = () => (cancelled = true);
+    tx.reply(180, 'Ringing', { toTag: 'r1' });
+  });
+  const res: number[] = [];
+  const ct = a.sendRequest(request(a, 'INVITE', b.transport.port), { transport: 'udp', host: '127.0.0.1', port: b.transport.port }, {
+    onResponse: (r) => res.push(r.status),
+    onTimeout: () => t.fail('timeout'),
+  });
+  ct.cancel();
+  await until(() => res.includes(487));
+  t.ok(cancelled);
+  t.ok(res.includes(180));
+});
+
+t.test('2xx retransmitted by the server until the ACK (RFC 6026 Accepted)', async (t) => {
+  const { a, b, timers } = await pair(t);
+  let acked = false;
+  b.onRequest((req, tx) => {
+    tx.onAck = () => (acked = true);
+    tx.reply(200, 'OK', { toTag: req.method === 'INVITE' ? 'ok1' : 'o2' });
+  });
+  const oks: SipResponse[] = [];
+  const req = request(a, 'INVITE', b.transport.port);
+  const dest = { transport: 'udp' as const, host: '127.0.0.1', port: b.transport.port };
+  a.sendRequest(req, dest, { onResponse: (r) => r.status === 200 && oks.push(r), onTimeout: () => t.fail('timeout') });
+  await until(() => oks.length === 1);
+  timers.advance(500);
+  await until(() => oks.length === 2);
+  t.pass('2xx retransmitted and passed up in Accepted');
+  const ack: SipRequest = { ...request(a, 'ACK', b.transport.port), headers: req.headers.filter((h) => h.name !== 'Via' && h.name !== 'CSeq' && h.name !== 'To') };
+  ack.headers.push({ name: 'To', value: '<sip:bob@127.0.0.1>;tag=ok1' }, { name: 'CSeq', value: '1 ACK' });
+  await a.sendAck(ack, dest);
+  await until(() => acked);
+  timers.advance(4000);
+  // Barrier: anything sent by the advance above arrives before the answer to this OPTIONS.
+  let barrier = false;
+  a.sendRequest(request(a, 'OPTIONS', b.transport.port), dest, { onResponse: () => (barrier = true), onTimeout: () => t.fail('timeout') });
+  await until(() => barrier);
+  t.equal(oks.length, 2, 'no retransmission after ACK');
+});

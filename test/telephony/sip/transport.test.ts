@@ -1,0 +1,72 @@
+import t from 'tap';
+import net from 'node:net';
+import { createSipTransport } from '../../../src/telephony/sip/transport.js';
+import { vias } from '../../../src/telephony/sip/message.js';
+import type { SipMessage } from '../../../src/telephony/sip/message.js';
+import { rawUdpPeer, silentLog, until } from './helpers.js';
+
+const options = (via: string) => `OPTIONS sip:x@127.0.0.1 SIP/2.0
+Via: ${via}
+From: <sip:a@127.0.0.1>;tag=1
+To: <sip:x@127.0.0.1>
+Call-ID: c1
+CSeq: 1 OPTIONS
+Content-Length: 0
+
+`;
+
+t.test('binds UDP and TCP on one port, rejects a taken port', async (t) => {
+  const tr = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog });
+  t.teardown(() => tr.close());
+  t.ok(tr.port > 0);
+  await t.rejects(createSipTransport({ host: '127.0.0.1', port: tr.port, log: silentLog }), { code: 'EADDRINUSE' });
+});
+
+t.test('UDP: received/rport stamped, malformed request answered 400 with reason', async (t) => {
+  const tr = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog });
+  const peer = await rawUdpPeer();
+  t.teardown(async () => {
+    await tr.close();
+    await peer.close();
+  });
+  const got: SipMessage[] = [];
+  tr.onMessage((m) => got.push(m));
+  peer.send(options('SIP/2.0/UDP 192.0.2.1:5099;branch=z9hG4bKa;rport'), tr.port);
+  await until(() => got.length === 1);
+  const v = vias(got[0] as SipMessage)[0];
+  t.equal(v?.params['received'], '127.0.0.1');
+  t.equal(v?.params['rport'], String(peer.port));
+  peer.send(options('SIP/2.0/UDP 127.0.0.1;branch=z9hG4bKb').replace('CSeq: 1 OPTIONS', 'CSeq: 1 INVITE'), tr.port);
+  await until(() => peer.got.length === 1);
+  t.match(peer.got[0], /^SIP\/2\.0 400 Bad Request \(CSeq method does not match request method\)\r\n/);
+  peer.send('SIP/2.0 200 OK\r\nVia: garbage\r\n\r\n', tr.port);
+  peer.send(options('SIP/2.0/UDP 127.0.0.1;branch=z9hG4bKc'), tr.port);
+  await until(() => got.length === 2);
+  t.equal(peer.got.length, 1, 'malformed response dropped silently');
+});
+
+t.test('TCP: framing, connection reuse, oversize closes with 400', async (t) => {
+  const tr = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog });
+  t.teardown(() => tr.close());
+  const got: Array<{ m: SipMessage; port: number }> = [];
+  tr.onMessage((m, src) => got.push({ m, port: src.port }));
+  const sock = net.connect(tr.port, '127.0.0.1');
+  t.teardown(() => sock.destroy());
+  let rx = '';
+  sock.on('data', (d) => (rx += d.toString()));
+  await new Promise((r) => sock.once('connect', r));
+  const msg = options('SIP/2.0/TCP 127.0.0.1;branch=z9hG4bKd').replace(/\n/g, '\r\n');
+  sock.write(msg.slice(0, 20));
+  sock.write(msg.slice(20) + msg.replace('CSeq: 1', 'CSeq: 2'));
+  await until(() => got.length === 2);
+  const first = got[0];
+  t.equal(first?.port, sock.localPort);
+  // A response to that peer goes over the same connection.
+  await tr.send({ kind: 'response', version: 'SIP/2.0', status: 200, reason: 'OK', headers: [{ name: 'Via', value: 'SIP/2.0/TCP 127.0.0.1' }], body: Buffer.alloc(0) }, { transport: 'tcp', host: '127.0.0.1', port: sock.localPort ?? 0 });
+  await until(() => rx.includes('200 OK'));
+  t.pass('reply over the inbound connection');
+  const closed = new Promise((r) => sock.once('close', r));
+  sock.write('INVITE sip:a@b SIP/2.0\r\nVia: SIP/2.0/TCP 127.0.0.1;branch=z9hG4bKe\r\nContent-Length: 9999999\r\n\r\n');
+  await closed;
+  t.match(rx, /400 Bad Request \(body too large\)/);
+});

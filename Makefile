@@ -29,8 +29,11 @@ test: deps
 	@set -o pipefail; npx tap 2>&1 | tee var/test-output.txt; status=$$?; \
 	  node scripts/test-summary.mjs var/test-output.txt; exit $$status
 
+# Each benchmark prints its figures, one line per measure. They need wrk and sipp (installed here).
 bench: build
-	@for f in $$(ls bench/*/*.bench.ts 2>/dev/null); do echo "== $$f"; npx tsx $$f || exit 1; done
+	@bash scripts/test-services.sh
+	@command -v wrk >/dev/null || apt-get install -y -q wrk >/dev/null
+	@for f in $$(ls bench/*/*.bench.ts); do echo "== $$f"; node --import tsx $$f || exit 1; done
 
 clean:
 	rm -rf dist .tap

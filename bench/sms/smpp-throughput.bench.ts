@@ -1,6 +1,6 @@
 // submit_sm throughput: SMPP in to our server, out through a supplier bind to a local SMSC,
 // beside the raw throughput of the same smpp library on loopback, in one run.
-// Run: npx tsx bench/sms/smpp-throughput.ts [messages=5000] [window=100]
+// Run: npx tsx bench/sms/smpp-throughput.bench.ts [messages=5000] [window=100]
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';

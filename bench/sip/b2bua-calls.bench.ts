@@ -1,6 +1,6 @@
 /**
  * Trunk B2BUA throughput: sipp UAC (digest auth) → B2BUA (in-memory policy) → sipp UAS.
- * Usage: node --import tsx bench/sip/b2bua-calls.ts [callsPerSecond=200] [calls=2000] [holdMs=0]
+ * Usage: node --import tsx bench/sip/b2bua-calls.bench.ts [callsPerSecond=200] [calls=2000] [holdMs=0]
  * Prints calls/s completed, p50/p99 setup time (authenticated INVITE → 200 OK) and peak concurrent calls.
  */
 import pino from 'pino';

@@ -1,4 +1,4 @@
-/** SIP parser/serializer hot path: parses and re-serialises a typical INVITE with SDP. Usage: node --import tsx bench/sip/parser.ts */
+/** SIP parser/serializer hot path: parses and re-serialises a typical INVITE with SDP. Usage: node --import tsx bench/sip/parser.bench.ts */
 import { parseMessage } from '../../src/telephony/sip/parser.js';
 import { serialize, vias, fromOf, toOf, cseqOf } from '../../src/telephony/sip/message.js';
 

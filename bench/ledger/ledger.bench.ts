@@ -1,0 +1,103 @@
+// Ledger posting benchmark: `npx tsx bench/ledger/ledger.bench.ts [seconds] [clients]`.
+// On the machine's PostgreSQL (127.0.0.1:5432, user postgres; SVC_BENCH_PG_ADMIN_URL overrides) it
+// creates a scratch database, runs `pgbench -N` (built-in simple-update) and the ledger measures
+// with the same number of clients, prints each figure beside pgbench as a ratio, then drops it.
+// Defaults: 5 seconds per measure, 8 clients.
+import { execFileSync } from 'node:child_process';
+import pino from 'pino';
+import postgres from 'postgres';
+import { connect, type Sql } from '../../src/db/connection.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createLedger, type Ledger } from '../../src/ledger/ledger.js';
+import { newId } from '../../src/platform/ids.js';
+
+const SECONDS = Number(process.argv[2] ?? 5);
+const CLIENTS = Number(process.argv[3] ?? 8);
+const ACCOUNTS = 1000;
+const ADMIN_URL = process.env['SVC_BENCH_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const log = pino({ level: 'silent' });
+
+function pgbench(url: URL, db: string, args: string[]): string {
+  return execFileSync('pgbench', ['-h', url.hostname, '-p', url.port || '5432', '-U', url.username || 'postgres', ...args, db], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) },
+  });
+}
+
+function pgbenchTps(url: URL, db: string): number {
+  const out = pgbench(url, db, ['-N', '-n', '-c', String(CLIENTS), '-j', '2', '-T', String(SECONDS)]);
+  const m = /tps = ([\d.]+) \((?:without initial connection time|excluding connections establishing)\)/.exec(out);
+  if (!m) throw new Error(`cannot read pgbench output:\n${out}`);
+  return Number(m[1]);
+}
+
+/** Runs `op` in CLIENTS concurrent loops for SECONDS; returns operations per second. */
+async function measure(op: (worker: number, i: number) => Promise<unknown>): Promise<number> {
+  const until = Date.now() + SECONDS * 1000;
+  let done = 0;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: CLIENTS }, async (_, w) => {
+    for (let i = 0; Date.now() < until; i++) {
+      await op(w, i);
+      done++;
+    }
+  }));
+  return done / (Number(process.hrtime.bigint() - t0) / 1e9);
+}
+
+async function seed(sql: Sql, n: number, amount: string): Promise<string[]> {
+  const ids = Array.from({ length: n }, () => newId());
+  await sql`insert into accounts ${sql(ids.map((id) => ({ id, email: `${id}@bench.local` })))}`;
+  await sql`select ledger_topup('seed-' || id, id, ${amount}::numeric, 'wire', null, now()) from unnest(${ids}::uuid[]) as id`;
+  return ids;
+}
+
+async function main() {
+  const adminUrl = new URL(ADMIN_URL);
+  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+  const name = `svc_bench_ledger_${process.pid}`;
+  await admin.unsafe(`create database ${name}`);
+  const dbUrl = new URL(ADMIN_URL);
+  dbUrl.pathname = `/${name}`;
+  const sql = connect({ url: dbUrl.toString(), max: CLIENTS, log });
+  try {
+    await migrate(sql, log);
+    pgbench(adminUrl, name, ['-i', '-q', '-s', '1']);
+    const ledger: Ledger = createLedger({ sql, clock: { now: () => new Date() }, log });
+    const buyers = await seed(sql, ACCOUNTS, '1000000');
+    const sellers = await seed(sql, ACCOUNTS, '100');
+    const [hot] = await seed(sql, 1, '100000000');
+    const pick = (xs: string[]) => xs[Math.floor(Math.random() * xs.length)]!;
+    const run = newId().slice(0, 8);
+
+    // pgbench first and last: the machine is shared, so the ratio uses their mean.
+    const pg1 = pgbenchTps(adminUrl, name);
+    const spread = await measure((w, i) =>
+      ledger.charge({ postingKey: `${run}-s-${w}-${i}`, accountId: pick(buyers), sellerId: pick(sellers), amount: '0.012000', fee: '0.000500', relatedEntityType: 'call' }));
+    const hotRate = await measure((w, i) =>
+      ledger.charge({ postingKey: `${run}-h-${w}-${i}`, accountId: hot!, sellerId: pick(sellers), amount: '0.012000', fee: '0.000500', relatedEntityType: 'call' }));
+    const pairs = await measure(async (w, i) => {
+      const h = await ledger.hold({ postingKey: `${run}-hold-${w}-${i}`, accountId: pick(buyers), amount: '1.000000', ttlSeconds: 300 });
+      await ledger.settle({ postingKey: `${run}-settle-${w}-${i}`, holdId: h.holdId, sellerId: pick(sellers), amount: '0.120000', fee: '0.002000' });
+    });
+    const pg2 = pgbenchTps(adminUrl, name);
+    const pg = (pg1 + pg2) / 2;
+
+    const [check] = await sql<{ s: string }[]>`select coalesce(sum(amount), 0)::text as s from entries`;
+    const f = (n: number) => n.toFixed(0).padStart(7);
+    const r = (n: number) => n.toFixed(2);
+    console.log(`ledger bench: ${CLIENTS} clients, ${SECONDS} s per measure, PostgreSQL ${(await sql`show server_version`)[0]!['serverVersion']}`);
+    console.log(`pgbench -N (simple-update)             ${f(pg)} tps   (runs: ${pg1.toFixed(0)}, ${pg2.toFixed(0)})`);
+    console.log(`charge, ${ACCOUNTS} accounts                  ${f(spread)} /s    ${r(spread / pg)} x pgbench -N   (goal >= 0.80)`);
+    console.log(`charge, one hot account                 ${f(hotRate)} /s    ${r(hotRate / pg)} x pgbench -N   ${r(hotRate / spread)} x spread (goal >= 0.40)`);
+    console.log(`hold + settle pairs, ${ACCOUNTS} accounts     ${f(pairs)} /s    ${r(pairs / pg)} x pgbench -N`);
+    console.log(`entries sum                             ${check!.s} (must be 0)`);
+  } finally {
+    await sql.end({ timeout: 5 });
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end({ timeout: 5 });
+  }
+}
+
+await main();

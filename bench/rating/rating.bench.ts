@@ -1,0 +1,137 @@
+// Rating look-up benchmark: `npx tsx bench/rating/rating.bench.ts [decks] [prefixesPerDeck]`.
+// Prints one line per measure. Defaults: 200 decks × 50,000 prefixes, a 200,000-row sheet rebuild.
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { createPrefixIndex } from '../../src/rating/prefix-index.js';
+import type { DeckRow } from '../../src/rating/prefix-index.js';
+import { createDeckRegistry } from '../../src/rating/deck-registry.js';
+import { parseRateSheetCsv } from '../../src/rating/sheet.js';
+import { requireIncrement } from '../../src/rating/increment.js';
+
+v8.setFlagsFromString('--expose_gc');
+const gc = vm.runInNewContext('gc') as () => void;
+
+const DECKS = Number(process.argv[2] ?? 200);
+const PER_DECK = Number(process.argv[3] ?? 50_000);
+const SHEET_ROWS = 200_000;
+const LOOKUPS = 5_000_000;
+
+// Deterministic PRNG (mulberry32) so runs compare.
+let seed = 42;
+const rnd = (): number => {
+  seed = (seed + 0x6d2b79f5) | 0;
+  let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+  return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+};
+const COUNTRY = ['1', '7', '20', '27', '30', '31', '33', '34', '39', '44', '49', '52', '55', '61', '62', '63', '81', '86', '91', '92', '234', '254', '351', '353', '380', '880', '971', '966'];
+const digits = (n: number): string => {
+  let s = '';
+  for (let i = 0; i < n; i++) s += String(Math.floor(rnd() * 10));
+  return s;
+};
+const RATES = Array.from({ length: 3000 }, (_, i) => `0.${String(1000 + i * 13).padStart(6, '0')}`);
+const INCS = ['60/60', '1/1', '6/6', '30/6'];
+
+function deckRows(count: number): DeckRow[] {
+  const seen = new Set<string>();
+  const rows: DeckRow[] = [];
+  for (const c of COUNTRY) {
+    seen.add(c);
+    rows.push({ prefix: c, destination: `Country ${c}`, rate: RATES[Math.floor(rnd() * RATES.length)]!, increment: '60/60' });
+  }
+  while (rows.length < count) {
+    const c = COUNTRY[Math.floor(rnd() * COUNTRY.length)]!;
+    const p = c + digits(1 + Math.floor(rnd() * 6));
+    if (seen.has(p)) continue;
+    seen.add(p);
+    rows.push({ prefix: p, destination: `Country ${c} area ${p.length}`, rate: RATES[Math.floor(rnd() * RATES.length)]!, increment: INCS[rows.length % 4]! });
+  }
+  return rows;
+}
+
+const mem = (): number => {
+  gc();
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+};
+const pct = (sorted: Float64Array, p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+
+const registry = createDeckRegistry();
+const ids: string[] = [];
+const memBefore = mem();
+let buildMs = 0;
+for (let d = 0; d < DECKS; d++) {
+  const rows = deckRows(PER_DECK);
+  const t0 = performance.now();
+  registry.set(`deck-${d}`, createPrefixIndex(rows));
+  buildMs += performance.now() - t0;
+  ids.push(`deck-${d}`);
+}
+const memAfter = mem();
+const totalPrefixes = DECKS * PER_DECK;
+console.log(`decks=${DECKS} prefixes_per_deck=${PER_DECK} total_prefixes=${totalPrefixes}`);
+console.log(`index_build_ms_per_deck=${(buildMs / DECKS).toFixed(1)}`);
+console.log(`memory_mb_per_million_prefixes=${(((memAfter - memBefore) / totalPrefixes) * 1e6 / 1048576).toFixed(1)}`);
+
+// Numbers: a country code then 10 random digits; most hit a longer prefix, some only the country.
+const NUMBERS = Array.from({ length: 100_000 }, () => COUNTRY[Math.floor(rnd() * COUNTRY.length)]! + digits(10));
+const decks = ids.map((id) => registry.get(id)!);
+let hits = 0;
+// Warm up (JIT and lazily built match objects), then measure.
+for (let i = 0; i < 1_000_000; i++) if (decks[i % DECKS]!.lookup(NUMBERS[i % NUMBERS.length]!) !== undefined) hits++;
+hits = 0;
+// CPU time is reported beside wall time because the bench machine is shared: wall time there
+// includes time the process spent waiting for a core.
+const cpu0 = process.cpuUsage();
+let t0 = performance.now();
+for (let i = 0; i < LOOKUPS; i++) {
+  if (decks[(i * 7) % DECKS]!.lookup(NUMBERS[i % NUMBERS.length]!) !== undefined) hits++;
+}
+let ms = performance.now() - t0;
+const cpu = process.cpuUsage(cpu0);
+console.log(`lookups_per_second_one_core wall=${Math.round(LOOKUPS / (ms / 1000))} cpu=${Math.round(LOOKUPS / ((cpu.user + cpu.system) / 1e6))} hit_ratio=${(hits / LOOKUPS).toFixed(3)}`);
+
+t0 = performance.now();
+for (let i = 0; i < LOOKUPS; i++) {
+  if (registry.lookup(ids[(i * 7) % DECKS]!, NUMBERS[i % NUMBERS.length]!) !== undefined) hits++;
+}
+ms = performance.now() - t0;
+console.log(`registry_lookups_per_second_by_deck_id=${Math.round(LOOKUPS / (ms / 1000))}`);
+
+// Latency: each sample times one look-up with hrtime (the timer's own ~30-60 ns are included).
+const SAMPLES = 200_000;
+const lat = new Float64Array(SAMPLES);
+for (let i = 0; i < SAMPLES; i++) {
+  const deck = decks[(i * 13) % DECKS]!;
+  const num = NUMBERS[(i * 31) % NUMBERS.length]!;
+  const a = process.hrtime.bigint();
+  deck.lookup(num);
+  lat[i] = Number(process.hrtime.bigint() - a);
+}
+lat.sort();
+console.log(`lookup_latency_ns p50=${pct(lat, 0.5)} p99=${pct(lat, 0.99)} p999=${pct(lat, 0.999)}`);
+
+const MULTI = ids.slice(0, 10);
+const out: ReturnType<typeof registry.lookupMany> = [];
+t0 = performance.now();
+const MULTI_N = 300_000;
+for (let i = 0; i < MULTI_N; i++) registry.lookupMany(MULTI, NUMBERS[i % NUMBERS.length]!, out);
+ms = performance.now() - t0;
+console.log(`multi_deck_lookups_per_second_10_decks=${Math.round(MULTI_N / (ms / 1000))}`);
+
+// Rebuild from a 200,000-row CSV sheet: parse + validate, then index.
+const lines = ['prefix,destination,rate,increment,effective_date'];
+const sheetRows = deckRows(SHEET_ROWS);
+for (const r of sheetRows) lines.push(`${r.prefix},${r.destination},${String(r.rate)},${String(r.increment)},2026-12-01`);
+const csv = lines.join('\n');
+const cpu1 = process.cpuUsage();
+t0 = performance.now();
+const sheet = parseRateSheetCsv(csv, { type: 'voice', defaultIncrement: requireIncrement('60/60') });
+const parseMs = performance.now() - t0;
+t0 = performance.now();
+const idx = createPrefixIndex(sheet.rows);
+const indexMs = performance.now() - t0;
+const rebuildCpu = process.cpuUsage(cpu1);
+if (sheet.errors.length > 0 || idx.size !== SHEET_ROWS) throw new Error('sheet did not parse cleanly');
+console.log(`rebuild_200k_rows_ms parse_validate=${parseMs.toFixed(0)} index=${indexMs.toFixed(0)} total=${(parseMs + indexMs).toFixed(0)} cpu_total=${((rebuildCpu.user + rebuildCpu.system) / 1000).toFixed(0)}`);

@@ -1,0 +1,89 @@
+import type { Db } from '../db/connection.js';
+import { newId } from '../platform/ids.js';
+import { isEventName, type EventName } from './events.js';
+
+export interface EmitInput {
+  /** The account whose endpoints receive the event. */
+  accountId: string;
+  event: EventName;
+  /** JSON object; it becomes `data` of the delivered body as is. */
+  data: Record<string, unknown>;
+  /** When the event happened; defaults to the database's transaction time. */
+  at?: Date;
+}
+
+/** A programming error: emit was called with a name outside the spec's list. */
+export class UnknownEventError extends Error {
+  override name = 'UnknownEventError';
+}
+
+/**
+ * Writes an event to the outbox inside the caller's transaction and fans it out at once to a
+ * delivery per active endpoint of the account subscribed to it. A change that rolls back
+ * therefore emits nothing, and a committed change never loses its event. The worker
+ * (`createDeliveryWorker`) sends the deliveries after commit. One round trip.
+ * A first attempt is due at '-infinity' (always due, before any retry) rather than at a time,
+ * so it does not depend on the database clock agreeing with the worker's (injected) clock.
+ *
+ * Pass the transaction (`sql.begin(async (tx) => emit(tx, …))`); passing the pool commits the
+ * event on its own.
+ */
+export async function emit(db: Db, input: EmitInput): Promise<{ eventId: string; deliveries: number }> {
+  if (!isEventName(input.event)) throw new UnknownEventError(`unknown webhook event "${String(input.event)}"`);
+  if (input.data === null || typeof input.data !== 'object' || Array.isArray(input.data)) {
+    throw new TypeError('webhook event data must be a JSON object');
+  }
+  const eventId = newId();
+  const at = input.at ?? null;
+  const [row] = await db<{ deliveries: string }[]>`
+    with ev as (
+      insert into events (id, account_id, event, data, created_at)
+      values (${eventId}, ${input.accountId}, ${input.event}, ${db.json(input.data as never)}, coalesce(${at}::timestamptz, now()))
+      returning id, account_id, event, created_at
+    ), fan as (
+      insert into webhook_deliveries (id, event_id, endpoint_id, account_id, event, state, due_at, created_at)
+      select webhook_new_id(), ev.id, e.id, ev.account_id, ev.event, 'pending', '-infinity', ev.created_at
+      from ev join webhook_endpoints e
+        on e.account_id = ev.account_id and e.status = 'active' and e.deleted_at is null
+       and (ev.event = any (e.events) or '*' = any (e.events))
+      returning 1
+    )
+    select count(*) as deliveries from fan`;
+  return { eventId, deliveries: Number(row?.deliveries ?? 0) };
+}
+
+/**
+ * Queues one delivery of an event to one endpoint, whatever its filter: the `ping` of
+ * `POST /account/webhooks/{id}/test`, and resends (a new delivery of the same event).
+ */
+export async function enqueueForEndpoint(
+  db: Db,
+  input: { accountId: string; endpointId: string; event: EventName | 'ping'; data: Record<string, unknown>; at: Date } | {
+    accountId: string;
+    endpointId: string;
+    resendOf: string;
+    at: Date;
+  },
+): Promise<string> {
+  if ('resendOf' in input) {
+    const [row] = await db<{ id: string }[]>`
+      insert into webhook_deliveries (id, event_id, endpoint_id, account_id, event, state, due_at, created_at, resent_from)
+      select webhook_new_id(), d.event_id, d.endpoint_id, d.account_id, d.event, 'pending', '-infinity', ${input.at}, d.id
+      from webhook_deliveries d where d.id = ${input.resendOf} and d.account_id = ${input.accountId}
+      returning id`;
+    if (!row) throw new Error('delivery to resend not found');
+    return row.id;
+  }
+  const eventId = newId();
+  const [row] = await db<{ id: string }[]>`
+    with ev as (
+      insert into events (id, account_id, event, data, created_at)
+      values (${eventId}, ${input.accountId}, ${input.event}, ${db.json(input.data as never)}, ${input.at})
+      returning id
+    )
+    insert into webhook_deliveries (id, event_id, endpoint_id, account_id, event, state, due_at, created_at)
+    select webhook_new_id(), ev.id, ${input.endpointId}, ${input.accountId}, ${input.event}, 'pending', '-infinity', ${input.at}
+    from ev
+    returning id`;
+  return row!.id;
+}

@@ -1,0 +1,53 @@
+/**
+ * Event names of the spec ("Events", "Subscribable events"). `ping` is only ever sent by
+ * `POST /account/webhooks/{id}/test`, so it can be neither emitted nor subscribed to.
+ */
+export const SubscribableEvents = [
+  'call.completed',
+  'sms.sent',
+  'sms.dlr',
+  'campaign.started',
+  'campaign.completed',
+  'topup.confirmed',
+  'balance.low',
+  'offer.received',
+  'route.purchased',
+  'sub_account.balance_low',
+  'sub_account.suspended',
+  'sub_account.resumed',
+  'sub_account.topup_requested',
+  'number.call.received',
+  'number.sms.received',
+  'number.voicemail.received',
+  'invoice.created',
+  'invoice.issued',
+  'invoice.sent',
+  'invoice.voided',
+  'invoice.reissued',
+  'invoice.payment',
+  'credit_note.issued',
+  'payable.created',
+  'netting.run',
+  'sell_rate.changed',
+  'cost_rate.scheduled',
+  'cost_rate.activated',
+  'cost_rate.rolled_back',
+  'sub_account.margin_below_floor',
+  // "Also delivered": asynchronous call progress and carrier receipts.
+  'call.ringing',
+  'call.answered',
+  'call.gathered',
+  'sms.delivered',
+  'sms.failed',
+] as const;
+
+export type EventName = (typeof SubscribableEvents)[number];
+/** Every name a delivery can carry. */
+export type DeliveredEventName = EventName | 'ping';
+
+const known: ReadonlySet<string> = new Set(SubscribableEvents);
+
+export const isEventName = (name: string): name is EventName => known.has(name);
+
+/** Subscribes an endpoint to every event, present and future. */
+export const ALL_EVENTS = '*';

@@ -1,0 +1,72 @@
+import t from 'tap';
+import { emit, UnknownEventError } from '../../src/webhooks/emit.js';
+import type { EventName } from '../../src/webhooks/events.js';
+import { newId } from '../../src/platform/ids.js';
+import type { Sql } from '../../src/db/connection.js';
+import { createTestDatabase } from '../helpers/db.js';
+
+async function account(sql: Sql) {
+  const id = newId();
+  await sql`insert into accounts (id, email) values (${id}, ${id + '@example.test'})`;
+  return id;
+}
+
+async function endpoint(sql: Sql, accountId: string, events: string[], status = 'active') {
+  const id = newId();
+  await sql`
+    insert into webhook_endpoints (id, account_id, url, events, secret, status, created_at, updated_at)
+    values (${id}, ${accountId}, 'https://hooks.example.test/x', ${events}, 'whsec_test', ${status}, now(), now())`;
+  return id;
+}
+
+t.test('emit writes the event and fans out to subscribed active endpoints in the caller transaction', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const acc = await account(sql);
+  const other = await account(sql);
+  const all = await endpoint(sql, acc, ['*']);
+  const topups = await endpoint(sql, acc, ['topup.confirmed']);
+  await endpoint(sql, acc, ['balance.low']);
+  await endpoint(sql, acc, ['*'], 'disabled');
+  await endpoint(sql, other, ['*']);
+
+  const res = await sql.begin((tx) => emit(tx, { accountId: acc, event: 'topup.confirmed', data: { amount: '10.000000' } }));
+  t.equal(res.deliveries, 2);
+  const rows = await sql<{ endpointId: string; state: string; eventId: string }[]>`
+    select endpoint_id, state, event_id from webhook_deliveries order by endpoint_id`;
+  t.same(rows.map((r) => r.endpointId).sort(), [all, topups].sort());
+  t.ok(rows.every((r) => r.state === 'pending' && r.eventId === res.eventId));
+  const [ev] = await sql<{ data: unknown; event: string }[]>`select data, event from events where id = ${res.eventId}`;
+  t.same(ev, { data: { amount: '10.000000' }, event: 'topup.confirmed' });
+});
+
+t.test('a transaction that rolls back emits nothing', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const acc = await account(sql);
+  await endpoint(sql, acc, ['*']);
+  await t.rejects(
+    sql.begin(async (tx) => {
+      await emit(tx, { accountId: acc, event: 'balance.low', data: { balance: '1.000000' } });
+      throw new Error('business rule failed after emit');
+    }),
+    /business rule failed/,
+  );
+  const [c] = await sql<{ events: string; deliveries: string }[]>`
+    select (select count(*) from events) as events, (select count(*) from webhook_deliveries) as deliveries`;
+  t.same(c, { events: '0', deliveries: '0' });
+});
+
+t.test('emit refuses names outside the spec list and non-object data', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const acc = await account(sql);
+  await t.rejects(emit(sql, { accountId: acc, event: 'ping' as EventName, data: {} }), UnknownEventError);
+  await t.rejects(emit(sql, { accountId: acc, event: 'nope.event' as EventName, data: {} }), /unknown webhook event "nope.event"/);
+  await t.rejects(emit(sql, { accountId: acc, event: 'balance.low', data: [] as unknown as Record<string, unknown> }), TypeError);
+  const [c] = await sql<{ n: string }[]>`select count(*) as n from events`;
+  t.equal(c?.n, '0');
+});
+
+t.test('delivery ids made in SQL are UUIDv7 in time order', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ids = await sql<{ id: string }[]>`select webhook_new_id() as id from generate_series(1, 3)`;
+  for (const { id } of ids) t.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+});

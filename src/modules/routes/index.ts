@@ -1,0 +1,36 @@
+import type { CoreDeps } from '../../platform/core.js';
+import type { Module } from '../index.js';
+import { marketsRoutes } from '../markets/routes.js';
+import { createMarketsService } from '../markets/service.js';
+import { purchasesRoutes } from '../purchases/routes.js';
+import { createPurchasesService } from '../purchases/service.js';
+import { createDeckCache } from './deck-cache.js';
+import { routesRoutes } from './routes.js';
+import { createRouting } from './routing.js';
+import type { QualitySource } from './routing.js';
+import { createRoutesService } from './service.js';
+
+export type { Candidate, CandidateQuery, QualitySource, SipEndpoint } from './routing.js';
+
+/**
+ * The marketplace (issue 4): listings and rate decks, purchases and routing order, Smart Routing.
+ * `services.routing.candidatesFor` is what the call and SMS paths use.
+ */
+export function buildMarketplaceModules(core: CoreDeps, opts: { quality?: QualitySource } = {}) {
+  const decks = createDeckCache({ sql: core.sql, clock: core.clock, log: core.log.child({ module: 'rate-decks' }) });
+  const routes = createRoutesService({ ...core, decks });
+  const purchases = createPurchasesService({ ...core, routes });
+  const markets = createMarketsService({ clock: core.clock, routes });
+  const routing = createRouting({ config: core.config, routes, purchases, ...(opts.quality ? { quality: opts.quality } : {}) });
+  const modules: Module[] = [
+    {
+      name: 'routes',
+      routes: routesRoutes(routes, routing),
+      start: () => decks.start(),
+      stop: () => decks.stop(),
+    },
+    { name: 'purchases', routes: purchasesRoutes(purchases, routing) },
+    { name: 'markets', routes: marketsRoutes(markets) },
+  ];
+  return { modules, services: { routes, purchases, routing, markets } };
+}

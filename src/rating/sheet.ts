@@ -1,0 +1,294 @@
+import { Decimal } from 'decimal.js';
+import { parse } from 'csv-parse/sync';
+import type { BillingIncrement } from './increment.js';
+import { parseIncrement } from './increment.js';
+import { parseRate } from './money.js';
+
+export type DeckType = 'voice' | 'sms';
+
+/** One valid row of a rate sheet. */
+export interface SheetRow {
+  /** CSV: the file line (header is line 1). JSON: the 1-based position in the array. */
+  readonly line: number;
+  readonly prefix: string;
+  readonly destination: string;
+  /** 6-place string. */
+  readonly rate: string;
+  readonly increment: BillingIncrement;
+  /** When the sheet states one; null means "as soon as the rate-change rules allow". Rows with the same date share one Date: do not mutate. */
+  readonly effectiveAt: Date | null;
+  /** SMS network row (`<mcc>-<mnc>`), null for country rows and voice. */
+  readonly mccMnc: string | null;
+}
+
+export interface SheetError {
+  readonly line: number;
+  readonly reason: string;
+}
+
+export interface SheetResult {
+  /** Valid rows, in sheet order; empty when any row is bad, since a sheet replaces a deck whole. */
+  readonly rows: SheetRow[];
+  /** Every bad row with its line and reason; empty when the sheet can be applied. */
+  readonly errors: SheetError[];
+}
+
+export interface SheetOptions {
+  readonly type: DeckType;
+  /** Used for rows that leave the increment empty (the route's default). */
+  readonly defaultIncrement: BillingIncrement;
+  /** Defaults to 500,000. */
+  readonly maxRows?: number;
+}
+
+/** A row before validation: text fields as found (JSON may carry numbers). */
+export interface RawSheetRow {
+  readonly line: number;
+  readonly prefix?: unknown;
+  readonly destination?: unknown;
+  readonly rate?: unknown;
+  readonly increment?: unknown;
+  readonly effectiveDate?: unknown;
+  readonly mccMnc?: unknown;
+}
+
+type Field = 'prefix' | 'destination' | 'rate' | 'increment' | 'effectiveDate' | 'mccMnc';
+
+// Header spellings sellers use, folded to lower case without spaces, dashes and underscores.
+const HEADER_ALIASES: Readonly<Record<string, Field>> = {
+  prefix: 'prefix', code: 'prefix', dialcode: 'prefix', dialprefix: 'prefix',
+  destination: 'destination', destinationname: 'destination', name: 'destination', description: 'destination',
+  rate: 'rate', price: 'rate', rateperminute: 'rate', ratepermessage: 'rate', rateusd: 'rate',
+  increment: 'increment', billingincrement: 'increment', billing: 'increment',
+  effectivedate: 'effectiveDate', effective: 'effectiveDate', effectiveat: 'effectiveDate', effectivefrom: 'effectiveDate',
+  mccmnc: 'mccMnc', network: 'mccMnc', mcc: 'mccMnc',
+};
+
+const DEFAULT_MAX_ROWS = 500_000;
+const PREFIX_RE = /^\d{1,15}$/;
+const MCCMNC_RE = /^(\d{3})-?(\d{2,3})$/;
+const DATE_RE = /^\d{4}-\d{2}-\d{2}$/;
+const DATETIME_RE = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})$/;
+const MAX_DESTINATION = 100;
+
+interface CsvRecord {
+  readonly record: string[];
+  readonly line: number;
+}
+
+// Most sheets have no quoting at all; for those a plain split gives the same records as csv-parse
+// several times faster (200,000 rows must upload quickly), so csv-parse is kept for sheets with quotes.
+function splitUnquoted(text: string): CsvRecord[] {
+  const out: CsvRecord[] = [];
+  let start = text.charCodeAt(0) === 0xfeff ? 1 : 0;
+  let line = 1;
+  const len = text.length;
+  while (start < len) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = len;
+    const stop = end > start && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
+    const raw = text.slice(start, stop);
+    if (raw.trim() !== '') out.push({ record: raw.split(','), line });
+    line++;
+    start = end + 1;
+  }
+  return out;
+}
+
+function parseCsvRecords(text: string): CsvRecord[] | { line: number } {
+  if (!text.includes('"')) return splitUnquoted(text);
+  try {
+    const recs = parse(text, { bom: true, info: true, relax_column_count: true, skip_empty_lines: true }) as unknown as {
+      record: string[];
+      info: { lines: number };
+    }[];
+    return recs.map((r) => ({ record: r.record, line: r.info.lines }));
+  } catch (err) {
+    const line = typeof (err as { lines?: unknown }).lines === 'number' ? (err as { lines: number }).lines : 0;
+    return { line };
+  }
+}
+
+/** Parses a CSV rate sheet (header row required) and validates every row. */
+export function parseRateSheetCsv(input: string | Buffer, opts: SheetOptions): SheetResult {
+  const text = typeof input === 'string' ? input : input.toString('utf8');
+  const records = parseCsvRecords(text);
+  if (!Array.isArray(records)) return { rows: [], errors: [{ line: records.line, reason: 'malformed CSV' }] };
+  const header = records[0];
+  if (header === undefined) return { rows: [], errors: [{ line: 1, reason: 'sheet is empty' }] };
+  const cols: Partial<Record<Field, number>> = {};
+  header.record.forEach((h, i) => {
+    const f = HEADER_ALIASES[h.trim().toLowerCase().replace(/[\s_\-()]/g, '')];
+    if (f !== undefined && cols[f] === undefined) cols[f] = i;
+  });
+  const missing = (['prefix', 'destination', 'rate'] as const).filter((f) => cols[f] === undefined);
+  if (missing.length > 0) {
+    return { rows: [], errors: [{ line: header.line, reason: `missing column: ${missing.join(', ')}` }] };
+  }
+  const idx = (f: Field): number => cols[f] ?? -1;
+  const fieldIdx: Record<Field, number> = {
+    prefix: idx('prefix'), destination: idx('destination'), rate: idx('rate'),
+    increment: idx('increment'), effectiveDate: idx('effectiveDate'), mccMnc: idx('mccMnc'),
+  };
+  // Validate straight from the split records: no intermediate row objects for 200,000-row sheets.
+  return validate(records.length - 1, (k) => records[k + 1]!.line, (k, f) => {
+    const i = fieldIdx[f];
+    return i < 0 ? undefined : records[k + 1]!.record[i];
+  }, opts);
+}
+
+/**
+ * Parses a JSON rate sheet: an array of row objects, or `{ rows: [...] }`. Row keys: `prefix`,
+ * `destination`, `rate`, `increment` (or `billingIncrement`), `effectiveDate` (or `effectiveAt`),
+ * `mccMnc`. A row's "line" is its 1-based position in the array.
+ */
+export function parseRateSheetJson(input: unknown, opts: SheetOptions): SheetResult {
+  let value = input;
+  if (typeof value === 'string') {
+    try {
+      value = JSON.parse(value) as unknown;
+    } catch {
+      return { rows: [], errors: [{ line: 0, reason: 'malformed JSON' }] };
+    }
+  }
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) value = (value as { rows?: unknown }).rows;
+  if (!Array.isArray(value)) return { rows: [], errors: [{ line: 0, reason: 'expected an array of rows' }] };
+  const raw: RawSheetRow[] = value.map((item: unknown, i): RawSheetRow => {
+    if (item === null || typeof item !== 'object') return { line: i + 1 };
+    const o = item as Record<string, unknown>;
+    return {
+      line: i + 1,
+      prefix: o.prefix,
+      destination: o.destination,
+      rate: o.rate,
+      increment: o.increment ?? o.billingIncrement,
+      effectiveDate: o.effectiveDate ?? o.effectiveAt,
+      mccMnc: o.mccMnc,
+    };
+  });
+  return validateSheetRows(raw, opts);
+}
+
+function parseDate(v: string): Date | null {
+  if (DATE_RE.test(v)) {
+    const d = new Date(`${v}T00:00:00Z`);
+    return Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== v ? null : d;
+  }
+  if (!DATETIME_RE.test(v)) return null;
+  const d = new Date(v);
+  return Number.isNaN(d.getTime()) ? null : d;
+}
+
+const asText = (v: unknown): string | undefined =>
+  typeof v === 'string' ? v.trim() : typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
+
+/** Validates rows from any source; collects every problem instead of stopping at the first. */
+export function validateSheetRows(raw: readonly RawSheetRow[], opts: SheetOptions): SheetResult {
+  return validate(raw.length, (k) => raw[k]!.line, (k, f) => raw[k]![f], opts);
+}
+
+function validate(count: number, lineOf: (k: number) => number, field: (k: number, f: Field) => unknown, opts: SheetOptions): SheetResult {
+  const errors: SheetError[] = [];
+  const maxRows = opts.maxRows ?? DEFAULT_MAX_ROWS;
+  if (count === 0) return { rows: [], errors: [{ line: 0, reason: 'sheet has no rows' }] };
+  if (count > maxRows) return { rows: [], errors: [{ line: 0, reason: `sheet has more than ${maxRows} rows` }] };
+
+  // Sheets repeat the same rates, names, increments and dates; parse each text once and share it.
+  const rates = new Map<string, ReturnType<typeof parseRate>>();
+  const dates = new Map<string, Date | null>();
+  const names = new Map<string, string>();
+  const rows: SheetRow[] = [];
+  const seen = new Map<string, number>();
+  for (let k = 0; k < count; k++) {
+    const line = lineOf(k);
+    const prefix = asText(field(k, 'prefix'));
+    if (prefix === undefined || !PREFIX_RE.test(prefix)) {
+      errors.push({ line, reason: 'bad prefix: 1 to 15 digits expected' });
+      continue;
+    }
+    let destination = asText(field(k, 'destination')) ?? '';
+    if (destination === '' || destination.length > MAX_DESTINATION || destination.includes('\u0000')) {
+      errors.push({ line, reason: `bad destination name: 1 to ${MAX_DESTINATION} characters expected` });
+      continue;
+    }
+    const shared = names.get(destination);
+    if (shared === undefined) names.set(destination, destination);
+    else destination = shared;
+    const rawRate = field(k, 'rate');
+    const rateKey = typeof rawRate === 'string' ? rawRate : undefined;
+    let rate = rateKey === undefined ? undefined : rates.get(rateKey);
+    if (rate === undefined) {
+      rate = parseRate(typeof rawRate === 'number' ? String(rawRate) : rawRate);
+      if (rateKey !== undefined) rates.set(rateKey, rate);
+    }
+    if (!rate.ok) {
+      errors.push({ line, reason: `bad rate: ${rate.reason}` });
+      continue;
+    }
+    const incText = asText(field(k, 'increment')) ?? '';
+    const increment = incText === '' ? opts.defaultIncrement : parseIncrement(incText);
+    if (increment === null) {
+      errors.push({ line, reason: 'bad increment: <first>/<next> in seconds expected, e.g. 60/60 or 30/6' });
+      continue;
+    }
+    const dateText = asText(field(k, 'effectiveDate')) ?? '';
+    let effectiveAt: Date | null = null;
+    if (dateText !== '') {
+      effectiveAt = dates.has(dateText) ? dates.get(dateText)! : parseDate(dateText);
+      dates.set(dateText, effectiveAt);
+      if (effectiveAt === null) {
+        errors.push({ line, reason: 'bad date: YYYY-MM-DD or ISO-8601 date-time with zone expected' });
+        continue;
+      }
+    }
+    const mccText = asText(field(k, 'mccMnc')) ?? '';
+    let mccMnc: string | null = null;
+    if (mccText !== '') {
+      if (opts.type !== 'sms') {
+        errors.push({ line, reason: 'bad MCC-MNC: only SMS sheets price per network' });
+        continue;
+      }
+      const m = MCCMNC_RE.exec(mccText);
+      if (m === null) {
+        errors.push({ line, reason: 'bad MCC-MNC: <mcc>-<mnc> expected' });
+        continue;
+      }
+      mccMnc = `${m[1]}-${m[2]}`;
+    }
+    const key = mccMnc === null ? prefix : `${prefix}|${mccMnc}`;
+    const first = seen.get(key);
+    if (first !== undefined) {
+      errors.push({ line, reason: `duplicate prefix ${prefix}${mccMnc === null ? '' : ` for network ${mccMnc}`} (first on line ${first})` });
+      continue;
+    }
+    seen.set(key, line);
+    rows.push({ line, prefix, destination, rate: rate.text, increment, effectiveAt, mccMnc });
+  }
+
+  checkNetworkCeilings(rows, errors);
+  if (errors.length > 0) {
+    errors.sort((a, b) => a.line - b.line);
+    return { rows: [], errors };
+  }
+  return { rows, errors };
+}
+
+// A network price is capped by the country price: the country row is the longest country prefix
+// that starts the network row's prefix.
+function checkNetworkCeilings(rows: readonly SheetRow[], errors: SheetError[]): void {
+  let country: Map<string, SheetRow> | undefined;
+  for (const r of rows) {
+    if (r.mccMnc === null) continue;
+    if (country === undefined) {
+      country = new Map();
+      for (const c of rows) if (c.mccMnc === null) country.set(c.prefix, c);
+    }
+    let ceiling: SheetRow | undefined;
+    for (let len = r.prefix.length; len > 0 && ceiling === undefined; len--) ceiling = country.get(r.prefix.slice(0, len));
+    if (ceiling === undefined) {
+      errors.push({ line: r.line, reason: `network row has no country price for prefix ${r.prefix}` });
+    } else if (new Decimal(r.rate).gt(ceiling.rate)) {
+      errors.push({ line: r.line, reason: `network price above country price (${r.rate} > ${ceiling.rate} on line ${ceiling.line})` });
+    }
+  }
+}

@@ -77,11 +77,17 @@ export const ConfigSchema = Type.Object({
     port_min: Type.Integer({ minimum: 1024, maximum: 65535, default: 10000 }),
     port_max: Type.Integer({ minimum: 1024, maximum: 65535, default: 20000 }),
     workers: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
+    bind_address: Type.String({ default: '0.0.0.0' }),
+    advertise_address: Type.String({ default: '' }),
+    timeout_ms: Type.Integer({ minimum: 1000, maximum: 600000, default: 30000 }),
   }),
   metrics: Type.Object({
     enabled: Type.Boolean({ default: true }),
     host: Type.String({ default: '127.0.0.1' }),
     port: Port(9464),
+  }),
+  voice: Type.Object({
+    otp_caller_id: Type.String({ pattern: '^(\\+?[1-9]\\d{6,14})?$', default: '' }),
   }),
   billing: Type.Object({
     platform_fee_mode: Type.Union([Type.Literal('absolute'), Type.Literal('percent')], { default: 'absolute' }),

@@ -21,7 +21,7 @@ export interface ConnectOptions {
 export function connect(opts: ConnectOptions): Sql {
   return postgres(opts.url, {
     max: opts.max,
-    transform: { column: { from: postgres.toCamel } },
+    transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
     connection: { application_name: opts.applicationName ?? 'svc-exchanged' },
     onnotice: (notice) => opts.log.debug({ notice: notice.message }, 'postgres notice'),
     idle_timeout: 60,

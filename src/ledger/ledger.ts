@@ -1,0 +1,307 @@
+import type { Logger } from 'pino';
+import type { Db, Sql } from '../db/connection.js';
+import type { Clock } from '../platform/clock.js';
+import { money6 } from './money.js';
+
+export type LedgerMode = 'live' | 'test';
+export type TopupSource = 'card' | 'crypto' | 'wire' | 'x402';
+export type EntryType =
+  | 'topup' | 'charge' | 'credit' | 'payout' | 'platform_fee' | 'test_credit' | 'chargeback' | 'refund_reversal' | 'refund' | 'transfer';
+export const EntryTypes: readonly EntryType[] = [
+  'topup', 'charge', 'credit', 'payout', 'platform_fee', 'test_credit', 'chargeback', 'refund_reversal', 'refund', 'transfer',
+];
+
+/** What every posting function returns; a replay (same posting key) returns the first result with `replayed: true`. */
+export interface PostingResult {
+  postingId: string;
+  replayed: boolean;
+  type: string;
+  accountId: string;
+  amount?: string;
+  balanceAfter?: string;
+  [field: string]: unknown;
+}
+
+export interface ChargeResult extends PostingResult {
+  mode: LedgerMode;
+  fee: string;
+  total: string;
+  balanceAfter: string;
+  balanceBefore: string;
+  /** This charge reached the daily spend cap: the account is suspended until the next UTC day. */
+  capReached: boolean;
+}
+
+export interface HoldResult extends PostingResult {
+  holdId: string;
+  mode: LedgerMode;
+  amount: string;
+  available: string;
+}
+
+export interface SettleResult extends ChargeResult {
+  holdId: string;
+  released: string;
+}
+
+export interface Balance {
+  balance: string;
+  held: string;
+  creditLimit: string;
+  /** balance + creditLimit − held, never below zero. */
+  available: string;
+  testCredit: string;
+  testHeld: string;
+  /** Seller earnings not yet paid out. */
+  payable: string;
+}
+
+/** Context written on customer-facing entries (spec "Ledger transaction"). */
+export interface EntryContext {
+  reference?: string | null;
+  relatedEntityType?: string | null;
+  relatedEntityId?: string | null;
+  callId?: string | null;
+}
+
+/**
+ * Where balance events go (`balance.low`, `sub_account.balance_low`, `sub_account.suspended`).
+ * Written with the posting's `db` so an outbox write joins the posting's transaction.
+ */
+export interface LedgerEventSink {
+  emit(db: Db, accountId: string, event: string, data: Record<string, unknown>): Promise<void>;
+}
+
+export interface LedgerDeps {
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  events?: LedgerEventSink | null;
+  /** Balance below which `balance.low` fires once when crossed (0: never). */
+  lowBalanceThreshold?: string;
+}
+
+export interface ChargeInput extends EntryContext {
+  postingKey: string;
+  accountId: string;
+  sellerId?: string | null;
+  /** The seller's part (or the platform's when no seller). */
+  amount: string;
+  /** The platform fee, posted as its own `platform_fee` entry. */
+  fee?: string;
+  mode?: LedgerMode;
+}
+
+export interface HoldInput extends EntryContext {
+  postingKey: string;
+  accountId: string;
+  amount: string;
+  mode?: LedgerMode;
+  /** The sweeper releases the hold after this unless settled, released or extended. */
+  ttlSeconds: number;
+}
+
+const str = (v: string | null | undefined) => v ?? null;
+
+/**
+ * Typed calls of the PL/pgSQL ledger (migration 010). Every function takes an optional `db`:
+ * pass a transaction to post together with a CDR or message row. Refusals arrive as
+ * PostgresError with SQLSTATE SVC01 (insufficient balance), SVC02 (invalid amount or state),
+ * SVC03 (unknown account or hold), which the HTTP layer maps to 400 VALIDATION_ERROR.
+ */
+export function createLedger(deps: LedgerDeps) {
+  const { sql, clock } = deps;
+  const lowThreshold = deps.lowBalanceThreshold ?? '0';
+
+  // With an event sink, a posting and its events commit together: the pool gets a transaction.
+  const inTx = <T>(db: Db, fn: (db: Db) => Promise<T>): Promise<T> =>
+    deps.events && db === sql ? (sql.begin((tx) => fn(tx)) as Promise<T>) : fn(db);
+
+  async function afterDebit(db: Db, r: ChargeResult) {
+    if (r.replayed || r.mode !== 'live' || !deps.events) return;
+    const [row] = await db<{ parentId: string | null; threshold: string | null; crossed: boolean }[]>`
+      select a.parent_id,
+             s.sub_low_balance_threshold::text as threshold,
+             (${r.balanceBefore}::numeric >= t.v and ${r.balanceAfter}::numeric < t.v and t.v > 0) as crossed
+      from accounts a
+      left join application_settings s on s.operator_id = a.parent_id
+      cross join lateral (select case when a.parent_id is null then ${lowThreshold}::numeric
+                                      else coalesce(s.sub_low_balance_threshold, 5) end as v) t
+      where a.id = ${r.accountId}`;
+    if (!row) return;
+    const data = { accountId: r.accountId, balance: r.balanceAfter };
+    if (row.crossed) {
+      if (row.parentId) await deps.events.emit(db, row.parentId, 'sub_account.balance_low', { subAccountId: r.accountId, ...data });
+      else await deps.events.emit(db, r.accountId, 'balance.low', data);
+    }
+    if (r.capReached && row.parentId) {
+      await deps.events.emit(db, row.parentId, 'sub_account.suspended', { subAccountId: r.accountId, reason: 'daily_spend_cap' });
+    }
+  }
+
+  const ledger = {
+    /** Credits a top-up (card, crypto: 5 USD minimum; wire: 100 USD; x402). */
+    async topup(
+      input: { accountId: string; amount: string; source: TopupSource; reference?: string | null; postingKey: string },
+      db: Db = sql,
+    ): Promise<PostingResult> {
+      return inTx(db, async (db) => {
+        const [row] = await db<{ r: PostingResult }[]>`
+          select ledger_topup(${input.postingKey}, ${input.accountId}::uuid, ${input.amount}::numeric, ${input.source},
+                              ${str(input.reference)}, ${clock.now()}) as r`;
+        const r = row!.r;
+        if (!r.replayed && deps.events) {
+          await deps.events.emit(db, input.accountId, 'topup.confirmed', {
+            accountId: input.accountId, amount: r.amount, source: input.source, balance: r.balanceAfter, transactionId: r.postingId,
+          });
+        }
+        return r;
+      });
+    },
+
+    /** Charges `amount` (to the seller, or platform revenue without one) plus `fee` (platform fee entry). */
+    async charge(
+      input: ChargeInput,
+      db: Db = sql,
+    ): Promise<ChargeResult> {
+      return inTx(db, async (db) => {
+        const [row] = await db<{ r: ChargeResult }[]>`
+          select ledger_charge(${input.postingKey}, ${input.accountId}::uuid, ${str(input.sellerId)}::uuid, ${input.amount}::numeric,
+                               ${input.fee ?? '0'}::numeric, ${input.mode === 'test'}, ${str(input.reference)},
+                               ${str(input.relatedEntityType)}, ${str(input.relatedEntityId)}, ${str(input.callId)}, ${clock.now()}) as r`;
+        await afterDebit(db, row!.r);
+        return row!.r;
+      });
+    },
+
+    /** A test-key charge: draws on test credit only; live balances never move. */
+    chargeTest(input: Omit<ChargeInput, 'mode' | 'sellerId'>, db: Db = sql): Promise<ChargeResult> {
+      return ledger.charge({ ...input, mode: 'test', sellerId: null }, db);
+    },
+
+    /** Reverses a whole charge or settlement once (buyer refund, seller and platform refund_reversal). */
+    async refund(input: { postingKey: string; chargePostingId: string; reference?: string | null }, db: Db = sql): Promise<PostingResult> {
+      const [row] = await db<{ r: PostingResult }[]>`
+        select ledger_refund(${input.postingKey}, ${input.chargePostingId}::uuid, ${str(input.reference)}, ${clock.now()}) as r`;
+      return row!.r;
+    },
+
+    /** Operator → one of its sub-accounts. */
+    async transfer(
+      input: { postingKey: string; fromAccountId: string; toAccountId: string; amount: string; reference?: string | null },
+      db: Db = sql,
+    ): Promise<PostingResult & { toBalanceAfter: string }> {
+      const [row] = await db<{ r: PostingResult & { toBalanceAfter: string } }[]>`
+        select ledger_transfer(${input.postingKey}, ${input.fromAccountId}::uuid, ${input.toAccountId}::uuid,
+                               ${input.amount}::numeric, ${str(input.reference)}, ${clock.now()}) as r`;
+      return row!.r;
+    },
+
+    async grantTestCredit(input: { postingKey: string; accountId: string; amount: string; reference?: string | null }, db: Db = sql): Promise<PostingResult> {
+      const [row] = await db<{ r: PostingResult }[]>`
+        select ledger_grant_test_credit(${input.postingKey}, ${input.accountId}::uuid, ${input.amount}::numeric,
+                                        ${str(input.reference)}, ${clock.now()}) as r`;
+      return row!.r;
+    },
+
+    async chargeback(input: { postingKey: string; accountId: string; amount: string; reference?: string | null }, db: Db = sql): Promise<PostingResult> {
+      const [row] = await db<{ r: PostingResult }[]>`
+        select ledger_chargeback(${input.postingKey}, ${input.accountId}::uuid, ${input.amount}::numeric,
+                                 ${str(input.reference)}, ${clock.now()}) as r`;
+      return row!.r;
+    },
+
+    /** Pays out seller earnings (seller payable → clearing). */
+    async payout(input: { postingKey: string; sellerId: string; amount: string; reference?: string | null }, db: Db = sql): Promise<PostingResult> {
+      const [row] = await db<{ r: PostingResult }[]>`
+        select ledger_payout(${input.postingKey}, ${input.sellerId}::uuid, ${input.amount}::numeric,
+                             ${str(input.reference)}, ${clock.now()}) as r`;
+      return row!.r;
+    },
+
+    /** Reserves `amount` of the available balance (test credit with mode 'test') until settled, released or expired. */
+    async hold(
+      input: HoldInput,
+      db: Db = sql,
+    ): Promise<HoldResult> {
+      const now = clock.now();
+      const expires = new Date(now.getTime() + input.ttlSeconds * 1000);
+      const [row] = await db<{ r: HoldResult }[]>`
+        select ledger_hold(${input.postingKey}, ${input.accountId}::uuid, ${input.amount}::numeric, ${input.mode === 'test'},
+                           ${expires}, ${str(input.reference)}, ${str(input.relatedEntityType)}, ${str(input.relatedEntityId)},
+                           ${str(input.callId)}, ${now}) as r`;
+      return row!.r;
+    },
+
+    holdTest(input: Omit<HoldInput, 'mode'>, db: Db = sql): Promise<HoldResult> {
+      return ledger.hold({ ...input, mode: 'test' }, db);
+    },
+
+    /** Posts the final amount + fee of a hold (to `sellerId`, else platform revenue) and releases the rest. */
+    async settle(
+      input: { postingKey: string; holdId: string; sellerId?: string | null; amount: string; fee?: string } & EntryContext,
+      db: Db = sql,
+    ): Promise<SettleResult> {
+      return inTx(db, async (db) => {
+        const [row] = await db<{ r: SettleResult }[]>`
+          select ledger_settle(${input.postingKey}, ${input.holdId}::uuid, ${str(input.sellerId)}::uuid, ${input.amount}::numeric,
+                               ${input.fee ?? '0'}::numeric, ${str(input.reference)}, ${str(input.relatedEntityType)},
+                               ${str(input.relatedEntityId)}, ${str(input.callId)}, ${clock.now()}) as r`;
+        await afterDebit(db, row!.r);
+        return row!.r;
+      });
+    },
+
+    async release(input: { postingKey: string; holdId: string }, db: Db = sql): Promise<PostingResult & { holdId: string; released: string }> {
+      const [row] = await db<{ r: PostingResult & { holdId: string; released: string } }[]>`
+        select ledger_release(${input.postingKey}, ${input.holdId}::uuid, ${clock.now()}) as r`;
+      return row!.r;
+    },
+
+    /** Keeps a live call's hold from the sweeper; false when the hold is no longer open. */
+    async extendHold(holdId: string, ttlSeconds: number, db: Db = sql): Promise<boolean> {
+      const [row] = await db<{ r: boolean | null }[]>`
+        select ledger_extend_hold(${holdId}::uuid, ${new Date(clock.now().getTime() + ttlSeconds * 1000)}) as r`;
+      return row?.r === true;
+    },
+
+    /** Releases open holds past their expiry (their call or process is gone); returns how many. */
+    async sweepExpiredHolds(limit = 500): Promise<number> {
+      const [row] = await sql<{ n: number }[]>`select ledger_sweep_holds(${clock.now()}, ${limit}) as n`;
+      return Number(row!.n);
+    },
+
+    /** Credit limit (how far below zero the balance may go) and daily spend cap (null or "0": none). */
+    async setLimits(accountId: string, limits: { creditLimit: string; dailySpendCap: string | null }, db: Db = sql): Promise<void> {
+      await db`select ledger_set_limits(${accountId}::uuid, ${limits.creditLimit}::numeric, ${limits.dailySpendCap}::numeric, ${clock.now()})`;
+    },
+
+    async balanceOf(accountId: string, db: Db = sql): Promise<Balance> {
+      const [row] = await db<{ balance: string; held: string; creditLimit: string; testCredit: string; testHeld: string; payable: string }[]>`
+        select balance::text, held::text, credit_limit::text, test_credit::text, test_held::text, payable::text
+        from ledger_owner_balances where owner_id = ${accountId}`;
+      const b = row ?? { balance: '0', held: '0', creditLimit: '0', testCredit: '0', testHeld: '0', payable: '0' };
+      const [avail] = await db<{ v: string }[]>`select greatest(${b.balance}::numeric + ${b.creditLimit}::numeric - ${b.held}::numeric, 0)::text as v`;
+      return {
+        balance: money6(b.balance),
+        held: money6(b.held),
+        creditLimit: money6(b.creditLimit),
+        available: money6(avail!.v),
+        testCredit: money6(b.testCredit),
+        testHeld: money6(b.testHeld),
+        payable: money6(b.payable),
+      };
+    },
+
+    /** Whether a daily cap has the account suspended on the current UTC day. */
+    async capSuspended(accountId: string, db: Db = sql): Promise<boolean> {
+      const [row] = await db<{ s: boolean }[]>`
+        select coalesce(cap_suspended_day = (${clock.now()}::timestamptz at time zone 'UTC')::date, false) as s
+        from ledger_accounts where owner_id = ${accountId} and kind = 'customer'`;
+      return row?.s ?? false;
+    },
+  };
+  return ledger;
+}
+
+export type Ledger = ReturnType<typeof createLedger>;

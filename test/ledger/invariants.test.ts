@@ -1,0 +1,182 @@
+import t from 'tap';
+import { createTestDatabase } from '../helpers/db.js';
+import { checkInvariants, ledgerFor, makeAccounts, pgCode } from './helpers.js';
+
+t.test('200 parallel charges against a balance covering 100: exactly 100 succeed', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const [buyer, seller] = await makeAccounts(sql, 2);
+  await ledger.topup({ accountId: buyer!, amount: '100.000000', source: 'wire', postingKey: 'top-1' });
+  const results = await Promise.allSettled(
+    Array.from({ length: 200 }, (_, i) =>
+      ledger.charge({ postingKey: `c-${i}`, accountId: buyer!, sellerId: seller!, amount: '0.900000', fee: '0.100000', relatedEntityType: 'call' }),
+    ),
+  );
+  const ok = results.filter((r) => r.status === 'fulfilled');
+  const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  t.equal(ok.length, 100, 'exactly 100 charges succeed');
+  t.equal(refused.length, 100);
+  t.ok(refused.every((r) => pgCode(r.reason) === 'SVC01' && String((r.reason as Error).message).startsWith('Insufficient balance')),
+    'the rest are refused with SVC01 "Insufficient balance"');
+  const b = await ledger.balanceOf(buyer!);
+  t.equal(b.balance, '0.000000');
+  t.equal(b.available, '0.000000');
+  t.equal((await ledger.balanceOf(seller!)).payable, '90.000000', 'seller payable credited with the seller part only');
+  await checkInvariants(t, sql);
+});
+
+t.test('a replayed posting key posts once and returns the first result', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const [buyer] = await makeAccounts(sql, 1);
+  await ledger.topup({ accountId: buyer!, amount: '50.000000', source: 'card', postingKey: 'top' });
+  const again = await ledger.topup({ accountId: buyer!, amount: '50.000000', source: 'card', postingKey: 'top' });
+  t.equal(again.replayed, true);
+  const runs = await Promise.all(
+    Array.from({ length: 30 }, () => ledger.charge({ postingKey: 'same-charge', accountId: buyer!, amount: '1.250000', fee: '0.050000' })),
+  );
+  t.equal(new Set(runs.map((r) => r.postingId)).size, 1, 'one posting id for every replay');
+  t.equal(runs.filter((r) => !r.replayed).length, 1, 'exactly one call posted');
+  t.ok(runs.every((r) => r.balanceAfter === '48.700000'), 'every replay returns the first balanceAfter');
+  t.equal((await ledger.balanceOf(buyer!)).balance, '48.700000');
+  const [{ n }] = (await sql`select count(*)::int as n from entries where owner_id = ${buyer!}`) as unknown as [{ n: number }];
+  t.equal(n, 3, 'top-up, charge, platform_fee: nothing posted twice');
+  await checkInvariants(t, sql);
+});
+
+t.test('amounts and accounts are checked in SQL', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const [a, sub] = await makeAccounts(sql, 2);
+  await t.rejects(ledger.topup({ accountId: a!, amount: '10.0000001', source: 'card', postingKey: 'k1' }), { code: 'SVC02' }, '7 decimals');
+  await t.rejects(ledger.topup({ accountId: a!, amount: '0', source: 'card', postingKey: 'k2' }), { code: 'SVC02' }, 'zero');
+  await t.rejects(ledger.topup({ accountId: a!, amount: '-5', source: 'card', postingKey: 'k3' }), { code: 'SVC02' }, 'negative');
+  await t.rejects(ledger.topup({ accountId: a!, amount: '4.990000', source: 'card', postingKey: 'k4' }), { code: 'SVC02' }, 'card minimum 5');
+  await t.rejects(ledger.topup({ accountId: a!, amount: '99.990000', source: 'wire', postingKey: 'k5' }), { code: 'SVC02' }, 'wire minimum 100');
+  await ledger.topup({ accountId: a!, amount: '5.000000', source: 'crypto', postingKey: 'k6' });
+  await t.rejects(ledger.topup({ accountId: '00000000-0000-7000-8000-00000000dead', amount: '10', source: 'card', postingKey: 'k7' }), { code: 'SVC03' });
+  await t.rejects(ledger.charge({ postingKey: 'k8', accountId: a!, amount: '1.0000001' }), { code: 'SVC02' });
+  await t.rejects(ledger.charge({ postingKey: 'k9', accountId: a!, amount: '0', fee: '0' }), { code: 'SVC02' });
+  await t.rejects(ledger.transfer({ postingKey: 'k10', fromAccountId: a!, toAccountId: sub!, amount: '1' }), { code: 'SVC03' }, 'not its sub-account');
+  await t.rejects(sql`update entries set amount = 1`, { code: 'SVC02' }, 'entries are append-only');
+  await t.rejects(sql`delete from entries`, { code: 'SVC02' });
+  const [{ n }] = (await sql`select count(*)::int as n from postings`) as unknown as [{ n: number }];
+  t.equal(n, 1, 'refused calls leave no posting behind');
+  await checkInvariants(t, sql);
+});
+
+t.test('every posting function keeps the books balanced', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const [op, seller] = await makeAccounts(sql, 2);
+  const [sub] = await makeAccounts(sql, 1, op!);
+  await ledger.topup({ accountId: op!, amount: '200.000000', source: 'wire', postingKey: 't' });
+  const tr = await ledger.transfer({ postingKey: 'tr', fromAccountId: op!, toAccountId: sub!, amount: '20.000000' });
+  t.equal(tr.balanceAfter, '180.000000');
+  t.equal(tr.toBalanceAfter, '20.000000');
+  const ch = await ledger.charge({ postingKey: 'ch', accountId: sub!, sellerId: seller!, amount: '2.000000', fee: '0.500000', callId: 'call-1' });
+  t.equal(ch.balanceAfter, '17.500000');
+  const types = await sql<{ type: string; amount: string }[]>`
+    select type, amount::text from entries where posting_id = ${ch.postingId} order by seq`;
+  t.same(types.map((e) => e.type).sort(), ['charge', 'credit', 'platform_fee', 'platform_fee'], 'fee is its own entry');
+  const rf = await ledger.refund({ postingKey: 'rf', chargePostingId: ch.postingId });
+  t.equal(rf.balanceAfter, '20.000000', 'refund gives the whole charge back');
+  await t.rejects(ledger.refund({ postingKey: 'rf2', chargePostingId: ch.postingId }), { code: 'SVC02' }, 'refunded once only');
+  t.equal((await ledger.balanceOf(seller!)).payable, '0.000000', 'seller credit reversed');
+  await ledger.charge({ postingKey: 'ch2', accountId: sub!, sellerId: seller!, amount: '3.000000' });
+  await t.rejects(ledger.payout({ postingKey: 'po0', sellerId: seller!, amount: '3.000001' }), { code: 'SVC01' });
+  await ledger.payout({ postingKey: 'po', sellerId: seller!, amount: '3.000000' });
+  await ledger.topup({ accountId: op!, amount: '10.000000', source: 'card', postingKey: 't2' });
+  await ledger.chargeback({ postingKey: 'cb', accountId: op!, amount: '10.000000' });
+  await ledger.grantTestCredit({ postingKey: 'tc', accountId: sub!, amount: '1.000000' });
+  const tcharge = await ledger.chargeTest({ postingKey: 'tch', accountId: sub!, amount: '0.400000', fee: '0.100000' });
+  t.equal(tcharge.balanceAfter, '0.500000', 'test charge draws on test credit');
+  await t.rejects(ledger.chargeTest({ postingKey: 'tch2', accountId: sub!, amount: '0.600000' }), { code: 'SVC01' });
+  const b = await ledger.balanceOf(sub!);
+  t.equal(b.balance, '17.000000', 'live balance untouched by test charges');
+  t.equal(b.testCredit, '0.500000');
+  await checkInvariants(t, sql);
+});
+
+t.test('holds: settle posts the final amount and releases the rest; sweeper releases expired holds', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  let now = new Date('2026-03-01T10:00:00Z');
+  const ledger = ledgerFor(sql, { now: () => now });
+  const [buyer, seller] = await makeAccounts(sql, 2);
+  await ledger.topup({ accountId: buyer!, amount: '10.000000', source: 'card', postingKey: 't' });
+  const h = await ledger.hold({ postingKey: 'h1', accountId: buyer!, amount: '6.000000', ttlSeconds: 60 });
+  t.equal(h.available, '4.000000');
+  await t.rejects(ledger.charge({ postingKey: 'c', accountId: buyer!, amount: '4.000001' }), { code: 'SVC01' }, 'holds reduce available');
+  await t.rejects(ledger.hold({ postingKey: 'h2', accountId: buyer!, amount: '4.000001', ttlSeconds: 60 }), { code: 'SVC01' });
+  const s = await ledger.settle({ postingKey: 's1', holdId: h.holdId, sellerId: seller!, amount: '1.500000', fee: '0.100000' });
+  t.equal(s.released, '4.400000');
+  t.equal(s.balanceAfter, '8.400000');
+  let b = await ledger.balanceOf(buyer!);
+  t.same([b.balance, b.held, b.available], ['8.400000', '0.000000', '8.400000']);
+  await t.rejects(ledger.release({ postingKey: 'r1', holdId: h.holdId }), { code: 'SVC02' }, 'a settled hold is closed');
+  t.equal((await ledger.settle({ postingKey: 's1', holdId: h.holdId, amount: '9' })).replayed, true, 'settle replay');
+  const h2 = await ledger.hold({ postingKey: 'h3', accountId: buyer!, amount: '8.000000', ttlSeconds: 30 });
+  const h3 = await ledger.hold({ postingKey: 'h4', accountId: buyer!, amount: '0.400000', ttlSeconds: 300 });
+  now = new Date(now.getTime() + 31_000);
+  t.equal(await ledger.sweepExpiredHolds(), 1, 'the hold whose owner is gone is released');
+  b = await ledger.balanceOf(buyer!);
+  t.same([b.held, b.available], ['0.400000', '8.000000']);
+  await t.rejects(ledger.settle({ postingKey: 's2', holdId: h2.holdId, amount: '1' }), { code: 'SVC02' }, 'expired hold cannot settle');
+  t.equal(await ledger.extendHold(h3.holdId, 600), true);
+  const rel = await ledger.release({ postingKey: 'r3', holdId: h3.holdId });
+  t.equal(rel.released, '0.400000');
+  await t.rejects(ledger.release({ postingKey: 'r4', holdId: '00000000-0000-7000-8000-000000000000' }), { code: 'SVC03' });
+  await checkInvariants(t, sql);
+});
+
+t.test('credit limit and daily spend cap (suspends, lifts the next UTC day)', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  let now = new Date('2026-03-01T22:00:00Z');
+  const ledger = ledgerFor(sql, { now: () => now });
+  const [op] = await makeAccounts(sql, 1);
+  const [sub] = await makeAccounts(sql, 1, op!);
+  await ledger.setLimits(sub!, { creditLimit: '5.000000', dailySpendCap: '3.000000' });
+  const c1 = await ledger.charge({ postingKey: 'a', accountId: sub!, amount: '2.000000' });
+  t.equal(c1.balanceAfter, '-2.000000', 'credit limit lets the balance go below zero');
+  t.equal(c1.capReached, false);
+  const c2 = await ledger.charge({ postingKey: 'b', accountId: sub!, amount: '1.000000' });
+  t.equal(c2.capReached, true, 'the charge reaching the cap suspends');
+  t.equal(await ledger.capSuspended(sub!), true);
+  await t.rejects(ledger.charge({ postingKey: 'c', accountId: sub!, amount: '0.100000' }), { code: 'SVC01', message: /^Insufficient balance: the daily spend cap/ });
+  await t.rejects(ledger.hold({ postingKey: 'd', accountId: sub!, amount: '0.100000', ttlSeconds: 5 }), { code: 'SVC01' });
+  now = new Date('2026-03-02T00:00:01Z');
+  t.equal(await ledger.capSuspended(sub!), false, 'lifted at the next UTC day');
+  const c3 = await ledger.charge({ postingKey: 'e', accountId: sub!, amount: '2.000000' });
+  t.equal(c3.balanceAfter, '-5.000000');
+  await t.rejects(ledger.charge({ postingKey: 'f', accountId: sub!, amount: '0.000001' }), { code: 'SVC01' }, 'never below minus the limit');
+  await t.rejects(ledger.setLimits(sub!, { creditLimit: '4.000000', dailySpendCap: null }), { code: 'SVC01' }, 'limit cannot drop under the debt');
+  await checkInvariants(t, sql);
+});
+
+t.test('holds and settles racing with charges keep every invariant', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const buyers = await makeAccounts(sql, 3);
+  const [seller] = await makeAccounts(sql, 1);
+  for (const b of buyers) await ledger.topup({ accountId: b, amount: '20.000000', source: 'card', postingKey: `t-${b}` });
+  const work: Promise<unknown>[] = [];
+  for (let i = 0; i < 150; i++) {
+    const b = buyers[i % buyers.length]!;
+    if (i % 3 === 0) {
+      work.push(
+        ledger.hold({ postingKey: `h-${i}`, accountId: b, amount: '1.000000', ttlSeconds: 60 }).then((h) =>
+          i % 2 === 0
+            ? ledger.settle({ postingKey: `s-${i}`, holdId: h.holdId, sellerId: seller!, amount: '0.600000', fee: '0.010000' })
+            : ledger.release({ postingKey: `r-${i}`, holdId: h.holdId }),
+        ),
+      );
+    } else {
+      work.push(ledger.charge({ postingKey: `c-${i}`, accountId: b, sellerId: seller!, amount: '0.300000', fee: '0.010000' }));
+    }
+  }
+  const res = await Promise.allSettled(work);
+  const failed = res.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  t.ok(failed.every((r) => pgCode(r.reason) === 'SVC01'), 'only insufficient-balance refusals');
+  t.ok(res.length - failed.length > 50, 'most operations went through');
+  await checkInvariants(t, sql);
+});

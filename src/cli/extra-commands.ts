@@ -1,2 +1,85 @@
-// Operator commands contributed by domain modules register themselves by being imported here.
-export {};
+import { newId } from '../platform/ids.js';
+import { CliUsageError, registerCommand } from './commands.js';
+import type { CliContext } from './context.js';
+
+// Operator commands of the ledger and SIP planes.
+
+async function accountId(ctx: CliContext, email: unknown): Promise<string> {
+  const account = await ctx.services.accounts.repo.byEmail(String(email));
+  if (!account) throw new CliUsageError(`no account with e-mail ${String(email)}`);
+  return account.id;
+}
+
+registerCommand({
+  words: ['topup'],
+  summary: 'credit a top-up (wire transfers are recorded this way); --reference makes it idempotent',
+  options: {
+    email: { type: 'string', required: true, description: 'account e-mail' },
+    amount: { type: 'string', required: true, description: 'USD with up to 6 decimals, e.g. 100.000000' },
+    source: { type: 'string', description: 'wire (default), card, crypto' },
+    reference: { type: 'string', description: 'bank reference; the same reference never credits twice' },
+  },
+  async run(ctx, o) {
+    const source = String(o['source'] ?? 'wire');
+    if (!['wire', 'card', 'crypto'].includes(source)) throw new CliUsageError('--source must be wire, card or crypto');
+    const id = await accountId(ctx, o['email']);
+    const reference = typeof o['reference'] === 'string' ? o['reference'] : null;
+    const r = await ctx.services.topups.topup({
+      accountId: id,
+      amount: String(o['amount']),
+      source: source as 'wire' | 'card' | 'crypto',
+      reference,
+      postingKey: reference ? `svcctl:topup:${source}:${reference}` : `svcctl:topup:${newId()}`,
+    });
+    return { ...r };
+  },
+  render: (r) => `${r['replayed'] ? 'already credited' : 'credited'} ${String(r['amount'])} USD; balance ${String(r['balance'])}`,
+});
+
+registerCommand({
+  words: ['invite', 'create'],
+  summary: 'create an invite code that grants test credit',
+  options: {
+    amount: { type: 'string', description: 'test credit in USD (default 10.000000)' },
+    uses: { type: 'string', description: 'how many accounts may redeem it (default 1)' },
+    note: { type: 'string', description: 'what it is for' },
+  },
+  async run(ctx, o) {
+    const uses = o['uses'] === undefined ? 1 : Number(o['uses']);
+    if (!Number.isInteger(uses) || uses < 1) throw new CliUsageError('--uses must be a positive integer');
+    const r = await ctx.services.topups.createInviteCode({
+      amount: String(o['amount'] ?? '10.000000'),
+      maxRedemptions: uses,
+      ...(typeof o['note'] === 'string' ? { note: o['note'] } : {}),
+    });
+    return { ...r };
+  },
+  render: (r) => `invite code ${String(r['code'])} (${String(r['amount'])} USD test credit)`,
+});
+
+registerCommand({
+  words: ['trunk-ip', 'add'],
+  summary: 'whitelist a source address: every SIP call from it bills the account',
+  options: {
+    email: { type: 'string', required: true, description: 'account e-mail' },
+    ip: { type: 'string', required: true, description: 'IPv4 or IPv6 address' },
+    label: { type: 'string', description: 'up to 60 characters' },
+  },
+  async run(ctx, o) {
+    const id = await accountId(ctx, o['email']);
+    const r = await ctx.services.calls.repo.addTrunkIp({ id: newId(), accountId: id, ip: String(o['ip']), label: typeof o['label'] === 'string' ? o['label'] : null });
+    return { id: r.id, ip: r.ip, label: r.label };
+  },
+  render: (r) => `whitelisted ${String(r['ip'])}`,
+});
+
+registerCommand({
+  words: ['trunk-ip', 'list'],
+  summary: 'list the whitelisted source addresses of an account',
+  options: { email: { type: 'string', required: true, description: 'account e-mail' } },
+  async run(ctx, o) {
+    const rows = await ctx.services.calls.repo.listTrunkIps(await accountId(ctx, o['email']));
+    return { addresses: rows.map((r) => ({ id: r.id, ip: r.ip, label: r.label })) };
+  },
+  render: (r) => (r['addresses'] as { ip: string; label: string | null }[]).map((a) => `${a.ip}${a.label ? `  ${a.label}` : ''}`).join('\n') || '(none)',
+});

@@ -26,6 +26,26 @@ t.test('svcctl works on the database directly and prints one JSON object with --
   const status = run(['status', '--json'], env);
   t.match(JSON.parse(status.stdout), { ok: true, database: 'ok', accounts: 1 });
 
+  const topup = run(['topup', '--email', 'ops@example.test', '--amount', '150.250000', '--reference', 'BANK-1', '--json'], env);
+  t.equal(topup.status, 0, topup.stderr);
+  t.match(JSON.parse(topup.stdout), { ok: true, amount: '150.250000', replayed: false });
+  const again = run(['topup', '--email', 'ops@example.test', '--amount', '150.250000', '--reference', 'BANK-1', '--json'], env);
+  t.match(JSON.parse(again.stdout), { ok: true, replayed: true }, 'the same bank reference credits once');
+  const small = run(['topup', '--email', 'ops@example.test', '--amount', '50.000000', '--json'], env);
+  t.equal(small.status, 1, 'wire minimum is 100');
+  t.match(JSON.parse(small.stderr).error, /100|minimum/i);
+  const [bal] = await db.sql<{ sum: string }[]>`select coalesce(sum(amount), 0)::text as sum from entries`;
+  t.equal(Number(bal!.sum), 0, 'the ledger still balances');
+
+  const invite = run(['invite', 'create', '--amount', '5.000000', '--uses', '3', '--json'], env);
+  t.equal(invite.status, 0, invite.stderr);
+  t.match(JSON.parse(invite.stdout), { ok: true, code: /\S+/ });
+
+  const ip = run(['trunk-ip', 'add', '--email', 'ops@example.test', '--ip', '198.51.100.7', '--json'], env);
+  t.equal(ip.status, 0, ip.stderr);
+  const ips = JSON.parse(run(['trunk-ip', 'list', '--email', 'ops@example.test', '--json'], env).stdout);
+  t.same(ips.addresses.map((a: { ip: string }) => a.ip), ['198.51.100.7']);
+
   const dup = run(['account', 'create', '--email', 'ops@example.test', '--password', 'a long password', '--json'], env);
   t.equal(dup.status, 1);
   t.match(JSON.parse(dup.stderr), { ok: false, error: /already exists/ });

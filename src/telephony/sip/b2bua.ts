@@ -579,7 +579,9 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
   function onInDialog(req: SipRequest, tx: ServerTransaction): void {
     const entry = dialogs.get(`${callIdOf(req)}|${tagOf(toOf(req)) ?? ''}`);
     if (!entry) {
-      tx.reply(481, 'Call/Transaction Does Not Exist');
+      // Not a trunk dialog: it may be a call the platform placed (API calls), whose handler runs
+      // after ours in the same tick and answers first; a transaction keeps only its first reply.
+      queueMicrotask(() => tx.reply(481, 'Call/Transaction Does Not Exist'));
       return;
     }
     const { call, side } = entry;

@@ -1,0 +1,70 @@
+import type { Ledger } from '../../ledger/index.js';
+import type { CoreDeps } from '../../platform/core.js';
+import { loadNodeId } from '../../platform/node-id.js';
+import { createVoicePlane, type VoicePlane } from '../../telephony/calls/voice-plane.js';
+import type { SipStack } from '../../telephony/sip/stack.js';
+import type { AccountsService } from '../accounts/service.js';
+import type { ApplicationService } from '../application/service.js';
+import type { Module } from '../index.js';
+import type { Routing } from '../routes/routing.js';
+import { commsCallsRoutes } from './routes.js';
+import { createCommsCallsService } from './service.js';
+
+const HEARTBEAT_MS = 30_000;
+
+/**
+ * Calls placed through the API (issue 6): POST/GET /comms/calls over the SIP stack the calls
+ * module runs (`getStack`, null until it is up) and the native media plane, started on first use.
+ */
+export function buildCommsCallsModule(
+  core: CoreDeps,
+  deps: {
+    accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing; getStack: () => SipStack | null;
+    extendLease?: (accountId: string, key: string, seconds: number) => Promise<void>;
+  },
+) {
+  const { config, log } = core;
+  let voice: VoicePlane | null = null;
+  const service = createCommsCallsService({
+    ...core,
+    ...deps,
+    log: log.child({ module: 'comms-calls' }),
+    node: loadNodeId(config.paths.state),
+    voice() {
+      if (voice) return voice;
+      const stack = deps.getStack();
+      if (!stack) return null;
+      voice = createVoicePlane({
+        stack,
+        log: log.child({ plane: 'media' }),
+        media: {
+          workers: config.rtp.workers,
+          portMin: config.rtp.port_min,
+          portMax: config.rtp.port_max,
+          bindAddress: config.rtp.bind_address,
+          ...(config.rtp.advertise_address ? { advertiseAddress: config.rtp.advertise_address } : {}),
+          rtpTimeoutMs: config.rtp.timeout_ms,
+          ttsCacheDir: `${config.paths.state}/tts-cache`,
+        },
+        onLegEnded: (o) => service.noteLeg(o),
+      });
+      return voice;
+    },
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const module: Module = {
+    name: 'comms-calls',
+    routes: commsCallsRoutes(service),
+    start() {
+      timer = setInterval(() => void service.heartbeat().catch((err: unknown) => log.warn({ err }, 'api call heartbeat failed')), HEARTBEAT_MS);
+      timer.unref();
+    },
+    async stop() {
+      clearInterval(timer);
+      await service.stop();
+      await voice?.close();
+      voice = null;
+    },
+  };
+  return { module, service };
+}

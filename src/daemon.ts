@@ -7,7 +7,6 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { buildApp, type App } from './http/app.js';
 import { createAuthenticator } from './http/auth.js';
-import { createIdempotencyStore } from './http/idempotency.js';
 import { createRateLimiters } from './http/rate-limit.js';
 import { loadTls } from './http/tls.js';
 import { buildModules, type Modules } from './modules/index.js';
@@ -94,12 +93,7 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
       log,
       authenticator: createAuthenticator({ accounts, keys }),
       limiters: createRateLimiters(redis),
-      idempotency: createIdempotencyStore({
-        sql,
-        clock,
-        leaseSeconds: config.limits.idempotency_lease_seconds,
-        ttlHours: config.limits.idempotency_ttl_hours,
-      }),
+      idempotency: modules.idempotency,
       modules: modules.list,
       tls,
       ...(opts.version ? { version: opts.version } : {}),

@@ -1,17 +1,26 @@
 import type { ApiModule } from '../http/app.js';
+import { createIdempotencyStore } from '../http/idempotency.js';
 import type { CoreDeps } from '../platform/core.js';
 import { accountsRoutes } from './accounts/routes.js';
+import { buildMoneyModules } from './billing/module.js';
+import { buildMarketplaceModules } from './routes/index.js';
 import { createAccountsService } from './accounts/service.js';
 import { loadSigningSecret } from './accounts/signing-secret.js';
 import { keysRoutes } from './keys/routes.js';
 import { createKeysService } from './keys/service.js';
 import { statusRoutes } from './status/routes.js';
+import { buildWebhooksModule } from './webhooks/index.js';
+import { buildCallsModule } from './calls/index.js';
+import { buildCommsCallsModule } from './comms-calls/index.js';
+import { buildSmsModule } from './sms/index.js';
 
 /** A built module: its routes, and background work started and stopped by main.ts. */
 export interface Module extends ApiModule {
   name: string;
   start?(): Promise<void> | void;
   stop?(): Promise<void> | void;
+  /** Ports a listener of the module bound (known after start). */
+  ports?(): Record<string, number>;
 }
 
 /**
@@ -20,8 +29,34 @@ export interface Module extends ApiModule {
  */
 export async function buildModules(core: CoreDeps) {
   const signingSecret = await loadSigningSecret(core.sql, core.config.auth.jwt_secret);
+  // Built here so long-running handlers (synchronous calls) can extend their key's lease.
+  const idempotency = createIdempotencyStore({
+    sql: core.sql,
+    clock: core.clock,
+    leaseSeconds: core.config.limits.idempotency_lease_seconds,
+    ttlHours: core.config.limits.idempotency_ttl_hours,
+  });
   const accounts = createAccountsService({ ...core, signingSecret });
   const keys = createKeysService(core);
+  // Early: other modules emit events with `emit` from src/webhooks/emit.ts inside their transactions.
+  const webhooks = buildWebhooksModule(core);
+  // Ledger, billing, top-ups, Application Manager; events go to the webhooks outbox.
+  const money = buildMoneyModules(core, {
+    accounts,
+    keys,
+    // A sub-account needs an active route purchase or own active route; asked at request time.
+    routeRequirement: async (operatorId) =>
+      (await marketplace.services.purchases.usableRoutes(operatorId, 'voice')).length > 0 ||
+      (await marketplace.services.purchases.usableRoutes(operatorId, 'sms')).length > 0,
+  });
+  // Listings, rate decks, purchases, Smart Routing (issue 4).
+  const marketplace = buildMarketplaceModules(core);
+  // SIP trunks in, supplier routes out, CDRs (issue 8).
+  const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services });
+  // Calls placed through the API (issue 6) over the calls module's SIP stack.
+  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec) });
+  // SMS through the API, supplier SMPP binds per route, receipts (issue 5).
+  const sms = buildSmsModule(core, { ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
   let usageTimer: NodeJS.Timeout | undefined;
 
   const list: Module[] = [
@@ -39,9 +74,15 @@ export async function buildModules(core: CoreDeps) {
         await keys.flushUsage();
       },
     },
+    webhooks.module,
+    ...money.modules,
+    ...marketplace.modules,
+    calls.module,
+    commsCalls.module,
+    sms.module,
   ];
 
-  return { services: { accounts, keys }, list };
+  return { idempotency, services: { accounts, keys, webhooks: webhooks.service, webhookWorker: webhooks.worker, ...money.services, ...marketplace.services, calls: calls.service, commsCalls: commsCalls.service, sms: sms.service, smppCredentials: sms.smppCredentials }, list };
 }
 
 export type Modules = Awaited<ReturnType<typeof buildModules>>;

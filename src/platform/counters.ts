@@ -13,6 +13,8 @@ export interface Counters {
   /** Rewrites this daemon's share of every counter from what it really has live. */
   reconcile(live: ReadonlyMap<string, number>): Promise<void>;
   current(key: string): Promise<number>;
+  /** Counts one event of `key` in the current one-second window; false (not counted) when `perSecond` are already in it. */
+  rate(key: string, perSecond: number): Promise<boolean>;
 }
 
 const NODE_TTL_MS = 90_000;
@@ -20,7 +22,21 @@ const NODE_TTL_MS = 90_000;
 export function createCounters(redis: Redis | null, node: string, now: () => number = Date.now): Counters {
   if (!redis) {
     const counts = new Map<string, number>();
+    const windows = new Map<string, { second: number; n: number }>();
     return {
+      async rate(key, perSecond) {
+        const second = Math.floor(now() / 1000);
+        const w = windows.get(key);
+        if (!w || w.second !== second) {
+          // Old windows are dropped as keys come back; bound the map for keys that never do.
+          if (windows.size > 10_000) windows.clear();
+          windows.set(key, { second, n: 1 });
+          return perSecond >= 1;
+        }
+        if (w.n >= perSecond) return false;
+        w.n += 1;
+        return true;
+      },
       async acquire(key, limit) {
         const n = counts.get(key) ?? 0;
         if (n >= limit) return false;
@@ -53,6 +69,13 @@ export function createCounters(redis: Redis | null, node: string, now: () => num
     return sum;
   };
   return {
+    async rate(key, perSecond) {
+      const second = Math.floor(now() / 1000);
+      const k = `svc:cps:${key}:${second}`;
+      const res = await redis.multi().incr(k).pexpire(k, 2000).exec();
+      const n = Number(res?.[0]?.[1] ?? 0);
+      return n <= perSecond;
+    },
     async acquire(key, limit) {
       await redis.multi().hincrby(hash(key), node, 1).sadd(`svc:cc:keys:${node}`, key).exec();
       if ((await total(key)) > limit) {

@@ -3,7 +3,6 @@ import { loadConfig, type DeepPartial } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { buildApp, type ApiModule, type App } from '../../src/http/app.js';
 import { createAuthenticator } from '../../src/http/auth.js';
-import { createIdempotencyStore } from '../../src/http/idempotency.js';
 import { createRateLimiters } from '../../src/http/rate-limit.js';
 import { buildModules, type Services } from '../../src/modules/index.js';
 import { systemClock, type Clock } from '../../src/platform/clock.js';
@@ -42,7 +41,7 @@ export async function buildTestApp(
     log,
     authenticator: createAuthenticator(modules.services),
     limiters: createRateLimiters(opts.redis ?? null),
-    idempotency: createIdempotencyStore({ sql, clock, leaseSeconds: config.limits.idempotency_lease_seconds, ttlHours: 24 }),
+    idempotency: modules.idempotency,
     modules: [...modules.list, ...(opts.extra ?? [])],
     tls: null,
   });

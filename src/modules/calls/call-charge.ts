@@ -1,0 +1,70 @@
+import { Decimal } from 'decimal.js';
+import { billableSeconds, callCost, round6, toMoney, type BillingIncrement } from '../../rating/index.js';
+
+/** What one finished leg costs, split the way the ledger posts it. */
+export interface LegCharge {
+  billableSeconds: number;
+  /** Buyer price per minute: seller rate plus platform fee, plus the reseller markup when a sub-account pays. */
+  ratePerMinute: string;
+  /** Everything the paying account is charged. */
+  total: string;
+  /** The route seller's part. */
+  seller: string;
+  /** The platform fee. */
+  fee: string;
+  /** The reseller's margin on a sub-account call (0 otherwise). */
+  markup: string;
+}
+
+export interface PricedRoute {
+  /** Buyer price per minute before markup (seller rate plus platform fee). */
+  price: Decimal;
+  sellerRate: Decimal;
+  increment: BillingIncrement;
+}
+
+const hundred = new Decimal(100);
+
+/** Prices a leg of `durationSeconds`, rounding each part once to 6 places (spec "Conventions"). */
+export function chargeLeg(route: PricedRoute, durationSeconds: number, markupPct: Decimal): LegCharge {
+  const billable = billableSeconds(durationSeconds, route.increment);
+  const base = callCost(billable, route.price);
+  const seller = Decimal.min(callCost(billable, route.sellerRate), base);
+  const markup = round6(base.times(markupPct).div(hundred));
+  return {
+    billableSeconds: billable,
+    ratePerMinute: toMoney(round6(route.price.times(markupPct.plus(hundred)).div(hundred))),
+    total: toMoney(base.plus(markup)),
+    seller: toMoney(seller),
+    fee: toMoney(base.minus(seller)),
+    markup: toMoney(markup),
+  };
+}
+
+/**
+ * The longest call `available` pays for at the dearest candidate, in whole seconds, capped at
+ * `capSeconds`; 0 when not even the first billing block is covered.
+ */
+export function affordableSeconds(available: Decimal, routes: readonly PricedRoute[], markupPct: Decimal, capSeconds: number): number {
+  let seconds = capSeconds;
+  for (const r of routes) {
+    const perMinute = r.price.times(markupPct.plus(hundred)).div(hundred);
+    if (perMinute.lte(0)) continue;
+    const fit = available.times(60).div(perMinute).floor().toNumber();
+    // Round down to what whole billing blocks allow, so the hold always covers the bill.
+    const blocks = fit < r.increment.first ? 0 : r.increment.first + Math.floor((fit - r.increment.first) / r.increment.next) * r.increment.next;
+    seconds = Math.min(seconds, blocks);
+  }
+  return Math.max(0, seconds);
+}
+
+/** The hold that covers `seconds` at the dearest candidate. */
+export function holdFor(seconds: number, routes: readonly PricedRoute[], markupPct: Decimal): string {
+  let max = new Decimal(0);
+  for (const r of routes) {
+    const c = chargeLeg(r, seconds, markupPct);
+    const total = new Decimal(c.total);
+    if (total.gt(max)) max = total;
+  }
+  return toMoney(max);
+}

@@ -1,0 +1,117 @@
+import type { Ledger } from '../../ledger/index.js';
+import { loadServerSecret } from '../../db/server-secret.js';
+import type { CoreDeps } from '../../platform/core.js';
+import { createCounters } from '../../platform/counters.js';
+import { loadNodeId } from '../../platform/node-id.js';
+import { createSipStack, createSipTransport, type SipStack } from '../../telephony/sip/index.js';
+import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua.js';
+import type { AccountsService } from '../accounts/service.js';
+import type { ApplicationService } from '../application/service.js';
+import type { Module } from '../index.js';
+import type { PurchasesService } from '../purchases/service.js';
+import type { Routing } from '../routes/routing.js';
+import { serviceUnavailable } from '../../http/errors.js';
+import type { ProbeResult } from '../../telephony/sip/index.js';
+import type { RoutesService } from '../routes/service.js';
+import { createEndpointHealth, type HealthTarget } from './endpoint-health.js';
+import { callsRoutes } from './routes.js';
+import { createCallsService } from './service.js';
+
+const HOUSEKEEPING_MS = 30_000;
+// OPTIONS health of supplier endpoints. Candidates for `[sip]` settings (options_interval_seconds,
+// options_failures_down, options_successes_up) once the config schema takes them.
+const HEALTH_MS = 30_000;
+const HEALTH_FAILURES_DOWN = 3;
+const HEALTH_SUCCESSES_UP = 2;
+const PROBE_TIMEOUT_MS = 2000;
+
+/**
+ * The voice plane: SIP on `[sip] host:port` (UDP and TCP), the trunk B2BUA wired to routing,
+ * the ledger and CDRs, and the call records API.
+ */
+export function buildCallsModule(
+  core: CoreDeps,
+  deps: { accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing; purchases: PurchasesService; routes: RoutesService },
+) {
+  const { config, log } = core;
+  const node = loadNodeId(config.paths.state);
+  const counters = createCounters(core.redis, node, () => core.clock.now().getTime());
+  let stack: SipStack | null = null;
+  let b2bua: TrunkB2bua | null = null;
+  const probe = async (t: HealthTarget): Promise<ProbeResult> => {
+    if (!b2bua) throw serviceUnavailable('The SIP plane is not running');
+    return b2bua.probeEndpoint({ host: t.host, port: t.port, transport: t.transport === 'tcp' ? 'tcp' : 'udp' }, { timeoutMs: PROBE_TIMEOUT_MS });
+  };
+  const health = createEndpointHealth({
+    probe,
+    targets: () => calls.repo.probeTargets(),
+    log: log.child({ module: 'endpoint-health' }),
+    failuresToDown: HEALTH_FAILURES_DOWN,
+    successesToUp: HEALTH_SUCCESSES_UP,
+  });
+  const calls = Object.assign(
+    createCallsService({ ...core, ...deps, counters, node, log: log.child({ module: 'calls' }), endpointDown: (e) => health.isDown(e) }),
+    { health },
+  );
+  let timer: NodeJS.Timeout | undefined;
+  let healthTimer: NodeJS.Timeout | undefined;
+  let checking: Promise<unknown> | null = null;
+  let running: Promise<unknown> | null = null;
+
+  const housekeeping = async () => {
+    try {
+      await calls.heartbeat();
+      await counters.reconcile(calls.liveSlots());
+      await calls.reconcileOrphans();
+    } catch (err) {
+      log.warn({ err }, 'call housekeeping failed');
+    }
+  };
+
+  const module: Module = {
+    name: 'calls',
+    routes: callsRoutes(calls, deps.purchases, config.sip.primary_host, { routes: deps.routes, probe, record: health.record }),
+    async start() {
+      await calls.reconcileOrphans();
+      const transport = await createSipTransport({ host: config.sip.host, port: config.sip.port, log: log.child({ plane: 'sip' }) });
+      stack = createSipStack({ transport, log: log.child({ plane: 'sip' }) });
+      b2bua = createTrunkB2bua({
+        stack,
+        log: log.child({ plane: 'b2bua' }),
+        clock: core.clock,
+        realm: config.sip.primary_host,
+        nonceSecret: await loadServerSecret(core.sql, 'sip-nonce'),
+        policy: calls.policy,
+      });
+      const port = transport.port;
+      core.health.register('sip', () => ({ ok: true, port, activeCalls: b2bua?.activeCalls() ?? 0 }));
+      timer = setInterval(() => {
+        running ??= housekeeping().finally(() => (running = null));
+      }, HOUSEKEEPING_MS);
+      timer.unref();
+      healthTimer = setInterval(() => {
+        checking ??= health
+          .checkAll()
+          .catch((err: unknown) => log.warn({ err }, 'endpoint health check failed'))
+          .finally(() => (checking = null));
+      }, HEALTH_MS);
+      healthTimer.unref();
+    },
+    ports: (): Record<string, number> => (stack ? { sip: stack.transport.port } : {}),
+    async stop() {
+      clearInterval(timer);
+      clearInterval(healthTimer);
+      await running;
+      await checking;
+      if (b2bua) {
+        b2bua.hangupAll();
+        // Let the BYEs and the settlements they trigger finish, briefly.
+        const until = Date.now() + 3000;
+        while (calls.liveCallIds().length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      }
+      await stack?.close();
+    },
+  };
+  // Calls placed through the API go out over the same stack (and port) as trunk calls.
+  return { module, service: calls, getStack: (): SipStack | null => stack };
+}

@@ -1,0 +1,206 @@
+import type { Db } from '../../db/connection.js';
+
+export interface OrphanPricing {
+  markupPct: string;
+  routes: Record<string, { price: string; sellerRate: string; increment: string; sellerId: string }>;
+}
+
+export interface CdrInsert {
+  id: string;
+  accountId: string;
+  operatorId: string | null;
+  sellerId: string | null;
+  callUuid: string | null;
+  callGroupId: string | null;
+  direction: 'outbound' | 'inbound';
+  kind: 'voice' | 'sms';
+  source: string;
+  routeId: string | null;
+  fromNumber: string | null;
+  toNumber: string | null;
+  cli: string | null;
+  status: string;
+  sipCode: number | null;
+  hangupCause: string | null;
+  durationSeconds: number | null;
+  billedSeconds: number | null;
+  segments: number | null;
+  pddMs: number | null;
+  buyerCost: string | null;
+  sellerCredit: string | null;
+  ratePerUnit: string | null;
+  simulated: boolean;
+  isProbe: boolean;
+  answeredAt: Date | null;
+  endedAt: Date | null;
+  createdAt: Date;
+}
+
+export interface CdrRow {
+  id: string;
+  accountId: string;
+  sellerId: string | null;
+  callUuid: string | null;
+  callGroupId: string | null;
+  direction: string;
+  kind: string;
+  routeId: string | null;
+  fromNumber: string | null;
+  toNumber: string | null;
+  cli: string | null;
+  status: string | null;
+  sipCode: number | null;
+  hangupCause: string | null;
+  durationSeconds: number | null;
+  billedSeconds: number | null;
+  segments: number | null;
+  pddMs: number | null;
+  buyerCost: string | null;
+  sellerCredit: string | null;
+  ratePerUnit: string | null;
+  answeredAt: Date | null;
+  endedAt: Date | null;
+  createdAt: Date;
+}
+
+export interface CdrFilter {
+  viewerId: string;
+  from?: Date | undefined;
+  to?: Date | undefined;
+  kind?: 'voice' | 'sms' | undefined;
+  direction?: 'outbound' | 'inbound' | undefined;
+  cursor?: string | undefined;
+  limit: number;
+}
+
+export function createCallsRepo(db: Db) {
+  return {
+    async insertCdrs(rows: CdrInsert[], tx: Db = db): Promise<void> {
+      if (rows.length === 0) return;
+      await tx`insert into cdrs ${tx(rows as unknown as Record<string, unknown>[], ...cdrColumns)}`;
+    },
+
+    /** The buyer's rows, and as a seller the rows of its routes (sellerCredit only for the seller). */
+    async listCdrs(f: CdrFilter): Promise<CdrRow[]> {
+      return db<CdrRow[]>`
+        select id, account_id, seller_id, call_uuid, call_group_id, direction, kind, route_id, from_number, to_number, cli,
+               status, sip_code, hangup_cause, duration_seconds, billed_seconds, segments, pdd_ms,
+               buyer_cost::numeric(20,6)::text as buyer_cost, seller_credit::numeric(20,6)::text as seller_credit,
+               rate_per_unit::numeric(20,6)::text as rate_per_unit, answered_at, ended_at, created_at
+        from cdrs
+        where (account_id = ${f.viewerId} or operator_id = ${f.viewerId} or seller_id = ${f.viewerId})
+          and not is_probe
+          ${f.from ? db`and created_at >= ${f.from}` : db``}
+          ${f.to ? db`and created_at < ${f.to}` : db``}
+          ${f.kind ? db`and kind = ${f.kind}` : db``}
+          ${f.direction ? db`and direction = ${f.direction}` : db``}
+          ${f.cursor ? db`and id < ${f.cursor}` : db``}
+        order by id desc
+        limit ${f.limit}`;
+    },
+
+    // Seller and capacity terms of routes: read here until the marketplace service exposes them.
+    routeTerms: (ids: readonly string[]) =>
+      db<{ id: string; sellerId: string; capacity: number | null; maxCps: number | null }[]>`
+        select id, seller_id, capacity, max_cps from routes where id = any(${ids as string[]}::uuid[])`,
+
+    // Supplier endpoints of active voice routes, for the OPTIONS health checks (marketplace tables, read only).
+    probeTargets: () =>
+      db<{ host: string; port: number; transport: string }[]>`
+        select distinct e.host, e.port, e.transport from route_endpoints e join routes r on r.id = e.route_id
+        where r.type = 'voice' and r.status = 'active'
+        limit 10000`,
+
+    async insertCall(c: {
+      id: string; accountId: string; operatorId: string | null; source: string; mode: string; status: string;
+      toNumber: string; fromNumber: string; callGroupId: string; holdId: string | null; maxDurationSeconds: number;
+      pricing: unknown; ownerNode: string; now: Date; simulated?: boolean; actions?: unknown;
+    }, tx: Db = db) {
+      await tx`
+        insert into calls (id, account_id, operator_id, source, mode, status, to_number, from_number, call_group_id, hold_id,
+                           max_duration_seconds, pricing, owner_node, last_seen_at, created_at, simulated, actions)
+        values (${c.id}, ${c.accountId}, ${c.operatorId}, ${c.source}, ${c.mode}, ${c.status}, ${c.toNumber}, ${c.fromNumber},
+                ${c.callGroupId}, ${c.holdId}, ${c.maxDurationSeconds}, ${tx.json(c.pricing as never)}, ${c.ownerNode}, ${c.now},
+                ${c.now}, ${c.simulated ?? false}, ${c.actions === undefined ? null : tx.json(c.actions as never)})`;
+    },
+    async markCall(id: string, patch: { status: string; routeId?: string | null; ringingAt?: Date; answeredAt?: Date }) {
+      await db`
+        update calls set status = ${patch.status},
+          route_id = coalesce(${patch.routeId ?? null}::uuid, route_id),
+          ringing_at = coalesce(ringing_at, ${patch.ringingAt ?? null}::timestamptz),
+          answered_at = coalesce(answered_at, ${patch.answeredAt ?? null}::timestamptz),
+          -- A sign of life: a crash before the next heartbeat bills from here, not from the INVITE.
+          last_seen_at = greatest(last_seen_at, ${patch.answeredAt ?? patch.ringingAt ?? null}::timestamptz)
+        where id = ${id} and ended_at is null`;
+    },
+    async finishCall(tx: Db, id: string, f: {
+      status: string; routeId: string | null; sipCode: number | null; hangupCause: string; hangupReason: string;
+      durationSeconds: number; billableSeconds: number; cost: string; billingIncrement: string | null; ratePerMinute: string | null;
+      attempts: unknown; answeredAt: Date | null; endedAt: Date; error?: string | null; gathered?: unknown;
+    }) {
+      await tx`
+        update calls set status = ${f.status}, route_id = ${f.routeId}, sip_response_code = ${f.sipCode}, hangup_cause = ${f.hangupCause},
+          hangup_reason = ${f.hangupReason}, duration_seconds = ${f.durationSeconds}, billable_seconds = ${f.billableSeconds},
+          cost = ${f.cost}::numeric, billing_increment = ${f.billingIncrement}, rate_per_minute = ${f.ratePerMinute}::numeric,
+          attempts = ${tx.json(f.attempts as never)}, answered_at = ${f.answeredAt}, ended_at = ${f.endedAt},
+          error = ${f.error ?? null}, gathered = ${f.gathered === undefined ? null : tx.json(f.gathered as never)}
+        where id = ${id} and ended_at is null`;
+    },
+    /** Locks a still-open call for its reconcile; false when already ended or locked by another daemon. */
+    async lockOpenCall(tx: Db, id: string): Promise<boolean> {
+      const rows = await tx`select id from calls where id = ${id} and ended_at is null for update skip locked`;
+      return rows.length > 0;
+    },
+    async heartbeat(ids: readonly string[], now: Date) {
+      if (ids.length) await db`update calls set last_seen_at = ${now} where id = any(${ids as string[]}::uuid[]) and ended_at is null`;
+    },
+    /** Calls still open whose daemon is gone: this node's from before a restart, or anyone's silent too long. */
+    orphans: (node: string, staleBefore: Date) =>
+      db<{ id: string; accountId: string; operatorId: string | null; source: string; toNumber: string; fromNumber: string;
+           callGroupId: string; routeId: string | null; holdId: string | null; pricing: OrphanPricing | null;
+           answeredAt: Date | null; lastSeenAt: Date; createdAt: Date; maxDurationSeconds: number | null }[]>`
+        select id, account_id, operator_id, source, to_number, from_number, call_group_id, route_id, hold_id, pricing,
+               answered_at, coalesce(last_seen_at, created_at) as last_seen_at, created_at, max_duration_seconds
+        from calls where ended_at is null and (owner_node = ${node} or last_seen_at < ${staleBefore})
+        limit 500`,
+
+    async addTrunkIp(row: { id: string; accountId: string; ip: string; label: string | null }) {
+      const [r] = await db<{ id: string; ip: string; label: string | null; createdAt: Date }[]>`
+        insert into trunk_ips (id, account_id, ip, label) values (${row.id}, ${row.accountId}, ${row.ip}::inet, ${row.label})
+        returning id, host(ip) as ip, label, created_at`;
+      return r!;
+    },
+    listTrunkIps: (accountId: string) =>
+      db<{ id: string; ip: string; label: string | null; createdAt: Date }[]>`
+        select id, host(ip) as ip, label, created_at from trunk_ips where account_id = ${accountId} order by id desc`,
+    async removeTrunkIp(accountId: string, id: string): Promise<boolean> {
+      const rows = await db`delete from trunk_ips where id = ${id} and account_id = ${accountId} returning id`;
+      return rows.length > 0;
+    },
+    async accountByIp(ip: string): Promise<string | null> {
+      const [r] = await db<{ accountId: string }[]>`select account_id from trunk_ips where ip = ${ip}::inet`;
+      return r?.accountId ?? null;
+    },
+
+    async upsertTrunkCredential(row: { username: string; accountId: string; purchaseId: string; ha1: string }) {
+      await db`
+        insert into trunk_credentials (username, account_id, purchase_id, ha1) values (${row.username}, ${row.accountId}, ${row.purchaseId}, ${row.ha1})
+        on conflict (purchase_id) do update set username = excluded.username, ha1 = excluded.ha1, rotated_at = now()`;
+    },
+    async trunkCredential(username: string) {
+      const [r] = await db<{ accountId: string; purchaseId: string; ha1: string }[]>`
+        select c.account_id, c.purchase_id, c.ha1 from trunk_credentials c
+        join purchases p on p.id = c.purchase_id and p.status = 'active'
+        where c.username = ${username}`;
+      return r ?? null;
+    },
+  };
+}
+
+const cdrColumns = [
+  'id', 'accountId', 'operatorId', 'sellerId', 'callUuid', 'callGroupId', 'direction', 'kind', 'source', 'routeId',
+  'fromNumber', 'toNumber', 'cli', 'status', 'sipCode', 'hangupCause', 'durationSeconds', 'billedSeconds', 'segments',
+  'pddMs', 'buyerCost', 'sellerCredit', 'ratePerUnit', 'simulated', 'isProbe', 'answeredAt', 'endedAt', 'createdAt',
+] as const;
+
+export type CallsRepo = ReturnType<typeof createCallsRepo>;

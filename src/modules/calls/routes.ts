@@ -1,0 +1,199 @@
+import { stringify } from 'csv-stringify';
+import { Type } from 'typebox';
+import type { App } from '../../http/app.js';
+import { CursorPage, DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
+import { notFound, ruleError } from '../../http/errors.js';
+import { CursorQuery, cursorPage } from '../../http/pagination.js';
+import { newId, randomToken } from '../../platform/ids.js';
+import type { ProbeResult } from '../../telephony/sip/index.js';
+import type { PurchasesService } from '../purchases/service.js';
+import type { RoutesService } from '../routes/service.js';
+import type { HealthTarget } from './endpoint-health.js';
+import type { CdrRow } from './repo.js';
+import type { CallsService } from './service.js';
+
+const Cdr = Type.Object({
+  id: Uuid(),
+  callUuid: Nullable(Uuid()),
+  callGroupId: Nullable(Uuid()),
+  direction: Type.String(),
+  kind: Type.String(),
+  routeId: Nullable(Uuid()),
+  fromNumber: Nullable(Type.String()),
+  toNumber: Nullable(Type.String()),
+  cli: Nullable(Type.String()),
+  status: Nullable(Type.String()),
+  sipCode: Nullable(Type.Integer()),
+  hangupCause: Nullable(Type.String()),
+  durationSeconds: Nullable(Type.Integer()),
+  billedSeconds: Nullable(Type.Integer()),
+  segments: Nullable(Type.Integer()),
+  pddMs: Nullable(Type.Integer()),
+  buyerCost: Nullable(Money()),
+  sellerCredit: Nullable(Money('only for the route seller')),
+  ratePerUnit: Nullable(Money()),
+  answeredAt: Nullable(DateTime()),
+  endedAt: Nullable(DateTime()),
+  createdAt: DateTime(),
+});
+
+const CSV_MAX = 50_000;
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+function present(r: CdrRow, viewerId: string) {
+  const buyer = r.accountId === viewerId;
+  return {
+    id: r.id, callUuid: r.callUuid, callGroupId: r.callGroupId, direction: r.direction, kind: r.kind, routeId: r.routeId,
+    fromNumber: r.fromNumber, toNumber: r.toNumber, cli: r.cli, status: r.status, sipCode: r.sipCode, hangupCause: r.hangupCause,
+    durationSeconds: r.durationSeconds, billedSeconds: r.billedSeconds, segments: r.segments, pddMs: r.pddMs,
+    // A seller sees its credit, not what the buyer paid; a buyer never sees the seller's credit.
+    buyerCost: buyer || r.sellerId !== viewerId ? r.buyerCost : null,
+    sellerCredit: r.sellerId === viewerId ? r.sellerCredit : null,
+    ratePerUnit: r.ratePerUnit, answeredAt: iso(r.answeredAt), endedAt: iso(r.endedAt), createdAt: r.createdAt.toISOString(),
+  };
+}
+
+export interface RouteProbe {
+  routes: Pick<RoutesService, 'visibleRoute' | 'endpointsFor'>;
+  probe(target: HealthTarget): Promise<ProbeResult>;
+  /** Feeds the result to the endpoint health state, as a scheduled check would. */
+  record(target: HealthTarget, result: ProbeResult): void;
+}
+
+export function callsRoutes(calls: CallsService, purchases: PurchasesService, sipHost: string, voice: RouteProbe) {
+  return (app: App) => {
+    app.post('/routes/:id/test', {
+      config: { access: { auth: 'required', scope: 'routes:read' }, rateLimit: { points: 5, seconds: 10 } },
+      schema: {
+        tags: ['Routes'],
+        summary: 'Probe a voice route\'s SIP endpoints with OPTIONS',
+        description:
+          'Sends SIP OPTIONS to each endpoint of the route (your own, or one visible to you) in priority order and answers with ' +
+          'the first that responds (`ok`: any final response below 500 other than 408), else the first endpoint\'s result. ' +
+          'The same probe the scheduled health checks use; no call is placed and nothing is billed.',
+        params: Type.Object({ id: Uuid() }),
+        response: { 200: Ok(Type.Object({ ok: Type.Boolean(), status: Nullable(Type.Integer()), rttMs: Type.Number() })) },
+      },
+    }, async (req) => {
+      const route = await voice.routes.visibleRoute(req.params.id, req.principal!.accountId);
+      if (!route) throw notFound('Route');
+      if (route.type !== 'voice') throw ruleError('Only voice routes have SIP endpoints to probe');
+      const endpoints = (await voice.routes.endpointsFor([req.params.id])).sort((a, b) => a.priority - b.priority);
+      let first: ProbeResult | null = null;
+      for (const e of endpoints) {
+        const target = { host: e.host, port: e.port, transport: e.transport };
+        if (target.transport !== 'udp' && target.transport !== 'tcp') continue;
+        const r = await voice.probe(target);
+        voice.record(target, r);
+        if (r.ok) return ok(r);
+        first ??= r;
+      }
+      if (!first) throw ruleError('The route has no UDP or TCP endpoint to probe');
+      return ok(first);
+    });
+
+    app.get('/billing/cdrs', {
+      config: { access: { auth: 'required', scope: 'account:read' } },
+      schema: {
+        tags: ['Billing'],
+        summary: 'Call and message records',
+        description:
+          'One row per call leg (legs of a failed-over call share `callGroupId`) and per SMS. A buyer sees its own rows ' +
+          '(an operator also its sub-accounts\'); a seller sees the rows of its routes with `sellerCredit`. Test probes are ' +
+          `excluded. \`format=csv\` streams up to ${CSV_MAX} rows (larger exports: POST /billing/exports).`,
+        querystring: Type.Object({
+          from: Type.Optional(Type.String({ format: 'date-time', description: 'inclusive' })),
+          to: Type.Optional(Type.String({ format: 'date-time', description: 'exclusive' })),
+          kind: Type.Optional(Type.Union([Type.Literal('voice'), Type.Literal('sms')])),
+          direction: Type.Optional(Type.Union([Type.Literal('outbound'), Type.Literal('inbound')])),
+          format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')], { default: 'json' })),
+          ...CursorQuery(50, 100),
+        }),
+        // The CSV form is a stream, which Fastify sends without this serializer.
+        response: { 200: CursorPage(Cdr) },
+      },
+    }, async (req, reply) => {
+      const viewerId = req.principal!.accountId;
+      const q = req.query;
+      const filter = {
+        viewerId,
+        from: q.from ? new Date(q.from) : undefined,
+        to: q.to ? new Date(q.to) : undefined,
+        kind: q.kind,
+        direction: q.direction,
+        cursor: q.cursor,
+      };
+      if (q.format === 'csv') {
+        const rows = await calls.repo.listCdrs({ ...filter, limit: CSV_MAX });
+        const csv = stringify({ header: true, columns: Object.keys(present(rows[0] ?? emptyRow, viewerId)) });
+        reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="cdrs.csv"');
+        for (const r of rows) csv.write(present(r, viewerId));
+        csv.end();
+        // A stream bypasses the JSON serializer; the typed reply only knows the JSON page.
+        return reply.send(csv as unknown as never);
+      }
+      const limit = q.limit ?? 50;
+      const rows = await calls.repo.listCdrs({ ...filter, limit: limit + 1 });
+      return cursorPage(rows.map((r) => ({ ...present(r, viewerId) })), limit);
+    });
+
+    const TrunkIp = Type.Object({ id: Uuid(), ip: Type.String(), label: Nullable(Type.String()), createdAt: DateTime() });
+    app.get('/sip/trunk-ips', {
+      config: { access: { auth: 'required', scope: 'account:read' } },
+      schema: { tags: ['SIP trunks'], summary: 'Whitelisted source addresses', response: { 200: Ok(Type.Array(TrunkIp)) } },
+    }, async (req) => ok((await calls.repo.listTrunkIps(req.principal!.accountId)).map((r) => ({ ...r, createdAt: r.createdAt.toISOString() }))));
+
+    app.post('/sip/trunk-ips', {
+      config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true } },
+      schema: {
+        tags: ['SIP trunks'],
+        summary: 'Whitelist a source address for SIP trunk calls',
+        description:
+          'Every call from a whitelisted address bills this account without digest authentication (attribution step 1), ' +
+          'so per-customer billing of sub-accounts never runs for calls from it.',
+        body: Type.Object({
+          ip: Type.String({ anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] }),
+          label: Type.Optional(Type.String({ maxLength: 60 })),
+        }, { additionalProperties: false }),
+        response: { 201: Ok(TrunkIp) },
+      },
+    }, async (req, reply) => {
+      const r = await calls.repo.addTrunkIp({ id: newId(), accountId: req.principal!.accountId, ip: req.body.ip, label: req.body.label ?? null });
+      return reply.code(201).send(ok({ ...r, createdAt: r.createdAt.toISOString() }));
+    });
+
+    app.delete('/sip/trunk-ips/:id', {
+      config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true } },
+      schema: { tags: ['SIP trunks'], summary: 'Remove a whitelisted address', params: Type.Object({ id: Uuid() }), response: { 200: Ok(Type.Object({ deleted: Type.Boolean() })) } },
+    }, async (req) => {
+      if (!(await calls.repo.removeTrunkIp(req.principal!.accountId, req.params.id))) throw notFound('Trunk address');
+      return ok({ deleted: true });
+    });
+
+    app.post('/purchases/:id/sip-credentials', {
+      config: { access: { auth: 'required', scope: 'purchases:write', denyTestKeys: true } },
+      schema: {
+        tags: ['SIP trunks'],
+        summary: 'Issue (or rotate) the SIP credentials of a route purchase',
+        description:
+          `Calls authenticated with these credentials bill the purchasing account and take this route first (attribution step 2). ` +
+          `Digest realm: \`${sipHost}\`, MD5, no qop. The password is shown once; rotating invalidates the old one at once.`,
+        params: Type.Object({ id: Uuid() }),
+        response: { 201: Ok(Type.Object({ purchaseId: Uuid(), sipUsername: Type.String(), sipPassword: Type.String(), realm: Type.String() })) },
+      },
+    }, async (req, reply) => {
+      const p = await purchases.get(req.principal!.accountId, req.params.id);
+      if ((p as { status?: string }).status !== 'active') throw ruleError('Only an active purchase can have SIP credentials');
+      const username = `pur_${req.params.id.replaceAll('-', '').slice(-12)}`;
+      const password = randomToken(24);
+      await calls.purchaseCredentials(req.principal!.accountId, req.params.id, password, username);
+      return reply.code(201).send(ok({ purchaseId: req.params.id, sipUsername: username, sipPassword: password, realm: sipHost }));
+    });
+  };
+}
+
+const emptyRow: CdrRow = {
+  id: '', accountId: '', sellerId: null, callUuid: null, callGroupId: null, direction: '', kind: '', routeId: null, fromNumber: null,
+  toNumber: null, cli: null, status: null, sipCode: null, hangupCause: null, durationSeconds: null, billedSeconds: null, segments: null,
+  pddMs: null, buyerCost: null, sellerCredit: null, ratePerUnit: null, answeredAt: null, endedAt: null, createdAt: new Date(0),
+};

@@ -1,0 +1,121 @@
+/** A trading world on a whole test daemon: a seller, an operator that buys, sub-accounts, sipp peers. */
+import { randomUUID } from 'node:crypto';
+import { startTestDaemon, type TestDaemon } from '../../helpers/daemon.js';
+import { fill, fixture, sipp, type SippRun } from '../../telephony/sip/sipp.js';
+
+export interface Tt {
+  teardown(fn: () => void | Promise<void>): void;
+  equal(found: unknown, wanted: unknown, message: string, extra: { diagnostic?: boolean; output?: string }): boolean;
+}
+
+export interface Party {
+  accountId: string;
+  token: string;
+}
+
+export interface World {
+  d: TestDaemon;
+  seller: Party;
+  operator: Party;
+  sipPort: number;
+  api(method: string, url: string, token: string, payload?: unknown): Promise<{ status: number; body: any; text: string }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  signUp(): Promise<Party>;
+  /** A voice route of the seller reaching `port`, rated for `prefix`, bought by the operator; returns route and purchase ids. */
+  route(o: { port: number; prefix: string; rate: string; increment?: string; capacity?: number; techPrefix?: string }): Promise<{ routeId: string; purchaseId: string }>;
+  sub(o?: { markupPct?: string; maxConcurrentCalls?: number; fund?: string }): Promise<{ id: string; sipUsername: string; sipPassword: string }>;
+}
+
+export async function createWorld(t: Tt, overrides: Record<string, unknown> = {}): Promise<World> {
+  // routeRequirement is not wired into buildMoneyModules yet (src/modules/index.ts): sub-accounts are made without the check.
+  const d = await startTestDaemon(t, { billing: { require_route_for_sub_accounts: false }, ...overrides });
+  const sipPort = d.ports['sip'];
+  if (!sipPort) throw new Error('the daemon has no SIP port');
+  const api: World['api'] = async (method, url, token, payload) => {
+    const r = await d.app.inject({
+      method: method as 'GET',
+      url: `/api/v1${url}`,
+      headers: { authorization: `Bearer ${token}`, ...(method === 'POST' ? { 'idempotency-key': randomUUID() } : {}) },
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    });
+    let body: unknown;
+    try {
+      body = r.json();
+    } catch {
+      body = null; // CSV and empty bodies
+    }
+    return { status: r.statusCode, body, text: r.body };
+  };
+  const accounts = d.modules.services.accounts;
+  const signUp = async (): Promise<Party> => {
+    const email = `${randomUUID()}@calls.test`;
+    const password = 'correct horse battery staple 42';
+    const acc = await accounts.createAccount({ email, password });
+    const { accessToken } = await accounts.login(email, password, {});
+    return { accountId: acc.id, token: accessToken };
+  };
+  const seller = await signUp();
+  const operator = await signUp();
+  await d.modules.services.ledger.topup({ accountId: operator.accountId, amount: '500.000000', source: 'wire', postingKey: `fund-${operator.accountId}` });
+
+  const route: World['route'] = async (o) => {
+    const created = await api('POST', '/routes', seller.token, {
+      type: 'voice', name: `route ${o.prefix} ${o.port}`, country: 'GB', billingIncrement: o.increment ?? '6/6',
+      ...(o.capacity ? { capacity: o.capacity } : {}),
+      endpoints: [{ host: '127.0.0.1', port: o.port, transport: 'udp', priority: 1, ...(o.techPrefix ? { techPrefix: o.techPrefix } : {}) }],
+    });
+    if (created.status !== 201) throw new Error(`route: ${created.text}`);
+    const routeId = created.body.data.id as string;
+    const sheet = await api('POST', `/routes/${routeId}/rates`, seller.token, {
+      format: 'csv', csv: `prefix,destination,rate,increment\n${o.prefix},UK test,${o.rate},${o.increment ?? '6/6'}\n`,
+    });
+    if (sheet.status !== 200) throw new Error(`rates: ${sheet.text}`);
+    const bought = await api('POST', '/purchases', operator.token, { routeId });
+    if (bought.status !== 201) throw new Error(`purchase: ${bought.text}`);
+    return { routeId, purchaseId: bought.body.data.id as string };
+  };
+
+  const sub: World['sub'] = async (o = {}) => {
+    const app = d.modules.services.application;
+    const s = await app.create(operator.accountId, {
+      label: `sub ${randomUUID().slice(0, 8)}`,
+      ...(o.markupPct !== undefined ? { markupPct: o.markupPct } : {}),
+      ...(o.maxConcurrentCalls !== undefined ? { maxConcurrentCalls: o.maxConcurrentCalls } : {}),
+    });
+    if (o.fund) await app.credit(operator.accountId, s.id, { amount: o.fund }, `fund-${s.id}`);
+    return { id: s.id, sipUsername: s.sipUsername, sipPassword: s.sipPassword };
+  };
+  return { d, seller, operator, sipPort, api, signUp, route, sub };
+}
+
+export function uacScenario(tail: string, vars: Record<string, string> = {}, challenge = true): string {
+  return fill(fixture('uac-auth.xml'), {
+    CHALLENGE_BLOCK: challenge ? fixture('uac-challenge.block') : '',
+    AUTH_HEADER: challenge ? '[authentication]' : '',
+    TAIL: fill(fixture(tail), { HOLD_MS: '100', FINAL_CHECK: '.', ...vars }),
+  });
+}
+
+export const uasAnswer = (t: Tt, expectUser: string): Promise<SippRun> =>
+  sipp(t, fill(fixture('uas-answer.xml'), { EXPECT_USER: expectUser }), []);
+
+export const uasFinal = (t: Tt, code: number, text: string, ring = false): Promise<SippRun> =>
+  sipp(t, fill(fixture('uas-final.xml'), { CODE: String(code), TEXT: text, PROVISIONAL_BLOCK: ring ? fixture('uas-180.block') : '' }), []);
+
+export const uac = (t: Tt, sipPort: number, scenario: string, number: string, user = '', pass = ''): Promise<SippRun> =>
+  sipp(t, scenario, [`127.0.0.1:${sipPort}`, '-s', number, ...(user ? ['-au', user, '-ap', pass] : []), '-t', 'u1']);
+
+export async function expectExit(t: Tt, run: SippRun, what: string): Promise<void> {
+  const code = await run.exited;
+  t.equal(code, 0, what, code === 0 ? {} : { diagnostic: true, output: run.output().slice(-2500) });
+}
+
+/** Polls until `fn` returns a truthy value (the settlement runs after the BYE is answered). */
+export async function eventually<T>(fn: () => Promise<T | null | undefined | false>, ms = 5000): Promise<T> {
+  const start = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() - start > ms) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -76,7 +76,8 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
     health.register('redis', async () =>
       redis ? { ok: (await redis.ping()) === 'PONG', backend: 'redis' } : { ok: true, backend: 'in-process' },
     );
-    const core: CoreDeps = { config, sql, log, clock, redis, health };
+    const tls = await loadTls(config, log);
+    const core: CoreDeps = { config, sql, log, clock, redis, health, tls };
     const modules = await buildModules(core);
     const { accounts, keys } = modules.services;
 
@@ -87,7 +88,6 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
       firstStart = { email: boot.account.email!, password: boot.password, testKey: secret };
     }
 
-    const tls = await loadTls(config, log);
     const app = await buildApp({
       config,
       log,

@@ -56,7 +56,7 @@ export async function buildModules(core: CoreDeps) {
   // Calls placed through the API (issue 6) over the calls module's SIP stack.
   const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec) });
   // SMS through the API, supplier SMPP binds per route, receipts (issue 5).
-  const sms = buildSmsModule(core, { ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
+  const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
   let usageTimer: NodeJS.Timeout | undefined;
 
   const list: Module[] = [

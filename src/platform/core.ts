@@ -15,4 +15,6 @@ export interface CoreDeps {
   redis: Redis | null;
   /** Readiness probes shown by GET /status. */
   health: HealthRegistry;
+  /** The daemon's TLS certificate (for SMPP over TLS); null behind a TLS proxy or in tools. */
+  tls?: { key: string | Buffer; cert: string | Buffer } | null;
 }

@@ -1,0 +1,529 @@
+/**
+ * SMS sending (spec "SMS message", "Voice and SMS"; issue 5): validation, segments, network look-up,
+ * routing, the hold → settle / release money path, supplier submission over SMPP binds kept per
+ * route, receipts (delivered, failed and refunded), receipt expiry, and test-key simulation.
+ */
+import { createHash } from 'node:crypto';
+import { Decimal } from 'decimal.js';
+import type { Logger } from 'pino';
+import type { Db, Sql } from '../../db/connection.js';
+import { AppError, notFound, ruleError, validationError, type ErrorDetail } from '../../http/errors.js';
+import type { Ledger } from '../../ledger/index.js';
+import {
+  checkSender, countSegments, createSupplierBind, isDelivered, isFailed, networkFor, supplierIdKeys, SMPP_STATUS,
+  type NetworkInfo, type ReceiptStat, type SubmitOutcome, type SupplierBind, type SupplierReceipt,
+} from '../../messaging/index.js';
+import type { Clock } from '../../platform/clock.js';
+import { newId } from '../../platform/ids.js';
+import { toMoney } from '../../rating/index.js';
+import { emit } from '../../webhooks/emit.js';
+import type { ApplicationService } from '../application/service.js';
+import { createCallsRepo } from '../calls/repo.js';
+import type { Candidate, Routing } from '../routes/routing.js';
+import { createSmsRepo, type HistoryRow, type MessageRow } from './repo.js';
+
+export type Strategy = 'cheapest' | 'best_quality' | 'balanced';
+
+export interface SendInput {
+  to: string;
+  from: string;
+  message: string;
+  routeId?: string | undefined;
+  strategy?: Strategy | undefined;
+}
+
+export interface Sender {
+  accountId: string;
+  parentId: string | null;
+  mode: 'live' | 'test';
+  /** `api` (REST) or `smpp` (customer bind); decides the history's relatedEntityType. */
+  source?: 'api' | 'smpp';
+}
+
+export interface SendResult {
+  messageId: string;
+  to: string;
+  from: string;
+  status: 'sent' | 'failed';
+  segments: number;
+  cost: string;
+  submittedAt: string;
+  network: { mccMnc: string | null; name: string | null; networkPriceApplied: boolean };
+  errorCode?: string;
+  simulated?: true;
+}
+
+/** What submits a message to one route's supplier; the default opens SMPP binds per route. */
+export interface SupplierGateway {
+  submit(route: { routeId: string; delivery: Record<string, unknown> | null }, sms: { to: string; from: string; text: string; reference: string }): Promise<SubmitOutcome>;
+  stop(): Promise<void>;
+}
+
+/** A final receipt state of a customer SMPP message, sent back to the customer's bind (after commit). */
+export interface FinalReceipt {
+  message: MessageRow;
+  stat: ReceiptStat;
+  err: string;
+  at: Date;
+}
+
+export interface SmsOptions {
+  /** A sent message with no final receipt after this (on a route that returns receipts) becomes EXPIRED. Default 48 h. */
+  receiptTtlMs?: number;
+  /** Candidates tried in order when a route refuses for a reason that is not the message's. Default 3. */
+  maxRoutes?: number;
+  /** Supplier bind settings (defaults: 100 TPS, window 10, 10 s response timeout). */
+  bind?: { tps?: number; windowSize?: number; responseTimeoutMs?: number; reconnectMinMs?: number; reconnectMaxMs?: number; queueTimeoutMs?: number };
+  /** The binds' clock (rate buckets and timeouts need a running one); defaults to the service's. */
+  bindClock?: Clock;
+}
+
+export interface SmsDeps {
+  sql: Sql;
+  log: Logger;
+  clock: Clock;
+  ledger: Ledger;
+  routing: Routing;
+  application: ApplicationService;
+  options?: SmsOptions;
+  /** Replaces the SMPP bind pool (tests, or another transport). */
+  gateway?: SupplierGateway;
+}
+
+const E164 = /^\+?[1-9]\d{6,14}$/;
+const hundred = new Decimal(100);
+/** Refusals that are the message's fault: another route would refuse them too. */
+const MESSAGE_FAULT = new Set<number>([SMPP_STATUS.ESME_RINVDSTADR, SMPP_STATUS.ESME_RINVSRCADR, SMPP_STATUS.ESME_RINVDCS]);
+const MESSAGE_FAULT_REASONS = /^(invalid_sender|invalid_destination|unencodable_text)/;
+/** Error reasons after which the supplier may have taken the message: never resent elsewhere. */
+const AMBIGUOUS_REASONS = new Set(['response_timeout', 'closed', 'socket_error', 'unbound_by_smsc', 'enquire_link_timeout']);
+const PENDING_RECEIPT_MS = 10 * 60_000;
+
+function receiptErrorCode(stat: ReceiptStat): string {
+  if (stat === 'EXPIRED') return 'EXPIRED';
+  if (stat === 'REJECTD') return 'REJECTED';
+  return 'UNDELIVERABLE';
+}
+
+/** The default gateway: one SMPP bind per route (re-opened when the route's delivery details change). */
+export function createSmppGateway(deps: { log: Logger; clock: Clock; options: SmsOptions['bind']; onReceipt(r: SupplierReceipt): void }): SupplierGateway {
+  const binds = new Map<string, { key: string; bind: SupplierBind }>();
+  const o = deps.options ?? {};
+  function bindFor(routeId: string, d: Record<string, unknown>): SupplierBind {
+    const key = JSON.stringify([d['host'], d['port'], d['systemId'], d['password'], d['systemType'], d['tls']]);
+    const have = binds.get(routeId);
+    if (have && have.key === key) return have.bind;
+    if (have) void have.bind.stop().catch((err: unknown) => deps.log.warn({ err, routeId }, 'supplier bind stop failed'));
+    const bind = createSupplierBind({
+      host: String(d['host']),
+      port: Number(d['port']),
+      tls: d['tls'] === true,
+      systemId: String(d['systemId'] ?? ''),
+      password: String(d['password'] ?? ''),
+      bindType: 'transceiver',
+      ...(typeof d['systemType'] === 'string' && d['systemType'] ? { systemType: d['systemType'] } : {}),
+      tps: o.tps ?? 100,
+      windowSize: o.windowSize ?? 10,
+      responseTimeoutMs: o.responseTimeoutMs ?? 10_000,
+      ...(o.reconnectMinMs !== undefined ? { reconnectMinMs: o.reconnectMinMs } : {}),
+      ...(o.reconnectMaxMs !== undefined ? { reconnectMaxMs: o.reconnectMaxMs } : {}),
+      ...(o.queueTimeoutMs !== undefined ? { queueTimeoutMs: o.queueTimeoutMs } : {}),
+      log: deps.log.child({ routeId }),
+      clock: deps.clock,
+      onReceipt: deps.onReceipt,
+    });
+    bind.start();
+    binds.set(routeId, { key, bind });
+    return bind;
+  }
+  return {
+    async submit(route, sms) {
+      const d = route.delivery;
+      if (!d || d['kind'] !== 'smpp') return { status: 'error', reason: d ? `unsupported_delivery_${String(d['kind'])}` : 'no_delivery' };
+      return bindFor(route.routeId, d).submit({ to: sms.to, from: sms.from, text: sms.text, reference: sms.reference, registeredDelivery: true });
+    },
+    async stop() {
+      const all = [...binds.values()];
+      binds.clear();
+      await Promise.all(all.map((b) => b.bind.stop()));
+    },
+  };
+}
+
+interface Priced {
+  c: Candidate;
+  sellerId: string | null;
+  base: Decimal;
+  seller: Decimal;
+  markup: Decimal;
+  total: Decimal;
+}
+
+export function createSmsService(deps: SmsDeps) {
+  const { sql, log, clock, ledger } = deps;
+  const repo = createSmsRepo(sql);
+  const callsRepo = createCallsRepo(sql);
+  const opts = deps.options ?? {};
+  const receiptTtlMs = opts.receiptTtlMs ?? 48 * 3600_000;
+  const maxRoutes = opts.maxRoutes ?? 3;
+  /** Receipts that named no stored part yet (the send is still committing), retried after each send. */
+  let pending: { r: SupplierReceipt; at: number }[] = [];
+  let receiptSink: ((f: FinalReceipt) => void) | null = null;
+  const toSink = (f: FinalReceipt | null) => {
+    if (!f || !receiptSink || f.message.source !== 'smpp') return;
+    try {
+      receiptSink(f);
+    } catch (err) {
+      log.warn({ err, messageId: f.message.id }, 'sms receipt sink failed');
+    }
+  };
+  const gateway = deps.gateway ?? createSmppGateway({
+    log: log.child({ plane: 'smpp-out' }),
+    clock: opts.bindClock ?? clock,
+    options: opts.bind,
+    onReceipt: (r) => void onReceipt(r),
+  });
+
+  async function markupOf(s: Sender): Promise<Decimal> {
+    if (!s.parentId) return new Decimal(0);
+    const sub = await deps.application.get(s.parentId, s.accountId);
+    const settings = await deps.application.settings(s.parentId);
+    return new Decimal(sub.markupPct ?? settings.defaultMarkupPct ?? 0);
+  }
+
+  function validate(input: SendInput): { to: string; from: string; problems: ErrorDetail[] } {
+    const problems: ErrorDetail[] = [];
+    const to = input.to.trim();
+    if (!E164.test(to)) problems.push({ path: 'to', message: 'must be an E.164 number' });
+    const sender = checkSender(input.from);
+    if (!sender.ok) problems.push({ path: 'from', message: `invalid sender (${sender.reason.replace(/_/g, ' ')}): numeric up to 15 digits or alphanumeric up to 11 characters` });
+    if (input.message.length === 0) problems.push({ path: 'message', message: 'must not be empty' });
+    return { to: to.replace(/^\+/, ''), from: sender.ok ? sender.value : input.from, problems };
+  }
+
+  async function price(s: Sender, input: SendInput, toDigits: string, network: NetworkInfo | null, segments: number): Promise<Priced[]> {
+    const candidates = await deps.routing.candidatesFor({
+      accountId: s.parentId ?? s.accountId,
+      number: toDigits,
+      type: 'sms',
+      mccMnc: network?.mccMnc ?? null,
+      ...(input.routeId !== undefined ? { routeId: input.routeId } : {}),
+      ...(input.strategy !== undefined ? { strategy: input.strategy } : {}),
+    });
+    const usable = candidates.slice(0, input.routeId !== undefined ? 1 : maxRoutes);
+    if (usable.length === 0) throw ruleError('No purchased or own SMS route covers this number');
+    const terms = new Map((await callsRepo.routeTerms(usable.map((c) => c.routeId))).map((t) => [t.id, t.sellerId]));
+    const markupPct = await markupOf(s);
+    return usable.map((c) => {
+      const base = c.price.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
+      const seller = Decimal.min(c.sellerRate.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP), base);
+      const markup = base.times(markupPct).div(hundred).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
+      return { c, sellerId: terms.get(c.routeId) ?? null, base, seller, markup, total: base.plus(markup) };
+    });
+  }
+
+  const view = (m: {
+    id: string; to: string; from: string; status: 'sent' | 'failed'; segments: number; cost: string; at: Date;
+    network: NetworkInfo | null; networkPriceApplied: boolean; errorCode?: string | null; simulated: boolean;
+  }): SendResult => ({
+    messageId: m.id,
+    to: `+${m.to}`,
+    from: m.from,
+    status: m.status,
+    segments: m.segments,
+    cost: m.cost,
+    submittedAt: m.at.toISOString(),
+    network: { mccMnc: m.network?.mccMnc ?? null, name: m.network?.name ?? null, networkPriceApplied: m.networkPriceApplied },
+    ...(m.errorCode ? { errorCode: m.errorCode } : {}),
+    ...(m.simulated ? { simulated: true as const } : {}),
+  });
+
+  async function send(s: Sender, input: SendInput): Promise<SendResult> {
+    const { to, from, problems } = validate(input);
+    if (problems.length) throw validationError(problems);
+    const seg = countSegments(input.message);
+    const network = networkFor(to);
+    const priced = await price(s, input, to, network, seg.segments);
+    const source = s.source ?? 'api';
+    const ctx = { reference: 'SMS', relatedEntityType: source === 'smpp' ? 'smpp_sms' : 'api_sms' };
+    const id = newId();
+    const queuedAt = clock.now();
+    const test = s.mode === 'test';
+    const base = {
+      id, accountId: s.accountId, operatorId: s.parentId, source, toNumber: to, fromSender: from,
+      textSha256: createHash('sha256').update(input.message).digest('hex'), textUnits: seg.units, encoding: seg.encoding,
+      dataCoding: seg.dataCoding, segments: seg.segments, mccMnc: network?.mccMnc ?? null, networkName: network?.name ?? null,
+      registeredDelivery: !test, simulated: test, queuedAt,
+    };
+
+    if (test) {
+      // Simulated: nothing leaves the exchange; test credit pays the platform, no seller is credited.
+      const p = priced[0]!;
+      const total = toMoney(p.total);
+      await sql.begin(async (tx) => {
+        await repo.insert(base, tx);
+        const charge = await ledger.chargeTest({
+          postingKey: `sms:${id}:charge`, accountId: s.accountId, amount: toMoney(p.seller), fee: toMoney(p.total.minus(p.seller)),
+          ...ctx, relatedEntityId: id,
+        }, tx);
+        await repo.markSent(id, {
+          routeId: p.c.routeId, sellerId: null, networkPriceApplied: p.c.rateBasis === 'network', pricePerSegment: toMoney(p.c.price),
+          cost: total, chargePostingId: charge.postingId, markupPostingId: null, supplierMessageIds: [], sentAt: queuedAt, receiptDueAt: null,
+        }, tx);
+        await emit(tx, { accountId: s.accountId, event: 'sms.sent', at: queuedAt, data: sentEvent(id, to, from, seg.segments, total, queuedAt, true) });
+      });
+      return view({ id, to, from, status: 'sent', segments: seg.segments, cost: total, at: queuedAt, network, networkPriceApplied: priced[0]!.c.rateBasis === 'network', simulated: true });
+    }
+
+    // The hold covers the dearest candidate, so a failover never needs more money.
+    const holdAmount = toMoney(priced.reduce((m, p) => (p.total.gt(m) ? p.total : m), new Decimal(0)));
+    const holdId = await sql.begin(async (tx) => {
+      await repo.insert(base, tx);
+      const hold = await ledger.hold({ postingKey: `sms:${id}:hold`, accountId: s.accountId, amount: holdAmount, ttlSeconds: 3600, ...ctx, relatedEntityId: id }, tx);
+      await repo.setHold(id, hold.holdId, tx);
+      return hold.holdId;
+    });
+
+    let failure: { routeId: string | null; code: string; detail: string } = { routeId: null, code: 'NO_ENDPOINT', detail: 'no route' };
+    for (const p of priced) {
+      let outcome: SubmitOutcome;
+      try {
+        outcome = await gateway.submit({ routeId: p.c.routeId, delivery: p.c.smsDelivery }, { to, from, text: input.message, reference: id });
+      } catch (err) {
+        log.warn({ err, messageId: id, routeId: p.c.routeId }, 'sms submit threw');
+        outcome = { status: 'error', reason: 'internal' };
+      }
+      if (outcome.status === 'accepted') {
+        const sentAt = clock.now();
+        const total = toMoney(p.total);
+        await sql.begin(async (tx) => {
+          const settled = await ledger.settle({
+            postingKey: `sms:${id}:settle`, holdId, sellerId: p.sellerId, amount: toMoney(p.seller), fee: toMoney(p.base.minus(p.seller)),
+            ...ctx, relatedEntityId: id,
+          }, tx);
+          let markupPostingId: string | null = null;
+          if (s.parentId && p.markup.gt(0)) {
+            const m = await ledger.charge({ postingKey: `sms:${id}:markup`, accountId: s.accountId, sellerId: s.parentId, amount: toMoney(p.markup), ...ctx, relatedEntityId: id }, tx);
+            markupPostingId = m.postingId;
+          }
+          await repo.markSent(id, {
+            routeId: p.c.routeId, sellerId: p.sellerId, networkPriceApplied: p.c.rateBasis === 'network', pricePerSegment: toMoney(p.c.price),
+            cost: total, chargePostingId: settled.postingId, markupPostingId, supplierMessageIds: outcome.supplierMessageIds, sentAt,
+            receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
+          }, tx);
+          await repo.insertParts(id, outcome.supplierMessageIds.map((sid, i) => ({ seq: i + 1, supplierMessageId: sid, matchKeys: supplierIdKeys(sid) })), tx);
+          await callsRepo.insertCdrs([{
+            id: newId(), accountId: s.accountId, operatorId: s.parentId, sellerId: p.sellerId, callUuid: null, callGroupId: null,
+            direction: 'outbound', kind: 'sms', source, routeId: p.c.routeId, fromNumber: from, toNumber: to, cli: null, status: 'sent',
+            sipCode: null, hangupCause: null, durationSeconds: null, billedSeconds: null, segments: seg.segments, pddMs: null,
+            buyerCost: total, sellerCredit: toMoney(p.seller), ratePerUnit: toMoney(p.c.price), simulated: false, isProbe: false,
+            answeredAt: null, endedAt: sentAt, createdAt: sentAt,
+          }], tx);
+          await emit(tx, { accountId: s.accountId, event: 'sms.sent', at: sentAt, data: sentEvent(id, to, from, seg.segments, total, sentAt, false) });
+        });
+        void drainPending();
+        return view({ id, to, from, status: 'sent', segments: seg.segments, cost: total, at: sentAt, network, networkPriceApplied: p.c.rateBasis === 'network', simulated: false });
+      }
+      if (outcome.status === 'refused') {
+        failure = { routeId: p.c.routeId, code: 'SELLER_REJECTED', detail: `command_status 0x${outcome.commandStatus.toString(16).padStart(8, '0')}` };
+        log.info({ messageId: id, routeId: p.c.routeId, commandStatus: outcome.commandStatus }, 'sms refused by route');
+        if (MESSAGE_FAULT.has(outcome.commandStatus)) break;
+        continue;
+      }
+      log.info({ messageId: id, routeId: p.c.routeId, reason: outcome.reason }, 'sms not submitted');
+      if (MESSAGE_FAULT_REASONS.test(outcome.reason)) {
+        failure = { routeId: p.c.routeId, code: 'REJECTED', detail: outcome.reason };
+        break;
+      }
+      failure = { routeId: p.c.routeId, code: 'NO_ENDPOINT', detail: outcome.reason };
+      if (AMBIGUOUS_REASONS.has(outcome.reason)) break;
+    }
+
+    const failedAt = clock.now();
+    await sql.begin(async (tx) => {
+      await ledger.release({ postingKey: `sms:${id}:release`, holdId }, tx);
+      await repo.markFailedAtSend(id, { routeId: failure.routeId, errorCode: failure.code, detail: failure.detail, at: failedAt }, tx);
+      await emit(tx, { accountId: s.accountId, event: 'sms.failed', at: failedAt, data: { messageId: id, to: `+${to}`, from, status: 'failed', errorCode: failure.code, failedAt: failedAt.toISOString() } });
+    });
+    return view({ id, to, from, status: 'failed', segments: seg.segments, cost: '0.000000', at: failedAt, network, networkPriceApplied: false, errorCode: failure.code, simulated: false });
+  }
+
+  function sentEvent(id: string, to: string, from: string, segments: number, cost: string, at: Date, simulated: boolean) {
+    return { messageId: id, to: `+${to}`, from, status: 'sent', segments, cost, submittedAt: at.toISOString(), ...(simulated ? { simulated: true } : {}) };
+  }
+
+  /** Refunds every charge of a sent message and marks it failed; in the caller's transaction, message locked. */
+  async function failSent(tx: Db, m: MessageRow, code: string, detail: string, at: Date): Promise<void> {
+    let refundId: string | null = null;
+    if (m.chargePostingId) {
+      const r = await ledger.refund({ postingKey: `sms:${m.id}:refund`, chargePostingId: m.chargePostingId, reference: `SMS ${code.toLowerCase()}` }, tx);
+      refundId = r.postingId;
+    }
+    if (m.markupPostingId) {
+      await ledger.refund({ postingKey: `sms:${m.id}:refund-markup`, chargePostingId: m.markupPostingId, reference: `SMS ${code.toLowerCase()}` }, tx);
+    }
+    await repo.markFailedAfterSend(m.id, { errorCode: code, detail, refundPostingId: refundId, at }, tx);
+    await emit(tx, {
+      accountId: m.accountId, event: 'sms.failed', at,
+      data: { messageId: m.id, to: `+${m.toNumber}`, from: m.fromSender, status: 'failed', errorCode: code, refunded: m.cost, failedAt: at.toISOString() },
+    });
+  }
+
+  /** Applies one supplier receipt; false when no stored part matches it (yet). */
+  async function applyReceipt(r: SupplierReceipt): Promise<boolean> {
+    const keys = supplierIdKeys(r.supplierMessageId);
+    if (keys.length === 0) return true; // nothing to match on: dropped
+    const at = clock.now();
+    let final: FinalReceipt | null = null;
+    const matched = await sql.begin(async (tx) => {
+      const part = await repo.findPart(keys, r.reference, tx);
+      if (!part) return false;
+      const m = await repo.lock(part.messageId, tx);
+      if (!m) return false;
+      const counts = await repo.recordPartReceipt(m.id, part.seq, r.stat, r.err, at, tx);
+      if (m.status !== 'sent') return true;
+      if (isFailed(r.stat)) {
+        await failSent(tx, m, receiptErrorCode(r.stat), `receipt ${r.stat} err:${r.err}`, at);
+        final = { message: m, stat: r.stat, err: r.err, at };
+      } else if (isDelivered(r.stat) && counts.delivered >= counts.total) {
+        await repo.markDelivered(m.id, at, tx);
+        await emit(tx, {
+          accountId: m.accountId, event: 'sms.delivered', at,
+          data: { messageId: m.id, to: `+${m.toNumber}`, from: m.fromSender, status: 'delivered', deliveredAt: at.toISOString() },
+        });
+        final = { message: m, stat: r.stat, err: r.err, at };
+      }
+      if (final && m.source === 'smpp') {
+        await emit(tx, { accountId: m.accountId, event: 'sms.dlr', at, data: { messageId: m.id, to: `+${m.toNumber}`, from: m.fromSender, stat: r.stat, err: r.err, doneAt: at.toISOString() } });
+      }
+      return true;
+    }) as boolean;
+    toSink(final);
+    return matched;
+  }
+
+  async function onReceipt(r: SupplierReceipt): Promise<void> {
+    try {
+      if (!(await applyReceipt(r))) pending.push({ r, at: Date.now() });
+    } catch (err) {
+      log.error({ err }, 'sms receipt failed to apply');
+    }
+  }
+
+  async function drainPending(): Promise<void> {
+    if (pending.length === 0) return;
+    const now = Date.now();
+    const list = pending.filter((p) => now - p.at < PENDING_RECEIPT_MS);
+    pending = [];
+    for (const p of list) {
+      try {
+        if (!(await applyReceipt(p.r))) pending.push(p);
+      } catch (err) {
+        log.error({ err }, 'sms receipt failed to apply');
+      }
+    }
+  }
+
+  /**
+   * Expires sent messages whose receipt is overdue: EXPIRED and refunded on a route that returns
+   * receipts; on a route that returns none the message stays sent (spec: delivered comes only from
+   * a receipt). Returns how many expired.
+   */
+  async function sweepExpired(limit = 500): Promise<number> {
+    const now = clock.now();
+    let n = 0;
+    for (const due of await repo.dueForExpiry(now, limit)) {
+      const done = await sql.begin(async (tx): Promise<MessageRow | null> => {
+        const m = await repo.lock(due.id, tx);
+        if (!m || m.status !== 'sent') return null;
+        if (!m.routeId || !(await repo.routeReturnsReceipts(m.routeId, now, tx))) {
+          await repo.clearReceiptDue(m.id, tx);
+          return null;
+        }
+        await failSent(tx, m, 'EXPIRED', 'no receipt before expiry', now);
+        if (m.source === 'smpp') {
+          await emit(tx, { accountId: m.accountId, event: 'sms.dlr', at: now, data: { messageId: m.id, to: `+${m.toNumber}`, from: m.fromSender, stat: 'EXPIRED', err: '000', doneAt: now.toISOString() } });
+        }
+        return m;
+      });
+      if (done) {
+        n++;
+        toSink({ message: done, stat: 'EXPIRED', err: '000', at: now });
+      }
+    }
+    return n;
+  }
+
+  async function get(viewer: { accountId: string }, id: string) {
+    const m = await repo.get(id);
+    if (!m || (m.accountId !== viewer.accountId && m.operatorId !== viewer.accountId)) throw notFound('Message');
+    const timeline: { status: string; at: string; errorCode?: string }[] = [{ status: 'queued', at: m.queuedAt.toISOString() }];
+    if (m.sentAt) timeline.push({ status: 'sent', at: m.sentAt.toISOString() });
+    if (m.deliveredAt) timeline.push({ status: 'delivered', at: m.deliveredAt.toISOString() });
+    if (m.failedAt) timeline.push({ status: 'failed', at: m.failedAt.toISOString(), ...(m.errorCode ? { errorCode: m.errorCode } : {}) });
+    return {
+      messageId: m.id,
+      to: `+${m.toNumber}`,
+      from: m.fromSender,
+      status: m.status,
+      segments: m.segments,
+      cost: m.status === 'failed' ? '0.000000' : m.cost,
+      routeId: m.routeId,
+      network: { mccMnc: m.mccMnc, name: m.networkName, networkPriceApplied: m.networkPriceApplied },
+      errorCode: m.errorCode,
+      simulated: m.simulated,
+      timeline,
+      routeReturnsReceipts: m.routeId ? await repo.routeReturnsReceipts(m.routeId, clock.now()) : false,
+    };
+  }
+
+  /** Up to 1,000 recipients, each sent on its own; a refusal of one does not stop the others. */
+  async function bulk(s: Sender, input: Omit<SendInput, 'to'> & { to: string[] }) {
+    const results: Array<{ to: string; success: boolean; messageId?: string; status?: string; segments?: number; cost?: string; error?: { code: string; message: string } }> = [];
+    const queue = input.to.map((to, i) => ({ to, i }));
+    const out = new Array<(typeof results)[number]>(queue.length);
+    const worker = async () => {
+      for (let job = queue.shift(); job; job = queue.shift()) {
+        try {
+          const r = await send(s, { ...input, to: job.to });
+          out[job.i] = { to: job.to, success: r.status === 'sent', messageId: r.messageId, status: r.status, segments: r.segments, cost: r.cost,
+            ...(r.errorCode ? { error: { code: r.errorCode, message: 'The route did not accept the message' } } : {}) };
+        } catch (err) {
+          if (!(err instanceof AppError) && !isRuleSqlError(err)) throw err;
+          const e = err instanceof AppError ? { code: err.code, message: err.message } : { code: 'VALIDATION_ERROR', message: (err as Error).message };
+          out[job.i] = { to: job.to, success: false, error: e };
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, queue.length) }, worker));
+    results.push(...out);
+    const sent = results.filter((r) => r.success).length;
+    return { total: results.length, sent, failed: results.length - sent, results };
+  }
+
+  return {
+    send,
+    bulk,
+    get,
+    sweepExpired,
+    /** Where final receipts of customer SMPP messages go (the SMPP server's deliverReceipt). */
+    setReceiptSink(fn: ((f: FinalReceipt) => void) | null) {
+      receiptSink = fn;
+    },
+    /** For a receipt channel other than the SMPP binds (HTTPS callbacks). */
+    onReceipt,
+    history: (accountId: string, f: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number }): Promise<HistoryRow[]> =>
+      repo.history(accountId, f),
+    async stop() {
+      await gateway.stop();
+    },
+  };
+}
+
+/** The ledger's refusals (insufficient balance, invalid amount, unknown account) arrive as PostgresError SVC0x. */
+function isRuleSqlError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^SVC0[123]$/.test(code);
+}
+
+export type SmsService = ReturnType<typeof createSmsService>;

@@ -1,0 +1,109 @@
+/**
+ * Customer SMPP binds (issue 5): credentials per account, and the bridge from the messaging
+ * plane's SMPP server to the same send path as POST /comms/sms (history `smpp_sms`), with final
+ * receipts going back as deliver_sm.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Db, Sql } from '../../db/connection.js';
+import { AppError, ruleError } from '../../http/errors.js';
+import { createSmppServer, SMPP_STATUS, type SmppServer, type SmppSubmission, type SmppSubmitResult } from '../../messaging/index.js';
+import type { Clock } from '../../platform/clock.js';
+import { newId } from '../../platform/ids.js';
+import { hashPassword, verifyPassword } from '../accounts/passwords.js';
+import type { SmsService } from './service.js';
+
+/** Vendor-specific status for "insufficient balance" (documented to customers; messaging README). */
+export const ESME_X_NO_CREDIT = 0x00000401;
+
+export interface SmppCredentials {
+  id: string;
+  systemId: string;
+  /** Shown once. */
+  password: string;
+  allowedIps: string[];
+  throughput: number;
+}
+
+export function createSmppCredentials(deps: { sql: Sql; clock: Clock }) {
+  const { sql, clock } = deps;
+  return {
+    /** Issues SMPP credentials for an account (or sub-account); the password is returned only here. */
+    async issue(accountId: string, opts: { systemId?: string; allowedIps?: string[]; throughput?: number } = {}, db: Db = sql): Promise<SmppCredentials> {
+      const systemId = opts.systemId ?? `s${randomBytes(5).toString('hex')}`;
+      if (!/^[A-Za-z0-9_-]{1,16}$/.test(systemId)) throw ruleError('systemId: 1 to 16 letters, digits, _ or -');
+      // SMPP 3.4 passwords are at most 8 octets.
+      const password = randomBytes(6).toString('base64url');
+      const id = newId();
+      const throughput = opts.throughput ?? 50;
+      await db`
+        insert into smpp_accounts (id, account_id, system_id, password_hash, allowed_ips, throughput, created_at)
+        values (${id}, ${accountId}, ${systemId}, ${await hashPassword(password)}, ${opts.allowedIps ?? []}::inet[], ${throughput}, ${clock.now()})`;
+      return { id, systemId, password, allowedIps: opts.allowedIps ?? [], throughput };
+    },
+
+    async authenticate(systemId: string, password: string, remoteIp: string): Promise<{ accountId: string; throughputPerSecond: number } | null> {
+      const [row] = await sql<{ accountId: string; passwordHash: string; throughput: number; ipOk: boolean }[]>`
+        select account_id, password_hash, throughput,
+               (cardinality(allowed_ips) = 0 or ${remoteIp.replace(/^::ffff:/, '')}::inet = any(allowed_ips)) as ip_ok
+        from smpp_accounts where system_id = ${systemId} and disabled_at is null`;
+      if (!row || !(await verifyPassword(password, row.passwordHash)) || !row.ipOk) return null;
+      return { accountId: row.accountId, throughputPerSecond: row.throughput };
+    },
+  };
+}
+
+export type SmppCredentialsService = ReturnType<typeof createSmppCredentials>;
+
+/** submit_sm statuses for send refusals (messaging README's suggested table). */
+export function statusForError(err: unknown): number {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'SVC01') return ESME_X_NO_CREDIT;
+  if (err instanceof AppError && err.code === 'VALIDATION_ERROR') {
+    if (/^Insufficient balance/.test(err.message)) return ESME_X_NO_CREDIT;
+    const paths = Array.isArray(err.details) ? err.details.map((d) => d.path) : [];
+    if (paths.includes('from')) return SMPP_STATUS.ESME_RINVSRCADR;
+    return SMPP_STATUS.ESME_RINVDSTADR;
+  }
+  return SMPP_STATUS.ESME_RSYSERR;
+}
+
+/** The customer SMPP server on the send path; receipts of final states go back to the account's binds. */
+export function createCustomerSmpp(deps: {
+  sql: Sql; clock: Clock; log: Logger; sms: SmsService; credentials: SmppCredentialsService;
+  port: number | null; tlsPort: number | null; host: string; tls: { key: string | Buffer; cert: string | Buffer } | null; idleTimeoutMs?: number;
+}): SmppServer {
+  const { sql, log, sms } = deps;
+  const server = createSmppServer({
+    port: deps.port,
+    tlsPort: deps.tls ? deps.tlsPort : null,
+    host: deps.host,
+    tls: deps.tls,
+    log: log.child({ plane: 'smpp-in' }),
+    clock: deps.clock,
+    idleTimeoutMs: deps.idleTimeoutMs ?? 120_000,
+    authenticate: (systemId, password, ip) => deps.credentials.authenticate(systemId, password, ip),
+    async onSubmit(account, sub: SmppSubmission): Promise<SmppSubmitResult> {
+      try {
+        const [acc] = await sql<{ parentId: string | null }[]>`select parent_id from accounts where id = ${account.accountId}`;
+        const r = await sms.send(
+          { accountId: account.accountId, parentId: acc?.parentId ?? null, mode: 'live', source: 'smpp' },
+          { to: sub.to, from: sub.from, message: sub.text },
+        );
+        return r.status === 'sent' ? { messageId: r.messageId } : { commandStatus: SMPP_STATUS.ESME_RSUBMITFAIL };
+      } catch (err) {
+        const status = statusForError(err);
+        if (status === SMPP_STATUS.ESME_RSYSERR) log.error({ err }, 'smpp submit failed');
+        return { commandStatus: status };
+      }
+    },
+  });
+  sms.setReceiptSink((f) => {
+    const m = f.message;
+    server.deliverReceipt(m.accountId, {
+      messageId: m.id, stat: f.stat, err: f.err, submitDate: m.sentAt ?? m.queuedAt, doneDate: f.at,
+      to: m.toNumber, from: m.fromSender, sub: 1, dlvrd: f.stat === 'DELIVRD' ? 1 : 0,
+    });
+  });
+  return server;
+}

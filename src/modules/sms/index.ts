@@ -4,6 +4,7 @@ import type { CoreDeps } from '../../platform/core.js';
 import type { ApplicationService } from '../application/service.js';
 import type { Module } from '../index.js';
 import type { Routing } from '../routes/routing.js';
+import { smppCredentialRoutes } from './smpp-routes.js';
 import { smsRoutes } from './routes.js';
 import { createSmsService, type SmsOptions, type SupplierGateway } from './service.js';
 import { createCustomerSmpp, createSmppCredentials } from './smpp-in.js';
@@ -31,7 +32,10 @@ export function buildSmsModule(
   const bound: Record<string, number> = {};
   const module: Module = {
     name: 'sms',
-    routes: smsRoutes(service),
+    routes: (app) => {
+      smsRoutes(service)(app);
+      smppCredentialRoutes(smppCredentials, deps.application)(app);
+    },
     async start() {
       timer = setInterval(() => void service.sweepExpired().catch((err: unknown) => log.warn({ err }, 'sms expiry sweep failed')), SWEEP_MS);
       timer.unref();

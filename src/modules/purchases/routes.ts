@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
 import { CursorPage, DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
-import { cursorPage, CursorQuery } from '../../http/pagination.js';
+import { cursorPage, CursorQuery, OffsetQuery } from '../../http/pagination.js';
 import type { Routing } from '../routes/routing.js';
 import type { PurchasesService } from './service.js';
 
@@ -79,6 +79,34 @@ export function purchasesRoutes(purchases: PurchasesService, routing: Routing) {
       },
     }, async (req) => ok(await routing.routeFor({ accountId: req.principal!.accountId, number: req.query.number, type: req.query.type ?? 'voice', strategy: req.query.strategy ?? 'cheapest' })));
 
+    app.get('/purchases/failover', {
+      config: { access: READ },
+      schema: {
+        tags: TAGS,
+        summary: 'First choice and backups per destination prefix of the caller\'s purchased and own routes',
+        description:
+          'One row per country prefix found in the decks of the caller\'s active purchases and own active routes of `type` ' +
+          '(optionally only prefixes starting with `prefix`), ordered by prefix and offset-paged. `first` and `backups` (at most two: ' +
+          'a call tries at most three routes) are in the order a call to a number starting with that prefix tries them: the routing ' +
+          'order first, then `strategy`. Each route is priced at its own longest prefix covering the row\'s prefix.',
+        querystring: Type.Object({
+          ...OffsetQuery(100, 1000),
+          type: Type.Optional(Type.Union([Type.Literal('voice'), Type.Literal('sms')])),
+          strategy: Type.Optional(Type.Union([Type.Literal('cheapest'), Type.Literal('best_quality'), Type.Literal('balanced')])),
+          prefix: Type.Optional(Type.String({ pattern: '^\\d{1,15}$' })),
+        }),
+        response: {
+          200: Ok(Type.Object({
+            type: Type.String(), strategy: Type.String(), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer(),
+            rows: Type.Array(Type.Object({ prefix: Type.String(), destination: Type.String(), first: Pick, backups: Type.Array(Pick) })),
+          })),
+        },
+      },
+    }, async (req) => ok(await routing.failover({
+      accountId: req.principal!.accountId, type: req.query.type ?? 'voice', strategy: req.query.strategy ?? 'cheapest',
+      ...(req.query.prefix === undefined ? {} : { prefix: req.query.prefix }), limit: req.query.limit ?? 100, offset: req.query.offset ?? 0,
+    })));
+
     app.get('/purchases/:id', {
       config: { access: READ },
       schema: { tags: TAGS, summary: 'One purchase', params: Id, response: { 200: Ok(Purchase) } },
@@ -94,10 +122,31 @@ export function purchasesRoutes(purchases: PurchasesService, routing: Routing) {
           200: Ok(Type.Array(Type.Object({
             id: Uuid(), prefix: Type.String(), mccMnc: Nullable(Type.String()), kind: Type.String(), oldRate: Nullable(Money()),
             newRate: Nullable(Money()), effectiveAt: DateTime(), status: Type.String(),
+            acceptedAt: Nullable(DateTime()),
           }))),
         },
       },
     }, async (req) => ok(await purchases.upcomingRateChanges(req.principal!.accountId, req.params.id)));
+
+    app.post('/purchases/:id/accept-rate', {
+      config: { access: WRITE },
+      schema: {
+        tags: TAGS,
+        summary: 'Accept a scheduled rate increase early (one change, or every scheduled change of the route)',
+        description:
+          'Records the buyer\'s consent to a scheduled increase or removal before it comes into force: `changeId` accepts one change ' +
+          '(404 when it is not a scheduled, future change of the purchased route); without it every change scheduled on the route is ' +
+          'accepted. Accepting again keeps the first time. Acceptance shows as `acceptedAt` in `GET /purchases/{id}/upcoming-rate-changes`; ' +
+          'it does not move the change or the price: one deck serves every buyer, so the new rate applies to all at its `effectiveAt`.',
+        params: Id,
+        body: Type.Object({ changeId: Type.Optional(Uuid()) }, { additionalProperties: false }),
+        response: { 200: Ok(Type.Object({ purchaseId: Uuid(), routeId: Uuid(), accepted: Type.Array(Type.Object({ changeId: Uuid(), acceptedAt: DateTime() })) })) },
+      },
+      // The body is optional: a POST without one accepts every scheduled change.
+      preValidation: async (req) => {
+        req.body ??= {};
+      },
+    }, async (req) => ok(await purchases.acceptRate(req.principal!.accountId, req.params.id, req.body.changeId ?? null)));
 
     app.post('/purchases/:id/cancel', {
       config: { access: WRITE },

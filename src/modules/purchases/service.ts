@@ -62,7 +62,21 @@ export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logg
     async upcomingRateChanges(accountId: string, id: string) {
       const p = await repo.findById(sql, id, accountId);
       if (p === undefined) throw notFound('Purchase');
-      return routes.upcomingChanges(p.routeId);
+      return routes.upcomingChanges(p.routeId, p.id);
+    },
+
+    /**
+     * The buyer accepts a scheduled increase (or removal) before it comes into force: `changeId`, or
+     * every change scheduled on the route when omitted. Acceptance is recorded consent shown as
+     * `acceptedAt` in the upcoming changes; the change's time and price are not moved, since one
+     * deck serves every buyer of the route and the seller gave notice to all of them.
+     */
+    async acceptRate(accountId: string, id: string, changeId: string | null) {
+      const p = await repo.findById(sql, id, accountId);
+      if (p === undefined) throw notFound('Purchase');
+      if (p.status !== 'active') throw ruleError('Purchase is cancelled');
+      const accepted = await routes.acceptChanges(p.routeId, p.id, changeId);
+      return { purchaseId: p.id, routeId: p.routeId, accepted };
     },
 
     usableRoutes: (accountId: string, type: 'voice' | 'sms') => repo.usableRoutes(sql, accountId, type),

@@ -5,12 +5,14 @@ import { createMarketsService } from '../markets/service.js';
 import { purchasesRoutes } from '../purchases/routes.js';
 import { createPurchasesService } from '../purchases/service.js';
 import { createDeckCache } from './deck-cache.js';
+import { createCdrQualitySource } from './quality.js';
 import { routesRoutes } from './routes.js';
 import { createRouting } from './routing.js';
 import type { QualitySource } from './routing.js';
 import { createRoutesService } from './service.js';
 
 export type { Candidate, CandidateQuery, QualitySource, SipEndpoint } from './routing.js';
+export { createCdrQualitySource } from './quality.js';
 
 /**
  * The marketplace (issue 4): listings and rate decks, purchases and routing order, Smart Routing.
@@ -18,10 +20,13 @@ export type { Candidate, CandidateQuery, QualitySource, SipEndpoint } from './ro
  */
 export function buildMarketplaceModules(core: CoreDeps, opts: { quality?: QualitySource } = {}) {
   const decks = createDeckCache({ sql: core.sql, clock: core.clock, log: core.log.child({ module: 'rate-decks' }) });
-  const routes = createRoutesService({ ...core, decks });
+  // Measured quality from the cdrs table unless the caller brings its own source.
+  const cdrQuality = createCdrQualitySource({ sql: core.sql, clock: core.clock });
+  const quality = opts.quality ?? cdrQuality.quality;
+  const routes = createRoutesService({ ...core, decks, quality });
   const purchases = createPurchasesService({ ...core, routes });
-  const markets = createMarketsService({ clock: core.clock, routes });
-  const routing = createRouting({ config: core.config, routes, purchases, ...(opts.quality ? { quality: opts.quality } : {}) });
+  const markets = createMarketsService({ clock: core.clock, routes, activity: cdrQuality.activity });
+  const routing = createRouting({ config: core.config, routes, purchases, quality });
   const modules: Module[] = [
     {
       name: 'routes',

@@ -218,11 +218,33 @@ export async function ratesPage(
   return { rows, total: rows.length === 0 ? 0 : Number(rows[0]!.total) };
 }
 
-export async function scheduledChanges(sql: Sql, routeId: string, after: Date) {
-  return sql<{ id: string; prefix: string; mccMnc: string; kind: 'increase' | 'removal'; oldRate: string | null; newRate: string | null; effectiveAt: Date; status: string }[]>`
-    select id, prefix, mcc_mnc, kind, old_rate::numeric(20,6)::text as old_rate, new_rate::numeric(20,6)::text as new_rate, effective_at, status
-    from rate_changes where route_id = ${routeId} and status = 'scheduled' and effective_at > ${after}
-    order by effective_at, prefix limit 10000`;
+export async function scheduledChanges(sql: Sql, routeId: string, after: Date, purchaseId: string | null = null) {
+  return sql<{ id: string; prefix: string; mccMnc: string; kind: 'increase' | 'removal'; oldRate: string | null; newRate: string | null; effectiveAt: Date; status: string; acceptedAt: Date | null }[]>`
+    select c.id, c.prefix, c.mcc_mnc, c.kind, c.old_rate::numeric(20,6)::text as old_rate, c.new_rate::numeric(20,6)::text as new_rate,
+      c.effective_at, c.status, a.accepted_at
+    from rate_changes c
+    left join rate_change_acceptances a on a.change_id = c.id and a.purchase_id = ${purchaseId}
+    where c.route_id = ${routeId} and c.status = 'scheduled' and c.effective_at > ${after}
+    order by c.effective_at, c.prefix limit 10000`;
+}
+
+/**
+ * Records a purchase's acceptance of one scheduled change, or of every change still scheduled on
+ * the route when `changeId` is null; accepting twice keeps the first time. Returns the changes now
+ * accepted (empty when `changeId` is not a scheduled, future change of the route).
+ */
+export async function acceptChanges(db: Db, routeId: string, purchaseId: string, changeId: string | null, now: Date) {
+  await db`
+    insert into rate_change_acceptances (change_id, purchase_id, accepted_at)
+    select c.id, ${purchaseId}, ${now} from rate_changes c
+    where c.route_id = ${routeId} and c.status = 'scheduled' and c.effective_at > ${now}
+      ${changeId === null ? db`` : db`and c.id = ${changeId}`}
+    on conflict do nothing`;
+  return db<{ changeId: string; acceptedAt: Date }[]>`
+    select a.change_id, a.accepted_at from rate_change_acceptances a join rate_changes c on c.id = a.change_id
+    where a.purchase_id = ${purchaseId} and c.route_id = ${routeId} and c.status = 'scheduled' and c.effective_at > ${now}
+      ${changeId === null ? db`` : db`and c.id = ${changeId}`}
+    order by c.effective_at, c.prefix`;
 }
 
 export interface DeckWrite {
@@ -319,4 +341,112 @@ export async function marketDestinations(sql: Sql, at: Date) {
     where r.status = 'active' and r.visibility = 'public' and r.country is not null
     group by r.country, r.type
     order by r.country, r.type`;
+}
+
+/** Counts over public active routes for the marketplace summary (list prices, no fee). */
+export async function marketSummary(sql: Sql, at: Date, since: Date) {
+  const [row] = await sql<{
+    routes: number; voiceRoutes: number; smsRoutes: number; destinations: number; capacity: string | null;
+    avgAsr: string | null; avgAcd: string | null; avgPrice: string | null;
+  }[]>`
+    with pub as (
+      select r.id, r.type, r.country, r.capacity, r.expected_asr, r.expected_acd,
+        (select min(x.rate) from rate_rows x where x.route_id = r.id and x.mcc_mnc = ''
+           and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})) as lowest
+      from routes r where r.status = 'active' and r.visibility = 'public'
+    )
+    select count(*)::int as routes,
+      count(*) filter (where type = 'voice')::int as voice_routes,
+      count(*) filter (where type = 'sms')::int as sms_routes,
+      count(distinct country) filter (where lowest is not null)::int as destinations,
+      sum(capacity) filter (where type = 'voice')::text as capacity,
+      round(avg(expected_asr) filter (where type = 'voice'), 2)::text as avg_asr,
+      round(avg(expected_acd) filter (where type = 'voice'), 2)::text as avg_acd,
+      avg(lowest) filter (where type = 'voice')::numeric(20,6)::text as avg_price
+    from pub`;
+  const movers = await sql<{ country: string; newRoutes: number }[]>`
+    select country, count(*)::int as new_routes from routes
+    where status = 'active' and visibility = 'public' and country is not null and created_at >= ${since}
+    group by country order by count(*) desc, country limit 5`;
+  return { ...row!, movers };
+}
+
+/** Rows in force of public active routes of one country and type, for a destination's page. */
+export async function marketRows(sql: Sql, country: string, type: 'voice' | 'sms', at: Date) {
+  return sql<{
+    routeId: string; cliType: string | null; billingIncrement: string; expectedAsr: string | null; expectedAcd: string | null;
+    prefix: string; destination: string; rate: string; increment: string;
+  }[]>`
+    select r.id as route_id, r.cli_type, r.billing_increment, r.expected_asr::text as expected_asr, r.expected_acd::text as expected_acd,
+      x.prefix, x.destination, x.rate::numeric(20,6)::text as rate, x.increment
+    from routes r
+    join rate_rows x on x.route_id = r.id and x.mcc_mnc = '' and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})
+    where r.status = 'active' and r.visibility = 'public' and r.country = ${country} and r.type = ${type}
+    order by x.rate, x.prefix`;
+}
+
+/** An endpoint of one of the seller's routes. */
+export async function findOwnEndpoint(db: Db, id: string, sellerId: string): Promise<EndpointRow | undefined> {
+  const [row] = await db<EndpointRow[]>`
+    select e.id, e.route_id, e.host, e.port, e.transport, e.tech_prefix, e.username, e.password, e.priority, e.weight, e.label
+    from route_endpoints e join routes r on r.id = e.route_id
+    where e.id = ${id} and r.seller_id = ${sellerId} and r.status <> 'deleted'`;
+  return row;
+}
+
+export async function insertEndpoint(db: Db, e: EndpointRow): Promise<void> {
+  await db`insert into route_endpoints ${db({
+    id: e.id, route_id: e.routeId, host: e.host, port: e.port, transport: e.transport, tech_prefix: e.techPrefix,
+    username: e.username, password: e.password, priority: e.priority, weight: e.weight, label: e.label,
+  })}`;
+}
+
+export async function updateEndpoint(db: Db, e: EndpointRow): Promise<void> {
+  await db`
+    update route_endpoints set host = ${e.host}, port = ${e.port}, transport = ${e.transport}, tech_prefix = ${e.techPrefix},
+      username = ${e.username}, password = ${e.password}, priority = ${e.priority}, weight = ${e.weight}, label = ${e.label}
+    where id = ${e.id}`;
+}
+
+export async function countEndpoints(db: Db, routeId: string): Promise<number> {
+  const [row] = await db<{ n: number }[]>`select count(*)::int as n from route_endpoints where route_id = ${routeId}`;
+  return row!.n;
+}
+
+/** The seller's live routes of a type, all or those listed. */
+export async function ownRoutesOfType(db: Db, sellerId: string, type: 'voice' | 'sms', ids: readonly string[] | null) {
+  return db<{ id: string }[]>`
+    select id from routes where seller_id = ${sellerId} and type = ${type} and status <> 'deleted'
+      ${ids === null ? db`` : db`and id = any(${db.array(ids as string[])}::uuid[])`}
+    order by id`;
+}
+
+/** Puts one endpoint on many routes: replacing their endpoints, or added beside them. */
+export async function setEndpointOnRoutes(db: Db, routeIds: readonly string[], e: Omit<EndpointRow, 'id' | 'routeId'>, mode: 'replace' | 'add', ids: readonly string[]) {
+  if (mode === 'replace') await db`delete from route_endpoints where route_id = any(${db.array(routeIds as string[])}::uuid[])`;
+  await db`
+    insert into route_endpoints (id, route_id, host, port, transport, tech_prefix, username, password, priority, weight, label)
+    select x.id, x.route_id, ${e.host}, ${e.port}, ${e.transport}, ${e.techPrefix}, ${e.username}, ${e.password}, ${e.priority}, ${e.weight}, ${e.label}
+    from unnest(${db.array(ids as string[])}::uuid[], ${db.array(routeIds as string[])}::uuid[]) as x(id, route_id)`;
+}
+
+export async function setSmsDelivery(db: Db, routeIds: readonly string[], delivery: Record<string, string | number | boolean | null>, at: Date) {
+  await db`update routes set sms_delivery = ${db.json(delivery)}, updated_at = ${at} where id = any(${db.array(routeIds as string[])}::uuid[])`;
+}
+
+/** Per own route: the facts listing health is judged on. */
+export async function listingHealth(sql: Sql, sellerId: string, at: Date) {
+  return sql<{
+    id: string; name: string; type: 'voice' | 'sms'; status: string; visibility: string; rateCount: number; endpoints: number;
+    hasSmsDelivery: boolean; expectedAsr: string | null; purchases: number; scheduledChanges: number; uploadedAt: Date | null;
+  }[]>`
+    select r.id, r.name, r.type, r.status, r.visibility, coalesce(d.row_count, 0)::int as rate_count,
+      (select count(*)::int from route_endpoints e where e.route_id = r.id) as endpoints,
+      (r.sms_delivery is not null) as has_sms_delivery, r.expected_asr::text as expected_asr,
+      (select count(*)::int from purchases p where p.route_id = r.id and p.status = 'active') as purchases,
+      (select count(*)::int from rate_changes c where c.route_id = r.id and c.status = 'scheduled' and c.effective_at > ${at}) as scheduled_changes,
+      d.uploaded_at
+    from routes r left join rate_decks d on d.route_id = r.id
+    where r.seller_id = ${sellerId} and r.status <> 'deleted'
+    order by r.id desc limit 10000`;
 }

@@ -3,6 +3,7 @@ import type { App } from '../../http/app.js';
 import { DateTime, Money, Nullable, Ok, OffsetPage, Uuid, ok } from '../../http/envelope.js';
 import { OffsetQuery } from '../../http/pagination.js';
 import type { Routing } from './routing.js';
+import { MAX_BULK_ROUTES, ROUTE_SORTS } from './service.js';
 import type { RoutesService } from './service.js';
 
 const TAGS = ['Routes'];
@@ -84,7 +85,11 @@ const Route = Type.Object({
   noticeDays: Type.Integer(),
   rateCount: Type.Integer(),
   lowestRate: Nullable(Money('lowest country rate in force, before the platform fee')),
-  measured: Nullable(Type.Object({}, { additionalProperties: true, description: 'ASR, ACD, NER, median PDD on buyer calls; null until 50 calls from 2 buyers' })),
+  measured: Nullable(Type.Object({
+    asr: Type.Number({ description: 'percent' }), acd: Type.Number({ description: 'seconds' }), ner: Type.Number({ description: 'percent' }),
+    medianPddMs: Type.Integer(), calls: Type.Integer(), buyers: Type.Integer(),
+    window: Type.Union([Type.Literal('7d'), Type.Literal('30d'), Type.Literal('latest')], { description: 'latest: the route\'s last 1,000 calls at any age' }),
+  }, { description: 'measured on real buyer calls over 7 days, else 30 days, else the latest period; null until 50 calls from 2 buyers' })),
   routeChecks: Nullable(Type.Object({}, { additionalProperties: true })),
   endpoints: Nullable(Type.Array(EndpointOut, { description: 'own routes only; passwords never returned' })),
   smsDeliveryKind: Nullable(Type.String({ description: 'own routes only: smpp or http' })),
@@ -121,6 +126,15 @@ const RateChange = Type.Object({
   effectiveAt: DateTime(), status: Type.String(),
 });
 
+const EndpointWithRoute = Type.Object({ ...EndpointOut.properties, routeId: Uuid() });
+const BulkResult = Type.Object({
+  dryRun: Type.Boolean(),
+  check: Type.Object({ ok: Type.Boolean(), method: Type.Literal('form'), problems: Type.Array(Type.Object({ path: Type.String(), message: Type.String() })) }),
+  matched: Type.Integer({ description: 'own routes of the type among those asked for' }),
+  updated: Type.Integer({ description: '0 on a dry run or a failed check' }),
+  routeIds: Type.Array(Uuid()),
+  notFound: Type.Array(Uuid()),
+});
 const Id = Type.Object({ id: Uuid() });
 const ListQuery = Type.Object({
   ...OffsetQuery(),
@@ -128,7 +142,9 @@ const ListQuery = Type.Object({
   country: Type.Optional(Country),
   maxPrice: Type.Optional(Type.String({ pattern: '^\\d{1,14}(\\.\\d{1,6})?$', description: 'lowest rate at most this' })),
   minStatedAsr: Type.Optional(Type.Number({ minimum: 0, maximum: 100 })),
-  sort: Type.Optional(Type.Union([Type.Literal('newest'), Type.Literal('price_asc'), Type.Literal('price_desc'), Type.Literal('stated_asr_desc')])),
+  sort: Type.Optional(Type.Union(ROUTE_SORTS.map((x) => Type.Literal(x)), {
+    description: 'measured_* and ner_* put routes without measured figures last; quality_desc uses the Smart Routing quality score',
+  })),
 });
 
 const SHEET_DOC =
@@ -154,6 +170,80 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
       config: { access: READ },
       schema: { tags: TAGS, summary: 'The caller\'s own listings', querystring: ListQuery, response: { 200: OffsetPage(Route) } },
     }, async (req) => ok(await routes.listRoutes({ ...req.query, ownOnly: true, viewerId: req.principal!.accountId, sort: req.query.sort ?? 'newest', limit: req.query.limit ?? 25, offset: req.query.offset ?? 0 })));
+
+    app.get('/routes/my/listing-health', {
+      config: { access: READ },
+      schema: {
+        tags: TAGS,
+        summary: 'The caller\'s listings with what keeps each from selling well',
+        description: 'Issues: `no_rates`, `no_delivery` (voice without SIP endpoints, SMS without delivery), `paused`, `no_stated_asr`, `low_measured_asr` (measured ASR under 20%). `healthy` when none applies.',
+        response: {
+          200: Ok(Type.Object({
+            routes: Type.Integer(), healthy: Type.Integer(), withIssues: Type.Integer(),
+            listings: Type.Array(Type.Object({
+              routeId: Uuid(), name: Type.String(), type: RouteType, status: Type.String(), visibility: Type.String(), rateCount: Type.Integer(),
+              endpoints: Type.Integer(), activePurchases: Type.Integer(), scheduledChanges: Type.Integer(), ratesUploadedAt: Nullable(DateTime()),
+              measured: Route.properties.measured, issues: Type.Array(Type.String()), healthy: Type.Boolean(),
+            })),
+          })),
+        },
+      },
+    }, async (req) => ok(await routes.listingHealth(req.principal!.accountId)));
+
+    app.post('/routes/my-endpoints', {
+      config: { access: WRITE },
+      schema: {
+        tags: TAGS,
+        summary: 'Add a SIP endpoint to an own voice route (at most 10 per route)',
+        body: Type.Object({ routeId: Uuid(), ...EndpointIn.properties }, { additionalProperties: false }),
+        response: { 201: Ok(EndpointWithRoute) },
+      },
+    }, async (req, reply) => reply.code(201).send(ok(await routes.addEndpoint(req.principal!.accountId, req.body))));
+
+    app.patch('/routes/my-endpoints/:id', {
+      config: { access: WRITE },
+      schema: {
+        tags: TAGS,
+        summary: 'Edit a saved SIP endpoint (label at most 60 characters; an empty label clears it, an empty password removes it)',
+        params: Id,
+        body: Type.Partial(EndpointIn, { additionalProperties: false }),
+        response: { 200: Ok(EndpointWithRoute) },
+      },
+    }, async (req) => ok(await routes.updateEndpoint(req.principal!.accountId, req.params.id, req.body)));
+
+    app.post('/routes/my/bulk-sip-endpoint', {
+      config: { access: WRITE },
+      schema: {
+        tags: TAGS,
+        summary: 'Put one SIP endpoint on many own voice routes (up to 5,000; dry run)',
+        description:
+          '`routeIds` (default: every own voice route); `mode` `replace` (default: the routes\' endpoints are replaced) or `add`. ' +
+          'The endpoint is checked once before writing: its form (IP address or DNS name, port); `check.method` says `form` because ' +
+          'the OPTIONS probe needs the SIP stack of the calls plane. A failed check or `dryRun` writes nothing. Ids that are not own voice routes are listed in `notFound`.',
+        body: Type.Object({
+          routeIds: Type.Optional(Type.Array(Uuid(), { minItems: 1, maxItems: MAX_BULK_ROUTES })),
+          endpoint: EndpointIn,
+          mode: Type.Optional(Type.Union([Type.Literal('replace'), Type.Literal('add')])),
+          dryRun: Type.Optional(Type.Boolean()),
+        }, { additionalProperties: false }),
+        response: { 200: Ok(Type.Object({ ...BulkResult.properties, mode: Type.String() })) },
+      },
+    }, async (req) => ok(await routes.bulkSipEndpoint(req.principal!.accountId, req.body)));
+
+    app.post('/routes/my/bulk-sms-delivery', {
+      config: { access: WRITE },
+      schema: {
+        tags: TAGS,
+        summary: 'Set SMS delivery (SMPP or HTTPS) on many own SMS routes (up to 5,000; dry run)',
+        description: 'As bulk-sip-endpoint: `routeIds` default to every own SMS route; the delivery\'s form (SMPP host and port, or an https URL) is checked once before writing; credentials are write-only.',
+        body: Type.Object({
+          routeIds: Type.Optional(Type.Array(Uuid(), { minItems: 1, maxItems: MAX_BULK_ROUTES })),
+          smsDelivery: SmsDeliveryIn,
+          dryRun: Type.Optional(Type.Boolean()),
+        }, { additionalProperties: false }),
+        response: { 200: Ok(BulkResult) },
+      },
+    }, async (req) => ok(await routes.bulkSmsDelivery(req.principal!.accountId, req.body)));
 
     app.get('/routes/resolve', {
       config: { access: READ },
@@ -214,6 +304,26 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
       config: { access: READ },
       schema: { tags: TAGS, summary: 'Scheduled increases and removals of an own route', params: Id, response: { 200: Ok(Type.Array(RateChange)) } },
     }, async (req) => ok(await routes.rateChanges(req.params.id, req.principal!.accountId)));
+
+    app.post('/routes/:id/rate-changes/flat', {
+      config: { access: WRITE },
+      schema: {
+        tags: TAGS,
+        summary: 'Change every rate in force by an amount or a percentage',
+        description:
+          'Exactly one of `amount` (6-place money string, negative lowers) or `percent` (e.g. 10 or -5). Every row in force, ' +
+          'country and per-network, gets the new rate rounded half-up to 6 places; a rate may not go below zero. Increases obey ' +
+          'the notice rule (at `increaseEffectiveAt`, else after the route notice period), decreases apply at once. Like a new ' +
+          'sheet it starts from the rates in force now and supersedes changes scheduled earlier.',
+        params: Id,
+        body: Type.Object({
+          amount: Type.Optional(Type.String({ pattern: '^-?\\d{1,14}(\\.\\d{1,6})?$', description: 'added to every rate' })),
+          percent: Type.Optional(Type.Number({ minimum: -100, maximum: 1000 })),
+          increaseEffectiveAt: Type.Optional(DateTime()),
+        }, { additionalProperties: false }),
+        response: { 200: Ok(UploadResult) },
+      },
+    }, async (req) => ok(await routes.flatRateChange(req.principal!.accountId, req.params.id, req.body)));
 
     app.post('/routes/:id/rate-changes/:changeId/cancel', {
       config: { access: WRITE },

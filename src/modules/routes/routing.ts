@@ -176,6 +176,61 @@ export function createRouting(deps: { config: Readonly<Config>; routes: RoutesSe
     },
 
     /**
+     * GET /purchases/failover: per destination prefix of the buyer's purchased and own routes, the
+     * first choice and up to two backups (the call path tries at most three routes), in the order a
+     * call to a number starting with that prefix would try them. Each route is priced at its own
+     * longest prefix covering the destination prefix; country prices only.
+     */
+    async failover(q: { accountId: string; type: 'voice' | 'sms'; strategy: Strategy; prefix?: string; limit: number; offset: number }) {
+      await decks.ensureLoaded();
+      const fee = platformFeeFrom(deps.config);
+      const unit = q.type === 'voice' ? 'min' : 'msg';
+      const usable = (await purchases.usableRoutes(q.accountId, q.type)).flatMap((u) => {
+        const index = decks.registry.get(u.routeId);
+        const meta = decks.meta(u.routeId);
+        return index === undefined || meta === undefined ? [] : [{ u, index, meta }];
+      });
+      const prefixes = new Set<string>();
+      for (const x of usable) {
+        for (let i = 0; i < x.index.rowCount; i++) {
+          const r = x.index.row(i);
+          if (r.mccMnc === null && (q.prefix === undefined || r.prefix.startsWith(q.prefix))) prefixes.add(r.prefix);
+        }
+      }
+      const all = [...prefixes].sort();
+      const page = all.slice(q.offset, q.offset + q.limit);
+      const measured = page.length === 0 ? new Map<string, MeasuredQuality | null>() : await quality(usable.map((x) => x.u.routeId));
+      const scores = new Map(usable.map((x) => [x.u.routeId, qualityScore(measured.get(x.u.routeId) ?? null, {
+        expectedAsr: x.meta.expectedAsr === null ? null : Number(x.meta.expectedAsr),
+        expectedAcd: x.meta.expectedAcd === null ? null : Number(x.meta.expectedAcd),
+        expectedPdd: x.meta.expectedPdd,
+      })]));
+      const rows = page.map((prefix) => {
+        const items = usable.flatMap((x) => {
+          const m = x.index.lookup(prefix);
+          return m === undefined ? [] : [{ x, m, routeId: x.u.routeId, position: x.u.position, price: buyerRate(m.rateDecimal, fee, unit), quality: scores.get(x.u.routeId)! }];
+        });
+        const ranked = rankRoutes(items, q.strategy).slice(0, 3).map(({ item, score, reason }, i) => ({
+          rank: i + 1,
+          routeId: item.routeId,
+          routeName: item.x.meta.name,
+          own: item.x.u.own,
+          purchaseId: item.x.u.purchaseId,
+          matchedPrefix: item.m.prefix,
+          destination: item.m.destination,
+          price: toMoney(item.price),
+          billingIncrement: item.m.increment.text,
+          rateBasis: q.type === 'sms' ? 'country' : null,
+          quality: Math.round(item.quality * 10_000) / 10_000,
+          score,
+          reason,
+        }));
+        return { prefix, destination: ranked[0]!.destination, first: ranked[0]!, backups: ranked.slice(1) };
+      });
+      return { type: q.type, strategy: q.strategy, rows, total: all.length, limit: q.limit, offset: q.offset };
+    },
+
+    /**
      * GET /routes/price-number: every public active route covering the number, cheapest first,
      * priced for a buyer (seller rate plus platform fee); seller identities are never included.
      */

@@ -1,17 +1,22 @@
+import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Sql } from '../../db/connection.js';
 import { conflict, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
+import { Decimal } from 'decimal.js';
 import {
-  createPlatformFee, parseIncrement, parseRateSheetCsv, parseRateSheetJson, planRateChanges,
+  createPlatformFee, parseIncrement, parseRateSheetCsv, parseRateSheetJson, planRateChanges, round6, toMoney,
 } from '../../rating/index.js';
-import type { PlatformFee, SheetResult } from '../../rating/index.js';
+import type { NewSheetEntry, PlatformFee, SheetResult } from '../../rating/index.js';
 import * as repo from './repo.js';
 import type { EndpointRow, RouteRow } from './repo.js';
 import { createDeckCache } from './deck-cache.js';
 import type { DeckCache } from './deck-cache.js';
+import type { QualitySource } from './routing.js';
+import { qualityScore } from './smart-routing.js';
+import type { MeasuredQuality } from './smart-routing.js';
 
 export interface EndpointInput {
   host: string;
@@ -56,6 +61,31 @@ export interface SheetUpload {
 const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 const num = (s: string | null): number | null => (s === null ? null : Number(s));
 const MAX_REPORTED_ERRORS = 10_000;
+const MAX_SORTED = 10_000;
+/** Spec: bulk endpoint operations touch up to 5,000 routes. */
+export const MAX_BULK_ROUTES = 5000;
+const MAX_ENDPOINTS_PER_ROUTE = 10;
+const LOW_MEASURED_ASR = 0.2;
+const HOSTNAME_RE = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/** Whether a SIP or SMPP target is well formed: an IP address (IPv6 bare or in brackets) or a DNS name, and a port. */
+export function targetProblems(host: string, port: number, path: string): { path: string; message: string }[] {
+  const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  const out: { path: string; message: string }[] = [];
+  if (isIP(bare) === 0 && (bare !== host || !HOSTNAME_RE.test(host) || /^[\d.]+$/.test(host))) out.push({ path: `${path}/host`, message: 'must be an IP address or a DNS name' });
+  if (!Number.isInteger(port) || port < 1 || port > 65535) out.push({ path: `${path}/port`, message: 'must be 1 to 65535' });
+  return out;
+}
+const cmpStr = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Sorts of GET /routes; the measured ones are ordered in memory (see listRoutes). */
+export const ROUTE_SORTS = [
+  'newest', 'price_asc', 'price_desc', 'stated_asr_desc',
+  'measured_asr_desc', 'measured_asr_asc', 'measured_acd_desc', 'measured_acd_asc', 'ner_desc', 'ner_asc', 'quality_desc',
+] as const;
+export type RouteSort = (typeof ROUTE_SORTS)[number];
+const MEASURED_SORTS: ReadonlySet<RouteSort> = new Set(ROUTE_SORTS.slice(4));
+export type ListFilterIn = Omit<repo.ListFilter, 'sort'> & { sort: RouteSort };
 
 /** The platform fee as configured in `[billing]`. */
 export function platformFeeFrom(config: Readonly<Config>): PlatformFee {
@@ -65,11 +95,19 @@ export function platformFeeFrom(config: Readonly<Config>): PlatformFee {
 }
 
 /** Listings, delivery details, rate decks (spec "Routes"); owns routes, route_endpoints, rate_* and route_access. */
-export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger; config: Readonly<Config>; decks?: DeckCache }) {
+export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger; config: Readonly<Config>; decks?: DeckCache; quality?: QualitySource }) {
   const { sql, clock, log } = deps;
   const decks = deps.decks ?? createDeckCache({ sql, clock, log });
 
-  const present = (r: RouteRow, viewerId: string, endpoints: EndpointRow[] = []) => {
+  const quality: QualitySource = deps.quality ?? (async () => new Map());
+  const r2 = (x: number): number => Math.round(x * 100) / 100;
+  /** The listing's `measured` object: percentages and seconds as display numbers. */
+  const measuredView = (m: MeasuredQuality | null | undefined) =>
+    m === null || m === undefined
+      ? null
+      : { asr: r2(m.asr * 100), acd: r2(m.acd), ner: r2(m.ner * 100), medianPddMs: m.medianPddMs, calls: m.calls, buyers: m.buyers, window: m.window };
+
+  const present = (r: RouteRow, viewerId: string, endpoints: EndpointRow[] = [], measured: MeasuredQuality | null = null) => {
     const own = r.sellerId === viewerId;
     return {
       id: r.id,
@@ -89,8 +127,7 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
       noticeDays: r.noticeDays,
       rateCount: Number(r.rateCount),
       lowestRate: r.lowestRate,
-      // Quality measured on buyer calls comes from CDRs (issue 4 note: filled in once the call path records them).
-      measured: null,
+      measured: measuredView(measured),
       routeChecks: null,
       // Delivery details only for the seller, and never the secrets.
       endpoints: own
@@ -120,6 +157,86 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
       }
     }
     if (errors.length > 0) throw validationError(errors);
+  };
+
+
+  const parseWhen = (text: string | undefined): Date | null => {
+    if (text === undefined) return null;
+    const d = new Date(text);
+    if (Number.isNaN(d.getTime())) throw validationError([{ path: '/increaseEffectiveAt', message: 'must be a date-time' }]);
+    return d;
+  };
+
+  /**
+   * Replaces a deck with the rows `next` makes from the rows in force, in one transaction under the
+   * deck's lock: decreases, new destinations and harmless updates now, increases and removals at
+   * `increaseAt` or after the route's notice period (rating/rate-changes.ts). The index is rebuilt
+   * here and on every peer.
+   */
+  const applyPlan = async (route: RouteRow, next: (live: repo.LiveRateRow[]) => readonly NewSheetEntry[], increaseAt: Date | null) => {
+    const routeId = route.id;
+    const now = clock.now();
+    const result = await sql.begin(async (tx) => {
+      const live = await repo.lockDeckForUpload(tx, routeId, now);
+      const rows = next(live);
+      const idByKey = new Map(live.map((r) => [`${r.prefix}|${r.mccMnc}`, r.id]));
+      const active = live.map((r) => ({
+        prefix: r.prefix, destination: r.destination, rate: r.rate, increment: parseIncrement(r.increment)!, mccMnc: r.mccMnc === '' ? null : r.mccMnc,
+      }));
+      const plan = planRateChanges(active, rows, { now: () => now, noticeDays: route.noticeDays, increaseEffectiveAt: increaseAt });
+      const write: repo.DeckWrite = { closeIds: [], closeAt: [], insert: [], changes: [] };
+      const counts = { increase: 0, decrease: 0, new: 0, removal: 0, update: 0, unchanged: 0 };
+      for (const c of plan.changes) {
+        counts[c.kind]++;
+        if (c.kind === 'unchanged') continue;
+        const mcc = c.mccMnc ?? '';
+        if (c.before !== null) {
+          write.closeIds.push(idByKey.get(`${c.prefix}|${mcc}`)!);
+          write.closeAt.push(c.effectiveAt);
+        }
+        if (c.after !== null) {
+          write.insert.push({ prefix: c.prefix, mccMnc: mcc, destination: c.after.destination, rate: c.after.rate, increment: c.after.increment.text, effectiveFrom: c.effectiveAt });
+        }
+        if ((c.kind === 'increase' || c.kind === 'removal') && c.effectiveAt.getTime() > now.getTime()) {
+          write.changes.push({ id: newId(), prefix: c.prefix, mccMnc: mcc, kind: c.kind, oldRate: c.before?.rate ?? null, newRate: c.after?.rate ?? null, effectiveAt: c.effectiveAt });
+        }
+      }
+      const version = await repo.writeDeck(tx, routeId, write, now, rows.length);
+      return { version, counts, scheduled: write.changes.length, rows: rows.length };
+    });
+    await decks.reload(routeId);
+    log.info({ routeId, rows: result.rows, version: result.version }, 'rate sheet applied');
+    return {
+      routeId,
+      version: Number(result.version),
+      rows: result.rows,
+      increases: result.counts.increase,
+      decreases: result.counts.decrease,
+      newDestinations: result.counts.new,
+      removals: result.counts.removal,
+      updates: result.counts.update,
+      unchanged: result.counts.unchanged,
+      scheduledChanges: result.scheduled,
+    };
+  };
+
+
+  const endpointOf = (e: EndpointInput, id: string, routeId: string): EndpointRow => ({
+    id, routeId, host: e.host, port: e.port ?? 5060, transport: e.transport ?? 'udp', techPrefix: e.techPrefix ?? '',
+    username: e.username === undefined || e.username === '' ? null : e.username, password: e.password === undefined || e.password === '' ? null : e.password,
+    priority: e.priority ?? 1, weight: e.weight ?? 100, label: e.label === undefined || e.label === '' ? null : e.label,
+  });
+  const endpointView = (e: EndpointRow) => ({
+    id: e.id, routeId: e.routeId, host: e.host, port: e.port, transport: e.transport, techPrefix: e.techPrefix, username: e.username,
+    hasPassword: e.password !== null && e.password !== '', priority: e.priority, weight: e.weight, label: e.label,
+  });
+  const bulkTargets = async (sellerId: string, type: 'voice' | 'sms', ids: string[] | undefined) => {
+    if (ids !== undefined && new Set(ids).size !== ids.length) throw ruleError('A route appears twice');
+    const rows = await repo.ownRoutesOfType(sql, sellerId, type, ids ?? null);
+    if (rows.length > MAX_BULK_ROUTES) throw ruleError(`At most ${MAX_BULK_ROUTES} routes at once: pass routeIds`);
+    const found = rows.map((r) => r.id);
+    const have = new Set(found);
+    return { found, notFoundIds: (ids ?? []).filter((id) => !have.has(id)) };
   };
 
   return {
@@ -153,12 +270,39 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
       const r = await repo.findVisibleRoute(sql, id, viewerId);
       if (r === undefined) throw notFound('Route');
       const endpoints = r.sellerId === viewerId ? await repo.endpointsFor(sql, [id]) : [];
-      return present(r, viewerId, endpoints);
+      const measured = (await quality([id])).get(id) ?? null;
+      return present(r, viewerId, endpoints, measured);
     },
 
-    async listRoutes(f: repo.ListFilter) {
-      const { rows, total } = await repo.listRoutes(sql, f);
-      return { rows: rows.map((r) => present(r, f.viewerId)), total, limit: f.limit, offset: f.offset };
+    /**
+     * Listing with filters. Measured sorts (`measured_*`, `ner_*`) put routes without measured
+     * figures last in both directions; `quality_desc` sorts by the Smart Routing quality score
+     * (measured, else stated × 0.8). These sorts read up to 10,000 matching routes and page in memory.
+     */
+    async listRoutes(f: ListFilterIn) {
+      if (!MEASURED_SORTS.has(f.sort)) {
+        const { rows, total } = await repo.listRoutes(sql, { ...f, sort: f.sort as repo.ListFilter['sort'] });
+        const m = await quality(rows.map((r) => r.id));
+        return { rows: rows.map((r) => present(r, f.viewerId, [], m.get(r.id) ?? null)), total, limit: f.limit, offset: f.offset };
+      }
+      const { rows, total } = await repo.listRoutes(sql, { ...f, sort: 'newest', limit: MAX_SORTED, offset: 0 });
+      const m = await quality(rows.map((r) => r.id));
+      const key = (r: RouteRow): number | null => {
+        const q = m.get(r.id) ?? null;
+        if (f.sort === 'quality_desc') {
+          return qualityScore(q, { expectedAsr: num(r.expectedAsr), expectedAcd: num(r.expectedAcd), expectedPdd: r.expectedPdd });
+        }
+        if (q === null) return null;
+        return f.sort.startsWith('measured_asr') ? q.asr : f.sort.startsWith('measured_acd') ? q.acd : q.ner;
+      };
+      const desc = f.sort.endsWith('_desc');
+      const keyed = rows.map((r) => ({ r, k: key(r) }));
+      keyed.sort((a, b) => {
+        if (a.k === null || b.k === null) return a.k === b.k ? cmpStr(a.r.id, b.r.id) : a.k === null ? 1 : -1;
+        return (desc ? b.k - a.k : a.k - b.k) || cmpStr(a.r.id, b.r.id);
+      });
+      const page = keyed.slice(f.offset, f.offset + f.limit);
+      return { rows: page.map(({ r }) => present(r, f.viewerId, [], m.get(r.id) ?? null)), total, limit: f.limit, offset: f.offset };
     },
 
     /** Validates a sheet; throws VALIDATION_ERROR listing every bad row (`path` is `line <n>`). */
@@ -188,53 +332,34 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
       const route = await repo.findOwnRoute(sql, routeId, sellerId);
       if (route === undefined) throw notFound('Route');
       const sheet = this.parseSheet(route, upload);
-      const now = clock.now();
-      let increaseAt: Date | null = null;
-      if (upload.increaseEffectiveAt !== undefined) {
-        increaseAt = new Date(upload.increaseEffectiveAt);
-        if (Number.isNaN(increaseAt.getTime())) throw validationError([{ path: '/increaseEffectiveAt', message: 'must be a date-time' }]);
-      }
-      const result = await sql.begin(async (tx) => {
-        const live = await repo.lockDeckForUpload(tx, routeId, now);
-        const idByKey = new Map(live.map((r) => [`${r.prefix}|${r.mccMnc}`, r.id]));
-        const active = live.map((r) => ({
-          prefix: r.prefix, destination: r.destination, rate: r.rate, increment: parseIncrement(r.increment)!, mccMnc: r.mccMnc === '' ? null : r.mccMnc,
-        }));
-        const plan = planRateChanges(active, sheet.rows, { now: () => now, noticeDays: route.noticeDays, increaseEffectiveAt: increaseAt });
-        const write: repo.DeckWrite = { closeIds: [], closeAt: [], insert: [], changes: [] };
-        const counts = { increase: 0, decrease: 0, new: 0, removal: 0, update: 0, unchanged: 0 };
-        for (const c of plan.changes) {
-          counts[c.kind]++;
-          if (c.kind === 'unchanged') continue;
-          const mcc = c.mccMnc ?? '';
-          if (c.before !== null) {
-            write.closeIds.push(idByKey.get(`${c.prefix}|${mcc}`)!);
-            write.closeAt.push(c.effectiveAt);
-          }
-          if (c.after !== null) {
-            write.insert.push({ prefix: c.prefix, mccMnc: mcc, destination: c.after.destination, rate: c.after.rate, increment: c.after.increment.text, effectiveFrom: c.effectiveAt });
-          }
-          if ((c.kind === 'increase' || c.kind === 'removal') && c.effectiveAt.getTime() > now.getTime()) {
-            write.changes.push({ id: newId(), prefix: c.prefix, mccMnc: mcc, kind: c.kind, oldRate: c.before?.rate ?? null, newRate: c.after?.rate ?? null, effectiveAt: c.effectiveAt });
-          }
+      const increaseAt = parseWhen(upload.increaseEffectiveAt);
+      return applyPlan(route, () => sheet.rows, increaseAt);
+    },
+
+    /**
+     * A flat change of every rate in force (country and per-network rows): `amount` added (may be
+     * negative) or `percent` applied, rounded half-up to 6 places. It goes through the same rules as
+     * a sheet: increases wait for `increaseEffectiveAt` or the notice period, decreases apply at once;
+     * like any new sheet it supersedes changes scheduled earlier. A rate may not go below zero.
+     */
+    async flatRateChange(sellerId: string, routeId: string, input: { amount?: string; percent?: number; increaseEffectiveAt?: string }) {
+      const route = await repo.findOwnRoute(sql, routeId, sellerId);
+      if (route === undefined) throw notFound('Route');
+      if ((input.amount === undefined) === (input.percent === undefined)) throw ruleError('Give exactly one of amount or percent');
+      const increaseAt = parseWhen(input.increaseEffectiveAt);
+      const amount = input.amount === undefined ? null : new Decimal(input.amount);
+      const factor = input.percent === undefined ? null : new Decimal(input.percent).div(100).plus(1);
+      if ((amount !== null && amount.isZero()) || (factor !== null && factor.eq(1))) throw ruleError('A flat change of zero changes nothing');
+      return applyPlan(route, (live) => {
+        const rows: NewSheetEntry[] = [];
+        for (const r of live) {
+          const old = new Decimal(r.rate);
+          const next = round6(amount !== null ? old.plus(amount) : old.times(factor!));
+          if (next.isNegative()) throw ruleError(`The change would make the rate of prefix ${r.prefix} negative`);
+          rows.push({ prefix: r.prefix, destination: r.destination, rate: toMoney(next), increment: parseIncrement(r.increment)!, mccMnc: r.mccMnc === '' ? null : r.mccMnc, effectiveAt: null });
         }
-        const version = await repo.writeDeck(tx, routeId, write, now, sheet.rows.length);
-        return { version, counts, scheduled: write.changes.length };
-      });
-      await decks.reload(routeId);
-      log.info({ routeId, rows: sheet.rows.length, version: result.version }, 'rate sheet applied');
-      return {
-        routeId,
-        version: Number(result.version),
-        rows: sheet.rows.length,
-        increases: result.counts.increase,
-        decreases: result.counts.decrease,
-        newDestinations: result.counts.new,
-        removals: result.counts.removal,
-        updates: result.counts.update,
-        unchanged: result.counts.unchanged,
-        scheduledChanges: result.scheduled,
-      };
+        return rows;
+      }, increaseAt);
     },
 
     async rates(routeId: string, viewerId: string, q: { prefix?: string; limit: number; offset: number }) {
@@ -271,17 +396,28 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
       return { id: changeId, status: 'cancelled' as const };
     },
 
-    /** Scheduled changes of a route the caller bought (the caller checks the purchase). */
-    async upcomingChanges(routeId: string) {
-      const rows = await repo.scheduledChanges(sql, routeId, clock.now());
+    /** Scheduled changes of a route the caller bought (the caller checks the purchase); `acceptedAt` per purchase. */
+    async upcomingChanges(routeId: string, purchaseId: string | null = null) {
+      const rows = await repo.scheduledChanges(sql, routeId, clock.now(), purchaseId);
       return rows.map((c) => ({
         id: c.id, prefix: c.prefix, mccMnc: c.mccMnc === '' ? null : c.mccMnc, kind: c.kind, oldRate: c.oldRate, newRate: c.newRate,
-        effectiveAt: iso(c.effectiveAt)!, status: c.status,
+        effectiveAt: iso(c.effectiveAt)!, status: c.status, acceptedAt: iso(c.acceptedAt),
       }));
+    },
+
+    /** Records a buyer's early acceptance (the caller checks the purchase); 404 for an unknown or no longer scheduled change. */
+    async acceptChanges(routeId: string, purchaseId: string, changeId: string | null) {
+      const rows = await sql.begin((tx) => repo.acceptChanges(tx, routeId, purchaseId, changeId, clock.now()));
+      if (changeId !== null && rows.length === 0) throw notFound('Scheduled rate change');
+      return rows.map((r) => ({ changeId: r.changeId, acceptedAt: iso(r.acceptedAt)! }));
     },
 
     /** Public destinations with live routes, for the markets reads. */
     marketDestinations: () => repo.marketDestinations(sql, clock.now()),
+    /** Public counts for the markets summary; `since` bounds the new listings counted as movers. */
+    marketSummary: (since: Date) => repo.marketSummary(sql, clock.now(), since),
+    /** Rows in force of public routes of one country and type, cheapest first. */
+    marketRows: (country: string, type: 'voice' | 'sms') => repo.marketRows(sql, country, type, clock.now()),
 
     /** Makes a private route visible to and buyable by another account. */
     async grantAccess(sellerId: string, routeId: string, accountId: string) {
@@ -305,6 +441,110 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
     /** Whether `accountId` may see and buy the route (public, own or granted); the route's facts if so. */
     async visibleRoute(routeId: string, accountId: string) {
       return repo.findVisibleRoute(sql, routeId, accountId);
+    },
+
+    /** Seller adds a SIP endpoint to an own voice route (at most 10 per route). */
+    async addEndpoint(sellerId: string, input: EndpointInput & { routeId: string }) {
+      const route = await repo.findOwnRoute(sql, input.routeId, sellerId);
+      if (route === undefined) throw notFound('Route');
+      if (route.type !== 'voice') throw ruleError('Only voice routes have SIP endpoints');
+      const problems = targetProblems(input.host, input.port ?? 5060, '');
+      if (problems.length > 0) throw validationError(problems);
+      const e = endpointOf(input, newId(), route.id);
+      await sql.begin(async (tx) => {
+        await tx`select 1 from routes where id = ${route.id} for update`;
+        if ((await repo.countEndpoints(tx, route.id)) >= MAX_ENDPOINTS_PER_ROUTE) throw ruleError(`A route has at most ${MAX_ENDPOINTS_PER_ROUTE} SIP endpoints`);
+        await repo.insertEndpoint(tx, e);
+      });
+      return endpointView(e);
+    },
+
+    /** Seller edits an endpoint; an empty label clears it, an empty password removes it. */
+    async updateEndpoint(sellerId: string, id: string, patch: Partial<EndpointInput>) {
+      const cur = await repo.findOwnEndpoint(sql, id, sellerId);
+      if (cur === undefined) throw notFound('Endpoint');
+      const next: EndpointRow = {
+        ...cur,
+        ...(patch.host === undefined ? {} : { host: patch.host }),
+        ...(patch.port === undefined ? {} : { port: patch.port }),
+        ...(patch.transport === undefined ? {} : { transport: patch.transport }),
+        ...(patch.techPrefix === undefined ? {} : { techPrefix: patch.techPrefix }),
+        ...(patch.username === undefined ? {} : { username: patch.username === '' ? null : patch.username }),
+        ...(patch.password === undefined ? {} : { password: patch.password === '' ? null : patch.password }),
+        ...(patch.priority === undefined ? {} : { priority: patch.priority }),
+        ...(patch.weight === undefined ? {} : { weight: patch.weight }),
+        ...(patch.label === undefined ? {} : { label: patch.label === '' ? null : patch.label }),
+      };
+      const problems = targetProblems(next.host, next.port, '');
+      if (problems.length > 0) throw validationError(problems);
+      await repo.updateEndpoint(sql, next);
+      return endpointView(next);
+    },
+
+    /**
+     * One SIP endpoint onto many own voice routes (all of them when `routeIds` is omitted; at most
+     * 5,000): `replace` their endpoints (default) or `add` it beside them. The endpoint is checked
+     * once before anything is written; this module checks its form (address and port), since the
+     * SIP stack that could send an OPTIONS probe belongs to the calls module. `dryRun` writes nothing.
+     */
+    async bulkSipEndpoint(sellerId: string, input: { routeIds?: string[]; endpoint: EndpointInput; mode?: 'replace' | 'add'; dryRun?: boolean }) {
+      const problems = targetProblems(input.endpoint.host, input.endpoint.port ?? 5060, '/endpoint');
+      const check = { ok: problems.length === 0, method: 'form' as const, problems };
+      const { found, notFoundIds } = await bulkTargets(sellerId, 'voice', input.routeIds);
+      const mode = input.mode ?? 'replace';
+      if (check.ok && !input.dryRun && found.length > 0) {
+        const e = endpointOf(input.endpoint, '', '');
+        await sql.begin((tx) => repo.setEndpointOnRoutes(tx, found, e, mode, found.map(() => newId())));
+        log.info({ sellerId, routes: found.length, mode }, 'bulk SIP endpoint applied');
+      }
+      return { dryRun: input.dryRun ?? false, mode, check, matched: found.length, updated: check.ok && !input.dryRun ? found.length : 0, routeIds: found, notFound: notFoundIds };
+    },
+
+    /** SMS delivery onto many own SMS routes; same rules as bulkSipEndpoint (form checked once, dry run). */
+    async bulkSmsDelivery(sellerId: string, input: { routeIds?: string[]; smsDelivery: SmsDeliveryInput; dryRun?: boolean }) {
+      const d = input.smsDelivery;
+      const problems = d.kind === 'smpp'
+        ? targetProblems(d.host, d.port, '/smsDelivery')
+        : (() => {
+            try {
+              const u = new URL(d.url);
+              return u.protocol === 'https:' && u.hostname !== '' ? [] : [{ path: '/smsDelivery/url', message: 'must be an https URL' }];
+            } catch {
+              return [{ path: '/smsDelivery/url', message: 'must be an https URL' }];
+            }
+          })();
+      const check = { ok: problems.length === 0, method: 'form' as const, problems };
+      const { found, notFoundIds } = await bulkTargets(sellerId, 'sms', input.routeIds);
+      if (check.ok && !input.dryRun && found.length > 0) {
+        await sql.begin((tx) => repo.setSmsDelivery(tx, found, { ...d }, clock.now()));
+        log.info({ sellerId, routes: found.length, kind: d.kind }, 'bulk SMS delivery applied');
+      }
+      return { dryRun: input.dryRun ?? false, check, matched: found.length, updated: check.ok && !input.dryRun ? found.length : 0, routeIds: found, notFound: notFoundIds };
+    },
+
+    /**
+     * The seller's listings with what keeps each from selling well: `no_rates`, `no_delivery`
+     * (voice without SIP endpoints, SMS without delivery), `paused`, `no_stated_asr`, and
+     * `low_measured_asr` (measured ASR under 20%). `healthy` when none applies.
+     */
+    async listingHealth(sellerId: string) {
+      const rows = await repo.listingHealth(sql, sellerId, clock.now());
+      const m = await quality(rows.map((r) => r.id));
+      const out = rows.map((r) => {
+        const measured = m.get(r.id) ?? null;
+        const issues: string[] = [];
+        if (r.rateCount === 0) issues.push('no_rates');
+        if (r.type === 'voice' ? r.endpoints === 0 : !r.hasSmsDelivery) issues.push('no_delivery');
+        if (r.status === 'paused') issues.push('paused');
+        if (r.expectedAsr === null) issues.push('no_stated_asr');
+        if (measured !== null && measured.asr < LOW_MEASURED_ASR) issues.push('low_measured_asr');
+        return {
+          routeId: r.id, name: r.name, type: r.type, status: r.status, visibility: r.visibility, rateCount: r.rateCount,
+          endpoints: r.endpoints, activePurchases: r.purchases, scheduledChanges: r.scheduledChanges, ratesUploadedAt: iso(r.uploadedAt),
+          measured: measuredView(measured), issues, healthy: issues.length === 0,
+        };
+      });
+      return { routes: out.length, healthy: out.filter((r) => r.healthy).length, withIssues: out.filter((r) => !r.healthy).length, listings: out };
     },
 
     endpointsFor: (routeIds: readonly string[]) => repo.endpointsFor(sql, routeIds),

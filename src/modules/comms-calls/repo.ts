@@ -1,4 +1,5 @@
 import type { Db } from '../../db/connection.js';
+import { communicationsHistory, type HistoryFilter } from '../../ledger/history.js';
 
 /** A `calls` row as GET /comms/calls/{id} shows it. */
 export interface ApiCallRow {
@@ -28,18 +29,7 @@ export interface ApiCallRow {
   endedAt: Date | null;
 }
 
-export interface HistoryRow {
-  id: string;
-  userId: string;
-  type: string;
-  amount: string;
-  balanceAfter: string;
-  reference: string | null;
-  relatedEntityType: string | null;
-  relatedEntityId: string | null;
-  callId: string | null;
-  createdAt: Date;
-}
+export type { HistoryRow } from '../../ledger/history.js';
 
 /** Reads for the call API; writes go through the calls module's repo (`createCallsRepo`). */
 export function createCommsCallsRepo(db: Db) {
@@ -61,18 +51,7 @@ export function createCommsCallsRepo(db: Db) {
      * The customer's ledger entries for API calls, newest first (spec "Communications history entry").
      * Read from the ledger's entries: the ledger exposes no filter by related entity type.
      */
-    history(accountId: string, f: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number }) {
-      return db<HistoryRow[]>`
-        select id, owner_id as user_id, type, to_char(amount, 'FM999999999999990.000000') as amount,
-               to_char(coalesce(balance_after, 0), 'FM999999999999990.000000') as balance_after,
-               reference, related_entity_type, related_entity_id, call_id, created_at
-        from entries
-        where owner_id = ${accountId} and account_kind in ('customer', 'test_credit') and related_entity_type = 'api_call'
-          ${f.from ? db`and created_at >= ${f.from}::timestamptz` : db``}
-          ${f.to ? db`and created_at < ${f.to}::timestamptz` : db``}
-          ${f.cursor ? db`and id < ${f.cursor}::uuid` : db``}
-        order by id desc limit ${f.limit}`;
-    },
+    history: (accountId: string, f: HistoryFilter) => communicationsHistory(db, accountId, ['api_call'], f),
   };
 }
 

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { HistoryEntry } from '../billing/history-entry.js';
 import type { App } from '../../http/app.js';
 import { CursorPage, DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
@@ -82,18 +83,6 @@ const CallRecord = Type.Object({
   })),
 });
 
-const HistoryEntry = Type.Object({
-  id: Uuid(),
-  userId: Uuid(),
-  type: Type.String(),
-  amount: Money(),
-  balanceAfter: Money(),
-  reference: Nullable(Type.String()),
-  relatedEntityType: Nullable(Type.String()),
-  relatedEntityId: Nullable(Type.String()),
-  callId: Nullable(Type.String()),
-  createdAt: DateTime(),
-});
 
 export function commsCallsRoutes(svc: CommsCallsService) {
   return (app: App) => {

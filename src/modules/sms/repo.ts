@@ -1,4 +1,5 @@
 import type { Db } from '../../db/connection.js';
+import { communicationsHistory, type HistoryFilter } from '../../ledger/history.js';
 
 /** A `messages` row as the service reads it (money as 6-place strings). */
 export interface MessageRow {
@@ -51,18 +52,7 @@ export interface NewMessage {
   queuedAt: Date;
 }
 
-export interface HistoryRow {
-  id: string;
-  userId: string;
-  type: string;
-  amount: string;
-  balanceAfter: string;
-  reference: string | null;
-  relatedEntityType: string | null;
-  relatedEntityId: string | null;
-  callId: string | null;
-  createdAt: Date;
-}
+export type { HistoryRow } from '../../ledger/history.js';
 
 const messageColumns = (db: Db) => db`
   id, account_id, operator_id, source, to_number, from_sender, segments, encoding, data_coding, route_id, seller_id,
@@ -166,18 +156,7 @@ export function createSmsRepo(db: Db) {
     },
 
     /** The customer's ledger entries for messages, newest first (spec "Communications history entry"). */
-    history(accountId: string, f: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number }) {
-      return db<HistoryRow[]>`
-        select id, owner_id as user_id, type, to_char(amount, 'FM999999999999990.000000') as amount,
-               to_char(coalesce(balance_after, 0), 'FM999999999999990.000000') as balance_after,
-               reference, related_entity_type, related_entity_id, call_id, created_at
-        from entries
-        where owner_id = ${accountId} and account_kind in ('customer', 'test_credit') and related_entity_type in ('api_sms', 'smpp_sms')
-          ${f.from ? db`and created_at >= ${f.from}::timestamptz` : db``}
-          ${f.to ? db`and created_at < ${f.to}::timestamptz` : db``}
-          ${f.cursor ? db`and id < ${f.cursor}::uuid` : db``}
-        order by id desc limit ${f.limit}`;
-    },
+    history: (accountId: string, f: HistoryFilter) => communicationsHistory(db, accountId, ['api_sms', 'smpp_sms'], f),
   };
 }
 

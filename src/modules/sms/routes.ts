@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { HistoryEntry } from '../billing/history-entry.js';
 import type { App } from '../../http/app.js';
 import { CursorPage, DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
@@ -69,18 +70,6 @@ const BulkResult = Type.Object({
   })),
 });
 
-const HistoryEntry = Type.Object({
-  id: Uuid(),
-  userId: Uuid(),
-  type: Type.String(),
-  amount: Money(),
-  balanceAfter: Money(),
-  reference: Nullable(Type.String()),
-  relatedEntityType: Nullable(Type.String()),
-  relatedEntityId: Nullable(Type.String()),
-  callId: Nullable(Type.String()),
-  createdAt: DateTime(),
-});
 
 export function smsRoutes(svc: SmsService) {
   return (app: App) => {

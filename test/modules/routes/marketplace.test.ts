@@ -35,17 +35,19 @@ t.test('marketplace end to end: list, sheets, visibility, purchases, Smart Routi
 
   // A peer daemon's deck cache on the same database: it must follow uploads through LISTEN/NOTIFY.
   const reloaded: string[] = [];
-  const waiters: { id: string; resolve: () => void }[] = [];
+  const waiters: { id: string; resolve: () => void; ready: () => boolean }[] = [];
   const peer = createDeckCache({
     sql: h.sql, clock, log: pino({ level: 'silent' }),
     onReload: (id) => {
       reloaded.push(id);
-      for (const w of waiters.filter((x) => x.id === id)) w.resolve();
+      // A route's creation notifies too: a waiter resolves only on the rebuild it waits for.
+      for (const w of waiters.filter((x) => x.id === id && x.ready())) w.resolve();
     },
   });
   await peer.start();
   t.teardown(() => peer.stop());
-  const peerReload = (id: string) => new Promise<void>((resolve) => waiters.push({ id, resolve }));
+  const peerReload = (id: string, ready: () => boolean = () => true) =>
+    new Promise<void>((resolve) => (ready() && reloaded.includes(id) ? resolve() : waiters.push({ id, resolve, ready })));
 
   // --- listing
   const bad = await call('POST', '/routes', seller.session, { type: 'voice', name: 'no endpoints' });
@@ -78,7 +80,7 @@ t.test('marketplace end to end: list, sheets, visibility, purchases, Smart Routi
   t.match(up.body.data, { rows: 2, newDestinations: 2, increases: 0 });
 
   const b = (await call('POST', '/routes', seller2.session, voiceRoute('UK cheap', { expectedAsr: 20, expectedAcd: 30 }))).body.data;
-  const peerSawB = peerReload(b.id);
+  const peerSawB = peerReload(b.id, () => peer.registry.lookup(b.id, '447700900000')?.rate === '0.015000');
   t.equal((await call('POST', `/routes/${b.id}/rates`, seller2.session, { format: 'json', rows: [{ prefix: '44', destination: 'UK', rate: '0.008', increment: '6/6' }, { prefix: '4477', destination: 'UK Mobile 77', rate: '0.015' }] })).status, 200);
   await peerSawB;
   t.equal(peer.registry.lookup(b.id, '447700900000')?.rate, '0.015000', 'the peer rebuilt the deck from the notification');

@@ -35,10 +35,15 @@ test: deps
 	  fi; \
 	  node scripts/test-summary.mjs var/test-output.txt var/test-rerun.txt; exit $$status
 
-# Each benchmark prints its figures, one line per measure. They need wrk and sipp (installed here).
+# Each benchmark prints its figures, one line per measure. What they need beyond the tests'
+# services (wrk, sipp, Kamailio as the SIP anchor) is listed in bench/apt-packages.txt.
 bench: build
 	@bash scripts/test-services.sh
-	@command -v wrk >/dev/null || apt-get install -y -q wrk >/dev/null
+	@missing=$$(grep -v '^\s*\(#\|$$\)' bench/apt-packages.txt | while read -r p; do \
+	    dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' || echo "$$p"; done); \
+	  if [ -n "$$missing" ]; then echo "installing Debian packages: $$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null || exit 1; fi
 	@for f in $$(ls bench/*/*.bench.ts); do echo "== $$f"; node --import tsx $$f || exit 1; done
 
 clean:

@@ -277,16 +277,17 @@ export function createLedger(deps: LedgerDeps) {
     },
 
     async balanceOf(accountId: string, db: Db = sql): Promise<Balance> {
-      const [row] = await db<{ balance: string; held: string; creditLimit: string; testCredit: string; testHeld: string; payable: string }[]>`
-        select balance::text, held::text, credit_limit::text, test_credit::text, test_held::text, payable::text
+      // Available computed in the same query: every trunk call reads it, one round trip matters.
+      const [row] = await db<{ balance: string; held: string; creditLimit: string; testCredit: string; testHeld: string; payable: string; available: string }[]>`
+        select balance::text, held::text, credit_limit::text, test_credit::text, test_held::text, payable::text,
+               greatest(balance + credit_limit - held, 0)::text as available
         from ledger_owner_balances where owner_id = ${accountId}`;
-      const b = row ?? { balance: '0', held: '0', creditLimit: '0', testCredit: '0', testHeld: '0', payable: '0' };
-      const [avail] = await db<{ v: string }[]>`select greatest(${b.balance}::numeric + ${b.creditLimit}::numeric - ${b.held}::numeric, 0)::text as v`;
+      const b = row ?? { balance: '0', held: '0', creditLimit: '0', testCredit: '0', testHeld: '0', payable: '0', available: '0' };
       return {
         balance: money6(b.balance),
         held: money6(b.held),
         creditLimit: money6(b.creditLimit),
-        available: money6(avail!.v),
+        available: money6(b.available),
         testCredit: money6(b.testCredit),
         testHeld: money6(b.testHeld),
         payable: money6(b.payable),

@@ -38,8 +38,10 @@ export interface HttpSupplierOptions {
   callbackUrl: string;
   /** Whole-request budget (connect, send, response). Default 10 s. */
   timeoutMs?: number;
-  /** Extra TLS options, e.g. { ca } for a private CA. */
-  tls?: { ca?: string | Buffer; rejectUnauthorized?: boolean };
+  /** Extra trusted CAs, e.g. { ca } for a private CA (certificate checks stay on). */
+  tls?: { ca?: string | Buffer };
+  /** Sent as the Authorization header when the supplier wants one besides the signature. */
+  authorization?: string;
   allowHttp?: boolean;
   log: Logger;
   clock: Clock;
@@ -108,6 +110,7 @@ export function createHttpSupplier(opts: HttpSupplierOptions): HttpSupplier {
               [HEADER_TIMESTAMP]: String(ts),
               [HEADER_SIGNATURE]: signBody(opts.secret, ts, body),
               [HEADER_MESSAGE_ID]: message.messageId,
+              ...(opts.authorization ? { authorization: opts.authorization } : {}),
             },
             ...(opts.tls ?? {}),
           },

@@ -13,6 +13,10 @@ import { buildWebhooksModule } from './webhooks/index.js';
 import { buildCallsModule } from './calls/index.js';
 import { buildCommsCallsModule } from './comms-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
+import { probeEndpoint } from '../telephony/sip/index.js';
+
+// As the calls module's route test and health probes: a silent endpoint costs the seller 2 s.
+const BULK_PROBE_TIMEOUT_MS = 2000;
 
 /** A built module: its routes, and background work started and stopped by main.ts. */
 export interface Module extends ApiModule {
@@ -53,8 +57,13 @@ export async function buildModules(core: CoreDeps) {
   const marketplace = buildMarketplaceModules(core);
   // SIP trunks in, supplier routes out, CDRs (issue 8).
   const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services });
+  // Bulk SIP endpoint changes probe the endpoint once, over the calls module's stack.
+  marketplace.services.routes.useSipProbe((target) => {
+    const stack = calls.getStack();
+    return stack === null ? null : probeEndpoint(stack, target, { timeoutMs: BULK_PROBE_TIMEOUT_MS });
+  });
   // Calls placed through the API (issue 6) over the calls module's SIP stack.
-  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec) });
+  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec) });
   // SMS through the API, supplier SMPP binds per route, receipts (issue 5).
   const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
   let usageTimer: NodeJS.Timeout | undefined;

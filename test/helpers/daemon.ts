@@ -29,19 +29,24 @@ export interface HttpsResult {
 export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config> = {}, opts: { clock?: Clock } = {}): Promise<TestDaemon> {
   const db = await createTestDatabase(t, { migrate: false });
   const state = mkdtempSync(join(tmpdir(), 'svc-test-state-'));
-  const config = loadConfig({
-    overrides: {
-      paths: { state },
-      log: { level: 'silent' },
-      http: { host: '127.0.0.1', port: 0 },
-      database: { url: db.url, pool_max: 10 },
-      sip: { host: '127.0.0.1', port: 0 },
-      smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
-      metrics: { host: '127.0.0.1', port: 0 },
-      webhooks: { allow_private_targets: true },
-      ...overrides,
-    } as DeepPartial<Config>,
-  });
+  const base: Record<string, Record<string, unknown>> = {
+    paths: { state },
+    log: { level: 'silent' },
+    http: { host: '127.0.0.1', port: 0 },
+    database: { url: db.url, pool_max: 10 },
+    // No background OPTIONS: a probe landing on a sipp peer (or on a port another test's sipp now
+    // holds) fails that scenario; health tests call checkAll() themselves.
+    sip: { host: '127.0.0.1', port: 0, options_interval_seconds: 3600 },
+    smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
+    metrics: { host: '127.0.0.1', port: 0 },
+    webhooks: { allow_private_targets: true },
+  };
+  // Sections merge key by key, so a test overriding one SIP key still listens on loopback port 0.
+  const merged: Record<string, unknown> = { ...base };
+  for (const [section, values] of Object.entries(overrides as Record<string, Record<string, unknown> | undefined>)) {
+    merged[section] = { ...base[section], ...values };
+  }
+  const config = loadConfig({ overrides: merged as DeepPartial<Config> });
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const daemon = await startDaemon(config, { log, ...(opts.clock ? { clock: opts.clock } : {}) });
   t.teardown(async () => {

@@ -18,12 +18,9 @@ import { callsRoutes } from './routes.js';
 import { createCallsService } from './service.js';
 
 const HOUSEKEEPING_MS = 30_000;
-// OPTIONS health of supplier endpoints. Candidates for `[sip]` settings (options_interval_seconds,
-// options_failures_down, options_successes_up) once the config schema takes them.
-const HEALTH_MS = 30_000;
-const HEALTH_FAILURES_DOWN = 3;
-const HEALTH_SUCCESSES_UP = 2;
-const PROBE_TIMEOUT_MS = 2000;
+// The OPTIONS health tick: each endpoint is probed on its own interval (`[sip] options_interval_seconds`
+// or the endpoint's), so the tick only has to be as fine as the shortest interval allowed (5 s).
+const HEALTH_TICK_MS = 5_000;
 
 /**
  * The voice plane: SIP on `[sip] host:port` (UDP and TCP), the trunk B2BUA wired to routing,
@@ -40,14 +37,16 @@ export function buildCallsModule(
   let b2bua: TrunkB2bua | null = null;
   const probe = async (t: HealthTarget): Promise<ProbeResult> => {
     if (!b2bua) throw serviceUnavailable('The SIP plane is not running');
-    return b2bua.probeEndpoint({ host: t.host, port: t.port, transport: t.transport === 'tcp' ? 'tcp' : 'udp' }, { timeoutMs: PROBE_TIMEOUT_MS });
+    return b2bua.probeEndpoint({ host: t.host, port: t.port, transport: t.transport === 'tcp' ? 'tcp' : 'udp' }, { timeoutMs: config.sip.options_timeout_ms });
   };
   const health = createEndpointHealth({
     probe,
     targets: () => calls.repo.probeTargets(),
     log: log.child({ module: 'endpoint-health' }),
-    failuresToDown: HEALTH_FAILURES_DOWN,
-    successesToUp: HEALTH_SUCCESSES_UP,
+    failuresToDown: config.sip.options_failure_threshold,
+    successesToUp: config.sip.options_recovery_threshold,
+    intervalSeconds: config.sip.options_interval_seconds,
+    now: () => core.clock.now().getTime(),
   });
   const calls = Object.assign(
     createCallsService({ ...core, ...deps, counters, node, log: log.child({ module: 'calls' }), endpointDown: (e) => health.isDown(e) }),
@@ -72,7 +71,8 @@ export function buildCallsModule(
     name: 'calls',
     routes: callsRoutes(calls, deps.purchases, config.sip.primary_host, { routes: deps.routes, probe, record: health.record }),
     async start() {
-      await calls.reconcileOrphans();
+      // Before the SIP stack exists, so no API call of this daemon can be live yet.
+      await calls.reconcileOrphans({ atStart: true });
       const transport = await createSipTransport({ host: config.sip.host, port: config.sip.port, log: log.child({ plane: 'sip' }) });
       stack = createSipStack({ transport, log: log.child({ plane: 'sip' }) });
       b2bua = createTrunkB2bua({
@@ -82,6 +82,7 @@ export function buildCallsModule(
         realm: config.sip.primary_host,
         nonceSecret: await loadServerSecret(core.sql, 'sip-nonce'),
         policy: calls.policy,
+        sessionTimer: { minSeSeconds: config.sip.session_min_se_seconds, defaultSeconds: config.sip.session_expires_seconds },
       });
       const port = transport.port;
       core.health.register('sip', () => ({ ok: true, port, activeCalls: b2bua?.activeCalls() ?? 0 }));
@@ -91,10 +92,10 @@ export function buildCallsModule(
       timer.unref();
       healthTimer = setInterval(() => {
         checking ??= health
-          .checkAll()
+          .checkDue()
           .catch((err: unknown) => log.warn({ err }, 'endpoint health check failed'))
           .finally(() => (checking = null));
-      }, HEALTH_MS);
+      }, Math.min(HEALTH_TICK_MS, config.sip.options_interval_seconds * 1000));
       healthTimer.unref();
     },
     ports: (): Record<string, number> => (stack ? { sip: stack.transport.port } : {}),

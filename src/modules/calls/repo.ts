@@ -73,7 +73,14 @@ export interface CdrFilter {
   limit: number;
 }
 
-export function createCallsRepo(db: Db) {
+/**
+ * `ipCacheMs`: how long a source address's whitelist answer is reused (every trunk INVITE asks);
+ * changes made through this repo clear it at once, others (another daemon, svcctl) show within it.
+ */
+export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => number } = {}) {
+  const ipCacheMs = opts.ipCacheMs ?? 0;
+  const now = opts.now ?? Date.now;
+  const byIp = new Map<string, { accountId: string | null; until: number }>();
   return {
     async insertCdrs(rows: CdrInsert[], tx: Db = db): Promise<void> {
       if (rows.length === 0) return;
@@ -97,6 +104,18 @@ export function createCallsRepo(db: Db) {
           ${f.cursor ? db`and id < ${f.cursor}` : db``}
         order by id desc
         limit ${f.limit}`;
+    },
+
+    // Status, operator and call terms of a paying account in one round trip (accounts, sub-account
+    // and operator settings tables, read only): the trunk call path runs it for every call.
+    async payerTerms(accountId: string) {
+      const [r] = await db<{ status: string; parentId: string | null; markupPct: string | null; maxConcurrentCalls: number | null; defaultMarkupPct: string | null }[]>`
+        select a.status, a.parent_id, s.markup_pct::text, s.max_concurrent_calls, st.default_markup_pct::text
+        from accounts a
+        left join sub_accounts s on s.account_id = a.id
+        left join application_settings st on st.operator_id = a.parent_id
+        where a.id = ${accountId}`;
+      return r ?? null;
     },
 
     // Seller and capacity terms of routes: read here until the marketplace service exposes them.
@@ -123,6 +142,28 @@ export function createCallsRepo(db: Db) {
                 ${c.callGroupId}, ${c.holdId}, ${c.maxDurationSeconds}, ${tx.json(c.pricing as never)}, ${c.ownerNode}, ${c.now},
                 ${c.now}, ${c.simulated ?? false}, ${c.actions === undefined ? null : tx.json(c.actions as never)})`;
     },
+    /**
+     * A trunk call's hold (ledger_hold, the ledger's own function) and its call row in one statement:
+     * one round trip and one commit, so the payer's balance row, which every call of that payer
+     * waits on, is locked no longer than the statement. Returns the hold id; SVC01 when unaffordable.
+     */
+    async insertCallWithHold(c: {
+      id: string; accountId: string; operatorId: string | null; toNumber: string; fromNumber: string; maxDurationSeconds: number;
+      pricing: unknown; ownerNode: string; now: Date;
+    }, hold: { postingKey: string; amount: string; expiresAt: Date; reference: string }): Promise<string> {
+      const [r] = await db<{ holdId: string }[]>`
+        with h as (
+          select ledger_hold(${hold.postingKey}, ${c.accountId}::uuid, ${hold.amount}::numeric, false, ${hold.expiresAt}, ${hold.reference},
+                             'sip_call', ${c.id}::text, ${c.id}::text, ${c.now}) as r
+        )
+        insert into calls (id, account_id, operator_id, source, mode, status, to_number, from_number, call_group_id, hold_id,
+                           max_duration_seconds, pricing, owner_node, last_seen_at, created_at)
+        values (${c.id}, ${c.accountId}, ${c.operatorId}, 'trunk', 'trunk', 'ringing', ${c.toNumber}, ${c.fromNumber},
+                ${c.id}, (select (h.r ->> 'holdId')::uuid from h), ${c.maxDurationSeconds}, ${db.json(c.pricing as never)}, ${c.ownerNode},
+                ${c.now}, ${c.now})
+        returning hold_id`;
+      return r!.holdId;
+    },
     async markCall(id: string, patch: { status: string; routeId?: string | null; ringingAt?: Date; answeredAt?: Date }) {
       await db`
         update calls set status = ${patch.status},
@@ -146,25 +187,28 @@ export function createCallsRepo(db: Db) {
           error = ${f.error ?? null}, gathered = ${f.gathered === undefined ? null : tx.json(f.gathered as never)}
         where id = ${id} and ended_at is null`;
     },
-    /** Locks a still-open call for its reconcile; false when already ended or locked by another daemon. */
-    async lockOpenCall(tx: Db, id: string): Promise<boolean> {
-      const rows = await tx`select id from calls where id = ${id} and ended_at is null for update skip locked`;
+    /** Locks a still-open call; false when already ended, or (without `wait`) locked by another daemon. */
+    async lockOpenCall(tx: Db, id: string, opts: { wait?: boolean } = {}): Promise<boolean> {
+      const rows = opts.wait
+        ? await tx`select id from calls where id = ${id} and ended_at is null for update`
+        : await tx`select id from calls where id = ${id} and ended_at is null for update skip locked`;
       return rows.length > 0;
     },
     async heartbeat(ids: readonly string[], now: Date) {
       if (ids.length) await db`update calls set last_seen_at = ${now} where id = any(${ids as string[]}::uuid[]) and ended_at is null`;
     },
     /** Calls still open whose daemon is gone: this node's from before a restart, or anyone's silent too long. */
-    orphans: (node: string, staleBefore: Date) =>
+    orphans: (owners: readonly string[], staleBefore: Date) =>
       db<{ id: string; accountId: string; operatorId: string | null; source: string; toNumber: string; fromNumber: string;
            callGroupId: string; routeId: string | null; holdId: string | null; pricing: OrphanPricing | null;
            answeredAt: Date | null; lastSeenAt: Date; createdAt: Date; maxDurationSeconds: number | null }[]>`
         select id, account_id, operator_id, source, to_number, from_number, call_group_id, route_id, hold_id, pricing,
                answered_at, coalesce(last_seen_at, created_at) as last_seen_at, created_at, max_duration_seconds
-        from calls where ended_at is null and (owner_node = ${node} or last_seen_at < ${staleBefore})
+        from calls where ended_at is null and (owner_node = any(${owners as string[]}) or last_seen_at < ${staleBefore})
         limit 500`,
 
     async addTrunkIp(row: { id: string; accountId: string; ip: string; label: string | null }) {
+      byIp.clear();
       const [r] = await db<{ id: string; ip: string; label: string | null; createdAt: Date }[]>`
         insert into trunk_ips (id, account_id, ip, label) values (${row.id}, ${row.accountId}, ${row.ip}::inet, ${row.label})
         returning id, host(ip) as ip, label, created_at`;
@@ -174,11 +218,19 @@ export function createCallsRepo(db: Db) {
       db<{ id: string; ip: string; label: string | null; createdAt: Date }[]>`
         select id, host(ip) as ip, label, created_at from trunk_ips where account_id = ${accountId} order by id desc`,
     async removeTrunkIp(accountId: string, id: string): Promise<boolean> {
+      byIp.clear();
       const rows = await db`delete from trunk_ips where id = ${id} and account_id = ${accountId} returning id`;
       return rows.length > 0;
     },
     async accountByIp(ip: string): Promise<string | null> {
+      const hit = byIp.get(ip);
+      if (hit && hit.until > now()) return hit.accountId;
       const [r] = await db<{ accountId: string }[]>`select account_id from trunk_ips where ip = ${ip}::inet`;
+      if (ipCacheMs > 0) {
+        // Bounded against a flood of distinct sources.
+        if (byIp.size >= 10_000) byIp.clear();
+        byIp.set(ip, { accountId: r?.accountId ?? null, until: now() + ipCacheMs });
+      }
       return r?.accountId ?? null;
     },
 

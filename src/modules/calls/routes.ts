@@ -1,3 +1,4 @@
+import { SmsDeliveryTest, testSmsDelivery } from '../sms/delivery-test.js';
 import { stringify } from 'csv-stringify';
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
@@ -28,7 +29,9 @@ const Cdr = Type.Object({
   durationSeconds: Nullable(Type.Integer()),
   billedSeconds: Nullable(Type.Integer()),
   segments: Nullable(Type.Integer()),
-  pddMs: Nullable(Type.Integer()),
+  pddMs: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+    description: 'Post-dial delay of this leg in ms: from the INVITE sent to the supplier to its first 18x or 2xx; null when neither came (refused, timed out) and for SMS',
+  }),
   buyerCost: Nullable(Money()),
   sellerCredit: Nullable(Money('only for the route seller')),
   ratePerUnit: Nullable(Money()),
@@ -54,7 +57,7 @@ function present(r: CdrRow, viewerId: string) {
 }
 
 export interface RouteProbe {
-  routes: Pick<RoutesService, 'visibleRoute' | 'endpointsFor'>;
+  routes: Pick<RoutesService, 'visibleRoute' | 'endpointsFor' | 'smsDeliveryFor'>;
   probe(target: HealthTarget): Promise<ProbeResult>;
   /** Feeds the result to the endpoint health state, as a scheduled check would. */
   record(target: HealthTarget, result: ProbeResult): void;
@@ -66,17 +69,26 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
       config: { access: { auth: 'required', scope: 'routes:read' }, rateLimit: { points: 5, seconds: 10 } },
       schema: {
         tags: ['Routes'],
-        summary: 'Probe a voice route\'s SIP endpoints with OPTIONS',
+        summary: 'Probe a voice route\'s SIP endpoints with OPTIONS, or check an own SMS route\'s delivery',
         description:
           'Sends SIP OPTIONS to each endpoint of the route (your own, or one visible to you) in priority order and answers with ' +
           'the first that responds (`ok`: any final response below 500 other than 408), else the first endpoint\'s result. ' +
-          'The same probe the scheduled health checks use; no call is placed and nothing is billed.',
+          'The same probe the scheduled health checks use; no call is placed and nothing is billed. ' +
+          'On an SMS route (its seller only, as it uses the stored credentials): SMPP delivery performs one real bind and unbind ' +
+          'and sends nothing; HTTPS delivery is checked for a well-formed https URL and a signing secret. That answer is ' +
+          '`{ pass, via, checks[] { label, value, ok }, message }`.',
         params: Type.Object({ id: Uuid() }),
-        response: { 200: Ok(Type.Object({ ok: Type.Boolean(), status: Nullable(Type.Integer()), rttMs: Type.Number() })) },
+        response: { 200: Ok(Type.Union([Type.Object({ ok: Type.Boolean(), status: Nullable(Type.Integer()), rttMs: Type.Number() }), SmsDeliveryTest])) },
       },
     }, async (req) => {
       const route = await voice.routes.visibleRoute(req.params.id, req.principal!.accountId);
       if (!route) throw notFound('Route');
+      if (route.type === 'sms') {
+        if (route.sellerId !== req.principal!.accountId) throw ruleError('Only the route\'s seller can test its SMS delivery');
+        const d = (await voice.routes.smsDeliveryFor([route.id])).get(route.id);
+        if (!d) throw ruleError('The route has no SMS delivery to test');
+        return ok(await testSmsDelivery(d));
+      }
       if (route.type !== 'voice') throw ruleError('Only voice routes have SIP endpoints to probe');
       const endpoints = (await voice.routes.endpointsFor([req.params.id])).sort((a, b) => a.priority - b.priority);
       let first: ProbeResult | null = null;

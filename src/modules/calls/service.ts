@@ -9,6 +9,7 @@ import type { Ledger } from '../../ledger/index.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Counters } from '../../platform/counters.js';
 import { newId } from '../../platform/ids.js';
+import { createTtlCache } from '../../platform/ttl-cache.js';
 import { requireIncrement } from '../../rating/index.js';
 import type { CallEndedEvent, CallPlan, PlanCallInput, TrunkPolicy } from '../../telephony/sip/b2bua.js';
 import { computeHa1 } from '../../telephony/sip/index.js';
@@ -29,6 +30,7 @@ const HANGUP_REASONS: Record<string, string> = {
   'no-answer': 'No answer',
   'ack-timeout': 'The caller never confirmed the answer',
   shutdown: 'The exchange was shutting down',
+  'session-expired': 'The caller stopped refreshing the session (RFC 4028 session timer)',
   crash: 'The exchange restarted during the call; billed to the last time it was seen',
 };
 
@@ -41,7 +43,27 @@ interface LiveCall {
   slots: string[];
   markupPct: Decimal;
   priced: Map<string, PricedRoute & { sellerId: string }>;
+  /** The answered-mark update in flight: the settlement waits for it rather than finding the row locked. */
+  marked?: Promise<unknown>;
+  /** When the hold expires unless extended (ms since epoch). */
+  holdUntil: number;
 }
+
+/**
+ * The owner written on calls placed through the API: apart from this node's trunk calls, which the
+ * housekeeping reconciles as soon as they are not live here, while the API's own heartbeat keeps these.
+ */
+export const apiCallOwner = (node: string): string => `${node}:api`;
+
+interface RouteLimits {
+  capacity: number | null;
+  maxCps: number | null;
+}
+
+/** What admitting an API call took, or which limit refused it. */
+export type ApiAdmission =
+  | { ok: true; slots: string[]; routeIds: string[] }
+  | { ok: false; cause: 'sub-account-calls' | 'api-calls' | 'capacity' | 'cps'; limit: number | null };
 
 export interface CallsDeps {
   sql: Sql;
@@ -64,7 +86,10 @@ export interface CallsDeps {
  */
 export function createCallsService(deps: CallsDeps) {
   const { sql, log, clock, config, ledger } = deps;
-  const repo = createCallsRepo(sql);
+  // Whitelist and SIP credential answers are reused as briefly as API credentials are (auth.credential_cache_seconds).
+  const credentialMs = config.auth.credential_cache_seconds * 1000;
+  const repo = createCallsRepo(sql, { ipCacheMs: credentialMs, now: () => clock.now().getTime() });
+  const sipUsers = createTtlCache<string, Awaited<ReturnType<TrunkPolicy['lookupSipUser']>>>(credentialMs, clock);
   const live = new Map<string, LiveCall>();
   // Refused trunk calls by cause (issue 8: "over a limit the call is refused ... and counted").
   const refused = new Map<string, number>();
@@ -77,14 +102,12 @@ export function createCallsService(deps: CallsDeps) {
   };
 
   /** Status, operator, markup and concurrency cap of the paying account. */
+  // One query on the call path (it was four: account, sub-account, and the operator's settings twice).
   const payerTerms = async (accountId: string) => {
-    const account = await deps.accounts.getAccount(accountId);
-    if (!account) return null;
-    if (!account.parentId) return { status: account.status, parentId: null, markupPct: new Decimal(0), maxConcurrentCalls: null as number | null };
-    const sub = await deps.application.get(account.parentId, accountId);
-    const settings = await deps.application.settings(account.parentId);
-    const pct = sub.markupPct ?? settings.defaultMarkupPct ?? 0;
-    return { status: account.status, parentId: account.parentId, markupPct: new Decimal(pct), maxConcurrentCalls: sub.maxConcurrentCalls ?? null };
+    const t = await repo.payerTerms(accountId);
+    if (!t) return null;
+    if (!t.parentId) return { status: t.status, parentId: null, markupPct: new Decimal(0), maxConcurrentCalls: null as number | null };
+    return { status: t.status, parentId: t.parentId, markupPct: new Decimal(t.markupPct ?? t.defaultMarkupPct ?? 0), maxConcurrentCalls: t.maxConcurrentCalls ?? null };
   };
 
   // Every slot this daemon holds, planned calls included: what `Counters.reconcile` rewrites its share to.
@@ -116,13 +139,75 @@ export function createCallsService(deps: CallsDeps) {
     return { ok: true, slots };
   }
 
+  /**
+   * Routes at capacity are skipped, as a supplier would refuse them anyway; so is a route over its
+   * calls per second this second (the next may take the call). Route slots go into `slots` as they
+   * are taken, so a caller can give them back even when a counter fails halfway.
+   */
+  async function takeRoutes<T extends { routeId: string }>(candidates: readonly T[], terms: ReadonlyMap<string, RouteLimits>, slots: string[]) {
+    const usable: T[] = [];
+    let full = 0;
+    let overCps = 0;
+    for (const c of candidates) {
+      const t = terms.get(c.routeId);
+      if (t?.maxCps && !(await deps.counters.rate(`cps:${c.routeId}`, t.maxCps))) {
+        overCps++;
+        continue;
+      }
+      if (t?.capacity) {
+        const got = await acquireAll([{ key: `route:${c.routeId}`, limit: t.capacity }]);
+        if (!got.ok) {
+          full++;
+          continue;
+        }
+        slots.push(...got.slots);
+      }
+      usable.push(c);
+    }
+    return { usable, full, overCps };
+  }
+
+  /**
+   * Admits a call placed through the API (issue 6) in the same counters as trunk calls: the paying
+   * sub-account's `maxConcurrentCalls`, the account's cap on concurrent API calls (`api:`), then
+   * each route's capacity and calls per second. The slots count in `liveSlots` until released.
+   */
+  async function admitApiCall(o: { payer: string; maxApiCalls: number; routeIds: readonly string[] }): Promise<ApiAdmission> {
+    const account = await payerTerms(o.payer);
+    const wanted: { key: string; limit: number }[] = [];
+    if (account?.maxConcurrentCalls !== null && account?.maxConcurrentCalls !== undefined) wanted.push({ key: `acct:${o.payer}`, limit: account.maxConcurrentCalls });
+    if (o.maxApiCalls > 0) wanted.push({ key: `api:${o.payer}`, limit: o.maxApiCalls });
+    const slots: string[] = [];
+    try {
+      for (const w of wanted) {
+        const got = await acquireAll([w]);
+        if (!got.ok) {
+          await releaseSlots(slots);
+          return { ok: false, cause: w.key.startsWith('api:') ? 'api-calls' : 'sub-account-calls', limit: w.limit };
+        }
+        slots.push(...got.slots);
+      }
+      const terms = new Map((await repo.routeTerms(o.routeIds)).map((t) => [t.id, t]));
+      const taken = await takeRoutes(o.routeIds.map((routeId) => ({ routeId })), terms, slots);
+      if (taken.usable.length === 0) {
+        await releaseSlots(slots);
+        return { ok: false, cause: taken.full > 0 ? 'capacity' : 'cps', limit: null };
+      }
+      return { ok: true, slots, routeIds: taken.usable.map((u) => u.routeId) };
+    } catch (err) {
+      await releaseSlots(slots);
+      throw err;
+    }
+  }
+
   async function planTrunkCall(input: PlanCallInput): Promise<CallPlan> {
     const payer = input.subAccountId ?? input.accountId;
-    const account = await payerTerms(payer);
+    // Independent reads side by side: setup time is mostly database round trips.
+    const [account, capped] = await Promise.all([payerTerms(payer), ledger.capSuspended(payer)]);
     if (!account || account.status === 'closed') return refuse('account', 403, 'Account closed');
-    if (account.status === 'suspended' || (await ledger.capSuspended(payer))) {
-      return refuse('suspended', 403, 'Account suspended (daily spend cap or operator)');
-    }
+    if (account.status === 'suspended') return refuse('suspended', 403, 'Account suspended');
+    // Counted apart from an operator's suspension: the cap lifts itself at the next UTC day.
+    if (capped) return refuse('daily-cap', 403, 'Daily spend cap reached until the next UTC day');
     const operatorId = account.parentId;
     const routingAccount = operatorId ?? payer;
     let candidates: Candidate[];
@@ -152,20 +237,8 @@ export function createCallsService(deps: CallsDeps) {
     const taken = await acquireAll(wanted);
     if (!taken.ok) return refuse('concurrency', 503, 'Concurrent call limit reached');
 
-    // Routes at capacity are skipped, as a supplier would refuse them anyway.
-    const usable: Candidate[] = [];
     const slots = [...taken.slots];
-    for (const c of candidates) {
-      const t = terms.get(c.routeId);
-      // Over its calls-per-second this second: the route is skipped like a full one (the next may take it).
-      if (t?.maxCps && !(await deps.counters.rate(`cps:${c.routeId}`, t.maxCps))) continue;
-      if (t?.capacity) {
-        const got = await acquireAll([{ key: `route:${c.routeId}`, limit: t.capacity }]);
-        if (!got.ok) continue;
-        slots.push(...got.slots);
-      }
-      usable.push(c);
-    }
+    const { usable } = await takeRoutes(candidates, terms, slots);
     if (usable.length === 0) {
       await releaseSlots(slots);
       return refuse('capacity', 503, 'Route capacity or calls-per-second limit reached');
@@ -180,39 +253,27 @@ export function createCallsService(deps: CallsDeps) {
       return refuse('balance', 402, 'Insufficient balance');
     }
     const callGroupId = newId();
-    let holdId: string;
-    try {
-      const hold = await ledger.hold({
-        postingKey: `call:${callGroupId}:hold`,
-        accountId: payer,
-        amount: holdFor(seconds, [...priced.values()], markupPct),
-        ttlSeconds: seconds + 600,
-        reference: `SIP call to ${input.to.slice(0, 4)}…`,
-        relatedEntityType: 'sip_call',
-        relatedEntityId: callGroupId,
-        callId: callGroupId,
-      });
-      holdId = hold.holdId;
-    } catch (err) {
-      await releaseSlots(slots);
-      if (err instanceof postgres.PostgresError && err.code === 'SVC01') return refuse('balance', 402, 'Insufficient balance');
-      throw err;
-    }
+    const holdKey = `call:${callGroupId}:hold`;
     const pricing: OrphanPricing = {
       markupPct: markupPct.toFixed(3),
       routes: Object.fromEntries([...priced].map(([id, p]) => [id, { price: p.price.toFixed(6), sellerRate: p.sellerRate.toFixed(6), increment: p.increment.text, sellerId: p.sellerId }])),
     };
     // In `live` before the row exists, so a concurrent orphan reconcile never takes it for a dead daemon's call.
-    live.set(callGroupId, { id: callGroupId, payer, operatorId, holdId, maxDurationSeconds: seconds, slots, markupPct, priced });
+    const ttlSeconds = seconds + 600;
+    const now = clock.now();
+    const liveCall: LiveCall = { id: callGroupId, payer, operatorId, holdId: '', maxDurationSeconds: seconds, slots, markupPct, priced, holdUntil: now.getTime() + ttlSeconds * 1000 };
+    live.set(callGroupId, liveCall);
     try {
-      await repo.insertCall({
-        id: callGroupId, accountId: payer, operatorId, source: 'trunk', mode: 'trunk', status: 'ringing', toNumber: input.to,
-        fromNumber: input.from, callGroupId, holdId, maxDurationSeconds: seconds, pricing, ownerNode: deps.node, now: clock.now(),
-      });
+      // The hold and the call row in one statement: never a hold without the call row the orphan
+      // reconcile settles it from, and one commit instead of two.
+      liveCall.holdId = await repo.insertCallWithHold(
+        { id: callGroupId, accountId: payer, operatorId, toNumber: input.to, fromNumber: input.from, maxDurationSeconds: seconds, pricing, ownerNode: deps.node, now },
+        { postingKey: holdKey, amount: holdFor(seconds, [...priced.values()], markupPct), expiresAt: new Date(now.getTime() + ttlSeconds * 1000), reference: `SIP call to ${input.to.slice(0, 4)}…` },
+      );
     } catch (err) {
       live.delete(callGroupId);
-      await ledger.release({ postingKey: `call:${callGroupId}:release`, holdId }).catch((e: unknown) => log.error({ err: e, callGroupId }, 'hold release failed'));
       await releaseSlots(slots);
+      if (err instanceof postgres.PostgresError && err.code === 'SVC01') return refuse('balance', 402, 'Insufficient balance');
       throw err;
     }
     return {
@@ -246,11 +307,11 @@ export function createCallsService(deps: CallsDeps) {
     const duration = Math.min(Math.ceil(e.durationMs / 1000), call.maxDurationSeconds);
     const charge = route && e.answeredAt ? chargeLeg(route, duration, call.markupPct) : null;
     const status = e.answeredAt ? 'completed' : e.sipCode === 486 || e.sipCode === 600 ? 'busy' : e.hangupCause === 'no-answer' || e.sipCode === 480 || e.sipCode === 487 ? 'no_answer' : 'failed';
+    await call.marked;
     try {
       await sql.begin(async (tx) => {
-        // A stale-call reconcile on another daemon may hold it: then that one settles it.
-        if (!(await repo.lockOpenCall(tx, e.callGroupId))) return;
-        await settleOrRelease(tx, call, e.routeId, charge);
+        // Waits out a heartbeat's lock; ended meanwhile by a stale-call reconcile on another daemon: that one settled it.
+        if (!(await repo.lockOpenCall(tx, e.callGroupId, { wait: true }))) return;
         const endedAt = e.endedAt;
         const rows: CdrInsert[] = e.attempts.map((a) => {
           const connected = a.outcome === 'answered' && a.routeId === e.routeId && charge !== null;
@@ -262,21 +323,21 @@ export function createCallsService(deps: CallsDeps) {
             status: connected ? 'completed' : a.outcome === 'answered' ? 'completed' : a.outcome,
             sipCode: a.sipCode, hangupCause: connected ? e.hangupCause : a.reason,
             durationSeconds: connected ? duration : 0, billedSeconds: connected ? charge.billableSeconds : 0, segments: null,
-            // The B2BUA does not report when ringing began, so no post-dial delay yet.
-            pddMs: null,
+            pddMs: a.pddMs,
             buyerCost: connected ? charge.total : '0.000000', sellerCredit: connected ? charge.seller : '0.000000',
             ratePerUnit: connected ? charge.ratePerMinute : null, simulated: false, isProbe: false,
             answeredAt: connected ? e.answeredAt : null, endedAt, createdAt: a.startedAt,
           };
         });
-        await repo.insertCdrs(rows, tx);
-        await repo.finishCall(tx, e.callGroupId, {
+        // Pipelined on the transaction's connection: one round trip instead of one per statement. The
+        // ledger last, so the payer's balance row (every call of that payer waits on it) stays locked shortest.
+        await Promise.all([repo.insertCdrs(rows, tx), repo.finishCall(tx, e.callGroupId, {
           status, routeId: e.routeId, sipCode: e.sipCode, hangupCause: e.hangupCause, hangupReason: HANGUP_REASONS[e.hangupCause] ?? e.hangupCause,
           durationSeconds: e.answeredAt ? duration : 0, billableSeconds: charge?.billableSeconds ?? 0, cost: charge?.total ?? '0.000000',
           billingIncrement: route?.increment.text ?? null, ratePerMinute: charge?.ratePerMinute ?? null,
           attempts: e.attempts.map((a, i) => ({ attempt: i + 1, routeId: a.routeId, status: a.outcome, sipResponseCode: a.sipCode, hangupCause: a.reason })),
           answeredAt: e.answeredAt, endedAt,
-        });
+        }), settleOrRelease(tx, call, e.routeId, charge)]);
       });
     } catch (err) {
       // Left open in the database: the next housekeeping pass reconciles it as this node's orphan.
@@ -294,12 +355,14 @@ export function createCallsService(deps: CallsDeps) {
     }
     const seller = sellerId ?? live.get(call.id)?.priced.get(routeId ?? '')?.sellerId ?? null;
     const ctx = { reference: 'Voice call', relatedEntityType: 'sip_call', relatedEntityId: call.id, callId: call.id };
-    await ledger.settle({ postingKey: `call:${call.id}:settle`, holdId: call.holdId, sellerId: seller || null, amount: charge.seller, fee: charge.fee, ...ctx }, tx);
+    const settle = ledger.settle({ postingKey: `call:${call.id}:settle`, holdId: call.holdId, sellerId: seller || null, amount: charge.seller, fee: charge.fee, ...ctx }, tx);
     // The reseller's margin: in the same transaction the settle's lock on the payer is still held,
-    // so the released hold is there to pay it.
-    if (call.operatorId && new Decimal(charge.markup).gt(0)) {
-      await ledger.charge({ postingKey: `call:${call.id}:markup`, accountId: call.payer, sellerId: call.operatorId, amount: charge.markup, ...ctx }, tx);
-    }
+    // so the released hold is there to pay it. Sent right behind the settle (it runs after it on the
+    // connection) rather than a round trip later: every other call of this payer waits on that lock.
+    const markup = call.operatorId && new Decimal(charge.markup).gt(0)
+      ? ledger.charge({ postingKey: `call:${call.id}:markup`, accountId: call.payer, sellerId: call.operatorId, amount: charge.markup, ...ctx }, tx)
+      : null;
+    await Promise.all([settle, markup]);
   }
 
   const policy: TrunkPolicy = {
@@ -308,23 +371,36 @@ export function createCallsService(deps: CallsDeps) {
       return accountId ? { accountId } : null;
     },
     async lookupSipUser(username) {
-      const sub = await deps.application.lookupSipUser(username);
-      if (sub) return { ha1: sub.ha1, accountId: sub.parentId ?? sub.accountId, ...(sub.parentId ? { subAccountId: sub.accountId } : {}) };
-      const purchase = await repo.trunkCredential(username);
-      if (purchase) return { ha1: purchase.ha1, accountId: purchase.accountId, purchaseId: purchase.purchaseId };
-      return null;
+      const cached = sipUsers.get(username);
+      if (cached !== undefined) return cached;
+      const found = await (async () => {
+        const sub = await deps.application.lookupSipUser(username);
+        if (sub) return { ha1: sub.ha1, accountId: sub.parentId ?? sub.accountId, ...(sub.parentId ? { subAccountId: sub.accountId } : {}) };
+        const purchase = await repo.trunkCredential(username);
+        if (purchase) return { ha1: purchase.ha1, accountId: purchase.accountId, purchaseId: purchase.purchaseId };
+        return null;
+      })();
+      sipUsers.set(username, found);
+      return found;
     },
     planCall: planTrunkCall,
     async onAnswered(e) {
-      await repo.markCall(e.callGroupId, { status: 'answered', routeId: e.routeId, answeredAt: e.answeredAt });
+      const marked = repo.markCall(e.callGroupId, { status: 'answered', routeId: e.routeId, answeredAt: e.answeredAt });
+      const call = live.get(e.callGroupId);
+      if (call) call.marked = marked.catch(() => undefined);
+      await marked;
     },
     onCallEnded: finishTrunkCall,
   };
 
-  /** Bills calls a dead daemon left open: answered ones to their last sign of life, others released. */
-  async function reconcileOrphans() {
+  /**
+   * Bills calls a dead daemon left open: answered ones to their last sign of life, others released.
+   * `atStart`: before this daemon places any call, so its own API calls from before the restart
+   * cannot be live and need not wait 90 s without a heartbeat.
+   */
+  async function reconcileOrphans(opts: { atStart?: boolean } = {}) {
     const staleBefore = new Date(clock.now().getTime() - 90_000);
-    const rows = await repo.orphans(deps.node, staleBefore);
+    const rows = await repo.orphans(opts.atStart ? [deps.node, apiCallOwner(deps.node)] : [deps.node], staleBefore);
     let n = 0;
     for (const o of rows) {
       if (live.has(o.id)) continue;
@@ -367,6 +443,8 @@ export function createCallsService(deps: CallsDeps) {
     repo,
     policy,
     reconcileOrphans,
+    admitApiCall,
+    releaseApiCall: (slots: string[]) => releaseSlots(slots),
     liveCallIds: () => [...live.keys()],
     /** Trunk calls refused before routing since start, by cause. */
     refusals: (): Record<string, number> => Object.fromEntries(refused),
@@ -376,12 +454,20 @@ export function createCallsService(deps: CallsDeps) {
     },
     async heartbeat() {
       await repo.heartbeat([...live.keys()], clock.now());
-      for (const c of live.values()) await ledger.extendHold(c.holdId, config.sip.max_call_seconds + 600).catch(() => false);
+      // Only holds that could expire before the next passes: a hold outlives its call's maximum by
+      // 10 minutes, so with thousands of calls held this is a few statements, not one per call.
+      const now = clock.now().getTime();
+      const ttl = config.sip.max_call_seconds + 600;
+      for (const c of live.values()) {
+        if (c.holdUntil - now > 5 * 60_000) continue;
+        if (await ledger.extendHold(c.holdId, ttl).catch(() => false)) c.holdUntil = now + ttl * 1000;
+      }
     },
 
     /** SIP credentials for a route purchase: username `pur_…`, password shown once, HA1 kept. */
     async purchaseCredentials(accountId: string, purchaseId: string, password: string, username: string) {
       await repo.upsertTrunkCredential({ username, accountId, purchaseId, ha1: computeHa1(username, config.sip.primary_host, password) });
+      sipUsers.delete(username);
     },
   };
 }

@@ -8,7 +8,7 @@ import type { ApplicationService } from '../application/service.js';
 import type { Module } from '../index.js';
 import type { Routing } from '../routes/routing.js';
 import { commsCallsRoutes } from './routes.js';
-import { createCommsCallsService } from './service.js';
+import { createCommsCallsService, type CommsCallsDeps } from './service.js';
 
 const HEARTBEAT_MS = 30_000;
 
@@ -20,6 +20,7 @@ export function buildCommsCallsModule(
   core: CoreDeps,
   deps: {
     accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing; getStack: () => SipStack | null;
+    admission: CommsCallsDeps['admission'];
     extendLease?: (accountId: string, key: string, seconds: number) => Promise<void>;
   },
 ) {

@@ -91,6 +91,10 @@ export function commsCallsRoutes(svc: CommsCallsService) {
       schema: {
         tags: ['Voice and SMS'],
         summary: 'Place a call and run its actions (sync: answers when the call ends; async: 202 at once)',
+        description: 'Limits are checked before anything is dialled or held, and count trunk calls too: the account\'s calls placed '
+          + 'through the API at once (`[voice] max_api_calls_per_account`), a sub-account\'s `maxConcurrentCalls`, each route\'s '
+          + '`capacity` and `maxCps` (a full route is skipped for the next one). Over a limit: 429 `RATE_LIMITED` with `Retry-After` '
+          + 'and `error.details.limit` one of `api-calls`, `sub-account-calls`, `capacity`, `cps`; limiter unreachable: 503 `SERVICE_UNAVAILABLE`.',
         body: PlaceCallBody,
         response: { 200: Ok(CallCreated), 202: Ok(CallCreated) },
       },

@@ -7,7 +7,7 @@ import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Db, Sql } from '../../db/connection.js';
-import { notFound, ruleError, serviceUnavailable, validationError } from '../../http/errors.js';
+import { AppError, notFound, ruleError, serviceUnavailable, validationError } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
@@ -21,6 +21,7 @@ import { emit } from '../../webhooks/emit.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
 import { chargeLeg, holdFor, type PricedRoute } from '../calls/call-charge.js';
+import { apiCallOwner, type ApiAdmission } from '../calls/service.js';
 import { createCallsRepo, type CdrInsert } from '../calls/repo.js';
 import type { Candidate } from '../routes/routing.js';
 import type { Routing } from '../routes/routing.js';
@@ -84,6 +85,11 @@ export interface CommsCallsDeps {
   node: string;
   /** The engine and downloader; null while the SIP plane is not up. */
   voice(): VoicePlane | null;
+  /** The calls module's concurrency and calls-per-second counters, so API and trunk calls share every limit. */
+  admission: {
+    admitApiCall(o: { payer: string; maxApiCalls: number; routeIds: readonly string[] }): Promise<ApiAdmission>;
+    releaseApiCall(slots: string[]): Promise<void>;
+  };
   /** Extends a request's idempotency lease, so a retry of a long sync call waits instead of dialling again. */
   extendLease?: ((accountId: string, key: string, seconds: number) => Promise<void>) | undefined;
 }
@@ -145,9 +151,25 @@ interface Priced extends PricedRoute {
   endpoints: RouteEndpoint[];
 }
 
+/**
+ * A limit refusal: 429 RATE_LIMITED (spec "Errors": over a limit, retry after `Retry-After`), with
+ * `details.limit` naming which one. A counter store that cannot be reached is 503 instead.
+ */
+function overLimit(a: Extract<ApiAdmission, { ok: false }>): AppError {
+  const [message, retryAfter] = {
+    'api-calls': [`Concurrent call limit reached: ${String(a.limit)} API calls in progress on this account`, 5],
+    'sub-account-calls': [`Concurrent call limit reached: the sub-account allows ${String(a.limit)} calls at once`, 5],
+    capacity: ['Route capacity reached: every route for this number is carrying its maximum calls', 5],
+    cps: ['Route calls-per-second limit reached', 1],
+  }[a.cause] as [string, number];
+  return new AppError('RATE_LIMITED', message, { limit: a.cause, ...(a.limit !== null ? { max: a.limit } : {}) }, { 'retry-after': String(retryAfter) });
+}
+
 interface LiveApiCall {
   id: string;
   holdId: string;
+  /** Counter slots taken at admission, given back when the call ends. */
+  slots: string[];
   maxDuration: number;
   current: EngineCall | null;
   stopped: boolean;
@@ -160,7 +182,7 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
   const legOutcomes = new Map<string, LegOutcome>();
   const live = new Map<string, LiveApiCall>();
   const running = new Set<Promise<unknown>>();
-  const ownerNode = `${deps.node}:api`;
+  const ownerNode = apiCallOwner(deps.node);
 
   /** Reseller markup of a sub-account payer (0 for everyone else). */
   async function markupOf(caller: Caller): Promise<Decimal> {
@@ -319,7 +341,7 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
     if (problems.length) throw validationError(problems);
     const maxDuration = input.maxDuration ?? 300;
     const test = caller.mode === 'test';
-    const priced = await priceCandidates(caller, input);
+    let priced = await priceCandidates(caller, input);
     const markup = await markupOf(caller);
 
     // Downloaded once before dialling; a bad URL fails validation and costs nothing.
@@ -340,6 +362,23 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
       if (bad.length) throw validationError(bad);
     }
 
+    // Simulated calls take no slot: they reach no route.
+    let slots: string[] = [];
+    if (!test) {
+      let admitted: ApiAdmission;
+      try {
+        admitted = await deps.admission.admitApiCall({ payer: caller.accountId, maxApiCalls: deps.config.voice.max_api_calls_per_account, routeIds: priced.map((p) => p.routeId) });
+      } catch (err) {
+        log.warn({ err }, 'call limiter unreachable');
+        throw serviceUnavailable('The call limiter cannot be reached; try again shortly');
+      }
+      if (!admitted.ok) throw overLimit(admitted);
+      const usable = new Set(admitted.routeIds);
+      priced = priced.filter((p) => usable.has(p.routeId));
+      slots = admitted.slots;
+    }
+    const giveBack = () => deps.admission.releaseApiCall(slots).catch((err: unknown) => log.warn({ err }, 'call slots not released'));
+
     const id = newId();
     const now = clock.now();
     const holdInput = {
@@ -352,18 +391,29 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
       relatedEntityId: id,
       callId: id,
     };
-    const hold = test ? await ledger.holdTest(holdInput) : await ledger.hold(holdInput);
+    let hold: Awaited<ReturnType<Ledger['hold']>>;
+    try {
+      hold = test ? await ledger.holdTest(holdInput) : await ledger.hold(holdInput);
+    } catch (err) {
+      await giveBack();
+      throw err;
+    }
     const operatorId = caller.parentId;
     const pricing = {
       markupPct: markup.toFixed(3),
       routes: Object.fromEntries(priced.map((p) => [p.routeId, { price: p.price.toFixed(6), sellerRate: p.sellerRate.toFixed(6), increment: p.increment.text, sellerId: p.sellerId ?? '' }])),
     };
     const base = { id, payer: caller.accountId, operatorId, holdId: hold.holdId, test };
-    await callsRepo.insertCall({
-      id, accountId: caller.accountId, operatorId, source: 'api', mode: input.async ? 'async' : 'sync', status: 'queued',
-      toNumber: input.to, fromNumber: input.from, callGroupId: id, holdId: hold.holdId, maxDurationSeconds: maxDuration, pricing,
-      ownerNode, now, simulated: test, actions: opts.storedActions ?? actions,
-    });
+    try {
+      await callsRepo.insertCall({
+        id, accountId: caller.accountId, operatorId, source: 'api', mode: input.async ? 'async' : 'sync', status: 'queued',
+        toNumber: input.to, fromNumber: input.from, callGroupId: id, holdId: hold.holdId, maxDurationSeconds: maxDuration, pricing,
+        ownerNode, now, simulated: test, actions: opts.storedActions ?? actions,
+      });
+    } catch (err) {
+      await giveBack();
+      throw err;
+    }
 
     if (test) {
       await simulate(base, input, priced[0]!, markup, maxDuration, now);
@@ -371,14 +421,18 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
     }
 
     if (!input.async && opts.idempotency && deps.extendLease) {
-      await deps.extendLease(opts.idempotency.accountId, opts.idempotency.key, maxDuration + SETUP_ALLOWANCE_SECONDS);
+      await deps.extendLease(opts.idempotency.accountId, opts.idempotency.key, maxDuration + SETUP_ALLOWANCE_SECONDS).catch(async (err: unknown) => {
+        await giveBack();
+        throw err;
+      });
     }
-    const liveCall: LiveApiCall = { id, holdId: hold.holdId, maxDuration, current: null, stopped: false };
+    const liveCall: LiveApiCall = { id, holdId: hold.holdId, slots, maxDuration, current: null, stopped: false };
     live.set(id, liveCall);
     const done = runLive(voice!, liveCall, base, input, priced, markup, engineActions(actions, audio))
       .catch((err: unknown) => log.error({ err, callId: id }, 'api call failed'))
-      .finally(() => {
+      .finally(async () => {
         live.delete(id);
+        await giveBack();
         running.delete(done);
       });
     running.add(done);

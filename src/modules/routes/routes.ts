@@ -42,6 +42,10 @@ const SmsDeliveryIn = Type.Union([
     kind: Type.Literal('http'),
     url: Type.String({ minLength: 8, maxLength: 2048 }),
     authorization: Type.Optional(Type.String({ maxLength: 1024, description: 'write-only Authorization header value' })),
+    signingSecret: Type.Optional(Type.String({
+      minLength: 16, maxLength: 256,
+      description: 'write-only HMAC key shared with the supplier: signs our submits and its receipt callbacks (X-Svc-Signature); without it the route cannot deliver',
+    })),
   }, { additionalProperties: false }),
 ]);
 
@@ -135,6 +139,17 @@ const BulkResult = Type.Object({
   routeIds: Type.Array(Uuid()),
   notFound: Type.Array(Uuid()),
 });
+const SipBulkResult = Type.Object({
+  ...BulkResult.properties,
+  check: Type.Object({
+    ok: Type.Boolean(),
+    method: Type.Union([Type.Literal('form'), Type.Literal('options')]),
+    problems: Type.Array(Type.Object({ path: Type.String(), message: Type.String() })),
+    status: Type.Optional(Nullable(Type.Integer({ description: 'options: the final SIP status, null when nothing answered' }))),
+    rttMs: Type.Optional(Type.Number({ description: 'options: the probe\'s round trip' })),
+  }),
+  mode: Type.String(),
+});
 const Id = Type.Object({ id: Uuid() });
 const ListQuery = Type.Object({
   ...OffsetQuery(),
@@ -218,15 +233,18 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
         summary: 'Put one SIP endpoint on many own voice routes (up to 5,000; dry run)',
         description:
           '`routeIds` (default: every own voice route); `mode` `replace` (default: the routes\' endpoints are replaced) or `add`. ' +
-          'The endpoint is checked once before writing: its form (IP address or DNS name, port); `check.method` says `form` because ' +
-          'the OPTIONS probe needs the SIP stack of the calls plane. A failed check or `dryRun` writes nothing. Ids that are not own voice routes are listed in `notFound`.',
+          'The endpoint is checked once before writing: its form (IP address or DNS name, port), then one SIP OPTIONS probe over UDP or TCP ' +
+          '(`check.method` `options`; the same probe as `POST /routes/{id}/test`: up when any final response below 500 other than 408 comes back). ' +
+          'A bad form answers with `check.ok` false and writes nothing; a failed probe refuses the write with 400 VALIDATION_ERROR, except on a dry run, ' +
+          'which reports it in `check`. TLS endpoints, or a daemon whose SIP plane is not running, get the form check only (`method` `form`). ' +
+          '`dryRun` writes nothing. Ids that are not own voice routes are listed in `notFound`.',
         body: Type.Object({
           routeIds: Type.Optional(Type.Array(Uuid(), { minItems: 1, maxItems: MAX_BULK_ROUTES })),
           endpoint: EndpointIn,
           mode: Type.Optional(Type.Union([Type.Literal('replace'), Type.Literal('add')])),
           dryRun: Type.Optional(Type.Boolean()),
         }, { additionalProperties: false }),
-        response: { 200: Ok(Type.Object({ ...BulkResult.properties, mode: Type.String() })) },
+        response: { 200: Ok(SipBulkResult) },
       },
     }, async (req) => ok(await routes.bulkSipEndpoint(req.principal!.accountId, req.body)));
 

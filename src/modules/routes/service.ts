@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Sql } from '../../db/connection.js';
-import { conflict, notFound, ruleError, validationError } from '../../http/errors.js';
+import { AppError, conflict, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { Decimal } from 'decimal.js';
@@ -32,7 +32,7 @@ export interface EndpointInput {
 
 export type SmsDeliveryInput =
   | { kind: 'smpp'; host: string; port: number; systemId: string; password: string; systemType?: string; tls?: boolean }
-  | { kind: 'http'; url: string; authorization?: string };
+  | { kind: 'http'; url: string; authorization?: string; signingSecret?: string };
 
 export interface RouteInput {
   type: 'voice' | 'sms';
@@ -78,6 +78,22 @@ export function targetProblems(host: string, port: number, path: string): { path
 }
 const cmpStr = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
+/** A SIP OPTIONS probe's answer (the calls module's, as `POST /routes/{id}/test` reports it). */
+export interface SipProbeResult {
+  ok: boolean;
+  status: number | null;
+  rttMs: number;
+}
+/**
+ * Sends one OPTIONS to a UDP or TCP endpoint; null when this daemon's SIP plane is not running.
+ * Supplied by the calls module after both are built (it is built after the marketplace).
+ */
+export type SipProbe = (target: { host: string; port: number; transport: 'udp' | 'tcp' }) => Promise<SipProbeResult> | null;
+
+/** Why a probe result refuses a bulk write, in words for the seller. */
+const probeProblem = (r: SipProbeResult): string =>
+  r.status === null ? 'did not answer SIP OPTIONS' : `answered SIP OPTIONS with ${r.status}`;
+
 /** Sorts of GET /routes; the measured ones are ordered in memory (see listRoutes). */
 export const ROUTE_SORTS = [
   'newest', 'price_asc', 'price_desc', 'stated_asr_desc',
@@ -100,6 +116,7 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
   const decks = deps.decks ?? createDeckCache({ sql, clock, log });
 
   const quality: QualitySource = deps.quality ?? (async () => new Map());
+  let sipProbe: SipProbe | null = null;
   const r2 = (x: number): number => Math.round(x * 100) / 100;
   /** The listing's `measured` object: percentages and seconds as display numbers. */
   const measuredView = (m: MeasuredQuality | null | undefined) =>
@@ -481,21 +498,44 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
       return endpointView(next);
     },
 
+    /** Lets bulk SIP endpoint changes probe the endpoint with OPTIONS (see SipProbe). */
+    useSipProbe(probe: SipProbe): void {
+      sipProbe = probe;
+    },
+
     /**
      * One SIP endpoint onto many own voice routes (all of them when `routeIds` is omitted; at most
      * 5,000): `replace` their endpoints (default) or `add` it beside them. The endpoint is checked
-     * once before anything is written; this module checks its form (address and port), since the
-     * SIP stack that could send an OPTIONS probe belongs to the calls module. `dryRun` writes nothing.
+     * once before anything is written: its form, then one OPTIONS probe over UDP or TCP through the
+     * calls module's SIP stack (`check.method` `options`). A bad form is reported with nothing
+     * written; an endpoint that fails the probe refuses the write with an error, and a dry run
+     * reports it instead. TLS endpoints, and a daemon without a running SIP plane, get the form check
+     * only (`method` `form`). `dryRun` writes nothing.
      */
     async bulkSipEndpoint(sellerId: string, input: { routeIds?: string[]; endpoint: EndpointInput; mode?: 'replace' | 'add'; dryRun?: boolean }) {
-      const problems = targetProblems(input.endpoint.host, input.endpoint.port ?? 5060, '/endpoint');
-      const check = { ok: problems.length === 0, method: 'form' as const, problems };
+      const host = input.endpoint.host;
+      const port = input.endpoint.port ?? 5060;
+      const transport = input.endpoint.transport ?? 'udp';
+      const problems = targetProblems(host, port, '/endpoint');
       const { found, notFoundIds } = await bulkTargets(sellerId, 'voice', input.routeIds);
+      let check: { ok: boolean; method: 'form' | 'options'; problems: { path: string; message: string }[]; status?: number | null; rttMs?: number } =
+        { ok: problems.length === 0, method: 'form', problems };
+      const probing = check.ok && transport !== 'tls' && sipProbe !== null
+        ? sipProbe({ host: host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host, port, transport })
+        : null;
+      if (probing !== null) {
+        const r = await probing;
+        check = { ok: r.ok, method: 'options', status: r.status, rttMs: r.rttMs, problems: r.ok ? [] : [{ path: '/endpoint', message: probeProblem(r) }] };
+        if (!r.ok && !input.dryRun) {
+          log.info({ sellerId, status: r.status }, 'bulk SIP endpoint refused: probe failed');
+          throw new AppError('VALIDATION_ERROR', `The endpoint ${probeProblem(r)}; no route was changed`, check.problems);
+        }
+      }
       const mode = input.mode ?? 'replace';
       if (check.ok && !input.dryRun && found.length > 0) {
         const e = endpointOf(input.endpoint, '', '');
         await sql.begin((tx) => repo.setEndpointOnRoutes(tx, found, e, mode, found.map(() => newId())));
-        log.info({ sellerId, routes: found.length, mode }, 'bulk SIP endpoint applied');
+        log.info({ sellerId, routes: found.length, mode, check: check.method }, 'bulk SIP endpoint applied');
       }
       return { dryRun: input.dryRun ?? false, mode, check, matched: found.length, updated: check.ok && !input.dryRun ? found.length : 0, routeIds: found, notFound: notFoundIds };
     },

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import type { Config } from '../../config/schema.js';
 import type { Ledger } from '../../ledger/index.js';
 import type { SmppServer } from '../../messaging/index.js';
 import type { CoreDeps } from '../../platform/core.js';
@@ -5,11 +7,29 @@ import type { ApplicationService } from '../application/service.js';
 import type { Module } from '../index.js';
 import type { Routing } from '../routes/routing.js';
 import { smppCredentialRoutes } from './smpp-routes.js';
+import { smsReceiptRoutes } from './receipt-routes.js';
 import { smsRoutes } from './routes.js';
 import { createSmsService, type SmsOptions, type SupplierGateway } from './service.js';
 import { createCustomerSmpp, createSmppCredentials } from './smpp-in.js';
 
-const SWEEP_MS = 60_000;
+/** The service's settings from `[sms]` (config/default.toml explains each). */
+export function optionsFrom(config: Readonly<Config>): SmsOptions {
+  const c = config.sms;
+  const port = config.http.port === 443 ? '' : `:${config.http.port}`;
+  return {
+    receiptTtlMs: c.receipt_expiry_hours * 3_600_000,
+    maxRoutes: c.failover_routes,
+    bind: {
+      tps: c.bind_tps, windowSize: c.bind_window_size, responseTimeoutMs: c.pdu_response_timeout_ms, enquireLinkMs: c.enquire_link_interval_ms,
+      reconnectMinMs: c.bind_backoff_min_ms, reconnectMaxMs: Math.max(c.bind_backoff_min_ms, c.bind_backoff_max_ms), queueTimeoutMs: c.bind_queue_timeout_ms,
+    },
+    http: {
+      timeoutMs: c.https_delivery_timeout_ms,
+      callbackBase: c.receipt_callback_base_url || `https://${config.http.public_hostname}${port}/api/v1`,
+      ...(c.https_delivery_ca_file ? { ca: readFileSync(c.https_delivery_ca_file) } : {}),
+    },
+  };
+}
 
 /**
  * SMS (issue 5): POST/GET /comms/sms and bulk, receipts from supplier SMPP binds kept per route,
@@ -24,8 +44,8 @@ export function buildSmsModule(
   },
 ) {
   const log = core.log.child({ module: 'sms' });
-  const { smppTls, ...rest } = deps;
-  const service = createSmsService({ sql: core.sql, clock: core.clock, log, ...rest });
+  const { smppTls, options, ...rest } = deps;
+  const service = createSmsService({ sql: core.sql, clock: core.clock, log, options: { ...optionsFrom(core.config), ...options }, ...rest });
   const smppCredentials = createSmppCredentials(core);
   let timer: NodeJS.Timeout | undefined;
   let smpp: SmppServer | null = null;
@@ -34,10 +54,12 @@ export function buildSmsModule(
     name: 'sms',
     routes: (app) => {
       smsRoutes(service)(app);
+      smsReceiptRoutes(service, { clock: core.clock, toleranceSec: core.config.sms.receipt_callback_tolerance_seconds })(app);
       smppCredentialRoutes(smppCredentials, deps.application)(app);
     },
     async start() {
-      timer = setInterval(() => void service.sweepExpired().catch((err: unknown) => log.warn({ err }, 'sms expiry sweep failed')), SWEEP_MS);
+      const sweepMs = core.config.sms.expiry_sweep_seconds * 1000;
+      timer = setInterval(() => void service.sweepExpired().catch((err: unknown) => log.warn({ err }, 'sms expiry sweep failed')), sweepMs);
       timer.unref();
       smpp = createCustomerSmpp({
         sql: core.sql, clock: core.clock, log, sms: service, credentials: smppCredentials,

@@ -31,6 +31,8 @@ export interface MessageRow {
   deliveredAt: Date | null;
   failedAt: Date | null;
   receiptDueAt: Date | null;
+  /** Ids our SMPP server answered the earlier parts of a concatenated submit with. */
+  customerPartIds: string[];
 }
 
 export interface NewMessage {
@@ -50,6 +52,7 @@ export interface NewMessage {
   registeredDelivery: boolean;
   simulated: boolean;
   queuedAt: Date;
+  customerPartIds?: string[];
 }
 
 export type { HistoryRow } from '../../ledger/history.js';
@@ -58,17 +61,18 @@ const messageColumns = (db: Db) => db`
   id, account_id, operator_id, source, to_number, from_sender, segments, encoding, data_coding, route_id, seller_id,
   mcc_mnc, network_name, network_price_applied, status, error_code, supplier_message_ids,
   cost::numeric(20,6)::text as cost, hold_id, charge_posting_id, markup_posting_id, refund_posting_id, simulated,
-  queued_at, sent_at, delivered_at, failed_at, receipt_due_at`;
+  queued_at, sent_at, delivered_at, failed_at, receipt_due_at, customer_part_ids`;
 
 export function createSmsRepo(db: Db) {
   return {
-    async insert(m: NewMessage, tx: Db = db): Promise<void> {
+    async insert(m: NewMessage & { holdId?: string | null }, tx: Db = db): Promise<void> {
       await tx`
         insert into messages (id, account_id, operator_id, source, to_number, from_sender, text_sha256, text_units, encoding,
-                              data_coding, segments, mcc_mnc, network_name, status, registered_delivery, simulated, queued_at)
+                              data_coding, segments, mcc_mnc, network_name, status, registered_delivery, simulated, queued_at, hold_id,
+                              customer_part_ids)
         values (${m.id}, ${m.accountId}, ${m.operatorId}, ${m.source}, ${m.toNumber}, ${m.fromSender}, ${m.textSha256}, ${m.textUnits},
                 ${m.encoding}, ${m.dataCoding}, ${m.segments}, ${m.mccMnc}, ${m.networkName}, 'queued', ${m.registeredDelivery},
-                ${m.simulated}, ${m.queuedAt})`;
+                ${m.simulated}, ${m.queuedAt}, ${m.holdId ?? null}, ${m.customerPartIds ?? []}::text[])`;
     },
 
     async setHold(id: string, holdId: string, tx: Db = db): Promise<void> {
@@ -111,10 +115,11 @@ export function createSmsRepo(db: Db) {
     },
 
     /** The part a receipt names: by our id when the bind matched it, else by any key of the supplier id (newest first). */
-    async findPart(keys: string[], messageId: string | null, tx: Db = db): Promise<{ messageId: string; seq: number } | null> {
+    async findPart(keys: string[], messageId: string | null, tx: Db = db, routeId: string | null = null): Promise<{ messageId: string; seq: number } | null> {
       const [r] = await tx<{ messageId: string; seq: number }[]>`
-        select message_id, seq from message_parts
+        select message_id, seq from message_parts p
         where match_keys && ${keys}::text[] ${messageId ? tx`and message_id = ${messageId}` : tx``}
+          ${routeId ? tx`and exists (select 1 from messages m where m.id = p.message_id and m.route_id = ${routeId})` : tx``}
         order by message_id desc, seq limit 1`;
       return r ?? null;
     },
@@ -146,6 +151,13 @@ export function createSmsRepo(db: Db) {
     async dueForExpiry(now: Date, limit: number): Promise<{ id: string; routeId: string | null }[]> {
       return db<{ id: string; routeId: string | null }[]>`
         select id, route_id from messages where status = 'sent' and receipt_due_at <= ${now} order by receipt_due_at limit ${limit}`;
+    },
+
+    /** The signing secret of a route delivered over HTTPS (null: no such route, or another delivery). */
+    async httpSigningSecret(routeId: string): Promise<string | null> {
+      const [r] = await db<{ secret: string | null }[]>`
+        select sms_delivery->>'signingSecret' as secret from routes where id = ${routeId} and sms_delivery->>'kind' = 'http'`;
+      return r?.secret ?? null;
     },
 
     /** Whether the route returned any receipt in the 30 days before `now`. */

@@ -10,8 +10,8 @@ import type { Db, Sql } from '../../db/connection.js';
 import { AppError, notFound, ruleError, validationError, type ErrorDetail } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import {
-  checkSender, countSegments, createSupplierBind, isDelivered, isFailed, networkFor, supplierIdKeys, SMPP_STATUS,
-  type NetworkInfo, type ReceiptStat, type SubmitOutcome, type SupplierBind, type SupplierReceipt,
+  checkSender, countSegments, isDelivered, isFailed, networkFor, supplierIdKeys, SMPP_STATUS,
+  type HttpReceipt, type NetworkInfo, type ReceiptStat, type SupplierReceipt,
 } from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
@@ -20,7 +20,9 @@ import { emit } from '../../webhooks/emit.js';
 import type { ApplicationService } from '../application/service.js';
 import { createCallsRepo } from '../calls/repo.js';
 import type { Candidate, Routing } from '../routes/routing.js';
+import { createSupplierGateway, type GatewayOptions, type GatewayOutcome, type SupplierGateway } from './gateway.js';
 import { createSmsRepo, type HistoryRow, type MessageRow } from './repo.js';
+import { createTxBatcher } from './tx-batcher.js';
 
 export type Strategy = 'cheapest' | 'best_quality' | 'balanced';
 
@@ -30,6 +32,8 @@ export interface SendInput {
   message: string;
   routeId?: string | undefined;
   strategy?: Strategy | undefined;
+  /** SMPP input: the ids the earlier parts of a concatenated submit were answered with (each gets a receipt). */
+  customerPartIds?: string[] | undefined;
 }
 
 export interface Sender {
@@ -53,11 +57,7 @@ export interface SendResult {
   simulated?: true;
 }
 
-/** What submits a message to one route's supplier; the default opens SMPP binds per route. */
-export interface SupplierGateway {
-  submit(route: { routeId: string; delivery: Record<string, unknown> | null }, sms: { to: string; from: string; text: string; reference: string }): Promise<SubmitOutcome>;
-  stop(): Promise<void>;
-}
+export type { SupplierGateway } from './gateway.js';
 
 /** A final receipt state of a customer SMPP message, sent back to the customer's bind (after commit). */
 export interface FinalReceipt {
@@ -73,7 +73,11 @@ export interface SmsOptions {
   /** Candidates tried in order when a route refuses for a reason that is not the message's. Default 3. */
   maxRoutes?: number;
   /** Supplier bind settings (defaults: 100 TPS, window 10, 10 s response timeout). */
-  bind?: { tps?: number; windowSize?: number; responseTimeoutMs?: number; reconnectMinMs?: number; reconnectMaxMs?: number; queueTimeoutMs?: number };
+  bind?: GatewayOptions['bind'];
+  /** HTTPS supplier delivery settings (default 10 s budget, system CAs only). */
+  http?: GatewayOptions['http'];
+  /** Most sends whose money transactions share one commit. Default 64. */
+  maxBatch?: number;
   /** The binds' clock (rate buckets and timeouts need a running one); defaults to the service's. */
   bindClock?: Clock;
 }
@@ -98,56 +102,15 @@ const MESSAGE_FAULT_REASONS = /^(invalid_sender|invalid_destination|unencodable_
 /** Error reasons after which the supplier may have taken the message: never resent elsewhere. */
 const AMBIGUOUS_REASONS = new Set(['response_timeout', 'closed', 'socket_error', 'unbound_by_smsc', 'enquire_link_timeout']);
 const PENDING_RECEIPT_MS = 10 * 60_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A receipt from any channel; `routeId` confines matching to one route's messages (HTTPS callbacks). */
+type ChannelReceipt = SupplierReceipt & { routeId?: string };
 
 function receiptErrorCode(stat: ReceiptStat): string {
   if (stat === 'EXPIRED') return 'EXPIRED';
   if (stat === 'REJECTD') return 'REJECTED';
   return 'UNDELIVERABLE';
-}
-
-/** The default gateway: one SMPP bind per route (re-opened when the route's delivery details change). */
-export function createSmppGateway(deps: { log: Logger; clock: Clock; options: SmsOptions['bind']; onReceipt(r: SupplierReceipt): void }): SupplierGateway {
-  const binds = new Map<string, { key: string; bind: SupplierBind }>();
-  const o = deps.options ?? {};
-  function bindFor(routeId: string, d: Record<string, unknown>): SupplierBind {
-    const key = JSON.stringify([d['host'], d['port'], d['systemId'], d['password'], d['systemType'], d['tls']]);
-    const have = binds.get(routeId);
-    if (have && have.key === key) return have.bind;
-    if (have) void have.bind.stop().catch((err: unknown) => deps.log.warn({ err, routeId }, 'supplier bind stop failed'));
-    const bind = createSupplierBind({
-      host: String(d['host']),
-      port: Number(d['port']),
-      tls: d['tls'] === true,
-      systemId: String(d['systemId'] ?? ''),
-      password: String(d['password'] ?? ''),
-      bindType: 'transceiver',
-      ...(typeof d['systemType'] === 'string' && d['systemType'] ? { systemType: d['systemType'] } : {}),
-      tps: o.tps ?? 100,
-      windowSize: o.windowSize ?? 10,
-      responseTimeoutMs: o.responseTimeoutMs ?? 10_000,
-      ...(o.reconnectMinMs !== undefined ? { reconnectMinMs: o.reconnectMinMs } : {}),
-      ...(o.reconnectMaxMs !== undefined ? { reconnectMaxMs: o.reconnectMaxMs } : {}),
-      ...(o.queueTimeoutMs !== undefined ? { queueTimeoutMs: o.queueTimeoutMs } : {}),
-      log: deps.log.child({ routeId }),
-      clock: deps.clock,
-      onReceipt: deps.onReceipt,
-    });
-    bind.start();
-    binds.set(routeId, { key, bind });
-    return bind;
-  }
-  return {
-    async submit(route, sms) {
-      const d = route.delivery;
-      if (!d || d['kind'] !== 'smpp') return { status: 'error', reason: d ? `unsupported_delivery_${String(d['kind'])}` : 'no_delivery' };
-      return bindFor(route.routeId, d).submit({ to: sms.to, from: sms.from, text: sms.text, reference: sms.reference, registeredDelivery: true });
-    },
-    async stop() {
-      const all = [...binds.values()];
-      binds.clear();
-      await Promise.all(all.map((b) => b.bind.stop()));
-    },
-  };
 }
 
 interface Priced {
@@ -166,8 +129,11 @@ export function createSmsService(deps: SmsDeps) {
   const opts = deps.options ?? {};
   const receiptTtlMs = opts.receiptTtlMs ?? 48 * 3600_000;
   const maxRoutes = opts.maxRoutes ?? 3;
+  /** A route's seller never changes, so it is read once per route and process. */
+  const sellerOf = new Map<string, string>();
+  const money = createTxBatcher(sql, { maxBatch: opts.maxBatch ?? 64, log });
   /** Receipts that named no stored part yet (the send is still committing), retried after each send. */
-  let pending: { r: SupplierReceipt; at: number }[] = [];
+  let pending: { r: ChannelReceipt; at: number }[] = [];
   let receiptSink: ((f: FinalReceipt) => void) | null = null;
   const toSink = (f: FinalReceipt | null) => {
     if (!f || !receiptSink || f.message.source !== 'smpp') return;
@@ -177,10 +143,10 @@ export function createSmsService(deps: SmsDeps) {
       log.warn({ err, messageId: f.message.id }, 'sms receipt sink failed');
     }
   };
-  const gateway = deps.gateway ?? createSmppGateway({
-    log: log.child({ plane: 'smpp-out' }),
+  const gateway = deps.gateway ?? createSupplierGateway({
+    log: log.child({ plane: 'sms-out' }),
     clock: opts.bindClock ?? clock,
-    options: opts.bind,
+    options: { ...(opts.bind ? { bind: opts.bind } : {}), ...(opts.http ? { http: opts.http } : {}) },
     onReceipt: (r) => void onReceipt(r),
   });
 
@@ -212,13 +178,14 @@ export function createSmsService(deps: SmsDeps) {
     });
     const usable = candidates.slice(0, input.routeId !== undefined ? 1 : maxRoutes);
     if (usable.length === 0) throw ruleError('No purchased or own SMS route covers this number');
-    const terms = new Map((await callsRepo.routeTerms(usable.map((c) => c.routeId))).map((t) => [t.id, t.sellerId]));
+    const missing = usable.map((c) => c.routeId).filter((r) => !sellerOf.has(r));
+    if (missing.length > 0) for (const t of await callsRepo.routeTerms(missing)) sellerOf.set(t.id, t.sellerId);
     const markupPct = await markupOf(s);
     return usable.map((c) => {
       const base = c.price.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
       const seller = Decimal.min(c.sellerRate.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP), base);
       const markup = base.times(markupPct).div(hundred).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
-      return { c, sellerId: terms.get(c.routeId) ?? null, base, seller, markup, total: base.plus(markup) };
+      return { c, sellerId: sellerOf.get(c.routeId) ?? null, base, seller, markup, total: base.plus(markup) };
     });
   }
 
@@ -253,7 +220,7 @@ export function createSmsService(deps: SmsDeps) {
       id, accountId: s.accountId, operatorId: s.parentId, source, toNumber: to, fromSender: from,
       textSha256: createHash('sha256').update(input.message).digest('hex'), textUnits: seg.units, encoding: seg.encoding,
       dataCoding: seg.dataCoding, segments: seg.segments, mccMnc: network?.mccMnc ?? null, networkName: network?.name ?? null,
-      registeredDelivery: !test, simulated: test, queuedAt,
+      registeredDelivery: !test, simulated: test, queuedAt, customerPartIds: input.customerPartIds ?? [],
     };
 
     if (test) {
@@ -277,16 +244,16 @@ export function createSmsService(deps: SmsDeps) {
 
     // The hold covers the dearest candidate, so a failover never needs more money.
     const holdAmount = toMoney(priced.reduce((m, p) => (p.total.gt(m) ? p.total : m), new Decimal(0)));
-    const holdId = await sql.begin(async (tx) => {
-      await repo.insert(base, tx);
+    // Hold first, then the row with its hold id: two statements, pipelined with other sends' in a batch.
+    const holdId = await money.run(s.accountId, async (tx) => {
       const hold = await ledger.hold({ postingKey: `sms:${id}:hold`, accountId: s.accountId, amount: holdAmount, ttlSeconds: 3600, ...ctx, relatedEntityId: id }, tx);
-      await repo.setHold(id, hold.holdId, tx);
+      await repo.insert({ ...base, holdId: hold.holdId }, tx);
       return hold.holdId;
     });
 
     let failure: { routeId: string | null; code: string; detail: string } = { routeId: null, code: 'NO_ENDPOINT', detail: 'no route' };
     for (const p of priced) {
-      let outcome: SubmitOutcome;
+      let outcome: GatewayOutcome;
       try {
         outcome = await gateway.submit({ routeId: p.c.routeId, delivery: p.c.smsDelivery }, { to, from, text: input.message, reference: id });
       } catch (err) {
@@ -296,7 +263,7 @@ export function createSmsService(deps: SmsDeps) {
       if (outcome.status === 'accepted') {
         const sentAt = clock.now();
         const total = toMoney(p.total);
-        await sql.begin(async (tx) => {
+        await money.run(s.accountId, async (tx) => {
           const settled = await ledger.settle({
             postingKey: `sms:${id}:settle`, holdId, sellerId: p.sellerId, amount: toMoney(p.seller), fee: toMoney(p.base.minus(p.seller)),
             ...ctx, relatedEntityId: id,
@@ -306,26 +273,29 @@ export function createSmsService(deps: SmsDeps) {
             const m = await ledger.charge({ postingKey: `sms:${id}:markup`, accountId: s.accountId, sellerId: s.parentId, amount: toMoney(p.markup), ...ctx, relatedEntityId: id }, tx);
             markupPostingId = m.postingId;
           }
-          await repo.markSent(id, {
-            routeId: p.c.routeId, sellerId: p.sellerId, networkPriceApplied: p.c.rateBasis === 'network', pricePerSegment: toMoney(p.c.price),
-            cost: total, chargePostingId: settled.postingId, markupPostingId, supplierMessageIds: outcome.supplierMessageIds, sentAt,
-            receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
-          }, tx);
-          await repo.insertParts(id, outcome.supplierMessageIds.map((sid, i) => ({ seq: i + 1, supplierMessageId: sid, matchKeys: supplierIdKeys(sid) })), tx);
-          await callsRepo.insertCdrs([{
-            id: newId(), accountId: s.accountId, operatorId: s.parentId, sellerId: p.sellerId, callUuid: null, callGroupId: null,
-            direction: 'outbound', kind: 'sms', source, routeId: p.c.routeId, fromNumber: from, toNumber: to, cli: null, status: 'sent',
-            sipCode: null, hangupCause: null, durationSeconds: null, billedSeconds: null, segments: seg.segments, pddMs: null,
-            buyerCost: total, sellerCredit: toMoney(p.seller), ratePerUnit: toMoney(p.c.price), simulated: false, isProbe: false,
-            answeredAt: null, endedAt: sentAt, createdAt: sentAt,
-          }], tx);
-          await emit(tx, { accountId: s.accountId, event: 'sms.sent', at: sentAt, data: sentEvent(id, to, from, seg.segments, total, sentAt, false) });
+          // Independent writes: pipelined on the connection rather than one round trip each.
+          await Promise.all([
+            repo.markSent(id, {
+              routeId: p.c.routeId, sellerId: p.sellerId, networkPriceApplied: p.c.rateBasis === 'network', pricePerSegment: toMoney(p.c.price),
+              cost: total, chargePostingId: settled.postingId, markupPostingId, supplierMessageIds: outcome.supplierMessageIds, sentAt,
+              receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
+            }, tx),
+            repo.insertParts(id, outcome.supplierMessageIds.map((sid, i) => ({ seq: i + 1, supplierMessageId: sid, matchKeys: supplierIdKeys(sid) })), tx),
+            callsRepo.insertCdrs([{
+              id: newId(), accountId: s.accountId, operatorId: s.parentId, sellerId: p.sellerId, callUuid: null, callGroupId: null,
+              direction: 'outbound', kind: 'sms', source, routeId: p.c.routeId, fromNumber: from, toNumber: to, cli: null, status: 'sent',
+              sipCode: null, hangupCause: null, durationSeconds: null, billedSeconds: null, segments: seg.segments, pddMs: null,
+              buyerCost: total, sellerCredit: toMoney(p.seller), ratePerUnit: toMoney(p.c.price), simulated: false, isProbe: false,
+              answeredAt: null, endedAt: sentAt, createdAt: sentAt,
+            }], tx),
+            emit(tx, { accountId: s.accountId, event: 'sms.sent', at: sentAt, data: sentEvent(id, to, from, seg.segments, total, sentAt, false) }),
+          ]);
         });
         void drainPending();
         return view({ id, to, from, status: 'sent', segments: seg.segments, cost: total, at: sentAt, network, networkPriceApplied: p.c.rateBasis === 'network', simulated: false });
       }
       if (outcome.status === 'refused') {
-        failure = { routeId: p.c.routeId, code: 'SELLER_REJECTED', detail: `command_status 0x${outcome.commandStatus.toString(16).padStart(8, '0')}` };
+        failure = { routeId: p.c.routeId, code: 'SELLER_REJECTED', detail: outcome.detail ?? `command_status 0x${outcome.commandStatus.toString(16).padStart(8, '0')}` };
         log.info({ messageId: id, routeId: p.c.routeId, commandStatus: outcome.commandStatus }, 'sms refused by route');
         if (MESSAGE_FAULT.has(outcome.commandStatus)) break;
         continue;
@@ -336,11 +306,11 @@ export function createSmsService(deps: SmsDeps) {
         break;
       }
       failure = { routeId: p.c.routeId, code: 'NO_ENDPOINT', detail: outcome.reason };
-      if (AMBIGUOUS_REASONS.has(outcome.reason)) break;
+      if (outcome.ambiguous || AMBIGUOUS_REASONS.has(outcome.reason)) break;
     }
 
     const failedAt = clock.now();
-    await sql.begin(async (tx) => {
+    await money.run(s.accountId, async (tx) => {
       await ledger.release({ postingKey: `sms:${id}:release`, holdId }, tx);
       await repo.markFailedAtSend(id, { routeId: failure.routeId, errorCode: failure.code, detail: failure.detail, at: failedAt }, tx);
       await emit(tx, { accountId: s.accountId, event: 'sms.failed', at: failedAt, data: { messageId: id, to: `+${to}`, from, status: 'failed', errorCode: failure.code, failedAt: failedAt.toISOString() } });
@@ -370,13 +340,13 @@ export function createSmsService(deps: SmsDeps) {
   }
 
   /** Applies one supplier receipt; false when no stored part matches it (yet). */
-  async function applyReceipt(r: SupplierReceipt): Promise<boolean> {
+  async function applyReceipt(r: ChannelReceipt): Promise<boolean> {
     const keys = supplierIdKeys(r.supplierMessageId);
     if (keys.length === 0) return true; // nothing to match on: dropped
     const at = clock.now();
     let final: FinalReceipt | null = null;
     const matched = await sql.begin(async (tx) => {
-      const part = await repo.findPart(keys, r.reference, tx);
+      const part = await repo.findPart(keys, r.reference, tx, r.routeId ?? null);
       if (!part) return false;
       const m = await repo.lock(part.messageId, tx);
       if (!m) return false;
@@ -408,6 +378,30 @@ export function createSmsService(deps: SmsDeps) {
     } catch (err) {
       log.error({ err }, 'sms receipt failed to apply');
     }
+  }
+
+  /**
+   * A signed HTTPS receipt callback of an HTTPS route (already verified): matched only among the
+   * route's messages. `pending` when no stored part names it yet (the supplier answered faster than
+   * our send committed): retried after the next send, as SMPP receipts are.
+   */
+  async function onHttpReceipt(routeId: string, h: HttpReceipt): Promise<'applied' | 'pending'> {
+    const at = clock.now();
+    const r: ChannelReceipt = {
+      routeId,
+      supplierMessageId: h.supplierMessageId,
+      reference: h.messageId !== null && UUID.test(h.messageId) ? h.messageId.toLowerCase() : null,
+      stat: h.stat,
+      err: h.errorCode !== null && /^[0-9A-Za-z]{1,3}$/.test(h.errorCode) ? h.errorCode : '000',
+      submitDate: null,
+      doneDate: h.doneAt ?? at,
+      rawText: '',
+      source: '',
+      destination: '',
+    };
+    if (await applyReceipt(r)) return 'applied';
+    pending.push({ r, at: Date.now() });
+    return 'pending';
   }
 
   async function drainPending(): Promise<void> {
@@ -510,8 +504,11 @@ export function createSmsService(deps: SmsDeps) {
     setReceiptSink(fn: ((f: FinalReceipt) => void) | null) {
       receiptSink = fn;
     },
-    /** For a receipt channel other than the SMPP binds (HTTPS callbacks). */
+    /** For a receipt channel other than the SMPP binds. */
     onReceipt,
+    onHttpReceipt,
+    /** The signing secret of an HTTPS-delivered route, for its receipt callbacks; null when it has none. */
+    httpSigningSecret: (routeId: string) => repo.httpSigningSecret(routeId),
     history: (accountId: string, f: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number }): Promise<HistoryRow[]> =>
       repo.history(accountId, f),
     async stop() {

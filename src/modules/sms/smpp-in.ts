@@ -88,7 +88,7 @@ export function createCustomerSmpp(deps: {
         const [acc] = await sql<{ parentId: string | null }[]>`select parent_id from accounts where id = ${account.accountId}`;
         const r = await sms.send(
           { accountId: account.accountId, parentId: acc?.parentId ?? null, mode: 'live', source: 'smpp' },
-          { to: sub.to, from: sub.from, message: sub.text },
+          { to: sub.to, from: sub.from, message: sub.text, customerPartIds: sub.partMessageIds },
         );
         return r.status === 'sent' ? { messageId: r.messageId } : { commandStatus: SMPP_STATUS.ESME_RSUBMITFAIL };
       } catch (err) {
@@ -101,7 +101,7 @@ export function createCustomerSmpp(deps: {
   sms.setReceiptSink((f) => {
     const m = f.message;
     server.deliverReceipt(m.accountId, {
-      messageId: m.id, stat: f.stat, err: f.err, submitDate: m.sentAt ?? m.queuedAt, doneDate: f.at,
+      messageId: m.id, partMessageIds: m.customerPartIds, stat: f.stat, err: f.err, submitDate: m.sentAt ?? m.queuedAt, doneDate: f.at,
       to: m.toNumber, from: m.fromSender, sub: 1, dlvrd: f.stat === 'DELIVRD' ? 1 : 0,
     });
   });

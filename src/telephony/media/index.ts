@@ -30,6 +30,11 @@ export interface MediaPlaneOptions {
   codec?: G711Codec;
   /** Where synthesised prompts are kept across restarts (e.g. `<state dir>/tts-cache`); null: memory only. */
   ttsCacheDir: string | null;
+  /**
+   * Tests only, and only from code: a downloader built with test options (a local HTTPS server).
+   * No config key reaches it, so a deployment cannot loosen the public-address rule.
+   */
+  downloader?: SafeDownloader;
 }
 
 export interface MediaPlane {
@@ -59,7 +64,7 @@ export function createMediaPlane(options: MediaPlaneOptions): MediaPlane {
   const tts = createTts({ log, cacheDir: options.ttsCacheDir });
   const mp3 = createMp3Decoder({ log });
   const renderer = createPromptRenderer({ tts, mp3 });
-  const downloader = createSafeDownloader();
+  const downloader = options.downloader ?? createSafeDownloader();
   const engines: CallEngine[] = [];
   return {
     pool,

@@ -10,6 +10,7 @@ import { createUacDialog, createUasDialog, dialogRequest, type Dialog } from './
 import { parseUri } from './headers.js';
 import { callIdOf, cseqOf, fromOf, getHeader, maxForwardsOf, tagOf, toOf, type HeaderField, type SipRequest, type SipResponse } from './message.js';
 import { probeEndpoint, type ProbeResult } from './probe.js';
+import { expiryMs, isRefresh, negotiateSession, refreshMs, sessionExpiresValue, type SessionTerms, type SessionTimerPolicy } from './session-timer.js';
 import type { SipStack } from './stack.js';
 import type { ClientTransaction, ServerTransaction } from './transaction.js';
 import type { SipPeer, SipTransportName } from './transport.js';
@@ -68,9 +69,11 @@ export interface AttemptRecord {
   reason: string;
   outcome: 'answered' | 'failed' | 'timeout' | 'cancelled' | 'no-answer';
   ringing: boolean;
+  /** Post-dial delay: first INVITE sent to the first 18x or 2xx; null when neither came. */
+  pddMs: number | null;
 }
 
-export type HangupCause = 'caller-bye' | 'callee-bye' | 'max-duration' | 'caller-cancel' | 'failed' | 'no-answer' | 'ack-timeout' | 'shutdown';
+export type HangupCause = 'caller-bye' | 'callee-bye' | 'max-duration' | 'caller-cancel' | 'failed' | 'no-answer' | 'ack-timeout' | 'shutdown' | 'session-expired';
 
 export interface CallEndedEvent {
   callGroupId: string;
@@ -118,6 +121,8 @@ export interface TrunkB2buaOptions {
   noAnswerMs?: number;
   /** Routes tried at most (spec: three). */
   maxRoutes?: number;
+  /** RFC 4028 session timers toward the caller (default: Min-SE 90 s, 1800 s when the caller proposes none). */
+  sessionTimer?: SessionTimerPolicy;
 }
 
 export interface TrunkB2bua {
@@ -145,6 +150,8 @@ interface Leg {
   authTried: boolean;
   provisional: boolean;
   ringing: boolean;
+  /** When the first 18x or 2xx arrived (post-dial delay). */
+  alertedAt?: Date;
   setupTimer?: unknown;
   dialog?: Dialog;
   ended: boolean;
@@ -173,6 +180,12 @@ interface Call {
   answeredAt: Date | null;
   inDialog?: Dialog;
   timers: unknown[];
+  /** Session timer agreed with the caller; null: the caller does not support timers. */
+  session: SessionTerms | null;
+  sessionTimer?: unknown;
+  /** The caller's latest SDP and ours to it: a re-offer of the same is a refresh, answered here. */
+  callerSdp: Buffer;
+  sdpToCaller?: { body: Buffer; type: string | undefined };
 }
 
 /** Picks the endpoint order: lowest priority first, weighted random among equals. */
@@ -201,6 +214,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
   const setupTimeoutMs = opts.setupTimeoutMs ?? 4000;
   const noAnswerMs = opts.noAnswerMs ?? 90_000;
   const maxRoutes = opts.maxRoutes ?? 3;
+  const sessionPolicy: SessionTimerPolicy = opts.sessionTimer ?? { minSeSeconds: 90, defaultSeconds: 1800 };
   const calls = new Set<Call>();
   /** In-dialog lookup by Call-ID and our tag, for either leg. */
   const dialogs = new Map<string, { call: Call; side: 'in' | 'out' }>();
@@ -244,6 +258,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       reason,
       outcome,
       ringing: leg.ringing,
+      pddMs: leg.alertedAt ? leg.alertedAt.getTime() - leg.startedAt.getTime() : null,
     };
     call.attempts.push(a);
     if (policy.onAttemptEnded) notify('onAttemptEnded', () => policy.onAttemptEnded?.(a));
@@ -377,6 +392,8 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
 
   function onLegResponse(call: Call, leg: Leg, res: SipResponse): void {
     const current = call.leg === leg && !leg.ended && !call.ended;
+    // 100 Trying only says the supplier got the INVITE; post-dial delay ends when the far end alerts or answers.
+    if (current && !leg.alertedAt && ((res.status >= 180 && res.status < 190) || (res.status >= 200 && res.status < 300))) leg.alertedAt = clock.now();
     if (res.status >= 200 && res.status < 300) {
       if (!current && !(call.leg === leg && call.answeredAt)) {
         // A late answer on an abandoned leg: acknowledge and hang it up.
@@ -446,11 +463,14 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     ];
     const ct = getHeader(res, 'content-type');
     if (ct !== undefined && res.body.length) headers.push({ name: 'Content-Type', value: ct });
+    headers.push(...sessionHeaders(call));
+    if (res.body.length) call.sdpToCaller = { body: res.body, type: ct };
     call.inTx.onAckTimeout = () => {
       byeBoth(call);
       finish(call, 'ack-timeout', 200);
     };
     call.inTx.reply(200, 'OK', { toTag: call.localTag, headers, body: res.body });
+    armSession(call);
     call.log.info({ routeId: leg.routeId, attempt: leg.index }, 'trunk call answered');
     const answeredAt = call.answeredAt;
     if (policy.onAnswered) notify('onAnswered', () => policy.onAnswered?.({ callGroupId: call.callGroupId, callId: call.callId, routeId: leg.routeId, answeredAt, attempt: leg.index }));
@@ -461,6 +481,71 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
         finish(call, 'max-duration', 200);
       });
     }
+  }
+
+  /** Session-Expires and Require for a 2xx to the caller, when the caller uses session timers. */
+  function sessionHeaders(call: Call): HeaderField[] {
+    if (!call.session) return [];
+    return [
+      { name: 'Session-Expires', value: sessionExpiresValue(call.session) },
+      { name: 'Require', value: 'timer' },
+      { name: 'Supported', value: 'timer' },
+    ];
+  }
+
+  /**
+   * (Re)starts the caller-side session timer after a 2xx to an INVITE, re-INVITE or UPDATE. The
+   * caller refreshing: the call ends if no refresh comes in time (RFC 4028 §10). We refreshing: at
+   * half the interval.
+   */
+  function armSession(call: Call): void {
+    if (!call.session || call.ended) return;
+    if (call.sessionTimer !== undefined) stack.timers.clear(call.sessionTimer);
+    const terms = call.session;
+    if (terms.refresher === 'uac') {
+      call.sessionTimer = later(call, expiryMs(terms.interval), () => {
+        if (call.ended) return;
+        call.log.info({ interval: terms.interval }, 'session expired: the caller stopped refreshing');
+        byeBoth(call);
+        finish(call, 'session-expired', 200);
+      });
+    } else {
+      call.sessionTimer = later(call, refreshMs(terms.interval), () => refreshCaller(call));
+    }
+  }
+
+  /** Our refresh when the caller asked us to be the refresher: UPDATE if it allows it, else a re-INVITE re-offering the same SDP. */
+  function refreshCaller(call: Call): void {
+    const d = call.inDialog;
+    if (call.ended || !d || !call.session) return;
+    const allow = getHeader(call.inReq, 'allow') ?? '';
+    const method = /\bUPDATE\b/i.test(allow) ? 'UPDATE' : 'INVITE';
+    const headers: HeaderField[] = [
+      { name: 'Session-Expires', value: sessionExpiresValue(call.session) },
+      { name: 'Supported', value: 'timer' },
+    ];
+    const offer = method === 'INVITE' ? call.sdpToCaller : undefined;
+    if (offer?.type !== undefined) headers.push({ name: 'Content-Type', value: offer.type });
+    const { req, dest } = dialogRequest(d, method, { headers, ...(offer ? { body: offer.body } : {}) });
+    const seq = cseqOf(req).seq;
+    const expire = () => {
+      if (call.ended) return;
+      call.log.info({ method }, 'session refresh to the caller failed');
+      byeBoth(call);
+      finish(call, 'session-expired', 200);
+    };
+    stack.sendRequest(req, dest, {
+      onResponse: (res) => {
+        if (res.status < 200) return;
+        if (method === 'INVITE' && res.status < 300) {
+          const ack = dialogRequest(d, 'ACK', { cseq: seq });
+          void stack.sendAck(ack.req, ack.dest).catch(() => undefined);
+        }
+        if (res.status < 300) armSession(call);
+        else expire();
+      },
+      onTimeout: expire,
+    });
   }
 
   function onNoAnswer(call: Call): void {
@@ -538,6 +623,12 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       tx.reply(484, 'Address Incomplete', { toTag: stack.newTag() });
       return;
     }
+    const negotiated = negotiateSession(req, sessionPolicy);
+    if ('reject' in negotiated) {
+      // Before planning, so a too-short interval holds no money and no slot.
+      tx.reply(422, 'Session Interval Too Small', { toTag: stack.newTag(), headers: [{ name: 'Min-SE', value: String(negotiated.reject.minSe) }] });
+      return;
+    }
     const from = fromOf(req).uri.user ?? '';
     const callId = callIdOf(req);
     const plan = await policy.planCall({ ...attribution, to, from, callId, sourceIp: source.host });
@@ -570,6 +661,8 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       startedAt: clock.now(),
       answeredAt: null,
       timers: [],
+      session: negotiated.terms,
+      callerSdp: req.body,
     };
     holder.call = call;
     calls.add(call);
@@ -596,6 +689,8 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       tx.reply(481, 'Call/Transaction Does Not Exist');
       return;
     }
+    const offerAnswer = req.method === 'INVITE' || req.method === 'UPDATE';
+    if (side === 'in' && offerAnswer && isRefresh(call.callerSdp, req.body)) return answerRefresh(call, req, tx);
     // Re-INVITE, UPDATE, INFO…: relayed to the other leg, the answer relayed back (SDP included: media stays direct).
     const ct = getHeader(req, 'content-type');
     const { req: out, dest } = dialogRequest(other, req.method, {
@@ -613,10 +708,45 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
         const rct = getHeader(res, 'content-type');
         const headers: HeaderField[] = rct !== undefined && res.body.length ? [{ name: 'Content-Type', value: rct }] : [];
         if (req.method === 'INVITE') headers.push({ name: 'Contact', value: `<${call.inDialog === other ? (call.leg?.dialog?.contact ?? '') : (call.inDialog?.contact ?? '')}>` });
+        if (offerAnswer && res.status < 300) {
+          // A media change that went through refreshes the caller's session as well (RFC 4028 §10).
+          if (side === 'in') {
+            const n = negotiateSession(req, sessionPolicy, call.session ?? undefined);
+            if ('terms' in n) call.session = n.terms;
+            if (req.body.length) call.callerSdp = req.body;
+            if (res.body.length) call.sdpToCaller = { body: res.body, type: rct };
+            headers.push(...sessionHeaders(call));
+          } else {
+            if (res.body.length) call.callerSdp = res.body;
+            if (req.body.length) call.sdpToCaller = { body: req.body, type: ct };
+          }
+          armSession(call);
+        }
         tx.reply(res.status, res.reason, { headers, body: res.body });
       },
       onTimeout: () => tx.reply(408, 'Request Timeout'),
     });
+  }
+
+  /**
+   * A re-INVITE or UPDATE from the caller that changes nothing but the session timer: answered here
+   * with the SDP the caller already has, so a supplier that knows nothing of session timers is not
+   * bothered every few minutes.
+   */
+  function answerRefresh(call: Call, req: SipRequest, tx: ServerTransaction): void {
+    const n = negotiateSession(req, sessionPolicy, call.session ?? undefined);
+    if ('reject' in n) {
+      tx.reply(422, 'Session Interval Too Small', { headers: [{ name: 'Min-SE', value: String(n.reject.minSe) }] });
+      return;
+    }
+    call.session = n.terms;
+    const headers: HeaderField[] = [...sessionHeaders(call)];
+    if (req.method === 'INVITE') headers.push({ name: 'Contact', value: `<${call.inDialog?.contact ?? ''}>` }, { name: 'Allow', value: ALLOW });
+    // A re-INVITE always gets SDP (the answer, or our offer when it had none); an UPDATE only when it offered.
+    const sdp = req.method === 'INVITE' || req.body.length ? call.sdpToCaller : undefined;
+    if (sdp?.type !== undefined) headers.push({ name: 'Content-Type', value: sdp.type });
+    tx.reply(200, 'OK', { headers, ...(sdp ? { body: sdp.body } : {}) });
+    armSession(call);
   }
 
   stack.onRequest((req, tx, source) => {

@@ -1,9 +1,7 @@
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import pino from 'pino';
 import { loadConfig, type DeepPartial } from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
@@ -11,8 +9,7 @@ import { startDaemon } from '../../../src/daemon.js';
 import { checkInvariants } from '../../ledger/helpers.js';
 import { fixture, sipp } from '../../telephony/sip/sipp.js';
 import { createWorld, eventually, uac, uacScenario, uasAnswer } from './world.js';
-
-const CHILD = new URL('./crash-child.ts', import.meta.url).pathname;
+import { spawnChildDaemon } from './child-daemon.js';
 
 t.test('a daemon killed during live calls: the next start bills the answered one and releases the other', async (t) => {
   const w = await createWorld(t);
@@ -28,44 +25,32 @@ t.test('a daemon killed during live calls: the next start bills the answered one
 
   const state = mkdtempSync(join(tmpdir(), 'svc-crash-state-'));
   t.teardown(() => rmSync(state, { recursive: true, force: true }));
-  const overrides = {
+  const overrides: DeepPartial<Config> = {
     paths: { state },
     log: { level: 'silent' },
     http: { host: '127.0.0.1', port: 0 },
     database: { url: w.d.config.database.url, pool_max: 4 },
-    sip: { host: '127.0.0.1', port: 0 },
+    sip: { host: '127.0.0.1', port: 0, options_interval_seconds: 3600 },
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },
     billing: { require_route_for_sub_accounts: false },
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(overrides)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await exited;
-    }
-  });
-  const first = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', () => reject(new Error('child daemon exited before listening')));
-  });
-  const sipPort = (JSON.parse(first) as Record<string, number>)['sip']!;
+  const daemon = await spawnChildDaemon(t, overrides);
+  const sipPort = daemon.ports['sip']!;
 
   // One call answered and held, one ringing, on the daemon about to die.
   await uac(t, sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '60000' }), answeredNumber, a.sipUsername, a.sipPassword);
   await eventually(async () => (await sql`select 1 from calls where account_id = ${a.id} and status = 'answered'`).length > 0);
   await uac(t, sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '100' }), ringingNumber, b.sipUsername, b.sipPassword);
   await eventually(async () => (await sql`select 1 from calls where account_id = ${b.id}`).length > 0);
-  child.kill('SIGKILL');
-  await exited;
+  await daemon.kill();
 
   const [open] = await sql<{ n: string }[]>`select count(*)::text as n from holds where status = 'open'`;
   t.equal(open?.n, '2', 'the dead daemon left both holds open');
   // Its last heartbeat, as if seen 7 s after the answer: the answered part is billed to there.
   await sql`update calls set last_seen_at = answered_at + interval '7 seconds' where account_id = ${a.id}`;
 
-  const again = await startDaemon(loadConfig({ overrides: overrides as DeepPartial<Config> }), { log: pino({ level: 'silent' }) });
+  const again = await startDaemon(loadConfig({ overrides }), { log: pino({ level: 'silent' }) });
   t.teardown(() => again.stop());
 
   const [ca] = await sql<{ id: string; status: string; hangupCause: string; billableSeconds: number; durationSeconds: number; cost: string; endedAt: Date | null }[]>`

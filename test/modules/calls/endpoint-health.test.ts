@@ -74,3 +74,41 @@ t.test('a probe that throws counts as a failure; concurrency is bounded', async 
   t.equal(h.isDown(many[7]!), true);
   t.equal(h.snapshot().filter((s) => s.down).length, 1);
 });
+
+t.test('checkDue: each endpoint on its own interval and thresholds, else the defaults', async (t) => {
+  let now = 1_000_000;
+  const own: HealthTarget = { host: '192.0.2.10', port: 5060, transport: 'udp', optionsIntervalSeconds: 10, failureThreshold: 1, recoveryThreshold: 3 };
+  const plain: HealthTarget = { host: '192.0.2.11', port: 5060, transport: 'udp' };
+  const probed: string[] = [];
+  let answer: ProbeResult = down;
+  const h = createEndpointHealth({
+    probe: async (x) => {
+      probed.push(x.host);
+      return answer;
+    },
+    targets: async () => [own, plain],
+    log: pino({ level: 'silent' }),
+    failuresToDown: 2,
+    successesToUp: 1,
+    intervalSeconds: 30,
+    now: () => now,
+  });
+  t.equal(await h.checkDue(), 0, 'first seen: not probed before an interval has passed');
+  now += 30_000;
+  t.equal(await h.checkDue(), 2, 'an interval later both are due');
+  t.equal(h.isDown(own), true, 'its own threshold of 1 failure');
+  t.equal(h.isDown(plain), false, 'the default threshold of 2 is not reached');
+  now += 10_000;
+  t.equal(await h.checkDue(), 1, '10 s later only the 10 s endpoint is due');
+  t.same(probed.slice(2), ['192.0.2.10']);
+  now += 20_000;
+  answer = up;
+  t.equal(await h.checkDue(), 2, '30 s after the first probe both are due');
+  t.equal(h.isDown(own), true, 'one success of the three it needs');
+  now += 10_000;
+  await h.checkDue();
+  now += 10_000;
+  await h.checkDue();
+  t.equal(h.isDown(own), false, 'three successes in a row bring it back');
+  t.equal(await h.checkAll(), 2, 'checkAll ignores intervals');
+});

@@ -1,24 +1,6 @@
 import t from 'tap';
-import { freePort, sipp } from '../../telephony/sip/sipp.js';
+import { freePort, optionsUas, sipp } from '../../telephony/sip/sipp.js';
 import { createWorld, eventually, expectExit, uac, uacScenario, uasAnswer } from './world.js';
-
-/** A supplier that answers each OPTIONS with `code` (one sipp "call" per probe). */
-const optionsUas = (code: number) => `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="options ${code}">
-  <recv request="OPTIONS"/>
-  <send>
-    <![CDATA[
-      SIP/2.0 ${code} Probe Answer
-      [last_Via:]
-      [last_From:]
-      [last_To:];tag=[pid]SIPpTag01[call_number]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]>
-  </send>
-</scenario>`;
 
 t.test('OPTIONS health: a failing endpoint is skipped; POST /routes/{id}/test probes', async (t) => {
   const w = await createWorld(t);
@@ -73,4 +55,20 @@ t.test('OPTIONS health: a failing endpoint is skipped; POST /routes/{id}/test pr
   });
   t.equal(priv.status, 201, priv.text);
   t.equal((await w.api('POST', `/routes/${priv.body.data.id}/test`, w.operator.token)).status, 404, 'a private route of someone else is not found');
+});
+
+t.test('[sip] options_* settings drive the daemon\'s health checks', async (t) => {
+  const w = await createWorld(t, { sip: { host: '127.0.0.1', port: 0, options_interval_seconds: 3600, options_failure_threshold: 1, options_recovery_threshold: 1, options_timeout_ms: 300 } });
+  const calls = w.d.modules.services.calls;
+  const silent = await freePort();
+  await w.route({ port: silent, prefix: '4463', rate: '0.010000' });
+  const target = { host: '127.0.0.1', port: silent, transport: 'udp' };
+  t.equal(await calls.health.checkAll(), 1);
+  t.equal(calls.health.isDown(target), true, 'one unanswered probe (300 ms timeout) is enough at threshold 1');
+  // The endpoint comes to life on the same port: one good probe brings it back at threshold 1.
+  const back = await sipp(t, optionsUas(200), [], { calls: 1, port: silent });
+  t.equal(back.port, silent, 'sipp took the silent endpoint\'s port');
+  await calls.health.checkAll();
+  await expectExit(t, back, 'the endpoint answered one probe');
+  t.equal(calls.health.isDown(target), false, 'back up after one success');
 });

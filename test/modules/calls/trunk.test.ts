@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { parse } from 'csv-parse/sync';
 import { Decimal } from 'decimal.js';
+import { answerChallenge } from '../../../src/telephony/sip/index.js';
 import { checkInvariants } from '../../ledger/helpers.js';
+import { rawUdpPeer, until } from '../../telephony/sip/helpers.js';
 import { createWorld, eventually, expectExit, uac, uacScenario, uasAnswer, uasFinal, type World } from './world.js';
 
 // Money in this file (fee 0.002000/min absolute, the config default; increment 6/6):
@@ -132,7 +135,7 @@ t.test('SIP trunk calls end to end', async (t) => {
   await t.test('failover: 503 then answered: two legs, one callGroupId, only the connected leg billed', async (t) => {
     const number = '442000000001';
     const bad = await uasFinal(t, 503, 'Service Unavailable');
-    const good = await uasAnswer(t, number);
+    const good = await uasAnswer(t, number, 'u1', 300);
     const cheap = await w.route({ port: bad.port, prefix: '4420', rate: '0.005000' });
     const dear = await w.route({ port: good.port, prefix: '4420', rate: '0.013700' });
     const sub = await w.sub({ markupPct: '0', fund: '5.000000' });
@@ -143,11 +146,17 @@ t.test('SIP trunk calls end to end', async (t) => {
     const call = await closedCall(w, sub.id, []);
     t.equal(call.cost, '0.001570', 'billed at the connected route\'s price');
     t.equal((await balance(w, sub.id)).balance, '4.998430');
-    const legs = await sql<{ routeId: string; status: string; sipCode: number; buyerCost: string; callGroupId: string }[]>`
-      select route_id, status, sip_code, buyer_cost::text, call_group_id from cdrs where call_group_id = ${call.id} order by created_at, id`;
+    const legs = await sql<{ routeId: string; status: string; sipCode: number; buyerCost: string; callGroupId: string; pddMs: number | null }[]>`
+      select route_id, status, sip_code, buyer_cost::text, call_group_id, pdd_ms from cdrs where call_group_id = ${call.id} order by created_at, id`;
     t.equal(legs.length, 2);
     t.match(legs[0], { routeId: cheap.routeId, sipCode: 503, buyerCost: '0.000000', callGroupId: call.id });
     t.match(legs[1], { routeId: dear.routeId, sipCode: 200, status: 'completed', buyerCost: '0.001570', callGroupId: call.id });
+    t.equal(legs[0]?.pddMs, null, 'a refusal without 18x has no post-dial delay');
+    // The supplier sent 100 Trying, waited 300 ms, then rang: the 100 does not end the delay.
+    t.ok((legs[1]?.pddMs ?? 0) >= 300, `post-dial delay counts to the 180 (${legs[1]?.pddMs} ms)`);
+    const listed = await w.api('GET', '/billing/cdrs?limit=100', w.operator.token);
+    const row = listed.body.data.find((r: { callGroupId: string; sipCode: number }) => r.callGroupId === call.id && r.sipCode === 200);
+    t.equal(row?.pddMs, legs[1]?.pddMs, 'pddMs is in GET /billing/cdrs');
   });
 
   await t.test('486 is never retried', async (t) => {
@@ -220,6 +229,84 @@ t.test('SIP trunk calls end to end', async (t) => {
     t.same([b.balance, b.held], ['0.000077', '0.000000']);
   });
 
+  await t.test('a digest built with another realm is challenged again with the same nonce', async (t) => {
+    const sub = await w.sub({ fund: '1.000000' });
+    const realm = w.d.config.sip.primary_host;
+    const peer = await rawUdpPeer();
+    t.teardown(() => peer.close());
+    // No route covers this number: a 404 after the digest proves the credentials were accepted.
+    const number = '449900000001';
+    const uri = `sip:${number}@127.0.0.1:${w.sipPort}`;
+    const invite = (cseq: number, auth: string) => `INVITE ${uri} SIP/2.0
+Via: SIP/2.0/UDP 127.0.0.1:${peer.port};branch=z9hG4bK${randomUUID().replace(/-/g, '')};rport
+Max-Forwards: 70
+From: <sip:15550001111@127.0.0.1>;tag=realm${cseq}
+To: <sip:${number}@127.0.0.1>
+Call-ID: realm-${sub.id}
+CSeq: ${cseq} INVITE
+Contact: <sip:15550001111@127.0.0.1:${peer.port}>
+${auth}Content-Length: 0
+
+`;
+    const challenges = () => peer.got.filter((m) => m.startsWith('SIP/2.0 401'));
+    peer.send(invite(1, ''), w.sipPort);
+    await until(() => challenges().length === 1);
+    const first = challenges()[0]!;
+    const header = /^WWW-Authenticate:\s*(.+)$/im.exec(first)?.[1]?.trim() ?? '';
+    t.match(header, `realm="${realm}"`);
+    t.notMatch(header, /qop/, 'no qop offered');
+    const nonce = /nonce="([^"]+)"/.exec(header)?.[1];
+    t.ok(nonce, 'a nonce was offered');
+    // A correct digest, but over a realm the client made up.
+    const elsewhere = answerChallenge({ challenge: header.replace(`realm="${realm}"`, 'realm="elsewhere.example"'), method: 'INVITE', uri, username: sub.sipUsername, password: sub.sipPassword });
+    peer.send(invite(2, `Authorization: ${elsewhere}\n`), w.sipPort);
+    await until(() => challenges().length === 2);
+    const second = challenges()[1]!;
+    t.match(second, `nonce="${nonce}"`, 'the same nonce again');
+    t.match(second, `realm="${realm}"`, 'with the primary realm');
+    const right = answerChallenge({ challenge: header, method: 'INVITE', uri, username: sub.sipUsername, password: sub.sipPassword });
+    peer.send(invite(3, `Authorization: ${right}\n`), w.sipPort);
+    await until(() => peer.got.some((m) => m.startsWith('SIP/2.0 404')));
+    t.equal(challenges().length, 2, 'the same nonce was accepted with the right realm');
+  });
+
+  await t.test('a call over TCP on both legs', async (t) => {
+    const number = '441400000001';
+    const uas = await uasAnswer(t, number, 't1');
+    const r = await w.route({ port: uas.port, prefix: '4414', rate: '0.013700', transport: 'tcp' });
+    const sub = await w.sub({ markupPct: '0', fund: '1.000000' });
+    const run = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '300' }), number, sub.sipUsername, sub.sipPassword, 't1');
+    await expectExit(t, run, 'caller completed the call over TCP');
+    await expectExit(t, uas, 'the TCP supplier answered and got the BYE');
+    const call = await closedCall(w, sub.id, []);
+    t.match(call, { status: 'completed', cost: '0.001570' });
+    const [cdr] = await sql`select route_id, sip_code, status from cdrs where call_group_id = ${call.id}`;
+    t.match(cdr, { routeId: r.routeId, sipCode: 200, status: 'completed' });
+    t.same(await balance(w, sub.id).then((b) => [b.balance, b.held]), ['0.998430', '0.000000']);
+  });
+
+  await t.test('sub-account daily spend cap: reached by a call, the next is refused with 403 and counted', async (t) => {
+    const number = '444200000001';
+    const uas = await uasAnswer(t, number);
+    await w.route({ port: uas.port, prefix: '4442', rate: '0.013700' });
+    // One 6 s call costs 0.001963 with the 25% markup: past a 0.001 cap.
+    const sub = await w.sub({ markupPct: '25', fund: '5.000000', dailySpendCap: '0.001000' });
+    const run = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '300' }), number, sub.sipUsername, sub.sipPassword);
+    await expectExit(t, run, 'the first call is allowed');
+    await expectExit(t, uas, 'supplier answered');
+    const call = await closedCall(w, sub.id, []);
+    t.equal(call.cost, '0.001963');
+    const view = await w.api('GET', `/application/sub-accounts/${sub.id}`, w.operator.token);
+    t.match(view.body.data, { autoSuspended: true, status: 'suspended' }, view.text);
+    const before = w.d.modules.services.calls.refusals()['daily-cap'] ?? 0;
+    const refusedRun = await uac(t, w.sipPort, uacScenario('uac-tail-final.xml', { FINAL: '403', FINAL_CHECK: 'Reason: SIP;cause=403;text="Daily spend cap' }), number, sub.sipUsername, sub.sipPassword);
+    await expectExit(t, refusedRun, 'the next call got 403 with the daily-cap Reason');
+    t.equal(w.d.modules.services.calls.refusals()['daily-cap'], before + 1, 'refusal counted');
+    const [n] = await sql<{ n: string }[]>`select count(*)::text as n from calls where account_id = ${sub.id}`;
+    t.equal(n?.n, '1', 'no call planned for the refused one');
+    t.same(await balance(w, sub.id).then((b) => [b.balance, b.held]), ['4.998037', '0.000000'], 'nothing held or charged');
+  });
+
   await t.test('GET /billing/cdrs: JSON pages and CSV', async (t) => {
     const page = await w.api('GET', '/billing/cdrs?limit=2', w.operator.token);
     t.equal(page.status, 200, page.text);
@@ -234,6 +321,7 @@ t.test('SIP trunk calls end to end', async (t) => {
     const answered = sellerView.body.data.filter((r: { status: string }) => r.status === 'completed');
     t.ok(answered.length >= 5);
     t.ok(answered.every((r: { sellerCredit: string | null }) => r.sellerCredit !== null), 'the seller sees its credit');
+    t.ok(answered.every((r: { pddMs: number | null }) => Number.isInteger(r.pddMs) && (r.pddMs ?? -1) >= 0), 'every answered leg has a post-dial delay');
     t.equal((await w.api('GET', '/billing/cdrs?kind=sms', w.operator.token)).body.data.length, 0);
     const csv = await w.api('GET', '/billing/cdrs?format=csv', w.operator.token);
     t.equal(csv.status, 200);

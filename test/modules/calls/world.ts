@@ -21,8 +21,8 @@ export interface World {
   api(method: string, url: string, token: string, payload?: unknown): Promise<{ status: number; body: any; text: string }>; // eslint-disable-line @typescript-eslint/no-explicit-any
   signUp(): Promise<Party>;
   /** A voice route of the seller reaching `port`, rated for `prefix`, bought by the operator; returns route and purchase ids. */
-  route(o: { port: number; prefix: string; rate: string; increment?: string; capacity?: number; techPrefix?: string }): Promise<{ routeId: string; purchaseId: string }>;
-  sub(o?: { markupPct?: string; maxConcurrentCalls?: number; fund?: string }): Promise<{ id: string; sipUsername: string; sipPassword: string }>;
+  route(o: { port: number; prefix: string; rate: string; increment?: string; capacity?: number; techPrefix?: string; transport?: 'udp' | 'tcp' }): Promise<{ routeId: string; purchaseId: string }>;
+  sub(o?: { markupPct?: string; maxConcurrentCalls?: number; dailySpendCap?: string; fund?: string }): Promise<{ id: string; sipUsername: string; sipPassword: string }>;
 }
 
 export async function createWorld(t: Tt, overrides: Record<string, unknown> = {}): Promise<World> {
@@ -61,7 +61,7 @@ export async function createWorld(t: Tt, overrides: Record<string, unknown> = {}
     const created = await api('POST', '/routes', seller.token, {
       type: 'voice', name: `route ${o.prefix} ${o.port}`, country: 'GB', billingIncrement: o.increment ?? '6/6',
       ...(o.capacity ? { capacity: o.capacity } : {}),
-      endpoints: [{ host: '127.0.0.1', port: o.port, transport: 'udp', priority: 1, ...(o.techPrefix ? { techPrefix: o.techPrefix } : {}) }],
+      endpoints: [{ host: '127.0.0.1', port: o.port, transport: o.transport ?? 'udp', priority: 1, ...(o.techPrefix ? { techPrefix: o.techPrefix } : {}) }],
     });
     if (created.status !== 201) throw new Error(`route: ${created.text}`);
     const routeId = created.body.data.id as string;
@@ -80,6 +80,7 @@ export async function createWorld(t: Tt, overrides: Record<string, unknown> = {}
       label: `sub ${randomUUID().slice(0, 8)}`,
       ...(o.markupPct !== undefined ? { markupPct: o.markupPct } : {}),
       ...(o.maxConcurrentCalls !== undefined ? { maxConcurrentCalls: o.maxConcurrentCalls } : {}),
+      ...(o.dailySpendCap !== undefined ? { dailySpendCap: o.dailySpendCap } : {}),
     });
     if (o.fund) await app.credit(operator.accountId, s.id, { amount: o.fund }, `fund-${s.id}`);
     return { id: s.id, sipUsername: s.sipUsername, sipPassword: s.sipPassword };
@@ -88,21 +89,29 @@ export async function createWorld(t: Tt, overrides: Record<string, unknown> = {}
 }
 
 export function uacScenario(tail: string, vars: Record<string, string> = {}, challenge = true): string {
-  return fill(fixture('uac-auth.xml'), {
+  // Without a challenge the header line goes entirely: left blank it would end sipp's header block.
+  const text = challenge ? fixture('uac-auth.xml') : fixture('uac-auth.xml').replace('      {{AUTH_HEADER}}\n', '');
+  return fill(text, {
     CHALLENGE_BLOCK: challenge ? fixture('uac-challenge.block') : '',
     AUTH_HEADER: challenge ? '[authentication]' : '',
+    // Each extra line ends the line it is on: an empty line would end sipp's header block.
+    EXTRA_HEADERS: (vars['EXTRA_HEADERS'] ?? '').split('\n').filter(Boolean).map((l) => `${l.trim()}\n      `).join(''),
     TAIL: fill(fixture(tail), { HOLD_MS: '100', FINAL_CHECK: '.', ...vars }),
   });
 }
 
-export const uasAnswer = (t: Tt, expectUser: string): Promise<SippRun> =>
-  sipp(t, fill(fixture('uas-answer.xml'), { EXPECT_USER: expectUser }), []);
+/** A supplier that rings and answers; `ringAfterMs` sends 100 Trying and waits that long before the 180. */
+export const uasAnswer = (t: Tt, expectUser: string, transport: 'u1' | 't1' = 'u1', ringAfterMs = 0): Promise<SippRun> =>
+  sipp(t, fill(fixture('uas-answer.xml'), {
+    EXPECT_USER: expectUser,
+    BEFORE_RING: ringAfterMs ? fill(fixture('uas-trying-pause.block'), { PAUSE_MS: String(ringAfterMs) }) : '',
+  }), ['-t', transport]);
 
 export const uasFinal = (t: Tt, code: number, text: string, ring = false): Promise<SippRun> =>
   sipp(t, fill(fixture('uas-final.xml'), { CODE: String(code), TEXT: text, PROVISIONAL_BLOCK: ring ? fixture('uas-180.block') : '' }), []);
 
-export const uac = (t: Tt, sipPort: number, scenario: string, number: string, user = '', pass = ''): Promise<SippRun> =>
-  sipp(t, scenario, [`127.0.0.1:${sipPort}`, '-s', number, ...(user ? ['-au', user, '-ap', pass] : []), '-t', 'u1']);
+export const uac = (t: Tt, sipPort: number, scenario: string, number: string, user = '', pass = '', transport: 'u1' | 't1' = 'u1'): Promise<SippRun> =>
+  sipp(t, scenario, [`127.0.0.1:${sipPort}`, '-s', number, ...(user ? ['-au', user, '-ap', pass] : []), '-t', transport]);
 
 export async function expectExit(t: Tt, run: SippRun, what: string): Promise<void> {
   const code = await run.exited;

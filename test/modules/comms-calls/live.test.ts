@@ -39,6 +39,7 @@ t.test('calls placed through the call service over SIP to sipp', { skip: availab
     routing: services.routing,
     accounts: services.accounts,
     application: services.application,
+    admission: services.calls,
     node: 'live-test',
     voice: () => plane,
     extendLease: async (accountId, key, seconds) => {

@@ -1,15 +1,46 @@
 import { Decimal } from 'decimal.js';
 import { existsSync } from 'node:fs';
 import type { Test } from 'tap';
-import { fill, fixture, freePort, sipp, type SippRun } from '../../telephony/sip/sipp.js';
+import { fixture, freePort, sipp, type SippRun } from '../../telephony/sip/sipp.js';
 
 /** sipp callees for the call tests: answering (optionally playing RFC 2833 digits) or refusing. */
 export const PCAPS = '/usr/share/sip-tester';
 export const available = existsSync('/usr/bin/sipp') && existsSync(`${PCAPS}/dtmf_2833_pound.pcap`) && existsSync('/usr/bin/espeak-ng');
 
-/** Callee: rings, answers with PCMU and telephone-event, runs `during` after the ACK, then takes our BYE. */
-export const callee = (expectUser: string, during = ''): string => `<?xml version="1.0" encoding="ISO-8859-1" ?>
+/**
+ * The daemon's endpoint health check probes every supplier endpoint with OPTIONS, the first time
+ * within seconds of a route's creation. sipp in server mode starts a "call" for it, which would
+ * take one of its `-m` calls (or fail an INVITE-only scenario), so every callee here answers an
+ * OPTIONS with 200 as a call of its own, and a one-call callee stops itself after its real call
+ * (`stop_gracefully`) instead of counting calls.
+ */
+const OPTIONS_FIRST = '  <recv request="OPTIONS" optional="true" next="options"/>';
+const OPTIONS_BRANCH = `  <label id="options"/>
+  <send>
+    <![CDATA[
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]opt[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]>
+  </send>
+  <label id="done"/>`;
+const afterCall = (stop: boolean): string => `${stop ? '  <nop><action><exec int_cmd="stop_gracefully"/></action></nop>\n' : ''}  <nop next="done"/>\n${OPTIONS_BRANCH}`;
+
+/** How many calls a callee is started for; OPTIONS never count, the real calls stop it. */
+export const MANY = 100;
+
+/**
+ * Callee: rings, answers with PCMU and telephone-event, runs `during` after the ACK, then takes our
+ * BYE; `stop`: sipp exits after this call (a one-call peer, judged by its exit code).
+ */
+export const callee = (expectUser: string, during = '', stop = true): string => `<?xml version="1.0" encoding="ISO-8859-1" ?>
 <scenario name="api call callee">
+${OPTIONS_FIRST}
   <recv request="INVITE">
     <action>
       <ereg regexp="^INVITE sip:${expectUser}@" search_in="msg" check_it="true" assign_to="ruri"/>
@@ -68,16 +99,52 @@ ${during}
 
     ]]>
   </send>
+${afterCall(stop)}
 </scenario>
 `;
 
-export const digits = (keys: string[]): string =>
-  ['  <pause milliseconds="2000"/>', ...keys.map((k) => `  <nop><action><exec play_pcap_audio="${PCAPS}/dtmf_2833_${k}.pcap"/></action></nop>\n  <pause milliseconds="350"/>`)].join('\n');
+/** Refuses with `code` (after a 180 when `ring`); `stop` as for `callee`. */
+export const refuser = (code: number, text: string, ring = false, stop = true): string => `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="api call refuser">
+${OPTIONS_FIRST}
+  <recv request="INVITE"/>
+${ring ? fixture('uas-180.block') : ''}
+  <send>
+    <![CDATA[
+      SIP/2.0 ${code} ${text}
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]>
+  </send>
+  <recv request="ACK"/>
+${afterCall(stop)}
+</scenario>
+`;
+
+/** RFC 2833 keys from the pcaps sip-tester ships, `afterMs` after the ACK, 350 ms apart. */
+export const keysAfter = (afterMs: number, keys: string[]): string =>
+  [`  <pause milliseconds="${afterMs}"/>`, ...keys.map((k) => `  <nop><action><exec play_pcap_audio="${PCAPS}/dtmf_2833_${k}.pcap"/></action></nop>\n  <pause milliseconds="350"/>`)].join('\n');
+
+export const digits = (keys: string[]): string => keysAfter(2000, keys);
 
 export const answering = async (tt: Test, user: string, during = ''): Promise<SippRun> =>
-  sipp(tt, callee(user, during), ['-mp', String(await freePort())], { timeout: '20s' });
+  sipp(tt, callee(user, during), ['-mp', String(await freePort())], { timeout: '20s', calls: MANY });
+
+/** A callee for several calls, left running until the teardown: judge it by our call records. */
+export const answeringMany = async (tt: Test, user: string): Promise<SippRun> =>
+  sipp(tt, callee(user, '', false), ['-mp', String(await freePort())], { timeout: '30s', calls: MANY });
+
 export const refusing = (tt: Test, code: number, text: string, ring = false): Promise<SippRun> =>
-  sipp(tt, fill(fixture('uas-final.xml'), { CODE: String(code), TEXT: text, PROVISIONAL_BLOCK: ring ? fixture('uas-180.block') : '' }), []);
+  sipp(tt, refuser(code, text, ring), [], { calls: MANY });
+
+/** A refuser for several calls, left running until the teardown. */
+export const refusingMany = (tt: Test, code: number, text: string): Promise<SippRun> =>
+  sipp(tt, refuser(code, text, false, false), [], { timeout: '30s', calls: MANY });
 
 export async function exitOk(tt: Test, run: SippRun, what: string): Promise<void> {
   const code = await run.exited;

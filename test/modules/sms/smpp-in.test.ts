@@ -49,6 +49,25 @@ t.test('customer SMPP in, supplier SMPP out, receipts back', async (t) => {
   const evs = await h.sql<{ event: string }[]>`select event from events where data->>'messageId' = ${id} order by event`;
   t.same(evs.map((e) => e.event), ['sms.delivered', 'sms.dlr', 'sms.sent']);
 
+  // Concatenated input (UDH, two parts): the first part's id gets its own receipt, then the message's.
+  const part = (seq: number, text: string) => p.request('submit_sm', {
+    source_addr_ton: 5, source_addr: 'MyShop', destination_addr: '12025550162', data_coding: 0, registered_delivery: 1, esm_class: 0x40,
+    short_message: Buffer.concat([Buffer.from([5, 0, 3, 0x2a, 2, seq]), Buffer.from(text, 'latin1')]),
+  });
+  const p1 = await part(1, 'Hello ');
+  const p2 = await part(2, 'in two parts');
+  t.equal(p1.command_status, 0);
+  t.equal(p2.command_status, 0);
+  t.not(p1['message_id'], p2['message_id']);
+  const got: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const d = await p.nextPdu('deliver_sm');
+    p.session.send(d.response());
+    t.match(parseReceiptText((d['short_message'] as Buffer).toString('latin1')), { stat: 'DELIVRD' });
+    got.push(d['receipted_message_id'] as string);
+  }
+  t.same(got, [p1['message_id'], p2['message_id']], 'a receipt for each part id, the message id last');
+
   const before = await w.balance(buyer.accountId);
   const undeliv = await submit('14440009999', 'Never');
   t.equal(undeliv.command_status, 0);

@@ -71,7 +71,9 @@ const route = (routeId: string, port: number, techPrefix = ''): TrunkCandidate =
 });
 
 function uac(tail: string, vars: Record<string, string> = {}, challenge = true): string {
-  return fill(fixture('uac-auth.xml'), {
+  // Without a challenge the header line goes entirely: left blank it would end sipp's header block.
+  const text = challenge ? fixture('uac-auth.xml') : fixture('uac-auth.xml').replace('      {{AUTH_HEADER}}\n', '');
+  return fill(text, {
     CHALLENGE_BLOCK: challenge ? fixture('uac-challenge.block') : '',
     AUTH_HEADER: challenge ? '[authentication]' : '',
     TAIL: fill(fixture(tail), { HOLD_MS: '100', FINAL_CHECK: '.', ...vars }),

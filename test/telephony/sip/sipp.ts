@@ -1,6 +1,6 @@
 /** Runs real sipp peers for the B2BUA tests: scenario templates from test/fixtures/sipp, killed in teardown. */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,6 +19,24 @@ interface Teardown {
 }
 
 /** A port free for both UDP and TCP on 127.0.0.1. */
+/** A sipp UAS scenario answering one OPTIONS with `code` (sipp counts each probe as a call). */
+export const optionsUas = (code: number): string => `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="options ${code}">
+  <recv request="OPTIONS"/>
+  <send>
+    <![CDATA[
+      SIP/2.0 ${code} ${code === 200 ? 'OK' : 'Probe Answer'}
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]>
+  </send>
+</scenario>`;
+
 export async function freePort(): Promise<number> {
   for (;;) {
     const srv = net.createServer();
@@ -44,42 +62,89 @@ export interface SippRun {
   output(): string;
 }
 
-/** Starts sipp with a scenario text; the process is killed at teardown if still running. */
-export async function sipp(t: Teardown, scenario: string, args: string[], opts: { calls?: number; timeout?: string } = {}): Promise<SippRun> {
+/** Socket inodes the process holds (Linux /proc). */
+function socketInodes(pid: number): Set<string> {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m) inodes.add(m[1]!);
+      } catch {
+        // The descriptor closed between listing and reading.
+      }
+    }
+  } catch {
+    // The process is gone.
+  }
+  return inodes;
+}
+
+/**
+ * True once `pid` itself holds a socket on `port`. Read from /proc rather than by trying to bind the
+ * port: a probe bind that lands before sipp's own makes sipp fail with EADDRINUSE and exit, which
+ * was the flake in the health tests (the peer gone before the first OPTIONS).
+ */
+function holdsPort(pid: number, port: number): boolean {
+  const inodes = socketInodes(pid);
+  if (!inodes.size) return false;
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  for (const table of ['/proc/net/udp', '/proc/net/tcp']) {
+    let text: string;
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols[1]?.endsWith(hex) && inodes.has(cols[9] ?? '')) return true;
+    }
+  }
+  return false;
+}
+
+/** sipp's own words when its port was taken between freePort() and its bind. */
+const BIND_FAILURE = /Unable to bind|Address already in use/;
+
+/**
+ * Starts sipp with a scenario text; the process is killed at teardown if still running. Resolves once
+ * sipp holds its port; if another process took the port first (sipp exits with a bind error), starts
+ * again on a fresh port, so a peer never waits on a sipp that is not there.
+ */
+export async function sipp(t: Teardown, scenario: string, args: string[], opts: { calls?: number; timeout?: string; /** First port to try (tests of this helper). */ port?: number } = {}): Promise<SippRun> {
   const dir = mkdtempSync(join(tmpdir(), 'sipp-'));
   const file = join(dir, 'scenario.xml');
   writeFileSync(file, scenario);
-  const port = await freePort();
-  const child = spawn('sipp', [...args, '-sf', file, '-i', '127.0.0.1', '-p', String(port), '-m', String(opts.calls ?? 1), '-nostdin', '-timeout', opts.timeout ?? '15s', '-timeout_error', '-nd'], {
-    cwd: dir,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? -1)));
+  let current: ChildProcess | null = null;
+  let currentExit: Promise<number> | null = null;
   t.teardown(async () => {
-    if (child.exitCode === null) {
-      child.kill('SIGKILL');
-      await exited;
+    if (current && current.exitCode === null && current.signalCode === null) {
+      current.kill('SIGKILL');
+      await currentExit;
     }
     rmSync(dir, { recursive: true, force: true });
   });
-  // Wait until sipp holds its port, so peers do not send into the void.
-  const started = Date.now();
-  while (child.exitCode === null && Date.now() - started < 5000) {
-    const probe = dgram.createSocket('udp4');
-    const taken = await new Promise<boolean>((r) => {
-      probe.once('error', () => r(true));
-      probe.bind(port, '127.0.0.1', () => r(false));
+  for (let attempt = 1; ; attempt++) {
+    const port = attempt === 1 && opts.port ? opts.port : await freePort();
+    const child = spawn('sipp', [...args, '-sf', file, '-i', '127.0.0.1', '-p', String(port), '-m', String(opts.calls ?? 1), '-nostdin', '-timeout', opts.timeout ?? '15s', '-timeout_error', '-nd'], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    try {
-      probe.close();
-    } catch {
-      // A socket whose bind failed is already closed.
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    // 'close', not 'exit': the output is complete by then, which the bind-failure check reads.
+    const exited = new Promise<number>((resolve) => child.once('close', (code) => resolve(code ?? -1)));
+    current = child;
+    currentExit = exited;
+    let gone = false;
+    void exited.then(() => (gone = true));
+    const started = Date.now();
+    while (!gone && child.pid !== undefined && !holdsPort(child.pid, port) && Date.now() - started < 5000) {
+      await new Promise((r) => setTimeout(r, 10));
     }
-    if (taken) break;
-    await new Promise((r) => setTimeout(r, 20));
+    if (gone && BIND_FAILURE.test(out) && attempt < 5) continue;
+    return { port, exited, output: () => out };
   }
-  return { port, exited, output: () => out };
 }

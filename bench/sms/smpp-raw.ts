@@ -1,0 +1,52 @@
+// The anchor of the SMS benches: the `smpp` library on both ends of a loopback connection.
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import smpp from 'smpp';
+import type { PDU, Session } from 'smpp';
+import { encodeGsm7 } from '../../src/messaging/gsm7.js';
+
+/** A local SMSC: the smpp library answering every bind and submit_sm at once; counts submits. */
+export async function startSmsc() {
+  let id = 0;
+  const server = smpp.createServer({}, (s: Session) => {
+    s.on('error', () => {});
+    s.on('pdu', (pdu: PDU) => {
+      if (pdu.isResponse()) return;
+      if (pdu.command === 'submit_sm') s.send(pdu.response({ message_id: String(++id) }));
+      else if (pdu.command === 'unbind') s.send(pdu.response(), () => s.socket.end());
+      else s.send(pdu.response());
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { server, port: (server.address() as AddressInfo).port, submits: () => id };
+}
+
+/** An ESME sending `count` submit_sm with `windowSize` outstanding; returns messages per second. */
+export async function driveSmpp(port: number, count: number, windowSize: number): Promise<number> {
+  const s = smpp.connect({ host: '127.0.0.1', port });
+  s.on('error', () => {});
+  await once(s, 'connect');
+  await new Promise<PDU>((r) => s.send(new smpp.PDU('bind_transmitter', { system_id: 'bench', password: 'bench' }), r));
+  const body = encodeGsm7('Benchmark message text');
+  const started = process.hrtime.bigint();
+  await new Promise<void>((resolve, reject) => {
+    let sent = 0;
+    let done = 0;
+    const next = () => {
+      while (sent < count && sent - done < windowSize) {
+        sent++;
+        s.send(new smpp.PDU('submit_sm', { destination_addr: '447700900123', source_addr: 'Bench', data_coding: 0, short_message: body }), (resp: PDU) => {
+          if (resp.command_status !== 0) return reject(new Error(`status ${resp.command_status}`));
+          done++;
+          if (done === count) resolve();
+          else next();
+        });
+      }
+    };
+    next();
+  });
+  const secs = Number(process.hrtime.bigint() - started) / 1e9;
+  s.socket.destroy();
+  return count / secs;
+}

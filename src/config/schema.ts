@@ -63,6 +63,8 @@ export const ConfigSchema = Type.Object({
   sip: Type.Object({
     host: Type.String({ default: '0.0.0.0' }),
     port: Port(5060),
+    tls_port: Port(5061),
+    tls_ca_file: Type.String({ default: '' }),
     primary_host: Type.String({ default: 'sip.svc-exchange.local' }),
     secondary_host: Type.String({ default: '' }),
     max_call_seconds: Type.Integer({ minimum: 60, maximum: 86400, default: 7200 }),

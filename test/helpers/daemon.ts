@@ -36,7 +36,7 @@ export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config
     database: { url: db.url, pool_max: 10 },
     // No background OPTIONS: a probe landing on a sipp peer (or on a port another test's sipp now
     // holds) fails that scenario; health tests call checkAll() themselves.
-    sip: { host: '127.0.0.1', port: 0, options_interval_seconds: 3600 },
+    sip: { host: '127.0.0.1', port: 0, tls_port: 0, options_interval_seconds: 3600 },
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },
     webhooks: { allow_private_targets: true },

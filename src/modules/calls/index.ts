@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Ledger } from '../../ledger/index.js';
 import { loadServerSecret } from '../../db/server-secret.js';
 import type { CoreDeps } from '../../platform/core.js';
@@ -15,7 +16,7 @@ import type { ProbeResult } from '../../telephony/sip/index.js';
 import type { RoutesService } from '../routes/service.js';
 import { createEndpointHealth, type HealthTarget } from './endpoint-health.js';
 import { callsRoutes } from './routes.js';
-import { createCallsService } from './service.js';
+import { createCallsService, sipTransportOf } from './service.js';
 
 const HOUSEKEEPING_MS = 30_000;
 // The OPTIONS health tick: each endpoint is probed on its own interval (`[sip] options_interval_seconds`
@@ -23,7 +24,7 @@ const HOUSEKEEPING_MS = 30_000;
 const HEALTH_TICK_MS = 5_000;
 
 /**
- * The voice plane: SIP on `[sip] host:port` (UDP and TCP), the trunk B2BUA wired to routing,
+ * The voice plane: SIP on `[sip] host:port` (UDP and TCP) and `tls_port`, the trunk B2BUA wired to routing,
  * the ledger and CDRs, and the call records API.
  */
 export function buildCallsModule(
@@ -37,7 +38,7 @@ export function buildCallsModule(
   let b2bua: TrunkB2bua | null = null;
   const probe = async (t: HealthTarget): Promise<ProbeResult> => {
     if (!b2bua) throw serviceUnavailable('The SIP plane is not running');
-    return b2bua.probeEndpoint({ host: t.host, port: t.port, transport: t.transport === 'tcp' ? 'tcp' : 'udp' }, { timeoutMs: config.sip.options_timeout_ms });
+    return b2bua.probeEndpoint({ host: t.host, port: t.port, transport: sipTransportOf(t.transport) }, { timeoutMs: config.sip.options_timeout_ms });
   };
   const health = createEndpointHealth({
     probe,
@@ -73,7 +74,13 @@ export function buildCallsModule(
     async start() {
       // Before the SIP stack exists, so no API call of this daemon can be live yet.
       await calls.reconcileOrphans({ atStart: true });
-      const transport = await createSipTransport({ host: config.sip.host, port: config.sip.port, log: log.child({ plane: 'sip' }) });
+      const transport = await createSipTransport({
+        host: config.sip.host,
+        port: config.sip.port,
+        log: log.child({ plane: 'sip' }),
+        ...(core.tls ? { tls: { port: config.sip.tls_port, key: core.tls.key, cert: core.tls.cert } } : {}),
+        ...(config.sip.tls_ca_file ? { tlsCa: [readFileSync(config.sip.tls_ca_file)] } : {}),
+      });
       stack = createSipStack({ transport, log: log.child({ plane: 'sip' }) });
       b2bua = createTrunkB2bua({
         stack,
@@ -85,7 +92,7 @@ export function buildCallsModule(
         sessionTimer: { minSeSeconds: config.sip.session_min_se_seconds, defaultSeconds: config.sip.session_expires_seconds },
       });
       const port = transport.port;
-      core.health.register('sip', () => ({ ok: true, port, activeCalls: b2bua?.activeCalls() ?? 0 }));
+      core.health.register('sip', () => ({ ok: true, port, tlsPort: transport.tlsPort, activeCalls: b2bua?.activeCalls() ?? 0 }));
       timer = setInterval(() => {
         running ??= housekeeping().finally(() => (running = null));
       }, HOUSEKEEPING_MS);
@@ -98,7 +105,11 @@ export function buildCallsModule(
       }, Math.min(HEALTH_TICK_MS, config.sip.options_interval_seconds * 1000));
       healthTimer.unref();
     },
-    ports: (): Record<string, number> => (stack ? { sip: stack.transport.port } : {}),
+    ports: (): Record<string, number> => {
+      if (!stack) return {};
+      const { port, tlsPort } = stack.transport;
+      return tlsPort === null ? { sip: port } : { sip: port, sip_tls: tlsPort };
+    },
     async stop() {
       clearInterval(timer);
       clearInterval(healthTimer);

@@ -94,13 +94,13 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
       let first: ProbeResult | null = null;
       for (const e of endpoints) {
         const target = { host: e.host, port: e.port, transport: e.transport };
-        if (target.transport !== 'udp' && target.transport !== 'tcp') continue;
+        if (target.transport !== 'udp' && target.transport !== 'tcp' && target.transport !== 'tls') continue;
         const r = await voice.probe(target);
         voice.record(target, r);
         if (r.ok) return ok(r);
         first ??= r;
       }
-      if (!first) throw ruleError('The route has no UDP or TCP endpoint to probe');
+      if (!first) throw ruleError('The route has no SIP endpoint to probe');
       return ok(first);
     });
 

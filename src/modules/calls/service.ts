@@ -12,7 +12,7 @@ import { newId } from '../../platform/ids.js';
 import { createTtlCache } from '../../platform/ttl-cache.js';
 import { requireIncrement } from '../../rating/index.js';
 import type { CallEndedEvent, CallPlan, PlanCallInput, TrunkPolicy } from '../../telephony/sip/b2bua.js';
-import { computeHa1 } from '../../telephony/sip/index.js';
+import { computeHa1, type SipTransportName } from '../../telephony/sip/index.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
 import type { Candidate } from '../routes/index.js';
@@ -54,6 +54,9 @@ interface LiveCall {
  * housekeeping reconciles as soon as they are not live here, while the API's own heartbeat keeps these.
  */
 export const apiCallOwner = (node: string): string => `${node}:api`;
+
+/** A route endpoint's stored transport as the SIP stack names it (anything unknown goes out over UDP). */
+export const sipTransportOf = (t: string): SipTransportName => (t === 'tcp' || t === 'tls' ? t : 'udp');
 
 interface RouteLimits {
   capacity: number | null;
@@ -284,7 +287,7 @@ export function createCallsService(deps: CallsDeps) {
         endpoints: c.endpoints.map((e) => ({
           host: e.host,
           port: e.port,
-          transport: e.transport === 'tcp' ? 'tcp' : 'udp',
+          transport: sipTransportOf(e.transport),
           techPrefix: e.techPrefix,
           ...(e.username ? { username: e.username } : {}),
           ...(e.password ? { password: e.password } : {}),

@@ -3,6 +3,7 @@ import type { Sql } from '../../db/connection.js';
 import { notFound, ruleError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
+import type { RoutingCache } from '../routes/routing-cache.js';
 import type { RoutesService } from '../routes/service.js';
 import * as repo from './repo.js';
 import type { PurchaseRow } from './repo.js';
@@ -21,7 +22,7 @@ const present = (p: PurchaseRow) => ({
 export type PurchaseView = ReturnType<typeof present>;
 
 /** Buying routes and the buyer's routing order; owns purchases and routing_orders. */
-export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logger; routes: RoutesService }) {
+export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logger; routes: RoutesService; routingCache?: RoutingCache }) {
   const { sql, clock, routes } = deps;
 
   return {
@@ -32,6 +33,8 @@ export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logg
       routes.conflictIfOwn(route, accountId);
       if (route.status !== 'active') throw ruleError('Route is not active');
       const created = await repo.insert(sql, newId(), accountId, routeId);
+      // Every write below tells the cache at once so this daemon's next send sees it before the trigger's NOTIFY arrives.
+      if (created) deps.routingCache?.accountChanged(accountId);
       const p = await repo.findActive(sql, accountId, routeId);
       if (p === undefined) throw notFound('Purchase');
       deps.log.info({ accountId, routeId, created }, 'route purchased');
@@ -50,6 +53,7 @@ export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logg
 
     async cancel(accountId: string, id: string) {
       const done = await sql.begin((tx) => repo.cancel(tx, id, accountId, clock.now()));
+      if (done) deps.routingCache?.accountChanged(accountId);
       if (!done) {
         const p = await repo.findById(sql, id, accountId);
         if (p === undefined) throw notFound('Purchase');
@@ -79,7 +83,7 @@ export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logg
       return { purchaseId: p.id, routeId: p.routeId, accepted };
     },
 
-    usableRoutes: (accountId: string, type: 'voice' | 'sms') => repo.usableRoutes(sql, accountId, type),
+    usableRoutes: (accountId: string, type: 'voice' | 'sms') => deps.routingCache?.usableRoutes(accountId, type) ?? repo.usableRoutes(sql, accountId, type),
 
     async routingOrder(accountId: string) {
       const rows = await repo.routingOrder(sql, accountId);
@@ -96,6 +100,7 @@ export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logg
       const unknown = routeIds.filter((id) => !usable.has(id));
       if (unknown.length > 0) throw ruleError(`Not a purchased or own active route: ${unknown.join(', ')}`);
       await sql.begin((tx) => repo.replaceOrder(tx, accountId, routeIds));
+      deps.routingCache?.accountChanged(accountId);
       return this.routingOrder(accountId);
     },
 
@@ -103,6 +108,7 @@ export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logg
       const p = await repo.findById(sql, purchaseId, accountId);
       if (p === undefined || p.status !== 'active') throw notFound('Purchase');
       await repo.setPosition(sql, accountId, p.routeId, priority);
+      deps.routingCache?.accountChanged(accountId);
       return this.get(accountId, purchaseId);
     },
   };

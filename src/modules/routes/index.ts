@@ -6,6 +6,7 @@ import { purchasesRoutes } from '../purchases/routes.js';
 import { createPurchasesService } from '../purchases/service.js';
 import { createDeckCache } from './deck-cache.js';
 import { createCdrQualitySource } from './quality.js';
+import { createRoutingCache } from './routing-cache.js';
 import { routesRoutes } from './routes.js';
 import { createRouting } from './routing.js';
 import type { QualitySource } from './routing.js';
@@ -23,19 +24,26 @@ export function buildMarketplaceModules(core: CoreDeps, opts: { quality?: Qualit
   // Measured quality from the cdrs table unless the caller brings its own source.
   const cdrQuality = createCdrQualitySource({ sql: core.sql, clock: core.clock });
   const quality = opts.quality ?? cdrQuality.quality;
-  const routes = createRoutesService({ ...core, decks, quality });
-  const purchases = createPurchasesService({ ...core, routes });
+  const routingCache = createRoutingCache({ sql: core.sql, log: core.log.child({ module: 'routing-cache' }) });
+  const routes = createRoutesService({ ...core, decks, quality, routingCache });
+  const purchases = createPurchasesService({ ...core, routes, routingCache });
   const markets = createMarketsService({ clock: core.clock, routes, activity: cdrQuality.activity });
   const routing = createRouting({ config: core.config, routes, purchases, quality });
   const modules: Module[] = [
     {
       name: 'routes',
       routes: routesRoutes(routes, routing),
-      start: () => decks.start(),
-      stop: () => decks.stop(),
+      start: async () => {
+        await routingCache.start();
+        await decks.start();
+      },
+      stop: async () => {
+        await decks.stop();
+        await routingCache.stop();
+      },
     },
     { name: 'purchases', routes: purchasesRoutes(purchases, routing) },
     { name: 'markets', routes: marketsRoutes(markets) },
   ];
-  return { modules, services: { routes, purchases, routing, markets } };
+  return { modules, services: { routes, purchases, routing, markets, routingCache } };
 }

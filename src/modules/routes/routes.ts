@@ -236,7 +236,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
           'The endpoint is checked once before writing: its form (IP address or DNS name, port), then one SIP OPTIONS probe over UDP or TCP ' +
           '(`check.method` `options`; the same probe as `POST /routes/{id}/test`: up when any final response below 500 other than 408 comes back). ' +
           'A bad form answers with `check.ok` false and writes nothing; a failed probe refuses the write with 400 VALIDATION_ERROR, except on a dry run, ' +
-          'which reports it in `check`. TLS endpoints, or a daemon whose SIP plane is not running, get the form check only (`method` `form`). ' +
+          'which reports it in `check`. A daemon whose SIP plane is not running gives the form check only (`method` `form`). ' +
           '`dryRun` writes nothing. Ids that are not own voice routes are listed in `notFound`.',
         body: Type.Object({
           routeIds: Type.Optional(Type.Array(Uuid(), { minItems: 1, maxItems: MAX_BULK_ROUTES })),

@@ -15,6 +15,7 @@ import type { EndpointRow, RouteRow } from './repo.js';
 import { createDeckCache } from './deck-cache.js';
 import type { DeckCache } from './deck-cache.js';
 import type { QualitySource } from './routing.js';
+import type { RoutingCache } from './routing-cache.js';
 import { qualityScore } from './smart-routing.js';
 import type { MeasuredQuality } from './smart-routing.js';
 
@@ -85,10 +86,10 @@ export interface SipProbeResult {
   rttMs: number;
 }
 /**
- * Sends one OPTIONS to a UDP or TCP endpoint; null when this daemon's SIP plane is not running.
+ * Sends one OPTIONS to a UDP, TCP or TLS endpoint; null when this daemon's SIP plane is not running.
  * Supplied by the calls module after both are built (it is built after the marketplace).
  */
-export type SipProbe = (target: { host: string; port: number; transport: 'udp' | 'tcp' }) => Promise<SipProbeResult> | null;
+export type SipProbe = (target: { host: string; port: number; transport: 'udp' | 'tcp' | 'tls' }) => Promise<SipProbeResult> | null;
 
 /** Why a probe result refuses a bulk write, in words for the seller. */
 const probeProblem = (r: SipProbeResult): string =>
@@ -111,7 +112,9 @@ export function platformFeeFrom(config: Readonly<Config>): PlatformFee {
 }
 
 /** Listings, delivery details, rate decks (spec "Routes"); owns routes, route_endpoints, rate_* and route_access. */
-export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger; config: Readonly<Config>; decks?: DeckCache; quality?: QualitySource }) {
+export function createRoutesService(deps: {
+  sql: Sql; clock: Clock; log: Logger; config: Readonly<Config>; decks?: DeckCache; quality?: QualitySource; routingCache?: RoutingCache;
+}) {
   const { sql, clock, log } = deps;
   const decks = deps.decks ?? createDeckCache({ sql, clock, log });
 
@@ -279,6 +282,8 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
         }, endpoints);
         await repo.bumpDeck(tx, id);
       });
+      // A new own route joins the seller's usable set: seen by this daemon's next request, not only after NOTIFY.
+      deps.routingCache?.routeChanged(id);
       await decks.reload(id);
       return this.getRoute(id, sellerId);
     },
@@ -509,8 +514,8 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
      * once before anything is written: its form, then one OPTIONS probe over UDP or TCP through the
      * calls module's SIP stack (`check.method` `options`). A bad form is reported with nothing
      * written; an endpoint that fails the probe refuses the write with an error, and a dry run
-     * reports it instead. TLS endpoints, and a daemon without a running SIP plane, get the form check
-     * only (`method` `form`). `dryRun` writes nothing.
+     * reports it instead. A daemon without a running SIP plane gives the form check only
+     * (`method` `form`). `dryRun` writes nothing.
      */
     async bulkSipEndpoint(sellerId: string, input: { routeIds?: string[]; endpoint: EndpointInput; mode?: 'replace' | 'add'; dryRun?: boolean }) {
       const host = input.endpoint.host;
@@ -520,7 +525,7 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
       const { found, notFoundIds } = await bulkTargets(sellerId, 'voice', input.routeIds);
       let check: { ok: boolean; method: 'form' | 'options'; problems: { path: string; message: string }[]; status?: number | null; rttMs?: number } =
         { ok: problems.length === 0, method: 'form', problems };
-      const probing = check.ok && transport !== 'tls' && sipProbe !== null
+      const probing = check.ok && sipProbe !== null
         ? sipProbe({ host: host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host, port, transport })
         : null;
       if (probing !== null) {
@@ -557,6 +562,7 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
       const { found, notFoundIds } = await bulkTargets(sellerId, 'sms', input.routeIds);
       if (check.ok && !input.dryRun && found.length > 0) {
         await sql.begin((tx) => repo.setSmsDelivery(tx, found, { ...d }, clock.now()));
+        for (const id of found) deps.routingCache?.routeChanged(id);
         log.info({ sellerId, routes: found.length, kind: d.kind }, 'bulk SMS delivery applied');
       }
       return { dryRun: input.dryRun ?? false, check, matched: found.length, updated: check.ok && !input.dryRun ? found.length : 0, routeIds: found, notFound: notFoundIds };
@@ -588,7 +594,7 @@ export function createRoutesService(deps: { sql: Sql; clock: Clock; log: Logger;
     },
 
     endpointsFor: (routeIds: readonly string[]) => repo.endpointsFor(sql, routeIds),
-    smsDeliveryFor: (routeIds: readonly string[]) => repo.smsDeliveryFor(sql, routeIds),
+    smsDeliveryFor: (routeIds: readonly string[]) => deps.routingCache?.smsDeliveryFor(routeIds) ?? repo.smsDeliveryFor(sql, routeIds),
     conflictIfOwn(route: RouteRow, accountId: string) {
       if (route.sellerId === accountId) throw conflict('Own routes need no purchase: they are used as they are');
     },

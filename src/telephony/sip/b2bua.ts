@@ -315,7 +315,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
   function buildLegInvite(call: Call, ep: TrunkEndpoint, fromTag: string, outCallId: string, cseq: number): SipRequest {
     const host = ep.host.includes(':') ? `[${ep.host}]` : ep.host;
     const user = `${ep.techPrefix ?? ''}${call.to}`;
-    const target = `sip:${user}@${host}:${ep.port}${ep.transport === 'tcp' ? ';transport=tcp' : ''}`;
+    const target = `sip:${user}@${host}:${ep.port}${ep.transport === 'udp' ? '' : `;transport=${ep.transport}`}`;
     const inFrom = fromOf(call.inReq);
     const display = inFrom.displayName !== undefined ? `"${inFrom.displayName.replace(/(["\\])/g, '\\$1')}" ` : '';
     const mf = maxForwardsOf(call.inReq);

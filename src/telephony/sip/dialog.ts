@@ -33,7 +33,8 @@ export interface Dialog {
 /** Where a request for this URI goes: its host, port and transport parameter. */
 export function uriDestination(uri: SipUri, fallback: SipTransportName): SipPeer {
   const tp = uri.params['transport'];
-  const transport: SipTransportName = tp ? (tp.toLowerCase() === 'tcp' ? 'tcp' : 'udp') : fallback;
+  const t = tp?.toLowerCase();
+  const transport: SipTransportName = t ? (t === 'tcp' || t === 'tls' ? t : 'udp') : fallback;
   return { transport, host: uri.host.replace(/^\[|\]$/g, ''), port: uri.port ?? 5060 };
 }
 

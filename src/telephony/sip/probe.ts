@@ -16,7 +16,7 @@ export function probeEndpoint(stack: SipStack, target: SipPeer, opts: { timeoutM
   const req: SipRequest = {
     kind: 'request',
     method: 'OPTIONS',
-    uri: `sip:${host}:${target.port}${target.transport === 'tcp' ? ';transport=tcp' : ''}`,
+    uri: `sip:${host}:${target.port}${target.transport === 'udp' ? '' : `;transport=${target.transport}`}`,
     version: 'SIP/2.0',
     headers: [
       { name: 'From', value: `<sip:probe@${stack.transport.host}>;tag=${stack.newTag()}` },

@@ -25,7 +25,7 @@ import {
   type TimerValues,
   type TransactionContext,
 } from './transaction.js';
-import { responseTarget, type SipPeer, type SipTransport } from './transport.js';
+import { responseTarget, type SipPeer, type SipTransport, type SipTransportName } from './transport.js';
 
 
 // Tags, branches and Call-IDs come from one crypto buffer refilled in blocks: a call uses about ten,
@@ -59,7 +59,7 @@ export interface SipStack {
   newTag(): string;
   newCallId(): string;
   /** Our Contact URI for a transport. */
-  contactUri(user: string | undefined, transport: 'udp' | 'tcp'): string;
+  contactUri(user: string | undefined, transport: SipTransportName): string;
   close(): Promise<void>;
 }
 
@@ -109,8 +109,10 @@ export function createSipStack(opts: SipStackOptions): SipStack {
   const ackKey = (req: SipRequest): string => `${callIdOf(req)}|${cseqOf(req).seq}`;
   const newBranch = (): string => MAGIC + randomHex(12);
 
+  // TLS has its own listener port; sent-by names the port a peer would open a new connection to.
+  const portFor = (t: SipTransportName): number => (t === 'tls' ? transport.tlsPort ?? transport.port : transport.port);
   const viaFor = (dest: SipPeer, branch: string): string =>
-    `SIP/2.0/${dest.transport.toUpperCase()} ${transport.host}:${transport.port};branch=${branch};rport`;
+    `SIP/2.0/${dest.transport.toUpperCase()} ${transport.host}:${portFor(dest.transport)};branch=${branch};rport`;
 
   const withVia = (req: SipRequest, dest: SipPeer, branch: string): void => {
     req.headers.unshift({ name: 'Via', value: viaFor(dest, branch) });
@@ -159,7 +161,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
 
   const handleRequest = (req: SipRequest, source: SipPeer): void => {
     const via = topVia(req);
-    const replyTo: SipPeer = source.transport === 'tcp' ? source : responseTarget(via, 'udp');
+    const replyTo: SipPeer = source.transport === 'udp' ? responseTarget(via, 'udp') : source;
     if (req.method === 'ACK') {
       const st = servers.get(serverKey(req, 'INVITE'));
       if (st && st.state === 'completed') return st.ackForFinal();
@@ -195,7 +197,8 @@ export function createSipStack(opts: SipStackOptions): SipStack {
 
   const handleResponse = (res: SipResponse): void => {
     const via = topVia(res);
-    if (via.host !== transport.host.toLowerCase() || (via.port ?? 5060) !== transport.port) {
+    const viaPort = via.port ?? (via.transport.toUpperCase() === 'TLS' ? 5061 : 5060);
+    if (via.host !== transport.host.toLowerCase() || (viaPort !== transport.port && viaPort !== transport.tlsPort)) {
       log.debug({ via: formatVia(via) }, 'sip response not for us');
       return;
     }
@@ -248,7 +251,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     newCallId: () => randomHex(16),
     contactUri(user, t) {
       const u = user !== undefined ? `${user}@` : '';
-      return `sip:${u}${transport.host}:${transport.port}${t === 'tcp' ? ';transport=tcp' : ''}`;
+      return `sip:${u}${transport.host}:${portFor(t)}${t === 'udp' ? '' : `;transport=${t}`}`;
     },
     async close() {
       for (const tx of [...clients.values()]) tx.terminate();

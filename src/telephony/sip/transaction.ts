@@ -1,7 +1,7 @@
 /** Client and server transactions (RFC 3261 §17) with RFC 6026's Accepted state. */
 import type { SipRequest, SipResponse } from './message.js';
 import { canonicalName, createResponse, cseqOf, getHeader } from './message.js';
-import type { SipPeer } from './transport.js';
+import { isReliable, type SipPeer } from './transport.js';
 
 /** Timers come through this so tests can run the RFC timers on a fake scheduler. */
 export interface SipTimers {
@@ -92,7 +92,7 @@ export class ClientTransaction {
 
   start(): void {
     const { t1, t2 } = this.ctx.values;
-    const reliable = this.dest.transport === 'tcp';
+    const reliable = isReliable(this.dest.transport);
     this.transmit();
     if (!reliable) {
       let interval = t1;
@@ -137,7 +137,7 @@ export class ClientTransaction {
 
   receive(res: SipResponse): void {
     const { t1, t4 } = this.ctx.values;
-    const reliable = this.dest.transport === 'tcp';
+    const reliable = isReliable(this.dest.transport);
     if (this.state === 'terminated') return;
     if (res.status < 200) {
       if (this.state === 'calling' || this.state === 'trying' || this.state === 'proceeding') {
@@ -243,7 +243,7 @@ export class ServerTransaction {
   respond(res: SipResponse): void {
     if (this.state !== 'trying' && this.state !== 'proceeding') return;
     const { t1, t2 } = this.ctx.values;
-    const reliable = this.replyTo.transport === 'tcp';
+    const reliable = isReliable(this.replyTo.transport);
     this.last = res;
     this.transmit(res);
     if (res.status < 200) {
@@ -299,7 +299,7 @@ export class ServerTransaction {
     if (this.state !== 'completed') return;
     this.state = 'confirmed';
     this.t.clearAll();
-    this.t.set('I', this.replyTo.transport === 'tcp' ? 0 : this.ctx.values.t4, () => this.terminate());
+    this.t.set('I', isReliable(this.replyTo.transport) ? 0 : this.ctx.values.t4, () => this.terminate());
   }
 
   /** ACK for the 2xx (new branch, matched by dialog). */

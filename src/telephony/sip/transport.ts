@@ -1,12 +1,19 @@
-/** UDP and TCP on one port (RFC 3261 §18): framing, received/rport (RFC 3581), 400 for malformed requests. */
+/**
+ * UDP and TCP on one port, TLS on a second (RFC 3261 §18, §26.2): stream framing, received/rport (RFC 3581),
+ * 400 for malformed requests.
+ */
 import dgram from 'node:dgram';
 import net from 'node:net';
+import tls from 'node:tls';
 import type { Logger } from 'pino';
 import { formatVia, parseVia, splitOutside, type Via } from './headers.js';
 import { canonicalName, serialize, type HeaderField, type SipMessage, type SipResponse } from './message.js';
 import { createStreamFramer, parseMessage, SipMessageError, SipParseError } from './parser.js';
 
-export type SipTransportName = 'udp' | 'tcp';
+export type SipTransportName = 'udp' | 'tcp' | 'tls';
+
+/** Connection-oriented transports: no retransmission timers, responses on the request's connection. */
+export const isReliable = (t: SipTransportName): boolean => t !== 'udp';
 
 export interface SipPeer {
   transport: SipTransportName;
@@ -21,6 +28,8 @@ export interface SipTransport {
   readonly host: string;
   /** The bound port (the real one when 0 was asked for). */
   readonly port: number;
+  /** The bound TLS port, or null without a TLS listener. */
+  readonly tlsPort: number | null;
   /** Sends one message; TCP reuses an open connection to the peer or opens one. Rejects on a send failure. */
   send(message: SipMessage, dest: SipPeer): Promise<void>;
   onMessage(handler: SipMessageHandler): void;
@@ -35,6 +44,13 @@ export interface SipTransportOptions {
   advertisedHost?: string;
   /** TCP connections idle this long are closed. */
   tcpIdleMs?: number;
+  /** The TLS listener (0: any free port) with the daemon's key and certificate. */
+  tls?: { port: number; key: string | Buffer; cert: string | Buffer };
+  /**
+   * Trust for outbound TLS: system CAs plus these (a supplier's private CA). Verification is never turned off;
+   * without a listener, outbound TLS still works.
+   */
+  tlsCa?: Array<string | Buffer>;
 }
 
 const peerKey = (host: string, port: number): string => `${host.replace(/^\[|\]$/g, '')}:${port}`;
@@ -88,7 +104,7 @@ function bindUdp(host: string, port: number): Promise<dgram.Socket> {
   });
 }
 
-function listenTcp(server: net.Server, host: string, port: number): Promise<void> {
+function listenTcp(server: net.Server | tls.Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen({ host, port }, () => {
@@ -102,7 +118,9 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
   const { log } = opts;
   const idleMs = opts.tcpIdleMs ?? 10 * 60_000;
   const handlers: SipMessageHandler[] = [];
+  // Keyed by transport too: a peer may hold a TCP and a TLS connection to us at once.
   const conns = new Map<string, net.Socket>();
+  const connKey = (t: SipTransportName, host: string, port: number): string => `${t}|${peerKey(host, port)}`;
   let closed = false;
 
   const deliver = (msg: SipMessage, source: SipPeer): void => {
@@ -145,6 +163,19 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
   }
   const udpSock = udp;
   const port = udpSock.address().port;
+  let tlsServer: tls.Server | undefined;
+  if (opts.tls) {
+    tlsServer = tls.createServer({ key: opts.tls.key, cert: opts.tls.cert, minVersion: 'TLSv1.2' });
+    try {
+      await listenTcp(tlsServer, opts.host, opts.tls.port);
+    } catch (err) {
+      server.close();
+      udpSock.close();
+      throw err;
+    }
+  }
+  const tlsPort = tlsServer ? (tlsServer.address() as net.AddressInfo).port : null;
+  const outboundCa = [...tls.rootCertificates, ...(opts.tlsCa ?? [])];
 
   udpSock.on('message', (buf, rinfo) => {
     const source: SipPeer = { transport: 'udp', host: rinfo.address, port: rinfo.port };
@@ -160,11 +191,11 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
   });
   udpSock.on('error', (err) => log.error({ err }, 'sip udp socket error'));
 
-  const adopt = (sock: net.Socket, key: string): void => {
+  const adopt = (sock: net.Socket, key: string, transport: 'tcp' | 'tls'): void => {
     conns.set(key, sock);
     sock.setTimeout(idleMs, () => sock.destroy());
     const framer = createStreamFramer();
-    const source: SipPeer = { transport: 'tcp', host: sock.remoteAddress ?? '', port: sock.remotePort ?? 0 };
+    const source: SipPeer = { transport, host: sock.remoteAddress ?? '', port: sock.remotePort ?? 0 };
     sock.on('data', (chunk) => {
       let frames;
       try {
@@ -191,17 +222,40 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
 
   server.on('connection', (sock) => {
     if (closed) return void sock.destroy();
-    adopt(sock, peerKey(sock.remoteAddress ?? '', sock.remotePort ?? 0));
+    adopt(sock, connKey('tcp', sock.remoteAddress ?? '', sock.remotePort ?? 0), 'tcp');
   });
   server.on('error', (err) => log.error({ err }, 'sip tcp server error'));
+  if (tlsServer) {
+    tlsServer.on('secureConnection', (sock) => {
+      if (closed) return void sock.destroy();
+      adopt(sock, connKey('tls', sock.remoteAddress ?? '', sock.remotePort ?? 0), 'tls');
+    });
+    // A failed handshake (plain bytes, a bad client hello) only costs that connection.
+    tlsServer.on('tlsClientError', (err, sock) => {
+      log.debug({ err: err.message, peer: sock.remoteAddress }, 'sip tls handshake failed');
+      sock.destroy();
+    });
+    tlsServer.on('error', (err) => log.error({ err }, 'sip tls server error'));
+  }
 
   const connect = (dest: SipPeer): Promise<net.Socket> =>
     new Promise((resolve, reject) => {
-      const sock = net.connect({ host: dest.host, port: dest.port });
+      const t = dest.transport === 'tls' ? 'tls' : 'tcp';
+      const sock =
+        t === 'tls'
+          ? tls.connect({
+              host: dest.host,
+              port: dest.port,
+              ca: outboundCa,
+              minVersion: 'TLSv1.2',
+              // SNI takes names only; an IP address is checked against the certificate's IP SANs.
+              ...(net.isIP(dest.host) ? {} : { servername: dest.host }),
+            })
+          : net.connect({ host: dest.host, port: dest.port });
       sock.once('error', reject);
-      sock.once('connect', () => {
+      sock.once(t === 'tls' ? 'secureConnect' : 'connect', () => {
         sock.off('error', reject);
-        adopt(sock, peerKey(dest.host, dest.port));
+        adopt(sock, connKey(t, dest.host, dest.port), t);
         resolve(sock);
       });
     });
@@ -211,6 +265,7 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
   return {
     host: net.isIPv6(advertised) ? `[${advertised}]` : advertised,
     port,
+    tlsPort,
     onMessage(h) {
       handlers.push(h);
     },
@@ -222,7 +277,7 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
         await new Promise<void>((resolve, reject) => udpSock.send(buf, dest.port, host, (err) => (err ? reject(err) : resolve())));
         return;
       }
-      let sock = conns.get(peerKey(host, dest.port));
+      let sock = conns.get(connKey(dest.transport, host, dest.port));
       if (!sock || sock.destroyed) sock = await connect({ ...dest, host });
       sock.write(buf);
     },
@@ -233,6 +288,7 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
       conns.clear();
       await Promise.all([
         new Promise<void>((r) => server.close(() => r())),
+        new Promise<void>((r) => (tlsServer ? tlsServer.close(() => r()) : r())),
         new Promise<void>((r) => udpSock.close(() => r())),
       ]);
     },

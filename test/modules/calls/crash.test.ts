@@ -30,7 +30,7 @@ t.test('a daemon killed during live calls: the next start bills the answered one
     log: { level: 'silent' },
     http: { host: '127.0.0.1', port: 0 },
     database: { url: w.d.config.database.url, pool_max: 4 },
-    sip: { host: '127.0.0.1', port: 0, options_interval_seconds: 3600 },
+    sip: { host: '127.0.0.1', port: 0, tls_port: 0, options_interval_seconds: 3600 },
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },
     billing: { require_route_for_sub_accounts: false },

@@ -24,8 +24,8 @@ t.test('down after 3 failures in a row, up again after 2 successes', async (t) =
     successesToUp: 2,
   });
   t.equal(h.isDown(a), false, 'unknown endpoints count as up');
-  t.equal(await h.checkAll(), 2, 'TLS endpoints are not probed');
-  t.notOk(probed.includes('192.0.2.3'));
+  t.equal(await h.checkAll(), 3, 'UDP, TCP and TLS endpoints are probed');
+  t.ok(probed.includes('192.0.2.3'));
   await h.checkAll();
   t.equal(h.isDown(a), false, 'two failures are not enough');
   await h.checkAll();

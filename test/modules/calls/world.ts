@@ -21,7 +21,7 @@ export interface World {
   api(method: string, url: string, token: string, payload?: unknown): Promise<{ status: number; body: any; text: string }>; // eslint-disable-line @typescript-eslint/no-explicit-any
   signUp(): Promise<Party>;
   /** A voice route of the seller reaching `port`, rated for `prefix`, bought by the operator; returns route and purchase ids. */
-  route(o: { port: number; prefix: string; rate: string; increment?: string; capacity?: number; techPrefix?: string; transport?: 'udp' | 'tcp' }): Promise<{ routeId: string; purchaseId: string }>;
+  route(o: { port: number; prefix: string; rate: string; increment?: string; capacity?: number; techPrefix?: string; transport?: 'udp' | 'tcp' | 'tls' }): Promise<{ routeId: string; purchaseId: string }>;
   sub(o?: { markupPct?: string; maxConcurrentCalls?: number; dailySpendCap?: string; fund?: string }): Promise<{ id: string; sipUsername: string; sipPassword: string }>;
 }
 

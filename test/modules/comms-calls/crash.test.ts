@@ -39,7 +39,7 @@ t.test('API calls of a killed daemon are reconciled', { skip: available ? false 
     log: { level: 'silent' },
     http: { host: '127.0.0.1', port: 0 },
     database: { url: w.d.config.database.url, pool_max: 4 },
-    sip: { host: '127.0.0.1', port: 0 },
+    sip: { host: '127.0.0.1', port: 0, tls_port: 0 },
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },
     rtp: { port_min: rtp, port_max: rtp + 19, bind_address: '127.0.0.1' },

@@ -1,0 +1,128 @@
+import type { Logger } from 'pino';
+import type { Sql } from '../../db/connection.js';
+import { usableRoutes } from '../purchases/repo.js';
+import type { UsableRoute } from '../purchases/repo.js';
+import { smsDeliveryFor } from './repo.js';
+
+/** Sent by triggers on routes, purchases and routing_orders (migration 032): `a:<accountId>` or `r:<routeId>`. */
+export const ROUTING_CHANNEL = 'svc_routing';
+export const ROUTING_CACHE_TTL_MS = 60_000;
+
+/**
+ * What routing reads per call or message, kept in process: each buyer's usable routes (purchases,
+ * routing order, own routes) and each route's SMS delivery details. Correctness comes from
+ * invalidation: triggers notify every daemon on commit, and the services that write also call
+ * `accountChanged`/`routeChanged` right after their commit so this daemon's next request never waits
+ * for its own notification. The TTL is only a safety net.
+ *
+ * A load that was in flight when an invalidation came is dropped from the map, so a request arriving
+ * after the invalidation never joins a read that may have started before the commit.
+ */
+export interface RoutingCache {
+  usableRoutes(accountId: string, type: 'voice' | 'sms'): Promise<UsableRoute[]>;
+  smsDeliveryFor(routeIds: readonly string[]): Promise<Map<string, Record<string, unknown>>>;
+  accountChanged(accountId: string): void;
+  /** A route row changed: its delivery, and whose usable set it is in (status, type, seller), may differ. */
+  routeChanged(routeId: string): void;
+  clear(): void;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface Entry<T> { at: number; value: Promise<T> }
+
+export function createRoutingCache(deps: {
+  sql: Sql;
+  log: Logger;
+  ttlMs?: number;
+  /** Called after a notification was applied (tests await it instead of sleeping). */
+  onNotify?: (payload: string) => void;
+}): RoutingCache {
+  const { sql, log } = deps;
+  const ttl = deps.ttlMs ?? ROUTING_CACHE_TTL_MS;
+  const usable = new Map<string, Entry<UsableRoute[]>>();
+  const delivery = new Map<string, Entry<Record<string, unknown> | null>>();
+  let unlisten: (() => Promise<void>) | null = null;
+  // Until LISTEN is up, another daemon's change could go unseen: read through instead of caching.
+  let listening = false;
+
+  const cached = <T>(map: Map<string, Entry<T>>, key: string, load: () => Promise<T>): Promise<T> => {
+    if (!listening) return load();
+    const now = Date.now();
+    const hit = map.get(key);
+    if (hit !== undefined && now - hit.at < ttl) return hit.value;
+    const entry: Entry<T> = { at: now, value: load() };
+    map.set(key, entry);
+    entry.value.catch(() => {
+      if (map.get(key) === entry) map.delete(key);
+    });
+    return entry.value;
+  };
+
+  const accountChanged = (accountId: string) => {
+    usable.delete(`${accountId}:voice`);
+    usable.delete(`${accountId}:sms`);
+  };
+  const routeChanged = (routeId: string) => {
+    delivery.delete(routeId);
+    // A route's status or type moves it in or out of every buyer's set; routes change rarely.
+    usable.clear();
+  };
+  const clear = () => {
+    usable.clear();
+    delivery.clear();
+  };
+
+  const onNotify = (payload: string) => {
+    const id = payload.slice(2);
+    if (payload.startsWith('a:')) accountChanged(id);
+    else if (payload.startsWith('r:')) routeChanged(id);
+    else clear();
+    deps.onNotify?.(payload);
+  };
+
+  return {
+    usableRoutes: (accountId, type) => cached(usable, `${accountId}:${type}`, () => usableRoutes(sql, accountId, type)),
+
+    async smsDeliveryFor(routeIds) {
+      const missing = routeIds.filter((id) => {
+        const hit = delivery.get(id);
+        return hit === undefined || Date.now() - hit.at >= ttl;
+      });
+      if (!listening) return smsDeliveryFor(sql, routeIds);
+      if (missing.length > 0) {
+        // One read for every route not held; each route's entry shares it.
+        const read = smsDeliveryFor(sql, missing);
+        for (const id of missing) cached(delivery, id, () => read.then((m) => m.get(id) ?? null));
+      }
+      const out = new Map<string, Record<string, unknown>>();
+      for (const id of routeIds) {
+        const d = await cached(delivery, id, () => smsDeliveryFor(sql, [id]).then((m) => m.get(id) ?? null));
+        if (d !== null) out.set(id, d);
+      }
+      return out;
+    },
+
+    accountChanged,
+    routeChanged,
+    clear,
+
+    async start() {
+      // Notifications missed while the listening connection was down are unknown: drop everything
+      // whenever the listen is (re)established.
+      const sub = await sql.listen(ROUTING_CHANNEL, onNotify, () => {
+        clear();
+        log.debug('routing cache listening');
+      });
+      listening = true;
+      unlisten = () => sub.unlisten();
+    },
+
+    async stop() {
+      listening = false;
+      if (unlisten !== null) await unlisten();
+      unlisten = null;
+      clear();
+    },
+  };
+}

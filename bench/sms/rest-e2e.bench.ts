@@ -3,9 +3,10 @@
 // throughput of the `smpp` library on loopback, in the same run.
 // Needs wrk (Debian `wrk`) and PostgreSQL on 127.0.0.1:5432 (or SVC_BENCH_PG_ADMIN_URL).
 // Run: node --import tsx bench/sms/rest-e2e.bench.ts   (BENCH_SECONDS=10 BENCH_CONNECTIONS=64 BENCH_KEYS=600)
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Session } from 'node:inspector/promises';
 import postgres from 'postgres';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
@@ -20,9 +21,38 @@ const admin = process.env['SVC_BENCH_PG_ADMIN_URL'] ?? 'postgres://postgres@127.
 const dbName = `svc_bench_sms_${process.pid}`;
 const adminSql = postgres(admin, { max: 1, onnotice: () => {} });
 await adminSql.unsafe(`create database ${dbName}`);
+// BENCH_LOG_STATEMENTS=1: every statement and its duration in the server log (counting statements per message).
+if (process.env['BENCH_LOG_STATEMENTS']) await adminSql.unsafe(`alter database ${dbName} set log_min_duration_statement = 0`);
+// BENCH_LOG_NESTED=1: the statements inside the ledger's PL/pgSQL functions too, each with its time (auto_explain).
+if (process.env['BENCH_LOG_NESTED']) {
+  for (const set of ['session_preload_libraries = auto_explain', 'auto_explain.log_min_duration = 0', 'auto_explain.log_nested_statements = on']) {
+    await adminSql.unsafe(`alter database ${dbName} set ${set}`);
+  }
+}
 const state = mkdtempSync(join(tmpdir(), 'svc-bench-sms-'));
 const smsc = await startSmsc();
 const t0 = Date.now();
+/** CPU seconds of this process's reaped children (wrk), from /proc/self/stat cutime + cstime (ticks of 1/100 s). */
+const childTicks = () => {
+  const s = readFileSync('/proc/self/stat', 'utf8');
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return Number(f[13]) + Number(f[14]);
+};
+/** Commits, rows written and CPU seconds of the bench database's backends (their /proc stat: utime + stime). */
+async function pgCounters(): Promise<{ xact: number; rows: number; cpu: number }> {
+  const [d] = await adminSql<{ xact: string; rows: string }[]>`
+    select xact_commit::text as xact, (tup_inserted + tup_updated + tup_deleted)::text as rows from pg_stat_database where datname = ${dbName}`;
+  const pids = await adminSql<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${dbName}`;
+  let ticks = 0;
+  for (const { pid } of pids) {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const x = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(x[11]) + Number(x[12]);
+    } catch { /* gone */ }
+  }
+  return { xact: Number(d?.xact ?? 0), rows: Number(d?.rows ?? 0), cpu: ticks / 100 };
+}
 const phase = (what: string) => process.stderr.write(`[${((Date.now() - t0) / 1000).toFixed(1)} s] ${what}\n`);
 try {
   await driveSmpp(smsc.port, 2000, 100); // warm-up
@@ -65,14 +95,35 @@ try {
   const before = smsc.submits();
   const sentCount = async () => (await daemon.sql<{ n: number }[]>`select count(*)::int as n from messages where status = 'sent'`)[0]!.n;
   const sentBefore = await sentCount();
+  const pgBefore = await pgCounters();
+  // BENCH_CPU_PROF=<file>: a CPU profile of the measured window only (not start-up or the raw anchor).
+  const profFile = process.env['BENCH_CPU_PROF'];
+  const prof = profFile ? new Session() : null;
+  if (prof) {
+    prof.connect();
+    await prof.post('Profiler.enable');
+    await prof.post('Profiler.start');
+  }
+  const cpuBefore = process.cpuUsage();
+  const wrkBefore = childTicks();
   const r = await runWrk(url, { seconds, connections, script, scriptArgs: [keyFile] });
+  const cpu = process.cpuUsage(cpuBefore);
+  const wrkSec = (childTicks() - wrkBefore) / 100;
+  if (prof && profFile) writeFileSync(profFile, JSON.stringify((await prof.post('Profiler.stop')).profile));
   const sentAfter = await sentCount();
+  await new Promise((res) => setTimeout(res, 1100)); // PostgreSQL 15 flushes backend statistics at most once a second
+  const pgAfter = await pgCounters();
   const sent = (sentAfter - sentBefore) / seconds;
+  const n = Math.max(1, sentAfter - sentBefore);
 
   console.log(`smpp raw loopback (smpp library both ends, window 100): ${raw.toFixed(0)} msg/s`);
   console.log(`POST /comms/sms -> routing, ledger -> SMPP bind -> local SMSC: ${r.requestsPerSecond.toFixed(0)} req/s, ${sent.toFixed(0)} sent msg/s, ` +
     `p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, non-2xx ${r.non2xx}, SMSC submits ${smsc.submits() - before} (${connections} connections, ${keyCount} keys)`);
   console.log(`ratio REST end-to-end / raw smpp: ${(sent / raw).toFixed(3)}`);
+  const us = (x: number) => `${((x * 1e6) / n).toFixed(0)} µs`;
+  console.log(`CPU per sent message: daemon+SMSC process ${us((cpu.user + cpu.system) / 1e6)}, PostgreSQL backends ${us(pgAfter.cpu - pgBefore.cpu)}, wrk ${us(wrkSec)}; ` +
+    `transactions per message ${((pgAfter.xact - pgBefore.xact) / n).toFixed(2)}, rows written per message ${((pgAfter.rows - pgBefore.rows) / n).toFixed(2)}`);
+  console.log(`uptime: ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
   phase('measured');
   await daemon.stop();
   phase('stopped');

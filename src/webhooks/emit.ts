@@ -53,6 +53,33 @@ export async function emit(db: Db, input: EmitInput): Promise<{ eventId: string;
 }
 
 /**
+ * `emit` of many events in one statement (a batch of sends that commit together): the same rows,
+ * fanned out the same way, one executor start and round trip for the lot.
+ */
+export async function emitMany(db: Db, inputs: EmitInput[]): Promise<void> {
+  if (inputs.length === 0) return;
+  for (const input of inputs) {
+    if (!isEventName(input.event)) throw new UnknownEventError(`unknown webhook event "${String(input.event)}"`);
+    if (input.data === null || typeof input.data !== 'object' || Array.isArray(input.data)) {
+      throw new TypeError('webhook event data must be a JSON object');
+    }
+  }
+  const rows = inputs.map((i) => ({ id: newId(), account_id: i.accountId, event: i.event, data: i.data, created_at: i.at?.toISOString() ?? null }));
+  await db`
+    with ev as (
+      insert into events (id, account_id, event, data, created_at)
+      select x.id, x.account_id, x.event, x.data, coalesce(x.created_at, now())
+      from jsonb_to_recordset(${db.json(rows as never)}) as x(id uuid, account_id uuid, event text, data jsonb, created_at timestamptz)
+      returning id, account_id, event, created_at
+    )
+    insert into webhook_deliveries (id, event_id, endpoint_id, account_id, event, state, due_at, created_at)
+    select webhook_new_id(), ev.id, e.id, ev.account_id, ev.event, 'pending', '-infinity', ev.created_at
+    from ev join webhook_endpoints e
+      on e.account_id = ev.account_id and e.status = 'active' and e.deleted_at is null
+     and (ev.event = any (e.events) or '*' = any (e.events))`;
+}
+
+/**
  * Queues one delivery of an event to one endpoint, whatever its filter: the `ping` of
  * `POST /account/webhooks/{id}/test`, and resends (a new delivery of the same event).
  */

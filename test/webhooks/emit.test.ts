@@ -1,5 +1,5 @@
 import t from 'tap';
-import { emit, UnknownEventError } from '../../src/webhooks/emit.js';
+import { emit, emitMany, UnknownEventError } from '../../src/webhooks/emit.js';
 import type { EventName } from '../../src/webhooks/events.js';
 import { newId } from '../../src/platform/ids.js';
 import type { Sql } from '../../src/db/connection.js';
@@ -69,4 +69,31 @@ t.test('delivery ids made in SQL are UUIDv7 in time order', async (t) => {
   const { sql } = await createTestDatabase(t);
   const ids = await sql<{ id: string }[]>`select webhook_new_id() as id from generate_series(1, 3)`;
   for (const { id } of ids) t.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+});
+
+t.test('emitMany writes each event and fans each out like emit, in one statement', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const acc = await account(sql);
+  const other = await account(sql);
+  const all = await endpoint(sql, acc, ['*']);
+  const sent = await endpoint(sql, acc, ['sms.sent']);
+  const otherAll = await endpoint(sql, other, ['*']);
+  const at = new Date('2026-01-02T03:04:05.000Z');
+  await sql.begin((tx) => emitMany(tx, [
+    { accountId: acc, event: 'sms.sent', at, data: { messageId: 'a', cost: '0.010000' } },
+    { accountId: acc, event: 'sms.failed', data: { messageId: 'b' } },
+    { accountId: other, event: 'sms.sent', at, data: { messageId: 'c' } },
+  ]));
+  const evs = await sql<{ event: string; data: { messageId: string }; createdAt: Date; n: number; endpoints: string[] }[]>`
+    select e.event, e.data, e.created_at, count(d.id)::int as n, coalesce(array_agg(d.endpoint_id::text order by d.endpoint_id) filter (where d.id is not null), '{}') as endpoints
+    from events e left join webhook_deliveries d on d.event_id = e.id
+    group by e.id order by e.data->>'messageId'`;
+  t.same(evs.map((e) => [e.event, e.data.messageId, e.endpoints]), [
+    ['sms.sent', 'a', [all, sent].sort()],
+    ['sms.failed', 'b', [all]],
+    ['sms.sent', 'c', [otherAll]],
+  ]);
+  t.equal(evs[0]!.createdAt.toISOString(), at.toISOString(), 'the given time is kept');
+  t.same(evs[0]!.data, { messageId: 'a', cost: '0.010000' }, 'data as given');
+  await t.rejects(emitMany(sql, [{ accountId: acc, event: 'sms.nope' as EventName, data: {} }]), UnknownEventError);
 });

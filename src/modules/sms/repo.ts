@@ -57,6 +57,12 @@ export interface NewMessage {
 
 export type { HistoryRow } from '../../ledger/history.js';
 
+/** What a message gets when its route accepts it. */
+export interface SentFields {
+  routeId: string | null; sellerId: string | null; networkPriceApplied: boolean; pricePerSegment: string; cost: string;
+  chargePostingId: string; markupPostingId: string | null; supplierMessageIds: string[]; sentAt: Date; receiptDueAt: Date | null;
+}
+
 const messageColumns = (db: Db) => db`
   id, account_id, operator_id, source, to_number, from_sender, segments, encoding, data_coding, route_id, seller_id,
   mcc_mnc, network_name, network_price_applied, status, error_code, supplier_message_ids,
@@ -75,14 +81,61 @@ export function createSmsRepo(db: Db) {
                 ${m.simulated}, ${m.queuedAt}, ${m.holdId ?? null}, ${m.customerPartIds ?? []}::text[])`;
     },
 
+    /** Many new rows in one statement (the rows of one money batch); each row as `insert` writes it. */
+    async insertMany(ms: (NewMessage & { holdId?: string | null })[], tx: Db = db): Promise<void> {
+      if (ms.length === 0) return;
+      const rows = ms.map((m) => ({
+        id: m.id, account_id: m.accountId, operator_id: m.operatorId, source: m.source, to_number: m.toNumber, from_sender: m.fromSender,
+        text_sha256: m.textSha256, text_units: m.textUnits, encoding: m.encoding, data_coding: m.dataCoding, segments: m.segments,
+        mcc_mnc: m.mccMnc, network_name: m.networkName, registered_delivery: m.registeredDelivery, simulated: m.simulated,
+        queued_at: m.queuedAt.toISOString(), hold_id: m.holdId ?? null, customer_part_ids: m.customerPartIds ?? [],
+      }));
+      await tx`
+        insert into messages (id, account_id, operator_id, source, to_number, from_sender, text_sha256, text_units, encoding,
+                              data_coding, segments, mcc_mnc, network_name, status, registered_delivery, simulated, queued_at, hold_id,
+                              customer_part_ids)
+        select id, account_id, operator_id, source, to_number, from_sender, text_sha256, text_units, encoding,
+               data_coding, segments, mcc_mnc, network_name, 'queued', registered_delivery, simulated, queued_at, hold_id, customer_part_ids
+        from jsonb_to_recordset(${tx.json(rows as never)}) as x(
+          id uuid, account_id uuid, operator_id uuid, source text, to_number text, from_sender text, text_sha256 text, text_units integer,
+          encoding text, data_coding integer, segments integer, mcc_mnc text, network_name text, registered_delivery boolean,
+          simulated boolean, queued_at timestamptz, hold_id uuid, customer_part_ids text[])`;
+    },
+
+    /** `markSent` of many messages in one statement (money as 6-place strings, exact through numeric). */
+    async markSentMany(list: (SentFields & { id: string })[], tx: Db = db): Promise<void> {
+      if (list.length === 0) return;
+      const rows = list.map((f) => ({
+        id: f.id, route_id: f.routeId, seller_id: f.sellerId, network_price_applied: f.networkPriceApplied, price_per_segment: f.pricePerSegment,
+        cost: f.cost, charge_posting_id: f.chargePostingId, markup_posting_id: f.markupPostingId, supplier_message_ids: f.supplierMessageIds,
+        sent_at: f.sentAt.toISOString(), receipt_due_at: f.receiptDueAt?.toISOString() ?? null,
+      }));
+      await tx`
+        update messages m set status = 'sent', route_id = x.route_id, seller_id = x.seller_id, network_price_applied = x.network_price_applied,
+               price_per_segment = x.price_per_segment, cost = x.cost, charge_posting_id = x.charge_posting_id,
+               markup_posting_id = x.markup_posting_id, supplier_message_ids = x.supplier_message_ids, sent_at = x.sent_at,
+               receipt_due_at = x.receipt_due_at
+        from jsonb_to_recordset(${tx.json(rows as never)}) as x(
+          id uuid, route_id uuid, seller_id uuid, network_price_applied boolean, price_per_segment numeric, cost numeric,
+          charge_posting_id uuid, markup_posting_id uuid, supplier_message_ids text[], sent_at timestamptz, receipt_due_at timestamptz)
+        where m.id = x.id and m.status = 'queued'`;
+    },
+
+    /** The supplier parts of many messages in one statement. */
+    async insertPartsMany(parts: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] }[], tx: Db = db): Promise<void> {
+      if (parts.length === 0) return;
+      const rows = parts.map((p) => ({ message_id: p.messageId, seq: p.seq, supplier_message_id: p.supplierMessageId, match_keys: p.matchKeys }));
+      await tx`
+        insert into message_parts (message_id, seq, supplier_message_id, match_keys)
+        select message_id, seq, supplier_message_id, match_keys
+        from jsonb_to_recordset(${tx.json(rows as never)}) as x(message_id uuid, seq integer, supplier_message_id text, match_keys text[])`;
+    },
+
     async setHold(id: string, holdId: string, tx: Db = db): Promise<void> {
       await tx`update messages set hold_id = ${holdId} where id = ${id}`;
     },
 
-    async markSent(id: string, f: {
-      routeId: string | null; sellerId: string | null; networkPriceApplied: boolean; pricePerSegment: string; cost: string;
-      chargePostingId: string; markupPostingId: string | null; supplierMessageIds: string[]; sentAt: Date; receiptDueAt: Date | null;
-    }, tx: Db = db): Promise<void> {
+    async markSent(id: string, f: SentFields, tx: Db = db): Promise<void> {
       await tx`
         update messages set status = 'sent', route_id = ${f.routeId}, seller_id = ${f.sellerId}, network_price_applied = ${f.networkPriceApplied},
                price_per_segment = ${f.pricePerSegment}::numeric, cost = ${f.cost}::numeric, charge_posting_id = ${f.chargePostingId},

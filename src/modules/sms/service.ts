@@ -16,12 +16,12 @@ import {
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { toMoney } from '../../rating/index.js';
-import { emit } from '../../webhooks/emit.js';
+import { emit, emitMany, type EmitInput } from '../../webhooks/emit.js';
 import type { ApplicationService } from '../application/service.js';
-import { createCallsRepo } from '../calls/repo.js';
+import { createCallsRepo, type CdrInsert } from '../calls/repo.js';
 import type { Candidate, Routing } from '../routes/routing.js';
 import { createSupplierGateway, type GatewayOptions, type GatewayOutcome, type SupplierGateway } from './gateway.js';
-import { createSmsRepo, type HistoryRow, type MessageRow } from './repo.js';
+import { createSmsRepo, type HistoryRow, type MessageRow, type NewMessage, type SentFields } from './repo.js';
 import { createTxBatcher } from './tx-batcher.js';
 
 export type Strategy = 'cheapest' | 'best_quality' | 'balanced';
@@ -131,7 +131,24 @@ export function createSmsService(deps: SmsDeps) {
   const maxRoutes = opts.maxRoutes ?? 3;
   /** A route's seller never changes, so it is read once per route and process. */
   const sellerOf = new Map<string, string>();
-  const money = createTxBatcher(sql, { maxBatch: opts.maxBatch ?? 64, log });
+  // Rows of the send path go in one statement per batch (see tx-batcher), the ledger calls one per message.
+  const money = createTxBatcher<{
+    message: NewMessage & { holdId: string };
+    sent: SentFields & { id: string };
+    part: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] };
+    cdr: CdrInsert;
+    event: EmitInput;
+  }>(sql, {
+    maxBatch: opts.maxBatch ?? 64,
+    log,
+    writers: {
+      message: (tx, rows) => repo.insertMany(rows, tx),
+      sent: (tx, rows) => repo.markSentMany(rows, tx),
+      part: (tx, rows) => repo.insertPartsMany(rows, tx),
+      cdr: (tx, rows) => callsRepo.insertCdrs(rows, tx),
+      event: (tx, rows) => emitMany(tx, rows),
+    },
+  });
   /** Receipts that named no stored part yet (the send is still committing), retried after each send. */
   let pending: { r: ChannelReceipt; at: number }[] = [];
   let receiptSink: ((f: FinalReceipt) => void) | null = null;
@@ -244,10 +261,10 @@ export function createSmsService(deps: SmsDeps) {
 
     // The hold covers the dearest candidate, so a failover never needs more money.
     const holdAmount = toMoney(priced.reduce((m, p) => (p.total.gt(m) ? p.total : m), new Decimal(0)));
-    // Hold first, then the row with its hold id: two statements, pipelined with other sends' in a batch.
-    const holdId = await money.run(s.accountId, async (tx) => {
+    // The hold, pipelined with other sends' in a batch; the row with its hold id goes in with the batch's rows.
+    const holdId = await money.run(s.accountId, async (tx, put) => {
       const hold = await ledger.hold({ postingKey: `sms:${id}:hold`, accountId: s.accountId, amount: holdAmount, ttlSeconds: 3600, ...ctx, relatedEntityId: id }, tx);
-      await repo.insert({ ...base, holdId: hold.holdId }, tx);
+      put('message', { ...base, holdId: hold.holdId });
       return hold.holdId;
     });
 
@@ -263,7 +280,7 @@ export function createSmsService(deps: SmsDeps) {
       if (outcome.status === 'accepted') {
         const sentAt = clock.now();
         const total = toMoney(p.total);
-        await money.run(s.accountId, async (tx) => {
+        await money.run(s.accountId, async (tx, put) => {
           const settled = await ledger.settle({
             postingKey: `sms:${id}:settle`, holdId, sellerId: p.sellerId, amount: toMoney(p.seller), fee: toMoney(p.base.minus(p.seller)),
             ...ctx, relatedEntityId: id,
@@ -273,23 +290,20 @@ export function createSmsService(deps: SmsDeps) {
             const m = await ledger.charge({ postingKey: `sms:${id}:markup`, accountId: s.accountId, sellerId: s.parentId, amount: toMoney(p.markup), ...ctx, relatedEntityId: id }, tx);
             markupPostingId = m.postingId;
           }
-          // Independent writes: pipelined on the connection rather than one round trip each.
-          await Promise.all([
-            repo.markSent(id, {
-              routeId: p.c.routeId, sellerId: p.sellerId, networkPriceApplied: p.c.rateBasis === 'network', pricePerSegment: toMoney(p.c.price),
-              cost: total, chargePostingId: settled.postingId, markupPostingId, supplierMessageIds: outcome.supplierMessageIds, sentAt,
-              receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
-            }, tx),
-            repo.insertParts(id, outcome.supplierMessageIds.map((sid, i) => ({ seq: i + 1, supplierMessageId: sid, matchKeys: supplierIdKeys(sid) })), tx),
-            callsRepo.insertCdrs([{
-              id: newId(), accountId: s.accountId, operatorId: s.parentId, sellerId: p.sellerId, callUuid: null, callGroupId: null,
-              direction: 'outbound', kind: 'sms', source, routeId: p.c.routeId, fromNumber: from, toNumber: to, cli: null, status: 'sent',
-              sipCode: null, hangupCause: null, durationSeconds: null, billedSeconds: null, segments: seg.segments, pddMs: null,
-              buyerCost: total, sellerCredit: toMoney(p.seller), ratePerUnit: toMoney(p.c.price), simulated: false, isProbe: false,
-              answeredAt: null, endedAt: sentAt, createdAt: sentAt,
-            }], tx),
-            emit(tx, { accountId: s.accountId, event: 'sms.sent', at: sentAt, data: sentEvent(id, to, from, seg.segments, total, sentAt, false) }),
-          ]);
+          put('sent', {
+            id, routeId: p.c.routeId, sellerId: p.sellerId, networkPriceApplied: p.c.rateBasis === 'network', pricePerSegment: toMoney(p.c.price),
+            cost: total, chargePostingId: settled.postingId, markupPostingId, supplierMessageIds: outcome.supplierMessageIds, sentAt,
+            receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
+          });
+          outcome.supplierMessageIds.forEach((sid, i) => put('part', { messageId: id, seq: i + 1, supplierMessageId: sid, matchKeys: supplierIdKeys(sid) }));
+          put('cdr', {
+            id: newId(), accountId: s.accountId, operatorId: s.parentId, sellerId: p.sellerId, callUuid: null, callGroupId: null,
+            direction: 'outbound', kind: 'sms', source, routeId: p.c.routeId, fromNumber: from, toNumber: to, cli: null, status: 'sent',
+            sipCode: null, hangupCause: null, durationSeconds: null, billedSeconds: null, segments: seg.segments, pddMs: null,
+            buyerCost: total, sellerCredit: toMoney(p.seller), ratePerUnit: toMoney(p.c.price), simulated: false, isProbe: false,
+            answeredAt: null, endedAt: sentAt, createdAt: sentAt,
+          });
+          put('event', { accountId: s.accountId, event: 'sms.sent', at: sentAt, data: sentEvent(id, to, from, seg.segments, total, sentAt, false) });
         });
         void drainPending();
         return view({ id, to, from, status: 'sent', segments: seg.segments, cost: total, at: sentAt, network, networkPriceApplied: p.c.rateBasis === 'network', simulated: false });
@@ -513,6 +527,7 @@ export function createSmsService(deps: SmsDeps) {
       repo.history(accountId, f),
     async stop() {
       await gateway.stop();
+      money.close();
     },
   };
 }

@@ -80,3 +80,29 @@ t.test('the scope matrix', async (t) => {
   const unknownScope = await h.app.inject({ method: 'POST', url: '/api/v1/account/api-keys', headers: bearer(u.session), payload: { scopes: ['nope:x'] } });
   t.equal(unknownScope.statusCode, 400);
 });
+
+// Requests are counted in memory and written for every key of the interval at once; a second
+// flush adds to the day's count rather than replacing it, and last use is recorded per key.
+t.test('API usage per key: counted, flushed together, added up', async (t) => {
+  const h = await buildTestApp(t);
+  const u = await h.signUp();
+  const create = async (name: string) => {
+    const r = await h.app.inject({ method: 'POST', url: '/api/v1/account/api-keys', headers: bearer(u.session), payload: { name } });
+    return r.json().data as { id: string; key: string };
+  };
+  const a = await create('a');
+  const b = await create('b');
+  const hit = (key: string) => h.app.inject({ method: 'GET', url: '/api/v1/account', headers: bearer(key) });
+  for (const k of [a.key, a.key, b.key]) t.equal((await hit(k)).statusCode, 200);
+  const report = async () => {
+    const r = await h.app.inject({ method: 'GET', url: '/api/v1/account/api-usage', headers: bearer(a.key) });
+    t.equal(r.statusCode, 200, r.body);
+    return Object.fromEntries((r.json().data as { keyId: string; requests: number }[]).map((x) => [x.keyId, x.requests]));
+  };
+  // The report's own request is counted before its flush.
+  t.same(await report(), { [a.id]: 3, [b.id]: 1 });
+  await hit(b.key);
+  t.same(await report(), { [a.id]: 4, [b.id]: 2 }, 'the second flush adds to the first');
+  const used = await h.sql<{ n: number }[]>`select count(*)::int as n from api_keys where id in (${a.id}, ${b.id}) and last_used_at is not null`;
+  t.equal(used[0]!.n, 2, 'last use recorded for both keys');
+});

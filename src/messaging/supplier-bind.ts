@@ -133,6 +133,10 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
   const matchTtl = opts.receiptMatchTtlMs ?? 3_600_000;
 
   let state: SupplierBindState = 'idle';
+  // The last connection attempt failed before binding (refused, timed out, bind refused): the SMSC
+  // is unreachable, so sends fail at once (the route is skipped and the next one tried) rather
+  // than waiting out the queue timeout for a bind that may be minutes of backoff away.
+  let unreachable = false;
   let session: Session | null = null;
   let attempt = 0;
   let connectCount = 0;
@@ -271,6 +275,10 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     clearTimers();
     log.info({ reason }, 'supplier bind connection dropped');
     s.socket.destroy();
+    if (state === 'connecting') {
+      unreachable = true;
+      failQueued('not_bound');
+    }
     failOutstanding(reason);
     releaseEarly(true);
   }
@@ -319,6 +327,7 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
           return;
         }
         attempt = 0;
+        unreachable = false;
         setState('bound');
         log.info({}, 'supplier bound');
         enquireTimer = setInterval(() => {
@@ -420,6 +429,10 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     }, Math.max(1, ms));
   }
 
+  function failQueued(reason: string) {
+    for (const j of queue.splice(0)) j.resolve({ ok: false, reason });
+  }
+
   function expireQueued() {
     const t = now();
     for (let i = 0; i < queue.length; ) {
@@ -497,6 +510,7 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     submit(message) {
       if (opts.bindType === 'receiver') return Promise.resolve({ status: 'error', reason: 'receiver_bind' });
       if (state === 'closing' || state === 'closed') return Promise.resolve({ status: 'error', reason: 'bind_stopped' });
+      if (unreachable && state !== 'bound') return Promise.resolve({ status: 'error', reason: 'not_bound' });
       const sender = checkSender(message.from);
       if (!sender.ok) return Promise.resolve({ status: 'error', reason: `invalid_sender_${sender.reason}` });
       const to = message.to.replace(/^\+/, '');

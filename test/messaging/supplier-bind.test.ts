@@ -7,6 +7,7 @@ import { STATUS } from '../../src/messaging/smpp-lib.js';
 import { systemClock } from '../../src/platform/clock.js';
 import { startPerlSmsc } from './perl-smsc.js';
 import { once } from 'node:events';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import smpp from 'smpp';
 import { generate } from 'selfsigned';
@@ -156,6 +157,30 @@ t.test('bad credentials back off instead of hammering', async (t) => {
   // Backoff 40·2^n with at least half of it fixed: the 4th attempt cannot come before 20+40+80 ms.
   t.ok(elapsed >= 140, `four bind attempts took ${elapsed} ms`);
   t.equal(bind.connects(), 4, 'one connection per attempt');
+});
+
+t.test('an unreachable SMSC fails sends at once instead of after the queue timeout', async (t) => {
+  // A port that was just listening and is closed now: connections are refused, like a stopped SMSC.
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  const bind = createSupplierBind({
+    host: '127.0.0.1', port, tls: false, systemId: 'sup1', password: 'pw1', bindType: 'transceiver',
+    tps: 10, windowSize: 1, responseTimeoutMs: 1000, log, clock: systemClock, onReceipt() {},
+    reconnectMinMs: 60_000, reconnectMaxMs: 60_000, queueTimeoutMs: 30_000,
+  });
+  t.teardown(() => bind.stop());
+  const started = Date.now();
+  bind.start();
+  t.same(await bind.submit({ to: '447700900123', from: 'MyShop', text: 'first' }), { status: 'error', reason: 'not_bound' });
+  t.same(await bind.submit({ to: '447700900123', from: 'MyShop', text: 'second' }), { status: 'error', reason: 'not_bound' });
+  const elapsed = Date.now() - started;
+  t.ok(elapsed < 5_000, `both sends answered in ${elapsed} ms, not after the 30 s queue timeout`);
+  // The socket's close (which starts the backoff) follows the refusal by a tick or two.
+  for (let i = 0; i < 200 && bind.state() !== 'backoff'; i++) await new Promise((r) => setTimeout(r, 10));
+  t.equal(bind.state(), 'backoff');
+  t.equal(bind.connects(), 1, 'no reconnect storm: one attempt, then backoff');
 });
 
 t.test('checkBind: one real bind and unbind', async (t) => {

@@ -44,6 +44,11 @@ export interface SipTransportOptions {
   advertisedHost?: string;
   /** TCP connections idle this long are closed. */
   tcpIdleMs?: number;
+  /**
+   * An outbound TCP connect or TLS handshake not done by then fails the send (default 5 s): a
+   * silent or black-holed supplier must not hold a socket for the OS's minutes-long connect timeout.
+   */
+  connectTimeoutMs?: number;
   /** The TLS listener (0: any free port) with the daemon's key and certificate. */
   tls?: { port: number; key: string | Buffer; cert: string | Buffer };
   /**
@@ -238,7 +243,10 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
     tlsServer.on('error', (err) => log.error({ err }, 'sip tls server error'));
   }
 
-  const connect = (dest: SipPeer): Promise<net.Socket> =>
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 5000;
+  // Sends to a peer while its connection is being opened share that one connection.
+  const opening = new Map<string, Promise<net.Socket>>();
+  const open = (dest: SipPeer): Promise<net.Socket> =>
     new Promise((resolve, reject) => {
       const t = dest.transport === 'tls' ? 'tls' : 'tcp';
       const sock =
@@ -252,13 +260,31 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
               ...(net.isIP(dest.host) ? {} : { servername: dest.host }),
             })
           : net.connect({ host: dest.host, port: dest.port });
-      sock.once('error', reject);
+      const timer = setTimeout(() => {
+        sock.destroy();
+        reject(Object.assign(new Error(`sip ${t} connect to ${dest.host}:${dest.port} timed out`), { code: 'ETIMEDOUT' }));
+      }, connectTimeoutMs);
+      const fail = (err: Error) => {
+        clearTimeout(timer);
+        reject(err);
+      };
+      sock.once('error', fail);
       sock.once(t === 'tls' ? 'secureConnect' : 'connect', () => {
-        sock.off('error', reject);
+        clearTimeout(timer);
+        sock.off('error', fail);
         adopt(sock, connKey(t, dest.host, dest.port), t);
         resolve(sock);
       });
     });
+  const connect = (dest: SipPeer): Promise<net.Socket> => {
+    const key = connKey(dest.transport === 'tls' ? 'tls' : 'tcp', dest.host, dest.port);
+    let pending = opening.get(key);
+    if (!pending) {
+      pending = open(dest).finally(() => opening.delete(key));
+      opening.set(key, pending);
+    }
+    return pending;
+  };
 
   const wildcard = opts.host === '0.0.0.0' || opts.host === '::';
   const advertised = opts.advertisedHost ?? (wildcard ? '127.0.0.1' : opts.host);

@@ -70,3 +70,35 @@ t.test('TCP: framing, connection reuse, oversize closes with 400', async (t) => 
   await closed;
   t.match(rx, /400 Bad Request \(body too large\)/);
 });
+
+t.test('outbound TLS: a peer that never finishes the handshake fails the send after the connect timeout', async (t) => {
+  // Accepts TCP and says nothing: the handshake never completes, as with a wedged supplier.
+  const accepted: net.Socket[] = [];
+  let closedByUs = 0;
+  const silent = net.createServer((s) => {
+    accepted.push(s);
+    s.resume();
+    s.on('close', () => closedByUs++);
+    s.on('error', () => {});
+  });
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  t.teardown(() => {
+    for (const s of accepted) s.destroy();
+    silent.close();
+  });
+  const port = (silent.address() as net.AddressInfo).port;
+  const tr = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog, connectTimeoutMs: 300 });
+  t.teardown(() => tr.close());
+  const msg = { kind: 'request' as const, method: 'OPTIONS', uri: 'sip:probe@127.0.0.1', version: 'SIP/2.0', headers: [{ name: 'Via', value: 'SIP/2.0/TLS 127.0.0.1;branch=z9hG4bKtls1' }], body: Buffer.alloc(0) };
+  const dest = { transport: 'tls' as const, host: '127.0.0.1', port };
+  const started = Date.now();
+  // Two sends at once share one connection attempt, and both fail with it.
+  const results = await Promise.allSettled([tr.send(msg, dest), tr.send(msg, dest)]);
+  const elapsed = Date.now() - started;
+  t.same(results.map((r) => r.status), ['rejected', 'rejected']);
+  t.match((results[0] as PromiseRejectedResult).reason, { code: 'ETIMEDOUT' });
+  t.ok(elapsed >= 250 && elapsed < 3000, `failed after ${elapsed} ms`);
+  t.equal(accepted.length, 1, 'one connection for both sends');
+  await until(() => closedByUs === 1);
+  t.pass('the half-open connection was closed');
+});

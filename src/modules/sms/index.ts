@@ -59,8 +59,12 @@ export function buildSmsModule(
     },
     async start() {
       const sweepMs = core.config.sms.expiry_sweep_seconds * 1000;
-      timer = setInterval(() => void service.sweepExpired().catch((err: unknown) => log.warn({ err }, 'sms expiry sweep failed')), sweepMs);
+      timer = setInterval(() => {
+        void service.sweepExpired().catch((err: unknown) => log.warn({ err }, 'sms expiry sweep failed'));
+        void service.drainPending().catch((err: unknown) => log.warn({ err }, 'sms early receipts retry failed'));
+      }, sweepMs);
       timer.unref();
+      await service.loadEarlyReceipts().catch((err: unknown) => log.warn({ err }, 'sms early receipts not loaded'));
       smpp = createCustomerSmpp({
         sql: core.sql, clock: core.clock, log, sms: service, credentials: smppCredentials,
         host: core.config.smpp.host, port: core.config.smpp.port, tlsPort: core.config.smpp.tls_port, tls: smppTls ?? null,

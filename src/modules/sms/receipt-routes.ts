@@ -31,8 +31,8 @@ export function smsReceiptRoutes(svc: SmsService, opts: { clock: Clock; toleranc
           'Headers: `X-Svc-Timestamp` (Unix seconds, within ' + String(opts.toleranceSec) + ' s of our clock) and `X-Svc-Signature`: ' +
           '`v1=` + lowercase hex HMAC-SHA256 of `<timestamp>.<raw body>` keyed with the route\'s `signingSecret`. ' +
           'A final `delivered` marks the message delivered; `undelivered`, `expired`, `rejected` or `deleted` fail it and refund ' +
-          'the buyer; other states are recorded only. 200 once stored (also for a receipt naming no message yet: it is matched ' +
-          'when the send commits); 401 on a missing or bad signature; any other answer means: retry.',
+          'the buyer; other states are recorded only. 200 once stored (also for a receipt naming no message yet: it is kept in ' +
+          'the database for 10 minutes and matched when the send commits, across a restart); 401 on a missing or bad signature; any other answer means: retry.',
         params: Type.Object({ routeId: Uuid() }),
         body: ReceiptBody,
         response: { 200: Ok(Type.Object({ received: Type.Literal(true), matched: Type.Boolean() })) },

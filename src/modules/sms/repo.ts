@@ -69,6 +69,17 @@ const messageColumns = (db: Db) => db`
   cost::numeric(20,6)::text as cost, hold_id, charge_posting_id, markup_posting_id, refund_posting_id, simulated,
   queued_at, sent_at, delivered_at, failed_at, receipt_due_at, customer_part_ids`;
 
+/** A stored early HTTPS receipt (053). */
+export interface EarlyReceipt {
+  routeId: string;
+  supplierMessageId: string;
+  reference: string | null;
+  stat: string;
+  err: string;
+  doneAt: Date | null;
+  receivedAt: Date;
+}
+
 export function createSmsRepo(db: Db) {
   return {
     async insert(m: NewMessage & { holdId?: string | null }, tx: Db = db): Promise<void> {
@@ -207,6 +218,25 @@ export function createSmsRepo(db: Db) {
     },
 
     /** The signing secret of a route delivered over HTTPS (null: no such route, or another delivery). */
+    /** An HTTPS receipt kept until the send it names commits (053). */
+    async storeEarlyReceipt(r: EarlyReceipt): Promise<string> {
+      const [row] = await db<{ id: string }[]>`
+        insert into sms_early_receipts (route_id, supplier_message_id, reference, stat, err, done_at, received_at)
+        values (${r.routeId}, ${r.supplierMessageId}, ${r.reference}, ${r.stat}, ${r.err}, ${r.doneAt}, ${r.receivedAt})
+        returning id`;
+      return row!.id;
+    },
+    async earlyReceiptsSince(since: Date): Promise<(EarlyReceipt & { id: string })[]> {
+      return db<(EarlyReceipt & { id: string })[]>`
+        select id, route_id, supplier_message_id, reference, stat, err, done_at, received_at
+        from sms_early_receipts where received_at >= ${since} order by received_at`;
+    },
+    async deleteEarlyReceipts(ids: string[]): Promise<void> {
+      if (ids.length) await db`delete from sms_early_receipts where id = any(${ids}::uuid[])`;
+    },
+    async deleteEarlyReceiptsBefore(before: Date): Promise<void> {
+      await db`delete from sms_early_receipts where received_at < ${before}`;
+    },
     async httpSigningSecret(routeId: string): Promise<string | null> {
       const [r] = await db<{ secret: string | null }[]>`
         select sms_delivery->>'signingSecret' as secret from routes where id = ${routeId} and sms_delivery->>'kind' = 'http'`;

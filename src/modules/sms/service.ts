@@ -149,8 +149,11 @@ export function createSmsService(deps: SmsDeps) {
       event: (tx, rows) => emitMany(tx, rows),
     },
   });
-  /** Receipts that named no stored part yet (the send is still committing), retried after each send. */
-  let pending: { r: ChannelReceipt; at: number }[] = [];
+  /**
+   * Receipts that named no stored part yet (the send is still committing), retried after each send;
+   * `storedId`: an HTTPS receipt also kept in sms_early_receipts (its supplier was answered 200).
+   */
+  let pending: { r: ChannelReceipt; at: number; storedId?: string }[] = [];
   let receiptSink: ((f: FinalReceipt) => void) | null = null;
   const toSink = (f: FinalReceipt | null) => {
     if (!f || !receiptSink || f.message.source !== 'smpp') return;
@@ -414,7 +417,14 @@ export function createSmsService(deps: SmsDeps) {
       destination: '',
     };
     if (await applyReceipt(r)) return 'applied';
-    pending.push({ r, at: Date.now() });
+    // Stored before the 200: the supplier will not send it again, so a restart must not lose it.
+    const receivedAt = new Date();
+    const storedId = await repo.storeEarlyReceipt({
+      routeId, supplierMessageId: r.supplierMessageId, reference: r.reference, stat: r.stat, err: r.err, doneAt: r.doneDate, receivedAt,
+    });
+    pending.push({ r, at: receivedAt.getTime(), storedId });
+    // The send may have committed between the miss and the insert: look once more.
+    void drainPending();
     return 'pending';
   }
 
@@ -422,14 +432,40 @@ export function createSmsService(deps: SmsDeps) {
     if (pending.length === 0) return;
     const now = Date.now();
     const list = pending.filter((p) => now - p.at < PENDING_RECEIPT_MS);
+    const done = pending.filter((p) => now - p.at >= PENDING_RECEIPT_MS && p.storedId).map((p) => p.storedId!);
     pending = [];
     for (const p of list) {
       try {
         if (!(await applyReceipt(p.r))) pending.push(p);
+        else if (p.storedId) done.push(p.storedId);
       } catch (err) {
         log.error({ err }, 'sms receipt failed to apply');
+        pending.push(p);
       }
     }
+    await repo.deleteEarlyReceipts(done).catch((err: unknown) => log.warn({ err }, 'early receipt clean-up failed'));
+  }
+
+  /** Takes back the early HTTPS receipts a stopped daemon had stored, then tries them (module start). */
+  async function loadEarlyReceipts(): Promise<number> {
+    const since = new Date(Date.now() - PENDING_RECEIPT_MS);
+    await repo.deleteEarlyReceiptsBefore(since);
+    const have = new Set(pending.map((p) => p.storedId));
+    let n = 0;
+    for (const e of await repo.earlyReceiptsSince(since)) {
+      if (have.has(e.id)) continue;
+      pending.push({
+        at: e.receivedAt.getTime(),
+        storedId: e.id,
+        r: {
+          routeId: e.routeId, supplierMessageId: e.supplierMessageId, reference: e.reference, stat: e.stat as ReceiptStat, err: e.err,
+          submitDate: null, doneDate: e.doneAt, rawText: '', source: '', destination: '',
+        },
+      });
+      n++;
+    }
+    await drainPending();
+    return n;
   }
 
   /**
@@ -514,6 +550,9 @@ export function createSmsService(deps: SmsDeps) {
     bulk,
     get,
     sweepExpired,
+    loadEarlyReceipts,
+    /** Retries receipts still waiting for their send (also run by the expiry sweep). */
+    drainPending,
     /** Where final receipts of customer SMPP messages go (the SMPP server's deliverReceipt). */
     setReceiptSink(fn: ((f: FinalReceipt) => void) | null) {
       receiptSink = fn;

@@ -159,7 +159,9 @@ t.test('SMS over a signed HTTPS supplier', async (t) => {
   });
 
   t.test('a receipt posted before the submit is answered is matched once the send commits', async (t) => {
+    let earlyId = '';
     early = async (body, id) => {
+      earlyId = id;
       const r = await callback(routeA, SECRET_A, { supplierMessageId: id, messageId: body['messageId'], status: 'delivered' });
       t.same(r.json.data, { received: true, matched: false }, 'stored for later');
     };
@@ -168,6 +170,23 @@ t.test('SMS over a signed HTTPS supplier', async (t) => {
     t.equal(r.json.data.status, 'sent');
     await eventually(async () => (await status(r.json.data.messageId)).status === 'delivered');
     t.pass('delivered');
+    await eventually(async () => (await d.sql`select 1 from sms_early_receipts where supplier_message_id = ${earlyId}`).length === 0);
+    t.pass('the stored early receipt is gone once applied');
+  });
+
+  t.test('an early receipt stored by a daemon that stopped is applied when the next one starts', async (t) => {
+    const r = await send('+12025550103');
+    t.equal(r.json.data.status, 'sent');
+    const supId = `a-${String(n).padStart(6, '0')}`;
+    // What onHttpReceipt stores before answering 200; the daemon that stored it never matched it.
+    await d.sql`insert into sms_early_receipts (route_id, supplier_message_id, reference, stat, err, done_at, received_at)
+                values (${routeA}, ${supId}, ${r.json.data.messageId}, 'UNDELIV', '001', now(), now())`;
+    const before = await balance();
+    t.equal(await svc.sms.loadEarlyReceipts(), 1, 'taken back at start (the ones this daemon holds are not loaded twice)');
+    await eventually(async () => (await status(r.json.data.messageId)).status === 'failed');
+    t.match(await status(r.json.data.messageId), { status: 'failed', errorCode: 'UNDELIVERABLE' });
+    t.ok(Number((await balance()).balance) > Number(before.balance), 'refunded');
+    t.equal((await d.sql`select 1 from sms_early_receipts where supplier_message_id = ${supId}`).length, 0, 'deleted once applied');
   });
 
   t.test('ledger invariants', async (t) => {

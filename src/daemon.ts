@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import type { Server as HttpsServer } from 'node:https';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
@@ -29,6 +30,12 @@ export interface Daemon {
   ports: Record<string, number>;
   /** Set on the first start against an empty database; printed once by main.ts. */
   firstStart: FirstStart | null;
+  /**
+   * Re-reads the TLS key, certificate and CA files (SIGHUP) into the HTTPS and SIP listeners and
+   * the SIP outbound trust; open connections and live calls are kept. Throws, changing nothing
+   * further, when a file cannot be read.
+   */
+  reload(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -115,7 +122,15 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
       Object.assign(ports, m.ports?.() ?? {});
     }
     log.info({ ports }, 'svc-exchanged listening');
-    return { app, sql, core, modules, ports, firstStart, stop: stopAll };
+    const reload = async () => {
+      const material = await loadTls(config, log);
+      if (material && 'setSecureContext' in app.server) {
+        (app.server as HttpsServer).setSecureContext({ key: material.key, cert: material.cert });
+      }
+      for (const m of modules.list) await m.reload?.(material);
+      log.info({}, 'tls material reloaded');
+    };
+    return { app, sql, core, modules, ports, firstStart, reload, stop: stopAll };
   } catch (err) {
     await stopAll();
     throw err;

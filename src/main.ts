@@ -65,6 +65,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
         },
       );
     };
+    // SIGHUP: new certificates and CA files without dropping calls (systemd's ExecReload sends it).
+    process.on('SIGHUP', () => {
+      void daemon.reload().catch((err: unknown) => log.error({ err }, 'reload failed; the previous TLS material stays in use'));
+    });
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });

@@ -1,6 +1,7 @@
 import type { ApiModule } from '../http/app.js';
 import { createIdempotencyStore } from '../http/idempotency.js';
 import type { CoreDeps } from '../platform/core.js';
+import type { TlsMaterial } from '../http/tls.js';
 import { accountsRoutes } from './accounts/routes.js';
 import { buildMoneyModules } from './billing/module.js';
 import { buildMarketplaceModules } from './routes/index.js';
@@ -25,6 +26,8 @@ export interface Module extends ApiModule {
   stop?(): Promise<void> | void;
   /** Ports a listener of the module bound (known after start). */
   ports?(): Record<string, number>;
+  /** Takes new TLS material and re-reads the module's own files (SIGHUP); live work is kept. */
+  reload?(tls: TlsMaterial | null): Promise<void> | void;
 }
 
 /**

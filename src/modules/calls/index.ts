@@ -105,6 +105,11 @@ export function buildCallsModule(
       }, Math.min(HEALTH_TICK_MS, config.sip.options_interval_seconds * 1000));
       healthTimer.unref();
     },
+    reload(tls) {
+      // A CA file that cannot be read leaves the trust as it was: the error reaches the caller (and the log).
+      const tlsCa = config.sip.tls_ca_file ? [readFileSync(config.sip.tls_ca_file)] : [];
+      stack?.transport.reloadTls({ ...(tls ? { key: tls.key, cert: tls.cert } : {}), tlsCa });
+    },
     ports: (): Record<string, number> => {
       if (!stack) return {};
       const { port, tlsPort } = stack.transport;

@@ -33,6 +33,12 @@ export interface SipTransport {
   /** Sends one message; TCP reuses an open connection to the peer or opens one. Rejects on a send failure. */
   send(message: SipMessage, dest: SipPeer): Promise<void>;
   onMessage(handler: SipMessageHandler): void;
+  /**
+   * New TLS material without a restart (SIGHUP): the listener's key and certificate for new
+   * handshakes, and the outbound trust (system CAs plus `tlsCa`) for new connections. Connections
+   * already open, and the calls on them, are kept.
+   */
+  reloadTls(m: { key?: string | Buffer; cert?: string | Buffer; tlsCa?: Array<string | Buffer> }): void;
   close(): Promise<void>;
 }
 
@@ -180,7 +186,7 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
     }
   }
   const tlsPort = tlsServer ? (tlsServer.address() as net.AddressInfo).port : null;
-  const outboundCa = [...tls.rootCertificates, ...(opts.tlsCa ?? [])];
+  let outboundCa = [...tls.rootCertificates, ...(opts.tlsCa ?? [])];
 
   udpSock.on('message', (buf, rinfo) => {
     const source: SipPeer = { transport: 'udp', host: rinfo.address, port: rinfo.port };
@@ -294,6 +300,10 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
     tlsPort,
     onMessage(h) {
       handlers.push(h);
+    },
+    reloadTls(m) {
+      if (tlsServer && m.key && m.cert) tlsServer.setSecureContext({ key: m.key, cert: m.cert, minVersion: 'TLSv1.2' });
+      if (m.tlsCa) outboundCa = [...tls.rootCertificates, ...m.tlsCa];
     },
     async send(message, dest) {
       if (closed) throw new Error('sip transport closed');

@@ -4,6 +4,7 @@ import { createSipTransport } from '../../../src/telephony/sip/transport.js';
 import { vias } from '../../../src/telephony/sip/message.js';
 import type { SipMessage } from '../../../src/telephony/sip/message.js';
 import { rawUdpPeer, silentLog, until } from './helpers.js';
+import { testCert } from './tls-client.js';
 
 const options = (via: string) => `OPTIONS sip:x@127.0.0.1 SIP/2.0
 Via: ${via}
@@ -101,4 +102,34 @@ t.test('outbound TLS: a peer that never finishes the handshake fails the send af
   t.equal(accepted.length, 1, 'one connection for both sends');
   await until(() => closedByUs === 1);
   t.pass('the half-open connection was closed');
+});
+
+t.test('reloadTls: new listener certificate and outbound trust for new connections, without a restart', async (t) => {
+  const [cert1, cert2] = [await testCert(), await testCert()];
+  const server = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog, tls: { port: 0, key: cert1.key, cert: cert1.cert } });
+  t.teardown(() => server.close());
+  const got: SipMessage[] = [];
+  server.onMessage((m) => got.push(m));
+  const msg = (branch: string) => ({ kind: 'request' as const, method: 'OPTIONS', uri: 'sip:probe@127.0.0.1', version: 'SIP/2.0', headers: [{ name: 'Via', value: `SIP/2.0/TLS 127.0.0.1;branch=z9hG4bK${branch}` }, { name: 'Call-ID', value: branch }, { name: 'CSeq', value: '1 OPTIONS' }, { name: 'From', value: '<sip:a@127.0.0.1>;tag=1' }, { name: 'To', value: '<sip:b@127.0.0.1>' }, { name: 'Max-Forwards', value: '70' }], body: Buffer.alloc(0) });
+  const dest = { transport: 'tls' as const, host: '127.0.0.1', port: server.tlsPort! };
+
+  const client = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog });
+  t.teardown(() => client.close());
+  await t.rejects(client.send(msg('r1'), dest), 'the listener certificate is not trusted yet');
+  client.reloadTls({ tlsCa: [cert1.cert] });
+  await client.send(msg('r2'), dest);
+  await until(() => got.length === 1);
+  t.pass('trusted after the CA reload');
+
+  server.reloadTls({ key: cert2.key, cert: cert2.cert });
+  const fresh = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog, tlsCa: [cert1.cert] });
+  t.teardown(() => fresh.close());
+  await t.rejects(fresh.send(msg('r3'), dest), 'new handshakes present the new certificate');
+  await client.send(msg('r4'), dest);
+  await until(() => got.length === 2);
+  t.pass('a connection opened before the reload keeps working');
+  fresh.reloadTls({ tlsCa: [cert2.cert] });
+  await fresh.send(msg('r5'), dest);
+  await until(() => got.length === 3);
+  t.pass('the new certificate is served');
 });

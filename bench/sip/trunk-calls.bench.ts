@@ -19,6 +19,7 @@ import { tmpdir, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createWorld } from '../../test/modules/calls/world.js';
 import { fill, fixture, freePort } from '../../test/telephony/sip/sipp.js';
+import { runCleanups } from '../lib/cleanups.js';
 
 const [stepSeconds = 5, heldCalls = 5500] = process.argv.slice(2).map(Number);
 const RATES = (process.env['BENCH_SIP_RATES'] ?? '50,100,150,200,300,400,500,650,800,1000,1200,1400,1700,2000').split(',').map(Number);
@@ -295,11 +296,5 @@ try {
   }
   if (!ok) process.exitCode = 1;
 } finally {
-  for (const fn of cleanups.reverse()) {
-    try {
-      await fn();
-    } catch (err) {
-      console.error('bench cleanup:', err);
-    }
-  }
+  await runCleanups(cleanups);
 }

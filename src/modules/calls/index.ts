@@ -14,6 +14,7 @@ import type { Routing } from '../routes/routing.js';
 import { serviceUnavailable } from '../../http/errors.js';
 import type { ProbeResult } from '../../telephony/sip/index.js';
 import type { RoutesService } from '../routes/service.js';
+import type { RoutingCache } from '../routes/routing-cache.js';
 import { createEndpointHealth, type HealthTarget } from './endpoint-health.js';
 import { callsRoutes } from './routes.js';
 import { createCallsService, sipTransportOf } from './service.js';
@@ -29,7 +30,10 @@ const HEALTH_TICK_MS = 5_000;
  */
 export function buildCallsModule(
   core: CoreDeps,
-  deps: { accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing; purchases: PurchasesService; routes: RoutesService },
+  deps: {
+    accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing; purchases: PurchasesService; routes: RoutesService;
+    routingCache?: RoutingCache;
+  },
 ) {
   const { config, log } = core;
   const node = loadNodeId(config.paths.state);
@@ -72,6 +76,7 @@ export function buildCallsModule(
     name: 'calls',
     routes: callsRoutes(calls, deps.purchases, config.sip.primary_host, { routes: deps.routes, probe, record: health.record }),
     async start() {
+      await calls.termsCache.start();
       // Before the SIP stack exists, so no API call of this daemon can be live yet.
       await calls.reconcileOrphans({ atStart: true });
       const transport = await createSipTransport({
@@ -127,6 +132,7 @@ export function buildCallsModule(
         while (calls.liveCallIds().length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
       }
       await stack?.close();
+      await calls.termsCache.stop();
     },
   };
   // Calls placed through the API go out over the same stack (and port) as trunk calls.

@@ -145,13 +145,13 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
     /**
      * A trunk call's hold (ledger_hold, the ledger's own function) and its call row in one statement:
      * one round trip and one commit, so the payer's balance row, which every call of that payer
-     * waits on, is locked no longer than the statement. Returns the hold id; SVC01 when unaffordable.
+     * waits on, is locked no longer than the statement. Returns the hold id and the available balance it left; SVC01 when unaffordable.
      */
     async insertCallWithHold(c: {
       id: string; accountId: string; operatorId: string | null; toNumber: string; fromNumber: string; maxDurationSeconds: number;
       pricing: unknown; ownerNode: string; now: Date;
-    }, hold: { postingKey: string; amount: string; expiresAt: Date; reference: string }): Promise<string> {
-      const [r] = await db<{ holdId: string }[]>`
+    }, hold: { postingKey: string; amount: string; expiresAt: Date; reference: string }): Promise<{ holdId: string; available: string }> {
+      const [r] = await db<{ holdId: string; available: string }[]>`
         with h as (
           select ledger_hold(${hold.postingKey}, ${c.accountId}::uuid, ${hold.amount}::numeric, false, ${hold.expiresAt}, ${hold.reference},
                              'sip_call', ${c.id}::text, ${c.id}::text, ${c.now}) as r
@@ -161,8 +161,8 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
         values (${c.id}, ${c.accountId}, ${c.operatorId}, 'trunk', 'trunk', 'ringing', ${c.toNumber}, ${c.fromNumber},
                 ${c.id}, (select (h.r ->> 'holdId')::uuid from h), ${c.maxDurationSeconds}, ${db.json(c.pricing as never)}, ${c.ownerNode},
                 ${c.now}, ${c.now})
-        returning hold_id`;
-      return r!.holdId;
+        returning hold_id, (select h.r ->> 'available' from h) as available`;
+      return r!;
     },
     async markCall(id: string, patch: { status: string; routeId?: string | null; ringingAt?: Date; answeredAt?: Date }) {
       await db`
@@ -173,6 +173,40 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
           -- A sign of life: a crash before the next heartbeat bills from here, not from the INVITE.
           last_seen_at = greatest(last_seen_at, ${patch.answeredAt ?? patch.ringingAt ?? null}::timestamptz)
         where id = ${id} and ended_at is null`;
+    },
+    /** Answered marks of many trunk calls in one statement (ids sorted: row locks always taken in one order). */
+    async markAnsweredMany(marks: readonly { id: string; routeId: string; answeredAt: Date }[]) {
+      const sorted = [...marks].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      await db`
+        update calls c set status = 'answered', route_id = v.route_id,
+          answered_at = coalesce(c.answered_at, v.at),
+          -- A sign of life: a crash before the next heartbeat bills from here, not from the INVITE.
+          last_seen_at = greatest(c.last_seen_at, v.at)
+        from unnest(${db.array(sorted.map((m) => m.id))}::uuid[], ${db.array(sorted.map((m) => m.routeId))}::uuid[],
+                    ${db.array(sorted.map((m) => m.answeredAt.toISOString()))}::timestamptz[]) as v(id, route_id, at)
+        where c.id = v.id and c.ended_at is null`;
+    },
+    /**
+     * The final state of many calls in one statement; returns the ids it ended. A call another
+     * daemon's reconcile ended meanwhile is left out (that one settled it); a row a heartbeat has
+     * locked is waited for.
+     */
+    async finishCalls(tx: Db, rows: readonly FinishRow[]): Promise<Set<string>> {
+      const ended = await tx<{ id: string }[]>`
+        update calls c set status = v.status, route_id = v.route_id, sip_response_code = v.sip_code, hangup_cause = v.hangup_cause,
+          hangup_reason = v.hangup_reason, duration_seconds = v.duration_seconds, billable_seconds = v.billable_seconds,
+          cost = v.cost, billing_increment = v.billing_increment, rate_per_minute = v.rate_per_minute,
+          attempts = v.attempts, answered_at = v.answered_at, ended_at = v.ended_at, error = null, gathered = null
+        from jsonb_to_recordset(${tx.json(rows.map((r) => ({
+          id: r.id, status: r.status, route_id: r.routeId, sip_code: r.sipCode, hangup_cause: r.hangupCause, hangup_reason: r.hangupReason,
+          duration_seconds: r.durationSeconds, billable_seconds: r.billableSeconds, cost: r.cost, billing_increment: r.billingIncrement,
+          rate_per_minute: r.ratePerMinute, attempts: r.attempts, answered_at: r.answeredAt?.toISOString() ?? null, ended_at: r.endedAt.toISOString(),
+        })) as never)}) as v(id uuid, status text, route_id uuid, sip_code integer, hangup_cause text, hangup_reason text, duration_seconds integer,
+             billable_seconds integer, cost numeric, billing_increment text, rate_per_minute numeric, attempts jsonb, answered_at timestamptz,
+             ended_at timestamptz)
+        where c.id = v.id and c.ended_at is null
+        returning c.id`;
+      return new Set(ended.map((r) => r.id));
     },
     async finishCall(tx: Db, id: string, f: {
       status: string; routeId: string | null; sipCode: number | null; hangupCause: string; hangupReason: string;
@@ -247,6 +281,13 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
       return r ?? null;
     },
   };
+}
+
+/** A call's final state as `finishCall` writes it, with its id (batched finishes). */
+export interface FinishRow {
+  id: string; status: string; routeId: string | null; sipCode: number | null; hangupCause: string; hangupReason: string;
+  durationSeconds: number; billableSeconds: number; cost: string; billingIncrement: string | null; ratePerMinute: string | null;
+  attempts: unknown; answeredAt: Date | null; endedAt: Date;
 }
 
 const cdrColumns = [

@@ -478,6 +478,8 @@ export function createRoutesService(deps: {
         if ((await repo.countEndpoints(tx, route.id)) >= MAX_ENDPOINTS_PER_ROUTE) throw ruleError(`A route has at most ${MAX_ENDPOINTS_PER_ROUTE} SIP endpoints`);
         await repo.insertEndpoint(tx, e);
       });
+      // The call path's endpoint cache: this daemon's next call sees it, not only after NOTIFY.
+      deps.routingCache?.routeChanged(route.id);
       return endpointView(e);
     },
 
@@ -500,6 +502,7 @@ export function createRoutesService(deps: {
       const problems = targetProblems(next.host, next.port, '');
       if (problems.length > 0) throw validationError(problems);
       await repo.updateEndpoint(sql, next);
+      deps.routingCache?.routeChanged(next.routeId);
       return endpointView(next);
     },
 
@@ -540,6 +543,7 @@ export function createRoutesService(deps: {
       if (check.ok && !input.dryRun && found.length > 0) {
         const e = endpointOf(input.endpoint, '', '');
         await sql.begin((tx) => repo.setEndpointOnRoutes(tx, found, e, mode, found.map(() => newId())));
+        for (const id of found) deps.routingCache?.routeChanged(id);
         log.info({ sellerId, routes: found.length, mode, check: check.method }, 'bulk SIP endpoint applied');
       }
       return { dryRun: input.dryRun ?? false, mode, check, matched: found.length, updated: check.ok && !input.dryRun ? found.length : 0, routeIds: found, notFound: notFoundIds };
@@ -593,7 +597,7 @@ export function createRoutesService(deps: {
       return { routes: out.length, healthy: out.filter((r) => r.healthy).length, withIssues: out.filter((r) => !r.healthy).length, listings: out };
     },
 
-    endpointsFor: (routeIds: readonly string[]) => repo.endpointsFor(sql, routeIds),
+    endpointsFor: (routeIds: readonly string[]) => deps.routingCache?.endpointsFor(routeIds) ?? repo.endpointsFor(sql, routeIds),
     smsDeliveryFor: (routeIds: readonly string[]) => deps.routingCache?.smsDeliveryFor(routeIds) ?? repo.smsDeliveryFor(sql, routeIds),
     conflictIfOwn(route: RouteRow, accountId: string) {
       if (route.sellerId === accountId) throw conflict('Own routes need no purchase: they are used as they are');

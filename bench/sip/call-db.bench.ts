@@ -1,0 +1,108 @@
+/**
+ * The database side of a trunk call, without SIP: a whole test daemon (fresh database, dropped
+ * after) whose trunk policy is driven as the B2BUA drives it (plan: payer terms, routing, limits,
+ * the hold and the call row; answered mark; end: call row, CDR, settlement and the reseller's
+ * markup), by `clients` callers in a loop. Prints per call the CPU of the daemon's PostgreSQL
+ * backends, of this process (the daemon's database client work and call logic) and the
+ * transactions committed. Anchor, in the same run and database: the backends' CPU for one minimal
+ * write transaction (insert a row, commit), so the ratio says how many such transactions a call
+ * costs the server, which a shared machine's load skews far less than calls per second.
+ *
+ * Usage: node --import tsx bench/sip/call-db.bench.ts [calls=2000] [clients=20]
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createWorld } from '../../test/modules/calls/world.js';
+import { runCleanups } from '../lib/cleanups.js';
+
+const [CALLS = 2000, CLIENTS = 20] = process.argv.slice(2).map(Number);
+const NUMBER = '441100000001';
+const cleanups: Array<() => unknown> = [];
+const t = { teardown: (fn: () => unknown) => void cleanups.push(fn), equal: (a: unknown, b: unknown) => a === b };
+const uptime = () => execFileSync('uptime', { encoding: 'utf8' }).trim();
+
+/** CPU seconds (user + system) of the PostgreSQL backends serving `db`, from /proc. */
+function backendsCpu(db: string): number {
+  let ticks = 0;
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      if (!cmdline.includes(` ${db} `)) continue;
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  return ticks / 100;
+}
+const ownCpu = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
+
+try {
+  console.log(`call db bench start · ${uptime()}`);
+  const w = await createWorld(t, { sip: { host: '127.0.0.1', port: 0, max_call_seconds: 600 } });
+  const { sql } = w.d;
+  const calls = w.d.modules.services.calls;
+  // The supplier is never dialled: only its route, price and endpoint row matter here.
+  const { routeId } = await w.route({ port: 5999, prefix: '4411', rate: '0.001000' });
+  await w.d.modules.services.ledger.topup({ accountId: w.operator.accountId, amount: '100000.000000', source: 'wire', postingKey: `bench-fund-${w.operator.accountId}` });
+  const sub = await w.sub({ markupPct: '10', fund: '50000.000000' });
+  const db = new URL(w.d.config.database.url).pathname.slice(1);
+  const xacts = async () => Number((await sql<{ n: string }[]>`select xact_commit::text as n from pg_stat_database where datname = ${db}`)[0]!.n);
+
+  const oneCall = async (i: number) => {
+    const plan = await calls.policy.planCall({ accountId: w.operator.accountId, subAccountId: sub.id, to: NUMBER, from: '15550001', callId: `b${i}`, sourceIp: '127.0.0.1' });
+    if ('reject' in plan) throw new Error(`call refused: ${plan.reject.status} ${plan.reject.reason}`);
+    const startedAt = new Date();
+    const answeredAt = new Date(startedAt.getTime() + 5);
+    await calls.policy.onAnswered!({ callGroupId: plan.callGroupId, callId: `b${i}`, routeId, answeredAt, attempt: 1 });
+    const endedAt = new Date(answeredAt.getTime() + 7000);
+    await calls.policy.onCallEnded({
+      callGroupId: plan.callGroupId, callId: `b${i}`, attribution: { accountId: w.operator.accountId, subAccountId: sub.id } as never, to: NUMBER, from: '15550001',
+      startedAt, answeredAt, endedAt, durationMs: 7000, sipCode: 200, hangupCause: 'caller-bye', routeId,
+      attempts: [{ callGroupId: plan.callGroupId, index: 0, routeId, endpoint: { host: '127.0.0.1', port: 5999, transport: 'udp' }, startedAt, endedAt, sipCode: 200, reason: 'OK', outcome: 'answered', ringing: true, pddMs: 5 }],
+    });
+  };
+  /** Runs `n` jobs from `clients` loops; returns per-job CPU (ms) of the backends and of this process, xacts, and jobs/s. */
+  // An idle backend reports its transactions to pg_stat_database within 10 s (PostgreSQL 15): waited
+  // for before each reading, so every measure counts its own transactions and only those.
+  const settle = () => new Promise((r) => setTimeout(r, 10_500));
+  const measure = async (n: number, job: (i: number) => Promise<unknown>) => {
+    let next = 0;
+    const [pg0, own0, x0, t0] = [backendsCpu(db), ownCpu(), await xacts(), Date.now()];
+    await Promise.all(Array.from({ length: CLIENTS }, async () => {
+      while (next < n) await job(next++);
+    }));
+    const ms = Date.now() - t0;
+    await settle();
+    return { pg: ((backendsCpu(db) - pg0) * 1000) / n, own: ((ownCpu() - own0) * 1000) / n, xacts: ((await xacts()) - x0) / n, rate: (n * 1000) / ms };
+  };
+
+  await sql`create table bench_anchor (id bigserial primary key, v text not null)`;
+  // Warm-up: JIT, prepared statements, caches.
+  for (let i = 0; i < Math.min(300, CALLS); i += CLIENTS) await Promise.all(Array.from({ length: CLIENTS }, (_, k) => oneCall(i + k)));
+  await settle();
+  const anchor = await measure(CALLS * 2, () => sql`insert into bench_anchor (v) values ('x')`);
+  const call = await measure(CALLS, oneCall);
+  console.log(`call db anchor (insert + commit): pg cpu ${(anchor.pg * 1000).toFixed(0)} µs per transaction · ${anchor.rate.toFixed(0)}/s`);
+  console.log(`call db per call: pg cpu ${call.pg.toFixed(2)} ms, this process ${call.own.toFixed(2)} ms, ${call.xacts.toFixed(2)} transactions · ${call.rate.toFixed(0)} calls/s with ${CLIENTS} callers`);
+  console.log(`call db pg cpu per call ÷ anchor transaction: ${(call.pg / anchor.pg).toFixed(1)} · ${uptime()}`);
+
+  // Every call billed: its ended row, CDR and charge, nothing held.
+  const [c] = await sql<{ calls: number; cdrs: number; charged: number; open: number }[]>`
+    select (select count(*)::int from calls where status = 'completed') as calls,
+           (select count(*)::int from cdrs where route_id = ${routeId} and billed_seconds > 0) as cdrs,
+           (select count(distinct call_id)::int from entries where owner_id = ${sub.id} and type = 'charge' and call_id is not null) as charged,
+           (select count(*)::int from holds where owner_id = ${sub.id} and status = 'open') as open`;
+  const all = Math.ceil(Math.min(300, CALLS) / CLIENTS) * CLIENTS + CALLS;
+  const ok = c && c.calls === all && c.cdrs === all && c.charged === all && c.open === 0;
+  console.log(`call db billing check: ${all} calls, ${c?.calls} completed, ${c?.cdrs} billed CDRs, ${c?.charged} charged, ${c?.open} open holds${ok ? '' : ' (MISMATCH)'}`);
+  if (!ok) process.exitCode = 1;
+} finally {
+  await runCleanups(cleanups);
+}

@@ -1,0 +1,88 @@
+import type { Logger } from 'pino';
+import type { Sql } from '../../db/connection.js';
+
+/** Sent by triggers on accounts, sub_accounts and application_settings (migration 041). */
+export const CALL_TERMS_CHANNEL = 'svc_call_terms';
+export const CALL_TERMS_TTL_MS = 10_000;
+
+export interface PayerTermsRow {
+  status: string;
+  parentId: string | null;
+  markupPct: string | null;
+  maxConcurrentCalls: number | null;
+  defaultMarkupPct: string | null;
+}
+
+/**
+ * A paying account's call terms, read for every trunk call, kept in process. Correctness comes from
+ * invalidation: triggers notify every daemon on commit (`a:<account>`, `o:<operator>` for an
+ * operator's default markup); the TTL is only a safety net. Until LISTEN is up, and whenever it is
+ * re-established (notifications may have been missed), everything is read through or dropped.
+ *
+ * A load in flight when an invalidation comes is dropped from the map, so a call arriving after
+ * the invalidation never joins a read that may have started before the commit.
+ */
+export function createPayerTermsCache(deps: {
+  sql: Sql;
+  log: Logger;
+  load: (accountId: string) => Promise<PayerTermsRow | null>;
+  ttlMs?: number;
+  now?: () => number;
+  /** Called after a notification was applied (tests await it instead of sleeping). */
+  onNotify?: (payload: string) => void;
+}) {
+  const ttl = deps.ttlMs ?? CALL_TERMS_TTL_MS;
+  const now = deps.now ?? Date.now;
+  const map = new Map<string, { at: number; value: Promise<PayerTermsRow | null> }>();
+  let listening = false;
+  let unlisten: (() => Promise<void>) | null = null;
+
+  const changed = (payload: string) => {
+    const id = payload.slice(2);
+    // `o:` (sub-accounts following an operator's default markup) is rare: everything goes.
+    if (payload.startsWith('a:')) map.delete(id);
+    else map.clear();
+    deps.onNotify?.(payload);
+  };
+
+  return {
+    get(accountId: string): Promise<PayerTermsRow | null> {
+      if (!listening) return deps.load(accountId);
+      const t = now();
+      const hit = map.get(accountId);
+      if (hit !== undefined && t - hit.at < ttl) return hit.value;
+      const entry = { at: t, value: deps.load(accountId) };
+      // Bounded against a flood of distinct payers.
+      if (map.size >= 50_000) map.clear();
+      map.set(accountId, entry);
+      entry.value.then(
+        (v) => {
+          // Unknown accounts are not kept: the next call reads again.
+          if (v === null && map.get(accountId) === entry) map.delete(accountId);
+        },
+        () => {
+          if (map.get(accountId) === entry) map.delete(accountId);
+        },
+      );
+      return entry.value;
+    },
+    /** This daemon changed an account's terms: its next call reads them again without waiting for NOTIFY. */
+    changed: (accountId: string) => map.delete(accountId),
+    async start() {
+      const sub = await deps.sql.listen(CALL_TERMS_CHANNEL, changed, () => {
+        map.clear();
+        deps.log.debug('payer terms cache listening');
+      });
+      listening = true;
+      unlisten = () => sub.unlisten();
+    },
+    async stop() {
+      listening = false;
+      if (unlisten !== null) await unlisten();
+      unlisten = null;
+      map.clear();
+    },
+  };
+}
+
+export type PayerTermsCache = ReturnType<typeof createPayerTermsCache>;

@@ -15,6 +15,7 @@ import { buildCallsModule } from './calls/index.js';
 import { buildCommsCallsModule } from './comms-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
 import { probeEndpoint } from '../telephony/sip/index.js';
+import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
 // As the calls module's route test and health probes: a silent endpoint costs the seller 2 s.
 const BULK_PROBE_TIMEOUT_MS = 2000;
@@ -58,15 +59,22 @@ export async function buildModules(core: CoreDeps) {
   });
   // Listings, rate decks, purchases, Smart Routing (issue 4).
   const marketplace = buildMarketplaceModules(core);
+  // One RTP port range and its workers for API calls and relayed trunk media, started on first use.
+  const { rtp } = core.config;
+  const media = createSharedMediaPool({
+    workers: rtp.workers, portMin: rtp.port_min, portMax: rtp.port_max, bindAddress: rtp.bind_address,
+    ...(rtp.advertise_address ? { advertiseAddress: rtp.advertise_address } : {}),
+    rtpTimeoutMs: rtp.timeout_ms, log: core.log.child({ plane: 'media' }),
+  });
   // SIP trunks in, supplier routes out, CDRs (issue 8).
-  const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services });
+  const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services, media });
   // Bulk SIP endpoint changes probe the endpoint once, over the calls module's stack.
   marketplace.services.routes.useSipProbe((target) => {
     const stack = calls.getStack();
     return stack === null ? null : probeEndpoint(stack, target, { timeoutMs: BULK_PROBE_TIMEOUT_MS });
   });
   // Calls placed through the API (issue 6) over the calls module's SIP stack.
-  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec) });
+  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
   // SMS through the API, supplier SMPP binds per route, receipts (issue 5).
   const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
   let usageTimer: NodeJS.Timeout | undefined;
@@ -89,6 +97,8 @@ export async function buildModules(core: CoreDeps) {
     webhooks.module,
     ...money.modules,
     ...marketplace.modules,
+    // Stopped after the modules below it (in reverse), which relay or play media through it.
+    { name: 'media', stop: () => media.close() },
     calls.module,
     commsCalls.module,
     sms.module,

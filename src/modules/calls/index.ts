@@ -6,6 +6,8 @@ import { createCounters } from '../../platform/counters.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import { createSipStack, createSipTransport, type SipStack } from '../../telephony/sip/index.js';
 import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua.js';
+import { createCallMediaRelay } from '../../telephony/media/call-relay.js';
+import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
 import type { Module } from '../index.js';
@@ -33,6 +35,8 @@ export function buildCallsModule(
   deps: {
     accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing; purchases: PurchasesService; routes: RoutesService;
     routingCache?: RoutingCache;
+    /** Media relays for routes in proxy media mode. */
+    media?: SharedMediaPool;
   },
 ) {
   const { config, log } = core;
@@ -95,6 +99,7 @@ export function buildCallsModule(
         nonceSecret: await loadServerSecret(core.sql, 'sip-nonce'),
         policy: calls.policy,
         sessionTimer: { minSeSeconds: config.sip.session_min_se_seconds, defaultSeconds: config.sip.session_expires_seconds },
+        ...(deps.media ? { media: { openRelay: async () => createCallMediaRelay(await deps.media!.get().openRelay()) } } : {}),
       });
       const port = transport.port;
       core.health.register('sip', () => ({ ok: true, port, tlsPort: transport.tlsPort, activeCalls: b2bua?.activeCalls() ?? 0 }));

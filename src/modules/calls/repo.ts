@@ -120,8 +120,8 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
 
     // Seller and capacity terms of routes: read here until the marketplace service exposes them.
     routeTerms: (ids: readonly string[]) =>
-      db<{ id: string; sellerId: string; capacity: number | null; maxCps: number | null }[]>`
-        select id, seller_id, capacity, max_cps from routes where id = any(${ids as string[]}::uuid[])`,
+      db<{ id: string; sellerId: string; capacity: number | null; maxCps: number | null; mediaMode: 'direct' | 'proxy' }[]>`
+        select id, seller_id, capacity, max_cps, media_mode from routes where id = any(${ids as string[]}::uuid[])`,
 
     // Supplier endpoints of active voice routes, for the OPTIONS health checks (marketplace tables, read only).
     probeTargets: () =>

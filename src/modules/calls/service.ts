@@ -37,6 +37,7 @@ const HANGUP_REASONS: Record<string, string> = {
   'ack-timeout': 'The caller never confirmed the answer',
   shutdown: 'The exchange was shutting down',
   'session-expired': 'The caller stopped refreshing the session (RFC 4028 session timer)',
+  'media-timeout': 'No audio either way through the media relay for the RTP timeout',
   crash: 'The exchange restarted during the call; billed to the last time it was seen',
 };
 
@@ -345,6 +346,7 @@ export function createCallsService(deps: CallsDeps) {
       maxDurationSeconds: liveCall.maxDurationSeconds,
       candidates: usable.map((c) => ({
         routeId: c.routeId,
+        mediaMode: terms.get(c.routeId)?.mediaMode ?? 'direct',
         endpoints: c.endpoints.map((e) => ({
           host: e.host,
           port: e.port,

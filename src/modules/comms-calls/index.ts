@@ -2,6 +2,7 @@ import type { Ledger } from '../../ledger/index.js';
 import type { CoreDeps } from '../../platform/core.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import { createVoicePlane, type VoicePlane } from '../../telephony/calls/voice-plane.js';
+import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
 import type { SipStack } from '../../telephony/sip/stack.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
@@ -22,6 +23,8 @@ export function buildCommsCallsModule(
     accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing; getStack: () => SipStack | null;
     admission: CommsCallsDeps['admission'];
     extendLease?: (accountId: string, key: string, seconds: number) => Promise<void>;
+    /** The daemon's media pool (shared with trunk media relays); without it the plane starts its own. */
+    media?: SharedMediaPool;
   },
 ) {
   const { config, log } = core;
@@ -46,6 +49,7 @@ export function buildCommsCallsModule(
           ...(config.rtp.advertise_address ? { advertiseAddress: config.rtp.advertise_address } : {}),
           rtpTimeoutMs: config.rtp.timeout_ms,
           ttsCacheDir: `${config.paths.state}/tts-cache`,
+          ...(deps.media ? { pool: deps.media.get() } : {}),
         },
         onLegEnded: (o) => service.noteLeg(o),
       });

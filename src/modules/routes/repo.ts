@@ -17,6 +17,7 @@ export interface RouteRow {
   capacity: number | null;
   maxCps: number | null;
   noticeDays: number;
+  mediaMode: 'direct' | 'proxy';
   smsDeliveryKind: string | null;
   createdAt: Date;
   rateCount: number;
@@ -38,6 +39,7 @@ export interface NewRoute {
   capacity: number | null;
   maxCps: number | null;
   noticeDays: number;
+  mediaMode: 'direct' | 'proxy';
   smsDelivery: Record<string, string | number | boolean | null> | null;
 }
 
@@ -67,7 +69,7 @@ export interface LiveRateRow {
 const ROUTE_COLUMNS = (sql: Db) => sql`
   r.id, r.seller_id, r.type, r.name, r.country, r.visibility, r.status,
   r.expected_asr::text as expected_asr, r.expected_acd::text as expected_acd, r.expected_pdd,
-  r.cli_type, r.billing_increment, r.capacity, r.max_cps, r.notice_days,
+  r.cli_type, r.billing_increment, r.capacity, r.max_cps, r.notice_days, r.media_mode,
   r.sms_delivery->>'kind' as sms_delivery_kind, r.created_at,
   coalesce(d.row_count, 0) as rate_count,
   (select min(x.rate)::numeric(20,6)::text from rate_rows x where x.route_id = r.id and x.effective_to is null and x.mcc_mnc = '') as lowest_rate`;
@@ -76,7 +78,7 @@ export async function insertRoute(db: Db, r: NewRoute, endpoints: Omit<EndpointR
   await db`insert into routes ${db({
     id: r.id, seller_id: r.sellerId, type: r.type, name: r.name, country: r.country, visibility: r.visibility,
     expected_asr: r.expectedAsr, expected_acd: r.expectedAcd, expected_pdd: r.expectedPdd, cli_type: r.cliType,
-    billing_increment: r.billingIncrement, capacity: r.capacity, max_cps: r.maxCps, notice_days: r.noticeDays,
+    billing_increment: r.billingIncrement, capacity: r.capacity, max_cps: r.maxCps, notice_days: r.noticeDays, media_mode: r.mediaMode,
     sms_delivery: r.smsDelivery === null ? null : db.json(r.smsDelivery),
   })}`;
   await db`insert into rate_decks (route_id) values (${r.id})`;

@@ -49,6 +49,10 @@ const SmsDeliveryIn = Type.Union([
   }, { additionalProperties: false }),
 ]);
 
+const MediaMode = Type.Union([Type.Literal('direct'), Type.Literal('proxy')], {
+  description: 'voice routes: direct (default) passes SDP through and RTP flows end to end; proxy relays RTP through the exchange (the supplier sees only the exchange\'s media address; a call with no audio either way for [rtp] timeout_ms is ended, hangupCause media-timeout)',
+});
+
 const RouteIn = Type.Object({
   type: RouteType,
   name: Type.String({ minLength: 1, maxLength: 120 }),
@@ -62,6 +66,7 @@ const RouteIn = Type.Object({
   capacity: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000 })),
   maxCps: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
   noticeDays: Type.Optional(Type.Integer({ minimum: 0, maximum: 90, description: 'notice before increases take effect (default 7)' })),
+  mediaMode: Type.Optional(MediaMode),
   endpoints: Type.Optional(Type.Array(EndpointIn, { maxItems: 10, description: 'voice: SIP endpoints' })),
   smsDelivery: Type.Optional(SmsDeliveryIn),
 }, { additionalProperties: false });
@@ -87,6 +92,7 @@ const Route = Type.Object({
   capacity: Nullable(Type.Integer()),
   maxCps: Nullable(Type.Integer()),
   noticeDays: Type.Integer(),
+  mediaMode: MediaMode,
   rateCount: Type.Integer(),
   lowestRate: Nullable(Money('lowest country rate in force, before the platform fee')),
   measured: Nullable(Type.Object({

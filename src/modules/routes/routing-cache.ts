@@ -9,7 +9,7 @@ export const ROUTING_CHANNEL = 'svc_routing';
 export const ROUTING_CACHE_TTL_MS = 60_000;
 
 /** What the call path's limits need of a route (seller, capacity, calls per second). */
-export interface RouteTerms { id: string; sellerId: string; capacity: number | null; maxCps: number | null }
+export interface RouteTerms { id: string; sellerId: string; capacity: number | null; maxCps: number | null; mediaMode: 'direct' | 'proxy' }
 
 /**
  * What routing reads per call or message, kept in process: each buyer's usable routes (purchases,
@@ -100,7 +100,7 @@ export function createRoutingCache(deps: {
     return m;
   };
   const loadTerms = async (ids: readonly string[]) => {
-    const rows = await sql<RouteTerms[]>`select id, seller_id, capacity, max_cps from routes where id = any(${sql.array(ids as string[])}::uuid[])`;
+    const rows = await sql<RouteTerms[]>`select id, seller_id, capacity, max_cps, media_mode from routes where id = any(${sql.array(ids as string[])}::uuid[])`;
     return new Map(rows.map((r) => [r.id, r]));
   };
 

@@ -48,6 +48,7 @@ export interface RouteInput {
   capacity?: number;
   maxCps?: number;
   noticeDays?: number;
+  mediaMode?: 'direct' | 'proxy';
   endpoints?: EndpointInput[];
   smsDelivery?: SmsDeliveryInput;
 }
@@ -145,6 +146,7 @@ export function createRoutesService(deps: {
       capacity: r.capacity,
       maxCps: r.maxCps,
       noticeDays: r.noticeDays,
+      mediaMode: r.mediaMode,
       rateCount: Number(r.rateCount),
       lowestRate: r.lowestRate,
       measured: measuredView(measured),
@@ -171,6 +173,7 @@ export function createRoutesService(deps: {
       if (input.smsDelivery) errors.push({ path: '/smsDelivery', message: 'only SMS routes have SMS delivery' });
     } else {
       if (!input.smsDelivery) errors.push({ path: '/smsDelivery', message: 'an SMS route needs SMPP or HTTPS delivery' });
+      if (input.mediaMode === 'proxy') errors.push({ path: '/mediaMode', message: 'only voice routes carry media' });
       if (input.endpoints && input.endpoints.length > 0) errors.push({ path: '/endpoints', message: 'only voice routes have SIP endpoints' });
       if (input.smsDelivery?.kind === 'http' && !/^https:\/\//i.test(input.smsDelivery.url)) {
         errors.push({ path: '/smsDelivery/url', message: 'must be an https URL' });
@@ -278,7 +281,7 @@ export function createRoutesService(deps: {
           expectedPdd: input.expectedPdd ?? null, cliType: input.cliType ?? null,
           billingIncrement: parseIncrement(input.billingIncrement ?? '60/60')!.text,
           capacity: input.capacity ?? null, maxCps: input.maxCps ?? null, noticeDays: input.noticeDays ?? 7,
-          smsDelivery: input.smsDelivery ? { ...input.smsDelivery } : null,
+          mediaMode: input.mediaMode ?? 'direct', smsDelivery: input.smsDelivery ? { ...input.smsDelivery } : null,
         }, endpoints);
         await repo.bumpDeck(tx, id);
       });

@@ -19,6 +19,8 @@ export type { MediaPool, MediaSession } from './pool.js';
 
 export interface MediaPlaneOptions {
   log: Logger;
+  /** A pool owned elsewhere (shared with trunk media relays): used, not closed, by this plane. */
+  pool?: MediaPool;
   /** RTP worker threads (each owns an even share of the port range). */
   workers: number;
   portMin: number;
@@ -52,7 +54,7 @@ export interface MediaPlane {
 /** Builds the native media plane: RTP workers, TTS, MP3 decoding, downloader. */
 export function createMediaPlane(options: MediaPlaneOptions): MediaPlane {
   const { log } = options;
-  const pool = createMediaPool({
+  const pool = options.pool ?? createMediaPool({
     workers: options.workers,
     portMin: options.portMin,
     portMax: options.portMax,
@@ -79,7 +81,7 @@ export function createMediaPlane(options: MediaPlaneOptions): MediaPlane {
     },
     async close() {
       await Promise.all(engines.map((e) => e.close()));
-      await pool.close();
+      if (!options.pool) await pool.close();
       await mp3.close();
     },
   };

@@ -6,7 +6,7 @@ import type { DtmfKey } from './dtmf.js';
 import { createAnswer, createOffer, parseAnswer } from './sdp.js';
 import type { RemoteMedia } from './sdp.js';
 import { siblingModule, startWorker } from './start-worker.js';
-import type { FromWorker, RtpWorkerData, ToWorker, WorkerStats } from './rtp-protocol.js';
+import type { FromWorker, RelaySideName, RtpWorkerData, ToWorker, WorkerStats } from './rtp-protocol.js';
 
 export interface MediaPoolOptions {
   /** Number of RTP worker threads; the port range is split evenly between them. */
@@ -56,6 +56,24 @@ export interface MediaSession {
   close(): Promise<void>;
 }
 
+/**
+ * One call's media relay (proxy media mode): audio from the caller's side leaves from the callee
+ * side's port and back. The worker latches each side's source (see rtp-relay.ts).
+ */
+export interface RtpRelay {
+  readonly id: number;
+  /** Our address and the port each side sends its audio to (RTCP on port + 1). */
+  readonly address: string;
+  readonly callerPort: number;
+  readonly calleePort: number;
+  /** Where a side's SDP says it takes audio. */
+  setRemote(side: RelaySideName, address: string, port: number): void;
+  /** Armed: no packet either way for the timeout reports the call dead (off while on hold). */
+  arm(armed: boolean): void;
+  onTimeout(listener: () => void): void;
+  close(): Promise<void>;
+}
+
 export interface PoolStats extends WorkerStats {
   worker: number;
 }
@@ -63,6 +81,8 @@ export interface PoolStats extends WorkerStats {
 export interface MediaPool {
   /** `rtpTimeoutMs` overrides the pool's RTP timeout for this session. */
   openSession(options?: { codec?: G711Codec; rtpTimeoutMs?: number }): Promise<MediaSession>;
+  /** `timeoutMs` overrides the pool's RTP timeout for this relay. */
+  openRelay(options?: { timeoutMs?: number }): Promise<RtpRelay>;
   /** Per-worker frame counters; `reset` zeroes them after reading (benchmarks). */
   stats(options?: { reset?: boolean }): Promise<PoolStats[]>;
   close(): Promise<void>;
@@ -78,10 +98,18 @@ interface SessionHandlers {
   closed(): void;
 }
 
+interface RelayHandlers {
+  opened(callerPort: number, calleePort: number): void;
+  openFailed(message: string): void;
+  timeout(): void;
+  closed(): void;
+}
+
 interface WorkerSlot {
   index: number;
   worker: Worker;
   sessions: Map<number, SessionHandlers>;
+  relays: Map<number, RelayHandlers>;
   statsWaiters: Map<number, (s: WorkerStats) => void>;
   exited: Promise<void>;
 }
@@ -119,6 +147,7 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
       index,
       worker,
       sessions: new Map(),
+      relays: new Map(),
       statsWaiters: new Map(),
       exited: new Promise((resolve) => worker.once('exit', () => resolve())),
     };
@@ -137,6 +166,15 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
       log.warn({ worker: slot.index, detail: msg.message }, 'rtp worker error');
       return;
     }
+    if (msg.type === 'relay-opened' || msg.type === 'relay-open-failed' || msg.type === 'relay-timeout' || msg.type === 'relay-closed') {
+      const r = slot.relays.get(msg.relayId);
+      if (!r) return;
+      if (msg.type === 'relay-opened') r.opened(msg.callerPort, msg.calleePort);
+      else if (msg.type === 'relay-open-failed') r.openFailed(msg.message);
+      else if (msg.type === 'relay-timeout') r.timeout();
+      else r.closed();
+      return;
+    }
     const h = slot.sessions.get(msg.sessionId);
     if (!h) return;
     switch (msg.type) {
@@ -153,7 +191,7 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
   async function openSession(opts: { codec?: G711Codec; rtpTimeoutMs?: number } = {}): Promise<MediaSession> {
     if (closed) throw new MediaError('MEDIA_POOL_CLOSED', 'media pool is closed');
     const requested = opts.codec ?? codecs[0] ?? 'PCMU';
-    const slot = slots.reduce((a, b) => (b.sessions.size < a.sessions.size ? b : a));
+    const slot = leastLoaded();
     const id = nextSessionId++;
     const send = (msg: ToWorker): void => slot.worker.postMessage(msg);
     const plays = new Map<number, (r: PlayResult) => void>();
@@ -267,6 +305,59 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
     return session;
   }
 
+  const leastLoaded = (): WorkerSlot => slots.reduce((a, b) => (b.sessions.size + b.relays.size < a.sessions.size + a.relays.size ? b : a));
+
+  async function openRelay(opts: { timeoutMs?: number } = {}): Promise<RtpRelay> {
+    if (closed) throw new MediaError('MEDIA_POOL_CLOSED', 'media pool is closed');
+    const slot = leastLoaded();
+    // Shares the id space with sessions: one counter, no collisions in a worker's messages.
+    const id = nextSessionId++;
+    const send = (msg: ToWorker): void => slot.worker.postMessage(msg);
+    const timeoutListeners: (() => void)[] = [];
+    let onClosed: (() => void) | null = null;
+    let relayClosed = false;
+    const ports = await new Promise<{ callerPort: number; calleePort: number }>((resolve, reject) => {
+      slot.relays.set(id, {
+        opened: (callerPort, calleePort) => resolve({ callerPort, calleePort }),
+        openFailed: (message) => {
+          slot.relays.delete(id);
+          reject(new MediaError('MEDIA_NO_PORT', message));
+        },
+        timeout: () => {
+          for (const l of timeoutListeners) l();
+        },
+        closed: () => {
+          slot.relays.delete(id);
+          onClosed?.();
+        },
+      });
+      send({ type: 'relay-open', relayId: id, timeoutMs: opts.timeoutMs ?? null });
+    });
+    return {
+      id,
+      address: advertiseAddress,
+      ...ports,
+      setRemote(side, address, port) {
+        if (!relayClosed) send({ type: 'relay-remote', relayId: id, side, address, port });
+      },
+      arm(armed) {
+        if (!relayClosed) send({ type: 'relay-arm', relayId: id, armed });
+      },
+      onTimeout(listener) {
+        timeoutListeners.push(listener);
+      },
+      close() {
+        if (relayClosed) return Promise.resolve();
+        relayClosed = true;
+        timeoutListeners.length = 0;
+        return new Promise<void>((resolve) => {
+          onClosed = resolve;
+          send({ type: 'relay-close', relayId: id });
+        });
+      },
+    };
+  }
+
   async function stats(opts: { reset?: boolean } = {}): Promise<PoolStats[]> {
     return Promise.all(
       slots.map(
@@ -294,5 +385,5 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
     );
   }
 
-  return { openSession, stats, close };
+  return { openSession, openRelay, stats, close };
 }

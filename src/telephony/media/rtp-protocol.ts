@@ -22,7 +22,14 @@ export type ToWorker =
   | { type: 'close'; sessionId: number }
   | { type: 'stats'; requestId: number }
   | { type: 'reset-stats'; requestId: number }
+  | { type: 'relay-open'; relayId: number; timeoutMs: number | null }
+  | { type: 'relay-remote'; relayId: number; side: RelaySideName; address: string; port: number }
+  | { type: 'relay-arm'; relayId: number; armed: boolean }
+  | { type: 'relay-close'; relayId: number }
   | { type: 'shutdown' };
+
+/** The two sides of a relayed call: the caller's (trunk customer) and the callee's (supplier). */
+export type RelaySideName = 'caller' | 'callee';
 
 export interface WorkerStats {
   sessions: number;
@@ -32,6 +39,9 @@ export interface WorkerStats {
   packetsReceived: number;
   /** Wall time spent inside clock ticks (sending), a measure of the worker's load. */
   busyMs: number;
+  /** Media relays open (proxy media mode) and packets they forwarded. */
+  relays: number;
+  packetsRelayed: number;
 }
 
 export type FromWorker =
@@ -43,4 +53,8 @@ export type FromWorker =
   | { type: 'timeout'; sessionId: number }
   | { type: 'closed'; sessionId: number }
   | { type: 'stats'; requestId: number; stats: WorkerStats }
+  | { type: 'relay-opened'; relayId: number; callerPort: number; calleePort: number }
+  | { type: 'relay-open-failed'; relayId: number; message: string }
+  | { type: 'relay-timeout'; relayId: number }
+  | { type: 'relay-closed'; relayId: number }
   | { type: 'error'; message: string };

@@ -9,6 +9,7 @@ import { createDtmfReceiver, isDtmfKey, telephoneEventPackets } from './dtmf.js'
 import type { OutgoingEventPacket } from './dtmf.js';
 import { TELEPHONE_EVENT_PT } from './sdp.js';
 import type { FromWorker, RtpWorkerData, ToWorker, WorkerStats } from './rtp-protocol.js';
+import { createRelayTable, type BoundPair } from './rtp-relay.js';
 
 /**
  * One RTP worker: it owns a UDP port range and a single 20 ms clock that sends one packet per
@@ -81,7 +82,7 @@ let nextPort = config.portMin + (config.portMin % 2);
 const lateThresholdNs = BigInt(Math.round(config.lateThresholdMs * 1e6));
 const timeoutNs = BigInt(Math.round(config.rtpTimeoutMs * 1e6));
 
-const stats: Omit<WorkerStats, 'sessions'> = { framesSent: 0, lateFrames: 0, maxLatenessMs: 0, packetsReceived: 0, busyMs: 0 };
+const stats: Omit<WorkerStats, 'sessions' | 'relays' | 'packetsRelayed'> = { framesSent: 0, lateFrames: 0, maxLatenessMs: 0, packetsReceived: 0, busyMs: 0 };
 
 let epoch = 0n;
 let slot = 0n;
@@ -116,6 +117,35 @@ async function allocatePort(): Promise<{ socket: Socket; port: number } | null> 
   }
   return null;
 }
+
+/** An even RTP port and the RTCP port after it, both bound (media relays). */
+async function allocatePair(): Promise<BoundPair | null> {
+  const span = Math.floor((config.portMax - config.portMin) / 2) + 1;
+  // Even ports whose odd neighbour was taken: kept out of the scan until it ends.
+  const skipped: number[] = [];
+  try {
+    for (let tries = 0; tries < span; tries++) {
+      const rtp = await allocatePort();
+      if (!rtp) return null;
+      usedPorts.add(rtp.port);
+      const rtcp = rtp.port + 1 <= config.portMax ? createSocket({ type: config.bindAddress.includes(':') ? 'udp6' : 'udp4' }) : null;
+      if (rtcp && (await bindOne(rtcp, rtp.port + 1))) return { rtp: rtp.socket, rtcp, port: rtp.port };
+      rtcp?.close();
+      rtp.socket.close();
+      skipped.push(rtp.port);
+    }
+    return null;
+  } finally {
+    for (const p of skipped) usedPorts.delete(p);
+  }
+}
+
+function releasePair(pair: BoundPair): Promise<void> {
+  const closed = (s: Socket) => new Promise<void>((resolve) => s.close(() => resolve()));
+  return Promise.all([closed(pair.rtp), closed(pair.rtcp)]).then(() => void usedPorts.delete(pair.port));
+}
+
+const relays = createRelayTable({ post, allocatePair, releasePair, defaultTimeoutMs: config.rtpTimeoutMs });
 
 async function open(sessionId: number, codec: G711Codec, rtpTimeoutMs: number | null): Promise<void> {
   const bound = await allocatePort();
@@ -344,16 +374,31 @@ port.on('message', (msg: ToWorker) => {
     case 'close':
       closeSession(msg.sessionId);
       break;
+    case 'relay-open':
+      void relays.open(msg.relayId, msg.timeoutMs);
+      break;
+    case 'relay-remote':
+      relays.remote(msg.relayId, msg.side, msg.address, msg.port);
+      break;
+    case 'relay-arm':
+      relays.arm(msg.relayId, msg.armed);
+      break;
+    case 'relay-close':
+      void relays.close(msg.relayId);
+      break;
     case 'stats':
     case 'reset-stats':
-      post({ type: 'stats', requestId: msg.requestId, stats: { sessions: sessions.size, ...stats } });
-      if (msg.type === 'reset-stats') Object.assign(stats, { framesSent: 0, lateFrames: 0, maxLatenessMs: 0, packetsReceived: 0, busyMs: 0 });
+      post({ type: 'stats', requestId: msg.requestId, stats: { sessions: sessions.size, ...stats, relays: relays.size(), packetsRelayed: relays.packetsRelayed() } });
+      if (msg.type === 'reset-stats') {
+        Object.assign(stats, { framesSent: 0, lateFrames: 0, maxLatenessMs: 0, packetsReceived: 0, busyMs: 0 });
+        relays.resetStats();
+      }
       break;
     case 'shutdown':
       if (timer !== null) clearTimeout(timer);
       timer = null;
       for (const id of [...sessions.keys()]) closeSession(id);
-      port.close();
+      void relays.closeAll().finally(() => port.close());
       break;
   }
 });

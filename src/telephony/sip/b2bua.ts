@@ -14,6 +14,7 @@ import { expiryMs, isRefresh, negotiateSession, refreshMs, sessionExpiresValue, 
 import type { SipStack } from './stack.js';
 import type { ClientTransaction, ServerTransaction } from './transaction.js';
 import type { SipPeer, SipTransportName } from './transport.js';
+import type { CallMediaRelay } from '../media/call-relay.js';
 
 export interface TrunkEndpoint {
   host: string;
@@ -30,6 +31,8 @@ export interface TrunkEndpoint {
 export interface TrunkCandidate {
   routeId: string;
   endpoints: TrunkEndpoint[];
+  /** `proxy`: the call's audio is relayed through the media plane; `direct` (default): SDP passes through. */
+  mediaMode?: 'direct' | 'proxy';
 }
 
 export interface CallAttribution {
@@ -73,7 +76,9 @@ export interface AttemptRecord {
   pddMs: number | null;
 }
 
-export type HangupCause = 'caller-bye' | 'callee-bye' | 'max-duration' | 'caller-cancel' | 'failed' | 'no-answer' | 'ack-timeout' | 'shutdown' | 'session-expired';
+export type HangupCause =
+  | 'caller-bye' | 'callee-bye' | 'max-duration' | 'caller-cancel' | 'failed' | 'no-answer' | 'ack-timeout' | 'shutdown' | 'session-expired'
+  | 'media-timeout';
 
 export interface CallEndedEvent {
   callGroupId: string;
@@ -123,6 +128,8 @@ export interface TrunkB2buaOptions {
   maxRoutes?: number;
   /** RFC 4028 session timers toward the caller (default: Min-SE 90 s, 1800 s when the caller proposes none). */
   sessionTimer?: SessionTimerPolicy;
+  /** Media relays for routes in proxy media mode; without it every route's media is direct. */
+  media?: { openRelay(): Promise<CallMediaRelay> };
 }
 
 export interface TrunkB2bua {
@@ -155,6 +162,8 @@ interface Leg {
   setupTimer?: unknown;
   dialog?: Dialog;
   ended: boolean;
+  /** The route's media is relayed: SDP both ways goes through `call.relay`. */
+  proxied: boolean;
 }
 
 interface Call {
@@ -186,6 +195,8 @@ interface Call {
   /** The caller's latest SDP and ours to it: a re-offer of the same is a refresh, answered here. */
   callerSdp: Buffer;
   sdpToCaller?: { body: Buffer; type: string | undefined };
+  /** Opened when a candidate route relays media; closed with the call, or once a direct route answers. */
+  relay?: CallMediaRelay;
 }
 
 /** Picks the endpoint order: lowest priority first, weighted random among equals. */
@@ -273,6 +284,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     const leg = call.leg;
     if (leg?.dialog) dialogs.delete(`${leg.dialog.callId}|${leg.dialog.localTag}`);
     if (leg && !leg.ended) recordAttempt(call, leg, call.answeredAt ? 200 : sipCode, hangupCause, call.answeredAt ? 'answered' : 'cancelled');
+    closeRelay(call);
     const endedAt = clock.now();
     const event: CallEndedEvent = {
       callGroupId: call.callGroupId,
@@ -291,6 +303,17 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     };
     call.log.info({ hangupCause, sipCode: event.sipCode, durationMs: event.durationMs, attempts: call.attempts.length }, 'trunk call ended');
     notify('onCallEnded', () => policy.onCallEnded(event));
+  }
+
+  function closeRelay(call: Call): void {
+    const relay = call.relay;
+    call.relay = undefined;
+    relay?.close().catch((err: unknown) => call.log.warn({ err }, 'media relay close failed'));
+  }
+
+  /** SDP from one side as the other side gets it: through the relay when the leg's media is proxied. */
+  function sdpVia(call: Call, leg: Leg | undefined, from: 'caller' | 'callee', body: Buffer): Buffer {
+    return leg?.proxied && call.relay ? call.relay.pass(from, body) : body;
   }
 
   /** Tells the caller the call failed, passing the supplier's status, Reason and Retry-After through. */
@@ -312,7 +335,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     }
   }
 
-  function buildLegInvite(call: Call, ep: TrunkEndpoint, fromTag: string, outCallId: string, cseq: number): SipRequest {
+  function buildLegInvite(call: Call, ep: TrunkEndpoint, fromTag: string, outCallId: string, cseq: number, body: Buffer): SipRequest {
     const host = ep.host.includes(':') ? `[${ep.host}]` : ep.host;
     const user = `${ep.techPrefix ?? ''}${call.to}`;
     const target = `sip:${user}@${host}:${ep.port}${ep.transport === 'udp' ? '' : `;transport=${ep.transport}`}`;
@@ -329,14 +352,16 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       { name: 'Allow', value: ALLOW },
     ];
     const ct = getHeader(call.inReq, 'content-type');
-    if (ct !== undefined && call.inReq.body.length) headers.push({ name: 'Content-Type', value: ct });
-    return { kind: 'request', method: 'INVITE', uri: target, version: 'SIP/2.0', headers, body: call.inReq.body };
+    if (ct !== undefined && body.length) headers.push({ name: 'Content-Type', value: ct });
+    return { kind: 'request', method: 'INVITE', uri: target, version: 'SIP/2.0', headers, body };
   }
 
-  function startLeg(call: Call, index: number, routeId: string, ep: TrunkEndpoint, auth?: { challenge: string; header: string; prev: Leg }): void {
+  function startLeg(call: Call, index: number, routeId: string, ep: TrunkEndpoint, proxied: boolean, auth?: { challenge: string; header: string; prev: Leg }): void {
     const fromTag = auth ? (tagOf(fromOf(auth.prev.req)) ?? stack.newTag()) : stack.newTag();
     const outCallId = auth ? callIdOf(auth.prev.req) : stack.newCallId();
-    const req = buildLegInvite(call, ep, fromTag, outCallId, auth ? cseqOf(auth.prev.req).seq + 1 : 1);
+    // Each leg gets the caller's offer afresh: the relay learns the caller's address again (unchanged) and the leg sees the relay's port.
+    const body = proxied && call.relay ? call.relay.pass('caller', call.inReq.body) : call.inReq.body;
+    const req = buildLegInvite(call, ep, fromTag, outCallId, auth ? cseqOf(auth.prev.req).seq + 1 : 1, body);
     if (auth) {
       const value = answerChallenge({ challenge: auth.challenge, method: 'INVITE', uri: req.uri, username: ep.username ?? '', password: ep.password ?? '' });
       req.headers.push({ name: auth.header, value });
@@ -353,6 +378,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       provisional: false,
       ringing: false,
       ended: false,
+      proxied: proxied && call.relay !== undefined,
       ct: undefined as unknown as ClientTransaction,
     };
     call.leg = leg;
@@ -374,7 +400,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       const ep = orderEndpoints(cand.endpoints)[0];
       if (!ep) continue;
       call.log.info({ routeId: cand.routeId, attempt: call.nextRoute, host: ep.host }, 'trunk leg started');
-      startLeg(call, call.nextRoute, cand.routeId, ep);
+      startLeg(call, call.nextRoute, cand.routeId, ep, cand.mediaMode === 'proxy');
       return;
     }
     if (last) failToCaller(call, last.status, last.reason, last.res);
@@ -418,14 +444,14 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       const headers: HeaderField[] = [{ name: 'Contact', value: `<${stack.contactUri(undefined, call.source.transport)}>` }];
       const ct = getHeader(res, 'content-type');
       if (ct !== undefined && res.body.length) headers.push({ name: 'Content-Type', value: ct });
-      call.inTx.reply(res.status, res.reason, { toTag: call.localTag, headers, body: res.body });
+      call.inTx.reply(res.status, res.reason, { toTag: call.localTag, headers, body: sdpVia(call, leg, 'callee', res.body) });
       return;
     }
     const challenge = res.status === 401 ? getHeader(res, 'www-authenticate') : res.status === 407 ? getHeader(res, 'proxy-authenticate') : undefined;
     if (challenge !== undefined && !leg.authTried && leg.endpoint.username && leg.endpoint.password !== undefined) {
       leg.ended = true;
       if (leg.setupTimer !== undefined) stack.timers.clear(leg.setupTimer);
-      startLeg(call, leg.index, leg.routeId, leg.endpoint, {
+      startLeg(call, leg.index, leg.routeId, leg.endpoint, leg.proxied, {
         challenge,
         header: res.status === 401 ? 'Authorization' : 'Proxy-Authorization',
         prev: leg,
@@ -464,12 +490,25 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     const ct = getHeader(res, 'content-type');
     if (ct !== undefined && res.body.length) headers.push({ name: 'Content-Type', value: ct });
     headers.push(...sessionHeaders(call));
-    if (res.body.length) call.sdpToCaller = { body: res.body, type: ct };
+    const body = sdpVia(call, leg, 'callee', res.body);
+    if (body.length) call.sdpToCaller = { body, type: ct };
+    if (leg.proxied && call.relay) {
+      call.relay.answered();
+      call.relay.onTimeout(() => {
+        if (call.ended) return;
+        call.log.info('no media either way: call ended');
+        byeBoth(call);
+        finish(call, 'media-timeout', 200);
+      });
+    } else {
+      // An earlier route relayed media, the one that answered does not.
+      closeRelay(call);
+    }
     call.inTx.onAckTimeout = () => {
       byeBoth(call);
       finish(call, 'ack-timeout', 200);
     };
-    call.inTx.reply(200, 'OK', { toTag: call.localTag, headers, body: res.body });
+    call.inTx.reply(200, 'OK', { toTag: call.localTag, headers, body });
     armSession(call);
     call.log.info({ routeId: leg.routeId, attempt: leg.index }, 'trunk call answered');
     const answeredAt = call.answeredAt;
@@ -666,6 +705,16 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     };
     holder.call = call;
     calls.add(call);
+    const tried = plan.candidates.slice(0, maxRoutes);
+    if (opts.media && tried.some((c) => c.mediaMode === 'proxy')) {
+      try {
+        call.relay = await opts.media.openRelay();
+      } catch (err) {
+        call.log.error({ err }, 'no media relay for a proxy-media route');
+        return failToCaller(call, 503, 'Service Unavailable');
+      }
+      if (call.ended) return closeRelay(call);
+    }
     tryNext(call);
   }
 
@@ -691,11 +740,15 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     }
     const offerAnswer = req.method === 'INVITE' || req.method === 'UPDATE';
     if (side === 'in' && offerAnswer && isRefresh(call.callerSdp, req.body)) return answerRefresh(call, req, tx);
-    // Re-INVITE, UPDATE, INFO…: relayed to the other leg, the answer relayed back (SDP included: media stays direct).
+    // Re-INVITE, UPDATE, INFO…: relayed to the other leg, the answer relayed back (SDP through the
+    // media relay when the route proxies media, else unchanged: media stays direct).
     const ct = getHeader(req, 'content-type');
+    const sender = side === 'in' ? 'caller' : 'callee';
+    const receiver = side === 'in' ? 'callee' : 'caller';
+    const outBody = offerAnswer ? sdpVia(call, call.leg, sender, req.body) : req.body;
     const { req: out, dest } = dialogRequest(other, req.method, {
-      body: req.body,
-      headers: ct !== undefined && req.body.length ? [{ name: 'Content-Type', value: ct }] : [],
+      body: outBody,
+      headers: ct !== undefined && outBody.length ? [{ name: 'Content-Type', value: ct }] : [],
     });
     const seq = cseqOf(out).seq;
     stack.sendRequest(out, dest, {
@@ -706,7 +759,8 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
           void stack.sendAck(ack.req, ack.dest).catch(() => undefined);
         }
         const rct = getHeader(res, 'content-type');
-        const headers: HeaderField[] = rct !== undefined && res.body.length ? [{ name: 'Content-Type', value: rct }] : [];
+        const resBody = offerAnswer && res.status < 300 ? sdpVia(call, call.leg, receiver, res.body) : res.body;
+        const headers: HeaderField[] = rct !== undefined && resBody.length ? [{ name: 'Content-Type', value: rct }] : [];
         if (req.method === 'INVITE') headers.push({ name: 'Contact', value: `<${call.inDialog === other ? (call.leg?.dialog?.contact ?? '') : (call.inDialog?.contact ?? '')}>` });
         if (offerAnswer && res.status < 300) {
           // A media change that went through refreshes the caller's session as well (RFC 4028 §10).
@@ -714,15 +768,15 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
             const n = negotiateSession(req, sessionPolicy, call.session ?? undefined);
             if ('terms' in n) call.session = n.terms;
             if (req.body.length) call.callerSdp = req.body;
-            if (res.body.length) call.sdpToCaller = { body: res.body, type: rct };
+            if (resBody.length) call.sdpToCaller = { body: resBody, type: rct };
             headers.push(...sessionHeaders(call));
           } else {
             if (res.body.length) call.callerSdp = res.body;
-            if (req.body.length) call.sdpToCaller = { body: req.body, type: ct };
+            if (outBody.length) call.sdpToCaller = { body: outBody, type: ct };
           }
           armSession(call);
         }
-        tx.reply(res.status, res.reason, { headers, body: res.body });
+        tx.reply(res.status, res.reason, { headers, body: resBody });
       },
       onTimeout: () => tx.reply(408, 'Request Timeout'),
     });

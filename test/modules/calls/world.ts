@@ -21,7 +21,10 @@ export interface World {
   api(method: string, url: string, token: string, payload?: unknown): Promise<{ status: number; body: any; text: string }>; // eslint-disable-line @typescript-eslint/no-explicit-any
   signUp(): Promise<Party>;
   /** A voice route of the seller reaching `port`, rated for `prefix`, bought by the operator; returns route and purchase ids. */
-  route(o: { port: number; prefix: string; rate: string; increment?: string; capacity?: number; techPrefix?: string; transport?: 'udp' | 'tcp' | 'tls' }): Promise<{ routeId: string; purchaseId: string }>;
+  route(o: {
+    port: number; prefix: string; rate: string; increment?: string; capacity?: number; techPrefix?: string; transport?: 'udp' | 'tcp' | 'tls';
+    mediaMode?: 'direct' | 'proxy';
+  }): Promise<{ routeId: string; purchaseId: string }>;
   sub(o?: { markupPct?: string; maxConcurrentCalls?: number; dailySpendCap?: string; fund?: string }): Promise<{ id: string; sipUsername: string; sipPassword: string }>;
 }
 
@@ -61,6 +64,7 @@ export async function createWorld(t: Tt, overrides: Record<string, unknown> = {}
     const created = await api('POST', '/routes', seller.token, {
       type: 'voice', name: `route ${o.prefix} ${o.port}`, country: 'GB', billingIncrement: o.increment ?? '6/6',
       ...(o.capacity ? { capacity: o.capacity } : {}),
+      ...(o.mediaMode ? { mediaMode: o.mediaMode } : {}),
       endpoints: [{ host: '127.0.0.1', port: o.port, transport: o.transport ?? 'udp', priority: 1, ...(o.techPrefix ? { techPrefix: o.techPrefix } : {}) }],
     });
     if (created.status !== 201) throw new Error(`route: ${created.text}`);

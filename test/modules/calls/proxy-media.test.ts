@@ -1,0 +1,49 @@
+import t from 'tap';
+import { fill, fixture, freePort, sipp } from '../../telephony/sip/sipp.js';
+import { createWorld, eventually, expectExit, uac, uacScenario } from './world.js';
+
+t.test('a route in proxy media mode relays the call\'s audio through the daemon', async (t) => {
+  const w = await createWorld(t);
+
+  await t.test('mediaMode is part of the route: shown, defaulted, and refused on SMS routes', async (t) => {
+    const created = await w.api('POST', '/routes', w.seller.token, {
+      type: 'voice', name: 'defaults', country: 'GB', endpoints: [{ host: '127.0.0.1', port: 5099, transport: 'udp' }],
+    });
+    t.equal(created.status, 201);
+    t.equal(created.body.data.mediaMode, 'direct', 'direct unless asked');
+    const sms = await w.api('POST', '/routes', w.seller.token, {
+      type: 'sms', name: 'sms', country: 'GB', mediaMode: 'proxy',
+      smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: 2775, systemId: 'x', password: 'y' },
+    });
+    t.equal(sms.status, 400);
+    t.equal(sms.body.error.code, 'VALIDATION_ERROR');
+    t.match(sms.body.error.details, [{ path: '/mediaMode' }]);
+    const bad = await w.api('POST', '/routes', w.seller.token, {
+      type: 'voice', name: 'bad', country: 'GB', mediaMode: 'anchor', endpoints: [{ host: '127.0.0.1', port: 5099, transport: 'udp' }],
+    });
+    t.equal(bad.status, 400);
+    t.equal(bad.body.error.code, 'VALIDATION_ERROR');
+  });
+
+  await t.test('the supplier is offered the daemon\'s relay port, echoes audio, and the call bills as ever', async (t) => {
+    const number = '441200000001';
+    // The default RTP range is 10000–20000; the caller's sipp offers its own port 6000.
+    const scenario = fill(fixture('uas-answer.xml'), { EXPECT_USER: number, BEFORE_RING: '' }).replace('regexp="m=audio"', 'regexp="m=audio 1[0-9]{4} RTP"');
+    const uas = await sipp(t, scenario, ['-rtp_echo', '-mp', String(await freePort())]);
+    const r = await w.route({ port: uas.port, prefix: '4412', rate: '0.013700', mediaMode: 'proxy' });
+    const shown = await w.api('GET', `/routes/${r.routeId}`, w.seller.token);
+    t.equal(shown.body.data.mediaMode, 'proxy');
+    const sub = await w.sub({ fund: '5.000000' });
+    const run = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '500' }), number, sub.sipUsername, sub.sipPassword);
+    await expectExit(t, run, 'caller completed the call');
+    await expectExit(t, uas, 'supplier got a relay port in the offer, answered and got the BYE');
+    const call = await eventually(async () => {
+      const [c] = await w.d.sql<{ status: string; hangupCause: string; cost: string }[]>`
+        select status, hangup_cause, cost::text from calls where account_id = ${sub.id} and ended_at is not null`;
+      return c;
+    });
+    t.equal(call.status, 'completed');
+    t.equal(call.hangupCause, 'caller-bye');
+    t.equal(call.cost, '0.001570', '6 s at the buyer price, as on a direct route');
+  });
+});

@@ -222,7 +222,8 @@ try {
   const sub = await w.sub({ markupPct: '10', fund: '50000.000000' });
   const calls = w.d.modules.services.calls;
   const drained = async () => {
-    const until = Date.now() + 30_000;
+    // Past the 32 s a call waits for a caller's ACK lost under overload before it hangs up (64·T1).
+    const until = Date.now() + 40_000;
     while (calls.liveCallIds().length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
   };
 

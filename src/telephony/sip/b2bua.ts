@@ -2,7 +2,7 @@
  * Trunk B2BUA: reseller calls in (digest or whitelisted IP), supplier legs out with failover
  * (spec "Voice and SMS" failover rule, "Authentication" SIP trunk paragraph). Business decisions are injected.
  */
-import { randomInt } from 'node:crypto';
+import { createHmac, randomBytes, randomInt } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../../platform/clock.js';
 import { answerChallenge, createDigestServer, type DigestServerOptions } from './digest.js';
@@ -227,6 +227,16 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
   const maxRoutes = opts.maxRoutes ?? 3;
   const sessionPolicy: SessionTimerPolicy = opts.sessionTimer ?? { minSeSeconds: 90, defaultSeconds: 1800 };
   const calls = new Set<Call>();
+  /**
+   * Our To tag for every response to a caller's INVITEs of one Call-ID and From tag: the 401
+   * challenge, the refusals and the dialog's own. A 401 retransmitted (its ACK read late under
+   * load) can reach the caller after our 200, and a UA that takes the tag of the last response it
+   * saw (sipp does) would hang up a call we know under another tag: its BYE would get 481 and the
+   * call would stay up and billed. Keyed by a per-process secret, so still unguessable (RFC 3261 §19.3).
+   */
+  const tagSecret = randomBytes(16);
+  const dialogTagOf = (req: SipRequest): string =>
+    createHmac('sha256', tagSecret).update(`${callIdOf(req)}\0${tagOf(fromOf(req)) ?? ''}`).digest('hex').slice(0, 16);
   /** In-dialog lookup by Call-ID and our tag, for either leg. */
   const dialogs = new Map<string, { call: Call; side: 'in' | 'out' }>();
 
@@ -608,10 +618,9 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     finish(call, 'caller-cancel', 487);
   }
 
-  async function authenticate(req: SipRequest, tx: ServerTransaction, source: SipPeer): Promise<CallAttribution | undefined> {
+  async function authenticate(req: SipRequest, tx: ServerTransaction, source: SipPeer, tag: string): Promise<CallAttribution | undefined> {
     const byIp = await policy.resolveByIp(source.host);
     if (byIp) return { accountId: byIp.accountId, via: 'ip' };
-    const tag = stack.newTag();
     const challenge = (c?: { nonce?: string; stale?: boolean }): void => {
       tx.reply(401, 'Unauthorized', { toTag: tag, headers: [{ name: 'WWW-Authenticate', value: digest.challenge(c) }] });
     };
@@ -650,22 +659,23 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       if (holder.call) onCallerCancel(holder.call);
       else cancelledEarly = true;
     };
+    const tag = dialogTagOf(req);
     const uri = parseUri(req.uri);
     if (uri.scheme !== 'sip' && uri.scheme !== 'sips') {
-      tx.reply(416, 'Unsupported URI Scheme', { toTag: stack.newTag() });
+      tx.reply(416, 'Unsupported URI Scheme', { toTag: tag });
       return;
     }
-    const attribution = await authenticate(req, tx, source);
+    const attribution = await authenticate(req, tx, source, tag);
     if (!attribution || cancelledEarly) return;
     const to = uri.user ?? '';
     if (!E164.test(to)) {
-      tx.reply(484, 'Address Incomplete', { toTag: stack.newTag() });
+      tx.reply(484, 'Address Incomplete', { toTag: tag });
       return;
     }
     const negotiated = negotiateSession(req, sessionPolicy);
     if ('reject' in negotiated) {
       // Before planning, so a too-short interval holds no money and no slot.
-      tx.reply(422, 'Session Interval Too Small', { toTag: stack.newTag(), headers: [{ name: 'Min-SE', value: String(negotiated.reject.minSe) }] });
+      tx.reply(422, 'Session Interval Too Small', { toTag: tag, headers: [{ name: 'Min-SE', value: String(negotiated.reject.minSe) }] });
       return;
     }
     const from = fromOf(req).uri.user ?? '';
@@ -674,7 +684,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     if (cancelledEarly) return;
     if ('reject' in plan) {
       tx.reply(plan.reject.status, plan.reject.reason, {
-        toTag: stack.newTag(),
+        toTag: tag,
         headers: [{ name: 'Reason', value: `SIP;cause=${plan.reject.status};text="${plan.reject.reason.replace(/"/g, "'")}"` }],
       });
       return;
@@ -685,7 +695,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       inReq: req,
       inTx: tx,
       source,
-      localTag: stack.newTag(),
+      localTag: tag,
       attribution,
       to,
       from,

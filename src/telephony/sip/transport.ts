@@ -104,12 +104,24 @@ export function badRequestFor(err: SipParseError): SipResponse | undefined {
   return { kind: 'response', version: 'SIP/2.0', status: err.status, reason, headers, body: Buffer.alloc(0) };
 }
 
+/**
+ * The kernel's default UDP receive buffer (about 208 KiB, a few hundred INVITEs) overflows when a
+ * burst arrives while the event loop is busy, and what overflows is dropped unseen: a lost ACK keeps
+ * a call up (and billed) until the 32 s ACK timeout. Linux caps this at net.core.rmem_max.
+ */
+const UDP_RECEIVE_BUFFER_BYTES = 8 * 1024 * 1024;
+
 function bindUdp(host: string, port: number): Promise<dgram.Socket> {
   return new Promise((resolve, reject) => {
     const sock = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
     sock.once('error', reject);
     sock.bind({ address: host, port, exclusive: true }, () => {
       sock.off('error', reject);
+      try {
+        sock.setRecvBufferSize(UDP_RECEIVE_BUFFER_BYTES);
+      } catch {
+        // The system's default buffer then: smaller, not wrong.
+      }
       resolve(sock);
     });
   });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createSipTransport } from '../../../src/telephony/sip/transport.js';
 import { createSipStack } from '../../../src/telephony/sip/stack.js';
-import { computeHa1 } from '../../../src/telephony/sip/digest.js';
+import { answerChallenge, computeHa1 } from '../../../src/telephony/sip/digest.js';
 import {
   createTrunkB2bua,
   orderEndpoints,
@@ -139,6 +139,45 @@ ${auth}Content-Length: 0
   const second = peer.got.filter((m) => m.startsWith('SIP/2.0 401'))[1] ?? '';
   t.match(second, `nonce="${nonce}"`);
   t.match(second, `realm="${REALM}"`);
+});
+
+t.test('one To tag for a call: the 401 and the 200 share it, so a BYE carrying the challenge\'s tag still hangs up', async (t) => {
+  // A UA that takes the tag of the last response it saw (sipp does) uses the 401's tag when a
+  // retransmitted 401 overtakes our 200 under load; that BYE must not get 481 and leave the call up.
+  const uas = await uasAnswer(t);
+  const s = await setup(t, { candidates: [route('r1', uas.port)] });
+  const peer = await rawUdpPeer();
+  t.teardown(() => peer.close());
+  const sdp = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 9 RTP/AVP 0\r\n';
+  const request = (method: string, cseq: number, extra = '', toTag = '') => `${method} sip:${NUMBER}@127.0.0.1:${s.port} SIP/2.0
+Via: SIP/2.0/UDP 127.0.0.1:${peer.port};branch=z9hG4bK${Math.random().toString(36).slice(2)}
+From: "Alice" <sip:15550001111@127.0.0.1>;tag=a1
+To: <sip:${NUMBER}@127.0.0.1>${toTag ? `;tag=${toTag}` : ''}
+Call-ID: one-tag-test
+CSeq: ${cseq} ${method}
+Contact: <sip:15550001111@127.0.0.1:${peer.port}>
+${extra}Content-Type: application/sdp
+Content-Length: ${Buffer.byteLength(sdp)}
+
+${sdp}`;
+  const tagIn = (m: string) => /\r\nTo:[^\r]*;tag=([^;\r]+)/i.exec(m)?.[1];
+  peer.send(request('INVITE', 1), s.port);
+  await until(() => peer.got.some((m) => m.startsWith('SIP/2.0 401')));
+  const challenge = peer.got.find((m) => m.startsWith('SIP/2.0 401')) ?? '';
+  const challengeTag = tagIn(challenge);
+  t.ok(challengeTag);
+  const www = /\r\nWWW-Authenticate: ([^\r]+)/i.exec(challenge)?.[1] ?? '';
+  const auth = answerChallenge({ challenge: www, method: 'INVITE', uri: `sip:${NUMBER}@127.0.0.1:${s.port}`, username: 'sub_abc', password: 'pw' });
+  peer.send(request('INVITE', 2, `Authorization: ${auth}\n`), s.port);
+  await until(() => peer.got.some((m) => m.startsWith('SIP/2.0 200')), 8000);
+  const ok = peer.got.find((m) => m.startsWith('SIP/2.0 200')) ?? '';
+  t.equal(tagIn(ok), challengeTag, 'the 200 carries the tag the 401 did');
+  peer.send(request('ACK', 2, '', challengeTag).replace(/Content-Type[^]*$/, 'Content-Length: 0\n\n'), s.port);
+  peer.send(request('BYE', 3, '', challengeTag).replace(/Content-Type[^]*$/, 'Content-Length: 0\n\n'), s.port);
+  const e = await s.ended;
+  t.equal(e.hangupCause, 'caller-bye');
+  await until(() => peer.got.some((m) => /^SIP\/2\.0 200[^]*CSeq: 3 BYE/.test(m)));
+  await expectExit(t, uas, 'the supplier got its BYE');
 });
 
 t.test('purchase username; 486 is passed back and never retried', async (t) => {

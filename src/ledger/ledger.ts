@@ -1,3 +1,4 @@
+import postgres from 'postgres';
 import type { Logger } from 'pino';
 import type { Db, Sql } from '../db/connection.js';
 import type { Clock } from '../platform/clock.js';
@@ -101,6 +102,28 @@ export interface HoldInput extends EntryContext {
   ttlSeconds: number;
 }
 
+export interface SettleInput extends EntryContext {
+  postingKey: string;
+  holdId: string;
+  sellerId?: string | null;
+  amount: string;
+  fee?: string;
+}
+
+/** An item of a batch that the balance could not pay (SVC01): it posted nothing, the others went on. */
+export interface Refusal {
+  refused: true;
+  code: 'SVC01';
+  message: string;
+}
+
+export const isRefusal = (r: unknown): r is Refusal => (r as Refusal | null)?.refused === true;
+
+/** The error the single-item function throws for the same refusal (SQLSTATE SVC01, same message). */
+export function refusalError(r: Refusal): postgres.PostgresError {
+  return new postgres.PostgresError({ code: r.code, message: r.message, severity: 'ERROR' } as never);
+}
+
 const str = (v: string | null | undefined) => v ?? null;
 
 /**
@@ -117,6 +140,38 @@ export function createLedger(deps: LedgerDeps) {
   const inTx = <T>(db: Db, fn: (db: Db) => Promise<T>): Promise<T> =>
     deps.events && db === sql ? (sql.begin((tx) => fn(tx)) as Promise<T>) : fn(db);
 
+  /** `afterDebit` of many postings: one query for all, events only for those that crossed a line. */
+  async function afterDebits(db: Db, list: ChargeResult[]) {
+    const live = list.filter((r) => !r.replayed && r.mode === 'live');
+    if (!deps.events || live.length === 0) return;
+    if (live.length === 1) return afterDebit(db, live[0]!);
+    const rows = live.map((r, i) => ({ i, account_id: r.accountId, before: r.balanceBefore, after: r.balanceAfter, capped: r.capReached }));
+    const hits = await db<{ i: number; parentId: string | null; crossed: boolean; capped: boolean }[]>`
+      select x.i, a.parent_id, (x.before >= t.v and x.after < t.v and t.v > 0) as crossed, x.capped
+      from jsonb_to_recordset(${db.json(rows as never)}) as x(i integer, account_id uuid, before numeric, after numeric, capped boolean)
+      -- Look-ups by key per item (limit: not flattened), never a join planned as a scan of accounts.
+      cross join lateral (select a.parent_id from accounts a where a.id = x.account_id limit 1) a
+      left join lateral (select s.sub_low_balance_threshold from application_settings s where s.operator_id = a.parent_id limit 1) s on true
+      cross join lateral (select case when a.parent_id is null then ${lowThreshold}::numeric
+                                      else coalesce(s.sub_low_balance_threshold, 5) end as v) t
+      where (x.before >= t.v and x.after < t.v and t.v > 0) or (x.capped and a.parent_id is not null)
+      order by x.i`;
+    for (const h of hits) await debitEvents(db, live[h.i]!, h.parentId, h.crossed, h.capped);
+  }
+
+  /** Low balance (the line crossed by this debit) and a sub-account suspended by its daily cap. */
+  async function debitEvents(db: Db, r: ChargeResult, parentId: string | null, crossed: boolean, capped: boolean) {
+    if (!deps.events) return;
+    const data = { accountId: r.accountId, balance: r.balanceAfter };
+    if (crossed) {
+      if (parentId) await deps.events.emit(db, parentId, 'sub_account.balance_low', { subAccountId: r.accountId, ...data });
+      else await deps.events.emit(db, r.accountId, 'balance.low', data);
+    }
+    if (capped && parentId) {
+      await deps.events.emit(db, parentId, 'sub_account.suspended', { subAccountId: r.accountId, reason: 'daily_spend_cap' });
+    }
+  }
+
   async function afterDebit(db: Db, r: ChargeResult) {
     if (r.replayed || r.mode !== 'live' || !deps.events) return;
     const [row] = await db<{ parentId: string | null; threshold: string | null; crossed: boolean }[]>`
@@ -128,15 +183,7 @@ export function createLedger(deps: LedgerDeps) {
       cross join lateral (select case when a.parent_id is null then ${lowThreshold}::numeric
                                       else coalesce(s.sub_low_balance_threshold, 5) end as v) t
       where a.id = ${r.accountId}`;
-    if (!row) return;
-    const data = { accountId: r.accountId, balance: r.balanceAfter };
-    if (row.crossed) {
-      if (row.parentId) await deps.events.emit(db, row.parentId, 'sub_account.balance_low', { subAccountId: r.accountId, ...data });
-      else await deps.events.emit(db, r.accountId, 'balance.low', data);
-    }
-    if (r.capReached && row.parentId) {
-      await deps.events.emit(db, row.parentId, 'sub_account.suspended', { subAccountId: r.accountId, reason: 'daily_spend_cap' });
-    }
+    if (row) await debitEvents(db, r, row.parentId, row.crossed, r.capReached);
   }
 
   const ledger = {
@@ -239,7 +286,7 @@ export function createLedger(deps: LedgerDeps) {
 
     /** Posts the final amount + fee of a hold (to `sellerId`, else platform revenue) and releases the rest. */
     async settle(
-      input: { postingKey: string; holdId: string; sellerId?: string | null; amount: string; fee?: string } & EntryContext,
+      input: SettleInput,
       db: Db = sql,
     ): Promise<SettleResult> {
       return inTx(db, async (db) => {
@@ -249,6 +296,42 @@ export function createLedger(deps: LedgerDeps) {
                                ${str(input.relatedEntityId)}, ${str(input.callId)}, ${clock.now()}) as r`;
         await afterDebit(db, row!.r);
         return row!.r;
+      });
+    },
+
+    /**
+     * `hold` of many items in one call (migration 016): each item as `hold` would post it, in
+     * array order; an item the balance cannot pay comes back as a `Refusal` and the others go on.
+     * Invalid amounts, unknown accounts: the whole call fails (SVC02, SVC03).
+     */
+    async holdMany(inputs: HoldInput[], db: Db = sql): Promise<(HoldResult | Refusal)[]> {
+      if (inputs.length === 0) return [];
+      const now = clock.now();
+      const items = inputs.map((i) => ({
+        key: i.postingKey, accountId: i.accountId, amount: i.amount, test: i.mode === 'test',
+        expiresAt: new Date(now.getTime() + i.ttlSeconds * 1000).toISOString(), reference: str(i.reference),
+        relatedEntityType: str(i.relatedEntityType), relatedEntityId: str(i.relatedEntityId), callId: str(i.callId),
+      }));
+      const [row] = await db<{ r: (HoldResult | Refusal)[] }[]>`select ledger_hold_many(${db.json(items as never)}, ${now}) as r`;
+      return row!.r;
+    },
+
+    /**
+     * `settle` of many holds in one call (migration 016), in array order; an item the balance
+     * cannot pay comes back as a `Refusal` (its hold stays open) and the others go on. Unknown or
+     * closed holds, invalid amounts: the whole call fails (SVC03, SVC02).
+     */
+    async settleMany(inputs: SettleInput[], db: Db = sql): Promise<(SettleResult | Refusal)[]> {
+      if (inputs.length === 0) return [];
+      return inTx(db, async (db) => {
+        const items = inputs.map((i) => ({
+          key: i.postingKey, holdId: i.holdId, sellerId: str(i.sellerId), amount: i.amount, fee: i.fee ?? '0',
+          reference: str(i.reference), relatedEntityType: str(i.relatedEntityType), relatedEntityId: str(i.relatedEntityId), callId: str(i.callId),
+        }));
+        const [row] = await db<{ r: (SettleResult | Refusal)[] }[]>`select ledger_settle_many(${db.json(items as never)}, ${clock.now()}) as r`;
+        const results = row!.r;
+        await afterDebits(db, results.filter((r): r is SettleResult => !isRefusal(r)));
+        return results;
       });
     },
 

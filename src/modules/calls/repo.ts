@@ -205,6 +205,8 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
              billable_seconds integer, cost numeric, billing_increment text, rate_per_minute numeric, attempts jsonb, answered_at timestamptz,
              ended_at timestamptz)
         where c.id = v.id and c.ended_at is null
+          -- As an array too: the planner reaches the rows by the primary key, never by a scan of calls.
+          and c.id = any(${tx.array(rows.map((r) => r.id))}::uuid[])
         returning c.id`;
       return new Set(ended.map((r) => r.id));
     },

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Db, Sql } from '../../db/connection.js';
 import { AppError, notFound, ruleError, validationError, type ErrorDetail } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
+import { isRefusal, refusalError, type HoldInput, type HoldResult, type Refusal, type SettleInput, type SettleResult } from '../../ledger/ledger.js';
 import {
   checkSender, countSegments, isDelivered, isFailed, networkFor, supplierIdKeys, SMPP_STATUS,
   type HttpReceipt, type NetworkInfo, type ReceiptStat, type SupplierReceipt,
@@ -22,7 +23,7 @@ import { createCallsRepo, type CdrInsert } from '../calls/repo.js';
 import type { Candidate, Routing } from '../routes/routing.js';
 import { createSupplierGateway, type GatewayOptions, type GatewayOutcome, type SupplierGateway } from './gateway.js';
 import { createSmsRepo, type HistoryRow, type MessageRow, type NewMessage, type SentFields } from './repo.js';
-import { createTxBatcher } from './tx-batcher.js';
+import { createTxBatcher, JobRefused } from './tx-batcher.js';
 
 export type Strategy = 'cheapest' | 'best_quality' | 'balanced';
 
@@ -131,13 +132,18 @@ export function createSmsService(deps: SmsDeps) {
   const maxRoutes = opts.maxRoutes ?? 3;
   /** A route's seller never changes, so it is read once per route and process. */
   const sellerOf = new Map<string, string>();
-  // Rows of the send path go in one statement per batch (see tx-batcher), the ledger calls one per message.
+  // Rows of the send path go in one statement per batch (see tx-batcher), and so do the holds and
+  // settlements of a batch (ledger_hold_many, ledger_settle_many: the payer's row locked once per
+  // batch, not per message). One item alone takes the single-item function, as before.
   const money = createTxBatcher<{
     message: NewMessage & { holdId: string };
     sent: SentFields & { id: string };
     part: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] };
     cdr: CdrInsert;
     event: EmitInput;
+  }, {
+    hold: { in: HoldInput; out: HoldResult | Refusal };
+    settle: { in: SettleInput; out: SettleResult | Refusal };
   }>(sql, {
     maxBatch: opts.maxBatch ?? 64,
     log,
@@ -148,7 +154,16 @@ export function createSmsService(deps: SmsDeps) {
       cdr: (tx, rows) => callsRepo.insertCdrs(rows, tx),
       event: (tx, rows) => emitMany(tx, rows),
     },
+    calls: {
+      hold: async (tx, items) => (items.length === 1 ? [await ledger.hold(items[0]!, tx)] : ledger.holdMany(items, tx)),
+      settle: async (tx, items) => (items.length === 1 ? [await ledger.settle(items[0]!, tx)] : ledger.settleMany(items, tx)),
+    },
   });
+  /** A refused batch item (posted nothing) fails its own send only, with the single function's SVC01 error. */
+  const paid = <T>(r: T | Refusal): T => {
+    if (isRefusal(r)) throw new JobRefused(refusalError(r));
+    return r;
+  };
   /**
    * Receipts that named no stored part yet (the send is still committing), retried after each send;
    * `storedId`: an HTTPS receipt also kept in sms_early_receipts (its supplier was answered 200).
@@ -265,8 +280,8 @@ export function createSmsService(deps: SmsDeps) {
     // The hold covers the dearest candidate, so a failover never needs more money.
     const holdAmount = toMoney(priced.reduce((m, p) => (p.total.gt(m) ? p.total : m), new Decimal(0)));
     // The hold, pipelined with other sends' in a batch; the row with its hold id goes in with the batch's rows.
-    const holdId = await money.run(s.accountId, async (tx, put) => {
-      const hold = await ledger.hold({ postingKey: `sms:${id}:hold`, accountId: s.accountId, amount: holdAmount, ttlSeconds: 3600, ...ctx, relatedEntityId: id }, tx);
+    const holdId = await money.run(s.accountId, async (_tx, put, call) => {
+      const hold = paid(await call('hold', { postingKey: `sms:${id}:hold`, accountId: s.accountId, amount: holdAmount, ttlSeconds: 3600, ...ctx, relatedEntityId: id }));
       put('message', { ...base, holdId: hold.holdId });
       return hold.holdId;
     });
@@ -283,11 +298,11 @@ export function createSmsService(deps: SmsDeps) {
       if (outcome.status === 'accepted') {
         const sentAt = clock.now();
         const total = toMoney(p.total);
-        await money.run(s.accountId, async (tx, put) => {
-          const settled = await ledger.settle({
+        await money.run(s.accountId, async (tx, put, call) => {
+          const settled = paid(await call('settle', {
             postingKey: `sms:${id}:settle`, holdId, sellerId: p.sellerId, amount: toMoney(p.seller), fee: toMoney(p.base.minus(p.seller)),
             ...ctx, relatedEntityId: id,
-          }, tx);
+          }));
           let markupPostingId: string | null = null;
           if (s.parentId && p.markup.gt(0)) {
             const m = await ledger.charge({ postingKey: `sms:${id}:markup`, accountId: s.accountId, sellerId: s.parentId, amount: toMoney(p.markup), ...ctx, relatedEntityId: id }, tx);

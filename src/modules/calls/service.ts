@@ -22,6 +22,7 @@ import { affordableSeconds, chargeLeg, holdFor, type LegCharge, type PricedRoute
 import { createPayerTermsCache } from './payer-terms.js';
 import { createCallsRepo, type CdrInsert, type FinishRow, type OrphanPricing } from './repo.js';
 import { createWindowBatcher } from './window-batcher.js';
+import { isRefusal, refusalError, type SettleInput } from '../../ledger/ledger.js';
 
 /** How long answered marks and call finishes wait for others to share their statement and commit. */
 const BATCH_WINDOW_MS = 5;
@@ -422,7 +423,28 @@ export function createCallsService(deps: CallsDeps) {
         const mine = items.filter((f) => ended.has(f.row.id));
         // Pipelined on the transaction's connection: one round trip instead of one per statement. The
         // ledger last, so the payer's balance row (every call of that payer waits on it) stays locked shortest.
-        await Promise.all([repo.insertCdrs(mine.flatMap((f) => f.cdrs), tx), ...mine.map((f) => settleOrRelease(tx, f.call, f.routeId, f.charge))]);
+        const billed = mine.filter((f) => f.charge !== null && f.charge.billableSeconds > 0);
+        if (billed.length < 2) {
+          await Promise.all([repo.insertCdrs(mine.flatMap((f) => f.cdrs), tx), ...mine.map((f) => settleOrRelease(tx, f.call, f.routeId, f.charge))]);
+          return;
+        }
+        // Two or more settlements: one ledger_settle_many (each payer's row moved once), then the
+        // markups the released holds pay; calls not billed release their holds as ever.
+        const unbilled = mine.filter((f) => !billed.includes(f));
+        const [, settled] = await Promise.all([
+          repo.insertCdrs(mine.flatMap((f) => f.cdrs), tx),
+          ledger.settleMany(billed.map((f) => settleInput(f.call, f.routeId, f.charge!)), tx),
+          ...unbilled.map((f) => settleOrRelease(tx, f.call, f.routeId, f.charge)),
+        ]);
+        // A refusal cannot come from a hold that covers the call; if one does, the batch rolls back
+        // and each call is written on its own, where the settle's own error is logged.
+        const refused = settled.find(isRefusal);
+        if (refused) throw refusalError(refused);
+        const charged = await Promise.all(billed.map((f) => chargeMarkup(tx, f.call, f.charge!)));
+        billed.forEach((f, i) => {
+          const r = settled[i];
+          if ((r && !isRefusal(r) && r.capReached) || charged[i]?.capReached) capReachedBy(f.call.payer);
+        });
       });
       return;
     } catch (err) {
@@ -443,17 +465,27 @@ export function createCallsService(deps: CallsDeps) {
       await ledger.release({ postingKey: `call:${call.id}:release`, holdId: call.holdId }, tx);
       return;
     }
-    const seller = sellerId ?? live.get(call.id)?.priced.get(routeId ?? '')?.sellerId ?? null;
-    const ctx = { reference: 'Voice call', relatedEntityType: 'sip_call', relatedEntityId: call.id, callId: call.id };
-    const settle = ledger.settle({ postingKey: `call:${call.id}:settle`, holdId: call.holdId, sellerId: seller || null, amount: charge.seller, fee: charge.fee, ...ctx }, tx);
+    const settle = ledger.settle(settleInput(call, routeId, charge, sellerId), tx);
     // The reseller's margin: in the same transaction the settle's lock on the payer is still held,
     // so the released hold is there to pay it. Sent right behind the settle (it runs after it on the
     // connection) rather than a round trip later: every other call of this payer waits on that lock.
-    const markup = call.operatorId && new Decimal(charge.markup).gt(0)
-      ? ledger.charge({ postingKey: `call:${call.id}:markup`, accountId: call.payer, sellerId: call.operatorId, amount: charge.markup, ...ctx }, tx)
-      : null;
+    const markup = chargeMarkup(tx, call, charge);
     const [settled, charged] = await Promise.all([settle, markup]);
     if (settled.capReached || charged?.capReached) capReachedBy(call.payer);
+  }
+
+  const callContext = (id: string) => ({ reference: 'Voice call', relatedEntityType: 'sip_call', relatedEntityId: id, callId: id });
+
+  /** A call's settlement: the route's seller paid its rate, the platform its fee, the rest of the hold released. */
+  function settleInput(call: { id: string; holdId: string }, routeId: string | null, charge: LegCharge, sellerId?: string): SettleInput {
+    const seller = sellerId ?? live.get(call.id)?.priced.get(routeId ?? '')?.sellerId ?? null;
+    return { postingKey: `call:${call.id}:settle`, holdId: call.holdId, sellerId: seller || null, amount: charge.seller, fee: charge.fee, ...callContext(call.id) };
+  }
+
+  /** The reseller's markup on a sub-account's call, paid to its operator; null when there is none. */
+  function chargeMarkup(tx: Db, call: { id: string; payer: string; operatorId: string | null }, charge: LegCharge) {
+    if (!call.operatorId || !new Decimal(charge.markup).gt(0)) return Promise.resolve(null);
+    return ledger.charge({ postingKey: `call:${call.id}:markup`, accountId: call.payer, sellerId: call.operatorId, amount: charge.markup, ...callContext(call.id) }, tx);
   }
 
   // Answered marks of a few ms share one UPDATE: the crash reconcile bills from answeredAt, and a

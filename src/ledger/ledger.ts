@@ -210,16 +210,23 @@ export function createLedger(deps: LedgerDeps) {
     async charge(
       input: ChargeInput,
       db: Db = sql,
+      opts: { events?: boolean } = {},
     ): Promise<ChargeResult> {
       return inTx(db, async (db) => {
         const [row] = await db<{ r: ChargeResult }[]>`
           select ledger_charge(${input.postingKey}, ${input.accountId}::uuid, ${str(input.sellerId)}::uuid, ${input.amount}::numeric,
                                ${input.fee ?? '0'}::numeric, ${input.mode === 'test'}, ${str(input.reference)},
                                ${str(input.relatedEntityType)}, ${str(input.relatedEntityId)}, ${str(input.callId)}, ${clock.now()}) as r`;
-        await afterDebit(db, row!.r);
+        if (opts.events !== false) await afterDebit(db, row!.r);
         return row!.r;
       });
     },
+
+    /**
+     * The balance events (low balance crossed, daily cap reached) of debits made with
+     * `{ events: false }`, in one query for all: pass the same transaction the debits used.
+     */
+    balanceEvents: (db: Db, results: ChargeResult[]): Promise<void> => afterDebits(db, results),
 
     /** A test-key charge: draws on test credit only; live balances never move. */
     chargeTest(input: Omit<ChargeInput, 'mode' | 'sellerId'>, db: Db = sql): Promise<ChargeResult> {

@@ -440,7 +440,8 @@ export function createCallsService(deps: CallsDeps) {
         // and each call is written on its own, where the settle's own error is logged.
         const refused = settled.find(isRefusal);
         if (refused) throw refusalError(refused);
-        const charged = await Promise.all(billed.map((f) => chargeMarkup(tx, f.call, f.charge!)));
+        const charged = await Promise.all(billed.map((f) => chargeMarkup(tx, f.call, f.charge!, { events: false })));
+        await ledger.balanceEvents(tx, charged.filter((c) => c !== null));
         billed.forEach((f, i) => {
           const r = settled[i];
           if ((r && !isRefusal(r) && r.capReached) || charged[i]?.capReached) capReachedBy(f.call.payer);
@@ -483,9 +484,9 @@ export function createCallsService(deps: CallsDeps) {
   }
 
   /** The reseller's markup on a sub-account's call, paid to its operator; null when there is none. */
-  function chargeMarkup(tx: Db, call: { id: string; payer: string; operatorId: string | null }, charge: LegCharge) {
+  function chargeMarkup(tx: Db, call: { id: string; payer: string; operatorId: string | null }, charge: LegCharge, opts?: { events?: boolean }) {
     if (!call.operatorId || !new Decimal(charge.markup).gt(0)) return Promise.resolve(null);
-    return ledger.charge({ postingKey: `call:${call.id}:markup`, accountId: call.payer, sellerId: call.operatorId, amount: charge.markup, ...callContext(call.id) }, tx);
+    return ledger.charge({ postingKey: `call:${call.id}:markup`, accountId: call.payer, sellerId: call.operatorId, amount: charge.markup, ...callContext(call.id) }, tx, opts);
   }
 
   // Answered marks of a few ms share one UPDATE: the crash reconcile bills from answeredAt, and a

@@ -60,6 +60,28 @@ t.test('trunk call writes: batched, exact, and isolated when one fails', async (
     t.same(calls.liveCallIds(), [], 'nothing left live');
   });
 
+  await t.test('a batch of endings raises the low-balance event once, from the markup that crossed the line', async (t) => {
+    // The default sub-account line is 5.000000. Two 6 s calls: both settlements (2 × 0.001570)
+    // leave 5.000360, the first markup (0.000393) crosses to 4.999967, the second stays below.
+    const low = await w.sub({ markupPct: '25', fund: '5.003500' });
+    const placeFor = async () => {
+      const plan = await calls.policy.planCall({ accountId: w.operator.accountId, subAccountId: low.id, to: '441500000001', from: '15550001', callId: 'c', sourceIp: '127.0.0.1' });
+      if ('reject' in plan) throw new Error(JSON.stringify(plan.reject));
+      const startedAt = new Date();
+      const answeredAt = new Date(startedAt.getTime() + 10);
+      await calls.policy.onAnswered!({ callGroupId: plan.callGroupId, callId: 'c', routeId, answeredAt, attempt: 1 });
+      return { id: plan.callGroupId, startedAt, answeredAt };
+    };
+    const placed = await Promise.all([placeFor(), placeFor()]);
+    const endedFor = (c: { id: string; startedAt: Date; answeredAt: Date }) => ({ ...ended(c, 6), attribution: { accountId: w.operator.accountId, subAccountId: low.id } as never });
+    await Promise.all(placed.map((p) => calls.policy.onCallEnded(endedFor(p))));
+    const b = await svc.ledger.balanceOf(low.id);
+    t.same([b.balance, b.held], ['4.999574', '0.000000'], 'both calls billed, markups included');
+    const evs = await sql<{ event: string; data: { subAccountId: string; balance: string } }[]>`
+      select event, data from events where account_id = ${w.operator.accountId} and event = 'sub_account.balance_low' and data ->> 'subAccountId' = ${low.id}`;
+    t.same(evs.map((e) => e.data.balance), ['4.999967'], 'once, at the markup that crossed it');
+  });
+
   await t.test('one call that cannot settle does not take the others down with it', async (t) => {
     const before = await balance();
     const placed = await Promise.all(Array.from({ length: 6 }, () => place()));

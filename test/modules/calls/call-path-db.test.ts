@@ -21,8 +21,8 @@ t.test('trunk call writes: batched, exact, and isolated when one fails', async (
   const sub = await w.sub({ markupPct: '25', fund: '50.000000' });
   const calls = svc.calls;
 
-  const place = async () => {
-    const plan = await calls.policy.planCall({ accountId: w.operator.accountId, subAccountId: sub.id, to: '441500000001', from: '15550001', callId: 'c', sourceIp: '127.0.0.1' });
+  const place = async (subAccountId = sub.id) => {
+    const plan = await calls.policy.planCall({ accountId: w.operator.accountId, subAccountId, to: '441500000001', from: '15550001', callId: 'c', sourceIp: '127.0.0.1' });
     if ('reject' in plan) throw new Error(JSON.stringify(plan.reject));
     const startedAt = new Date();
     const answeredAt = new Date(startedAt.getTime() + 10);
@@ -64,15 +64,7 @@ t.test('trunk call writes: batched, exact, and isolated when one fails', async (
     // The default sub-account line is 5.000000. Two 6 s calls: both settlements (2 × 0.001570)
     // leave 5.000360, the first markup (0.000393) crosses to 4.999967, the second stays below.
     const low = await w.sub({ markupPct: '25', fund: '5.003500' });
-    const placeFor = async () => {
-      const plan = await calls.policy.planCall({ accountId: w.operator.accountId, subAccountId: low.id, to: '441500000001', from: '15550001', callId: 'c', sourceIp: '127.0.0.1' });
-      if ('reject' in plan) throw new Error(JSON.stringify(plan.reject));
-      const startedAt = new Date();
-      const answeredAt = new Date(startedAt.getTime() + 10);
-      await calls.policy.onAnswered!({ callGroupId: plan.callGroupId, callId: 'c', routeId, answeredAt, attempt: 1 });
-      return { id: plan.callGroupId, startedAt, answeredAt };
-    };
-    const placed = await Promise.all([placeFor(), placeFor()]);
+    const placed = await Promise.all([place(low.id), place(low.id)]);
     const endedFor = (c: { id: string; startedAt: Date; answeredAt: Date }) => ({ ...ended(c, 6), attribution: { accountId: w.operator.accountId, subAccountId: low.id } as never });
     await Promise.all(placed.map((p) => calls.policy.onCallEnded(endedFor(p))));
     const b = await svc.ledger.balanceOf(low.id);

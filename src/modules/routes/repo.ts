@@ -100,6 +100,11 @@ export async function findVisibleRoute(sql: Sql, id: string, viewerId: string): 
   return row;
 }
 
+/** Changes the given columns of a route (snake_case names, as stored). */
+export async function updateRoute(db: Db, id: string, fields: Record<string, string | number | null>): Promise<void> {
+  await db`update routes set ${db(fields)} where id = ${id}`;
+}
+
 export async function findOwnRoute(db: Db, id: string, sellerId: string): Promise<RouteRow | undefined> {
   const [row] = await db<RouteRow[]>`
     select ${ROUTE_COLUMNS(db)} from routes r left join rate_decks d on d.route_id = r.id

@@ -71,6 +71,21 @@ const RouteIn = Type.Object({
   smsDelivery: Type.Optional(SmsDeliveryIn),
 }, { additionalProperties: false });
 
+const RoutePatch = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
+  expectedAsr: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: 100, description: 'percent' }))),
+  expectedAcd: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: 100000, description: 'seconds' }))),
+  expectedPdd: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 60000, description: 'milliseconds' }))),
+  cliType: Type.Optional(Nullable(Type.String({ maxLength: 32 }))),
+  capacity: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 100000, description: 'null: no limit' }))),
+  maxCps: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 10000, description: 'null: no limit' }))),
+  mediaMode: Type.Optional(MediaMode),
+}, {
+  additionalProperties: false,
+  minProperties: 1,
+  description: 'Only the fields given change. Prices, increment, notice period, visibility and delivery have their own endpoints or stay as listed; capacity, maxCps and mediaMode apply to calls set up after the change, calls in progress keep what they started with.',
+});
+
 const EndpointOut = Type.Object({
   id: Uuid(), host: Type.String(), port: Type.Integer(), transport: Type.String(), techPrefix: Type.String(),
   username: Nullable(Type.String()), hasPassword: Type.Boolean(), priority: Type.Integer(), weight: Type.Integer(), label: Nullable(Type.String()),
@@ -293,6 +308,11 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
       config: { access: READ },
       schema: { tags: TAGS, summary: 'One route', params: Id, response: { 200: Ok(Route) } },
     }, async (req) => ok(await routes.getRoute(req.params.id, req.principal!.accountId)));
+
+    app.patch('/routes/:id', {
+      config: { access: WRITE },
+      schema: { tags: TAGS, summary: 'Change an own route\'s terms (name, stated quality, CLI type, capacity, calls per second, media mode)', params: Id, body: RoutePatch, response: { 200: Ok(Route) } },
+    }, async (req) => ok(await routes.updateRoute(req.principal!.accountId, req.params.id, req.body)));
 
     app.get('/routes/:id/rates', {
       config: { access: READ },

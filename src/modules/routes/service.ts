@@ -53,6 +53,17 @@ export interface RouteInput {
   smsDelivery?: SmsDeliveryInput;
 }
 
+export interface RoutePatch {
+  name?: string;
+  expectedAsr?: number | null;
+  expectedAcd?: number | null;
+  expectedPdd?: number | null;
+  cliType?: string | null;
+  capacity?: number | null;
+  maxCps?: number | null;
+  mediaMode?: 'direct' | 'proxy';
+}
+
 export interface SheetUpload {
   format: 'csv' | 'json';
   csv?: string;
@@ -288,6 +299,22 @@ export function createRoutesService(deps: {
       // A new own route joins the seller's usable set: seen by this daemon's next request, not only after NOTIFY.
       deps.routingCache?.routeChanged(id);
       await decks.reload(id);
+      return this.getRoute(id, sellerId);
+    },
+
+    /** The seller's own route, some of its terms changed; 404 for anyone else's. */
+    async updateRoute(sellerId: string, id: string, patch: RoutePatch) {
+      const r = await repo.findOwnRoute(sql, id, sellerId);
+      if (r === undefined) throw notFound('Route');
+      if (patch.mediaMode === 'proxy' && r.type !== 'voice') throw validationError([{ path: '/mediaMode', message: 'only voice routes carry media' }]);
+      const text = (v: number | null | undefined) => (v === undefined ? undefined : v === null ? null : String(v));
+      const fields = Object.fromEntries(Object.entries({
+        name: patch.name, expected_asr: text(patch.expectedAsr), expected_acd: text(patch.expectedAcd), expected_pdd: patch.expectedPdd,
+        cli_type: patch.cliType, capacity: patch.capacity, max_cps: patch.maxCps, media_mode: patch.mediaMode,
+      }).filter(([, v]) => v !== undefined)) as Record<string, string | number | null>;
+      if (Object.keys(fields).length > 0) await repo.updateRoute(sql, id, fields);
+      // The call path's route terms: this daemon's next call sees the change, not only after NOTIFY.
+      deps.routingCache?.routeChanged(id);
       return this.getRoute(id, sellerId);
     },
 

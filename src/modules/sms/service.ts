@@ -169,6 +169,12 @@ export function createSmsService(deps: SmsDeps) {
    * `storedId`: an HTTPS receipt also kept in sms_early_receipts (its supplier was answered 200).
    */
   let pending: { r: ChannelReceipt; at: number; storedId?: string }[] = [];
+  /**
+   * Sends committed so far. A receipt that missed its part while a send committed may have been
+   * looked up just before the commit and queued just after that send's retry ran: seeing the count
+   * move across its look-up, it is retried at once instead of waiting for the next send or the sweep.
+   */
+  let sendsCommitted = 0;
   let receiptSink: ((f: FinalReceipt) => void) | null = null;
   const toSink = (f: FinalReceipt | null) => {
     if (!f || !receiptSink || f.message.source !== 'smpp') return;
@@ -323,6 +329,7 @@ export function createSmsService(deps: SmsDeps) {
           });
           put('event', { accountId: s.accountId, event: 'sms.sent', at: sentAt, data: sentEvent(id, to, from, seg.segments, total, sentAt, false) });
         });
+        sendsCommitted++;
         void drainPending();
         return view({ id, to, from, status: 'sent', segments: seg.segments, cost: total, at: sentAt, network, networkPriceApplied: p.c.rateBasis === 'network', simulated: false });
       }
@@ -406,7 +413,11 @@ export function createSmsService(deps: SmsDeps) {
 
   async function onReceipt(r: SupplierReceipt): Promise<void> {
     try {
-      if (!(await applyReceipt(r))) pending.push({ r, at: Date.now() });
+      const seen = sendsCommitted;
+      if (!(await applyReceipt(r))) {
+        pending.push({ r, at: Date.now() });
+        if (sendsCommitted !== seen) void drainPending();
+      }
     } catch (err) {
       log.error({ err }, 'sms receipt failed to apply');
     }
@@ -445,6 +456,7 @@ export function createSmsService(deps: SmsDeps) {
 
   async function drainPending(): Promise<void> {
     if (pending.length === 0) return;
+    const seen = sendsCommitted;
     const now = Date.now();
     const list = pending.filter((p) => now - p.at < PENDING_RECEIPT_MS);
     const done = pending.filter((p) => now - p.at >= PENDING_RECEIPT_MS && p.storedId).map((p) => p.storedId!);
@@ -459,6 +471,8 @@ export function createSmsService(deps: SmsDeps) {
       }
     }
     await repo.deleteEarlyReceipts(done).catch((err: unknown) => log.warn({ err }, 'early receipt clean-up failed'));
+    // A send that committed while this pass ran may hold the parts a receipt just missed.
+    if (pending.length > 0 && sendsCommitted !== seen) void drainPending();
   }
 
   /** Takes back the early HTTPS receipts a stopped daemon had stored, then tries them (module start). */

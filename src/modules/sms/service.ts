@@ -9,7 +9,9 @@ import type { Logger } from 'pino';
 import type { Db, Sql } from '../../db/connection.js';
 import { AppError, notFound, ruleError, validationError, type ErrorDetail } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
-import { isRefusal, refusalError, type HoldInput, type HoldResult, type Refusal, type SettleInput, type SettleResult } from '../../ledger/ledger.js';
+import {
+  isRefusal, refusalError, type ChargeInput, type ChargeResult, type HoldInput, type HoldResult, type Refusal, type SettleInput, type SettleResult,
+} from '../../ledger/ledger.js';
 import {
   checkSender, countSegments, isDelivered, isFailed, networkFor, supplierIdKeys, SMPP_STATUS,
   type HttpReceipt, type NetworkInfo, type ReceiptStat, type SupplierReceipt,
@@ -144,6 +146,7 @@ export function createSmsService(deps: SmsDeps) {
   }, {
     hold: { in: HoldInput; out: HoldResult | Refusal };
     settle: { in: SettleInput; out: SettleResult | Refusal };
+    markup: { in: ChargeInput; out: ChargeResult };
   }>(sql, {
     maxBatch: opts.maxBatch ?? 64,
     log,
@@ -157,6 +160,14 @@ export function createSmsService(deps: SmsDeps) {
     calls: {
       hold: async (tx, items) => (items.length === 1 ? [await ledger.hold(items[0]!, tx)] : ledger.holdMany(items, tx)),
       settle: async (tx, items) => (items.length === 1 ? [await ledger.settle(items[0]!, tx)] : ledger.settleMany(items, tx)),
+      // A reseller's margin on each of its sub-accounts' messages: the charges one by one (each
+      // after its settle released the hold that pays it), their balance lines checked in one query.
+      markup: async (tx, items) => {
+        if (items.length === 1) return [await ledger.charge(items[0]!, tx)];
+        const charged = await Promise.all(items.map((i) => ledger.charge(i, tx, { events: false })));
+        await ledger.balanceEvents(tx, charged);
+        return charged;
+      },
     },
   });
   /** A refused batch item (posted nothing) fails its own send only, with the single function's SVC01 error. */
@@ -311,7 +322,7 @@ export function createSmsService(deps: SmsDeps) {
           }));
           let markupPostingId: string | null = null;
           if (s.parentId && p.markup.gt(0)) {
-            const m = await ledger.charge({ postingKey: `sms:${id}:markup`, accountId: s.accountId, sellerId: s.parentId, amount: toMoney(p.markup), ...ctx, relatedEntityId: id }, tx);
+            const m = await call('markup', { postingKey: `sms:${id}:markup`, accountId: s.accountId, sellerId: s.parentId, amount: toMoney(p.markup), ...ctx, relatedEntityId: id });
             markupPostingId = m.postingId;
           }
           put('sent', {

@@ -2,7 +2,8 @@ import type { Db } from '../../db/connection.js';
 
 export interface OrphanPricing {
   markupPct: string;
-  routes: Record<string, { price: string; sellerRate: string; increment: string; sellerId: string }>;
+  /** `mediaMode` absent in rows written before it was kept. */
+  routes: Record<string, { price: string; sellerRate: string; increment: string; sellerId: string; mediaMode?: 'direct' | 'proxy' }>;
 }
 
 export interface CdrInsert {
@@ -26,6 +27,8 @@ export interface CdrInsert {
   billedSeconds: number | null;
   segments: number | null;
   pddMs: number | null;
+  /** A trunk leg's route media mode at setup; null for SMS and platform-placed calls. */
+  mediaMode: 'direct' | 'proxy' | null;
   buyerCost: string | null;
   sellerCredit: string | null;
   ratePerUnit: string | null;
@@ -55,6 +58,7 @@ export interface CdrRow {
   billedSeconds: number | null;
   segments: number | null;
   pddMs: number | null;
+  mediaMode: 'direct' | 'proxy' | null;
   buyerCost: string | null;
   sellerCredit: string | null;
   ratePerUnit: string | null;
@@ -69,6 +73,7 @@ export interface CdrFilter {
   to?: Date | undefined;
   kind?: 'voice' | 'sms' | undefined;
   direction?: 'outbound' | 'inbound' | undefined;
+  mediaMode?: 'direct' | 'proxy' | undefined;
   cursor?: string | undefined;
   limit: number;
 }
@@ -91,7 +96,7 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
     async listCdrs(f: CdrFilter): Promise<CdrRow[]> {
       return db<CdrRow[]>`
         select id, account_id, seller_id, call_uuid, call_group_id, direction, kind, route_id, from_number, to_number, cli,
-               status, sip_code, hangup_cause, duration_seconds, billed_seconds, segments, pdd_ms,
+               status, sip_code, hangup_cause, duration_seconds, billed_seconds, segments, pdd_ms, media_mode,
                buyer_cost::numeric(20,6)::text as buyer_cost, seller_credit::numeric(20,6)::text as seller_credit,
                rate_per_unit::numeric(20,6)::text as rate_per_unit, answered_at, ended_at, created_at
         from cdrs
@@ -101,6 +106,7 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
           ${f.to ? db`and created_at < ${f.to}` : db``}
           ${f.kind ? db`and kind = ${f.kind}` : db``}
           ${f.direction ? db`and direction = ${f.direction}` : db``}
+          ${f.mediaMode ? db`and media_mode = ${f.mediaMode}` : db``}
           ${f.cursor ? db`and id < ${f.cursor}` : db``}
         order by id desc
         limit ${f.limit}`;
@@ -295,7 +301,7 @@ export interface FinishRow {
 const cdrColumns = [
   'id', 'accountId', 'operatorId', 'sellerId', 'callUuid', 'callGroupId', 'direction', 'kind', 'source', 'routeId',
   'fromNumber', 'toNumber', 'cli', 'status', 'sipCode', 'hangupCause', 'durationSeconds', 'billedSeconds', 'segments',
-  'pddMs', 'buyerCost', 'sellerCredit', 'ratePerUnit', 'simulated', 'isProbe', 'answeredAt', 'endedAt', 'createdAt',
+  'pddMs', 'mediaMode', 'buyerCost', 'sellerCredit', 'ratePerUnit', 'simulated', 'isProbe', 'answeredAt', 'endedAt', 'createdAt',
 ] as const;
 
 export type CallsRepo = ReturnType<typeof createCallsRepo>;

@@ -32,6 +32,9 @@ const Cdr = Type.Object({
   pddMs: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
     description: 'Post-dial delay of this leg in ms: from the INVITE sent to the supplier to its first 18x or 2xx; null when neither came (refused, timed out) and for SMS',
   }),
+  mediaMode: Type.Union([Type.Literal('direct'), Type.Literal('proxy'), Type.Null()], {
+    description: 'A trunk call leg: its route\'s media mode when the call was set up (proxy: audio relayed by the exchange); null for SMS and for calls placed through the API',
+  }),
   buyerCost: Nullable(Money()),
   sellerCredit: Nullable(Money('only for the route seller')),
   ratePerUnit: Nullable(Money()),
@@ -48,7 +51,7 @@ function present(r: CdrRow, viewerId: string) {
   return {
     id: r.id, callUuid: r.callUuid, callGroupId: r.callGroupId, direction: r.direction, kind: r.kind, routeId: r.routeId,
     fromNumber: r.fromNumber, toNumber: r.toNumber, cli: r.cli, status: r.status, sipCode: r.sipCode, hangupCause: r.hangupCause,
-    durationSeconds: r.durationSeconds, billedSeconds: r.billedSeconds, segments: r.segments, pddMs: r.pddMs,
+    durationSeconds: r.durationSeconds, billedSeconds: r.billedSeconds, segments: r.segments, pddMs: r.pddMs, mediaMode: r.mediaMode,
     // A seller sees its credit, not what the buyer paid; a buyer never sees the seller's credit.
     buyerCost: buyer || r.sellerId !== viewerId ? r.buyerCost : null,
     sellerCredit: r.sellerId === viewerId ? r.sellerCredit : null,
@@ -118,6 +121,7 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
           to: Type.Optional(Type.String({ format: 'date-time', description: 'exclusive' })),
           kind: Type.Optional(Type.Union([Type.Literal('voice'), Type.Literal('sms')])),
           direction: Type.Optional(Type.Union([Type.Literal('outbound'), Type.Literal('inbound')])),
+          mediaMode: Type.Optional(Type.Union([Type.Literal('direct'), Type.Literal('proxy')], { description: 'trunk call legs of routes in this media mode' })),
           format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')], { default: 'json' })),
           ...CursorQuery(50, 100),
         }),
@@ -133,6 +137,7 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
         to: q.to ? new Date(q.to) : undefined,
         kind: q.kind,
         direction: q.direction,
+        mediaMode: q.mediaMode,
         cursor: q.cursor,
       };
       if (q.format === 'csv') {
@@ -207,5 +212,5 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
 const emptyRow: CdrRow = {
   id: '', accountId: '', sellerId: null, callUuid: null, callGroupId: null, direction: '', kind: '', routeId: null, fromNumber: null,
   toNumber: null, cli: null, status: null, sipCode: null, hangupCause: null, durationSeconds: null, billedSeconds: null, segments: null,
-  pddMs: null, buyerCost: null, sellerCredit: null, ratePerUnit: null, answeredAt: null, endedAt: null, createdAt: new Date(0),
+  pddMs: null, mediaMode: null, buyerCost: null, sellerCredit: null, ratePerUnit: null, answeredAt: null, endedAt: null, createdAt: new Date(0),
 };

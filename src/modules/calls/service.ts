@@ -50,7 +50,7 @@ interface LiveCall {
   maxDurationSeconds: number;
   slots: string[];
   markupPct: Decimal;
-  priced: Map<string, PricedRoute & { sellerId: string }>;
+  priced: Map<string, PricedRoute & { sellerId: string; mediaMode: 'direct' | 'proxy' }>;
   /** The answered-mark update in flight: the settlement waits for it rather than finding the row locked. */
   marked?: Promise<unknown>;
   /** When the hold expires unless extended (ms since epoch). */
@@ -281,14 +281,19 @@ export function createCallsService(deps: CallsDeps) {
     }
 
     const markupPct = account.markupPct;
-    const priced = new Map(usable.map((c) => [c.routeId, { price: c.price, sellerRate: c.sellerRate, increment: c.increment, sellerId: terms.get(c.routeId)?.sellerId ?? '' }]));
+    const priced = new Map(usable.map((c) => {
+      const term = terms.get(c.routeId);
+      return [c.routeId, { price: c.price, sellerRate: c.sellerRate, increment: c.increment, sellerId: term?.sellerId ?? '', mediaMode: term?.mediaMode ?? 'direct' }] as const;
+    }));
     const routesPriced = [...priced.values()];
     const longest = config.sip.max_call_seconds;
     const callGroupId = newId();
     const holdKey = `call:${callGroupId}:hold`;
     const pricing: OrphanPricing = {
       markupPct: markupPct.toFixed(3),
-      routes: Object.fromEntries([...priced].map(([id, p]) => [id, { price: p.price.toFixed(6), sellerRate: p.sellerRate.toFixed(6), increment: p.increment.text, sellerId: p.sellerId }])),
+      routes: Object.fromEntries([...priced].map(([id, p]) => [id, {
+        price: p.price.toFixed(6), sellerRate: p.sellerRate.toFixed(6), increment: p.increment.text, sellerId: p.sellerId, mediaMode: p.mediaMode,
+      }])),
     };
     // In `live` before the row exists, so a concurrent orphan reconcile never takes it for a dead daemon's call.
     // No hold to extend until it exists.
@@ -391,7 +396,7 @@ export function createCallsService(deps: CallsDeps) {
         status: connected ? 'completed' : a.outcome === 'answered' ? 'completed' : a.outcome,
         sipCode: a.sipCode, hangupCause: connected ? e.hangupCause : a.reason,
         durationSeconds: connected ? duration : 0, billedSeconds: connected ? charge.billableSeconds : 0, segments: null,
-        pddMs: a.pddMs,
+        pddMs: a.pddMs, mediaMode: priced?.mediaMode ?? null,
         buyerCost: connected ? charge.total : '0.000000', sellerCredit: connected ? charge.seller : '0.000000',
         ratePerUnit: connected ? charge.ratePerMinute : null, simulated: false, isProbe: false,
         answeredAt: connected ? e.answeredAt : null, endedAt, createdAt: a.startedAt,
@@ -560,6 +565,7 @@ export function createCallsService(deps: CallsDeps) {
           direction: 'outbound', kind: 'voice', source: o.source, routeId: o.routeId, fromNumber: o.fromNumber, toNumber: o.toNumber,
           cli: o.fromNumber, status: o.answeredAt ? 'completed' : 'failed', sipCode: o.answeredAt ? 200 : null, hangupCause: 'crash',
           durationSeconds: duration, billedSeconds: charge?.billableSeconds ?? 0, segments: null, pddMs: null,
+          mediaMode: o.source === 'trunk' ? (p?.mediaMode ?? null) : null,
           buyerCost: charge?.total ?? '0.000000', sellerCredit: charge?.seller ?? '0.000000', ratePerUnit: charge?.ratePerMinute ?? null,
           simulated: false, isProbe: false, answeredAt: o.answeredAt, endedAt: o.lastSeenAt, createdAt: o.createdAt,
         }], tx);

@@ -473,7 +473,7 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
       id: newId(), accountId: base.payer, operatorId: base.operatorId, sellerId: route.sellerId || null, callUuid: base.id, callGroupId: base.id,
       direction: 'outbound', kind: 'voice', source: 'api', routeId: route.routeId, fromNumber: input.from, toNumber: input.to, cli: input.from,
       status: connected ? 'completed' : a.status, sipCode: a.sipResponseCode, hangupCause: a.hangupCause,
-      durationSeconds: connected ? duration : 0, billedSeconds: connected ? charge.billableSeconds : 0, segments: null, pddMs: null,
+      durationSeconds: connected ? duration : 0, billedSeconds: connected ? charge.billableSeconds : 0, segments: null, pddMs: null, mediaMode: null,
       buyerCost: connected ? charge.total : '0.000000', sellerCredit: connected && !simulated ? charge.seller : '0.000000',
       ratePerUnit: connected ? charge.ratePerMinute : null, simulated, isProbe: false,
       answeredAt: connected ? answeredAt : null, endedAt, createdAt: startedAt,

@@ -334,7 +334,7 @@ export function createSmsService(deps: SmsDeps) {
           put('cdr', {
             id: newId(), accountId: s.accountId, operatorId: s.parentId, sellerId: p.sellerId, callUuid: null, callGroupId: null,
             direction: 'outbound', kind: 'sms', source, routeId: p.c.routeId, fromNumber: from, toNumber: to, cli: null, status: 'sent',
-            sipCode: null, hangupCause: null, durationSeconds: null, billedSeconds: null, segments: seg.segments, pddMs: null,
+            sipCode: null, hangupCause: null, durationSeconds: null, billedSeconds: null, segments: seg.segments, pddMs: null, mediaMode: null,
             buyerCost: total, sellerCredit: toMoney(p.seller), ratePerUnit: toMoney(p.c.price), simulated: false, isProbe: false,
             answeredAt: null, endedAt: sentAt, createdAt: sentAt,
           });

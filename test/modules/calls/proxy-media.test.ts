@@ -58,6 +58,15 @@ t.test('a route in proxy media mode relays the call\'s audio through the daemon'
     const run2 = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '200' }), number, sub.sipUsername, sub.sipPassword);
     await expectExit(t, run2, 'caller completed the second call');
     await expectExit(t, uas2, "supplier got the caller's own media port in the offer");
+
+    // Each leg's CDR says how its audio flowed, and the list filters on it.
+    await eventually(async () => (await w.d.sql`select 1 from cdrs where route_id = ${r.routeId}`).length === 2);
+    const proxied = await w.api('GET', '/billing/cdrs?mediaMode=proxy', w.operator.token);
+    const direct2 = await w.api('GET', '/billing/cdrs?mediaMode=direct', w.operator.token);
+    t.equal(proxied.status, 200, proxied.text);
+    t.same(proxied.body.data.filter((c: { routeId: string }) => c.routeId === r.routeId).map((c: { mediaMode: string }) => c.mediaMode), ['proxy']);
+    t.same(direct2.body.data.filter((c: { routeId: string }) => c.routeId === r.routeId).map((c: { mediaMode: string }) => c.mediaMode), ['direct']);
+    t.equal((await w.api('GET', '/billing/cdrs?mediaMode=anchor', w.operator.token)).status, 400);
   });
 
   await t.test('PATCH /routes/{id}: own routes only, something to change, media only on voice', async (t) => {

@@ -67,10 +67,13 @@ function checkStream(t: Test, packets: Rtp[], expected: Uint8Array, what: string
   let tsGaps = 0;
   for (let i = 1; i < packets.length; i++) {
     if (packets[i]!.sequence !== ((packets[i - 1]!.sequence + 1) & 0xffff)) seqGaps++;
-    if (packets[i]!.timestamp !== ((packets[i - 1]!.timestamp + 160) >>> 0)) tsGaps++;
+    // +160 a packet; after a worker stall of over 200 ms (a starved machine) the clock skips the
+    // lost frames and the timestamp jumps by whole frames to stay on real time (rtp-worker.ts).
+    const step = (packets[i]!.timestamp - packets[i - 1]!.timestamp) >>> 0;
+    if (step < 160 || step % 160 !== 0 || step >= 8000) tsGaps++;
   }
   t.equal(seqGaps, 0, 'sequence numbers continue by one');
-  t.equal(tsGaps, 0, 'timestamps continue by 160');
+  t.equal(tsGaps, 0, 'timestamps advance by whole 20 ms frames');
   const stream = Buffer.concat(packets.map((p) => p.payload));
   const at = stream.indexOf(Buffer.from(expected));
   t.ok(at >= 0, `${what}: the ${expected.length} G.711 bytes are in the ${stream.length} bytes sent`);

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Sql } from '../../db/connection.js';
+import { createCacheListener } from '../../db/cache-listener.js';
 
 /** Sent by triggers on accounts, sub_accounts and application_settings (migration 041). */
 export const CALL_TERMS_CHANNEL = 'svc_call_terms';
@@ -34,8 +35,6 @@ export function createPayerTermsCache(deps: {
   const ttl = deps.ttlMs ?? CALL_TERMS_TTL_MS;
   const now = deps.now ?? Date.now;
   const map = new Map<string, { at: number; value: Promise<PayerTermsRow | null> }>();
-  let listening = false;
-  let unlisten: (() => Promise<void>) | null = null;
 
   const changed = (payload: string) => {
     const id = payload.slice(2);
@@ -44,10 +43,14 @@ export function createPayerTermsCache(deps: {
     else map.clear();
     deps.onNotify?.(payload);
   };
+  const listener = createCacheListener(deps.sql, CALL_TERMS_CHANNEL, changed, () => {
+    map.clear();
+    deps.log.debug('payer terms cache reset');
+  });
 
   return {
     get(accountId: string): Promise<PayerTermsRow | null> {
-      if (!listening) return deps.load(accountId);
+      if (!listener.listening) return deps.load(accountId);
       const t = now();
       const hit = map.get(accountId);
       if (hit !== undefined && t - hit.at < ttl) return hit.value;
@@ -66,22 +69,8 @@ export function createPayerTermsCache(deps: {
       );
       return entry.value;
     },
-    /** This daemon changed an account's terms: its next call reads them again without waiting for NOTIFY. */
-    changed: (accountId: string) => map.delete(accountId),
-    async start() {
-      const sub = await deps.sql.listen(CALL_TERMS_CHANNEL, changed, () => {
-        map.clear();
-        deps.log.debug('payer terms cache listening');
-      });
-      listening = true;
-      unlisten = () => sub.unlisten();
-    },
-    async stop() {
-      listening = false;
-      if (unlisten !== null) await unlisten();
-      unlisten = null;
-      map.clear();
-    },
+    start: () => listener.start(),
+    stop: () => listener.stop(),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Sql } from '../../db/connection.js';
+import { createCacheListener } from '../../db/cache-listener.js';
 import { usableRoutes } from '../purchases/repo.js';
 import type { UsableRoute } from '../purchases/repo.js';
 import { endpointsFor, smsDeliveryFor, type EndpointRow } from './repo.js';
@@ -50,12 +51,9 @@ export function createRoutingCache(deps: {
   const delivery = new Map<string, Entry<Record<string, unknown> | null>>();
   const endpoints = new Map<string, Entry<EndpointRow[]>>();
   const terms = new Map<string, Entry<RouteTerms | null>>();
-  let unlisten: (() => Promise<void>) | null = null;
-  // Until LISTEN is up, another daemon's change could go unseen: read through instead of caching.
-  let listening = false;
 
   const cached = <T>(map: Map<string, Entry<T>>, key: string, load: () => Promise<T>): Promise<T> => {
-    if (!listening) return load();
+    if (!listener.listening) return load();
     const now = Date.now();
     const hit = map.get(key);
     if (hit !== undefined && now - hit.at < ttl) return hit.value;
@@ -69,7 +67,7 @@ export function createRoutingCache(deps: {
 
   /** Per-route entries: one read for every route not held, each missing route's entry sharing it. */
   const perRoute = async <T>(map: Map<string, Entry<T>>, routeIds: readonly string[], loadMany: (ids: readonly string[]) => Promise<Map<string, T>>, none: T): Promise<T[]> => {
-    if (!listening) {
+    if (!listener.listening) {
       const m = await loadMany(routeIds);
       return routeIds.map((id) => m.get(id) ?? none);
     }
@@ -129,6 +127,10 @@ export function createRoutingCache(deps: {
     else clear();
     deps.onNotify?.(payload);
   };
+  const listener = createCacheListener(sql, ROUTING_CHANNEL, onNotify, () => {
+    clear();
+    log.debug('routing cache reset');
+  });
 
   return {
     usableRoutes: (accountId, type) => cached(usable, `${accountId}:${type}`, () => usableRoutes(sql, accountId, type)),
@@ -138,7 +140,7 @@ export function createRoutingCache(deps: {
         const hit = delivery.get(id);
         return hit === undefined || Date.now() - hit.at >= ttl;
       });
-      if (!listening) return smsDeliveryFor(sql, routeIds);
+      if (!listener.listening) return smsDeliveryFor(sql, routeIds);
       if (missing.length > 0) {
         // One read for every route not held; each route's entry shares it.
         const read = smsDeliveryFor(sql, missing);
@@ -166,22 +168,8 @@ export function createRoutingCache(deps: {
     routeChanged,
     clear,
 
-    async start() {
-      // Notifications missed while the listening connection was down are unknown: drop everything
-      // whenever the listen is (re)established.
-      const sub = await sql.listen(ROUTING_CHANNEL, onNotify, () => {
-        clear();
-        log.debug('routing cache listening');
-      });
-      listening = true;
-      unlisten = () => sub.unlisten();
-    },
-
-    async stop() {
-      listening = false;
-      if (unlisten !== null) await unlisten();
-      unlisten = null;
-      clear();
-    },
+    // Until LISTEN is up, another daemon's change could go unseen: the cache reads through.
+    start: () => listener.start(),
+    stop: () => listener.stop(),
   };
 }

@@ -38,13 +38,5 @@ export function createWindowBatcher<T>(opts: { windowMs: number; maxBatch: numbe
         } else if (!timer && !running) timer = setTimeout(flush, opts.windowMs);
       });
     },
-    /** Writes what is queued now (shutdown). */
-    async drain(): Promise<void> {
-      while (queue.length > 0 || running) {
-        if (timer) clearTimeout(timer);
-        flush();
-        await running;
-      }
-    },
   };
 }

@@ -150,11 +150,13 @@ export function createRelayTable(deps: RelayTableDeps) {
       deps.post({ type: 'relay-opened', relayId, callerPort: caller.port, calleePort: callee.port });
     },
 
-    /** A side's SDP named where it takes audio: forwarding to it starts, its latching starts again. */
+    /** A side's SDP named where it takes audio: forwarding to it starts; a new target starts its latching again. */
     remote(relayId: number, sideName: RelaySideName, address: string, port: number): void {
       const relay = relays.get(relayId);
       if (!relay) return;
       const side = relay[sideName];
+      // The same target again (an answer repeating the early-media SDP, a refresh): the latch stands.
+      if (side.sdp && side.sdp.address === address && side.sdp.port === port) return;
       side.sdp = { address, port, anySource: isPrivateAddress(address) };
       side.rtpSource = null;
       side.rtcpSource = null;

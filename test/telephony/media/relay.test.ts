@@ -79,7 +79,11 @@ t.test('latching: the first source holds the side; a packet from elsewhere is dr
   callee.send('back', relay.calleePort);
   await until(() => caller.got.length === 1, 'answer goes to the latched port, not the SDP port');
   t.equal(intruder.got.length, 0);
-  // A new SDP for the side (re-INVITE) starts latching again.
+  // The same SDP again (a refresh) keeps the latch; a new one (re-INVITE) starts latching again.
+  relay.setRemote('caller', '127.0.0.1', 9);
+  intruder.send('still not relayed', relay.callerPort);
+  await settle();
+  t.same(callee.got.map((g) => g.data), ['first'], 'a repeated SDP does not reopen the latch');
   relay.setRemote('caller', '127.0.0.1', intruder.port);
   intruder.send('after re-invite', relay.callerPort);
   await until(() => callee.got.length === 2, 're-latched');

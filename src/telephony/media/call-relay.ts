@@ -9,6 +9,8 @@ import { relayedStream, rewriteForRelay } from './sdp-relay.js';
 export interface CallMediaRelay {
   /** The SDP `from` sent, as the other side must see it: its audio pointed at the relay. */
   pass(from: RelaySideName, body: Buffer): Buffer;
+  /** The offer `from` sent last was refused (a 4xx–6xx to its re-INVITE or UPDATE): its media stays as before. */
+  refused(from: RelaySideName): void;
   /** The call was answered: from now on, silence both ways ends it (except while on hold). */
   answered(): void;
   onTimeout(listener: () => void): void;
@@ -18,12 +20,16 @@ export interface CallMediaRelay {
 export function createCallMediaRelay(relay: RtpRelay): CallMediaRelay {
   // Whether each side's latest SDP asks for audio both ways; on hold or one-way, silence is normal.
   const twoWay: Record<RelaySideName, boolean> = { caller: true, callee: true };
+  // Where each side's latest SDP sends its audio, and what its latest SDP changed, for undoing a refused offer.
+  const target: Record<RelaySideName, string | null> = { caller: null, callee: null };
+  const undo: Record<RelaySideName, { twoWay: boolean; target: string | null; retarget: boolean } | null> = { caller: null, callee: null };
   let answered = false;
   const rearm = () => {
     if (answered) relay.arm(twoWay.caller && twoWay.callee);
   };
   return {
     pass(from, body) {
+      undo[from] = null;
       if (body.length === 0) return body;
       const text = body.toString('utf8');
       // The other side sends its audio to the port facing it.
@@ -31,10 +37,22 @@ export function createCallMediaRelay(relay: RtpRelay): CallMediaRelay {
       const rewritten = rewriteForRelay(text, via);
       if (rewritten === null) return body;
       const stream = relayedStream(text);
+      const next = stream ? `${stream.address} ${stream.port}` : target[from];
+      undo[from] = { twoWay: twoWay[from], target: target[from], retarget: next !== target[from] };
       if (stream) relay.setRemote(from, stream.address, stream.port);
+      target[from] = next;
       twoWay[from] = stream?.twoWay ?? false;
       rearm();
       return Buffer.from(rewritten, 'utf8');
+    },
+    refused(from) {
+      const u = undo[from];
+      undo[from] = null;
+      if (!u) return;
+      if (u.retarget && u.target !== null) relay.revertRemote(from);
+      target[from] = u.target;
+      twoWay[from] = u.twoWay;
+      rearm();
     },
     answered() {
       answered = true;

@@ -68,6 +68,8 @@ export interface RtpRelay {
   readonly calleePort: number;
   /** Where a side's SDP says it takes audio. */
   setRemote(side: RelaySideName, address: string, port: number): void;
+  /** The offer behind the side's latest new target was refused: back to its earlier target and latch. */
+  revertRemote(side: RelaySideName): void;
   /** Armed: no packet either way for the timeout reports the call dead (off while on hold). */
   arm(armed: boolean): void;
   onTimeout(listener: () => void): void;
@@ -339,6 +341,9 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
       ...ports,
       setRemote(side, address, port) {
         if (!relayClosed) send({ type: 'relay-remote', relayId: id, side, address, port });
+      },
+      revertRemote(side) {
+        if (!relayClosed) send({ type: 'relay-revert', relayId: id, side });
       },
       arm(armed) {
         if (!relayClosed) send({ type: 'relay-arm', relayId: id, armed });

@@ -24,6 +24,7 @@ export type ToWorker =
   | { type: 'reset-stats'; requestId: number }
   | { type: 'relay-open'; relayId: number; timeoutMs: number | null }
   | { type: 'relay-remote'; relayId: number; side: RelaySideName; address: string; port: number }
+  | { type: 'relay-revert'; relayId: number; side: RelaySideName }
   | { type: 'relay-arm'; relayId: number; armed: boolean }
   | { type: 'relay-close'; relayId: number }
   | { type: 'shutdown' };

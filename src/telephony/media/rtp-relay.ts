@@ -12,7 +12,8 @@ import type { FromWorker, RelaySideName } from './rtp-protocol.js';
  * fixes the source port it is sent to (NAT rewrites ports); an SDP naming a private address is a
  * caller behind NAT, so there the first packet from any address is latched. After that only the
  * latched source feeds the side, so nobody can take a call's audio over by guessing a port. A new
- * SDP for a side (re-INVITE) starts its latching again.
+ * SDP for a side (re-INVITE) starts its latching again; if that offer is refused, the side goes back
+ * to its earlier target and latch (RFC 3264 §8: a refused offer leaves the session as it was).
  */
 
 export interface BoundPair {
@@ -28,6 +29,8 @@ interface Side {
   sdp: { address: string; port: number; anySource: boolean } | null;
   rtpSource: { address: string; port: number } | null;
   rtcpSource: { address: string; port: number } | null;
+  /** What the side had before its latest new target, for going back when that offer is refused. */
+  before: Pick<Side, 'sdp' | 'rtpSource' | 'rtcpSource'> | null;
 }
 
 interface Relay {
@@ -134,7 +137,7 @@ export function createRelayTable(deps: RelayTableDeps) {
         deps.post({ type: 'relay-open-failed', relayId, message: 'no free RTP port in range' });
         return;
       }
-      const side = (pair: BoundPair): Side => ({ pair, sdp: null, rtpSource: null, rtcpSource: null });
+      const side = (pair: BoundPair): Side => ({ pair, sdp: null, rtpSource: null, rtcpSource: null, before: null });
       const relay: Relay = {
         id: relayId,
         caller: side(caller),
@@ -157,9 +160,17 @@ export function createRelayTable(deps: RelayTableDeps) {
       const side = relay[sideName];
       // The same target again (an answer repeating the early-media SDP, a refresh): the latch stands.
       if (side.sdp && side.sdp.address === address && side.sdp.port === port) return;
+      side.before = { sdp: side.sdp, rtpSource: side.rtpSource, rtcpSource: side.rtcpSource };
       side.sdp = { address, port, anySource: isPrivateAddress(address) };
       side.rtpSource = null;
       side.rtcpSource = null;
+    },
+
+    /** The offer that gave a side its latest target was refused: its earlier target and latch again. */
+    revert(relayId: number, sideName: RelaySideName): void {
+      const side = relays.get(relayId)?.[sideName];
+      if (!side?.before) return;
+      Object.assign(side, side.before, { before: null });
     },
 
     arm(relayId: number, armed: boolean): void {

@@ -380,6 +380,9 @@ port.on('message', (msg: ToWorker) => {
     case 'relay-remote':
       relays.remote(msg.relayId, msg.side, msg.address, msg.port);
       break;
+    case 'relay-revert':
+      relays.revert(msg.relayId, msg.side);
+      break;
     case 'relay-arm':
       relays.arm(msg.relayId, msg.armed);
       break;

@@ -768,6 +768,8 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
           const ack = dialogRequest(other, 'ACK', { cseq: seq });
           void stack.sendAck(ack.req, ack.dest).catch(() => undefined);
         }
+        // A refused offer leaves the session as it was (RFC 3264 §8), the relay's target included.
+        if (offerAnswer && res.status >= 300 && call.leg?.proxied) call.relay?.refused(sender);
         const rct = getHeader(res, 'content-type');
         const resBody = offerAnswer && res.status < 300 ? sdpVia(call, call.leg, receiver, res.body) : res.body;
         const headers: HeaderField[] = rct !== undefined && resBody.length ? [{ name: 'Content-Type', value: rct }] : [];
@@ -788,7 +790,10 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
         }
         tx.reply(res.status, res.reason, { headers, body: resBody });
       },
-      onTimeout: () => tx.reply(408, 'Request Timeout'),
+      onTimeout: () => {
+        if (offerAnswer && call.leg?.proxied) call.relay?.refused(sender);
+        tx.reply(408, 'Request Timeout');
+      },
     });
   }
 

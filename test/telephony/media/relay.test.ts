@@ -3,6 +3,7 @@ import dgram from 'node:dgram';
 import { pino } from 'pino';
 import { createMediaPool } from '../../../src/telephony/media/pool.js';
 import { isPrivateAddress } from '../../../src/telephony/media/rtp-relay.js';
+import { createCallMediaRelay } from '../../../src/telephony/media/call-relay.js';
 
 const log = pino({ level: 'silent' });
 const PORT_MIN = 46000 + (process.pid % 50) * 100;
@@ -124,6 +125,41 @@ t.test('private SDP addresses are callers behind NAT', async (t) => {
   await until(() => callee.got.length === 1, 'latched from any address');
   callee.send('back', relay.calleePort);
   await until(() => caller.got.length === 1, 'reply to the latched public source');
+});
+
+const sdp = (port: number, direction = 'sendrecv') =>
+  Buffer.from(['v=0', 'o=- 1 1 IN IP4 127.0.0.1', 's=-', 'c=IN IP4 127.0.0.1', 't=0 0', `m=audio ${port} RTP/AVP 0`, `a=${direction}`, ''].join('\r\n'));
+
+t.test('a refused re-offer leaves the side where it was: its earlier target and latch', async (t) => {
+  const relay = await pool.openRelay();
+  const call = createCallMediaRelay(relay);
+  t.teardown(() => call.close());
+  const caller = await peer(t);
+  const moved = await peer(t);
+  const callee = await peer(t);
+  call.pass('caller', sdp(caller.port));
+  call.pass('callee', sdp(callee.port));
+  caller.send('before', relay.callerPort);
+  await until(() => callee.got.length === 1, 'caller latched');
+  // The caller offers a new address; the callee refuses it (488), so the call keeps the old one.
+  call.pass('caller', sdp(moved.port));
+  call.refused('caller');
+  callee.send('to the caller', relay.calleePort);
+  await until(() => caller.got.length === 1, 'audio back at the earlier, latched address');
+  moved.send('from the refused address', relay.callerPort);
+  await settle();
+  t.same(callee.got.map((g) => g.data), ['before'], 'the refused address does not feed the call');
+  t.equal(moved.got.length, 0);
+  // An accepted re-offer moves it; a refusal of a later offer that changed nothing moves nothing back.
+  call.pass('caller', sdp(moved.port));
+  call.pass('callee', sdp(callee.port));
+  call.pass('caller', sdp(moved.port, 'sendonly'));
+  call.refused('caller');
+  moved.send('after the accepted move', relay.callerPort);
+  await until(() => callee.got.length === 2, 'the accepted address latched');
+  callee.send('to the moved caller', relay.calleePort);
+  await until(() => moved.got.length === 1, 'audio to the accepted address');
+  t.equal(caller.got.length, 1, 'nothing more to the old address');
 });
 
 t.test('armed, silence either way times the relay out; disarmed (on hold), it does not', async (t) => {

@@ -2,7 +2,7 @@ import { newId } from '../platform/ids.js';
 import { CliUsageError, registerCommand } from './commands.js';
 import type { CliContext } from './context.js';
 
-// Operator commands of the ledger and SIP planes.
+// Operator commands of the ledger and SIP planes, and Switch plans.
 
 async function accountId(ctx: CliContext, email: unknown): Promise<string> {
   const account = await ctx.services.accounts.repo.byEmail(String(email));
@@ -82,4 +82,42 @@ registerCommand({
     return { addresses: rows.map((r) => ({ id: r.id, ip: r.ip, label: r.label })) };
   },
   render: (r) => (r['addresses'] as { ip: string; label: string | null }[]).map((a) => `${a.ip}${a.label ? `  ${a.label}` : ''}`).join('\n') || '(none)',
+});
+
+registerCommand({
+  words: ['switch-plan', 'set'],
+  summary: 'give an account a Switch plan or trial from now (replaces the one it has)',
+  options: {
+    email: { type: 'string', required: true, description: 'account e-mail' },
+    trial: { type: 'string', description: 'a trial of this many days' },
+    until: { type: 'string', description: 'a plan ending at this ISO date or time (default: no end)' },
+  },
+  async run(ctx, o) {
+    const id = await accountId(ctx, o['email']);
+    let kind: 'trial' | 'plan' = 'plan';
+    let endsAt: Date | null = null;
+    if (o['trial'] !== undefined) {
+      const days = Number(o['trial']);
+      if (!Number.isInteger(days) || days < 1 || days > 365) throw new CliUsageError('--trial must be a whole number of days, 1 to 365');
+      if (o['until'] !== undefined) throw new CliUsageError('--trial and --until exclude each other');
+      kind = 'trial';
+      endsAt = new Date(Date.now() + days * 86_400_000);
+    } else if (o['until'] !== undefined) {
+      endsAt = new Date(String(o['until']));
+      if (Number.isNaN(endsAt.getTime()) || endsAt <= new Date()) throw new CliUsageError('--until must be an ISO date or time in the future');
+    }
+    const s = await ctx.services.switchSubscriptions.grant(id, kind, endsAt);
+    return { kind: s.kind, startedAt: s.startedAt.toISOString(), endsAt: s.endsAt?.toISOString() ?? null };
+  },
+  render: (r) => `Switch ${String(r['kind'])} from ${String(r['startedAt'])}${r['endsAt'] ? ` until ${String(r['endsAt'])}` : ', no end date'}`,
+});
+
+registerCommand({
+  words: ['switch-plan', 'end'],
+  summary: 'end an account\'s Switch plan or trial now',
+  options: { email: { type: 'string', required: true, description: 'account e-mail' } },
+  async run(ctx, o) {
+    return { ended: await ctx.services.switchSubscriptions.end(await accountId(ctx, o['email'])) };
+  },
+  render: (r) => (r['ended'] ? 'Switch plan ended' : 'the account had no Switch plan'),
 });

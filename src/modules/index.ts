@@ -14,6 +14,7 @@ import { buildWebhooksModule } from './webhooks/index.js';
 import { buildCallsModule } from './calls/index.js';
 import { buildCommsCallsModule } from './comms-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
+import { buildSwitchModule } from './switch/index.js';
 import { probeEndpoint } from '../telephony/sip/index.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
@@ -77,6 +78,8 @@ export async function buildModules(core: CoreDeps) {
   const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
   // SMS through the API, supplier SMPP binds per route, receipts (issue 5).
   const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
+  // Switch plans and the Switch operations built so far.
+  const switchModule = buildSwitchModule(core);
   let usageTimer: NodeJS.Timeout | undefined;
 
   const list: Module[] = [
@@ -102,9 +105,10 @@ export async function buildModules(core: CoreDeps) {
     calls.module,
     commsCalls.module,
     sms.module,
+    switchModule.module,
   ];
 
-  return { idempotency, services: { accounts, keys, webhooks: webhooks.service, webhookWorker: webhooks.worker, ...money.services, ...marketplace.services, calls: calls.service, commsCalls: commsCalls.service, sms: sms.service, smppCredentials: sms.smppCredentials }, list };
+  return { idempotency, services: { accounts, keys, webhooks: webhooks.service, webhookWorker: webhooks.worker, ...money.services, ...marketplace.services, calls: calls.service, commsCalls: commsCalls.service, sms: sms.service, smppCredentials: sms.smppCredentials, switchSubscriptions: switchModule.subscriptions }, list };
 }
 
 export type Modules = Awaited<ReturnType<typeof buildModules>>;

@@ -46,6 +46,16 @@ t.test('svcctl works on the database directly and prints one JSON object with --
   const ips = JSON.parse(run(['trunk-ip', 'list', '--email', 'ops@example.test', '--json'], env).stdout);
   t.same(ips.addresses.map((a: { ip: string }) => a.ip), ['198.51.100.7']);
 
+  const trial = run(['switch-plan', 'set', '--email', 'ops@example.test', '--trial', '14', '--json'], env);
+  t.equal(trial.status, 0, trial.stderr);
+  const granted = JSON.parse(trial.stdout);
+  t.match(granted, { ok: true, kind: 'trial' });
+  t.ok(Math.abs(Date.parse(granted.endsAt) - Date.parse(granted.startedAt) - 14 * 86_400_000) < 1000, 'a 14-day trial');
+  t.equal(run(['switch-plan', 'set', '--email', 'ops@example.test', '--until', '2001-01-01', '--json'], env).status, 2, 'an end in the past is refused');
+  t.match(JSON.parse(run(['switch-plan', 'set', '--email', 'ops@example.test', '--json'], env).stdout), { ok: true, kind: 'plan', endsAt: null });
+  t.match(JSON.parse(run(['switch-plan', 'end', '--email', 'ops@example.test', '--json'], env).stdout), { ok: true, ended: true });
+  t.match(JSON.parse(run(['switch-plan', 'end', '--email', 'ops@example.test', '--json'], env).stdout), { ok: true, ended: false });
+
   const dup = run(['account', 'create', '--email', 'ops@example.test', '--password', 'a long password', '--json'], env);
   t.equal(dup.status, 1);
   t.match(JSON.parse(dup.stderr), { ok: false, error: /already exists/ });

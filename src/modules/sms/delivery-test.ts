@@ -31,20 +31,22 @@ export async function testSmsDelivery(d: Record<string, unknown>, opts: { timeou
     });
     return { pass: r.pass, via: 'smpp', checks: r.checks, message: r.message };
   }
-  let ok = false;
-  let value = 'not a URL';
-  try {
-    const u = new URL(String(d['url'] ?? ''));
-    ok = u.protocol === 'https:' && u.hostname !== '';
-    value = ok ? `https://${u.host}` : `${u.protocol} URL`;
-  } catch {
-    // not a URL: value says so
-  }
   const secret = typeof d['signingSecret'] === 'string' && d['signingSecret'] !== '';
-  const checks = [{ label: 'url', value, ok }, { label: 'signingSecret', value: secret ? 'set' : 'missing', ok: secret }];
+  const checks = [httpsUrlCheck(d['url']), { label: 'signingSecret', value: secret ? 'set' : 'missing', ok: secret }];
   const pass = checks.every((c) => c.ok);
   return {
     pass, via: 'http', checks,
     message: pass ? 'Well-formed https URL and a signing secret (nothing was sent)' : 'The HTTPS delivery details are incomplete',
   };
+}
+
+/** A delivery URL must be a well-formed https URL; the check shows only its origin (a path may hold a token). */
+export function httpsUrlCheck(url: unknown): { label: 'url'; value: string; ok: boolean } {
+  try {
+    const u = new URL(String(url ?? ''));
+    const ok = u.protocol === 'https:' && u.hostname !== '';
+    return { label: 'url', value: ok ? `https://${u.host}` : `${u.protocol} URL`, ok };
+  } catch {
+    return { label: 'url', value: 'not a URL', ok: false };
+  }
 }

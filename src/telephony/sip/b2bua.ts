@@ -761,12 +761,42 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       headers: ct !== undefined && outBody.length ? [{ name: 'Content-Type', value: ct }] : [],
     });
     const seq = cseqOf(out).seq;
+    const ackOther = (a: { body: Buffer; type: string | undefined }) => {
+      const headers: HeaderField[] = a.type !== undefined && a.body.length ? [{ name: 'Content-Type', value: a.type }] : [];
+      const ack = dialogRequest(other, 'ACK', { cseq: seq, body: a.body, headers });
+      void stack.sendAck(ack.req, ack.dest).catch(() => undefined);
+    };
+    // A re-INVITE without SDP (delayed offer): the 2xx carries the other side's offer and the answer
+    // comes in the sender's ACK (RFC 3261 §13.2.1, RFC 3264 §4), so the ACK to the other side waits for it.
+    const delayedOffer = req.method === 'INVITE' && req.body.length === 0;
+    let offerPassed = false;
+    let answerAck: { body: Buffer; type: string | undefined } | null = null;
     stack.sendRequest(out, dest, {
       onResponse: (res) => {
         if (res.status < 200) return;
         if (req.method === 'INVITE' && res.status < 300) {
-          const ack = dialogRequest(other, 'ACK', { cseq: seq });
-          void stack.sendAck(ack.req, ack.dest).catch(() => undefined);
+          if (!delayedOffer || res.body.length === 0) ackOther({ body: Buffer.alloc(0), type: undefined });
+          else if (offerPassed) {
+            // A retransmitted 2xx: ACKed again once the answer is known; the sender's 2xx has its own retransmissions.
+            if (answerAck) ackOther(answerAck);
+            return;
+          } else {
+            offerPassed = true;
+            tx.onAck = (ack) => {
+              const type = getHeader(ack, 'content-type');
+              const body = sdpVia(call, call.leg, sender, ack.body);
+              answerAck = { body, type };
+              if (side === 'in' && ack.body.length) call.callerSdp = ack.body;
+              if (side === 'out' && body.length) call.sdpToCaller = { body, type };
+              ackOther(answerAck);
+            };
+            // No ACK from the sender: the other side still gets one (without an answer) and ends the call as it sees fit.
+            tx.onAckTimeout = () => {
+              if (answerAck) return;
+              answerAck = { body: Buffer.alloc(0), type: undefined };
+              ackOther(answerAck);
+            };
+          }
         }
         // A refused offer leaves the session as it was (RFC 3264 §8), the relay's target included.
         if (offerAnswer && res.status >= 300 && call.leg?.proxied) call.relay?.refused(sender);

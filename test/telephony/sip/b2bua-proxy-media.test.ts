@@ -161,3 +161,23 @@ t.test('proxy media: a re-INVITE (hold) is rewritten both ways, and holding stop
   const e = await s.ended;
   t.equal(e.hangupCause, 'caller-bye', 'on hold with no audio past the media timeout: not cut off');
 });
+
+t.test('proxy media: a supplier re-INVITE without SDP gets the caller\'s offer and passes its answer in the ACK, both through the relay', async (t) => {
+  const relayPort = `${String(PORT_MIN).slice(0, 3)}[0-9][0-9]`;
+  const uasScenario = fill(fixture('uas-reinvite-late.xml'), { EXPECT_USER: NUMBER })
+    .replace('<ereg regexp="m=audio" search_in="body" check_it="true" assign_to="answer"/>', `<ereg regexp="m=audio ${relayPort} RTP" search_in="body" check_it="true" assign_to="answer"/>`);
+  const uas = await sipp(t, uasScenario, []);
+  const s = await b2bua(t, [{ routeId: 'r-proxy', mediaMode: 'proxy', endpoints: [{ host: '127.0.0.1', port: uas.port, transport: 'udp', priority: 1, weight: 1 }] }], 5000);
+  const text = fixture('uac-auth.xml').replace('      {{AUTH_HEADER}}\n', '');
+  const scenario = fill(text, {
+    CHALLENGE_BLOCK: '',
+    AUTH_HEADER: '',
+    TAIL: fill(fixture('uac-tail-reinvite-late.xml'), { HOLD_MS: '100', FINAL_CHECK: '.', ANSWER_CHECK: `m=audio ${relayPort} RTP.*a=sendonly` }),
+  });
+  const caller = await sipp(t, scenario, [`127.0.0.1:${s.port}`, '-s', NUMBER]);
+  const code = await caller.exited;
+  t.equal(code, 0, "the caller got the supplier's answer, through the relay, in the ACK", code === 0 ? {} : { diagnostic: true, output: caller.output().slice(-2500) });
+  const uasCode = await uas.exited;
+  t.equal(uasCode, 0, "the supplier got the caller's offer through the relay", uasCode === 0 ? {} : { diagnostic: true, output: uas.output().slice(-2500) });
+  t.equal((await s.ended).hangupCause, 'caller-bye');
+});

@@ -301,6 +301,15 @@ t.test('a supplier re-INVITE is relayed to the caller and answered back', async 
   t.equal((await s.ended).hangupCause, 'caller-bye');
 });
 
+t.test('a supplier re-INVITE without SDP: the caller\'s offer goes back in the 200, the supplier\'s answer on in the ACK', async (t) => {
+  const uas = await sipp(t, fill(fixture('uas-reinvite-late.xml'), { EXPECT_USER: NUMBER }), []);
+  const s = await setup(t, { candidates: [route('r1', uas.port)] });
+  const run = await caller(t, s.port, uac('uac-tail-reinvite-late.xml', { ANSWER_CHECK: 'a=sendonly' }));
+  await expectExit(t, run, "caller got the supplier's answer in the ACK");
+  await expectExit(t, uas, "supplier got the caller's offer in the 200");
+  t.equal((await s.ended).hangupCause, 'caller-bye');
+});
+
 t.test('session timer: max duration sends BYE to both sides', async (t) => {
   const uas = await uasAnswer(t);
   const s = await setup(t, { candidates: [route('r1', uas.port)], maxDurationSeconds: 30 });

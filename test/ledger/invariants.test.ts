@@ -65,6 +65,50 @@ t.test('amounts and accounts are checked in SQL', async (t) => {
   await checkInvariants(t, sql);
 });
 
+t.test('the tables refuse bad rows written around the functions (domains, owner rule, balance check)', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const [a] = await makeAccounts(sql, 1);
+  await ledger.topup({ accountId: a!, amount: '20.000000', source: 'card', postingKey: 'top' });
+  const h = await ledger.hold({ postingKey: 'h', accountId: a!, amount: '5.000000', ttlSeconds: 60 });
+  const [acct] = await sql<{ id: string }[]>`select id::text from ledger_accounts where owner_id = ${a!} and kind = 'customer'`;
+  const [entry] = await sql<{ postingId: string }[]>`select posting_id::text from entries where owner_id = ${a!} limit 1`;
+  const refused = { code: '23514' };
+  const entryRow = (type: string, amount: string) => sql`
+    insert into entries (id, posting_id, account_id, owner_id, account_kind, type, amount, created_at)
+    values (gen_random_uuid(), ${entry!.postingId}, ${acct!.id}, ${a!}, 'customer', ${type}, ${amount}, now())`;
+  await t.rejects(entryRow('gift', '1.000000'), refused, 'unknown entry type');
+  await t.rejects(entryRow('charge', '0'), refused, 'zero entry amount');
+  await t.rejects(sql`update ledger_accounts set held = -1 where id = ${acct!.id}`, refused, 'negative held');
+  await t.rejects(sql`update ledger_accounts set credit_limit = -1 where id = ${acct!.id}`, refused, 'negative credit limit');
+  await t.rejects(sql`update ledger_accounts set daily_spend_cap = -1 where id = ${acct!.id}`, refused, 'negative daily cap');
+  await t.rejects(sql`update ledger_accounts set balance = -16 where id = ${acct!.id}`, refused, 'available below zero');
+  await t.rejects(sql`insert into ledger_accounts (owner_id, kind) values (${a!}, 'wallet')`, refused, 'unknown kind');
+  await t.rejects(sql`insert into ledger_accounts (owner_id, kind) values (${a!}, 'platform_fee')`, refused, 'a platform kind with an owner');
+  await t.rejects(sql`insert into ledger_accounts (owner_id, kind) values (null, 'seller_payable')`, refused, 'an owner kind without one');
+  await t.rejects(sql`update ledger_accounts set owner_id = null where id = ${acct!.id}`, refused, 'an owner taken away');
+  await t.rejects(sql`update holds set status = 'paused' where id = ${h.holdId}`, refused, 'unknown hold status');
+  await t.rejects(sql`update holds set amount = 0 where id = ${h.holdId}`, refused, 'zero hold amount');
+  await checkInvariants(t, sql);
+});
+
+t.test('a charge\'s entry ids are distinct, after its posting id, and in entry order', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const [buyer, seller] = await makeAccounts(sql, 2);
+  await ledger.topup({ accountId: buyer!, amount: '20.000000', source: 'card', postingKey: 'top' });
+  const charges = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+    ledger.charge({ postingKey: `c${i}`, accountId: buyer!, sellerId: seller!, amount: '0.100000', fee: '0.010000' })));
+  const rows = await sql<{ id: string; postingId: string }[]>`
+    select id::text, posting_id::text from entries where posting_id = any(${charges.map((c) => c.postingId)}::uuid[]) order by seq`;
+  t.equal(rows.length, 80, 'four entries a charge');
+  t.equal(new Set(rows.map((r) => r.id)).size, 80, 'every entry id distinct');
+  for (const c of charges) {
+    const ids = rows.filter((r) => r.postingId === c.postingId).map((r) => r.id);
+    t.ok(ids.every((id, i) => id > c.postingId && (i === 0 || id > ids[i - 1]!)), `posting ${c.postingId}: ids ascend from the posting's`);
+  }
+});
+
 t.test('every posting function keeps the books balanced', async (t) => {
   const { sql } = await createTestDatabase(t);
   const ledger = ledgerFor(sql);

@@ -20,9 +20,9 @@ import type { RoutingCache } from '../routes/routing-cache.js';
 import type { Routing } from '../routes/routing.js';
 import { affordableSeconds, chargeLeg, holdFor, type LegCharge, type PricedRoute } from './call-charge.js';
 import { createPayerTermsCache } from './payer-terms.js';
-import { createCallsRepo, type CdrInsert, type FinishRow, type OrphanPricing } from './repo.js';
+import { createCallsRepo, type CdrInsert, type FinishRow, type OrphanPricing, type TrunkCallInsert, type TrunkHeld, type TrunkHoldInput } from './repo.js';
 import { createWindowBatcher } from './window-batcher.js';
-import { isRefusal, refusalError, type SettleInput } from '../../ledger/ledger.js';
+import { isRefusal, refusalError, type Refusal, type SettleInput } from '../../ledger/ledger.js';
 
 /** How long answered marks and call finishes wait for others to share their statement and commit. */
 const BATCH_WINDOW_MS = 5;
@@ -316,9 +316,9 @@ export function createCallsService(deps: CallsDeps) {
         const ttlSeconds = seconds + 600;
         const now = clock.now();
         try {
-          // The hold and the call row in one statement: never a hold without the call row the orphan
-          // reconcile settles it from, and one commit instead of two.
-          const held = await repo.insertCallWithHold(
+          // The hold and the call row together (never a hold without the call row the orphan
+          // reconcile settles it from), batched with other calls' in one commit.
+          const held = await holdCall(
             { id: callGroupId, accountId: payer, operatorId, toNumber: input.to, fromNumber: input.from, maxDurationSeconds: seconds, pricing, ownerNode: deps.node, now },
             { postingKey: holdKey, amount: holdFor(seconds, routesPriced, markupPct), expiresAt: new Date(now.getTime() + ttlSeconds * 1000), reference: `SIP call to ${input.to.slice(0, 4)}…` },
           );
@@ -492,6 +492,36 @@ export function createCallsService(deps: CallsDeps) {
   function chargeMarkup(tx: Db, call: { id: string; payer: string; operatorId: string | null }, charge: LegCharge, opts?: { events?: boolean }) {
     if (!call.operatorId || !new Decimal(charge.markup).gt(0)) return Promise.resolve(null);
     return ledger.charge({ postingKey: `call:${call.id}:markup`, accountId: call.payer, sellerId: call.operatorId, amount: charge.markup, ...callContext(call.id) }, tx, opts);
+  }
+
+  // Holds of a few ms share one transaction: each held its payer's ledger row from the hold to its
+  // own commit, so one busy payer's calls queued one commit (a WAL flush) apart, however idle the
+  // CPU. A batch locks each payer's row once (ledger_hold_many) and commits once. The outcome of
+  // each call is its own: a refused hold is that call's SVC01, as ledger_hold throws it.
+  interface HoldJob { call: TrunkCallInsert; hold: TrunkHoldInput; out?: TrunkHeld | Refusal | Error }
+  const holdJobs = createWindowBatcher<HoldJob>({
+    windowMs: BATCH_WINDOW_MS,
+    maxBatch: 100,
+    async run(jobs) {
+      if (jobs.length === 1) {
+        jobs[0]!.out = await repo.insertCallWithHold(jobs[0]!.call, jobs[0]!.hold).catch((err: Error) => err);
+        return;
+      }
+      try {
+        const out = await sql.begin((tx) => repo.insertCallsWithHolds(tx, jobs));
+        jobs.forEach((j, i) => (j.out = out[i]));
+      } catch (err) {
+        log.debug({ err, calls: jobs.length }, 'hold batch rolled back: calls held one by one');
+        for (const j of jobs) j.out = await repo.insertCallWithHold(j.call, j.hold).catch((e: Error) => e);
+      }
+    },
+  });
+  async function holdCall(call: TrunkCallInsert, hold: TrunkHoldInput): Promise<TrunkHeld> {
+    const job: HoldJob = { call, hold };
+    await holdJobs.add(job);
+    if (job.out instanceof Error) throw job.out;
+    if (!job.out || isRefusal(job.out)) throw refusalError(job.out ?? { refused: true, code: 'SVC01', message: 'Insufficient balance' });
+    return job.out;
   }
 
   // Answered marks of a few ms share one UPDATE: the crash reconcile bills from answeredAt, and a

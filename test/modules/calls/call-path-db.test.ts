@@ -112,6 +112,40 @@ t.test('trunk call writes: batched, exact, and isolated when one fails', async (
     t.same([b.balance, b.held], ['2.500000', '0.000000']);
   });
 
+  await t.test('holds of calls placed together share transactions; the one the balance cannot cover is refused alone', async (t) => {
+    const cancel = (callGroupId: string) => calls.policy.onCallEnded({
+      ...ended({ id: callGroupId, startedAt: new Date(), answeredAt: new Date() }, 0),
+      answeredAt: null, durationMs: 0, sipCode: 487, hangupCause: 'caller-cancel', routeId: null, attempts: [],
+    });
+    const planFor = (subAccountId: string, i: number) => calls.policy.planCall({
+      accountId: w.operator.accountId, subAccountId, to: '441500000001', from: '1', callId: `b${i}`, sourceIp: '127.0.0.1',
+    });
+    // The longest call (7,200 s at 0.0157/min) holds 1.884000: 16.000000 pays for eight of them.
+    const many = await w.sub({ markupPct: '0', fund: '16.000000' });
+    const plans = await Promise.all(Array.from({ length: 8 }, (_, i) => planFor(many.id, i)));
+    const granted = plans.flatMap((p) => ('reject' in p ? [] : [p.callGroupId]));
+    t.equal(granted.length, 8, 'all eight held');
+    const [holds] = await sql<{ n: number; tx: number; sum: string }[]>`
+      select count(*)::int as n, count(distinct h.xmin::text)::int as tx, sum(h.amount)::text as sum
+      from holds h join calls c on c.hold_id = h.id where c.id = any(${granted}::uuid[])`;
+    t.equal(holds?.n, 8, 'each call row has its hold');
+    t.ok(holds!.tx < 8, `eight holds in ${holds?.tx} transactions`);
+    t.equal(holds?.sum, '15.072000');
+    await Promise.all(granted.map(cancel));
+
+    // Three at once against 4.000000: two holds fit (3.768000), the third is refused on its own.
+    const poor = await w.sub({ markupPct: '0', fund: '4.000000' });
+    const three = await Promise.all([0, 1, 2].map((i) => planFor(poor.id, 10 + i)));
+    const refused = three.filter((p) => 'reject' in p);
+    t.equal(refused.length, 1, 'one refused');
+    t.same(refused[0], { reject: { status: 402, reason: 'Insufficient balance' } });
+    const b = await svc.ledger.balanceOf(poor.id);
+    t.same([b.balance, b.held], ['4.000000', '3.768000'], 'the two others held');
+    await Promise.all(three.flatMap((p) => ('reject' in p ? [] : [cancel(p.callGroupId)])));
+    const after = await svc.ledger.balanceOf(poor.id);
+    t.same([after.balance, after.held], ['4.000000', '0.000000'], 'released when they end unanswered');
+  });
+
   await t.test('payer terms are cached and follow changes made in SQL', async (t) => {
     const seen: string[] = [];
     const cache = createPayerTermsCache({ sql, log: pino({ level: 'silent' }), load: (id) => calls.repo.payerTerms(id), onNotify: (p) => seen.push(p) });

@@ -55,8 +55,8 @@ export async function buildModules(core: CoreDeps) {
     keys,
     // A sub-account needs an active route purchase or own active route; asked at request time.
     routeRequirement: async (operatorId) =>
-      (await marketplace.services.purchases.usableRoutes(operatorId, 'voice')).length > 0 ||
-      (await marketplace.services.purchases.usableRoutes(operatorId, 'sms')).length > 0,
+      (await marketplace.services.purchases.usableRoutesNow(operatorId, 'voice')).length > 0 ||
+      (await marketplace.services.purchases.usableRoutesNow(operatorId, 'sms')).length > 0,
   });
   // Listings, rate decks, purchases, Smart Routing (issue 4).
   const marketplace = buildMarketplaceModules(core);

@@ -84,6 +84,8 @@ export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logg
     },
 
     usableRoutes: (accountId: string, type: 'voice' | 'sms') => deps.routingCache?.usableRoutes(accountId, type) ?? repo.usableRoutes(sql, accountId, type),
+    /** The same, read from the database: for rare checks that must see a change made a moment ago (the cache follows NOTIFY). */
+    usableRoutesNow: (accountId: string, type: 'voice' | 'sms') => repo.usableRoutes(sql, accountId, type),
 
     async routingOrder(accountId: string) {
       const rows = await repo.routingOrder(sql, accountId);

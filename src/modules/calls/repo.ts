@@ -1,5 +1,4 @@
 import type { Db } from '../../db/connection.js';
-import { isRefusal, type Refusal } from '../../ledger/ledger.js';
 
 export interface OrphanPricing {
   markupPct: string;
@@ -157,7 +156,7 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
     async insertCallWithHold(c: TrunkCallInsert, hold: TrunkHoldInput): Promise<TrunkHeld> {
       const [r] = await db<TrunkHeld[]>`
         with h as (
-          select ledger_hold(${hold.postingKey}, ${c.accountId}::uuid, ${hold.amount}::numeric, false, ${hold.expiresAt}, ${hold.reference},
+          select ledger_hold(${hold.postingKey}, ${c.accountId}::uuid, ${hold.amount}::numeric, false, ${new Date(c.now.getTime() + hold.ttlSeconds * 1000)}, ${hold.reference},
                              'sip_call', ${c.id}::text, ${c.id}::text, ${c.now}) as r
         )
         insert into calls (id, account_id, operator_id, source, mode, status, to_number, from_number, call_group_id, hold_id,
@@ -169,30 +168,17 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
       return r!;
     },
     /**
-     * The holds of many trunk calls in one ledger_hold_many (each payer's row locked once, items
-     * decided in order) and the call rows of those it granted in one insert, in the caller's
-     * transaction: never a hold without its call row. A refused item (SVC01) comes back as its
-     * refusal and writes nothing; any other error fails the whole batch.
+     * The rows of trunk calls whose holds a batch was granted (ledger.holdMany in the same
+     * transaction): never a hold without its call row.
      */
-    async insertCallsWithHolds(tx: Db, items: readonly { call: TrunkCallInsert; hold: TrunkHoldInput }[]): Promise<(TrunkHeld | Refusal)[]> {
-      const at = new Date(Math.max(...items.map((i) => i.call.now.getTime())));
-      const holds = items.map(({ call: c, hold: h }) => ({
-        key: h.postingKey, accountId: c.accountId, amount: h.amount, test: false, expiresAt: h.expiresAt.toISOString(), reference: h.reference,
-        relatedEntityType: 'sip_call', relatedEntityId: c.id, callId: c.id,
-      }));
-      const [row] = await tx<{ r: ({ holdId: string; available: string } | Refusal)[] }[]>`select ledger_hold_many(${tx.json(holds as never)}, ${at}) as r`;
-      const results = row!.r;
-      const granted = items.flatMap(({ call: c }, i) => {
-        const r = results[i]!;
-        return isRefusal(r) ? [] : [{
-          id: c.id, account_id: c.accountId, operator_id: c.operatorId, source: 'trunk', mode: 'trunk', status: 'ringing',
-          to_number: c.toNumber, from_number: c.fromNumber, call_group_id: c.id, hold_id: r.holdId,
-          max_duration_seconds: c.maxDurationSeconds, pricing: tx.json(c.pricing as never), owner_node: c.ownerNode,
-          last_seen_at: c.now, created_at: c.now,
-        }];
-      });
-      if (granted.length > 0) await tx`insert into calls ${tx(granted)}`;
-      return results.map((r) => (isRefusal(r) ? r : { holdId: r.holdId, available: r.available }));
+    async insertTrunkCalls(tx: Db, rows: readonly { call: TrunkCallInsert; holdId: string }[]) {
+      if (rows.length === 0) return;
+      await tx`insert into calls ${tx(rows.map(({ call: c, holdId }) => ({
+        id: c.id, account_id: c.accountId, operator_id: c.operatorId, source: 'trunk', mode: 'trunk', status: 'ringing',
+        to_number: c.toNumber, from_number: c.fromNumber, call_group_id: c.id, hold_id: holdId,
+        max_duration_seconds: c.maxDurationSeconds, pricing: tx.json(c.pricing as never), owner_node: c.ownerNode,
+        last_seen_at: c.now, created_at: c.now,
+      })))}`;
     },
     async markCall(id: string, patch: { status: string; routeId?: string | null; ringingAt?: Date; answeredAt?: Date }) {
       await db`
@@ -321,7 +307,7 @@ export interface TrunkCallInsert {
   id: string; accountId: string; operatorId: string | null; toNumber: string; fromNumber: string; maxDurationSeconds: number;
   pricing: unknown; ownerNode: string; now: Date;
 }
-export interface TrunkHoldInput { postingKey: string; amount: string; expiresAt: Date; reference: string }
+export interface TrunkHoldInput { postingKey: string; amount: string; ttlSeconds: number; reference: string }
 export interface TrunkHeld { holdId: string; available: string }
 
 export interface FinishRow {

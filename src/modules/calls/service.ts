@@ -320,7 +320,7 @@ export function createCallsService(deps: CallsDeps) {
           // reconcile settles it from), batched with other calls' in one commit.
           const held = await holdCall(
             { id: callGroupId, accountId: payer, operatorId, toNumber: input.to, fromNumber: input.from, maxDurationSeconds: seconds, pricing, ownerNode: deps.node, now },
-            { postingKey: holdKey, amount: holdFor(seconds, routesPriced, markupPct), expiresAt: new Date(now.getTime() + ttlSeconds * 1000), reference: `SIP call to ${input.to.slice(0, 4)}…` },
+            { postingKey: holdKey, amount: holdFor(seconds, routesPriced, markupPct), ttlSeconds, reference: `SIP call to ${input.to.slice(0, 4)}…` },
           );
           Object.assign(liveCall, { holdId: held.holdId, maxDurationSeconds: seconds, holdUntil: now.getTime() + ttlSeconds * 1000 });
           hintAvailable(payer, held.available);
@@ -508,7 +508,17 @@ export function createCallsService(deps: CallsDeps) {
         return;
       }
       try {
-        const out = await sql.begin((tx) => repo.insertCallsWithHolds(tx, jobs));
+        const out = await sql.begin(async (tx) => {
+          const held = await ledger.holdMany(jobs.map(({ call: c, hold: h }) => ({
+            postingKey: h.postingKey, accountId: c.accountId, amount: h.amount, ttlSeconds: h.ttlSeconds, reference: h.reference,
+            relatedEntityType: 'sip_call', relatedEntityId: c.id, callId: c.id,
+          })), tx);
+          await repo.insertTrunkCalls(tx, jobs.flatMap((j, i) => {
+            const r = held[i]!;
+            return isRefusal(r) ? [] : [{ call: j.call, holdId: r.holdId }];
+          }));
+          return held;
+        });
         jobs.forEach((j, i) => (j.out = out[i]));
       } catch (err) {
         log.debug({ err, calls: jobs.length }, 'hold batch rolled back: calls held one by one');
@@ -520,8 +530,8 @@ export function createCallsService(deps: CallsDeps) {
     const job: HoldJob = { call, hold };
     await holdJobs.add(job);
     if (job.out instanceof Error) throw job.out;
-    if (!job.out || isRefusal(job.out)) throw refusalError(job.out ?? { refused: true, code: 'SVC01', message: 'Insufficient balance' });
-    return job.out;
+    if (isRefusal(job.out!)) throw refusalError(job.out);
+    return job.out!;
   }
 
   // Answered marks of a few ms share one UPDATE: the crash reconcile bills from answeredAt, and a

@@ -7,16 +7,19 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Session } from 'node:inspector/promises';
+import { Decimal } from 'decimal.js';
 import postgres from 'postgres';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { startDaemon } from '../../src/daemon.js';
+import type { Sql } from '../../src/db/connection.js';
 import { runWrk } from '../lib/wrk.js';
 import { driveSmpp, startSmsc } from './smpp-raw.js';
 
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 10);
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 64);
 const keyCount = Number(process.env['BENCH_KEYS'] ?? 600);
+const BUYER_FUNDS = '1000000.000000';
 const admin = process.env['SVC_BENCH_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const dbName = `svc_bench_sms_${process.pid}`;
 const adminSql = postgres(admin, { max: 1, onnotice: () => {} });
@@ -53,6 +56,31 @@ async function pgCounters(): Promise<{ xact: number; rows: number; cpu: number }
   }
   return { xact: Number(d?.xact ?? 0), rows: Number(d?.rows ?? 0), cpu: ticks / 100 };
 }
+/**
+ * The money after the run, once requests still in flight when wrk stopped are done: no message
+ * left queued or holding money, the buyer down by exactly the cost of its sent and delivered
+ * messages (a failed one is refunded or never charged), and the ledger's own invariants.
+ */
+async function moneyCheck(db: Sql, buyerId: string): Promise<string> {
+  for (let i = 0; i < 100; i++) {
+    const [q] = await db<{ n: number }[]>`select count(*)::int as n from messages where status = 'queued'`;
+    if (q!.n === 0) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  const [c] = await db<{ messages: number; queued: number; openHolds: number; spent: string; balance: string; entriesSum: string; drift: number }[]>`
+    select (select count(*)::int from messages) as messages,
+           (select count(*)::int from messages where status = 'queued') as queued,
+           (select count(*)::int from holds where status = 'open') as open_holds,
+           (select coalesce(sum(cost), 0)::text from messages where status in ('sent', 'delivered')) as spent,
+           (select balance::text from ledger_account_balances where owner_id = ${buyerId} and kind = 'customer') as balance,
+           (select coalesce(sum(amount), 0)::text from entries) as entries_sum,
+           (select count(*)::int from ledger_accounts a
+             where not a.sharded and a.balance <> coalesce((select sum(e.amount) from entries e where e.account_id = a.id), 0)) as drift`;
+  const expected = new Decimal(BUYER_FUNDS).minus(c!.spent);
+  const ok = c!.queued === 0 && c!.openHolds === 0 && expected.eq(c!.balance) && new Decimal(c!.entriesSum).isZero() && c!.drift === 0;
+  return `sms money check: ${c!.messages} messages, ${c!.queued} queued, ${c!.openHolds} open holds, buyer balance ${c!.balance} ` +
+    `(expected ${expected.toFixed(6)}), entries sum ${c!.entriesSum}, accounts off their entries ${c!.drift}${ok ? '' : ' (MISMATCH)'}`;
+}
 const phase = (what: string) => process.stderr.write(`[${((Date.now() - t0) / 1000).toFixed(1)} s] ${what}\n`);
 try {
   await driveSmpp(smsc.port, 2000, 100); // warm-up
@@ -81,7 +109,7 @@ try {
   });
   await s.routes.uploadSheet(seller.id, route.id, { format: 'csv', csv: 'prefix,destination,rate\n1,US,0.010\n' });
   await s.purchases.buy(buyer.id, route.id);
-  await s.ledger.topup({ accountId: buyer.id, amount: '1000000.000000', source: 'card', postingKey: 'bench-fund' });
+  await s.ledger.topup({ accountId: buyer.id, amount: BUYER_FUNDS, source: 'card', postingKey: 'bench-fund' });
   const keys: string[] = [];
   for (let i = 0; i < keyCount; i++) keys.push((await s.keys.create(buyer.id, { mode: 'live', scopes: ['sms:send'] })).secret);
   phase('world ready');
@@ -125,6 +153,7 @@ try {
     `transactions per message ${((pgAfter.xact - pgBefore.xact) / n).toFixed(2)}, rows written per message ${((pgAfter.rows - pgBefore.rows) / n).toFixed(2)}`);
   console.log(`uptime: ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
   phase('measured');
+  console.log(await moneyCheck(daemon.sql, buyer.id));
   await daemon.stop();
   phase('stopped');
 } finally {

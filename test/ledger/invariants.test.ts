@@ -173,6 +173,24 @@ t.test('holds: settle posts the final amount and releases the rest; sweeper rele
   await checkInvariants(t, sql);
 });
 
+t.test('a charge returns its whole result, the same on replay; an account without a cap never reaches it', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const [buyer, seller] = await makeAccounts(sql, 2);
+  await ledger.topup({ accountId: buyer!, amount: '10.000000', source: 'card', postingKey: 'top' });
+  const first = await ledger.charge({ postingKey: 'c', accountId: buyer!, sellerId: seller!, amount: '1.250000', fee: '0.050000' });
+  t.match(first, {
+    type: 'charge', accountId: buyer!, mode: 'live', amount: '1.250000', fee: '0.050000', total: '1.300000',
+    balanceBefore: '10.000000', balanceAfter: '8.700000', capReached: false, replayed: false,
+  });
+  t.type(first.postingId, 'string');
+  const replay = await ledger.charge({ postingKey: 'c', accountId: buyer!, sellerId: seller!, amount: '1.250000', fee: '0.050000' });
+  t.same(replay, { ...first, replayed: true }, 'the replay returns the first result');
+  const [row] = await sql<{ result: unknown }[]>`select result from postings where posting_key = 'c'`;
+  t.same(row!.result, { ...first, replayed: false }, 'the stored result has every field, none of them null');
+  await checkInvariants(t, sql);
+});
+
 t.test('credit limit and daily spend cap (suspends, lifts the next UTC day)', async (t) => {
   const { sql } = await createTestDatabase(t);
   let now = new Date('2026-03-01T22:00:00Z');

@@ -123,6 +123,7 @@ export const ConfigSchema = Type.Object({
     low_balance_threshold: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '5.000000' }),
     card_chargeback_hold_days: Type.Integer({ minimum: 0, maximum: 365, default: 7 }),
     hold_sweep_seconds: Type.Integer({ minimum: 1, maximum: 3600, default: 30 }),
+    summarize_seconds: Type.Integer({ minimum: 1, maximum: 3600, default: 2 }),
     x402_facilitator_url: Type.String({ default: '' }),
     x402_pay_to: Type.String({ default: '' }),
     x402_network: Type.String({ default: 'base' }),

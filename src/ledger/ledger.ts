@@ -361,6 +361,17 @@ export function createLedger(deps: LedgerDeps) {
       return Number(row!.n);
     },
 
+    /**
+     * Summarizes the BRIN ranges of entries from block `fromBlock` on (null: the last 64), so a
+     * look-up of a posting's entries reads one range, not every range written since the last
+     * VACUUM (111). Returns the `fromBlock` of the next call; throws 55P03 when a VACUUM or
+     * ANALYZE of entries holds the lock (try again later from the same block).
+     */
+    async summarizeEntries(fromBlock: number | null): Promise<number> {
+      const [row] = await sql<{ n: string }[]>`select ledger_summarize_entries(${fromBlock}::bigint) as n`;
+      return Number(row!.n);
+    },
+
     /** Credit limit (how far below zero the balance may go) and daily spend cap (null or "0": none). */
     async setLimits(accountId: string, limits: { creditLimit: string; dailySpendCap: string | null }, db: Db = sql): Promise<void> {
       await db`select ledger_set_limits(${accountId}::uuid, ${limits.creditLimit}::numeric, ${limits.dailySpendCap}::numeric, ${clock.now()})`;

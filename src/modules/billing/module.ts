@@ -14,7 +14,7 @@ import { createBillingService } from './service.js';
 
 /**
  * The money modules: the ledger, billing reads, top-ups and the Application Manager, with the
- * hold sweeper and the daily-cap reconciler as background loops.
+ * hold sweeper, the daily-cap reconciler and the entries' index summarizer as background loops.
  * `events`: where balance and sub-account events go (the webhooks outbox once it exists).
  * `routeRequirement`: the marketplace's "active purchase or own route" check for sub-accounts.
  */
@@ -37,6 +37,10 @@ export function buildMoneyModules(
   const publicBase = `https://${config.http.public_hostname}${config.http.port === 443 ? '' : `:${config.http.port}`}/api/v1`;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | null = null;
+  let summarizeTimer: NodeJS.Timeout | undefined;
+  let summarizing: Promise<void> | null = null;
+  // The block the next summarize starts from: null until this daemon's first summarize (see 111).
+  let summarizedTo: number | null = null;
 
   const tick = async () => {
     try {
@@ -45,6 +49,16 @@ export function buildMoneyModules(
       await application.reconcileDailyCaps();
     } catch (err) {
       log.warn({ err }, 'ledger housekeeping failed');
+    }
+  };
+
+  const summarize = async () => {
+    try {
+      summarizedTo = await ledger.summarizeEntries(summarizedTo);
+    } catch (err) {
+      // 55P03: a VACUUM or ANALYZE of entries holds the lock (and VACUUM summarizes); next tick.
+      if ((err as { code?: string }).code === '55P03') log.debug('entries summarize skipped: table busy');
+      else log.warn({ err }, 'entries summarize failed');
     }
   };
 
@@ -59,10 +73,17 @@ export function buildMoneyModules(
           });
         }, config.billing.hold_sweep_seconds * 1000);
         timer.unref();
+        summarizeTimer = setInterval(() => {
+          summarizing ??= summarize().finally(() => {
+            summarizing = null;
+          });
+        }, config.billing.summarize_seconds * 1000);
+        summarizeTimer.unref();
       },
       async stop() {
         clearInterval(timer);
-        await running;
+        clearInterval(summarizeTimer);
+        await Promise.all([running, summarizing]);
       },
     },
     { name: 'topups', routes: topupsRoutes(topups, publicBase) },

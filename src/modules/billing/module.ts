@@ -11,6 +11,7 @@ import { topupsRoutes } from '../topups/routes.js';
 import { createTopupsService } from '../topups/service.js';
 import { billingRoutes } from './routes.js';
 import { createBillingService } from './service.js';
+import { every } from '../../platform/periodic.js';
 
 /**
  * The money modules: the ledger, billing reads, top-ups and the Application Manager, with the
@@ -35,10 +36,7 @@ export function buildMoneyModules(
     ...core, ledger, accounts: deps.accounts, keys: deps.keys, events, routeRequirement: deps.routeRequirement ?? null,
   });
   const publicBase = `https://${config.http.public_hostname}${config.http.port === 443 ? '' : `:${config.http.port}`}/api/v1`;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | null = null;
-  let summarizeTimer: NodeJS.Timeout | undefined;
-  let summarizing: Promise<void> | null = null;
+  let loops: { stop(): Promise<void> }[] = [];
   // The block the next summarize starts from: null until this daemon's first summarize (see 111).
   let summarizedTo: number | null = null;
 
@@ -67,23 +65,10 @@ export function buildMoneyModules(
       name: 'billing',
       routes: billingRoutes(billing),
       start() {
-        timer = setInterval(() => {
-          running ??= tick().finally(() => {
-            running = null;
-          });
-        }, config.billing.hold_sweep_seconds * 1000);
-        timer.unref();
-        summarizeTimer = setInterval(() => {
-          summarizing ??= summarize().finally(() => {
-            summarizing = null;
-          });
-        }, config.billing.summarize_seconds * 1000);
-        summarizeTimer.unref();
+        loops = [every(config.billing.hold_sweep_seconds * 1000, tick), every(config.billing.summarize_seconds * 1000, summarize)];
       },
       async stop() {
-        clearInterval(timer);
-        clearInterval(summarizeTimer);
-        await Promise.all([running, summarizing]);
+        await Promise.all(loops.map((l) => l.stop()));
       },
     },
     { name: 'topups', routes: topupsRoutes(topups, publicBase) },

@@ -20,6 +20,7 @@ import type { RoutingCache } from '../routes/routing-cache.js';
 import { createEndpointHealth, type HealthTarget } from './endpoint-health.js';
 import { callsRoutes } from './routes.js';
 import { createCallsService, sipTransportOf } from './service.js';
+import { every } from '../../platform/periodic.js';
 
 const HOUSEKEEPING_MS = 30_000;
 // The OPTIONS health tick: each endpoint is probed on its own interval (`[sip] options_interval_seconds`
@@ -61,10 +62,7 @@ export function buildCallsModule(
     createCallsService({ ...core, ...deps, counters, node, log: log.child({ module: 'calls' }), endpointDown: (e) => health.isDown(e) }),
     { health },
   );
-  let timer: NodeJS.Timeout | undefined;
-  let healthTimer: NodeJS.Timeout | undefined;
-  let checking: Promise<unknown> | null = null;
-  let running: Promise<unknown> | null = null;
+  let loops: { stop(): Promise<void> }[] = [];
 
   const housekeeping = async () => {
     try {
@@ -103,17 +101,11 @@ export function buildCallsModule(
       });
       const port = transport.port;
       core.health.register('sip', () => ({ ok: true, port, tlsPort: transport.tlsPort, activeCalls: b2bua?.activeCalls() ?? 0 }));
-      timer = setInterval(() => {
-        running ??= housekeeping().finally(() => (running = null));
-      }, HOUSEKEEPING_MS);
-      timer.unref();
-      healthTimer = setInterval(() => {
-        checking ??= health
-          .checkDue()
-          .catch((err: unknown) => log.warn({ err }, 'endpoint health check failed'))
-          .finally(() => (checking = null));
-      }, Math.min(HEALTH_TICK_MS, config.sip.options_interval_seconds * 1000));
-      healthTimer.unref();
+      loops = [
+        every(HOUSEKEEPING_MS, housekeeping),
+        every(Math.min(HEALTH_TICK_MS, config.sip.options_interval_seconds * 1000),
+          () => health.checkDue().catch((err: unknown) => log.warn({ err }, 'endpoint health check failed'))),
+      ];
     },
     reload(tls) {
       // A CA file that cannot be read leaves the trust as it was: the error reaches the caller (and the log).
@@ -126,10 +118,7 @@ export function buildCallsModule(
       return tlsPort === null ? { sip: port } : { sip: port, sip_tls: tlsPort };
     },
     async stop() {
-      clearInterval(timer);
-      clearInterval(healthTimer);
-      await running;
-      await checking;
+      await Promise.all(loops.map((l) => l.stop()));
       if (b2bua) {
         b2bua.hangupAll();
         // Let the BYEs and the settlements they trigger finish, briefly.

@@ -30,6 +30,7 @@ declare
   p ledger_accounts;
   v_hold holds;
   v_backed numeric := 0;
+  v_new numeric;
 begin
   perform ledger_amount(p_credit_limit, 'creditLimit', true);
   if p_daily_cap is not null then perform ledger_amount(p_daily_cap, 'dailySpendCap', true); end if;
@@ -57,26 +58,29 @@ begin
        and related_entity_type = 'sub_account_credit_limit' and related_entity_id = p_owner::text
      for update;
     v_backed := coalesce(v_hold.amount, 0);
-    if p_credit_limit > v_backed then
+    -- A raise is held in full; an unchanged or lower limit keeps its backing up to the limit (a
+    -- limit from before this migration may be backed only in part, 114, and stays as it is).
+    v_new := case when p_credit_limit > a.credit_limit then p_credit_limit else least(p_credit_limit, v_backed) end;
+    if v_new > v_backed then
       select * into p from ledger_accounts where id = v_parent_acct;
-      if p.balance - p.held < p_credit_limit - v_backed then
+      if p.balance - p.held < v_new - v_backed then
         raise exception using errcode = 'SVC01',
           message = format('Insufficient balance: a sub-account''s credit limit is held on the operator''s balance; %s available, %s needed',
                            to_char(greatest(p.balance - p.held, 0), 'FM999999999999990.000000'),
-                           to_char(p_credit_limit - v_backed, 'FM999999999999990.000000'));
+                           to_char(v_new - v_backed, 'FM999999999999990.000000'));
       end if;
     end if;
-    if p_credit_limit <> v_backed then
+    if v_new <> v_backed then
       if v_hold.id is not null then
         update holds set status = 'released', closed_at = p_at where id = v_hold.id;
       end if;
-      if p_credit_limit > 0 then
+      if v_new > 0 then
         insert into holds (id, posting_key, account_id, owner_id, amount, status, expires_at,
                            reference, related_entity_type, related_entity_id, created_at)
         values (ledger_uuid_v7(), 'sub-credit-limit:' || p_owner::text || ':' || gen_random_uuid()::text, v_parent_acct, v_parent,
-                p_credit_limit, 'open', 'infinity', 'sub-account credit limit', 'sub_account_credit_limit', p_owner::text, p_at);
+                v_new, 'open', 'infinity', 'sub-account credit limit', 'sub_account_credit_limit', p_owner::text, p_at);
       end if;
-      update ledger_accounts set held = held - v_backed + p_credit_limit, updated_at = p_at where id = v_parent_acct;
+      update ledger_accounts set held = held - v_backed + v_new, updated_at = p_at where id = v_parent_acct;
     end if;
   end if;
 

@@ -12,7 +12,8 @@ const SIMULATED = new Set([
   'POST /application/sub-accounts',
   'POST /application/sub-accounts/bulk',
 ]);
-const SERVED = new Set(['POST /switch/suppliers/test-sms']);
+// Checking unsaved SMS delivery stores nothing; an invite code grants test credit only.
+const SERVED = new Set(['POST /switch/suppliers/test-sms', 'POST /topups/invite-codes/redeem']);
 
 async function account(d: TestDaemon, email: string) {
   const a = await d.modules.services.accounts.createAccount({ email, password: 'correct horse battery' });

@@ -29,12 +29,33 @@ export type Scope = (typeof Scopes)[number];
  * - `required`: a session, or an API key holding `scope` when one is named.
  * - `session`: a dashboard session only; API keys get 403.
  * `fullAccessOnly` refuses scoped keys; `denyTestKeys` refuses test keys with TEST_KEY_NOT_ALLOWED.
+ * `testKeys`: what a test key may do on a write (POST, PUT, PATCH, DELETE). Unset, the write is
+ * refused with TEST_KEY_NOT_ALLOWED, so a new route cannot let test keys change live state by
+ * omission; `simulate`: the handler simulates against test credit (sends, calls, test
+ * sub-accounts); `allow`: the write changes nothing that live traffic or another account sees.
+ * `grants`: scopes the credential the route makes carries, which a key must hold as well.
  */
 export interface Access {
   auth: 'public' | 'optional' | 'required' | 'session';
   scope?: Scope;
   fullAccessOnly?: boolean;
   denyTestKeys?: boolean;
+  testKeys?: 'simulate' | 'allow';
+  /**
+   * What the credential the route makes can do (SIP or SMPP credentials, a whitelisted IP, a
+   * sub-account's SIP password): a key must hold these scopes too, so no key makes a credential
+   * broader than itself.
+   */
+  grants?: readonly Scope[];
+}
+
+const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** How a test key fares on a route: reads are served, writes refused unless the route opts in. */
+export function testKeyPolicy(a: Access, method: string): 'served' | 'simulated' | 'refused' {
+  if (a.denyTestKeys) return 'refused';
+  if (READ_METHODS.has(method.toUpperCase()) || a.testKeys === 'allow') return 'served';
+  return a.testKeys === 'simulate' ? 'simulated' : 'refused';
 }
 
 export interface Principal {
@@ -57,7 +78,7 @@ export function hasScope(p: Principal, scope: Scope): boolean {
   return p.scopes === null || p.scopes.has(scope);
 }
 
-export function describeAccess(a: Access): string {
+export function describeAccess(a: Access, method = 'GET'): string {
   const parts: string[] = [];
   switch (a.auth) {
     case 'public':
@@ -73,7 +94,14 @@ export function describeAccess(a: Access): string {
       parts.push('Session or API key.');
   }
   if (a.scope) parts.push(`Scoped keys need \`${a.scope}\`.`);
+  if (a.grants?.length) {
+    parts.push(`The credential it makes can use ${a.grants.map((s) => `\`${s}\``).join(', ')}: scoped keys need that too.`);
+  }
   if (a.fullAccessOnly) parts.push('Full-access only: scoped keys are refused with 403.');
-  if (a.denyTestKeys) parts.push('Test keys are refused with 403 TEST_KEY_NOT_ALLOWED.');
+  if (a.auth !== 'public' && a.auth !== 'session') {
+    const policy = testKeyPolicy(a, method);
+    if (policy === 'refused') parts.push('Test keys are refused with 403 TEST_KEY_NOT_ALLOWED.');
+    if (policy === 'simulated') parts.push('Test keys are simulated against test credit: no live traffic, no live balance.');
+  }
   return parts.join(' ');
 }

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import postgres from 'postgres';
 import type { Config } from '../config/schema.js';
 import { sha256Hex } from '../platform/ids.js';
-import { describeAccess, hasScope, type Access, type Principal } from './access.js';
+import { describeAccess, hasScope, testKeyPolicy, type Access, type Principal } from './access.js';
 import type { Authenticator } from './auth.js';
 import { ErrorEnvelope } from './envelope.js';
 import { AppError, ErrorCodes, badRequest, forbidden, invalidInput, unauthorized, type ErrorDetail } from './errors.js';
@@ -121,13 +121,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const access = route.config?.access;
     if (!access) throw new Error(`route ${String(route.method)} ${route.url} does not declare its access`);
     const schema = (route.schema ??= {}) as Record<string, unknown>;
-    const notes = [describeAccess(access)];
+    const notes = [describeAccess(access, methods[0]!)];
     if (route.config?.rateLimit) {
       notes.push(`Rate limit: ${route.config.rateLimit.points} per ${route.config.rateLimit.seconds} s per credential.`);
     }
     if (route.config?.idempotent) notes.push('Idempotent with `X-Idempotency-Key`.');
     schema['description'] = [schema['description'], notes.join(' ')].filter(Boolean).join('\n\n');
     schema['x-access'] = access;
+    if (access.auth !== 'public' && access.auth !== 'session') schema['x-test-keys'] = testKeyPolicy(access, methods[0]!);
     if (access.auth !== 'public') schema['security'] = access.auth === 'optional' ? [{ bearer: [] }, {}] : [{ bearer: [] }];
     const response = (schema['response'] ??= {}) as Record<string, unknown>;
     response['4xx'] ??= { $ref: 'ErrorEnvelope#' };
@@ -153,7 +154,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const access = req.routeOptions.config.access;
     if (!access) return; // unknown path: the 404 handler answers
     req.principal = await deps.authenticator.authenticate(req.headers.authorization);
-    enforceAccess(access, req.principal);
+    enforceAccess(access, req.principal, req.method);
     const who = req.principal?.credentialId ?? `ip:${req.ip}`;
     await deps.limiters.consume('default', { points: config.limits.default_per_second, seconds: 1 }, who);
     const own = req.routeOptions.config.rateLimit;
@@ -224,7 +225,7 @@ function requireForwardedHttps(req: FastifyRequest, proxies: readonly string[]) 
   }
 }
 
-function enforceAccess(access: Access, p: Principal | null) {
+function enforceAccess(access: Access, p: Principal | null, method: string) {
   if (access.auth === 'public' || (access.auth === 'optional' && !p)) return;
   if (!p) throw unauthorized('A session token or API key is required (Authorization: Bearer ...)');
   if (access.auth === 'session' && p.kind !== 'session') {
@@ -233,10 +234,14 @@ function enforceAccess(access: Access, p: Principal | null) {
   if (access.scope && !hasScope(p, access.scope)) {
     throw forbidden(`This API key lacks the scope "${access.scope}"`);
   }
+  const lacking = access.grants?.find((s) => !hasScope(p, s));
+  if (lacking) {
+    throw forbidden(`This API key lacks the scope "${lacking}" that the credential this operation makes would carry`);
+  }
   if (access.fullAccessOnly && p.kind === 'key' && p.scopes !== null) {
     throw forbidden('This operation needs a full-access API key or a session; scoped keys are refused');
   }
-  if (access.denyTestKeys && p.mode === 'test') {
+  if (p.mode === 'test' && testKeyPolicy(access, method) === 'refused') {
     throw new AppError('TEST_KEY_NOT_ALLOWED', 'Test keys cannot perform this operation');
   }
 }

@@ -372,9 +372,18 @@ export function createLedger(deps: LedgerDeps) {
       return Number(row!.n);
     },
 
-    /** Credit limit (how far below zero the balance may go) and daily spend cap (null or "0": none). */
-    async setLimits(accountId: string, limits: { creditLimit: string; dailySpendCap: string | null }, db: Db = sql): Promise<void> {
-      await db`select ledger_set_limits(${accountId}::uuid, ${limits.creditLimit}::numeric, ${limits.dailySpendCap}::numeric, ${clock.now()})`;
+    /**
+     * Credit limit (how far below zero the balance may go) and daily spend cap (null or "0": none),
+     * of the live balance or (mode 'test') of test credit. A sub-account's limit is held on its
+     * operator's balance of the same mode (SVC01 when the operator's own money cannot cover it).
+     */
+    async setLimits(
+      accountId: string,
+      limits: { creditLimit: string; dailySpendCap: string | null; mode?: LedgerMode },
+      db: Db = sql,
+    ): Promise<void> {
+      const kind = limits.mode === 'test' ? 'test_credit' : 'customer';
+      await db`select ledger_set_limits(${accountId}::uuid, ${limits.creditLimit}::numeric, ${limits.dailySpendCap}::numeric, ${clock.now()}, ${kind})`;
     },
 
     async balanceOf(accountId: string, db: Db = sql): Promise<Balance> {

@@ -40,6 +40,15 @@ export async function checkInvariants(t: Test, sql: Sql, label = '') {
     left join (select account_id, sum(amount) as s from holds where status = 'open' group by account_id) h on h.account_id = a.id
     where a.held <> coalesce(h.s, 0) limit 5`;
   t.same(heldDrift, [], `${label} held equals the sum of open holds`);
+  // A sub-account's credit limit is its operator's money, held: what the sub-account may owe is paid for.
+  const unbacked = await sql`
+    select s.id, s.credit_limit::text, coalesce(h.amount, 0)::text as held_on_operator
+    from ledger_accounts s join accounts o on o.id = s.owner_id and o.parent_id is not null
+    left join ledger_accounts p on p.owner_id = o.parent_id and p.kind = s.kind
+    left join holds h on h.account_id = p.id and h.status = 'open' and h.related_entity_type = 'sub_account_credit_limit'
+                     and h.related_entity_id = s.owner_id::text
+    where s.kind in ('customer', 'test_credit') and s.credit_limit <> coalesce(h.amount, 0) limit 5`;
+  t.same(unbacked, [], `${label} every sub-account credit limit is held on its operator`);
   // Platform (sharded) entries carry no balanceAfter; every other entry's is the running sum.
   const afterDrift = await sql`
     select id from (

@@ -218,6 +218,7 @@ t.test('credit limit and daily spend cap (suspends, lifts the next UTC day)', as
   const ledger = ledgerFor(sql, { now: () => now });
   const [op] = await makeAccounts(sql, 1);
   const [sub] = await makeAccounts(sql, 1, op!);
+  await ledger.topup({ accountId: op!, amount: '5.000000', source: 'card', postingKey: 'op-funds' });
   await ledger.setLimits(sub!, { creditLimit: '5.000000', dailySpendCap: '3.000000' });
   const c1 = await ledger.charge({ postingKey: 'a', accountId: sub!, amount: '2.000000' });
   t.equal(c1.balanceAfter, '-2.000000', 'credit limit lets the balance go below zero');
@@ -261,5 +262,61 @@ t.test('holds and settles racing with charges keep every invariant', async (t) =
   const failed = res.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
   t.ok(failed.every((r) => pgCode(r.reason) === 'SVC01'), 'only insufficient-balance refusals');
   t.ok(res.length - failed.length > 50, 'most operations went through');
+  await checkInvariants(t, sql);
+});
+
+t.test('a sub-account credit limit is held on its operator: never more than the operator has, never spent twice', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const [op, seller] = await makeAccounts(sql, 2);
+  const [sub] = await makeAccounts(sql, 1, op!);
+  await t.rejects(ledger.setLimits(sub!, { creditLimit: '10000000.000000', dailySpendCap: null }),
+    { code: 'SVC01', message: /^Insufficient balance: a sub-account's credit limit is held on the operator's balance; 0.000000 available, 10000000.000000 needed/ },
+    'an operator with nothing cannot give credit');
+  await ledger.topup({ accountId: op!, amount: '20.000000', source: 'card', postingKey: 'op-funds' });
+  await ledger.setLimits(op!, { creditLimit: '100.000000', dailySpendCap: null });
+  await t.rejects(ledger.setLimits(sub!, { creditLimit: '20.000001', dailySpendCap: null }), { code: 'SVC01' },
+    "the operator's own credit limit does not back a sub-account");
+  await ledger.setLimits(sub!, { creditLimit: '15.000000', dailySpendCap: null });
+  t.match(await ledger.balanceOf(op!), { balance: '20.000000', held: '15.000000', available: '105.000000' });
+  await ledger.setLimits(op!, { creditLimit: '0', dailySpendCap: null });
+  t.match(await ledger.balanceOf(op!), { held: '15.000000', available: '5.000000' }, 'the limit is the operator\'s money, held');
+  await t.rejects(ledger.charge({ postingKey: 'op-spend', accountId: op!, amount: '5.000001' }), { code: 'SVC01' });
+
+  // The sub-account spends its whole limit below zero; its seller is paid from money that exists.
+  const spent = await ledger.charge({ postingKey: 'sub-spend', accountId: sub!, sellerId: seller!, amount: '15.000000' });
+  t.equal(spent.balanceAfter, '-15.000000');
+  const [family] = await sql<{ net: string }[]>`
+    select sum(balance)::text as net from ledger_accounts where kind = 'customer' and owner_id in (${op!}, ${sub!})`;
+  t.equal(family!.net, '5.000000', 'operator and sub-account together never owe');
+  await t.rejects(ledger.setLimits(sub!, { creditLimit: '0', dailySpendCap: null }), { code: 'SVC01' }, 'no release while owed');
+
+  // Raising re-holds only the difference; lowering after repayment gives the operator its money back.
+  await ledger.setLimits(sub!, { creditLimit: '18.000000', dailySpendCap: null });
+  t.match(await ledger.balanceOf(op!), { held: '18.000000', available: '2.000000' });
+  await ledger.transfer({ postingKey: 'repay', fromAccountId: op!, toAccountId: sub!, amount: '2.000000' });
+  await t.rejects(ledger.setLimits(sub!, { creditLimit: '12.000000', dailySpendCap: null }), { code: 'SVC01' });
+  await ledger.setLimits(sub!, { creditLimit: '13.000000', dailySpendCap: null });
+  t.match(await ledger.balanceOf(op!), { balance: '18.000000', held: '13.000000', available: '5.000000' });
+  const [open] = await sql<{ n: number }[]>`select count(*)::int as n from holds where status = 'open'`;
+  t.equal(open!.n, 1, 'one backing hold per sub-account');
+  t.equal(await ledger.sweepExpiredHolds(), 0, 'the sweeper never releases a backing hold');
+  await checkInvariants(t, sql);
+});
+
+t.test('a test sub-account credit limit is held on the operator test credit', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const [op] = await makeAccounts(sql, 1);
+  const [sub] = await makeAccounts(sql, 1, op!);
+  await ledger.topup({ accountId: op!, amount: '50.000000', source: 'card', postingKey: 'op-live' });
+  await t.rejects(ledger.setLimits(sub!, { creditLimit: '1.000000', dailySpendCap: null, mode: 'test' }), { code: 'SVC01' },
+    'live money does not back test credit');
+  await ledger.grantTestCredit({ postingKey: 'op-test', accountId: op!, amount: '3.000000' });
+  await ledger.setLimits(sub!, { creditLimit: '3.000000', dailySpendCap: null, mode: 'test' });
+  t.match(await ledger.balanceOf(op!), { balance: '50.000000', held: '0.000000', testCredit: '3.000000', testHeld: '3.000000' });
+  const c = await ledger.chargeTest({ postingKey: 'sim', accountId: sub!, amount: '3.000000' });
+  t.equal(c.balanceAfter, '-3.000000');
+  t.match(await ledger.balanceOf(sub!), { balance: '0.000000', testCredit: '-3.000000' }, 'live balances never move');
   await checkInvariants(t, sql);
 });

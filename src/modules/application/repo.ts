@@ -14,6 +14,8 @@ export interface SubAccountRow {
   portalEmail: string | null;
   autoSuspended: boolean;
   sipUsername: string | null;
+  /** Made with a test key: test keys only, simulated traffic, limits on test credit. */
+  test: boolean;
   balance: string;
   createdAt: Date;
   updatedAt: Date;
@@ -47,7 +49,7 @@ export interface SettingsPatch {
 export function createApplicationRepo(sql: Sql) {
   const select = (db: Db, now: Date) => db`
     select a.id, a.parent_id, a.label, a.external_ref, a.status, s.markup_pct::text, s.daily_spend_cap::text,
-           s.max_concurrent_calls, s.credit_limit::text, s.currency, s.portal_email,
+           s.max_concurrent_calls, s.credit_limit::text, s.currency, s.portal_email, s.test,
            coalesce(l.cap_suspended_day = (${now}::timestamptz at time zone 'UTC')::date, false) as auto_suspended,
            c.username as sip_username, coalesce(l.balance, 0)::text as balance, a.created_at, greatest(a.updated_at, s.updated_at) as updated_at
     from accounts a
@@ -58,12 +60,12 @@ export function createApplicationRepo(sql: Sql) {
   return {
     async insertSub(db: Db, s: {
       id: string; parentId: string; markupPct: string | null; dailySpendCap: string | null; maxConcurrentCalls: number | null;
-      creditLimit: string; currency: string; username: string; ha1: string;
+      creditLimit: string; currency: string; test: boolean; username: string; ha1: string;
     }) {
       await db`
-        insert into sub_accounts (account_id, parent_id, markup_pct, daily_spend_cap, max_concurrent_calls, credit_limit, currency)
+        insert into sub_accounts (account_id, parent_id, markup_pct, daily_spend_cap, max_concurrent_calls, credit_limit, currency, test)
         values (${s.id}, ${s.parentId}, ${s.markupPct}::numeric, ${s.dailySpendCap}::numeric, ${s.maxConcurrentCalls},
-                ${s.creditLimit}::numeric, ${s.currency})`;
+                ${s.creditLimit}::numeric, ${s.currency}, ${s.test})`;
       await db`insert into sip_credentials (username, account_id, ha1) values (${s.username}, ${s.id}, ${s.ha1})`;
     },
 
@@ -93,8 +95,9 @@ export function createApplicationRepo(sql: Sql) {
     },
 
     async lookupSip(username: string) {
-      const [row] = await sql<{ ha1: string; accountId: string; parentId: string | null; status: string }[]>`
-        select c.ha1, c.account_id, a.parent_id, a.status from sip_credentials c join accounts a on a.id = c.account_id
+      const [row] = await sql<{ ha1: string; accountId: string; parentId: string | null; status: string; test: boolean }[]>`
+        select c.ha1, c.account_id, a.parent_id, a.status, coalesce(s.test, false) as test
+        from sip_credentials c join accounts a on a.id = c.account_id left join sub_accounts s on s.account_id = c.account_id
         where c.username = ${username}`;
       return row;
     },
@@ -126,8 +129,8 @@ export function createApplicationRepo(sql: Sql) {
 
     /** Subs following the operator's default cap (their own is null). */
     async subsOnDefaultCap(db: Db, operatorId: string) {
-      return db<{ id: string; creditLimit: string }[]>`
-        select account_id as id, credit_limit::text from sub_accounts where parent_id = ${operatorId} and daily_spend_cap is null`;
+      return db<{ id: string; creditLimit: string; test: boolean }[]>`
+        select account_id as id, credit_limit::text, test from sub_accounts where parent_id = ${operatorId} and daily_spend_cap is null`;
     },
 
     async totals(operatorId: string) {

@@ -8,6 +8,10 @@ import { newId } from '../../platform/ids.js';
 import type { ApplicationService, SubAccountInput } from './service.js';
 
 const access = { auth: 'required', scope: 'application:write' } as const;
+// A sub-account's SIP password places calls on the operator's money (transfers, backed credit).
+const sipAccess = { ...access, grants: ['voice:send'] } as const;
+// A test key makes a test sub-account (test key, simulated traffic, limits on test credit).
+const createAccess = { ...sipAccess, testKeys: 'simulate' } as const;
 const tags = ['Application Manager'];
 
 /** A decimal setting as a JSON number or a decimal string (never parsed through a float server-side). */
@@ -86,24 +90,28 @@ const Num = (d?: string): TSchema => Type.Number(d ? { description: d } : {});
 export function applicationRoutes(app_: ApplicationService) {
   return (app: App) => {
     app.post('/application/sub-accounts', {
-      config: { access },
+      config: { access: createAccess },
       schema: {
         tags,
         summary: 'Create a sub-account (API key and SIP password returned once)',
         description:
           'Needs an active route purchase or own active route (voice or SMS) while `billing.require_route_for_sub_accounts` ' +
-          'is on. The SIP username is `sub_…`; the digest realm is the primary SIP host.',
+          'is on. The SIP username is `sub_…`; the digest realm is the primary SIP host. The sub-account\'s API key has the ' +
+          'mode (live or test) and scopes of the key that creates it (a session: a live full-access key). Made with a test ' +
+          'key it is a test sub-account: test key, simulated traffic, no SIP calls, `creditLimit` on test credit. ' +
+          '`creditLimit` is held on the operator\'s own balance (balance − holds; test credit for a test sub-account): ' +
+          'a limit the operator cannot cover is refused with 400 "Insufficient balance".',
         body: SubAccountBody,
         response: { 201: Ok(CreatedSubAccount) },
       },
     }, async (req, reply) => {
       const bad = checkRanges(req.body as Record<string, unknown>);
       if (bad.length) throw validationError(bad);
-      return reply.code(201).send(ok(await app_.create(req.principal!.accountId, req.body as SubAccountInput)));
+      return reply.code(201).send(ok(await app_.create(req.principal!.accountId, req.body as SubAccountInput, req.principal!)));
     });
 
     app.post('/application/sub-accounts/bulk', {
-      config: { access },
+      config: { access: createAccess },
       schema: {
         tags,
         summary: 'Create up to 100 sub-accounts, each independently',
@@ -120,7 +128,7 @@ export function applicationRoutes(app_: ApplicationService) {
     }, async (req, reply) => {
       const bad = req.body.subAccounts.flatMap((s, i) => checkRanges(s as Record<string, unknown>, `subAccounts.${i}.`));
       if (bad.length) throw validationError(bad);
-      return reply.code(201).send(ok(await app_.bulkCreate(req.principal!.accountId, req.body.subAccounts as SubAccountInput[])));
+      return reply.code(201).send(ok(await app_.bulkCreate(req.principal!.accountId, req.body.subAccounts as SubAccountInput[], req.principal!)));
     });
 
     app.get('/application/sub-accounts', {
@@ -193,7 +201,7 @@ export function applicationRoutes(app_: ApplicationService) {
     });
 
     app.post('/application/sub-accounts/:id/sip-password', {
-      config: { access },
+      config: { access: sipAccess },
       schema: {
         tags,
         summary: 'Rotate the SIP password (new one returned once; the old one stops at once)',

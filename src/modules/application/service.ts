@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
+import type { Principal } from '../../http/access.js';
 import type { Sql } from '../../db/connection.js';
 import { forbidden, notFound, ruleError } from '../../http/errors.js';
 import type { Ledger, LedgerEventSink } from '../../ledger/ledger.js';
@@ -27,6 +28,21 @@ export interface SipUser {
   ha1: string;
   accountId: string;
   parentId: string | null;
+}
+
+/**
+ * Who creates a sub-account: the sub-account's key is never broader than this (same live or test
+ * mode, no scope the creator lacks), and a test creator makes a test sub-account. Service callers
+ * without one act as the operator's dashboard session.
+ */
+export type Creator = Pick<Principal, 'kind' | 'mode' | 'scopes' | 'webhooksWrite'>;
+
+const OPERATOR_SESSION: Creator = { kind: 'session', mode: 'live', scopes: null, webhooksWrite: true };
+
+/** The scopes of a sub-account's key: the creator's, `webhooks:write` only when the creator is a key holding it. */
+function inheritedScopes(c: Creator): string[] {
+  if (c.kind === 'session') return [];
+  return [...(c.scopes ?? []), ...(c.webhooksWrite ? ['webhooks:write'] : [])];
 }
 
 /** Whether the operator has an active route purchase or own route (the marketplace answers). */
@@ -98,7 +114,8 @@ export function createApplicationService(deps: {
     return row;
   }
 
-  async function createOne(operatorId: string, input: SubAccountInput) {
+  async function createOne(operatorId: string, input: SubAccountInput, creator: Creator) {
+    const test = creator.mode === 'test';
     const settings = await repo.settings(operatorId);
     const id = newId();
     const username = SIP_PREFIX + randomToken(12).toLowerCase();
@@ -118,33 +135,34 @@ export function createApplicationService(deps: {
         maxConcurrentCalls: input.maxConcurrentCalls ?? settings.defaultMaxConcurrentCalls,
         creditLimit,
         currency: input.currency ?? 'USD',
+        test,
         username,
         ha1: sipHa1(username, realm, sipPassword),
       });
-      await ledger.setLimits(id, { creditLimit, dailySpendCap: effectiveCap }, tx);
-      return deps.keys.create(id, { name: 'sub-account', mode: 'live' }, tx);
+      await ledger.setLimits(id, { creditLimit, dailySpendCap: effectiveCap, mode: creator.mode }, tx);
+      return deps.keys.create(id, { name: 'sub-account', mode: creator.mode, scopes: inheritedScopes(creator) }, tx);
     });
     const row = (await repo.get(id, clock.now()))!;
-    deps.log.info({ operatorId, subAccountId: id }, 'sub-account created');
+    deps.log.info({ operatorId, subAccountId: id, test }, 'sub-account created');
     return { ...present(row), apiKey: secret.secret, apiKeyPrefix: secret.key.keyPrefix, sipPassword };
   }
 
   const service = {
     present,
 
-    async create(operatorId: string, input: SubAccountInput) {
+    async create(operatorId: string, input: SubAccountInput, creator: Creator = OPERATOR_SESSION) {
       await requireOperator(operatorId);
-      return createOne(operatorId, input);
+      return createOne(operatorId, input, creator);
     },
 
     /** Up to 100, each created on its own: one failure does not stop the others. */
-    async bulkCreate(operatorId: string, items: SubAccountInput[]) {
+    async bulkCreate(operatorId: string, items: SubAccountInput[], creator: Creator = OPERATOR_SESSION) {
       await requireOperator(operatorId);
       const created: Awaited<ReturnType<typeof createOne>>[] = [];
       const failed: { label: string; error: string }[] = [];
       for (const item of items) {
         try {
-          created.push(await createOne(operatorId, item));
+          created.push(await createOne(operatorId, item, creator));
         } catch (err) {
           deps.log.info({ err, operatorId }, 'bulk sub-account item refused');
           failed.push({ label: item.label, error: (err as Error).message });
@@ -175,6 +193,8 @@ export function createApplicationService(deps: {
     async credit(operatorId: string, id: string, input: { amount: string; reference?: string | undefined }, postingKey: string) {
       const row = await ownSub(operatorId, id);
       if (row.parentId !== operatorId) throw notFound('Sub-account');
+      // Live money in a test sub-account could never be spent: its traffic draws on test credit only.
+      if (row.test) throw ruleError('A test sub-account is funded only through its credit limit on test credit');
       const r = await ledger.transfer({
         postingKey: `subcredit:${operatorId}:${postingKey}`,
         fromAccountId: operatorId, toAccountId: id, amount: input.amount, reference: input.reference ?? null,
@@ -203,7 +223,8 @@ export function createApplicationService(deps: {
     async lookupSipUser(username: string): Promise<SipUser | null> {
       if (!username.startsWith(SIP_PREFIX)) return null;
       const row = await repo.lookupSip(username);
-      if (!row || row.status === 'closed') return null;
+      // A test sub-account sends simulated traffic only; SIP would be live calls.
+      if (!row || row.status === 'closed' || row.test) return null;
       return { ha1: row.ha1, accountId: row.accountId, parentId: row.parentId };
     },
 
@@ -244,7 +265,7 @@ export function createApplicationService(deps: {
         // Subs without their own cap follow the operator's default.
         if (p.defaultDailySpendCap !== undefined) {
           for (const s of await repo.subsOnDefaultCap(tx, operatorId)) {
-            await ledger.setLimits(s.id, { creditLimit: s.creditLimit, dailySpendCap: p.defaultDailySpendCap }, tx);
+            await ledger.setLimits(s.id, { creditLimit: s.creditLimit, dailySpendCap: p.defaultDailySpendCap, mode: s.test ? 'test' : 'live' }, tx);
           }
         }
       });

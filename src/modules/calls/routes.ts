@@ -161,7 +161,7 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
     }, async (req) => ok((await calls.repo.listTrunkIps(req.principal!.accountId)).map((r) => ({ ...r, createdAt: r.createdAt.toISOString() }))));
 
     app.post('/sip/trunk-ips', {
-      config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true } },
+      config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true, grants: ['voice:send'] } },
       schema: {
         tags: ['SIP trunks'],
         summary: 'Whitelist a source address for SIP trunk calls',
@@ -188,7 +188,7 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
     });
 
     app.post('/purchases/:id/sip-credentials', {
-      config: { access: { auth: 'required', scope: 'purchases:write', denyTestKeys: true } },
+      config: { access: { auth: 'required', scope: 'purchases:write', denyTestKeys: true, grants: ['voice:send'] } },
       schema: {
         tags: ['SIP trunks'],
         summary: 'Issue (or rotate) the SIP credentials of a route purchase',

@@ -87,7 +87,7 @@ const CallRecord = Type.Object({
 export function commsCallsRoutes(svc: CommsCallsService) {
   return (app: App) => {
     app.post('/comms/calls', {
-      config: { access: { auth: 'required', scope: 'voice:send' }, rateLimit: { points: 10, seconds: 1 }, idempotent: true },
+      config: { access: { auth: 'required', scope: 'voice:send', testKeys: 'simulate' }, rateLimit: { points: 10, seconds: 1 }, idempotent: true },
       schema: {
         tags: ['Voice and SMS'],
         summary: 'Place a call and run its actions (sync: answers when the call ends; async: 202 at once)',
@@ -105,7 +105,7 @@ export function commsCallsRoutes(svc: CommsCallsService) {
     });
 
     app.post('/comms/voice-otp', {
-      config: { access: { auth: 'required', scope: 'voice:send' }, rateLimit: { points: 10, seconds: 1 }, idempotent: true },
+      config: { access: { auth: 'required', scope: 'voice:send', testKeys: 'simulate' }, rateLimit: { points: 10, seconds: 1 }, idempotent: true },
       schema: {
         tags: ['Voice and SMS'],
         summary: 'Call a number and read a one-time code aloud; outcome and cost follow on the call record',

@@ -74,7 +74,7 @@ const BulkResult = Type.Object({
 export function smsRoutes(svc: SmsService) {
   return (app: App) => {
     app.post('/comms/sms', {
-      config: { access: { auth: 'required', scope: 'sms:send' }, rateLimit: { points: 10, seconds: 1 }, idempotent: true },
+      config: { access: { auth: 'required', scope: 'sms:send', testKeys: 'simulate' }, rateLimit: { points: 10, seconds: 1 }, idempotent: true },
       schema: { tags: ['Voice and SMS'], summary: 'Send an SMS (billed per segment; a refused message is not charged)', body: SendBody, response: { 200: Ok(Sent) } },
     }, async (req) => {
       const p = req.principal!;
@@ -82,7 +82,7 @@ export function smsRoutes(svc: SmsService) {
     });
 
     app.post('/comms/sms/bulk', {
-      config: { access: { auth: 'required', scope: 'sms:send' }, idempotent: true },
+      config: { access: { auth: 'required', scope: 'sms:send', testKeys: 'simulate' }, idempotent: true },
       schema: { tags: ['Voice and SMS'], summary: 'Send one text to up to 1,000 recipients, each on its own', body: BulkBody, response: { 200: Ok(BulkResult) } },
     }, async (req) => {
       const p = req.principal!;

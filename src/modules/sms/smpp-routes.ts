@@ -17,7 +17,7 @@ const Issued = Type.Object({
 export function smppCredentialRoutes(credentials: SmppCredentialsService, application: ApplicationService) {
   return (app: App) => {
     app.post('/account/smpp-credentials', {
-      config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true } },
+      config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true, grants: ['sms:send'] } },
       schema: {
         tags: ['SMS'],
         summary: 'Issue SMPP credentials (the password is shown once)',

@@ -59,7 +59,7 @@ async function testUnsaved(b: UnsavedDelivery): Promise<SmsDeliveryTestResult> {
 export function switchRoutes(subscriptions: SwitchSubscriptions) {
   return (app: App) => {
     app.post('/switch/suppliers/test-sms', {
-      config: { access: { auth: 'required', scope: 'switch:manage' }, rateLimit: { points: TEST_SMS_PER_MINUTE, seconds: 60 } },
+      config: { access: { auth: 'required', scope: 'switch:manage', testKeys: 'allow' }, rateLimit: { points: TEST_SMS_PER_MINUTE, seconds: 60 } },
       schema: {
         tags: ['Switch'],
         summary: 'Check SMS delivery details before saving them',

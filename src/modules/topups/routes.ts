@@ -23,7 +23,7 @@ const X402Required = Type.Object({
 export function topupsRoutes(topups: TopupsService, publicBase: string) {
   return (app: App) => {
     app.post('/topups/invite-codes/redeem', {
-      config: { access: { auth: 'required', scope: 'billing:write' }, rateLimit: { points: 10, seconds: 60 } },
+      config: { access: { auth: 'required', scope: 'billing:write', testKeys: 'allow' }, rateLimit: { points: 10, seconds: 60 } },
       schema: {
         tags: ['Top-ups'],
         summary: 'Redeem an invite code for test credit (spent only by test keys)',

@@ -24,6 +24,8 @@ t.test('create, SIP digest, rotation, key isolation, credit', async (t) => {
   const op = await operator(d, 'reseller@example.com');
   const other = await operator(d, 'other@example.com');
 
+  // The credit limit is held on the operator's balance.
+  await ledger.topup({ accountId: op.id, amount: '100', source: 'wire', postingKey: 'op-wire' });
   const created = await call(d, 'POST', '/application/sub-accounts', op.key, { label: 'Customer A', externalRef: 'crm-1', creditLimit: '2.5', markupPct: 12.5 });
   t.equal(created.status, 201, JSON.stringify(created.json));
   const sub = created.json.data;
@@ -55,7 +57,6 @@ t.test('create, SIP digest, rotation, key isolation, credit', async (t) => {
   t.equal((await call(d, 'GET', '/application/sub-accounts', sub.apiKey)).json.data.length, 0);
   t.equal((await call(d, 'POST', '/application/sub-accounts', sub.apiKey, { label: 'nested' })).status, 403, 'a sub-account cannot resell');
 
-  await ledger.topup({ accountId: op.id, amount: '100', source: 'wire', postingKey: 'op-wire' });
   const cr = await call(d, 'POST', `/application/sub-accounts/${sub.id}/credit`, op.key, { amount: '30', reference: 'invoice 7' }, { 'x-idempotency-key': 'credit-1' });
   t.equal(cr.status, 200, JSON.stringify(cr.json));
   t.match(cr.json.data, { amount: '30.000000', balance: '30.000000', operatorBalance: '70.000000' });

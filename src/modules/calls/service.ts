@@ -4,7 +4,7 @@ import postgres from 'postgres';
 import { Counter, register } from 'prom-client';
 import type { Config } from '../../config/schema.js';
 import type { Db, Sql } from '../../db/connection.js';
-import { AppError } from '../../http/errors.js';
+import { AppError, SqlState } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Counters } from '../../platform/counters.js';
@@ -222,8 +222,6 @@ export function createCallsService(deps: CallsDeps) {
   const capSuspects = new Map<string, string>();
   const availableHints = new Map<string, Decimal>();
   const utcDay = () => clock.now().toISOString().slice(0, 10);
-  // SVC01 from ledger_cap_check (migration 010) rather than from an available balance too small.
-  const isCapRefusal = (err: Error) => err.message.includes('daily spend cap');
   const hintAvailable = (payer: string, available: string) => {
     if (availableHints.size >= 50_000) availableHints.clear();
     availableHints.set(payer, new Decimal(available));
@@ -327,7 +325,7 @@ export function createCallsService(deps: CallsDeps) {
           break;
         } catch (err) {
           // A statement that failed wrote nothing (the posting key's claim included): tried again from the balance.
-          if (!exact && err instanceof postgres.PostgresError && err.code === 'SVC01' && !isCapRefusal(err)) {
+          if (!exact && err instanceof postgres.PostgresError && err.code === SqlState.INSUFFICIENT_BALANCE) {
             exact = true;
             continue;
           }
@@ -337,11 +335,11 @@ export function createCallsService(deps: CallsDeps) {
     } catch (err) {
       live.delete(callGroupId);
       await releaseSlots(slots);
-      if (err instanceof postgres.PostgresError && err.code === 'SVC01') {
-        if (isCapRefusal(err)) {
-          capReachedBy(payer);
-          return refuse('daily-cap', 403, 'Daily spend cap reached until the next UTC day');
-        }
+      if (err instanceof postgres.PostgresError && err.code === SqlState.DAILY_CAP) {
+        capReachedBy(payer);
+        return refuse('daily-cap', 403, 'Daily spend cap reached until the next UTC day');
+      }
+      if (err instanceof postgres.PostgresError && err.code === SqlState.INSUFFICIENT_BALANCE) {
         availableHints.delete(payer);
         return refuse('balance', 402, 'Insufficient balance');
       }
@@ -497,7 +495,7 @@ export function createCallsService(deps: CallsDeps) {
   // Holds of a few ms share one transaction: each held its payer's ledger row from the hold to its
   // own commit, so one busy payer's calls queued one commit (a WAL flush) apart, however idle the
   // CPU. A batch locks each payer's row once (ledger_hold_many) and commits once. The outcome of
-  // each call is its own: a refused hold is that call's SVC01, as ledger_hold throws it.
+  // each call is its own: a refused hold is that call's SVC01 or SVC04, as ledger_hold throws it.
   interface HoldJob { call: TrunkCallInsert; hold: TrunkHoldInput; out?: TrunkHeld | Refusal | Error }
   const holdJobs = createWindowBatcher<HoldJob>({
     windowMs: BATCH_WINDOW_MS,

@@ -1,5 +1,6 @@
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
+import { LRUCache } from 'lru-cache';
 import postgres from 'postgres';
 import { Counter, register } from 'prom-client';
 import type { Config } from '../../config/schema.js';
@@ -219,15 +220,14 @@ export function createCallsService(deps: CallsDeps) {
 
   // Payers seen capped on a UTC day (a hold refused or a settlement reached the cap), and the
   // available balance each payer's last hold left: hints only, the ledger functions decide.
-  const capSuspects = new Map<string, string>();
-  const availableHints = new Map<string, Decimal>();
+  // Bounded against a flood of distinct payers: the least recently used hint goes first.
+  const capSuspects = new LRUCache<string, string>({ max: 50_000 });
+  const availableHints = new LRUCache<string, Decimal>({ max: 50_000 });
   const utcDay = () => clock.now().toISOString().slice(0, 10);
   const hintAvailable = (payer: string, available: string) => {
-    if (availableHints.size >= 50_000) availableHints.clear();
     availableHints.set(payer, new Decimal(available));
   };
   const capReachedBy = (payer: string) => {
-    if (capSuspects.size >= 50_000) capSuspects.clear();
     capSuspects.set(payer, utcDay());
   };
 

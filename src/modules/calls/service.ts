@@ -105,7 +105,8 @@ export function createCallsService(deps: CallsDeps) {
   const repo = createCallsRepo(sql, { ipCacheMs: credentialMs, now: () => clock.now().getTime() });
   const sipUsers = createTtlCache<string, Awaited<ReturnType<TrunkPolicy['lookupSipUser']>>>(credentialMs, clock);
   const live = new Map<string, LiveCall>();
-  // Refused trunk calls by cause (issue 8: "over a limit the call is refused ... and counted").
+  // Refused trunk calls by cause: a call over a limit is refused and counted, so the limit that
+  // turns calls away shows.
   const refused = new Map<string, number>();
   const refusedMetric = (register.getSingleMetric('svc_sip_calls_refused_total') as Counter<'cause'> | undefined) ??
     new Counter({ name: 'svc_sip_calls_refused_total', help: 'SIP trunk calls refused before routing, by cause', labelNames: ['cause'] });
@@ -186,7 +187,7 @@ export function createCallsService(deps: CallsDeps) {
   }
 
   /**
-   * Admits a call placed through the API (issue 6) in the same counters as trunk calls: the paying
+   * Admits a call placed through the API in the same counters as trunk calls: the paying
    * sub-account's `maxConcurrentCalls`, the account's cap on concurrent API calls (`api:`), then
    * each route's capacity and calls per second. The slots count in `liveSlots` until released.
    */

@@ -1,5 +1,5 @@
 /**
- * SMS sending (spec "SMS message", "Voice and SMS"; issue 5): validation, segments, network look-up,
+ * SMS sending (spec "SMS message", "Voice and SMS"): validation, segments, network look-up,
  * routing, the hold → settle / release money path, supplier submission over SMPP binds kept per
  * route, receipts (delivered, failed and refunded), receipt expiry, and test-key simulation.
  */

@@ -1,5 +1,5 @@
 /**
- * Customer SMPP binds (issue 5): credentials per account, and the bridge from the messaging
+ * Customer SMPP binds: credentials per account, and the bridge from the messaging
  * plane's SMPP server to the same send path as POST /comms/sms (history `smpp_sms`), with final
  * receipts going back as deliver_sm.
  */

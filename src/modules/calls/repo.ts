@@ -153,7 +153,7 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
     /**
      * A trunk call's hold (ledger_hold, the ledger's own function) and its call row in one statement:
      * one round trip and one commit, so the payer's balance row, which every call of that payer
-     * waits on, is locked no longer than the statement. Returns the hold id and the available balance it left; SVC01 when unaffordable.
+     * waits on, is locked no longer than the statement. Returns the hold id and the available balance it left; SVC01 when unaffordable, SVC04 past the payer's daily cap.
      */
     async insertCallWithHold(c: TrunkCallInsert, hold: TrunkHoldInput): Promise<TrunkHeld> {
       const [r] = await db<TrunkHeld[]>`

@@ -170,7 +170,7 @@ export function createSmsService(deps: SmsDeps) {
       },
     },
   });
-  /** A refused batch item (posted nothing) fails its own send only, with the single function's SVC01 error. */
+  /** A refused batch item (posted nothing) fails its own send only, with the single function's SVC01 or SVC04 error. */
   const paid = <T>(r: T | Refusal): T => {
     if (isRefusal(r)) throw new JobRefused(refusalError(r));
     return r;

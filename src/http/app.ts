@@ -11,7 +11,7 @@ import { sha256Hex } from '../platform/ids.js';
 import { describeAccess, hasScope, testKeyPolicy, type Access, type Principal } from './access.js';
 import type { Authenticator } from './auth.js';
 import { ErrorEnvelope } from './envelope.js';
-import { AppError, ErrorCodes, badRequest, forbidden, invalidInput, unauthorized, type ErrorDetail } from './errors.js';
+import { AppError, ErrorCodes, badRequest, forbidden, fromSqlState, invalidInput, unauthorized, type ErrorDetail } from './errors.js';
 import type { IdempotencyStore } from './idempotency.js';
 import type { RateLimit, RateLimiters } from './rate-limit.js';
 
@@ -253,20 +253,14 @@ interface FastifyLikeError extends Error {
   validationContext?: string;
 }
 
-// SQLSTATEs of values that passed validation but cannot be stored (spec: INVALID_INPUT).
-const UNSTORABLE = new Set(['22P02', '22003', '22021', '22001', '22008', '22007', '54000']);
-
 /** Every failure becomes a coded AppError; internals never reach the client. */
 export function toAppError(err: unknown, req: FastifyRequest): AppError {
   if (err instanceof AppError) return err;
   const e = err as FastifyLikeError;
   if (e.validation) return fromValidation(e);
   if (err instanceof postgres.PostgresError) {
-    if (err.code === '23505') return new AppError('CONFLICT', 'A resource with these values already exists');
-    if (err.code === 'SVC01') return new AppError('VALIDATION_ERROR', err.message.startsWith('Insufficient balance') ? err.message : `Insufficient balance: ${err.message}`);
-    if (err.code === 'SVC02' || err.code === 'SVC03') return new AppError('VALIDATION_ERROR', err.message);
-    if (UNSTORABLE.has(err.code)) return new AppError('INVALID_INPUT', 'A value cannot be stored (out of range or malformed)');
-    if (err.code === '40001' || err.code === '40P01') return new AppError('CONFLICT', 'A concurrent request changed the same data; retry');
+    const mapped = fromSqlState(err.code, err.message);
+    if (mapped) return mapped;
   }
   if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return badRequest('Unsupported Content-Type; send application/json');
   if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return badRequest('Request body is empty');

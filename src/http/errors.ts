@@ -52,9 +52,67 @@ export const unauthorized = (message = 'Missing or invalid credential') => new A
 export const forbidden = (message: string) => new AppError('FORBIDDEN', message);
 export const notFound = (what = 'Resource') => new AppError('NOT_FOUND', `${what} not found`);
 export const conflict = (message: string) => new AppError('CONFLICT', message);
-export const insufficientBalance = (message = 'Insufficient balance') => new AppError('VALIDATION_ERROR', message);
+/**
+ * A refusal for want of money. The spec answers it as 400 VALIDATION_ERROR with a message starting
+ * "Insufficient balance"; `reason` lets the SIP and SMPP planes tell a balance too small from a
+ * daily cap without reading the message.
+ */
+export class InsufficientBalanceError extends AppError {
+  constructor(message: string, readonly reason: 'balance' | 'daily_cap') {
+    super('VALIDATION_ERROR', message);
+  }
+}
+export const insufficientBalance = (message = 'Insufficient balance') => new InsufficientBalanceError(message, 'balance');
 export const rateLimited = (retryAfterSeconds: number) =>
   new AppError('RATE_LIMITED', `Rate limit exceeded; retry after ${retryAfterSeconds} seconds`, undefined, {
     'retry-after': String(retryAfterSeconds),
   });
 export const serviceUnavailable = (message: string) => new AppError('SERVICE_UNAVAILABLE', message);
+
+/**
+ * SQLSTATEs recognised by code: the ledger functions' own (raised with `using errcode`,
+ * migrations 010 and 115) and the server's that a client may learn about.
+ */
+export const SqlState = {
+  INSUFFICIENT_BALANCE: 'SVC01',
+  INVALID_AMOUNT_OR_STATE: 'SVC02',
+  UNKNOWN_ACCOUNT_OR_HOLD: 'SVC03',
+  DAILY_CAP: 'SVC04',
+  UNIQUE_VIOLATION: '23505',
+  SERIALIZATION_FAILURE: '40001',
+  DEADLOCK_DETECTED: '40P01',
+} as const;
+
+// Values that passed validation but cannot be stored (spec: INVALID_INPUT).
+const UNSTORABLE = new Set(['22P02', '22003', '22021', '22001', '22008', '22007', '54000']);
+
+/**
+ * The public error of a database error, by SQLSTATE alone; null for one the client must not see
+ * (the caller logs it and answers INTERNAL_ERROR). The ledger's SVC01 and SVC04 messages start
+ * with "Insufficient balance", as the spec words that refusal.
+ */
+export function fromSqlState(code: string, message: string): AppError | null {
+  switch (code) {
+    case SqlState.UNIQUE_VIOLATION:
+      return conflict('A resource with these values already exists');
+    case SqlState.INSUFFICIENT_BALANCE:
+      return new InsufficientBalanceError(message, 'balance');
+    case SqlState.DAILY_CAP:
+      return new InsufficientBalanceError(message, 'daily_cap');
+    case SqlState.INVALID_AMOUNT_OR_STATE:
+    case SqlState.UNKNOWN_ACCOUNT_OR_HOLD:
+      return ruleError(message);
+    case SqlState.SERIALIZATION_FAILURE:
+    case SqlState.DEADLOCK_DETECTED:
+      return conflict('A concurrent request changed the same data; retry');
+    default:
+      return UNSTORABLE.has(code) ? invalidInput('A value cannot be stored (out of range or malformed)') : null;
+  }
+}
+
+/** The ledger's own refusals (SVC01 to SVC04), which reach a client as 400 VALIDATION_ERROR. */
+export function isLedgerRefusal(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === SqlState.INSUFFICIENT_BALANCE || code === SqlState.DAILY_CAP
+    || code === SqlState.INVALID_AMOUNT_OR_STATE || code === SqlState.UNKNOWN_ACCOUNT_OR_HOLD;
+}

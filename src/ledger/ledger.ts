@@ -110,16 +110,16 @@ export interface SettleInput extends EntryContext {
   fee?: string;
 }
 
-/** An item of a batch that the balance could not pay (SVC01): it posted nothing, the others went on. */
+/** An item of a batch that the balance (SVC01) or the daily cap (SVC04) refused: it posted nothing, the others went on. */
 export interface Refusal {
   refused: true;
-  code: 'SVC01';
+  code: 'SVC01' | 'SVC04';
   message: string;
 }
 
 export const isRefusal = (r: unknown): r is Refusal => (r as Refusal | null)?.refused === true;
 
-/** The error the single-item function throws for the same refusal (SQLSTATE SVC01, same message). */
+/** The error the single-item function throws for the same refusal (same SQLSTATE, same message). */
 export function refusalError(r: Refusal): postgres.PostgresError {
   return new postgres.PostgresError({ code: r.code, message: r.message, severity: 'ERROR' } as never);
 }
@@ -130,7 +130,8 @@ const str = (v: string | null | undefined) => v ?? null;
  * Typed calls of the PL/pgSQL ledger (migration 010). Every function takes an optional `db`:
  * pass a transaction to post together with a CDR or message row. Refusals arrive as
  * PostgresError with SQLSTATE SVC01 (insufficient balance), SVC02 (invalid amount or state),
- * SVC03 (unknown account or hold), which the HTTP layer maps to 400 VALIDATION_ERROR.
+ * SVC03 (unknown account or hold), SVC04 (daily spend cap reached), which the HTTP layer maps to
+ * 400 VALIDATION_ERROR (`fromSqlState` in src/http/errors.ts).
  */
 export function createLedger(deps: LedgerDeps) {
   const { sql, clock } = deps;

@@ -133,7 +133,7 @@ const BIND_COMMANDS: Record<string, BindType> = {
   bind_transceiver: 'transceiver',
 };
 
-/** SMPP 3.4 server for customer binds (spec: issue 5 "SMPP server for customers"). */
+/** SMPP 3.4 server for customer binds. */
 export function createSmppServer(opts: SmppServerOptions): SmppServer {
   if (opts.tls === null && opts.tlsPort !== undefined && opts.tlsPort !== null) {
     throw new Error('tlsPort needs tls { key, cert }');

@@ -116,7 +116,7 @@ const BIND_COMMAND: Record<SupplierBindType, string> = {
   receiver: 'bind_receiver',
 };
 
-/** SMPP client bind to a supplier SMSC (issue 5 "Delivery to suppliers"). */
+/** SMPP client bind to a supplier SMSC, for delivery to suppliers. */
 export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
   if (opts.tps <= 0 || opts.windowSize < 1 || opts.responseTimeoutMs <= 0) {
     throw new Error('supplier bind needs tps > 0, windowSize >= 1 and responseTimeoutMs > 0');

@@ -58,7 +58,7 @@ export async function buildModules(core: CoreDeps) {
       (await marketplace.services.purchases.usableRoutesNow(operatorId, 'voice')).length > 0 ||
       (await marketplace.services.purchases.usableRoutesNow(operatorId, 'sms')).length > 0,
   });
-  // Listings, rate decks, purchases, Smart Routing (issue 4).
+  // Listings, rate decks, purchases, Smart Routing.
   const marketplace = buildMarketplaceModules(core);
   // One RTP port range and its workers for API calls and relayed trunk media, started on first use.
   const { rtp } = core.config;
@@ -67,16 +67,16 @@ export async function buildModules(core: CoreDeps) {
     ...(rtp.advertise_address ? { advertiseAddress: rtp.advertise_address } : {}),
     rtpTimeoutMs: rtp.timeout_ms, log: core.log.child({ plane: 'media' }),
   });
-  // SIP trunks in, supplier routes out, CDRs (issue 8).
+  // SIP trunks in, supplier routes out, CDRs.
   const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services, media });
   // Bulk SIP endpoint changes probe the endpoint once, over the calls module's stack.
   marketplace.services.routes.useSipProbe((target) => {
     const stack = calls.getStack();
     return stack === null ? null : probeEndpoint(stack, target, { timeoutMs: BULK_PROBE_TIMEOUT_MS });
   });
-  // Calls placed through the API (issue 6) over the calls module's SIP stack.
+  // Calls placed through the API over the calls module's SIP stack.
   const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
-  // SMS through the API, supplier SMPP binds per route, receipts (issue 5).
+  // SMS through the API, supplier SMPP binds per route, receipts.
   const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);

@@ -1,33 +1,36 @@
+import { LRUCache } from 'lru-cache';
 import type { Clock } from './clock.js';
 
 /**
- * A small expiring map for the authentication hot path. Bounded: when full it drops the
- * oldest entries (insertion order), which is enough for credentials seen seconds ago.
+ * An expiring, bounded map (lru-cache) whose time comes from the daemon's clock, so tests that
+ * move a manual clock expire entries without waiting. A ttl of 0 or less disables it: nothing is
+ * kept. Values may be null (a cached "not found"): lru-cache refuses null and undefined, so each
+ * value is boxed.
  */
-export function createTtlCache<K, V>(ttlMs: number, clock: Clock, maxEntries = 50_000) {
-  const map = new Map<K, { value: V; until: number }>();
+export function createTtlCache<K extends NonNullable<unknown>, V>(ttlMs: number, clock: Clock, maxEntries = 50_000) {
+  const lru = ttlMs > 0
+    ? new LRUCache<K, { value: V }>({
+      max: maxEntries,
+      ttl: ttlMs,
+      // Ask the clock on every look-up: lru-cache's default reuses a reading for 1 ms behind a
+      // timer, which a manual clock moved between two calls would not see.
+      ttlResolution: 0,
+      perf: { now: () => clock.now().getTime() },
+    })
+    : null;
   return {
     get(key: K): V | undefined {
-      if (ttlMs <= 0) return undefined;
-      const e = map.get(key);
-      if (!e) return undefined;
-      if (e.until <= clock.now().getTime()) {
-        map.delete(key);
-        return undefined;
-      }
-      return e.value;
+      return lru?.get(key)?.value;
     },
     set(key: K, value: V): void {
-      if (ttlMs <= 0) return;
-      map.delete(key);
-      map.set(key, { value, until: clock.now().getTime() + ttlMs });
-      if (map.size > maxEntries) {
-        const first = map.keys().next();
-        if (!first.done) map.delete(first.value);
-      }
+      lru?.set(key, { value });
     },
     delete(key: K): void {
-      map.delete(key);
+      lru?.delete(key);
+    },
+    clear(): void {
+      lru?.clear();
     },
   };
 }
+

@@ -36,7 +36,9 @@ export type WebhookSender = ((req: { url: string; headers: Record<string, string
   close?(): void;
 };
 
-const TLS_CODES = /^(CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|ERR_TLS_|ERR_SSL_|HOSTNAME_MISMATCH|ERR_OSSL)/;
+const TLS_CODES = /^(CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|ERR_TLS_|ERR_SSL_|HOSTNAME_MISMATCH|ERR_OSSL|EPROTO$)/;
+/** A TLS failure by its code, or by the OpenSSL library an error came from (set on every OpenSSL error), never by its text. */
+const isTlsError = (err: NodeJS.ErrnoException & { library?: unknown }) => TLS_CODES.test(err.code ?? '') || typeof err.library === 'string';
 
 /**
  * HTTPS POST to an endpoint: the host is resolved and checked here and the socket goes to
@@ -124,7 +126,7 @@ export function createWebhookSender(opts: SenderOptions): WebhookSender {
         if (pooled && req.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE') && !signal.aborted) finish('stale');
         else if (signal.aborted || code === 'ABORT_ERR') {
           finish({ outcome: 'timeout', statusCode: null, error: `no response within ${opts.timeoutMs} ms`, responseExcerpt: null });
-        } else if (TLS_CODES.test(code) || /certificate|SSL|TLS/i.test(err.message)) {
+        } else if (isTlsError(err)) {
           finish({ outcome: 'tls_error', statusCode: null, error: `${code} ${err.message}`.trim().slice(0, 500), responseExcerpt: null });
         } else {
           finish({ outcome: 'connect_error', statusCode: null, error: `${code} ${err.message}`.trim().slice(0, 500), responseExcerpt: null });

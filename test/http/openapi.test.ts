@@ -1,3 +1,5 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import t from 'tap';
 import { buildTestApp } from '../helpers/app.js';
@@ -29,4 +31,43 @@ t.test('error codes the registry knows are documented in the description', async
   const { ErrorCodes } = await import('../../src/http/errors.js');
   for (const code of Object.keys(ErrorCodes)) t.match(doc.info.description, `\`${code}\``, `${code} is documented`);
   t.ok(doc.components.schemas, 'shared schemas present');
+});
+
+/**
+ * The spec's operation groups, in its order: "Groups of the platform API with their operation
+ * counts" in the Endpoints part of spec/exchange-api-v1.md (kept beside the repository as
+ * ../shared/spec/exchange-api-v1.md), plus Switch, which has its own part and no count there.
+ * Clients and the coverage tool group operations by these exact names.
+ */
+const SPEC_GROUPS = [
+  'Authentication', 'Account', 'API keys', 'API usage', 'Webhooks', 'Marketplace routes', 'Route checks', 'Rate sheets',
+  'Route blends', 'Purchases', 'Offers', 'Route access', 'Route messages', 'Route reports', 'Markets', 'Voice and SMS',
+  'Verify', 'Number lookup', 'Phone numbers', 'Billing', 'Top-ups', 'Payouts', 'Dialer', 'AI voice agents', 'CLI tests',
+  'Do not call', 'Interconnections', 'Connections', 'Application Manager', 'Revenue share numbers', 'Notifications',
+  'Support', 'Compliance', 'Onboarding', 'Status', 'System', 'Switch',
+] as const;
+
+t.test('every served operation carries exactly one tag, a spec group name', async (t) => {
+  const h = await buildTestApp(t);
+  const doc = (await h.app.inject({ method: 'GET', url: '/api/v1/docs/json' })).json();
+  const groups = new Set<string>(SPEC_GROUPS);
+  const off: string[] = [];
+  let n = 0;
+  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, { tags?: unknown }>>)) {
+    for (const [method, op] of Object.entries(ops)) {
+      n++;
+      const tags = op.tags;
+      if (!Array.isArray(tags) || tags.length !== 1 || !groups.has(String(tags[0]))) off.push(`${method.toUpperCase()} ${path} ${JSON.stringify(tags)}`);
+    }
+  }
+  t.ok(n >= 10, `${n} operations checked`);
+  t.same(off, [], 'no operation without a tag, with several, or with a name the spec does not group by');
+});
+
+const specFile = fileURLToPath(new URL('../../../shared/spec/exchange-api-v1.md', import.meta.url));
+t.test('the group list is the spec\'s', { skip: existsSync(specFile) ? false : `the spec is not beside this checkout (${specFile})` }, async (t) => {
+  const line = readFileSync(specFile, 'utf8').split('\n').find((l) => l.startsWith('Groups of the platform API with their operation counts:'));
+  t.ok(line, 'the spec states its groups');
+  const listed = line!.slice(line!.indexOf(':') + 1).split('. Only')[0]!.split(',').map((g) => g.trim().replace(/ \d+$/, ''));
+  t.same([...SPEC_GROUPS].filter((g) => g !== 'Switch'), listed);
 });

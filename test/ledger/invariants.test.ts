@@ -226,8 +226,11 @@ t.test('credit limit and daily spend cap (suspends, lifts the next UTC day)', as
   const c2 = await ledger.charge({ postingKey: 'b', accountId: sub!, amount: '1.000000' });
   t.equal(c2.capReached, true, 'the charge reaching the cap suspends');
   t.equal(await ledger.capSuspended(sub!), true);
-  await t.rejects(ledger.charge({ postingKey: 'c', accountId: sub!, amount: '0.100000' }), { code: 'SVC01', message: /^Insufficient balance: the daily spend cap/ });
-  await t.rejects(ledger.hold({ postingKey: 'd', accountId: sub!, amount: '0.100000', ttlSeconds: 5 }), { code: 'SVC01' });
+  // The cap has its own SQLSTATE (callers never read the message); the message keeps the spec's words.
+  await t.rejects(ledger.charge({ postingKey: 'c', accountId: sub!, amount: '0.100000' }), { code: 'SVC04', message: /^Insufficient balance: the daily spend cap/ });
+  await t.rejects(ledger.hold({ postingKey: 'd', accountId: sub!, amount: '0.100000', ttlSeconds: 5 }), { code: 'SVC04' });
+  t.match(await ledger.holdMany([{ postingKey: 'd2', accountId: sub!, amount: '0.100000', ttlSeconds: 5 }]),
+    [{ refused: true, code: 'SVC04', message: /^Insufficient balance: the daily spend cap/ }], 'a batch item refused by the cap carries SVC04');
   now = new Date('2026-03-02T00:00:01Z');
   t.equal(await ledger.capSuspended(sub!), false, 'lifted at the next UTC day');
   const c3 = await ledger.charge({ postingKey: 'e', accountId: sub!, amount: '2.000000' });

@@ -41,7 +41,7 @@ interface State {
 const keyOf = (t: HealthTarget) => `${t.transport}|${t.host.toLowerCase()}|${t.port}`;
 
 /**
- * Supplier endpoint health from SIP OPTIONS (issue 8): an endpoint goes down after
+ * Supplier endpoint health from SIP OPTIONS: an endpoint goes down after
  * `failuresToDown` failed probes in a row and comes back after `successesToUp` good ones, so one
  * lost datagram neither takes a route out nor puts a dead one back. Unknown endpoints count as up.
  */

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { Sql } from '../../db/connection.js';
 import { createCacheListener } from '../../db/cache-listener.js';
@@ -34,7 +35,8 @@ export function createPayerTermsCache(deps: {
 }) {
   const ttl = deps.ttlMs ?? CALL_TERMS_TTL_MS;
   const now = deps.now ?? Date.now;
-  const map = new Map<string, { at: number; value: Promise<PayerTermsRow | null> }>();
+  // Bounded against a flood of distinct payers: the least recently used entry goes first.
+  const map = new LRUCache<string, { at: number; value: Promise<PayerTermsRow | null> }>({ max: 50_000 });
 
   const changed = (payload: string) => {
     const id = payload.slice(2);
@@ -55,8 +57,6 @@ export function createPayerTermsCache(deps: {
       const hit = map.get(accountId);
       if (hit !== undefined && t - hit.at < ttl) return hit.value;
       const entry = { at: t, value: deps.load(accountId) };
-      // Bounded against a flood of distinct payers.
-      if (map.size >= 50_000) map.clear();
       map.set(accountId, entry);
       entry.value.then(
         (v) => {

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/connection.js';
+import { createTtlCache } from '../../platform/ttl-cache.js';
 
 export interface OrphanPricing {
   markupPct: string;
@@ -85,7 +86,8 @@ export interface CdrFilter {
 export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => number } = {}) {
   const ipCacheMs = opts.ipCacheMs ?? 0;
   const now = opts.now ?? Date.now;
-  const byIp = new Map<string, { accountId: string | null; until: number }>();
+  // Bounded against a flood of distinct sources; null caches "not whitelisted" too.
+  const byIp = createTtlCache<string, string | null>(ipCacheMs, { now: () => new Date(now()) }, 10_000);
   return {
     async insertCdrs(rows: CdrInsert[], tx: Db = db): Promise<void> {
       if (rows.length === 0) return;
@@ -151,7 +153,7 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
     /**
      * A trunk call's hold (ledger_hold, the ledger's own function) and its call row in one statement:
      * one round trip and one commit, so the payer's balance row, which every call of that payer
-     * waits on, is locked no longer than the statement. Returns the hold id and the available balance it left; SVC01 when unaffordable.
+     * waits on, is locked no longer than the statement. Returns the hold id and the available balance it left; SVC01 when unaffordable, SVC04 past the payer's daily cap.
      */
     async insertCallWithHold(c: TrunkCallInsert, hold: TrunkHoldInput): Promise<TrunkHeld> {
       const [r] = await db<TrunkHeld[]>`
@@ -276,13 +278,9 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
     },
     async accountByIp(ip: string): Promise<string | null> {
       const hit = byIp.get(ip);
-      if (hit && hit.until > now()) return hit.accountId;
+      if (hit !== undefined) return hit;
       const [r] = await db<{ accountId: string }[]>`select account_id from trunk_ips where ip = ${ip}::inet`;
-      if (ipCacheMs > 0) {
-        // Bounded against a flood of distinct sources.
-        if (byIp.size >= 10_000) byIp.clear();
-        byIp.set(ip, { accountId: r?.accountId ?? null, until: now() + ipCacheMs });
-      }
+      byIp.set(ip, r?.accountId ?? null);
       return r?.accountId ?? null;
     },
 

@@ -71,7 +71,7 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
     app.post('/routes/:id/test', {
       config: { access: { auth: 'required', scope: 'routes:read' }, rateLimit: { points: 5, seconds: 10 } },
       schema: {
-        tags: ['Routes'],
+        tags: ['Marketplace routes'],
         summary: 'Probe a voice route\'s SIP endpoints with OPTIONS, or check an own SMS route\'s delivery',
         description:
           'Sends SIP OPTIONS to each endpoint of the route (your own, or one visible to you) in priority order and answers with ' +
@@ -157,13 +157,13 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
     const TrunkIp = Type.Object({ id: Uuid(), ip: Type.String(), label: Nullable(Type.String()), createdAt: DateTime() });
     app.get('/sip/trunk-ips', {
       config: { access: { auth: 'required', scope: 'account:read' } },
-      schema: { tags: ['SIP trunks'], summary: 'Whitelisted source addresses', response: { 200: Ok(Type.Array(TrunkIp)) } },
+      schema: { tags: ['Interconnections'], summary: 'Whitelisted source addresses', response: { 200: Ok(Type.Array(TrunkIp)) } },
     }, async (req) => ok((await calls.repo.listTrunkIps(req.principal!.accountId)).map((r) => ({ ...r, createdAt: r.createdAt.toISOString() }))));
 
     app.post('/sip/trunk-ips', {
       config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true, grants: ['voice:send'] } },
       schema: {
-        tags: ['SIP trunks'],
+        tags: ['Interconnections'],
         summary: 'Whitelist a source address for SIP trunk calls',
         description:
           'Every call from a whitelisted address bills this account without digest authentication (attribution step 1), ' +
@@ -181,7 +181,7 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
 
     app.delete('/sip/trunk-ips/:id', {
       config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true } },
-      schema: { tags: ['SIP trunks'], summary: 'Remove a whitelisted address', params: Type.Object({ id: Uuid() }), response: { 200: Ok(Type.Object({ deleted: Type.Boolean() })) } },
+      schema: { tags: ['Interconnections'], summary: 'Remove a whitelisted address', params: Type.Object({ id: Uuid() }), response: { 200: Ok(Type.Object({ deleted: Type.Boolean() })) } },
     }, async (req) => {
       if (!(await calls.repo.removeTrunkIp(req.principal!.accountId, req.params.id))) throw notFound('Trunk address');
       return ok({ deleted: true });
@@ -190,7 +190,7 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
     app.post('/purchases/:id/sip-credentials', {
       config: { access: { auth: 'required', scope: 'purchases:write', denyTestKeys: true, grants: ['voice:send'] } },
       schema: {
-        tags: ['SIP trunks'],
+        tags: ['Interconnections'],
         summary: 'Issue (or rotate) the SIP credentials of a route purchase',
         description:
           `Calls authenticated with these credentials bill the purchasing account and take this route first (attribution step 2). ` +

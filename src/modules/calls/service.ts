@@ -1,10 +1,11 @@
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
+import { LRUCache } from 'lru-cache';
 import postgres from 'postgres';
 import { Counter, register } from 'prom-client';
 import type { Config } from '../../config/schema.js';
 import type { Db, Sql } from '../../db/connection.js';
-import { AppError } from '../../http/errors.js';
+import { AppError, SqlState } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Counters } from '../../platform/counters.js';
@@ -104,7 +105,8 @@ export function createCallsService(deps: CallsDeps) {
   const repo = createCallsRepo(sql, { ipCacheMs: credentialMs, now: () => clock.now().getTime() });
   const sipUsers = createTtlCache<string, Awaited<ReturnType<TrunkPolicy['lookupSipUser']>>>(credentialMs, clock);
   const live = new Map<string, LiveCall>();
-  // Refused trunk calls by cause (issue 8: "over a limit the call is refused ... and counted").
+  // Refused trunk calls by cause: a call over a limit is refused and counted, so the limit that
+  // turns calls away shows.
   const refused = new Map<string, number>();
   const refusedMetric = (register.getSingleMetric('svc_sip_calls_refused_total') as Counter<'cause'> | undefined) ??
     new Counter({ name: 'svc_sip_calls_refused_total', help: 'SIP trunk calls refused before routing, by cause', labelNames: ['cause'] });
@@ -185,7 +187,7 @@ export function createCallsService(deps: CallsDeps) {
   }
 
   /**
-   * Admits a call placed through the API (issue 6) in the same counters as trunk calls: the paying
+   * Admits a call placed through the API in the same counters as trunk calls: the paying
    * sub-account's `maxConcurrentCalls`, the account's cap on concurrent API calls (`api:`), then
    * each route's capacity and calls per second. The slots count in `liveSlots` until released.
    */
@@ -219,17 +221,14 @@ export function createCallsService(deps: CallsDeps) {
 
   // Payers seen capped on a UTC day (a hold refused or a settlement reached the cap), and the
   // available balance each payer's last hold left: hints only, the ledger functions decide.
-  const capSuspects = new Map<string, string>();
-  const availableHints = new Map<string, Decimal>();
+  // Bounded against a flood of distinct payers: the least recently used hint goes first.
+  const capSuspects = new LRUCache<string, string>({ max: 50_000 });
+  const availableHints = new LRUCache<string, Decimal>({ max: 50_000 });
   const utcDay = () => clock.now().toISOString().slice(0, 10);
-  // SVC01 from ledger_cap_check (migration 010) rather than from an available balance too small.
-  const isCapRefusal = (err: Error) => err.message.includes('daily spend cap');
   const hintAvailable = (payer: string, available: string) => {
-    if (availableHints.size >= 50_000) availableHints.clear();
     availableHints.set(payer, new Decimal(available));
   };
   const capReachedBy = (payer: string) => {
-    if (capSuspects.size >= 50_000) capSuspects.clear();
     capSuspects.set(payer, utcDay());
   };
 
@@ -327,7 +326,7 @@ export function createCallsService(deps: CallsDeps) {
           break;
         } catch (err) {
           // A statement that failed wrote nothing (the posting key's claim included): tried again from the balance.
-          if (!exact && err instanceof postgres.PostgresError && err.code === 'SVC01' && !isCapRefusal(err)) {
+          if (!exact && err instanceof postgres.PostgresError && err.code === SqlState.INSUFFICIENT_BALANCE) {
             exact = true;
             continue;
           }
@@ -337,11 +336,11 @@ export function createCallsService(deps: CallsDeps) {
     } catch (err) {
       live.delete(callGroupId);
       await releaseSlots(slots);
-      if (err instanceof postgres.PostgresError && err.code === 'SVC01') {
-        if (isCapRefusal(err)) {
-          capReachedBy(payer);
-          return refuse('daily-cap', 403, 'Daily spend cap reached until the next UTC day');
-        }
+      if (err instanceof postgres.PostgresError && err.code === SqlState.DAILY_CAP) {
+        capReachedBy(payer);
+        return refuse('daily-cap', 403, 'Daily spend cap reached until the next UTC day');
+      }
+      if (err instanceof postgres.PostgresError && err.code === SqlState.INSUFFICIENT_BALANCE) {
         availableHints.delete(payer);
         return refuse('balance', 402, 'Insufficient balance');
       }
@@ -497,7 +496,7 @@ export function createCallsService(deps: CallsDeps) {
   // Holds of a few ms share one transaction: each held its payer's ledger row from the hold to its
   // own commit, so one busy payer's calls queued one commit (a WAL flush) apart, however idle the
   // CPU. A batch locks each payer's row once (ledger_hold_many) and commits once. The outcome of
-  // each call is its own: a refused hold is that call's SVC01, as ledger_hold throws it.
+  // each call is its own: a refused hold is that call's SVC01 or SVC04, as ledger_hold throws it.
   interface HoldJob { call: TrunkCallInsert; hold: TrunkHoldInput; out?: TrunkHeld | Refusal | Error }
   const holdJobs = createWindowBatcher<HoldJob>({
     windowMs: BATCH_WINDOW_MS,

@@ -14,7 +14,7 @@ import { createCommsCallsService, type CommsCallsDeps } from './service.js';
 const HEARTBEAT_MS = 30_000;
 
 /**
- * Calls placed through the API (issue 6): POST/GET /comms/calls over the SIP stack the calls
+ * Calls placed through the API: POST/GET /comms/calls over the SIP stack the calls
  * module runs (`getStack`, null until it is up) and the native media plane, started on first use.
  */
 export function buildCommsCallsModule(

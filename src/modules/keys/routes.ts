@@ -68,7 +68,7 @@ export function keysRoutes(keys: KeysService) {
     app.get('/account/api-usage', {
       config: { access: { auth: 'required', scope: 'account:read' } },
       schema: {
-        tags: ['API keys'],
+        tags: ['API usage'],
         summary: 'Requests per API key per UTC day',
         querystring: Type.Object({
           keyId: Type.Optional(Uuid()),

@@ -16,7 +16,7 @@ export type { Candidate, CandidateQuery, QualitySource, SipEndpoint } from './ro
 export { createCdrQualitySource } from './quality.js';
 
 /**
- * The marketplace (issue 4): listings and rate decks, purchases and routing order, Smart Routing.
+ * The marketplace: listings and rate decks, purchases and routing order, Smart Routing.
  * `services.routing.candidatesFor` is what the call and SMS paths use.
  */
 export function buildMarketplaceModules(core: CoreDeps, opts: { quality?: QualitySource } = {}) {

@@ -6,7 +6,7 @@ import type { Routing } from './routing.js';
 import { MAX_BULK_ROUTES, ROUTE_SORTS } from './service.js';
 import type { RoutesService } from './service.js';
 
-const TAGS = ['Routes'];
+const TAGS = ['Marketplace routes'];
 const READ = { auth: 'required', scope: 'routes:read' } as const;
 const WRITE = { auth: 'required', scope: 'routes:write' } as const;
 
@@ -317,7 +317,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
     app.get('/routes/:id/rates', {
       config: { access: READ },
       schema: {
-        tags: TAGS,
+        tags: ['Rate sheets'],
         summary: 'Rates in force (with each network\'s price on per-network SMS sheets)',
         params: Id,
         querystring: Type.Object({ ...OffsetQuery(100, 1000), prefix: Type.Optional(Type.String({ pattern: '^\\d{1,15}$' })) }),
@@ -330,7 +330,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
       // A 200,000-row CSV is around 8 MB.
       bodyLimit: 48 * 1024 * 1024,
       schema: {
-        tags: TAGS,
+        tags: ['Rate sheets'],
         summary: 'Upload a rate sheet (CSV text or JSON rows)',
         description: SHEET_DOC,
         params: Id,
@@ -346,13 +346,13 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
 
     app.get('/routes/:id/rate-changes', {
       config: { access: READ },
-      schema: { tags: TAGS, summary: 'Scheduled increases and removals of an own route', params: Id, response: { 200: Ok(Type.Array(RateChange)) } },
+      schema: { tags: ['Rate sheets'], summary: 'Scheduled increases and removals of an own route', params: Id, response: { 200: Ok(Type.Array(RateChange)) } },
     }, async (req) => ok(await routes.rateChanges(req.params.id, req.principal!.accountId)));
 
     app.post('/routes/:id/rate-changes/flat', {
       config: { access: WRITE },
       schema: {
-        tags: TAGS,
+        tags: ['Rate sheets'],
         summary: 'Change every rate in force by an amount or a percentage',
         description:
           'Exactly one of `amount` (6-place money string, negative lowers) or `percent` (e.g. 10 or -5). Every row in force, ' +
@@ -372,7 +372,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
     app.post('/routes/:id/rate-changes/:changeId/cancel', {
       config: { access: WRITE },
       schema: {
-        tags: TAGS,
+        tags: ['Rate sheets'],
         summary: 'Withdraw a scheduled increase or removal before it takes effect',
         params: Type.Object({ id: Uuid(), changeId: Uuid() }),
         response: { 200: Ok(Type.Object({ id: Uuid(), status: Type.Literal('cancelled') })) },
@@ -382,7 +382,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
     app.post('/routes/:id/access', {
       config: { access: WRITE },
       schema: {
-        tags: TAGS,
+        tags: ['Route access'],
         summary: 'Grant another account access to a private route',
         params: Id,
         body: Type.Object({ accountId: Uuid() }, { additionalProperties: false }),
@@ -393,7 +393,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
     app.delete('/routes/:id/access/:accountId', {
       config: { access: WRITE },
       schema: {
-        tags: TAGS,
+        tags: ['Route access'],
         summary: 'Revoke an access grant',
         params: Type.Object({ id: Uuid(), accountId: Uuid() }),
         response: { 200: Ok(Type.Object({ routeId: Uuid(), accountId: Uuid() })) },

@@ -32,7 +32,7 @@ export function optionsFrom(config: Readonly<Config>): SmsOptions {
 }
 
 /**
- * SMS (issue 5): POST/GET /comms/sms and bulk, receipts from supplier SMPP binds kept per route,
+ * SMS: POST/GET /comms/sms and bulk, receipts from supplier SMPP binds kept per route,
  * a sweep that expires overdue receipts, and the customer SMPP server on `[smpp]` (plain port;
  * the TLS port needs `smppTls`, key and certificate, from the daemon).
  */

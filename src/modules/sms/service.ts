@@ -1,5 +1,5 @@
 /**
- * SMS sending (spec "SMS message", "Voice and SMS"; issue 5): validation, segments, network look-up,
+ * SMS sending (spec "SMS message", "Voice and SMS"): validation, segments, network look-up,
  * routing, the hold → settle / release money path, supplier submission over SMPP binds kept per
  * route, receipts (delivered, failed and refunded), receipt expiry, and test-key simulation.
  */
@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Db, Sql } from '../../db/connection.js';
-import { AppError, notFound, ruleError, validationError, type ErrorDetail } from '../../http/errors.js';
+import { AppError, fromSqlState, isLedgerRefusal, notFound, ruleError, validationError, type ErrorDetail } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import {
   isRefusal, refusalError, type ChargeInput, type ChargeResult, type HoldInput, type HoldResult, type Refusal, type SettleInput, type SettleResult,
@@ -170,7 +170,7 @@ export function createSmsService(deps: SmsDeps) {
       },
     },
   });
-  /** A refused batch item (posted nothing) fails its own send only, with the single function's SVC01 error. */
+  /** A refused batch item (posted nothing) fails its own send only, with the single function's SVC01 or SVC04 error. */
   const paid = <T>(r: T | Refusal): T => {
     if (isRefusal(r)) throw new JobRefused(refusalError(r));
     return r;
@@ -573,9 +573,9 @@ export function createSmsService(deps: SmsDeps) {
           out[job.i] = { to: job.to, success: r.status === 'sent', messageId: r.messageId, status: r.status, segments: r.segments, cost: r.cost,
             ...(r.errorCode ? { error: { code: r.errorCode, message: 'The route did not accept the message' } } : {}) };
         } catch (err) {
-          if (!(err instanceof AppError) && !isRuleSqlError(err)) throw err;
-          const e = err instanceof AppError ? { code: err.code, message: err.message } : { code: 'VALIDATION_ERROR', message: (err as Error).message };
-          out[job.i] = { to: job.to, success: false, error: e };
+          const e = err instanceof AppError ? err : isLedgerRefusal(err) ? fromSqlState((err as { code: string }).code, (err as Error).message) : null;
+          if (!e) throw err;
+          out[job.i] = { to: job.to, success: false, error: { code: e.code, message: e.message } };
         }
       }
     };
@@ -609,12 +609,6 @@ export function createSmsService(deps: SmsDeps) {
       money.close();
     },
   };
-}
-
-/** The ledger's refusals (insufficient balance, invalid amount, unknown account) arrive as PostgresError SVC0x. */
-function isRuleSqlError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^SVC0[123]$/.test(code);
 }
 
 export type SmsService = ReturnType<typeof createSmsService>;

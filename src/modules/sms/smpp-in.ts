@@ -1,12 +1,12 @@
 /**
- * Customer SMPP binds (issue 5): credentials per account, and the bridge from the messaging
+ * Customer SMPP binds: credentials per account, and the bridge from the messaging
  * plane's SMPP server to the same send path as POST /comms/sms (history `smpp_sms`), with final
  * receipts going back as deliver_sm.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db, Sql } from '../../db/connection.js';
-import { AppError, ruleError } from '../../http/errors.js';
+import { AppError, fromSqlState, InsufficientBalanceError, ruleError } from '../../http/errors.js';
 import { createSmppServer, SMPP_STATUS, type SmppServer, type SmppSubmission, type SmppSubmitResult } from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
@@ -58,9 +58,9 @@ export type SmppCredentialsService = ReturnType<typeof createSmppCredentials>;
 /** submit_sm statuses for send refusals (messaging README's suggested table). */
 export function statusForError(err: unknown): number {
   const code = (err as { code?: unknown } | null)?.code;
-  if (code === 'SVC01') return ESME_X_NO_CREDIT;
+  const fromLedger = typeof code === 'string' && !(err instanceof AppError) ? fromSqlState(code, String((err as Error).message)) : null;
+  if (err instanceof InsufficientBalanceError || fromLedger instanceof InsufficientBalanceError) return ESME_X_NO_CREDIT;
   if (err instanceof AppError && err.code === 'VALIDATION_ERROR') {
-    if (/^Insufficient balance/.test(err.message)) return ESME_X_NO_CREDIT;
     const paths = Array.isArray(err.details) ? err.details.map((d) => d.path) : [];
     if (paths.includes('from')) return SMPP_STATUS.ESME_RINVSRCADR;
     return SMPP_STATUS.ESME_RINVDSTADR;

@@ -19,7 +19,7 @@ export function smppCredentialRoutes(credentials: SmppCredentialsService, applic
     app.post('/account/smpp-credentials', {
       config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true, grants: ['sms:send'] } },
       schema: {
-        tags: ['SMS'],
+        tags: ['Interconnections'],
         summary: 'Issue SMPP credentials (the password is shown once)',
         description:
           'Customers bind as transmitter, receiver or transceiver with these credentials; submit_sm goes through the same ' +

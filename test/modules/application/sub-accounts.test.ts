@@ -128,7 +128,7 @@ t.test('list filters, bulk create, totals, settings, daily cap suspension and an
   t.equal(c2.capReached, true);
   await ledger.charge({ postingKey: 'g1', accountId: gamma!.id, amount: '6.000000', relatedEntityType: 'call' });
   const blocked = await ledger.charge({ postingKey: 'a3', accountId: alpha!.id, amount: '0.100000' }).catch((e: { code: string }) => e.code);
-  t.equal(blocked, 'SVC01', 'suspended for the rest of the day');
+  t.equal(blocked, 'SVC04', 'suspended for the rest of the day');
   const a = await call(d, 'GET', `/application/sub-accounts/${alpha!.id}`, op.key);
   t.match(a.json.data, { status: 'suspended', autoSuspended: true, balance: '15.900000' });
   t.equal((await call(d, 'GET', '/application/sub-accounts?status=suspended', op.key)).json.total, 1);

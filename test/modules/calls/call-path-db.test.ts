@@ -5,7 +5,7 @@ import type { CallEndedEvent } from '../../../src/telephony/sip/b2bua.js';
 import { createWorld, eventually } from './world.js';
 
 /**
- * The database side of trunk calls (issue 8, PostgreSQL time per call), driven through the trunk
+ * The database side of trunk calls (the PostgreSQL time each call costs), driven through the trunk
  * policy the B2BUA calls, against the real database: calls ending together share one transaction
  * and still each get their CDR and exact charge; when the shared transaction fails, every call is
  * written again on its own, so one bad call costs nothing to the others. Payer terms and route

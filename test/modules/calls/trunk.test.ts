@@ -307,6 +307,21 @@ ${auth}Content-Length: 0
     t.same(await balance(w, sub.id).then((b) => [b.balance, b.held]), ['4.998037', '0.000000'], 'nothing held or charged');
   });
 
+  await t.test('sub-account daily spend cap reached by an SMS charge: the call\'s hold is refused by SQLSTATE, 403 and counted', async (t) => {
+    const number = '444300000001';
+    const uas = await uasAnswer(t, number);
+    await w.route({ port: uas.port, prefix: '4443', rate: '0.013700' });
+    const sub = await w.sub({ markupPct: '25', fund: '5.000000', dailySpendCap: '0.010000' });
+    // Spent outside the calls module: no call of this payer has seen the cap, so only the hold refuses.
+    const charged = await w.d.modules.services.ledger.charge({ postingKey: `cap-sms-${sub.id}`, accountId: sub.id, amount: '0.010000', relatedEntityType: 'sms' });
+    t.equal(charged.capReached, true);
+    const before = w.d.modules.services.calls.refusals()['daily-cap'] ?? 0;
+    const refusedRun = await uac(t, w.sipPort, uacScenario('uac-tail-final.xml', { FINAL: '403', FINAL_CHECK: 'Reason: SIP;cause=403;text="Daily spend cap' }), number, sub.sipUsername, sub.sipPassword);
+    await expectExit(t, refusedRun, 'the call got 403 with the daily-cap Reason');
+    t.equal(w.d.modules.services.calls.refusals()['daily-cap'], before + 1, 'counted as a daily cap, not as a balance refusal');
+    t.same(await balance(w, sub.id).then((b) => [b.balance, b.held]), ['4.990000', '0.000000'], 'nothing held or charged');
+  });
+
   await t.test('GET /billing/cdrs: JSON pages and CSV', async (t) => {
     const page = await w.api('GET', '/billing/cdrs?limit=2', w.operator.token);
     t.equal(page.status, 200, page.text);

@@ -8,7 +8,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { buildApp, type App } from './http/app.js';
 import { createAuthenticator } from './http/auth.js';
-import { createRateLimiters } from './http/rate-limit.js';
+import { createFailedAuthGuard, createRateLimiters } from './http/rate-limit.js';
 import { loadTls } from './http/tls.js';
 import { buildModules, type Modules } from './modules/index.js';
 import { systemClock, type Clock } from './platform/clock.js';
@@ -100,6 +100,7 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
       log,
       authenticator: createAuthenticator({ accounts, keys }),
       limiters: createRateLimiters(redis),
+      failedAuth: createFailedAuthGuard(redis, { points: config.auth.failed_auth_per_source, seconds: config.auth.failed_auth_window_seconds }),
       idempotency: modules.idempotency,
       modules: modules.list,
       tls,

@@ -35,6 +35,8 @@ export interface Access {
   scope?: Scope;
   fullAccessOnly?: boolean;
   denyTestKeys?: boolean;
+  /** Open to a session whose account must change its password (change-password, logout). */
+  whilePasswordChangeRequired?: boolean;
 }
 
 export interface Principal {
@@ -48,6 +50,8 @@ export interface Principal {
   /** null: full access (every scope except webhooks:write). */
   scopes: ReadonlySet<Scope> | null;
   webhooksWrite: boolean;
+  /** A session of an account signed in with a one-time password: it may only change it. */
+  mustChangePassword?: boolean;
 }
 
 /** Sessions hold every scope; full-access keys every scope but `webhooks:write`, which must be chosen. */

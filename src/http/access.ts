@@ -79,5 +79,6 @@ export function describeAccess(a: Access): string {
   if (a.scope) parts.push(`Scoped keys need \`${a.scope}\`.`);
   if (a.fullAccessOnly) parts.push('Full-access only: scoped keys are refused with 403.');
   if (a.denyTestKeys) parts.push('Test keys are refused with 403 TEST_KEY_NOT_ALLOWED.');
+  if (a.whilePasswordChangeRequired) parts.push('Open to a session that must change its password (elsewhere it gets 403 PASSWORD_CHANGE_REQUIRED).');
   return parts.join(' ');
 }

@@ -70,7 +70,7 @@ export function accountsRoutes(accounts: AccountsService, loginLimit: number) {
     }, async (req) => tokensOut(await accounts.login(req.body.email, req.body.password, meta(req))));
 
     app.post('/auth/refresh', {
-      config: { access: { auth: 'public' }, rateLimit: { points: loginLimit * 6, seconds: 60 } },
+      config: { access: { auth: 'public', whilePasswordChangeRequired: true }, rateLimit: { points: loginLimit * 6, seconds: 60 } },
       schema: {
         tags: ['Authentication'],
         summary: 'Exchange a refresh token for a new access token and refresh token',

@@ -19,6 +19,8 @@ import { startMetricsServer, type MetricsServer } from './platform/metrics.js';
 export interface FirstStart {
   email: string;
   password: string;
+  /** The one-time password signs in once, before this time, and must then be changed. */
+  passwordExpiresAt: Date;
   testKey: string;
 }
 
@@ -92,7 +94,7 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
     const boot = await accounts.bootstrapOperator(config.bootstrap.operator_email);
     if (boot) {
       const { secret } = await keys.create(boot.account.id, { name: 'first-start test key', mode: 'test' });
-      firstStart = { email: boot.account.email!, password: boot.password, testKey: secret };
+      firstStart = { email: boot.account.email!, password: boot.password, passwordExpiresAt: boot.account.passwordExpiresAt!, testKey: secret };
     }
 
     const app = await buildApp({

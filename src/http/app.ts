@@ -80,6 +80,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     trustProxy: proxies.length ? proxies : false,
     return503OnClosing: true,
     clientErrorHandler: answerClientError,
+    // The router's own refusals (an over-long path value, a malformed URL) in the envelope too.
+    frameworkErrors: (err, _req, reply) => {
+      void sendError(err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? invalidInput('A value in the path is too long') : badRequest('Malformed URL'), reply);
+    },
     ajv: { customOptions: { allErrors: true, coerceTypes: 'array', useDefaults: true, removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 

@@ -12,6 +12,10 @@ t.test('oversized query string and bodiless refresh answer in the error envelope
   t.same(Object.keys(big.json.error), ['code', 'message'], 'the envelope and nothing else');
   t.match(big.headers['x-request-id'], /^[0-9a-f-]{36}$/);
 
+  const longId = await d.https('GET', `/comms/calls/${'1'.repeat(300)}`, { token: d.firstStart!.testKey });
+  t.equal(longId.status, 400);
+  t.match(longId.json, { success: false, error: { code: 'INVALID_INPUT' } });
+
   const bare = await d.https('POST', '/auth/refresh');
   t.equal(bare.status, 401, bare.text);
   t.equal(bare.json.error.code, 'MISSING_TOKEN');

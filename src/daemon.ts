@@ -8,7 +8,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { buildApp, type App } from './http/app.js';
 import { createAuthenticator } from './http/auth.js';
-import { createRateLimiters } from './http/rate-limit.js';
+import { createFailedAuthGuard, createRateLimiters } from './http/rate-limit.js';
 import { loadTls } from './http/tls.js';
 import { buildModules, type Modules } from './modules/index.js';
 import { systemClock, type Clock } from './platform/clock.js';
@@ -19,6 +19,8 @@ import { startMetricsServer, type MetricsServer } from './platform/metrics.js';
 export interface FirstStart {
   email: string;
   password: string;
+  /** The one-time password signs in once, before this time, and must then be changed. */
+  passwordExpiresAt: Date;
   testKey: string;
 }
 
@@ -92,7 +94,7 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
     const boot = await accounts.bootstrapOperator(config.bootstrap.operator_email);
     if (boot) {
       const { secret } = await keys.create(boot.account.id, { name: 'first-start test key', mode: 'test' });
-      firstStart = { email: boot.account.email!, password: boot.password, testKey: secret };
+      firstStart = { email: boot.account.email!, password: boot.password, passwordExpiresAt: boot.account.passwordExpiresAt!, testKey: secret };
     }
 
     const app = await buildApp({
@@ -100,6 +102,7 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
       log,
       authenticator: createAuthenticator({ accounts, keys }),
       limiters: createRateLimiters(redis),
+      failedAuth: createFailedAuthGuard(redis, { points: config.auth.failed_auth_per_source, seconds: config.auth.failed_auth_window_seconds }),
       idempotency: modules.idempotency,
       modules: modules.list,
       tls,

@@ -83,6 +83,7 @@ function printFirstStart(f: FirstStart, port: number) {
       ' svc-exchange first start: an operator account was created.',
       ` e-mail:             ${f.email}`,
       ` one-time password:  ${f.password}`,
+      `   (signs in once, until ${f.passwordExpiresAt.toISOString()}; then set your own with POST /api/v1/auth/change-password)`,
       ` test API key:       ${f.testKey}`,
       '',
       ' Try it (the certificate is self-signed, hence -k):',

@@ -51,6 +51,12 @@ export const ConfigSchema = Type.Object({
     refresh_token_ttl_days: Type.Integer({ minimum: 1, maximum: 365, default: 30 }),
     login_attempts_per_minute: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
     credential_cache_seconds: Type.Integer({ minimum: 0, maximum: 300, default: 5 }),
+    login_max_failures_per_email: Type.Integer({ minimum: 1, maximum: 1000, default: 5 }),
+    login_failure_window_minutes: Type.Integer({ minimum: 1, maximum: 1440, default: 15 }),
+    login_lockout_max_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 900 }),
+    failed_auth_per_source: Type.Integer({ minimum: 1, maximum: 100000, default: 30 }),
+    failed_auth_window_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 60 }),
+    one_time_password_hours: Type.Integer({ minimum: 1, maximum: 720, default: 24 }),
   }),
   limits: Type.Object({
     default_per_second: Type.Integer({ minimum: 1, maximum: 1000000, default: 100 }),

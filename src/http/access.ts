@@ -47,6 +47,8 @@ export interface Access {
    * broader than itself.
    */
   grants?: readonly Scope[];
+  /** Open to a session whose account must change its password (change-password, logout). */
+  whilePasswordChangeRequired?: boolean;
 }
 
 const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -69,6 +71,8 @@ export interface Principal {
   /** null: full access (every scope except webhooks:write). */
   scopes: ReadonlySet<Scope> | null;
   webhooksWrite: boolean;
+  /** A session of an account signed in with a one-time password: it may only change it. */
+  mustChangePassword?: boolean;
 }
 
 /** Sessions hold every scope; full-access keys every scope but `webhooks:write`, which must be chosen. */
@@ -103,5 +107,6 @@ export function describeAccess(a: Access, method = 'GET'): string {
     if (policy === 'refused') parts.push('Test keys are refused with 403 TEST_KEY_NOT_ALLOWED.');
     if (policy === 'simulated') parts.push('Test keys are simulated against test credit: no live traffic, no live balance.');
   }
+  if (a.whilePasswordChangeRequired) parts.push('Open to a session that must change its password (elsewhere it gets 403 PASSWORD_CHANGE_REQUIRED).');
   return parts.join(' ');
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Server as HttpsServer } from 'node:https';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -13,7 +14,7 @@ import type { Authenticator } from './auth.js';
 import { ErrorEnvelope } from './envelope.js';
 import { AppError, ErrorCodes, badRequest, forbidden, fromSqlState, invalidInput, unauthorized, type ErrorDetail } from './errors.js';
 import type { IdempotencyStore } from './idempotency.js';
-import type { RateLimit, RateLimiters } from './rate-limit.js';
+import type { FailedAuthGuard, RateLimit, RateLimiters } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -53,6 +54,8 @@ export interface AppDeps {
   log: Logger;
   authenticator: Authenticator;
   limiters: RateLimiters;
+  /** Failed authentications per source address; without it they are not limited. */
+  failedAuth?: FailedAuthGuard;
   idempotency: IdempotencyStore;
   modules: ApiModule[];
   tls: { key: string | Buffer; cert: string | Buffer } | null;
@@ -76,6 +79,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     bodyLimit: config.http.body_limit_bytes,
     trustProxy: proxies.length ? proxies : false,
     return503OnClosing: true,
+    clientErrorHandler: answerClientError,
+    // The router's own refusals (an over-long path value, a malformed URL) in the envelope too.
+    frameworkErrors: (err, _req, reply) => {
+      void sendError(err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? invalidInput('A value in the path is too long') : badRequest('Malformed URL'), reply);
+    },
     ajv: { customOptions: { allErrors: true, coerceTypes: 'array', useDefaults: true, removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
@@ -148,12 +156,24 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     }
   });
 
+  const authenticate = async (req: FastifyRequest) => {
+    const header = req.headers.authorization;
+    if (!deps.failedAuth || header === undefined || header === '') return deps.authenticator.authenticate(header);
+    await deps.failedAuth.check(req.ip);
+    try {
+      return await deps.authenticator.authenticate(header);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'UNAUTHORIZED') await deps.failedAuth.failed(req.ip);
+      throw err;
+    }
+  };
+
   app.addHook('onRequest', async (req) => {
     if (config.http.tls_mode === 'proxy') requireForwardedHttps(req, proxies);
     if (!req.url.startsWith(API_PREFIX)) return;
     const access = req.routeOptions.config.access;
     if (!access) return; // unknown path: the 404 handler answers
-    req.principal = await deps.authenticator.authenticate(req.headers.authorization);
+    req.principal = await authenticate(req);
     enforceAccess(access, req.principal, req.method);
     const who = req.principal?.credentialId ?? `ip:${req.ip}`;
     await deps.limiters.consume('default', { points: config.limits.default_per_second, seconds: 1 }, who);
@@ -225,7 +245,32 @@ function requireForwardedHttps(req: FastifyRequest, proxies: readonly string[]) 
   }
 }
 
+/**
+ * Errors Node's HTTP parser meets before any request exists (oversized request line or headers,
+ * a request that never finished, malformed HTTP): answered in the error envelope and closed.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const e = err.code === 'HPE_HEADER_OVERFLOW'
+    ? new AppError('HEADERS_TOO_LARGE', 'The request line or headers are too large; send long values in the body')
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new AppError('REQUEST_TIMEOUT', 'The request did not arrive in time')
+      : badRequest('Malformed HTTP request');
+  const body = JSON.stringify({ success: false, error: { code: e.code, message: e.message } });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
+}
+
 function enforceAccess(access: Access, p: Principal | null, method: string) {
+  // A session signed in with a one-time password may only replace it (and sign out).
+  if (p?.mustChangePassword && p.kind === 'session' && !access.whilePasswordChangeRequired) {
+    throw new AppError('PASSWORD_CHANGE_REQUIRED', 'This account must change its password first: POST /auth/change-password');
+  }
   if (access.auth === 'public' || (access.auth === 'optional' && !p)) return;
   if (!p) throw unauthorized('A session token or API key is required (Authorization: Bearer ...)');
   if (access.auth === 'session' && p.kind !== 'session') {

@@ -14,6 +14,46 @@ export interface RateLimiters {
 }
 
 /**
+ * One window store, in Redis when configured (shared by every daemon) with an in-process
+ * insurance during a Redis outage, else in process.
+ */
+export function createWindow(redis: Redis | null, o: { keyPrefix: string; points: number; seconds: number }): RateLimiterAbstract {
+  const base = { keyPrefix: o.keyPrefix, points: o.points, duration: o.seconds };
+  return redis ? new RateLimiterRedis({ ...base, storeClient: redis, insuranceLimiter: new RateLimiterMemory(base) }) : new RateLimiterMemory(base);
+}
+
+/** RATE_LIMITED for a window's refusal; anything else (a store failure) is passed on. */
+export function refusal(res: unknown): never {
+  if (res instanceof RateLimiterRes) throw rateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
+  throw res;
+}
+
+/**
+ * Failed authentications per source address (invalid session tokens and API keys), shared by
+ * every daemon through Redis. An address over the limit is refused before its credential is
+ * looked at, so guessing keys costs neither a database look-up nor a verdict.
+ */
+export interface FailedAuthGuard {
+  /** RATE_LIMITED when `source` has failed too often in the window; counts nothing. */
+  check(source: string): Promise<void>;
+  /** Counts one failed authentication of `source`. */
+  failed(source: string): Promise<void>;
+}
+
+export function createFailedAuthGuard(redis: Redis | null, limit: RateLimit): FailedAuthGuard {
+  const window = createWindow(redis, { keyPrefix: 'svc:authfail', points: limit.points, seconds: limit.seconds });
+  return {
+    async check(source) {
+      const res = await window.get(source);
+      if (res && res.consumedPoints >= limit.points && res.msBeforeNext > 0) refusal(res);
+    },
+    async failed(source) {
+      await window.penalty(source, 1);
+    },
+  };
+}
+
+/**
  * Fixed windows per credential and bucket, in Redis when configured (shared by every daemon)
  * or in process. A Redis outage falls back to in-process windows for ordinary routes;
  * `strict` buckets (route checks) answer 503 instead, as the spec asks.

@@ -52,7 +52,9 @@ t.test('first start on the embedded defaults', async (t) => {
   t.ok(ready, `daemon started and printed its first-start credentials\n${out.slice(-2000)}`);
   if (!ready) return;
   const key = /test API key:\s+(svc_test_sk_\S+)/.exec(out)![1]!;
-  t.match(out, /one-time password:\s+\S{20}/);
+  const password = /one-time password:\s+(\S{20})/.exec(out)?.[1];
+  t.ok(password, 'the one-time password is printed');
+  t.equal(out.split(password!).length - 1, 1, 'printed once, never logged');
   const port = Number(/"ports":\{"http":(\d+)/.exec(out)![1]);
   t.notMatch(out.split('\n').filter((l) => l.startsWith('{')).join('\n'), key, 'the key never reaches the JSON log');
   const res = await httpsCall(`https://127.0.0.1:${port}/api/v1/account`, 'GET', undefined, { token: key, insecure: true });

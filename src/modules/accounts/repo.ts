@@ -5,6 +5,8 @@ export interface AccountRow {
   email: string | null;
   passwordHash: string | null;
   mustChangePassword: boolean;
+  /** A one-time password's deadline; set to the moment of use when it signs in; null: no expiry. */
+  passwordExpiresAt: Date | null;
   role: 'customer' | 'admin';
   parentId: string | null;
   status: 'draft' | 'active' | 'suspended' | 'closed';
@@ -36,12 +38,13 @@ export function createAccountsRepo(db: Db) {
       label?: string | null;
       externalRef?: string | null;
       mustChangePassword?: boolean;
+      passwordExpiresAt?: Date | null;
       status?: AccountRow['status'];
     }, tx: Db = db): Promise<AccountRow> {
       const [row] = await tx<AccountRow[]>`
-        insert into accounts (id, email, password_hash, role, parent_id, label, external_ref, must_change_password, status)
+        insert into accounts (id, email, password_hash, role, parent_id, label, external_ref, must_change_password, password_expires_at, status)
         values (${a.id}, ${a.email}, ${a.passwordHash}, ${a.role}, ${a.parentId ?? null}, ${a.label ?? null},
-                ${a.externalRef ?? null}, ${a.mustChangePassword ?? false}, ${a.status ?? 'active'})
+                ${a.externalRef ?? null}, ${a.mustChangePassword ?? false}, ${a.passwordExpiresAt ?? null}, ${a.status ?? 'active'})
         returning *`;
       return row!;
     },
@@ -58,7 +61,12 @@ export function createAccountsRepo(db: Db) {
       return Number(row!.n) > 0;
     },
     async setPassword(id: string, hash: string): Promise<void> {
-      await db`update accounts set password_hash = ${hash}, must_change_password = false, updated_at = now() where id = ${id}`;
+      await db`update accounts set password_hash = ${hash}, must_change_password = false, password_expires_at = null, updated_at = now() where id = ${id}`;
+    },
+    /** Uses up a one-time password: true for the one sign-in that found it unused and unexpired. */
+    async useOneTimePassword(id: string, now: Date): Promise<boolean> {
+      const rows = await db`update accounts set password_expires_at = ${now} where id = ${id} and password_expires_at > ${now} returning id`;
+      return rows.length === 1;
     },
     async insertSession(s: { id: string; accountId: string; refreshHash: string; expiresAt: Date; userAgent: string | null; ip: string | null }) {
       await db`

@@ -52,8 +52,17 @@ export function accountsRoutes(accounts: AccountsService, loginLimit: number) {
 
     app.post('/auth/register', {
       config: { access: { auth: 'public' }, rateLimit: { points: loginLimit, seconds: 60 } },
-      schema: { tags: ['Authentication'], summary: 'Create an account and sign in', body: Credentials, response: { 201: Ok(Tokens) } },
-    }, async (req, reply) => reply.code(201).send(tokensOut(await accounts.register(req.body.email, req.body.password, meta(req)))));
+      schema: {
+        tags: ['Authentication'],
+        summary: 'Create an account; then sign in with POST /auth/login',
+        description: 'The answer is the same whether or not the e-mail was already registered, so it cannot be used to find accounts.',
+        body: Credentials,
+        response: { 202: Ok(Type.Object({ message: Type.String() })) },
+      },
+    }, async (req, reply) => {
+      await accounts.register(req.body.email, req.body.password);
+      return reply.code(202).send(ok({ message: 'If this e-mail address was free, its account is ready: sign in with POST /auth/login' }));
+    });
 
     app.post('/auth/login', {
       config: { access: { auth: 'public' }, rateLimit: { points: loginLimit, seconds: 60 } },
@@ -61,7 +70,7 @@ export function accountsRoutes(accounts: AccountsService, loginLimit: number) {
     }, async (req) => tokensOut(await accounts.login(req.body.email, req.body.password, meta(req))));
 
     app.post('/auth/refresh', {
-      config: { access: { auth: 'public' }, rateLimit: { points: loginLimit * 6, seconds: 60 } },
+      config: { access: { auth: 'public', whilePasswordChangeRequired: true }, rateLimit: { points: loginLimit * 6, seconds: 60 } },
       schema: {
         tags: ['Authentication'],
         summary: 'Exchange a refresh token for a new access token and refresh token',
@@ -69,14 +78,36 @@ export function accountsRoutes(accounts: AccountsService, loginLimit: number) {
         body: Type.Optional(Type.Object({ refreshToken: Type.Optional(Type.String({ maxLength: 200 })) })),
         response: { 200: Ok(Tokens) },
       },
+      // No body at all is the spec's MISSING_TOKEN case, not a malformed body.
+      preValidation: async (req) => {
+        req.body ??= {};
+      },
     }, async (req) => {
       const token = req.body?.refreshToken;
       if (!token) throw new AppError('MISSING_TOKEN', 'A refresh token is required');
       return tokensOut(await accounts.refresh(token));
     });
 
+    app.post('/auth/change-password', {
+      config: { access: { auth: 'session', whilePasswordChangeRequired: true }, rateLimit: { points: loginLimit, seconds: 60 } },
+      schema: {
+        tags: ['Authentication'],
+        summary: 'Replace the password; every other session of the account ends',
+        description: 'Needed first after signing in with a one-time password: until then other operations answer 403 PASSWORD_CHANGE_REQUIRED.',
+        body: Type.Object(
+          { currentPassword: Type.String({ minLength: 1, maxLength: 200 }), newPassword: Credentials.properties.password },
+          { additionalProperties: false },
+        ),
+        response: { 200: Ok(Type.Object({ changed: Type.Boolean(), revokedSessions: Type.Integer() })) },
+      },
+    }, async (req) => {
+      const p = req.principal!;
+      const r = await accounts.changePassword({ accountId: p.accountId, sessionId: p.credentialId }, req.body.currentPassword, req.body.newPassword);
+      return ok({ changed: true, revokedSessions: r.revokedSessions });
+    });
+
     app.post('/auth/logout', {
-      config: { access: { auth: 'session' } },
+      config: { access: { auth: 'session', whilePasswordChangeRequired: true } },
       schema: { tags: ['Authentication'], summary: 'End the current session', response: { 200: Ok(Type.Object({ loggedOut: Type.Boolean() })) } },
     }, async (req) => {
       const p = req.principal!;

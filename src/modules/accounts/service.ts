@@ -1,11 +1,13 @@
+import type { Redis } from 'ioredis';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Sql } from '../../db/connection.js';
-import { AppError, conflict, unauthorized } from '../../http/errors.js';
+import { AppError, conflict, unauthorized, validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId, randomToken, sha256Hex } from '../../platform/ids.js';
 import { createTtlCache } from '../../platform/ttl-cache.js';
+import { createLoginGuard } from './login-guard.js';
 import { burnPasswordTime, hashPassword, verifyPassword } from './passwords.js';
 import { createAccountsRepo, type AccountRow } from './repo.js';
 
@@ -29,9 +31,12 @@ export function createAccountsService(deps: {
   clock: Clock;
   log: Logger;
   signingSecret: Uint8Array;
+  /** Where login failures are counted so every daemon sees them; null: in process. */
+  redis?: Redis | null;
 }) {
   const { sql, config, clock } = deps;
   const repo = createAccountsRepo(sql);
+  const guard = createLoginGuard(deps.redis ?? null, config.auth);
   const sessionCache = createTtlCache<string, { accountId: string } | null>(config.auth.credential_cache_seconds * 1000, clock);
   const accountCache = createTtlCache<string, AccountRow | null>(config.auth.credential_cache_seconds * 1000, clock);
 
@@ -65,7 +70,7 @@ export function createAccountsService(deps: {
   const service = {
     repo,
 
-    async createAccount(input: { email: string; password: string; role?: 'customer' | 'admin'; mustChangePassword?: boolean }) {
+    async createAccount(input: { email: string; password: string; role?: 'customer' | 'admin'; mustChangePassword?: boolean; passwordExpiresAt?: Date }) {
       const existing = await repo.byEmail(input.email);
       if (existing) throw conflict('An account with this e-mail already exists');
       try {
@@ -75,6 +80,7 @@ export function createAccountsService(deps: {
           passwordHash: await hashPassword(input.password),
           role: input.role ?? 'customer',
           mustChangePassword: input.mustChangePassword ?? false,
+          passwordExpiresAt: input.passwordExpiresAt ?? null,
         });
       } catch (err) {
         if ((err as { code?: string }).code === '23505') throw conflict('An account with this e-mail already exists');
@@ -82,21 +88,63 @@ export function createAccountsService(deps: {
       }
     },
 
-    async register(email: string, password: string, meta: { userAgent?: string; ip?: string }) {
-      const account = await service.createAccount({ email, password });
-      return issueSession(account.id, meta);
+    /**
+     * Creates the account when the e-mail is free; an address already registered gets the same
+     * answer after the same hashing work, so registration cannot tell which e-mails exist.
+     * The caller signs in with POST /auth/login.
+     */
+    async register(email: string, password: string): Promise<void> {
+      if (await repo.byEmail(email)) {
+        await burnPasswordTime(password);
+        return;
+      }
+      try {
+        await service.createAccount({ email, password });
+      } catch (err) {
+        // Registered by a concurrent request meanwhile: the same neutral answer.
+        if (err instanceof AppError && err.code === 'CONFLICT') return;
+        throw err;
+      }
     },
 
     async login(email: string, password: string, meta: { userAgent?: string; ip?: string }) {
+      await guard.before(email);
       const account = await repo.byEmail(email);
       if (!account?.passwordHash) {
         await burnPasswordTime(password);
+        await guard.failed(email);
         throw unauthorized('Invalid e-mail or password');
       }
-      if (!(await verifyPassword(password, account.passwordHash)) || account.status === 'closed') {
+      const good = (await verifyPassword(password, account.passwordHash)) && account.status !== 'closed';
+      // A one-time password signs in once, before its deadline.
+      if (!good || (account.passwordExpiresAt !== null && !(await repo.useOneTimePassword(account.id, clock.now())))) {
+        await guard.failed(email);
         throw unauthorized('Invalid e-mail or password');
       }
+      await guard.succeeded(email);
       return issueSession(account.id, meta);
+    },
+
+    /**
+     * Replaces the password after checking the current one (counted as a login attempt), ends
+     * every other session of the account with its refresh token, and lifts `mustChangePassword`.
+     */
+    async changePassword(claims: SessionClaims, current: string, next: string): Promise<{ revokedSessions: number }> {
+      const account = await repo.byId(claims.accountId);
+      if (!account?.passwordHash || !account.email) throw unauthorized();
+      await guard.before(account.email);
+      if (!(await verifyPassword(current, account.passwordHash))) {
+        await guard.failed(account.email);
+        throw validationError([{ path: 'currentPassword', message: 'is not the current password' }]);
+      }
+      await guard.succeeded(account.email);
+      if (next === current) throw validationError([{ path: 'newPassword', message: 'must differ from the current password' }]);
+      await repo.setPassword(account.id, await hashPassword(next));
+      accountCache.delete(account.id);
+      const ids = await repo.revokeOtherSessions(account.id, claims.sessionId, clock.now());
+      for (const id of ids) sessionCache.set(id, null);
+      deps.log.info({ accountId: account.id, revokedSessions: ids.length }, 'password changed');
+      return { revokedSessions: ids.length };
     },
 
     async refresh(refreshToken: string) {
@@ -175,7 +223,8 @@ export function createAccountsService(deps: {
     async bootstrapOperator(email: string): Promise<{ account: AccountRow; password: string } | null> {
       if (await repo.anyAdmin()) return null;
       const password = randomToken(20);
-      const account = await service.createAccount({ email, password, role: 'admin', mustChangePassword: true });
+      const passwordExpiresAt = new Date(clock.now().getTime() + config.auth.one_time_password_hours * 3600_000);
+      const account = await service.createAccount({ email, password, role: 'admin', mustChangePassword: true, passwordExpiresAt });
       return { account, password };
     },
   };

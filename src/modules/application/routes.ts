@@ -25,12 +25,22 @@ const LIMITS: Record<string, number> = {
   defaultMarkupPct: 100000, subLowBalanceThreshold: 1000000, defaultDailySpendCap: 1000000,
 };
 
+const MIN_CAP = '0.01';
+
 // String forms escape the schema's maximum; checked here with exact decimals.
 function checkRanges(body: Record<string, unknown>, prefix = ''): ErrorDetail[] {
   const bad: ErrorDetail[] = [];
   for (const [k, max] of Object.entries(LIMITS)) {
     const v = body[k];
     if (typeof v === 'string' && new Decimal(v).gt(max)) bad.push({ path: prefix + k, message: `must be at most ${max}` });
+  }
+  // A cap of 0 means "no cap" and caps are shown with 2 places: a positive cap that would read
+  // (or be stored) as 0, such as 1e-7, would silently lift the limit it was meant to set.
+  for (const k of ['dailySpendCap', 'defaultDailySpendCap']) {
+    const v = body[k];
+    if ((typeof v === 'string' || typeof v === 'number') && new Decimal(String(v)).gt(0) && new Decimal(String(v)).lt(MIN_CAP)) {
+      bad.push({ path: prefix + k, message: `must be 0 (no cap) or at least ${MIN_CAP}` });
+    }
   }
   return bad;
 }

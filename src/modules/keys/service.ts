@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Db, Sql } from '../../db/connection.js';
@@ -47,6 +46,7 @@ export function normaliseScopes(requested: readonly string[] | undefined): { sco
 
 export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; clock: Clock; log: Logger }) {
   const { sql, clock } = deps;
+  // Keyed by the hash of the whole presented secret (never by its prefix).
   const cache = createTtlCache<string, ApiKeyRow | null>(deps.config.auth.credential_cache_seconds * 1000, clock);
   // Requests are counted in memory and flushed in batches so the hot path does no write.
   const usage = new Map<string, number>();
@@ -92,7 +92,7 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
         update api_keys set revoked_at = coalesce(revoked_at, ${clock.now()})
         where id = ${id} and account_id = ${accountId} returning *`;
       if (!row) throw notFound('API key');
-      cache.set(row.prefix, null);
+      cache.set(row.secretHash, null);
       return present(row);
     },
 
@@ -115,24 +115,25 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
       const [row] = await sql<ApiKeyRow[]>`
         update api_keys set scopes = ${next.scopes}, webhooks_write = ${next.webhooksWrite}
         where id = ${id} returning *`;
-      cache.delete(row!.prefix);
+      cache.delete(row!.secretHash);
       return present(row!);
     },
 
-    /** Verifies a presented key: look-up by its public prefix, constant-time hash compare. */
+    /**
+     * Verifies a presented key by the hash of the whole secret. A look-up by the public prefix
+     * answered a known prefix (often cached) faster than an unknown one, which let a caller
+     * enumerate prefixes; by hash, every wrong key takes the same path whatever its prefix.
+     */
     async verify(token: string): Promise<VerifiedKey | null> {
       const mode = token.startsWith(TYPE_PREFIX.live) ? 'live' : token.startsWith(TYPE_PREFIX.test) ? 'test' : null;
       if (!mode || token.length !== TYPE_PREFIX[mode].length + LOOKUP_CHARS + SECRET_CHARS) return null;
-      const prefix = token.slice(0, TYPE_PREFIX[mode].length + LOOKUP_CHARS);
-      let row = cache.get(prefix);
+      const hash = sha256Hex(token);
+      let row = cache.get(hash);
       if (row === undefined) {
-        [row = null] = await sql<ApiKeyRow[]>`select * from api_keys where prefix = ${prefix} and revoked_at is null`;
-        cache.set(prefix, row);
+        [row = null] = await sql<ApiKeyRow[]>`select * from api_keys where secret_hash = ${hash} and revoked_at is null`;
+        cache.set(hash, row);
       }
       if (!row) return null;
-      const a = Buffer.from(sha256Hex(token), 'hex');
-      const b = Buffer.from(row.secretHash, 'hex');
-      if (a.length !== b.length || !timingSafeEqual(a, b)) return null;
       usage.set(row.id, (usage.get(row.id) ?? 0) + 1);
       return {
         keyId: row.id,

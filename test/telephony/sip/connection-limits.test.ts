@@ -25,6 +25,9 @@ async function connect(port: number, localAddress: string): Promise<net.Socket> 
   return sock;
 }
 
+// Not events.once: it rejects on the 'error' a reset connection emits before 'close'.
+const closedOf = (s: net.Socket): Promise<void> => new Promise((r) => s.once('close', () => r()));
+
 /** Sends an OPTIONS and resolves 'answered' on a SIP response, 'closed' when the daemon closes the connection. */
 function probe(sock: net.Socket, n: number): Promise<'answered' | 'closed'> {
   return new Promise((resolve) => {
@@ -72,7 +75,7 @@ t.test('SIP TCP: connections over the per-source and total caps are closed; HTTP
   // The TLS listener draws on the same caps: a raw connection from a capped source is closed at once.
   const tlsRaw = await connect(d.ports['sip_tls']!, '127.0.0.1');
   socks.push(tlsRaw);
-  if (!tlsRaw.destroyed) await once(tlsRaw, 'close');
+  if (!tlsRaw.destroyed) await closedOf(tlsRaw);
   t.pass('TLS connection over the cap closed');
 
   const st = await d.https('GET', '/status');
@@ -102,7 +105,7 @@ t.test('SIP TCP/TLS: a connection that sends no complete SIP message is closed a
   const tlsSilent = await connect(d.ports['sip_tls']!, '127.0.0.1');
   t.teardown(() => [silent, partial, tlsSilent].forEach((s) => s.destroy()));
   // Waits for the daemon to close them; the bound only keeps a regression from hanging the run for the old 10 minutes.
-  const closed = Promise.all([silent, partial, tlsSilent].map((s) => (s.destroyed ? undefined : once(s, 'close'))));
+  const closed = Promise.all([silent, partial, tlsSilent].map((s) => (s.destroyed ? undefined : closedOf(s))));
   let bound: NodeJS.Timeout | undefined;
   const gaveUp = new Promise<'open'>((r) => (bound = setTimeout(() => r('open'), 60_000)));
   t.equal(await Promise.race([closed.then(() => 'closed' as const), gaveUp]), 'closed', 'silent, partial and TLS-silent connections closed');

@@ -13,6 +13,7 @@ import { loadTls } from './http/tls.js';
 import { buildModules, type Modules } from './modules/index.js';
 import { systemClock, type Clock } from './platform/clock.js';
 import type { CoreDeps } from './platform/core.js';
+import { connectionCaps } from './platform/fd-budget.js';
 import { createHealthRegistry } from './platform/health.js';
 import { startMetricsServer, type MetricsServer } from './platform/metrics.js';
 
@@ -108,6 +109,12 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
       tls,
       ...(opts.version ? { version: opts.version } : {}),
     });
+    const caps = connectionCaps(config);
+    if (caps.lowered) {
+      log.warn({ fdLimit: caps.fdLimit, http: caps.http, sipTcp: caps.sipTcp, smpp: caps.smpp }, 'connection caps lowered to fit the open-file limit');
+    }
+    // Past this the listener closes new sockets at once: the API's descriptors stay within its budget.
+    app.server.maxConnections = caps.http;
     await app.listen({ host: config.http.host, port: config.http.port });
     stops.push(() => app.close());
     const ports: Record<string, number> = { http: (app.server.address() as AddressInfo).port };

@@ -36,6 +36,7 @@ export const ConfigSchema = Type.Object({
     trusted_proxies: Type.Array(Type.String(), { default: [] }),
     body_limit_bytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 1048576 }),
     public_hostname: Type.String({ default: 'localhost' }),
+    max_connections: Type.Integer({ minimum: 16, maximum: 1000000, default: 8192 }),
   }),
   database: Type.Object({
     url: Type.String({ default: '' }),
@@ -81,11 +82,20 @@ export const ConfigSchema = Type.Object({
     options_timeout_ms: Type.Integer({ minimum: 100, maximum: 32000, default: 2000 }),
     session_expires_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 1800 }),
     session_min_se_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 90 }),
+    tcp_max_connections: Type.Integer({ minimum: 1, maximum: 1000000, default: 4096 }),
+    tcp_max_per_source: Type.Integer({ minimum: 1, maximum: 1000000, default: 64 }),
+    tcp_idle_seconds: Type.Integer({ minimum: 1, maximum: 600, default: 10 }),
+    t1_ms: Type.Integer({ minimum: 10, maximum: 5000, default: 500 }),
   }),
   smpp: Type.Object({
     host: Type.String({ default: '0.0.0.0' }),
     port: Port(2775),
     tls_port: Port(3550),
+    max_connections: Type.Integer({ minimum: 1, maximum: 1000000, default: 1024 }),
+    max_per_source: Type.Integer({ minimum: 1, maximum: 1000000, default: 16 }),
+    bind_timeout_seconds: Type.Integer({ minimum: 1, maximum: 600, default: 10 }),
+    bind_lockout_failures: Type.Integer({ minimum: 1, maximum: 1000, default: 5 }),
+    bind_lockout_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 300 }),
   }),
   sms: Type.Object({
     receipt_expiry_hours: Type.Integer({ minimum: 1, maximum: 720, default: 48 }),

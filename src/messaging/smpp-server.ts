@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Clock } from '../platform/clock.js';
 import { createReassembler, readInboundPart } from './inbound.js';
 import { buildReceiptText, messageStateFor } from './receipt-text.js';
 import type { ReceiptStat } from './receipt-text.js';
+import { createBindLockout } from './bind-lockout.js';
 import { buf, bufOrUndefined, createPdu, createSmppListener, num, STATUS, str } from './smpp-lib.js';
 import type { PDU, Session } from './smpp-lib.js';
 import { encodeGsm7 } from './gsm7.js';
@@ -78,6 +79,14 @@ export interface SmppServerOptions {
   authenticate(systemId: string, password: string, remoteIp: string): Promise<SmppAccount | null>;
   onSubmit(account: SmppAccount, submission: SmppSubmission): Promise<SmppSubmitResult>;
   idleTimeoutMs: number;
+  /** A connection not bound by then is closed. Default 10 s. */
+  bindTimeoutMs?: number;
+  /** Connections open at once, plain and TLS together (counted before the TLS handshake). Default 1024. */
+  maxConnections?: number;
+  /** Connections open at once from one source address. Default 16. */
+  maxPerSource?: number;
+  /** Failed binds per system_id and per source before both are refused for lockoutMs. Default 5 in 5 minutes. */
+  lockout?: { failures: number; lockoutMs: number };
   /** Id returned for a concatenated part that is not the last one. Default: a UUID. */
   newPartId?: () => string;
   /** How long parts of an incomplete concatenated message are kept. Default 5 minutes. */
@@ -117,6 +126,9 @@ interface BindState {
   tokens: number;
   refillAt: number;
   idle: NodeJS.Timeout | null;
+  bindTimer: NodeJS.Timeout | null;
+  /** A bind is being checked: a second one on the connection is refused unchecked. */
+  binding: boolean;
   closing: boolean;
   /** Receipts written on this bind and not yet answered; failed over when the bind closes. */
   inflight: Set<(why: string) => void>;
@@ -153,6 +165,40 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
   const servers: Array<ReturnType<typeof createSmppListener>> = [];
   let sweepTimer: NodeJS.Timeout | null = null;
   let rr = 0;
+  const bindTimeoutMs = opts.bindTimeoutMs ?? 10_000;
+  const maxConnections = opts.maxConnections ?? 1024;
+  const maxPerSource = opts.maxPerSource ?? 16;
+  const lockout = createBindLockout({ ...(opts.lockout ?? { failures: 5, lockoutMs: 300_000 }), now });
+  const bySource = new Map<string, number>();
+  let connections = 0;
+
+  /** Counts a raw connection against the caps; over either it is destroyed before anything is read. */
+  function admit(sock: Socket) {
+    const ip = (sock.remoteAddress ?? '').replace(/^::ffff:/, '');
+    const fromIp = bySource.get(ip) ?? 0;
+    if (connections >= maxConnections || fromIp >= maxPerSource) {
+      log.debug({ remoteIp: ip, connections, fromIp }, 'smpp connection refused: over the connection cap');
+      sock.destroy();
+      return;
+    }
+    connections++;
+    bySource.set(ip, fromIp + 1);
+    sock.once('close', () => {
+      connections--;
+      const n = (bySource.get(ip) ?? 1) - 1;
+      if (n <= 0) bySource.delete(ip);
+      else bySource.set(ip, n);
+    });
+  }
+
+  /** Answers a bind with a failure and closes the connection: one guess per connection. */
+  function refuseBind(b: BindState, pdu: PDU) {
+    b.closing = true;
+    if (b.session.socket.destroyed) return;
+    b.session.send(pdu.response({ command_status: STATUS.ESME_RBINDFAIL }), () => b.session.socket.end());
+    const t = setTimeout(() => b.session.socket.destroy(), 1000);
+    t.unref();
+  }
 
   function respond(b: BindState, pdu: PDU, fields: Record<string, unknown> = {}) {
     if (b.session.socket.destroyed) return;
@@ -195,20 +241,31 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
       respond(b, pdu, { command_status: STATUS.ESME_RALYBND });
       return;
     }
+    if (b.binding || b.closing) return refuseBind(b, pdu);
+    b.binding = true;
     const systemId = str(pdu['system_id']);
+    if (lockout.locked(systemId, b.remoteIp)) {
+      b.log.info({ systemId }, 'smpp bind refused: locked out after failed binds');
+      return refuseBind(b, pdu);
+    }
     let account: SmppAccount | null;
     try {
       account = await opts.authenticate(systemId, str(pdu['password']), b.remoteIp);
     } catch (err) {
-      b.log.error({ err }, 'smpp authenticate failed');
-      respond(b, pdu, { command_status: STATUS.ESME_RBINDFAIL });
-      return;
+      // Not counted as a failure: the password was not checked (database or verifier unavailable).
+      b.log.warn({ err }, 'smpp authenticate failed');
+      return refuseBind(b, pdu);
     }
     if (!account) {
+      lockout.failed(systemId, b.remoteIp);
       b.log.info({ systemId }, 'smpp bind refused');
-      respond(b, pdu, { command_status: STATUS.ESME_RBINDFAIL });
-      return;
+      return refuseBind(b, pdu);
     }
+    lockout.succeeded(systemId);
+    if (b.closing || b.session.socket.destroyed) return;
+    if (b.bindTimer) clearTimeout(b.bindTimer);
+    b.bindTimer = null;
+    b.binding = false;
     b.bindType = type;
     b.systemId = systemId;
     b.account = account;
@@ -328,11 +385,22 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
       tokens: 0,
       refillAt: now(),
       idle: null,
+      bindTimer: null,
+      binding: false,
       closing: false,
       inflight: new Set(),
     };
     binds.set(bindId, b);
     touch(b);
+    // Unbound connections cost a descriptor and prove nothing: enquire_links do not keep one open.
+    b.bindTimer = setTimeout(() => {
+      // A bind being checked is ours to finish: it binds, or it is refused and the connection closed.
+      if (b.bindType || b.binding) return;
+      b.log.info({ bindTimeoutMs }, 'smpp connection not bound in time, closing');
+      b.closing = true;
+      session.socket.destroy();
+    }, bindTimeoutMs);
+    b.bindTimer.unref();
     session.on('pdu', (pdu: PDU) => onPdu(b, pdu));
     session.on('error', (err: Error) => {
       b.log.info({ err: err.message }, 'smpp session error, destroying socket');
@@ -340,6 +408,7 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
     });
     session.on('close', () => {
       if (b.idle) clearTimeout(b.idle);
+      if (b.bindTimer) clearTimeout(b.bindTimer);
       binds.delete(bindId);
       for (const fail of [...b.inflight]) fail('closed');
       b.log.info({}, 'smpp session closed');
@@ -452,7 +521,11 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
     async start() {
       const listen = (port: number, tls: SmppServerOptions['tls']) =>
         new Promise<number>((resolve, reject) => {
-          const srv = createSmppListener(tls ? { key: tls.key, cert: tls.cert } : {}, onSession);
+          // A TLS handshake never finished holds a descriptor like an unbound connection does.
+          const srv = createSmppListener(tls ? { key: tls.key, cert: tls.cert, handshakeTimeout: bindTimeoutMs } : {}, onSession);
+          srv.on('connection', admit);
+          // A handshake timeout or a bad client hello only costs that connection; Node leaves the socket open without this.
+          if (tls) srv.on('tlsClientError', (_err: Error, sock: Socket) => sock.destroy());
           srv.once('error', reject);
           srv.listen(port, opts.host ?? '0.0.0.0', () => {
             srv.off('error', reject);

@@ -49,15 +49,19 @@ t.test('bind rules: bad credentials, submit before bind, receiver cannot submit,
   t.equal((await p.request('enquire_link')).command_status, 0, 'enquire_link answered before bind');
   const bad = await p.request('bind_transceiver', { system_id: 'acme', password: 'wrong' });
   t.equal(bad.command_status, STATUS.ESME_RBINDFAIL);
-  const rx = await p.request('bind_receiver', { system_id: 'acme', password: 'secret' });
-  t.equal(rx.command_status, 0);
-  const again = await p.request('bind_transmitter', { system_id: 'acme', password: 'secret' });
-  t.equal(again.command_status, STATUS.ESME_RALYBND);
-  const sub = await p.request('submit_sm', { destination_addr: '447700900123', short_message: Buffer.from('hi') });
-  t.equal(sub.command_status, STATUS.ESME_RINVBNDSTS, 'receiver bind cannot submit');
-  const unb = await p.request('unbind');
-  t.equal(unb.command_status, 0);
   await p.closed;
+  t.pass('a failed bind closes the connection');
+  const p2 = await connectPeer(ports.port as number);
+  t.teardown(() => p2.close());
+  const rx = await p2.request('bind_receiver', { system_id: 'acme', password: 'secret' });
+  t.equal(rx.command_status, 0);
+  const again = await p2.request('bind_transmitter', { system_id: 'acme', password: 'secret' });
+  t.equal(again.command_status, STATUS.ESME_RALYBND);
+  const sub = await p2.request('submit_sm', { destination_addr: '447700900123', short_message: Buffer.from('hi') });
+  t.equal(sub.command_status, STATUS.ESME_RINVBNDSTS, 'receiver bind cannot submit');
+  const unb = await p2.request('unbind');
+  t.equal(unb.command_status, 0);
+  await p2.closed;
 });
 
 t.test('submit: GSM-7, UCS-2, concatenated UDH and sar, message_payload, refusal', async (t) => {
@@ -213,4 +217,20 @@ t.test('TLS listener', async (t) => {
   t.teardown(() => p.close());
   t.equal((await p.request('bind_transceiver', { system_id: 'acme', password: 'secret' })).command_status, 0);
   t.equal((await p.request('submit_sm', { destination_addr: '1', short_message: Buffer.from('tls') })).command_status, 0);
+});
+
+t.test('bind lockout: refused even with the right password until lockoutMs after the last failure', async (t) => {
+  const { ports, clock } = await startServer(t, { lockout: { failures: 2, lockoutMs: 60_000 } });
+  const bindOnce = async (password: string) => {
+    const p = await connectPeer(ports.port as number);
+    t.teardown(() => p.close());
+    return (await p.request('bind_transceiver', { system_id: 'acme', password })).command_status;
+  };
+  t.equal(await bindOnce('wrong'), STATUS.ESME_RBINDFAIL);
+  t.equal(await bindOnce('wrong'), STATUS.ESME_RBINDFAIL);
+  t.equal(await bindOnce('secret'), STATUS.ESME_RBINDFAIL, 'locked after two failures');
+  clock.advance(59_999);
+  t.equal(await bindOnce('secret'), STATUS.ESME_RBINDFAIL, 'still locked; the refused attempt does not extend it');
+  clock.advance(1);
+  t.equal(await bindOnce('secret'), 0, 'bound once the lockout has passed');
 });

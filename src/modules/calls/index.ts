@@ -3,6 +3,7 @@ import type { Ledger } from '../../ledger/index.js';
 import { loadServerSecret } from '../../db/server-secret.js';
 import type { CoreDeps } from '../../platform/core.js';
 import { createCounters } from '../../platform/counters.js';
+import { connectionCaps } from '../../platform/fd-budget.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import { createSipStack, createSipTransport, type SipStack } from '../../telephony/sip/index.js';
 import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua.js';
@@ -81,14 +82,18 @@ export function buildCallsModule(
       await calls.termsCache.start();
       // Before the SIP stack exists, so no API call of this daemon can be live yet.
       await calls.reconcileOrphans({ atStart: true });
+      const caps = connectionCaps(config);
       const transport = await createSipTransport({
         host: config.sip.host,
         port: config.sip.port,
         log: log.child({ plane: 'sip' }),
+        tcpMaxConnections: caps.sipTcp,
+        tcpMaxPerSource: caps.sipTcpPerSource,
+        tcpFirstMessageMs: config.sip.tcp_idle_seconds * 1000,
         ...(core.tls ? { tls: { port: config.sip.tls_port, key: core.tls.key, cert: core.tls.cert } } : {}),
         ...(config.sip.tls_ca_file ? { tlsCa: [readFileSync(config.sip.tls_ca_file)] } : {}),
       });
-      stack = createSipStack({ transport, log: log.child({ plane: 'sip' }) });
+      stack = createSipStack({ transport, log: log.child({ plane: 'sip' }), timerValues: { t1: config.sip.t1_ms } });
       b2bua = createTrunkB2bua({
         stack,
         log: log.child({ plane: 'b2bua' }),

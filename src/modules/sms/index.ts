@@ -3,6 +3,7 @@ import type { Config } from '../../config/schema.js';
 import type { Ledger } from '../../ledger/index.js';
 import type { SmppServer } from '../../messaging/index.js';
 import type { CoreDeps } from '../../platform/core.js';
+import { connectionCaps } from '../../platform/fd-budget.js';
 import type { ApplicationService } from '../application/service.js';
 import type { Module } from '../index.js';
 import type { Routing } from '../routes/routing.js';
@@ -65,9 +66,16 @@ export function buildSmsModule(
       }, sweepMs);
       timer.unref();
       await service.loadEarlyReceipts().catch((err: unknown) => log.warn({ err }, 'sms early receipts not loaded'));
+      const caps = connectionCaps(core.config);
       smpp = createCustomerSmpp({
         sql: core.sql, clock: core.clock, log, sms: service, credentials: smppCredentials,
         host: core.config.smpp.host, port: core.config.smpp.port, tlsPort: core.config.smpp.tls_port, tls: smppTls ?? null,
+        limits: {
+          maxConnections: caps.smpp,
+          maxPerSource: caps.smppPerSource,
+          bindTimeoutMs: core.config.smpp.bind_timeout_seconds * 1000,
+          lockout: { failures: core.config.smpp.bind_lockout_failures, lockoutMs: core.config.smpp.bind_lockout_seconds * 1000 },
+        },
       });
       const p = await smpp.start();
       if (p.port !== null) bound['smpp'] = p.port;
@@ -77,6 +85,7 @@ export function buildSmsModule(
       clearInterval(timer);
       await smpp?.stop();
       smpp = null;
+      await smppCredentials.close();
       service.setReceiptSink(null);
       await service.stop();
     },

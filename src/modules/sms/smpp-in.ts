@@ -3,15 +3,17 @@
  * plane's SMPP server to the same send path as POST /comms/sms (history `smpp_sms`), with final
  * receipts going back as deliver_sm.
  */
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db, Sql } from '../../db/connection.js';
 import { AppError, fromSqlState, InsufficientBalanceError, ruleError } from '../../http/errors.js';
-import { createSmppServer, SMPP_STATUS, type SmppServer, type SmppSubmission, type SmppSubmitResult } from '../../messaging/index.js';
+import { createSmppServer, SMPP_STATUS, type SmppServer, type SmppServerOptions, type SmppSubmission, type SmppSubmitResult } from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
-import { hashPassword, verifyPassword } from '../accounts/passwords.js';
+import { createTtlCache } from '../../platform/ttl-cache.js';
+import { hashPassword } from '../accounts/passwords.js';
 import type { SmsService } from './service.js';
+import { createSmppVerifier, UNKNOWN_ID_HASH } from './smpp-verifier.js';
 
 /** Vendor-specific status for "insufficient balance" (documented to customers; messaging README). */
 export const ESME_X_NO_CREDIT = 0x00000401;
@@ -25,8 +27,19 @@ export interface SmppCredentials {
   throughput: number;
 }
 
-export function createSmppCredentials(deps: { sql: Sql; clock: Clock }) {
+/** How long a password that passed scrypt is accepted again without it (reconnecting binds). */
+const VERIFIED_TTL_MS = 10 * 60_000;
+
+export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logger }) {
   const { sql, clock } = deps;
+  const verifier = createSmppVerifier({ log: deps.log.child({ plane: 'smpp-in' }) });
+  // Passwords that passed, as a keyed hash with the stored hash they passed against (a new
+  // password or a re-issue misses): a bind storm of good credentials costs one scrypt each, and
+  // the process holds no password in the clear. The key never leaves this process.
+  const cacheKey = randomBytes(32);
+  const verified = createTtlCache<string, true>(VERIFIED_TTL_MS, clock, 10_000);
+  const fingerprint = (systemId: string, password: string, hash: string): string =>
+    createHmac('sha256', cacheKey).update(`${systemId}\0${password}\0${hash}`).digest('base64url');
   return {
     /** Issues SMPP credentials for an account (or sub-account); the password is returned only here. */
     async issue(accountId: string, opts: { systemId?: string; allowedIps?: string[]; throughput?: number } = {}, db: Db = sql): Promise<SmppCredentials> {
@@ -47,9 +60,19 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock }) {
         select account_id, password_hash, throughput,
                (cardinality(allowed_ips) = 0 or ${remoteIp.replace(/^::ffff:/, '')}::inet = any(allowed_ips)) as ip_ok
         from smpp_accounts where system_id = ${systemId} and disabled_at is null`;
-      if (!row || !(await verifyPassword(password, row.passwordHash)) || !row.ipOk) return null;
+      const fp = row ? fingerprint(systemId, password, row.passwordHash) : null;
+      // An unknown id is checked against a hash no password matches: the same scrypt, the same time.
+      const good = (fp !== null && verified.get(fp) === true) || (await verifier.verify(password, row?.passwordHash ?? UNKNOWN_ID_HASH));
+      if (!row || !good) return null;
+      verified.set(fp!, true);
+      if (!row.ipOk) return null;
       return { accountId: row.accountId, throughputPerSecond: row.throughput };
     },
+
+    /** Password checks run on the verifier thread so far. */
+    checks: () => verifier.checks(),
+
+    close: () => verifier.close(),
   };
 }
 
@@ -72,6 +95,7 @@ export function statusForError(err: unknown): number {
 export function createCustomerSmpp(deps: {
   sql: Sql; clock: Clock; log: Logger; sms: SmsService; credentials: SmppCredentialsService;
   port: number | null; tlsPort: number | null; host: string; tls: { key: string | Buffer; cert: string | Buffer } | null; idleTimeoutMs?: number;
+  limits?: Pick<SmppServerOptions, 'bindTimeoutMs' | 'maxConnections' | 'maxPerSource' | 'lockout'>;
 }): SmppServer {
   const { sql, log, sms } = deps;
   const server = createSmppServer({
@@ -82,6 +106,7 @@ export function createCustomerSmpp(deps: {
     log: log.child({ plane: 'smpp-in' }),
     clock: deps.clock,
     idleTimeoutMs: deps.idleTimeoutMs ?? 120_000,
+    ...deps.limits,
     authenticate: (systemId, password, ip) => deps.credentials.authenticate(systemId, password, ip),
     async onSubmit(account, sub: SmppSubmission): Promise<SmppSubmitResult> {
       try {

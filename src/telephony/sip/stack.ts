@@ -71,6 +71,11 @@ export interface SipStackOptions {
 }
 
 const MAGIC = 'z9hG4bK';
+/** RFC 3261 §17.2.1: 100 Trying may be skipped when the TU answers within 200 ms. */
+const TRYING_DELAY_MS = 200;
+
+/** Addresses remembered as return-routable; the oldest are forgotten first. */
+const MAX_ROUTABLE = 50_000;
 
 function serverKey(req: SipRequest, method: string): string {
   const via = topVia(req);
@@ -89,12 +94,25 @@ export function createSipStack(opts: SipStackOptions): SipStack {
   const servers = new Map<string, ServerTransaction>();
   const awaitingAck = new Map<string, ServerTransaction>();
   const requestHandlers: SipRequestHandler[] = [];
+  // UDP source addresses that proved they receive what we send there: they echoed a To tag or a
+  // branch of ours, which only a peer reading our datagrams can know.
+  const routable = new Map<string, true>();
+  const markRoutable = (host: string): void => {
+    routable.delete(host);
+    routable.set(host, true);
+    if (routable.size > MAX_ROUTABLE) {
+      const first = routable.keys().next();
+      if (!first.done) routable.delete(first.value);
+    }
+  };
+  const isRoutable = (peer: SipPeer): boolean => peer.transport !== 'udp' || routable.has(peer.host);
   const strayAckHandlers: Array<(ack: SipRequest, source: SipPeer) => void> = [];
 
   const ctx: TransactionContext = {
     timers,
     values,
     send: (msg, dest) => transport.send(msg, dest),
+    returnRoutable: isRoutable,
     terminated(tx) {
       if (tx instanceof ClientTransaction) {
         if (clients.get(tx.key) === tx) clients.delete(tx.key);
@@ -164,11 +182,21 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     const replyTo: SipPeer = source.transport === 'udp' ? responseTarget(via, 'udp') : source;
     if (req.method === 'ACK') {
       const st = servers.get(serverKey(req, 'INVITE'));
-      if (st && st.state === 'completed') return st.ackForFinal();
+      // The final's To tag is ours and unguessable (RFC 3261 §19.3): an ACK that carries it proves the
+      // source read our response, where a forged source address cannot.
+      const echoesOurTag = (tx: ServerTransaction): boolean => {
+        const ours = tx.lastResponse ? tagOf(toOf(tx.lastResponse)) : undefined;
+        return ours !== undefined && tagOf(toOf(req)) === ours;
+      };
+      if (st && st.state === 'completed') {
+        if (source.transport === 'udp' && echoesOurTag(st)) markRoutable(source.host);
+        return st.ackForFinal();
+      }
       if (st && st.state === 'confirmed') return;
       const pending = awaitingAck.get(ackKey(req));
       if (pending) {
         awaitingAck.delete(ackKey(req));
+        if (source.transport === 'udp' && echoesOurTag(pending)) markRoutable(source.host);
         return pending.ackFor2xx(req);
       }
       for (const h of strayAckHandlers) h(req, source);
@@ -182,7 +210,8 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     servers.set(key, tx);
     if (req.method === 'INVITE') {
       awaitingAck.set(ackKey(req), tx);
-      tx.reply(100, 'Trying');
+      if (isRoutable(replyTo)) tx.reply(100, 'Trying');
+      else tx.tryingAfter(TRYING_DELAY_MS);
     }
     if (maxForwardsOf(req) === 0 && req.method !== 'OPTIONS') {
       tx.reply(483, 'Too Many Hops', { toTag: newTag() });
@@ -195,7 +224,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     for (const h of requestHandlers) h(req, tx, source);
   };
 
-  const handleResponse = (res: SipResponse): void => {
+  const handleResponse = (res: SipResponse, source: SipPeer): void => {
     const via = topVia(res);
     const viaPort = via.port ?? (via.transport.toUpperCase() === 'TLS' ? 5061 : 5060);
     if (via.host !== transport.host.toLowerCase() || (viaPort !== transport.port && viaPort !== transport.tlsPort)) {
@@ -208,13 +237,15 @@ export function createSipStack(opts: SipStackOptions): SipStack {
       log.debug({ status: res.status }, 'stray sip response');
       return;
     }
+    // Our branch is random: a response matching it came from a peer that read our request.
+    if (source.transport === 'udp') markRoutable(source.host);
     tx.receive(res);
   };
 
   transport.onMessage((msg, source) => {
     try {
       if (msg.kind === 'request') handleRequest(msg, source);
-      else handleResponse(msg);
+      else handleResponse(msg, source);
     } catch (err) {
       log.error({ err }, 'sip dispatch failed');
     }

@@ -33,6 +33,12 @@ export interface TransactionContext {
   values: TimerValues;
   send(msg: SipRequest | SipResponse, dest: SipPeer): Promise<void>;
   terminated(tx: ClientTransaction | ServerTransaction): void;
+  /**
+   * Whether a UDP peer has shown it receives what we send to its address. Non-2xx finals to INVITEs
+   * are retransmitted (Timer G) only to such peers: to a forged source address each INVITE would
+   * otherwise send ten responses to the victim over 32 s. Absent: every peer is.
+   */
+  returnRoutable?(peer: SipPeer): boolean;
 }
 
 export type TransactionState = 'calling' | 'trying' | 'proceeding' | 'completed' | 'accepted' | 'confirmed' | 'terminated';
@@ -240,10 +246,23 @@ export class ServerTransaction {
     return res;
   }
 
+  /**
+   * Sends 100 Trying after `ms` unless a response has gone out by then (RFC 3261 §17.2.1 lets the
+   * server skip it when the TU answers within 200 ms): a challenge or a refusal is then the only
+   * datagram an unverified source gets, and the caller keeps retransmitting its INVITE until it
+   * arrives.
+   */
+  tryingAfter(ms: number): void {
+    this.t.set('100', ms, () => {
+      if (!this.last && this.state === 'proceeding') this.reply(100, 'Trying');
+    });
+  }
+
   respond(res: SipResponse): void {
     if (this.state !== 'trying' && this.state !== 'proceeding') return;
     const { t1, t2 } = this.ctx.values;
     const reliable = isReliable(this.replyTo.transport);
+    this.t.clear('100');
     this.last = res;
     this.transmit(res);
     if (res.status < 200) {
@@ -276,7 +295,9 @@ export class ServerTransaction {
       return;
     }
     this.state = 'completed';
-    if (!reliable) {
+    // Sent once to a source not known to receive us (Kamailio's stateless challenge): its own INVITE
+    // retransmissions (Timer A) still fetch the response again from this transaction.
+    if (!reliable && (this.ctx.returnRoutable?.(this.replyTo) ?? true)) {
       let interval = t1;
       const again = (): void => {
         if (this.state !== 'completed') return;

@@ -51,6 +51,15 @@ export interface SipTransportOptions {
   /** TCP connections idle this long are closed. */
   tcpIdleMs?: number;
   /**
+   * An inbound TCP or TLS connection that has not delivered one complete SIP message by then is
+   * closed (default 10 s): an idle socket costs us a file descriptor and costs its sender nothing.
+   */
+  tcpFirstMessageMs?: number;
+  /** Inbound TCP and TLS connections open at once, all sources together (default 4096). */
+  tcpMaxConnections?: number;
+  /** Inbound TCP and TLS connections open at once from one source address (default 64). */
+  tcpMaxPerSource?: number;
+  /**
    * An outbound TCP connect or TLS handshake not done by then fails the send (default 5 s): a
    * silent or black-holed supplier must not hold a socket for the OS's minutes-long connect timeout.
    */
@@ -140,6 +149,12 @@ function listenTcp(server: net.Server | tls.Server, host: string, port: number):
 export async function createSipTransport(opts: SipTransportOptions): Promise<SipTransport> {
   const { log } = opts;
   const idleMs = opts.tcpIdleMs ?? 10 * 60_000;
+  const firstMessageMs = opts.tcpFirstMessageMs ?? 10_000;
+  const maxInbound = opts.tcpMaxConnections ?? 4096;
+  const maxPerSource = opts.tcpMaxPerSource ?? 64;
+  // Inbound connections (raw sockets, TLS ones counted before their handshake) per source address.
+  const inboundBySource = new Map<string, number>();
+  let inbound = 0;
   const handlers: SipMessageHandler[] = [];
   // Keyed by transport too: a peer may hold a TCP and a TLS connection to us at once.
   const conns = new Map<string, net.Socket>();
@@ -188,7 +203,8 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
   const port = udpSock.address().port;
   let tlsServer: tls.Server | undefined;
   if (opts.tls) {
-    tlsServer = tls.createServer({ key: opts.tls.key, cert: opts.tls.cert, minVersion: 'TLSv1.2' });
+    // A handshake never finished holds a descriptor like an idle connection does.
+    tlsServer = tls.createServer({ key: opts.tls.key, cert: opts.tls.cert, minVersion: 'TLSv1.2', handshakeTimeout: firstMessageMs });
     try {
       await listenTcp(tlsServer, opts.host, opts.tls.port);
     } catch (err) {
@@ -214,9 +230,38 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
   });
   udpSock.on('error', (err) => log.error({ err }, 'sip udp socket error'));
 
-  const adopt = (sock: net.Socket, key: string, transport: 'tcp' | 'tls'): void => {
+  /**
+   * Counts an inbound connection against the total and per-source caps; false (and the socket
+   * destroyed) when over either. Refused before any read, so a flood costs one accept each.
+   */
+  const admit = (sock: net.Socket): boolean => {
+    const ip = (sock.remoteAddress ?? '').replace(/^::ffff:/, '');
+    const fromIp = inboundBySource.get(ip) ?? 0;
+    if (closed || inbound >= maxInbound || fromIp >= maxPerSource) {
+      log.debug({ peer: ip, inbound, fromIp }, 'sip tcp connection refused: over the connection cap');
+      sock.destroy();
+      return false;
+    }
+    inbound++;
+    inboundBySource.set(ip, fromIp + 1);
+    sock.once('close', () => {
+      inbound--;
+      const n = (inboundBySource.get(ip) ?? 1) - 1;
+      if (n <= 0) inboundBySource.delete(ip);
+      else inboundBySource.set(ip, n);
+    });
+    return true;
+  };
+
+  const adopt = (sock: net.Socket, key: string, transport: 'tcp' | 'tls', accepted: boolean): void => {
     conns.set(key, sock);
-    sock.setTimeout(idleMs, () => sock.destroy());
+    // A peer we accepted gets seconds to say something; once it has, or when we opened the
+    // connection ourselves, the long idle time applies.
+    let spoken = !accepted;
+    sock.setTimeout(spoken ? idleMs : firstMessageMs, () => {
+      if (!spoken) log.debug({ key }, 'sip tcp connection closed: no sip message in time');
+      sock.destroy();
+    });
     const framer = createStreamFramer();
     const source: SipPeer = { transport, host: sock.remoteAddress ?? '', port: sock.remotePort ?? 0 };
     sock.on('data', (chunk) => {
@@ -229,6 +274,10 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
         return;
       }
       for (const f of frames) {
+        if (f.message && !spoken) {
+          spoken = true;
+          sock.setTimeout(idleMs);
+        }
         if (f.message) deliver(f.message, source);
         else if (f.error) {
           refuse(f.error, source, (b) => sock.write(b));
@@ -244,14 +293,16 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
   };
 
   server.on('connection', (sock) => {
-    if (closed) return void sock.destroy();
-    adopt(sock, connKey('tcp', sock.remoteAddress ?? '', sock.remotePort ?? 0), 'tcp');
+    if (!admit(sock)) return;
+    adopt(sock, connKey('tcp', sock.remoteAddress ?? '', sock.remotePort ?? 0), 'tcp', true);
   });
   server.on('error', (err) => log.error({ err }, 'sip tcp server error'));
   if (tlsServer) {
+    // The raw socket, before the handshake: an idle or half-open TLS connection counts like a TCP one.
+    tlsServer.on('connection', (raw: net.Socket) => void admit(raw));
     tlsServer.on('secureConnection', (sock) => {
       if (closed) return void sock.destroy();
-      adopt(sock, connKey('tls', sock.remoteAddress ?? '', sock.remotePort ?? 0), 'tls');
+      adopt(sock, connKey('tls', sock.remoteAddress ?? '', sock.remotePort ?? 0), 'tls', true);
     });
     // A failed handshake (plain bytes, a bad client hello) only costs that connection.
     tlsServer.on('tlsClientError', (err, sock) => {
@@ -290,7 +341,7 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
       sock.once(t === 'tls' ? 'secureConnect' : 'connect', () => {
         clearTimeout(timer);
         sock.off('error', fail);
-        adopt(sock, connKey(t, dest.host, dest.port), t);
+        adopt(sock, connKey(t, dest.host, dest.port), t, false);
         resolve(sock);
       });
     });

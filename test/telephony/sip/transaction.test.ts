@@ -75,20 +75,24 @@ t.test('INVITE client: Timer A doubles, Timer B times out', async (t) => {
 });
 
 t.test('INVITE: 486 is ACKed by the client transaction; server confirmed', async (t) => {
-  const { a, b } = await pair(t);
+  const { a, b, timers } = await pair(t);
   let st: ServerTransaction | undefined;
   b.onRequest((_req, tx) => {
     st = tx;
-    tx.reply(486, 'Busy Here', { toTag: 'x' });
   });
   const res: number[] = [];
   a.sendRequest(request(a, 'INVITE', b.transport.port), { transport: 'udp', host: '127.0.0.1', port: b.transport.port }, {
     onResponse: (r) => res.push(r.status),
     onTimeout: () => t.fail('timeout'),
   });
+  await until(() => st !== undefined);
+  // A TU slower than 200 ms: the stack says 100 Trying meanwhile.
+  timers.advance(200);
+  await until(() => res.includes(100));
+  t.pass('100 Trying sent by the stack');
+  st!.reply(486, 'Busy Here', { toTag: 'x' });
   await until(() => res.includes(486));
   await until(() => st?.state === 'confirmed');
-  t.ok(res.includes(100), '100 Trying sent by the stack');
 });
 
 t.test('CANCEL: 200 to CANCEL, 487 to INVITE, TU told', async (t) => {
@@ -134,4 +138,41 @@ t.test('2xx retransmitted by the server until the ACK (RFC 6026 Accepted)', asyn
   a.sendRequest(request(a, 'OPTIONS', b.transport.port), dest, { onResponse: () => (barrier = true), onTimeout: () => t.fail('timeout') });
   await until(() => barrier);
   t.equal(oks.length, 2, 'no retransmission after ACK');
+});
+
+t.test('UDP INVITE refusals: sent once to an unverified source, retransmitted once it has ACKed our tag', async (t) => {
+  const timers = createFakeTimers();
+  const b = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }), log: silentLog, timers });
+  const peer = await rawUdpPeer();
+  t.teardown(async () => {
+    await b.close();
+    await peer.close();
+  });
+  b.onRequest((_req, tx) => void tx.reply(401, 'Unauthorized', { toTag: 'ours1' }));
+  const invite = (branch: string, callId: string, method = 'INVITE', toTag = '') => `${method} sip:bob@127.0.0.1:${b.transport.port} SIP/2.0
+Via: SIP/2.0/UDP 127.0.0.1:${peer.port};branch=z9hG4bK${branch};rport
+From: <sip:alice@127.0.0.1>;tag=a1
+To: <sip:bob@127.0.0.1>${toTag ? `;tag=${toTag}` : ''}
+Call-ID: ${callId}
+CSeq: 1 ${method}
+Max-Forwards: 70
+Content-Length: 0
+
+`;
+  peer.send(invite('u1', 'c1'), b.transport.port);
+  await until(() => peer.got.length === 1);
+  t.match(peer.got[0], /^SIP\/2\.0 401 /, 'the challenge alone: no 100 Trying before it');
+  timers.advance(64 * 500);
+  // Barrier: a second request's answer arrives after anything the advance above sent.
+  peer.send(invite('u2', 'c2'), b.transport.port);
+  await until(() => peer.got.some((m) => m.includes('Call-ID: c2')));
+  t.equal(peer.got.filter((m) => m.includes('Call-ID: c1')).length, 1, 'no Timer G retransmission to an unverified source');
+
+  // An ACK with our To tag proves the address reads what we send: retransmission is back.
+  peer.send(invite('u2', 'c2', 'ACK', 'ours1'), b.transport.port);
+  peer.send(invite('u3', 'c3'), b.transport.port);
+  await until(() => peer.got.some((m) => m.includes('Call-ID: c3')));
+  timers.advance(500);
+  await until(() => peer.got.filter((m) => m.includes('Call-ID: c3')).length === 2);
+  t.pass('Timer G retransmits to a source that ACKed our tag');
 });

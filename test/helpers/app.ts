@@ -13,6 +13,9 @@ import { createTestDatabase } from './db.js';
 
 type Teardown = { teardown(fn: () => unknown): void };
 
+/** Test suppliers, SMSCs and trunks listen on loopback; attack tests override `security` with empty lists. */
+const TEST_SECURITY = { private_supplier_networks: ['127.0.0.0/8', '::1/128'], private_trunk_networks: ['127.0.0.0/8', '::1/128'] };
+
 export interface TestApp {
   app: App;
   sql: Sql;
@@ -31,7 +34,7 @@ export async function buildTestApp(
   opts: { overrides?: DeepPartial<Config>; extra?: ApiModule[]; redis?: Redis | null; clock?: Clock } = {},
 ): Promise<TestApp> {
   const { sql } = await createTestDatabase(t);
-  const config = loadConfig({ overrides: { log: { level: 'silent' }, ...(opts.overrides ?? {}) } as DeepPartial<Config> });
+  const config = loadConfig({ overrides: { log: { level: 'silent' }, security: TEST_SECURITY, ...(opts.overrides ?? {}) } as DeepPartial<Config> });
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const clock = opts.clock ?? systemClock;
   const core = { config, sql, log, clock, redis: opts.redis ?? null, health: createHealthRegistry() };

@@ -40,6 +40,8 @@ export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },
     webhooks: { allow_private_targets: true },
+    // Test suppliers, SMSCs and trunks listen on loopback; attack tests set these to [].
+    security: { private_supplier_networks: ['127.0.0.0/8', '::1/128'], private_trunk_networks: ['127.0.0.0/8', '::1/128'] },
   };
   // Sections merge key by key, so a test overriding one SIP key still listens on loopback port 0.
   const merged: Record<string, unknown> = { ...base };

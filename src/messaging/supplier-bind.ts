@@ -8,6 +8,8 @@ import type { ReceiptStat } from './receipt-text.js';
 import { buf, connectSmpp, createPdu, num, STATUS, str } from './smpp-lib.js';
 import type { PDU, Session } from './smpp-lib.js';
 import { decodeByDataCoding } from './inbound.js';
+import { bindFieldProblems } from './bind-fields.js';
+import { TargetRefusedError, type TargetGuard } from '../platform/outbound-guard.js';
 
 export type SupplierBindType = 'transceiver' | 'transmitter' | 'receiver';
 
@@ -45,6 +47,8 @@ export interface SupplierBindOptions {
   receiptMatchTtlMs?: number;
   /** Jitter source; tests fix it. */
   random?: () => number;
+  /** Checks the SMSC's address at every connect and pins the socket to the checked answer. */
+  guard?: TargetGuard;
 }
 
 export interface OutboundSms {
@@ -121,6 +125,8 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
   if (opts.tps <= 0 || opts.windowSize < 1 || opts.responseTimeoutMs <= 0) {
     throw new Error('supplier bind needs tps > 0, windowSize >= 1 and responseTimeoutMs > 0');
   }
+  const badFields = bindFieldProblems(opts);
+  if (badFields.length > 0) throw new Error(`supplier bind ${badFields.join(', ')} must not hold control characters`);
   const log = opts.log.child({ smsc: `${opts.host}:${opts.port}`, systemId: opts.systemId });
   const now = () => opts.clock.now().getTime();
   const random = opts.random ?? Math.random;
@@ -289,7 +295,21 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     setState('connecting');
     connectCount++;
     const tlsOpts = typeof opts.tls === 'object' ? opts.tls : {};
-    const s = connectSmpp({ host: opts.host, port: opts.port, tls: opts.tls !== false, ...tlsOpts });
+    try {
+      // An IP literal never reaches `lookup`: it is checked here, a name in the guard's lookup.
+      opts.guard?.checkHost(opts.host, opts.port);
+    } catch (err) {
+      if (!(err instanceof TargetRefusedError)) throw err;
+      log.warn({}, 'supplier bind address refused');
+      unreachable = true;
+      failQueued('refused_target');
+      scheduleReconnect();
+      return;
+    }
+    const s = connectSmpp({
+      host: opts.host, port: opts.port, tls: opts.tls !== false, ...tlsOpts,
+      ...(opts.guard ? { lookup: opts.guard.netLookup(opts.port) } : {}),
+    });
     session = s;
     s.on('error', (err: Error) => {
       log.info({ err: err.message }, 'supplier bind socket error');

@@ -3,10 +3,11 @@ import { stringify } from 'csv-stringify';
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
 import { CursorPage, DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
-import { notFound, ruleError } from '../../http/errors.js';
+import { notFound, ruleError, validationError } from '../../http/errors.js';
 import { CursorQuery, cursorPage } from '../../http/pagination.js';
 import { newId, randomToken } from '../../platform/ids.js';
 import type { ProbeResult } from '../../telephony/sip/index.js';
+import { REFUSED_MESSAGE, TargetRefusedError, type TargetGuard } from '../../platform/outbound-guard.js';
 import type { PurchasesService } from '../purchases/service.js';
 import type { RoutesService } from '../routes/service.js';
 import type { HealthTarget } from './endpoint-health.js';
@@ -64,6 +65,8 @@ export interface RouteProbe {
   probe(target: HealthTarget): Promise<ProbeResult>;
   /** Feeds the result to the endpoint health state, as a scheduled check would. */
   record(target: HealthTarget, result: ProbeResult): void;
+  /** The supplier-target guard (`[security] private_supplier_networks`). */
+  guard: TargetGuard;
 }
 
 export function callsRoutes(calls: CallsService, purchases: PurchasesService, sipHost: string, voice: RouteProbe) {
@@ -90,19 +93,30 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
         if (route.sellerId !== req.principal!.accountId) throw ruleError('Only the route\'s seller can test its SMS delivery');
         const d = (await voice.routes.smsDeliveryFor([route.id])).get(route.id);
         if (!d) throw ruleError('The route has no SMS delivery to test');
-        return ok(await testSmsDelivery(d));
+        return ok(await testSmsDelivery(d, { guard: voice.guard }));
       }
       if (route.type !== 'voice') throw ruleError('Only voice routes have SIP endpoints to probe');
       const endpoints = (await voice.routes.endpointsFor([req.params.id])).sort((a, b) => a.priority - b.priority);
       let first: ProbeResult | null = null;
+      let refused = false;
       for (const e of endpoints) {
         const target = { host: e.host, port: e.port, transport: e.transport };
         if (target.transport !== 'udp' && target.transport !== 'tcp' && target.transport !== 'tls') continue;
+        // Checked before anything is sent, so a refused endpoint answers the same whatever listens there.
+        try {
+          await voice.guard.resolve(target.host, target.port);
+        } catch (err) {
+          if (err instanceof TargetRefusedError) {
+            refused = true;
+            continue;
+          }
+        }
         const r = await voice.probe(target);
         voice.record(target, r);
         if (r.ok) return ok(r);
         first ??= r;
       }
+      if (!first && refused) throw validationError([{ path: 'endpoints', message: REFUSED_MESSAGE }], 'The route\'s SIP endpoints are not allowed addresses');
       if (!first) throw ruleError('The route has no SIP endpoint to probe');
       return ok(first);
     });

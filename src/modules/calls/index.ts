@@ -18,10 +18,10 @@ import type { ProbeResult } from '../../telephony/sip/index.js';
 import type { RoutesService } from '../routes/service.js';
 import type { RoutingCache } from '../routes/routing-cache.js';
 import { createEndpointHealth, type HealthTarget } from './endpoint-health.js';
-import { callsRoutes } from './routes.js';
+import { callsRoutes, trunkIpPolicy } from './routes.js';
 import { createCallsService, sipTransportOf } from './service.js';
 import { every } from '../../platform/periodic.js';
-import { supplierGuardFrom } from '../../platform/outbound-guard.js';
+import { parseNetworks, supplierGuardFrom } from '../../platform/outbound-guard.js';
 
 const HOUSEKEEPING_MS = 30_000;
 // The OPTIONS health tick: each endpoint is probed on its own interval (`[sip] options_interval_seconds`
@@ -82,7 +82,8 @@ export function buildCallsModule(
 
   const module: Module = {
     name: 'calls',
-    routes: callsRoutes(calls, deps.purchases, config.sip.primary_host, { routes: deps.routes, probe, record: health.record, guard }),
+    routes: callsRoutes(calls, deps.purchases, config.sip.primary_host, { routes: deps.routes, probe, record: health.record, guard },
+      trunkIpPolicy(parseNetworks(config.security.private_trunk_networks, 'security.private_trunk_networks'), (ip) => core.self?.isOwnAddress(ip) ?? false)),
     async start() {
       await calls.termsCache.start();
       // Before the SIP stack exists, so no API call of this daemon can be live yet.

@@ -143,6 +143,8 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
   // is unreachable, so sends fail at once (the route is skipped and the next one tried) rather
   // than waiting out the queue timeout for a bind that may be minutes of backoff away.
   let unreachable = false;
+  // Why sends fail while unreachable: a refused address is told apart, as nothing was ever sent.
+  let unreachableReason = 'not_bound';
   let session: Session | null = null;
   let attempt = 0;
   let connectCount = 0;
@@ -283,7 +285,7 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     s.socket.destroy();
     if (state === 'connecting') {
       unreachable = true;
-      failQueued('not_bound');
+      failQueued(unreachableReason);
     }
     failOutstanding(reason);
     releaseEarly(true);
@@ -302,7 +304,8 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
       if (!(err instanceof TargetRefusedError)) throw err;
       log.warn({}, 'supplier bind address refused');
       unreachable = true;
-      failQueued('refused_target');
+      unreachableReason = 'refused_target';
+      failQueued(unreachableReason);
       scheduleReconnect();
       return;
     }
@@ -311,8 +314,9 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
       ...(opts.guard ? { lookup: opts.guard.netLookup(opts.port) } : {}),
     });
     session = s;
-    s.on('error', (err: Error) => {
+    s.on('error', (err: NodeJS.ErrnoException) => {
       log.info({ err: err.message }, 'supplier bind socket error');
+      if (session === s && state === 'connecting') unreachableReason = err.code === 'ETARGETREFUSED' ? 'refused_target' : 'not_bound';
       if (session === s) dropConnection('socket_error');
       else s.socket.destroy();
     });
@@ -348,6 +352,7 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
         }
         attempt = 0;
         unreachable = false;
+        unreachableReason = 'not_bound';
         setState('bound');
         log.info({}, 'supplier bound');
         enquireTimer = setInterval(() => {
@@ -530,7 +535,7 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     submit(message) {
       if (opts.bindType === 'receiver') return Promise.resolve({ status: 'error', reason: 'receiver_bind' });
       if (state === 'closing' || state === 'closed') return Promise.resolve({ status: 'error', reason: 'bind_stopped' });
-      if (unreachable && state !== 'bound') return Promise.resolve({ status: 'error', reason: 'not_bound' });
+      if (unreachable && state !== 'bound') return Promise.resolve({ status: 'error', reason: unreachableReason });
       const sender = checkSender(message.from);
       if (!sender.ok) return Promise.resolve({ status: 'error', reason: `invalid_sender_${sender.reason}` });
       const to = message.to.replace(/^\+/, '');

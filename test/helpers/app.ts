@@ -10,11 +10,12 @@ import { createHealthRegistry } from '../../src/platform/health.js';
 import type { Sql } from '../../src/db/connection.js';
 import type { Redis } from 'ioredis';
 import { createTestDatabase } from './db.js';
+import { TEST_NETWORKS } from './daemon.js';
 
 type Teardown = { teardown(fn: () => unknown): void };
 
-/** Test suppliers, SMSCs and trunks listen on loopback; attack tests override `security` with empty lists. */
-const TEST_SECURITY = { private_supplier_networks: ['127.0.0.0/8', '::1/128'], private_trunk_networks: ['127.0.0.0/8', '::1/128'] };
+/** Test suppliers and trunks: loopback and documentation addresses; attack tests override `security` with empty lists. */
+const TEST_SECURITY = { private_supplier_networks: TEST_NETWORKS, private_trunk_networks: TEST_NETWORKS };
 
 export interface TestApp {
   app: App;

@@ -74,6 +74,33 @@ t.test('a supplier that sends our INVITE back is answered 482 once, not looped',
   t.match(final, /^SIP\/2\.0 482/, 'the caller hears Loop Detected');
 });
 
+t.test('a SIP endpoint whose address became loopback after it was saved gets no INVITE', async (t) => {
+  // Trunk callers on loopback are allowed here; supplier targets on loopback are not.
+  const w = await createWorld(t, { security: { private_supplier_networks: [], private_trunk_networks: ['127.0.0.0/8'] } });
+  const target = dgram.createSocket('udp4');
+  let datagrams = 0;
+  target.on('message', () => datagrams++);
+  await new Promise<void>((r) => target.bind(0, '127.0.0.1', () => r()));
+  t.teardown(() => new Promise<void>((r) => target.close(() => r())));
+  const created = await w.api('POST', '/routes', w.seller.token, {
+    type: 'voice', name: 'moved', country: 'GB', billingIncrement: '6/6', endpoints: [{ host: '203.0.114.20', port: 5060 }],
+  });
+  t.equal(created.status, 201, created.text);
+  const routeId = created.body.data.id as string;
+  t.equal((await w.api('POST', `/routes/${routeId}/rates`, w.seller.token, { format: 'csv', csv: 'prefix,destination,rate,increment\n4414,UK test,0.010000,6/6\n' })).status, 200);
+  t.equal((await w.api('POST', '/purchases', w.operator.token, { routeId })).status, 201);
+  // As a changed DNS answer would: the stored target now points at a loopback service.
+  await w.d.sql`update route_endpoints set host = '127.0.0.1', port = ${target.address().port} where route_id = ${routeId}`;
+  w.d.modules.services.routingCache.routeChanged(routeId);
+  t.equal((await w.api('POST', '/sip/trunk-ips', w.operator.token, { ip: '127.0.0.1' })).status, 201);
+  const caller = await rawUdpPeer();
+  t.teardown(() => caller.close());
+  caller.send(invite(caller.port, w.sipPort, '441400000001', 'moved-1'), w.sipPort);
+  const final = await eventually(async () => caller.got.find((m) => /^SIP\/2\.0 [3-6]\d\d/.test(m)), 15_000);
+  t.match(final, /^SIP\/2\.0 [45]\d\d/, 'the call fails: the endpoint is left out of routing');
+  t.equal(datagrams, 0, 'nothing was sent to the loopback address');
+});
+
 function invite(fromPort: number, toPort: number, number: string, callId: string): string {
   return [
     `INVITE sip:${number}@127.0.0.1:${toPort} SIP/2.0`,

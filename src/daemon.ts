@@ -11,6 +11,7 @@ import { createAuthenticator } from './http/auth.js';
 import { createFailedAuthGuard, createRateLimiters } from './http/rate-limit.js';
 import { loadTls } from './http/tls.js';
 import { buildModules, type Modules } from './modules/index.js';
+import { createSelfAddresses } from './platform/self-addresses.js';
 import { systemClock, type Clock } from './platform/clock.js';
 import type { CoreDeps } from './platform/core.js';
 import { connectionCaps } from './platform/fd-budget.js';
@@ -87,7 +88,8 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
       redis ? { ok: (await redis.ping()) === 'PONG', backend: 'redis' } : { ok: true, backend: 'in-process' },
     );
     const tls = await loadTls(config, log);
-    const core: CoreDeps = { config, sql, log, clock, redis, health, tls };
+    const self = createSelfAddresses(config);
+    const core: CoreDeps = { config, sql, log, clock, redis, health, tls, self };
     const modules = await buildModules(core);
     const { accounts, keys } = modules.services;
 
@@ -131,6 +133,8 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
       if (m.stop) stops.push(() => m.stop!());
       Object.assign(ports, m.ports?.() ?? {});
     }
+    // Bound ports (0 in the settings means any free one): supplier targets must not be the exchange itself.
+    self.addPorts(Object.values(ports));
     log.info({ ports }, 'svc-exchanged listening');
     const reload = async () => {
       const material = await loadTls(config, log);

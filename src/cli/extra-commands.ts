@@ -68,9 +68,9 @@ registerCommand({
   async run(ctx, o) {
     const id = await accountId(ctx, o['email']);
     const r = await ctx.services.calls.repo.addTrunkIp({ id: newId(), accountId: id, ip: String(o['ip']), label: typeof o['label'] === 'string' ? o['label'] : null });
-    return { id: r.id, ip: r.ip, label: r.label };
+    return { id: r.id, ip: r.ip, label: r.label, status: r.status };
   },
-  render: (r) => `whitelisted ${String(r['ip'])}`,
+  render: (r) => (r['status'] === 'pending' ? `${String(r['ip'])} is held by another account: claim ${String(r['id'])} pending (trunk-ip approve)` : `whitelisted ${String(r['ip'])}`),
 });
 
 registerCommand({
@@ -79,9 +79,44 @@ registerCommand({
   options: { email: { type: 'string', required: true, description: 'account e-mail' } },
   async run(ctx, o) {
     const rows = await ctx.services.calls.repo.listTrunkIps(await accountId(ctx, o['email']));
-    return { addresses: rows.map((r) => ({ id: r.id, ip: r.ip, label: r.label })) };
+    return { addresses: rows.map((r) => ({ id: r.id, ip: r.ip, label: r.label, status: r.status })) };
   },
   render: (r) => (r['addresses'] as { ip: string; label: string | null }[]).map((a) => `${a.ip}${a.label ? `  ${a.label}` : ''}`).join('\n') || '(none)',
+});
+
+registerCommand({
+  words: ['trunk-ip', 'pending'],
+  summary: 'list address claims waiting for approval (an address another account already holds)',
+  options: {},
+  async run(ctx) {
+    const rows = await ctx.services.calls.repo.pendingTrunkIps();
+    return { pending: rows.map((r) => ({ id: r.id, ip: r.ip, accountId: r.accountId, heldBy: r.heldBy, label: r.label, createdAt: r.createdAt.toISOString() })) };
+  },
+  render: (r) =>
+    (r['pending'] as { id: string; ip: string; accountId: string; heldBy: string | null }[])
+      .map((p) => `${p.id}  ${p.ip}  claimed by ${p.accountId}${p.heldBy ? `, held by ${p.heldBy}` : ''}`).join('\n') || '(none)',
+});
+
+registerCommand({
+  words: ['trunk-ip', 'approve'],
+  summary: 'give an address to a pending claim; the account that held it keeps a pending claim',
+  options: { id: { type: 'string', required: true, description: 'the pending claim (trunk-ip pending)' } },
+  async run(ctx, o) {
+    if (!(await ctx.services.calls.repo.approveTrunkIp(ctx.sql, String(o['id'])))) throw new CliUsageError(`no pending claim ${String(o['id'])}`);
+    return { approved: String(o['id']) };
+  },
+  render: (r) => `approved ${String(r['approved'])}`,
+});
+
+registerCommand({
+  words: ['trunk-ip', 'reject'],
+  summary: 'drop a pending address claim',
+  options: { id: { type: 'string', required: true, description: 'the pending claim (trunk-ip pending)' } },
+  async run(ctx, o) {
+    if (!(await ctx.services.calls.repo.rejectTrunkIp(String(o['id'])))) throw new CliUsageError(`no pending claim ${String(o['id'])}`);
+    return { rejected: String(o['id']) };
+  },
+  render: (r) => `rejected ${String(r['rejected'])}`,
 });
 
 registerCommand({

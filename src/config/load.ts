@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
 import { Value } from 'typebox/value';
+import { parseNetworks } from '../platform/outbound-guard.js';
 import { ConfigSchema, type Config } from './schema.js';
 
 export class ConfigError extends Error {
@@ -68,6 +69,13 @@ function crossFieldProblems(c: Config): string[] {
   if (c.rtp && c.rtp.port_min > c.rtp.port_max) out.push('rtp.port_min: must not exceed rtp.port_max');
   if (c.http?.tls_mode === 'files' && (!c.http.tls_cert || !c.http.tls_key)) {
     out.push('http.tls_cert: tls_mode "files" needs both http.tls_cert and http.tls_key');
+  }
+  for (const key of ['private_supplier_networks', 'private_trunk_networks'] as const) {
+    try {
+      parseNetworks(c.security?.[key] ?? [], `security.${key}`);
+    } catch (err) {
+      out.push((err as Error).message);
+    }
   }
   if (c.http?.tls_mode === 'proxy' && c.http.trusted_proxies.length === 0) {
     out.push('http.trusted_proxies: tls_mode "proxy" needs the address of at least one trusted proxy');

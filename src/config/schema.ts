@@ -156,6 +156,10 @@ export const ConfigSchema = Type.Object({
     max_endpoints_per_account: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
     ca_file: Type.String({ default: '' }),
   }),
+  security: Type.Object({
+    private_supplier_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),
+    private_trunk_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),
+  }),
 });
 
 export type Config = Static<typeof ConfigSchema>;

@@ -1,5 +1,7 @@
+import { isIP } from 'node:net';
 import { connectSmpp, createPdu, STATUS, str } from './smpp-lib.js';
 import type { PDU, Session } from './smpp-lib.js';
+import { bindFieldProblems } from './bind-fields.js';
 
 export interface CheckBindDetails {
   host: string;
@@ -12,6 +14,11 @@ export interface CheckBindDetails {
   systemType?: string;
   /** Whole check budget. Default 10 s. */
   timeoutMs?: number;
+  /**
+   * The address to connect to when the caller has already checked and pinned `host` (the
+   * outbound guard); `host` is then only shown and used as the TLS name.
+   */
+  address?: string;
 }
 
 export interface BindCheck {
@@ -33,6 +40,10 @@ const statusName = (s: number) => STATUS_NAMES.get(s) ?? `0x${s.toString(16).pad
 export function checkBind(d: CheckBindDetails): Promise<CheckBindResult> {
   const checks: BindCheck[] = [];
   const timeoutMs = d.timeoutMs ?? 10_000;
+  const badFields = bindFieldProblems(d);
+  if (badFields.length > 0) {
+    return Promise.resolve({ pass: false, checks: [{ label: 'bind', value: `control characters in ${badFields.join(', ')}`, ok: false }], message: 'bind details refused' });
+  }
   return new Promise((resolve) => {
     let session: Session | null = null;
     let done = false;
@@ -48,7 +59,10 @@ export function checkBind(d: CheckBindDetails): Promise<CheckBindResult> {
       checks.push({ label: stage, value: 'timeout', ok: false });
       finish(`no answer at ${stage} within ${timeoutMs} ms`);
     }, timeoutMs);
-    const s = connectSmpp({ host: d.host, port: d.port, tls: d.tls, rejectUnauthorized: true });
+    const s = connectSmpp({
+      host: d.address ?? d.host, port: d.port, tls: d.tls, rejectUnauthorized: true,
+      ...(d.tls && d.address !== undefined && isIP(d.host) === 0 ? { servername: d.host } : {}),
+    });
     session = s;
     s.on('error', (err: NodeJS.ErrnoException) => {
       if (checks.length === 0) checks.push({ label: 'connect', value: err.code ?? err.message, ok: false });

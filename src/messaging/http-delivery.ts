@@ -3,6 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';
 import type { Clock } from '../platform/clock.js';
+import { TargetRefusedError, type PinnedAddress, type TargetGuard } from '../platform/outbound-guard.js';
 import { countSegments } from './segments.js';
 import { normaliseSupplierMessageId } from './receipt-text.js';
 import type { ReceiptStat } from './receipt-text.js';
@@ -43,6 +44,11 @@ export interface HttpSupplierOptions {
   /** Sent as the Authorization header when the supplier wants one besides the signature. */
   authorization?: string;
   allowHttp?: boolean;
+  /**
+   * Checks the supplier's address before each request and pins the connection to the checked
+   * answer (the host name stays the TLS name and Host header).
+   */
+  guard?: TargetGuard;
   log: Logger;
   clock: Clock;
 }
@@ -76,9 +82,27 @@ export function createHttpSupplier(opts: HttpSupplierOptions): HttpSupplier {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const log = opts.log.child({ supplierHost: url.host });
   const transport = url.protocol === 'https:' ? https : http;
+  const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+  const pool = opts.guard ? new transport.Agent({ keepAlive: true }) : undefined;
+
+  /** The checked address, or why not: a refused target is never contacted, so it is not ambiguous. */
+  async function pin(): Promise<PinnedAddress | HttpSubmitOutcome | null> {
+    if (!opts.guard) return null;
+    try {
+      return await opts.guard.resolve(url.hostname, port);
+    } catch (err) {
+      if (err instanceof TargetRefusedError) {
+        log.warn({ refused: err.address }, 'http supplier address refused');
+        return { status: 'error', reason: 'refused_target' };
+      }
+      return { status: 'error', reason: (err as NodeJS.ErrnoException).code ?? 'lookup_failed' };
+    }
+  }
 
   return {
-    submit(message) {
+    async submit(message) {
+      const pinned = await pin();
+      if (pinned !== null && 'status' in pinned) return pinned;
       const seg = countSegments(message.text);
       const body = JSON.stringify({
         messageId: message.messageId,
@@ -112,6 +136,13 @@ export function createHttpSupplier(opts: HttpSupplierOptions): HttpSupplier {
               [HEADER_MESSAGE_ID]: message.messageId,
               ...(opts.authorization ? { authorization: opts.authorization } : {}),
             },
+            ...(pinned
+              ? {
+                  lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) => (o.all ? cb(null, [pinned]) : cb(null, pinned.address, pinned.family))) as never,
+                  // Its own pool: a kept-alive socket was opened to a checked address, never by another caller.
+                  agent: pool,
+                }
+              : {}),
             ...(opts.tls ?? {}),
           },
           (res) => {

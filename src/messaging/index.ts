@@ -22,6 +22,7 @@ export type { SmppServer, SmppServerOptions, SmppAccount, SmppSubmission, SmppSu
 export { createSupplierBind } from './supplier-bind.js';
 export type { SupplierBind, SupplierBindOptions, OutboundSms, SubmitOutcome, SupplierReceipt, SupplierBindState } from './supplier-bind.js';
 export { checkBind } from './check-bind.js';
+export { bindFieldProblems } from './bind-fields.js';
 export type { CheckBindDetails, CheckBindResult, BindCheck } from './check-bind.js';
 export { createHttpSupplier, verifyReceiptCallback, signBody, verifySignature } from './http-delivery.js';
 export type { HttpSupplier, HttpSupplierOptions, HttpOutboundSms, HttpSubmitOutcome, HttpReceipt, VerifyReceiptResult } from './http-delivery.js';

@@ -8,6 +8,8 @@ import type { ReceiptStat } from './receipt-text.js';
 import { buf, connectSmpp, createPdu, num, STATUS, str } from './smpp-lib.js';
 import type { PDU, Session } from './smpp-lib.js';
 import { decodeByDataCoding } from './inbound.js';
+import { bindFieldProblems } from './bind-fields.js';
+import { TargetRefusedError, type TargetGuard } from '../platform/outbound-guard.js';
 
 export type SupplierBindType = 'transceiver' | 'transmitter' | 'receiver';
 
@@ -45,6 +47,8 @@ export interface SupplierBindOptions {
   receiptMatchTtlMs?: number;
   /** Jitter source; tests fix it. */
   random?: () => number;
+  /** Checks the SMSC's address at every connect and pins the socket to the checked answer. */
+  guard?: TargetGuard;
 }
 
 export interface OutboundSms {
@@ -121,6 +125,8 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
   if (opts.tps <= 0 || opts.windowSize < 1 || opts.responseTimeoutMs <= 0) {
     throw new Error('supplier bind needs tps > 0, windowSize >= 1 and responseTimeoutMs > 0');
   }
+  const badFields = bindFieldProblems(opts);
+  if (badFields.length > 0) throw new Error(`supplier bind ${badFields.join(', ')} must not hold control characters`);
   const log = opts.log.child({ smsc: `${opts.host}:${opts.port}`, systemId: opts.systemId });
   const now = () => opts.clock.now().getTime();
   const random = opts.random ?? Math.random;
@@ -137,6 +143,8 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
   // is unreachable, so sends fail at once (the route is skipped and the next one tried) rather
   // than waiting out the queue timeout for a bind that may be minutes of backoff away.
   let unreachable = false;
+  // Why sends fail while unreachable: a refused address is told apart, as nothing was ever sent.
+  let unreachableReason = 'not_bound';
   let session: Session | null = null;
   let attempt = 0;
   let connectCount = 0;
@@ -277,7 +285,7 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     s.socket.destroy();
     if (state === 'connecting') {
       unreachable = true;
-      failQueued('not_bound');
+      failQueued(unreachableReason);
     }
     failOutstanding(reason);
     releaseEarly(true);
@@ -289,10 +297,26 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     setState('connecting');
     connectCount++;
     const tlsOpts = typeof opts.tls === 'object' ? opts.tls : {};
-    const s = connectSmpp({ host: opts.host, port: opts.port, tls: opts.tls !== false, ...tlsOpts });
+    try {
+      // An IP literal never reaches `lookup`: it is checked here, a name in the guard's lookup.
+      opts.guard?.checkHost(opts.host, opts.port);
+    } catch (err) {
+      if (!(err instanceof TargetRefusedError)) throw err;
+      log.warn({}, 'supplier bind address refused');
+      unreachable = true;
+      unreachableReason = 'refused_target';
+      failQueued(unreachableReason);
+      scheduleReconnect();
+      return;
+    }
+    const s = connectSmpp({
+      host: opts.host, port: opts.port, tls: opts.tls !== false, ...tlsOpts,
+      ...(opts.guard ? { lookup: opts.guard.netLookup(opts.port) } : {}),
+    });
     session = s;
-    s.on('error', (err: Error) => {
+    s.on('error', (err: NodeJS.ErrnoException) => {
       log.info({ err: err.message }, 'supplier bind socket error');
+      if (session === s && state === 'connecting') unreachableReason = err.code === 'ETARGETREFUSED' ? 'refused_target' : 'not_bound';
       if (session === s) dropConnection('socket_error');
       else s.socket.destroy();
     });
@@ -328,6 +352,7 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
         }
         attempt = 0;
         unreachable = false;
+        unreachableReason = 'not_bound';
         setState('bound');
         log.info({}, 'supplier bound');
         enquireTimer = setInterval(() => {
@@ -510,7 +535,7 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     submit(message) {
       if (opts.bindType === 'receiver') return Promise.resolve({ status: 'error', reason: 'receiver_bind' });
       if (state === 'closing' || state === 'closed') return Promise.resolve({ status: 'error', reason: 'bind_stopped' });
-      if (unreachable && state !== 'bound') return Promise.resolve({ status: 'error', reason: 'not_bound' });
+      if (unreachable && state !== 'bound') return Promise.resolve({ status: 'error', reason: unreachableReason });
       const sender = checkSender(message.from);
       if (!sender.ok) return Promise.resolve({ status: 'error', reason: `invalid_sender_${sender.reason}` });
       const to = message.to.replace(/^\+/, '');

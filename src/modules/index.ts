@@ -1,6 +1,7 @@
 import type { ApiModule } from '../http/app.js';
 import { createIdempotencyStore } from '../http/idempotency.js';
 import type { CoreDeps } from '../platform/core.js';
+import { createSelfAddresses } from '../platform/self-addresses.js';
 import type { TlsMaterial } from '../http/tls.js';
 import { accountsRoutes } from './accounts/routes.js';
 import { buildMoneyModules } from './billing/module.js';
@@ -36,7 +37,8 @@ export interface Module extends ApiModule {
  * The composition root of the domain modules, in dependency order. Each module is built from
  * the core dependencies and the services of modules built before it.
  */
-export async function buildModules(core: CoreDeps) {
+export async function buildModules(coreIn: CoreDeps) {
+  const core: CoreDeps = { ...coreIn, self: coreIn.self ?? createSelfAddresses(coreIn.config) };
   const signingSecret = await loadSigningSecret(core.sql, core.config.auth.jwt_secret);
   // Built here so long-running handlers (synchronous calls) can extend their key's lease.
   const idempotency = createIdempotencyStore({

@@ -4,6 +4,7 @@ import type { Config } from '../config/schema.js';
 import type { Sql } from '../db/connection.js';
 import type { Clock } from './clock.js';
 import type { HealthRegistry } from './health.js';
+import type { SelfAddresses } from './self-addresses.js';
 
 /** What every module is built from (CONVENTIONS 2: dependencies are passed in). */
 export interface CoreDeps {
@@ -17,4 +18,6 @@ export interface CoreDeps {
   health: HealthRegistry;
   /** The daemon's TLS certificate (for SMPP over TLS); null behind a TLS proxy or in tools. */
   tls?: { key: string | Buffer; cert: string | Buffer } | null;
+  /** The daemon's own addresses and bound ports (made from the settings when absent). */
+  self?: SelfAddresses;
 }

@@ -46,6 +46,21 @@ t.test('svcctl works on the database directly and prints one JSON object with --
   const ips = JSON.parse(run(['trunk-ip', 'list', '--email', 'ops@example.test', '--json'], env).stdout);
   t.same(ips.addresses.map((a: { ip: string }) => a.ip), ['198.51.100.7']);
 
+  // A second account's claim of a held address waits for the operator.
+  t.equal(run(['account', 'create', '--email', 'other@example.test', '--password', 'a long password', '--json'], env).status, 0);
+  const claim = JSON.parse(run(['trunk-ip', 'add', '--email', 'other@example.test', '--ip', '198.51.100.7', '--json'], env).stdout);
+  t.match(claim, { ok: true, status: 'pending' });
+  const pending = JSON.parse(run(['trunk-ip', 'pending', '--json'], env).stdout);
+  t.same(pending.pending.map((p: { id: string }) => p.id), [claim.id]);
+  const approved = run(['trunk-ip', 'approve', '--id', claim.id, '--json'], env);
+  t.equal(approved.status, 0, approved.stderr);
+  const [holder] = await db.sql<{ email: string }[]>`select a.email from trunk_ips t join accounts a on a.id = t.account_id where t.status = 'approved'`;
+  t.equal(holder!.email, 'other@example.test', 'the approved claim holds the address');
+  const back = JSON.parse(run(['trunk-ip', 'pending', '--json'], env).stdout).pending;
+  t.equal(back.length, 1, 'the former holder\'s claim is pending');
+  t.equal(run(['trunk-ip', 'reject', '--id', back[0].id, '--json'], env).status, 0);
+  t.equal(run(['trunk-ip', 'reject', '--id', back[0].id, '--json'], env).status, 2, 'rejected once: no such pending claim');
+
   const trial = run(['switch-plan', 'set', '--email', 'ops@example.test', '--trial', '14', '--json'], env);
   t.equal(trial.status, 0, trial.stderr);
   const granted = JSON.parse(trial.stdout);

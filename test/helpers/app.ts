@@ -10,8 +10,12 @@ import { createHealthRegistry } from '../../src/platform/health.js';
 import type { Sql } from '../../src/db/connection.js';
 import type { Redis } from 'ioredis';
 import { createTestDatabase } from './db.js';
+import { TEST_NETWORKS } from './daemon.js';
 
 type Teardown = { teardown(fn: () => unknown): void };
+
+/** Test suppliers and trunks: loopback and documentation addresses; attack tests override `security` with empty lists. */
+const TEST_SECURITY = { private_supplier_networks: TEST_NETWORKS, private_trunk_networks: TEST_NETWORKS };
 
 export interface TestApp {
   app: App;
@@ -31,7 +35,7 @@ export async function buildTestApp(
   opts: { overrides?: DeepPartial<Config>; extra?: ApiModule[]; redis?: Redis | null; clock?: Clock } = {},
 ): Promise<TestApp> {
   const { sql } = await createTestDatabase(t);
-  const config = loadConfig({ overrides: { log: { level: 'silent' }, ...(opts.overrides ?? {}) } as DeepPartial<Config> });
+  const config = loadConfig({ overrides: { log: { level: 'silent' }, security: TEST_SECURITY, ...(opts.overrides ?? {}) } as DeepPartial<Config> });
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const clock = opts.clock ?? systemClock;
   const core = { config, sql, log, clock, redis: opts.redis ?? null, health: createHealthRegistry() };

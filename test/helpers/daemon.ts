@@ -11,6 +11,9 @@ import { createTestDatabase } from './db.js';
 
 type Teardown = { teardown(fn: () => unknown): void };
 
+/** Loopback and the documentation ranges: what the tests' suppliers, SMSCs and trunks use. */
+export const TEST_NETWORKS = ['127.0.0.0/8', '::1/128', '192.0.2.0/24', '198.51.100.0/24', '203.0.113.0/24', '2001:db8::/32'];
+
 export interface TestDaemon extends Daemon {
   config: Readonly<Config>;
   baseUrl: string;
@@ -40,6 +43,9 @@ export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },
     webhooks: { allow_private_targets: true },
+    // Test suppliers, SMSCs and trunks listen on loopback, and tests name suppliers by documentation
+    // addresses (RFC 5737, 3849) that reach nothing; attack tests set these to [].
+    security: { private_supplier_networks: TEST_NETWORKS, private_trunk_networks: TEST_NETWORKS },
   };
   // Sections merge key by key, so a test overriding one SIP key still listens on loopback port 0.
   const merged: Record<string, unknown> = { ...base };

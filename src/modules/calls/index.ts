@@ -19,9 +19,10 @@ import type { ProbeResult } from '../../telephony/sip/index.js';
 import type { RoutesService } from '../routes/service.js';
 import type { RoutingCache } from '../routes/routing-cache.js';
 import { createEndpointHealth, type HealthTarget } from './endpoint-health.js';
-import { callsRoutes } from './routes.js';
+import { callsRoutes, trunkIpPolicy } from './routes.js';
 import { createCallsService, sipTransportOf } from './service.js';
 import { every } from '../../platform/periodic.js';
+import { parseNetworks, supplierGuardFrom } from '../../platform/outbound-guard.js';
 
 const HOUSEKEEPING_MS = 30_000;
 // The OPTIONS health tick: each endpoint is probed on its own interval (`[sip] options_interval_seconds`
@@ -46,9 +47,14 @@ export function buildCallsModule(
   const counters = createCounters(core.redis, node, () => core.clock.now().getTime());
   let stack: SipStack | null = null;
   let b2bua: TrunkB2bua | null = null;
+  const guard = supplierGuardFrom(config, core.self ? { isSelf: core.self.isSelf } : {});
   const probe = async (t: HealthTarget): Promise<ProbeResult> => {
     if (!b2bua) throw serviceUnavailable('The SIP plane is not running');
-    return b2bua.probeEndpoint({ host: t.host, port: t.port, transport: sipTransportOf(t.transport) }, { timeoutMs: config.sip.options_timeout_ms });
+    const transport = sipTransportOf(t.transport);
+    // A refused endpoint is never sent anything (the health check counts it as failed). Over UDP
+    // and TCP the probe goes to the checked address; TLS keeps the name for the certificate check.
+    const pinned = await guard.resolve(t.host, t.port);
+    return b2bua.probeEndpoint({ host: transport === 'tls' ? t.host : pinned.address, port: t.port, transport }, { timeoutMs: config.sip.options_timeout_ms });
   };
   const health = createEndpointHealth({
     probe,
@@ -77,7 +83,8 @@ export function buildCallsModule(
 
   const module: Module = {
     name: 'calls',
-    routes: callsRoutes(calls, deps.purchases, config.sip.primary_host, { routes: deps.routes, probe, record: health.record }),
+    routes: callsRoutes(calls, deps.purchases, config.sip.primary_host, { routes: deps.routes, probe, record: health.record, guard },
+      trunkIpPolicy(parseNetworks(config.security.private_trunk_networks, 'security.private_trunk_networks'), (ip) => core.self?.isOwnAddress(ip) ?? false)),
     async start() {
       await calls.termsCache.start();
       // Before the SIP stack exists, so no API call of this daemon can be live yet.

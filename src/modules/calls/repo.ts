@@ -1,4 +1,5 @@
-import type { Db } from '../../db/connection.js';
+import { conflict } from '../../http/errors.js';
+import type { Db, Sql } from '../../db/connection.js';
 import { createTtlCache } from '../../platform/ttl-cache.js';
 
 export interface OrphanPricing {
@@ -261,16 +262,59 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
         from calls where ended_at is null and (owner_node = any(${owners as string[]}) or last_seen_at < ${staleBefore})
         limit 500`,
 
+    /**
+     * Claims an address for an account: approved when no other account holds it, else pending the
+     * operator's decision. A claim the account already has is a CONFLICT.
+     */
     async addTrunkIp(row: { id: string; accountId: string; ip: string; label: string | null }) {
       byIp.clear();
-      const [r] = await db<{ id: string; ip: string; label: string | null; createdAt: Date }[]>`
-        insert into trunk_ips (id, account_id, ip, label) values (${row.id}, ${row.accountId}, ${row.ip}::inet, ${row.label})
-        returning id, host(ip) as ip, label, created_at`;
-      return r!;
+      const insert = (status: 'approved' | 'pending') => db<TrunkIpRow[]>`
+        insert into trunk_ips (id, account_id, ip, label, status) values (${row.id}, ${row.accountId}, ${row.ip}::inet, ${row.label}, ${status})
+        returning id, host(ip) as ip, label, status, created_at`;
+      try {
+        return (await insert('approved'))[0]!;
+      } catch (err) {
+        const e = err as { code?: string; constraint_name?: string };
+        if (e.code === '23505' && e.constraint_name === 'trunk_ips_approved_ip_idx') {
+          try {
+            return (await insert('pending'))[0]!;
+          } catch (again) {
+            throw duplicateClaim(again);
+          }
+        }
+        throw duplicateClaim(err);
+      }
     },
     listTrunkIps: (accountId: string) =>
-      db<{ id: string; ip: string; label: string | null; createdAt: Date }[]>`
-        select id, host(ip) as ip, label, created_at from trunk_ips where account_id = ${accountId} order by id desc`,
+      db<TrunkIpRow[]>`
+        select id, host(ip) as ip, label, status, created_at from trunk_ips where account_id = ${accountId} order by id desc`,
+    /** Claims waiting for the operator, each with the account that holds the address now. */
+    pendingTrunkIps: () =>
+      db<(TrunkIpRow & { accountId: string; heldBy: string | null })[]>`
+        select p.id, host(p.ip) as ip, p.label, p.status, p.created_at, p.account_id, a.account_id as held_by
+        from trunk_ips p left join trunk_ips a on a.ip = p.ip and a.status = 'approved'
+        where p.status = 'pending' order by p.id`,
+    /**
+     * Gives the address to a pending claim; the account that held it keeps its claim as pending
+     * (the operator can approve it back). False when there is no such pending claim.
+     */
+    async approveTrunkIp(sql: Sql, id: string): Promise<boolean> {
+      byIp.clear();
+      const done = await sql.begin(async (tx) => {
+        const [claim] = await tx<{ ip: string }[]>`select host(ip) as ip from trunk_ips where id = ${id} and status = 'pending' for update`;
+        if (!claim) return false;
+        await tx`update trunk_ips set status = 'pending' where ip = ${claim.ip}::inet and status = 'approved'`;
+        await tx`update trunk_ips set status = 'approved' where id = ${id}`;
+        return true;
+      });
+      byIp.clear();
+      return done;
+    },
+    /** Drops a pending claim; false when there is no such pending claim. */
+    async rejectTrunkIp(id: string): Promise<boolean> {
+      const rows = await db`delete from trunk_ips where id = ${id} and status = 'pending' returning id`;
+      return rows.length > 0;
+    },
     async removeTrunkIp(accountId: string, id: string): Promise<boolean> {
       byIp.clear();
       const rows = await db`delete from trunk_ips where id = ${id} and account_id = ${accountId} returning id`;
@@ -279,7 +323,8 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
     async accountByIp(ip: string): Promise<string | null> {
       const hit = byIp.get(ip);
       if (hit !== undefined) return hit;
-      const [r] = await db<{ accountId: string }[]>`select account_id from trunk_ips where ip = ${ip}::inet`;
+      // Only an approved claim attributes calls: a pending one is someone's unconfirmed word.
+      const [r] = await db<{ accountId: string }[]>`select account_id from trunk_ips where ip = ${ip}::inet and status = 'approved'`;
       byIp.set(ip, r?.accountId ?? null);
       return r?.accountId ?? null;
     },
@@ -297,6 +342,15 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
       return r ?? null;
     },
   };
+}
+
+/** A whitelisted (or claimed) trunk source address. */
+export interface TrunkIpRow { id: string; ip: string; label: string | null; status: 'approved' | 'pending'; createdAt: Date }
+
+/** The account's second claim of one address (23505 on the per-account index). */
+function duplicateClaim(err: unknown): unknown {
+  const e = err as { code?: string; constraint_name?: string };
+  return e.code === '23505' ? conflict('This address is already whitelisted for the account') : err;
 }
 
 /** A call's final state as `finishCall` writes it, with its id (batched finishes). */

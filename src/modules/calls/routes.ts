@@ -3,10 +3,13 @@ import { stringify } from 'csv-stringify';
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
 import { CursorPage, DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
-import { notFound, ruleError } from '../../http/errors.js';
+import { notFound, ruleError, validationError } from '../../http/errors.js';
 import { CursorQuery, cursorPage } from '../../http/pagination.js';
 import { newId, randomToken } from '../../platform/ids.js';
 import type { ProbeResult } from '../../telephony/sip/index.js';
+import {
+  isNeverAllowed, isPrivateAddress, REFUSED_MESSAGE, TargetRefusedError, unmapAddress, type NetworkList, type TargetGuard,
+} from '../../platform/outbound-guard.js';
 import type { PurchasesService } from '../purchases/service.js';
 import type { RoutesService } from '../routes/service.js';
 import type { HealthTarget } from './endpoint-health.js';
@@ -64,9 +67,32 @@ export interface RouteProbe {
   probe(target: HealthTarget): Promise<ProbeResult>;
   /** Feeds the result to the endpoint health state, as a scheduled check would. */
   record(target: HealthTarget, result: ProbeResult): void;
+  /** The supplier-target guard (`[security] private_supplier_networks`). */
+  guard: TargetGuard;
 }
 
-export function callsRoutes(calls: CallsService, purchases: PurchasesService, sipHost: string, voice: RouteProbe) {
+/** Which source addresses a customer may whitelist for SIP trunk calls. */
+export interface TrunkIpPolicy {
+  permits(ip: string): boolean;
+}
+
+const TRUNK_IP_REFUSED = 'must be a public address: loopback, unspecified, multicast, private, link-local and the exchange\'s own addresses are refused';
+
+/**
+ * Public unicast only, never the exchange itself; `[security] private_trunk_networks` lets an
+ * operator's private networks (and, in tests, loopback) through. Unspecified and multicast never pass.
+ */
+export function trunkIpPolicy(allow: NetworkList, isOwnAddress: (ip: string) => boolean): TrunkIpPolicy {
+  return {
+    permits(ip) {
+      if (isNeverAllowed(ip)) return false;
+      if (allow.has(ip)) return true;
+      return !isPrivateAddress(ip) && !isOwnAddress(ip);
+    },
+  };
+}
+
+export function callsRoutes(calls: CallsService, purchases: PurchasesService, sipHost: string, voice: RouteProbe, trunkIps: TrunkIpPolicy) {
   return (app: App) => {
     app.post('/routes/:id/test', {
       config: { access: { auth: 'required', scope: 'routes:read' }, rateLimit: { points: 5, seconds: 10 } },
@@ -90,19 +116,30 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
         if (route.sellerId !== req.principal!.accountId) throw ruleError('Only the route\'s seller can test its SMS delivery');
         const d = (await voice.routes.smsDeliveryFor([route.id])).get(route.id);
         if (!d) throw ruleError('The route has no SMS delivery to test');
-        return ok(await testSmsDelivery(d));
+        return ok(await testSmsDelivery(d, { guard: voice.guard }));
       }
       if (route.type !== 'voice') throw ruleError('Only voice routes have SIP endpoints to probe');
       const endpoints = (await voice.routes.endpointsFor([req.params.id])).sort((a, b) => a.priority - b.priority);
       let first: ProbeResult | null = null;
+      let refused = false;
       for (const e of endpoints) {
         const target = { host: e.host, port: e.port, transport: e.transport };
         if (target.transport !== 'udp' && target.transport !== 'tcp' && target.transport !== 'tls') continue;
+        // Checked before anything is sent, so a refused endpoint answers the same whatever listens there.
+        try {
+          await voice.guard.resolve(target.host, target.port);
+        } catch (err) {
+          if (err instanceof TargetRefusedError) {
+            refused = true;
+            continue;
+          }
+        }
         const r = await voice.probe(target);
         voice.record(target, r);
         if (r.ok) return ok(r);
         first ??= r;
       }
+      if (!first && refused) throw validationError([{ path: 'endpoints', message: REFUSED_MESSAGE }], 'The route\'s SIP endpoints are not allowed addresses');
       if (!first) throw ruleError('The route has no SIP endpoint to probe');
       return ok(first);
     });
@@ -154,7 +191,13 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
       return cursorPage(rows.map((r) => ({ ...present(r, viewerId) })), limit);
     });
 
-    const TrunkIp = Type.Object({ id: Uuid(), ip: Type.String(), label: Nullable(Type.String()), createdAt: DateTime() });
+    const TrunkIp = Type.Object({
+      id: Uuid(), ip: Type.String(), label: Nullable(Type.String()),
+      status: Type.Union([Type.Literal('approved'), Type.Literal('pending')], {
+        description: '`pending`: another account holds the address; calls from it are not attributed to this account unless the operator approves the claim',
+      }),
+      createdAt: DateTime(),
+    });
     app.get('/sip/trunk-ips', {
       config: { access: { auth: 'required', scope: 'account:read' } },
       schema: { tags: ['Interconnections'], summary: 'Whitelisted source addresses', response: { 200: Ok(Type.Array(TrunkIp)) } },
@@ -167,7 +210,10 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
         summary: 'Whitelist a source address for SIP trunk calls',
         description:
           'Every call from a whitelisted address bills this account without digest authentication (attribution step 1), ' +
-          'so per-customer billing of sub-accounts never runs for calls from it.',
+          'so per-customer billing of sub-accounts never runs for calls from it. The address must be public: loopback, ' +
+          'unspecified, multicast, private, link-local and the exchange\'s own addresses are refused (400 `VALIDATION_ERROR`), ' +
+          'except private networks the operator allows. An address another account has already whitelisted is kept ' +
+          '`pending` until the operator approves it, and bills nobody here meanwhile.',
         body: Type.Object({
           ip: Type.String({ anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] }),
           label: Type.Optional(Type.String({ maxLength: 60 })),
@@ -175,7 +221,10 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
         response: { 201: Ok(TrunkIp) },
       },
     }, async (req, reply) => {
-      const r = await calls.repo.addTrunkIp({ id: newId(), accountId: req.principal!.accountId, ip: req.body.ip, label: req.body.label ?? null });
+      const ip = unmapAddress(req.body.ip);
+      if (!trunkIps.permits(ip)) throw validationError([{ path: 'ip', message: TRUNK_IP_REFUSED }]);
+      const r = await calls.repo.addTrunkIp({ id: newId(), accountId: req.principal!.accountId, ip, label: req.body.label ?? null });
+      if (r.status === 'pending') req.log.warn({ trunkIpId: r.id }, 'trunk address claimed by a second account: pending operator approval');
       return reply.code(201).send(ok({ ...r, createdAt: r.createdAt.toISOString() }));
     });
 

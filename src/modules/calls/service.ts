@@ -353,7 +353,7 @@ export function createCallsService(deps: CallsDeps) {
         routeId: c.routeId,
         mediaMode: terms.get(c.routeId)?.mediaMode ?? 'direct',
         endpoints: c.endpoints.map((e) => ({
-          host: e.host,
+          host: e.address ?? e.host,
           port: e.port,
           transport: sipTransportOf(e.transport),
           techPrefix: e.techPrefix,

@@ -213,7 +213,8 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
       increment: c.increment,
       sellerId: terms.get(c.routeId) ?? null,
       endpoints: orderEndpoints(eps.map((e) => ({
-        host: e.host, port: e.port, transport: e.transport === 'tcp' ? ('tcp' as const) : ('udp' as const), priority: e.priority, weight: e.weight,
+        // The address the routing guard checked, so the INVITE goes where the check looked.
+        host: e.address ?? e.host, port: e.port, transport: e.transport === 'tcp' ? ('tcp' as const) : ('udp' as const), priority: e.priority, weight: e.weight,
         ...(e.techPrefix ? { techPrefix: e.techPrefix } : {}), ...(e.username ? { username: e.username } : {}), ...(e.password !== null ? { password: e.password } : {}),
       }))).map((e) => ({
         host: e.host,

@@ -1,4 +1,5 @@
 import type { CoreDeps } from '../../platform/core.js';
+import { supplierGuardFrom } from '../../platform/outbound-guard.js';
 import type { Module } from '../index.js';
 import { marketsRoutes } from '../markets/routes.js';
 import { createMarketsService } from '../markets/service.js';
@@ -24,11 +25,12 @@ export function buildMarketplaceModules(core: CoreDeps, opts: { quality?: Qualit
   // Measured quality from the cdrs table unless the caller brings its own source.
   const cdrQuality = createCdrQualitySource({ sql: core.sql, clock: core.clock });
   const quality = opts.quality ?? cdrQuality.quality;
+  const guard = supplierGuardFrom(core.config, core.self ? { isSelf: core.self.isSelf } : {});
   const routingCache = createRoutingCache({ sql: core.sql, log: core.log.child({ module: 'routing-cache' }) });
-  const routes = createRoutesService({ ...core, decks, quality, routingCache });
+  const routes = createRoutesService({ ...core, decks, quality, routingCache, guard });
   const purchases = createPurchasesService({ ...core, routes, routingCache });
   const markets = createMarketsService({ clock: core.clock, routes, activity: cdrQuality.activity });
-  const routing = createRouting({ config: core.config, routes, purchases, quality });
+  const routing = createRouting({ config: core.config, routes, purchases, quality, guard });
   const modules: Module[] = [
     {
       name: 'routes',

@@ -3,6 +3,7 @@ import type { Config } from '../../config/schema.js';
 import { notFound, ruleError } from '../../http/errors.js';
 import { buyerRate, priceSms, toMoney } from '../../rating/index.js';
 import type { BillingIncrement } from '../../rating/index.js';
+import type { TargetGuard } from '../../platform/outbound-guard.js';
 import type { PurchasesService } from '../purchases/service.js';
 import type { EndpointRow } from './repo.js';
 import { platformFeeFrom } from './service.js';
@@ -22,7 +23,10 @@ export interface CandidateQuery {
   mccMnc?: string | null;
 }
 
-export type SipEndpoint = Pick<EndpointRow, 'id' | 'host' | 'port' | 'transport' | 'techPrefix' | 'username' | 'password' | 'priority' | 'weight'>;
+export type SipEndpoint = Pick<EndpointRow, 'id' | 'host' | 'port' | 'transport' | 'techPrefix' | 'username' | 'password' | 'priority' | 'weight'> & {
+  /** The checked address to send to (UDP and TCP), pinned when the candidate was made; `host` stays the name. */
+  address?: string;
+};
 
 /** One route the call or SMS path may use, priced for this buyer at the longest matching prefix. */
 export interface Candidate {
@@ -65,10 +69,34 @@ export function normaliseNumber(number: string): string {
  * routes that were not bought are never used (a buyer buys first: the purchase is what grants the
  * SIP credentials, the failover order and the rate-change notices).
  */
-export function createRouting(deps: { config: Readonly<Config>; routes: RoutesService; purchases: PurchasesService; quality?: QualitySource }) {
+export function createRouting(deps: {
+  config: Readonly<Config>; routes: RoutesService; purchases: PurchasesService; quality?: QualitySource;
+  /** SIP endpoints are checked at every call (DNS can change since they were saved) and pinned to the checked address. */
+  guard?: TargetGuard;
+}) {
   const { routes, purchases } = deps;
   const quality = deps.quality ?? noMeasurements;
   const decks = routes.decks;
+
+  /**
+   * Endpoints whose address the guard refuses (or that no longer resolve) are left out; the rest
+   * go to the checked address over UDP and TCP, so the INVITE cannot be sent to a second, different
+   * answer. TLS keeps the name, which its certificate check needs.
+   */
+  const checkedEndpoints = async (rows: EndpointRow[]): Promise<Array<EndpointRow & { address?: string }>> => {
+    const guard = deps.guard;
+    if (!guard) return rows;
+    const out: Array<EndpointRow & { address?: string }> = [];
+    for (const e of rows) {
+      try {
+        const pinned = await guard.resolve(e.host, e.port);
+        out.push(e.transport === 'tls' ? e : { ...e, address: pinned.address });
+      } catch {
+        continue;
+      }
+    }
+    return out;
+  };
 
   const candidatesFor = async (q: CandidateQuery): Promise<Candidate[]> => {
     const digits = normaliseNumber(q.number);
@@ -110,7 +138,7 @@ export function createRouting(deps: { config: Readonly<Config>; routes: RoutesSe
       q.strategy ?? 'cheapest',
     );
     const ids = ranked.map((r) => r.item.routeId);
-    const endpoints = q.type === 'voice' ? await routes.endpointsFor(ids) : [];
+    const endpoints = q.type === 'voice' ? await checkedEndpoints(await routes.endpointsFor(ids)) : [];
     const sms = q.type === 'sms' ? await routes.smsDeliveryFor(ids) : new Map<string, Record<string, unknown>>();
     return ranked.map(({ item, score, reason }) => ({
       routeId: item.routeId,

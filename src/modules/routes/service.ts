@@ -5,6 +5,9 @@ import type { Sql } from '../../db/connection.js';
 import { AppError, conflict, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
+import { REFUSED_MESSAGE, supplierGuardFrom, TargetRefusedError, type TargetGuard } from '../../platform/outbound-guard.js';
+import type { SelfAddresses } from '../../platform/self-addresses.js';
+import { bindFieldProblems } from '../../messaging/bind-fields.js';
 import { Decimal } from 'decimal.js';
 import {
   createPlatformFee, parseIncrement, parseRateSheetCsv, parseRateSheetJson, planRateChanges, round6, toMoney,
@@ -126,8 +129,10 @@ export function platformFeeFrom(config: Readonly<Config>): PlatformFee {
 /** Listings, delivery details, rate decks (spec "Routes"); owns routes, route_endpoints, rate_* and route_access. */
 export function createRoutesService(deps: {
   sql: Sql; clock: Clock; log: Logger; config: Readonly<Config>; decks?: DeckCache; quality?: QualitySource; routingCache?: RoutingCache;
+  self?: SelfAddresses; guard?: TargetGuard;
 }) {
   const { sql, clock, log } = deps;
+  const guard = deps.guard ?? supplierGuardFrom(deps.config, deps.self ? { isSelf: deps.self.isSelf } : {});
   const decks = deps.decks ?? createDeckCache({ sql, clock, log });
 
   const quality: QualitySource = deps.quality ?? (async () => new Map());
@@ -193,6 +198,43 @@ export function createRoutesService(deps: {
     if (errors.length > 0) throw validationError(errors);
   };
 
+
+  /**
+   * Supplier targets a seller saves must be public addresses (or in the operator's private
+   * networks), and never the exchange itself: checked here, and again at every connection (DNS
+   * can change). A name that does not resolve now is left to the connection's check.
+   */
+  const targetRefusals = async (endpoints: readonly { host: string; port?: number | undefined }[], sms: SmsDeliveryInput | undefined, at: { endpoints: (i: number) => string; sms: string }) => {
+    const out: { path: string; message: string }[] = [];
+    const refused = async (host: string, port: number): Promise<boolean> => {
+      try {
+        await guard.resolve(host, port);
+        return false;
+      } catch (err) {
+        return err instanceof TargetRefusedError;
+      }
+    };
+    for (const [i, e] of endpoints.entries()) {
+      if (await refused(e.host, e.port ?? 5060)) out.push({ path: `${at.endpoints(i)}/host`, message: REFUSED_MESSAGE });
+    }
+    if (sms?.kind === 'smpp') {
+      if (await refused(sms.host, sms.port)) out.push({ path: `${at.sms}/host`, message: REFUSED_MESSAGE });
+      for (const f of bindFieldProblems(sms)) out.push({ path: `${at.sms}/${f}`, message: 'must not hold control characters' });
+    } else if (sms?.kind === 'http') {
+      let u: URL | null;
+      try {
+        u = new URL(sms.url);
+      } catch {
+        u = null;
+      }
+      if (u && (await refused(u.hostname, u.port ? Number(u.port) : 443))) out.push({ path: `${at.sms}/url`, message: REFUSED_MESSAGE });
+    }
+    return out;
+  };
+  const refuseTargets = async (...args: Parameters<typeof targetRefusals>) => {
+    const problems = await targetRefusals(...args);
+    if (problems.length > 0) throw validationError(problems);
+  };
 
   const parseWhen = (text: string | undefined): Date | null => {
     if (text === undefined) return null;
@@ -278,6 +320,7 @@ export function createRoutesService(deps: {
 
     async createRoute(sellerId: string, input: RouteInput) {
       checkInput(input);
+      await refuseTargets(input.endpoints ?? [], input.smsDelivery, { endpoints: (i) => `/endpoints/${i}`, sms: '/smsDelivery' });
       const id = newId();
       const endpoints = (input.endpoints ?? []).map((e) => ({
         id: newId(), host: e.host, port: e.port ?? 5060, transport: e.transport ?? 'udp', techPrefix: e.techPrefix ?? '',
@@ -502,6 +545,7 @@ export function createRoutesService(deps: {
       if (route.type !== 'voice') throw ruleError('Only voice routes have SIP endpoints');
       const problems = targetProblems(input.host, input.port ?? 5060, '');
       if (problems.length > 0) throw validationError(problems);
+      await refuseTargets([input], undefined, { endpoints: () => '', sms: '' });
       const e = endpointOf(input, newId(), route.id);
       await sql.begin(async (tx) => {
         await tx`select 1 from routes where id = ${route.id} for update`;
@@ -531,6 +575,7 @@ export function createRoutesService(deps: {
       };
       const problems = targetProblems(next.host, next.port, '');
       if (problems.length > 0) throw validationError(problems);
+      await refuseTargets([next], undefined, { endpoints: () => '', sms: '' });
       await repo.updateEndpoint(sql, next);
       deps.routingCache?.routeChanged(next.routeId);
       return endpointView(next);
@@ -555,6 +600,7 @@ export function createRoutesService(deps: {
       const port = input.endpoint.port ?? 5060;
       const transport = input.endpoint.transport ?? 'udp';
       const problems = targetProblems(host, port, '/endpoint');
+      if (problems.length === 0) problems.push(...(await targetRefusals([{ host, port }], undefined, { endpoints: () => '/endpoint', sms: '' })));
       const { found, notFoundIds } = await bulkTargets(sellerId, 'voice', input.routeIds);
       let check: { ok: boolean; method: 'form' | 'options'; problems: { path: string; message: string }[]; status?: number | null; rttMs?: number } =
         { ok: problems.length === 0, method: 'form', problems };
@@ -592,6 +638,7 @@ export function createRoutesService(deps: {
               return [{ path: '/smsDelivery/url', message: 'must be an https URL' }];
             }
           })();
+      if (problems.length === 0) problems.push(...(await targetRefusals([], d, { endpoints: () => '', sms: '/smsDelivery' })));
       const check = { ok: problems.length === 0, method: 'form' as const, problems };
       const { found, notFoundIds } = await bulkTargets(sellerId, 'sms', input.routeIds);
       if (check.ok && !input.dryRun && found.length > 0) {

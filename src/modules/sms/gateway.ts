@@ -4,10 +4,11 @@
  */
 import type { Logger } from 'pino';
 import {
-  createHttpSupplier, createSupplierBind, SMPP_STATUS,
+  bindFieldProblems, createHttpSupplier, createSupplierBind, SMPP_STATUS,
   type HttpSupplier, type SubmitOutcome, type SupplierBind, type SupplierReceipt,
 } from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
+import type { TargetGuard } from '../../platform/outbound-guard.js';
 
 /**
  * A submit's result. `ambiguous` marks an error after which the supplier may hold the message (an
@@ -32,6 +33,8 @@ export interface GatewayOptions {
   };
   /** HTTPS delivery: request budget, extra trusted CAs (a private CA, or a test's own certificate), receipt callback base. */
   http?: { timeoutMs?: number; ca?: string | Buffer; callbackBase?: string };
+  /** Checks every supplier address at connect time and pins the connection to the checked answer. */
+  guard?: TargetGuard;
 }
 
 /** A supplier's refusal codes that are the message's fault: another route would refuse them too. */
@@ -48,12 +51,15 @@ export function createSupplierGateway(deps: { log: Logger; clock: Clock; options
   const https = new Map<string, { key: string; sup: HttpSupplier }>();
   const o = deps.options?.bind ?? {};
   const h = deps.options?.http ?? {};
+  const guard = deps.options?.guard;
 
-  function bindFor(routeId: string, d: Record<string, unknown>): SupplierBind {
+  function bindFor(routeId: string, d: Record<string, unknown>): SupplierBind | string {
     const key = JSON.stringify([d['host'], d['port'], d['systemId'], d['password'], d['systemType'], d['tls']]);
     const have = binds.get(routeId);
     if (have && have.key === key) return have.bind;
     if (have) void have.bind.stop().catch((err: unknown) => deps.log.warn({ err, routeId }, 'supplier bind stop failed'));
+    const systemType = typeof d['systemType'] === 'string' && d['systemType'] ? d['systemType'] : undefined;
+    if (bindFieldProblems({ systemId: String(d['systemId'] ?? ''), password: String(d['password'] ?? ''), systemType }).length > 0) return 'invalid_bind_fields';
     const bind = createSupplierBind({
       host: String(d['host']),
       port: Number(d['port']),
@@ -72,6 +78,7 @@ export function createSupplierGateway(deps: { log: Logger; clock: Clock; options
       log: deps.log.child({ routeId }),
       clock: deps.clock,
       onReceipt: deps.onReceipt,
+      ...(guard ? { guard } : {}),
     });
     bind.start();
     binds.set(routeId, { key, bind });
@@ -93,6 +100,7 @@ export function createSupplierGateway(deps: { log: Logger; clock: Clock; options
         ...(authorization ? { authorization } : {}),
         ...(h.timeoutMs !== undefined ? { timeoutMs: h.timeoutMs } : {}),
         ...(h.ca ? { tls: { ca: h.ca } } : {}),
+        ...(guard ? { guard } : {}),
         log: deps.log.child({ routeId }), clock: deps.clock,
       });
     } catch {
@@ -106,7 +114,9 @@ export function createSupplierGateway(deps: { log: Logger; clock: Clock; options
     async submit(route, sms) {
       const d = route.delivery;
       if (d?.['kind'] === 'smpp') {
-        return bindFor(route.routeId, d).submit({ to: sms.to, from: sms.from, text: sms.text, reference: sms.reference, registeredDelivery: true });
+        const bind = bindFor(route.routeId, d);
+        if (typeof bind === 'string') return { status: 'error', reason: bind };
+        return bind.submit({ to: sms.to, from: sms.from, text: sms.text, reference: sms.reference, registeredDelivery: true });
       }
       if (d?.['kind'] !== 'http') return { status: 'error', reason: d ? `unsupported_delivery_${String(d['kind'])}` : 'no_delivery' };
       const sup = httpFor(route.routeId, d);

@@ -4,6 +4,7 @@ import type { Ledger } from '../../ledger/index.js';
 import type { SmppServer } from '../../messaging/index.js';
 import type { CoreDeps } from '../../platform/core.js';
 import { connectionCaps } from '../../platform/fd-budget.js';
+import { supplierGuardFrom } from '../../platform/outbound-guard.js';
 import type { ApplicationService } from '../application/service.js';
 import type { Module } from '../index.js';
 import type { Routing } from '../routes/routing.js';
@@ -46,7 +47,8 @@ export function buildSmsModule(
 ) {
   const log = core.log.child({ module: 'sms' });
   const { smppTls, options, ...rest } = deps;
-  const service = createSmsService({ sql: core.sql, clock: core.clock, log, options: { ...optionsFrom(core.config), ...options }, ...rest });
+  const guard = supplierGuardFrom(core.config, core.self ? { isSelf: core.self.isSelf } : {});
+  const service = createSmsService({ sql: core.sql, clock: core.clock, log, options: { ...optionsFrom(core.config), guard, ...options }, ...rest });
   const smppCredentials = createSmppCredentials(core);
   let timer: NodeJS.Timeout | undefined;
   let smpp: SmppServer | null = null;

@@ -83,6 +83,8 @@ export interface SmsOptions {
   maxBatch?: number;
   /** The binds' clock (rate buckets and timeouts need a running one); defaults to the service's. */
   bindClock?: Clock;
+  /** The supplier-target guard every bind and HTTPS submit goes through. */
+  guard?: GatewayOptions['guard'];
 }
 
 export interface SmsDeps {
@@ -198,7 +200,7 @@ export function createSmsService(deps: SmsDeps) {
   const gateway = deps.gateway ?? createSupplierGateway({
     log: log.child({ plane: 'sms-out' }),
     clock: opts.bindClock ?? clock,
-    options: { ...(opts.bind ? { bind: opts.bind } : {}), ...(opts.http ? { http: opts.http } : {}) },
+    options: { ...(opts.bind ? { bind: opts.bind } : {}), ...(opts.http ? { http: opts.http } : {}), ...(opts.guard ? { guard: opts.guard } : {}) },
     onReceipt: (r) => void onReceipt(r),
   });
 

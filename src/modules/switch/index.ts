@@ -1,4 +1,5 @@
 import type { CoreDeps } from '../../platform/core.js';
+import { supplierGuardFrom } from '../../platform/outbound-guard.js';
 import type { Module } from '../index.js';
 import { switchRoutes } from './routes.js';
 import { createSwitchSubscriptions } from './subscriptions.js';
@@ -9,6 +10,6 @@ import { createSwitchSubscriptions } from './subscriptions.js';
  */
 export function buildSwitchModule(core: CoreDeps) {
   const subscriptions = createSwitchSubscriptions(core);
-  const module: Module = { name: 'switch', routes: switchRoutes(subscriptions) };
+  const module: Module = { name: 'switch', routes: switchRoutes(subscriptions, supplierGuardFrom(core.config, { ...(core.self ? { isSelf: core.self.isSelf } : {}) })) };
   return { module, subscriptions };
 }

@@ -2,8 +2,9 @@ import { Type, type Static } from 'typebox';
 import type { App } from '../../http/app.js';
 import { Ok, ok } from '../../http/envelope.js';
 import { validationError, type ErrorDetail } from '../../http/errors.js';
-import { checkBind } from '../../messaging/index.js';
-import { httpsUrlCheck, SmsDeliveryTest, type SmsDeliveryTestResult } from '../sms/delivery-test.js';
+import { bindFieldProblems } from '../../messaging/index.js';
+import type { TargetGuard } from '../../platform/outbound-guard.js';
+import { guardedCheckBind, httpsUrlCheck, refuseUrlTarget, SmsDeliveryTest, type SmsDeliveryTestResult } from '../sms/delivery-test.js';
 import type { SwitchSubscriptions } from './subscriptions.js';
 
 // The spec's limit: a bind check opens a connection to a third party, so it is kept rare.
@@ -38,25 +39,30 @@ function missingFields(b: UnsavedDelivery): ErrorDetail[] {
     if (b.smppSystemId !== undefined && EMAIL.test(b.smppSystemId)) {
       details.push({ path: 'smppSystemId', message: 'must be the SMSC system id, not an e-mail address' });
     }
+    const fields = { systemId: 'smppSystemId', password: 'smppPassword', systemType: 'smppSystemType' } as const;
+    for (const f of bindFieldProblems({ systemId: b.smppSystemId ?? '', password: b.smppPassword ?? '', systemType: b.smppSystemType })) {
+      details.push({ path: fields[f], message: 'must not hold control characters' });
+    }
   }
   return details;
 }
 
-async function testUnsaved(b: UnsavedDelivery): Promise<SmsDeliveryTestResult> {
+async function testUnsaved(b: UnsavedDelivery, guard: TargetGuard): Promise<SmsDeliveryTestResult> {
   if (b.smsDeliveryMethod === 'http') {
+    await refuseUrlTarget(guard, b.smsDeliveryUrl, 'smsDeliveryUrl');
     const check = httpsUrlCheck(b.smsDeliveryUrl);
     return { pass: check.ok, via: 'http', checks: [check], message: check.ok ? 'Well-formed https URL (nothing was sent)' : 'The delivery URL is not a well-formed https URL' };
   }
-  const r = await checkBind({
+  const r = await guardedCheckBind(guard, {
     host: b.smppHost!, port: b.smppPort ?? 2775, tls: false,
     systemId: b.smppSystemId!, password: b.smppPassword!, bindType: b.smppBindType ?? 'transceiver',
     ...(b.smppSystemType ? { systemType: b.smppSystemType } : {}),
     timeoutMs: BIND_CHECK_TIMEOUT_MS,
-  });
+  }, 'smppHost');
   return { pass: r.pass, via: 'smpp', checks: r.checks, message: r.message };
 }
 
-export function switchRoutes(subscriptions: SwitchSubscriptions) {
+export function switchRoutes(subscriptions: SwitchSubscriptions, guard: TargetGuard) {
   return (app: App) => {
     app.post('/switch/suppliers/test-sms', {
       config: { access: { auth: 'required', scope: 'switch:manage', testKeys: 'allow' }, rateLimit: { points: TEST_SMS_PER_MINUTE, seconds: 60 } },
@@ -68,7 +74,10 @@ export function switchRoutes(subscriptions: SwitchSubscriptions) {
           'is sent. `smpp` opens one real bind (`smppBindType`, default transceiver; plain TCP, port default 2775) with the ' +
           'given system id and password, then unbinds: the checks are `connect`, `bind` and `unbind`, each with what the ' +
           'SMSC answered, within 10 s in all. `http` is checked only for a well-formed https URL (a request would be a ' +
-          `message): one check, \`url\`, showing the URL's origin. Test keys may use it: it changes nothing. ${TEST_SMS_PER_MINUTE} per minute per credential.`,
+          `message): one check, \`url\`, showing the URL's origin. ` +
+          'A host that is or resolves to a loopback, private, link-local or metadata address, or the exchange itself, is ' +
+          'refused with 400 `VALIDATION_ERROR` before any connection (networks the operator allows excepted). ' +
+          `Test keys may use it: it changes nothing. ${TEST_SMS_PER_MINUTE} per minute per credential.`,
         body: UnsavedDelivery,
         response: { 200: Ok(SmsDeliveryTest) },
       },
@@ -76,7 +85,7 @@ export function switchRoutes(subscriptions: SwitchSubscriptions) {
       const missing = missingFields(req.body);
       if (missing.length) throw validationError(missing);
       await subscriptions.require(req.principal!);
-      return ok(await testUnsaved(req.body));
+      return ok(await testUnsaved(req.body, guard));
     });
   };
 }

@@ -1,8 +1,9 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { request } from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
+import { createTargetGuard, isPrivateAddress, TargetRefusedError } from '../../platform/outbound-guard.js';
 import { MediaError } from './errors.js';
 
 /**
@@ -35,50 +36,9 @@ export interface SafeDownloader {
 
 const DEFAULTS = { maxBytes: 2 * 1024 * 1024, maxUrlLength: 2048, timeoutMs: 10_000 };
 
-// Separate lists: a BlockList matches IPv4 addresses against IPv4-mapped IPv6 rules too, and
-// ::ffff:0:0/96 below would then block every IPv4 address.
-const blocked4 = new BlockList();
-const blocked6 = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local, including 169.254.169.254 cloud metadata
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.88.99.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  blocked4.addSubnet(net, prefix, 'ipv4');
-}
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['::ffff:0:0', 96], // IPv4-mapped: would reach whatever IPv4 address it embeds
-  ['64:ff9b::', 96], // NAT64, likewise
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['2002::', 16], // 6to4 embeds an IPv4 address
-  ['fc00::', 7], // unique local, including fd00:ec2::254 metadata
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const) {
-  blocked6.addSubnet(net, prefix, 'ipv6');
-}
-
-/** True for a unicast address on the public internet. */
+/** True for a unicast address on the public internet (the outbound guard's rule). */
 export function isPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return false;
-  return family === 4 ? !blocked4.check(address, 'ipv4') : !blocked6.check(address, 'ipv6');
+  return !isPrivateAddress(address);
 }
 
 const refuse = (message: string): MediaError => new MediaError('MEDIA_DOWNLOAD_REFUSED', message);
@@ -108,25 +68,16 @@ export function createSafeDownloader(options: SafeDownloaderOptions = {}): SafeD
   const maxUrlLength = options.maxUrlLength ?? DEFAULTS.maxUrlLength;
   const timeoutMs = options.timeoutMs ?? DEFAULTS.timeoutMs;
   const resolve = options.resolve ?? systemResolve;
-  const allowPrivate = options.allowPrivateAddresses === true;
+  const guard = createTargetGuard({ allowAllPrivate: options.allowPrivateAddresses === true, lookup: resolve });
 
   async function pickAddress(hostname: string): Promise<ResolvedAddress> {
-    const literal = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
-    const family = isIP(literal);
-    let addresses: ResolvedAddress[];
-    if (family !== 0) {
-      addresses = [{ address: literal, family: family === 6 ? 6 : 4 }];
-    } else {
-      try {
-        addresses = await resolve(literal);
-      } catch (err) {
-        throw new MediaError('MEDIA_DOWNLOAD_FAILED', 'host name does not resolve', { cause: err });
-      }
+    try {
+      return await guard.resolve(hostname);
+    } catch (err) {
+      // One non-public answer refuses the host: round-robin must not let a private one through later.
+      if (err instanceof TargetRefusedError) throw refuse('URL host is not a public address');
+      throw new MediaError('MEDIA_DOWNLOAD_FAILED', 'host name does not resolve', { cause: err });
     }
-    if (addresses.length === 0) throw new MediaError('MEDIA_DOWNLOAD_FAILED', 'host name does not resolve');
-    // One non-public answer refuses the host: round-robin must not let a private one through later.
-    if (!allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) throw refuse('URL host is not a public address');
-    return addresses[0] as ResolvedAddress;
   }
 
   async function download(raw: string): Promise<Uint8Array> {

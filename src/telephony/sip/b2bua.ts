@@ -142,6 +142,8 @@ export interface TrunkB2bua {
 const RETRYABLE = new Set([403, 480, 500, 502, 503, 504]);
 const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, UPDATE';
 const E164 = /^[1-9]\d{5,14}$/;
+/** Our loop marker on every supplier INVITE; an INVITE that carries our value came back to us. */
+export const LOOP_HEADER = 'X-Svc-Loop';
 
 /** Numbers in logs keep a prefix only (CONVENTIONS: no full phone numbers). */
 const mask = (n: string): string => (n.length > 5 ? `${n.slice(0, 5)}…` : n);
@@ -222,6 +224,8 @@ export function orderEndpoints(endpoints: TrunkEndpoint[], rand: (max: number) =
 export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
   const { stack, log, clock, policy } = opts;
   const digest = createDigestServer({ realm: opts.realm, secret: opts.nonceSecret, ...opts.digest, now: () => clock.now().getTime() });
+  // From the shared server secret, so every daemon of the exchange knows its siblings' INVITEs.
+  const loopMark = createHmac('sha256', opts.nonceSecret).update('svc-loop-marker').digest('hex').slice(0, 24);
   const setupTimeoutMs = opts.setupTimeoutMs ?? 4000;
   const noAnswerMs = opts.noAnswerMs ?? 90_000;
   const maxRoutes = opts.maxRoutes ?? 3;
@@ -360,6 +364,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       { name: 'Max-Forwards', value: String(Math.min(mf === undefined ? 70 : mf - 1, 70)) },
       { name: 'Contact', value: `<${stack.contactUri('b2bua', ep.transport)}>` },
       { name: 'Allow', value: ALLOW },
+      { name: LOOP_HEADER, value: loopMark },
     ];
     const ct = getHeader(call.inReq, 'content-type');
     if (ct !== undefined && body.length) headers.push({ name: 'Content-Type', value: ct });
@@ -660,6 +665,13 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       else cancelledEarly = true;
     };
     const tag = dialogTagOf(req);
+    // A route whose supplier is the exchange (directly or through a peer that sends it back)
+    // would otherwise loop until Max-Forwards runs out, holding money and a slot on every pass.
+    if (req.headers.some((h) => h.name.toLowerCase() === LOOP_HEADER.toLowerCase() && h.value.trim() === loopMark)) {
+      log.warn({ source: `${source.host}:${source.port}` }, 'looped INVITE refused');
+      tx.reply(482, 'Loop Detected', { toTag: tag });
+      return;
+    }
     const uri = parseUri(req.uri);
     if (uri.scheme !== 'sip' && uri.scheme !== 'sips') {
       tx.reply(416, 'Unsupported URI Scheme', { toTag: tag });

@@ -5,7 +5,7 @@ import type { Sql } from '../../db/connection.js';
 import type { Ledger } from '../../ledger/ledger.js';
 import { money6 } from '../../ledger/money.js';
 import { createCsvWriter } from '../../http/csv.js';
-import { ruleError } from '../../http/errors.js';
+import { validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { createBillingRepo, type TransactionFilter, type TransactionRow } from './repo.js';
 
@@ -26,7 +26,7 @@ export function createBillingService(deps: { sql: Sql; clock: Clock; log: Logger
   const repo = createBillingRepo(deps.sql);
 
   function checkRange(f: TransactionFilter) {
-    if (f.from && f.to && new Date(f.from) >= new Date(f.to)) throw ruleError('"from" must be before "to"');
+    if (f.from && f.to && new Date(f.from) >= new Date(f.to)) throw validationError([{ path: 'from', message: 'must be before "to"' }]);
   }
 
   return {

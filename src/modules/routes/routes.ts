@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import type { FastifyRequest } from 'fastify';
 import type { App } from '../../http/app.js';
 import { DateTime, Money, Nullable, Ok, OffsetPage, Uuid, ok } from '../../http/envelope.js';
 import { OffsetQuery } from '../../http/pagination.js';
@@ -342,8 +343,19 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
       },
     }, async (req) => ok(await routes.rates(req.params.id, req.principal!.accountId, { prefix: req.query.prefix, limit: req.query.limit ?? 100, offset: req.query.offset ?? 0 })));
 
+    // A slot per upload in progress, taken before the body is read and handed to the service.
+    const slots = new WeakMap<FastifyRequest, () => void>();
+    const releaseSlot = async (req: FastifyRequest) => {
+      slots.get(req)?.();
+      slots.delete(req);
+    };
     app.post('/routes/:id/rates', {
       config: { access: WRITE },
+      onRequest: async (req) => {
+        slots.set(req, routes.acquireUploadSlot(req.principal!.accountId));
+      },
+      onResponse: releaseSlot,
+      onRequestAbort: releaseSlot,
       // A 200,000-row CSV is around 8 MB.
       bodyLimit: 48 * 1024 * 1024,
       schema: {
@@ -362,7 +374,9 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
         response: { 200: Ok(UploadResult), 202: Ok(SheetJob) },
       },
     }, async (req, reply) => {
-      const up = await routes.uploadSheet(req.principal!.accountId, req.params.id, req.body);
+      const slot = slots.get(req);
+      slots.delete(req);
+      const up = await routes.uploadSheet(req.principal!.accountId, req.params.id, req.body, slot);
       if (up.kind === 'applied') return ok(up.result);
       return reply.code(202).send(ok(up.job));
     });

@@ -471,14 +471,25 @@ export function createRoutesService(deps: {
      * route's notice period (rating/rate-changes.ts). The index is rebuilt here and on every peer.
      * A sheet of more than `[rate_sheets] async_rows` rows becomes a job (`kind: 'job'`, 202) whose
      * progress `sheetJob` reports; smaller sheets are applied before this returns. Uploads in
-     * progress are bounded per account and in all (429).
+     * progress are bounded per account and in all (429): `slot` is one taken by
+     * `acquireUploadSlot`, released here whatever the outcome; without it one is taken here.
      */
-    async uploadSheet(sellerId: string, routeId: string, upload: SheetUpload): Promise<{ kind: 'applied'; result: UploadResult } | { kind: 'job'; job: SheetJob }> {
-      const route = await repo.findOwnRoute(sql, routeId, sellerId);
-      if (route === undefined) throw notFound('Route');
-      const source = sheetSource(upload);
-      const increaseAt = parseWhen(upload.increaseEffectiveAt);
-      const release = gate.acquire(sellerId);
+    async uploadSheet(
+      sellerId: string, routeId: string, upload: SheetUpload, slot?: () => void,
+    ): Promise<{ kind: 'applied'; result: UploadResult } | { kind: 'job'; job: SheetJob }> {
+      const release = slot ?? gate.acquire(sellerId);
+      let route: RouteRow | undefined;
+      let source: SheetSource;
+      let increaseAt: Date | null;
+      try {
+        route = await repo.findOwnRoute(sql, routeId, sellerId);
+        if (route === undefined) throw notFound('Route');
+        source = sheetSource(upload);
+        increaseAt = parseWhen(upload.increaseEffectiveAt);
+      } catch (err) {
+        release();
+        throw err;
+      }
       const rowsTotal = source.format === 'csv' ? countCsvRows(source.csv) : source.rows.length;
       if (rowsTotal <= settings.async_rows) {
         try {
@@ -502,6 +513,14 @@ export function createRoutesService(deps: {
       });
       running.set(job.jobId, run);
       return { kind: 'job', job };
+    },
+
+    /**
+     * Takes one of the account's upload slots or throws 429 RATE_LIMITED; the route takes it before
+     * the body is read, so a refused upload never holds a sheet in memory. `uploadSheet` releases it.
+     */
+    acquireUploadSlot(accountId: string): () => void {
+      return gate.acquire(accountId);
     },
 
     /** A sheet job of the seller's own route, or 404. */

@@ -1,3 +1,4 @@
+import { request as httpsRequest } from 'node:https';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import t from 'tap';
@@ -17,6 +18,22 @@ async function seller(d: TestDaemon, email: string) {
   const r = await d.https('POST', '/routes', { token: key, body: { type: 'voice', name: 'World', endpoints: [{ host: '192.0.2.1' }], billingIncrement: '6/6' } });
   if (r.status !== 201) throw new Error(r.text);
   return { id: acct.id, key, routeId: r.json.data.id as string };
+}
+
+/** Sends the headers of a 40 MB upload and a few bytes of it; resolves with the status answered meanwhile. */
+function refusedBeforeBody(d: TestDaemon, path: string, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(`${d.baseUrl}${path}`, {
+      method: 'POST', rejectUnauthorized: false,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(40 * 1024 * 1024) },
+    }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+      req.destroy();
+    });
+    req.on('error', reject);
+    req.write('{"format":"csv","csv":"prefix');
+  });
 }
 
 /** Polls the job until it has finished (a poll is an HTTPS request; the pause only spaces them). */
@@ -112,6 +129,8 @@ t.test('concurrent uploads are bounded per account and in total', async (t) => {
   const third = await d.https('POST', `/routes/${c.routeId}/rates`, { token: c.key, body: { format: 'csv', csv: sheet(200) } });
   t.equal(third.status, 429, 'over the total');
   t.equal(third.json.error.code, 'RATE_LIMITED');
+  const early = await refusedBeforeBody(d, `/routes/${c.routeId}/rates`, c.key);
+  t.equal(early, 429, 'refused on its headers: a 40 MB body that never comes is not waited for');
   let running = jobA.json.data;
   while (running.status === 'queued' || running.status === 'parsing') {
     await delay(20);

@@ -60,8 +60,8 @@ const present = (r: JobRow): SheetJob => ({
 
 export async function createJob(db: Db, job: { id: string; routeId: string; accountId: string; rowsTotal: number; now: Date }): Promise<SheetJob> {
   const [row] = await db<JobRow[]>`
-    insert into rate_sheet_jobs (id, route_id, account_id, rows_total, created_at, heartbeat_at)
-    values (${job.id}, ${job.routeId}, ${job.accountId}, ${job.rowsTotal}, ${job.now}, ${job.now})
+    insert into rate_sheet_jobs (id, route_id, account_id, rows_total, created_at)
+    values (${job.id}, ${job.routeId}, ${job.accountId}, ${job.rowsTotal}, ${job.now})
     returning id, route_id, status, rows_total, rows_parsed, rows_loaded, error_count, errors, result, created_at, finished_at`;
   return present(row!);
 }
@@ -97,12 +97,12 @@ export async function finishJob(db: Db, id: string, end: { ok: true; result: Upl
   if (end.ok) {
     await db`
       update rate_sheet_jobs set status = 'completed', rows_parsed = ${end.rows}, rows_loaded = ${end.rows},
-        result = ${db.json(end.result as never)}, finished_at = ${now}, heartbeat_at = ${now}
+        result = ${db.json(end.result as never)}, finished_at = ${now}, heartbeat_at = now()
       where id = ${id}`;
   } else {
     await db`
       update rate_sheet_jobs set status = 'failed', error_count = ${end.errorCount},
-        errors = ${db.json(end.errors.slice(0, MAX_JOB_ERRORS) as never)}, finished_at = ${now}, heartbeat_at = ${now}
+        errors = ${db.json(end.errors.slice(0, MAX_JOB_ERRORS) as never)}, finished_at = ${now}, heartbeat_at = now()
       where id = ${id}`;
   }
 }
@@ -111,12 +111,15 @@ export async function heartbeat(db: Db, ids: readonly string[]): Promise<void> {
   if (ids.length > 0) await db`update rate_sheet_jobs set heartbeat_at = now() where id in ${db(ids as string[])} and finished_at is null`;
 }
 
-/** Fails the jobs of daemons that died mid-way (their sheet was only in that daemon's memory). */
+/**
+ * Fails the jobs of daemons that died mid-way (their sheet was only in that daemon's memory).
+ * Heartbeats are the database's time, so staleness is real elapsed time whatever the clock.
+ */
 export async function failStaleJobs(sql: Sql, now: Date): Promise<number> {
   const rows = await sql`
     update rate_sheet_jobs set status = 'failed', finished_at = ${now}, error_count = 1,
       errors = ${sql.json([{ line: 0, reason: 'interrupted: the daemon loading the sheet stopped; upload it again' }])}
-    where finished_at is null and heartbeat_at < ${new Date(now.getTime() - JOB_STALE_MS)}`;
+    where finished_at is null and heartbeat_at < now() - make_interval(secs => ${JOB_STALE_MS / 1000})`;
   return rows.count;
 }
 

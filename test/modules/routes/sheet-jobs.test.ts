@@ -2,6 +2,8 @@ import { request as httpsRequest } from 'node:https';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import t from 'tap';
+import { failStaleJobs } from '../../../src/modules/routes/sheet-jobs.js';
+import { newId } from '../../../src/platform/ids.js';
 import { startTestDaemon, type TestDaemon } from '../../helpers/daemon.js';
 
 // Row i: prefix "9" + 6-digit i.
@@ -144,4 +146,19 @@ t.test('concurrent uploads are bounded per account and in total', async (t) => {
   t.match(await finished(d, b, jobB.json.data.jobId), { status: 'completed', rowsLoaded: 200 });
   const after = await d.https('POST', `/routes/${c.routeId}/rates`, { token: c.key, body: { format: 'csv', csv: sheet(50) } });
   t.equal(after.status, 200, 'slots are freed when jobs end');
+});
+
+t.test('a job left by a daemon that died is failed at the next start', async (t) => {
+  const d = await startTestDaemon(t);
+  const s = await seller(d, 'stale@example.com');
+  const stale = newId();
+  const live = newId();
+  await d.sql`
+    insert into rate_sheet_jobs (id, route_id, account_id, status, rows_total, heartbeat_at)
+    values (${stale}, ${s.routeId}, ${s.id}, 'loading', 300000, now() - interval '3 minutes'),
+           (${live}, ${s.routeId}, ${s.id}, 'parsing', 300000, now())`;
+  t.equal(await failStaleJobs(d.sql, new Date()), 1);
+  const job = (await d.https('GET', `/routes/${s.routeId}/rates/jobs/${stale}`, { token: s.key })).json.data;
+  t.match(job, { status: 'failed', errorCount: 1, errors: [{ line: 0, reason: /^interrupted/ }], finishedAt: String });
+  t.match((await d.https('GET', `/routes/${s.routeId}/rates/jobs/${live}`, { token: s.key })).json.data, { status: 'parsing', finishedAt: null }, 'a job with a recent heartbeat is left alone');
 });

@@ -10,7 +10,7 @@ import {
   countCsvRows, createPlatformFee, parseIncrement, parseRateSheetCsvSliced, parseRateSheetJsonSliced, planRateChangesSteps, round6, toMoney,
 } from '../../rating/index.js';
 import type { NewSheetEntry, PlatformFee, SheetResult } from '../../rating/index.js';
-import { runSliced, STEP_ITEMS, type Slicing } from '../../platform/cooperative.js';
+import { runSliced, STEP_ITEMS, type Slicing, type Steps } from '../../platform/cooperative.js';
 import * as jobs from './sheet-jobs.js';
 import type { SheetJob } from './sheet-jobs.js';
 import * as repo from './repo.js';
@@ -206,6 +206,11 @@ export function createRoutesService(deps: {
     return d;
   };
 
+  // eslint-disable-next-line require-yield -- the rows are already made: steps that end at once
+  const asSteps = (rows: readonly NewSheetEntry[]) => function* (): Steps<readonly NewSheetEntry[]> {
+    return rows;
+  };
+
   // Turning the rows in force and a sheet into the deck's writes: steps, so a 500,000-row deck
   // never holds the event loop for more than a slice.
   function* planWrite(route: RouteRow, live: repo.LiveRateRow[], rows: readonly NewSheetEntry[], now: Date, increaseAt: Date | null) {
@@ -248,7 +253,7 @@ export function createRoutesService(deps: {
    */
   const applyPlan = async (
     route: RouteRow,
-    next: (live: repo.LiveRateRow[]) => readonly NewSheetEntry[],
+    next: (live: repo.LiveRateRow[]) => Steps<readonly NewSheetEntry[]>,
     increaseAt: Date | null,
     load: Slicing & { onLoaded?: (rows: number) => void } = {},
   ) => {
@@ -256,7 +261,7 @@ export function createRoutesService(deps: {
     const now = clock.now();
     const result = await sql.begin(async (tx) => {
       const live = await repo.lockDeckForUpload(tx, routeId, now);
-      const rows = next(live);
+      const rows = await runSliced(next(live), { sliceMs, ...load });
       const { write, counts } = await runSliced(planWrite(route, live, rows, now, increaseAt), { sliceMs, ...load });
       const version = await repo.writeDeck(tx, routeId, write, now, rows.length, load);
       return { version, counts, scheduled: write.changes.length, rows: rows.length };
@@ -347,7 +352,7 @@ export function createRoutesService(deps: {
         return;
       }
       progress.report({ status: 'loading', rowsTotal: sheet.rows.length, rowsParsed: sheet.rows.length }, true);
-      const result = await applyPlan(route, () => sheet.rows, increaseAt, {
+      const result = await applyPlan(route, asSteps(sheet.rows), increaseAt, {
         signal: stopping.signal,
         onLoaded: (rows) => progress.report({ rowsLoaded: rows }),
       });
@@ -495,7 +500,7 @@ export function createRoutesService(deps: {
         try {
           const sheet = await parseSheet(route, source, {});
           if (sheet.errors.length > 0) throw sheetErrors(sheet);
-          return { kind: 'applied', result: await applyPlan(route, () => sheet.rows, increaseAt) };
+          return { kind: 'applied', result: await applyPlan(route, asSteps(sheet.rows), increaseAt) };
         } finally {
           release();
         }
@@ -561,9 +566,10 @@ export function createRoutesService(deps: {
       const amount = input.amount === undefined ? null : new Decimal(input.amount);
       const factor = input.percent === undefined ? null : new Decimal(input.percent).div(100).plus(1);
       if ((amount !== null && amount.isZero()) || (factor !== null && factor.eq(1))) throw ruleError('A flat change of zero changes nothing');
-      return applyPlan(route, (live) => {
+      return applyPlan(route, function* (live) {
         const rows: NewSheetEntry[] = [];
         for (const r of live) {
+          if (rows.length % STEP_ITEMS === STEP_ITEMS - 1) yield;
           const old = new Decimal(r.rate);
           const next = round6(amount !== null ? old.plus(amount) : old.times(factor!));
           if (next.isNegative()) throw ruleError(`The change would make the rate of prefix ${r.prefix} negative`);

@@ -81,6 +81,8 @@ t.test('a 200,000-row sheet loads as a job while GET /status keeps answering', a
   t.equal(up.status, 202, up.text.slice(0, 300));
   t.match(up.json.data, { jobId: String, status: 'queued', rowsTotal: 200_000 });
   t.match(job, { status: 'completed', rowsTotal: 200_000, rowsParsed: 200_000, rowsLoaded: 200_000, errors: [], result: { rows: 200_000, newDestinations: 200_000 } });
+  const midway = seen.filter((j) => (j.rowsParsed > 0 && j.rowsParsed < 200_000) || (j.rowsLoaded > 0 && j.rowsLoaded < 200_000));
+  t.ok(midway.length > 0, 'requests were answered while the sheet was being parsed or loaded (progress seen mid-way)');
   for (let i = 1; i < seen.length; i++) {
     t.ok(seen[i]!.rowsParsed >= seen[i - 1]!.rowsParsed && seen[i]!.rowsLoaded >= seen[i - 1]!.rowsLoaded, 'progress never goes back');
   }

@@ -147,6 +147,12 @@ export const ConfigSchema = Type.Object({
     x402_min_amount: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '1.000000' }),
     x402_max_amount: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '10000.000000' }),
   }),
+  rate_sheets: Type.Object({
+    uploads_per_account: Type.Integer({ minimum: 1, maximum: 100, default: 1 }),
+    uploads_total: Type.Integer({ minimum: 1, maximum: 1000, default: 2 }),
+    async_rows: Type.Integer({ minimum: 0, maximum: 500000, default: 20000 }),
+    slice_ms: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  }),
   webhooks: Type.Object({
     allow_private_targets: Type.Boolean({ default: false }),
     timeout_seconds: Type.Integer({ minimum: 1, maximum: 60, default: 10 }),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Server as HttpsServer } from 'node:https';
+import AjvCompiler from '@fastify/ajv-compiler';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -84,7 +85,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     frameworkErrors: (err, _req, reply) => {
       void sendError(err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? invalidInput('A value in the path is too long') : badRequest('Malformed URL'), reply);
     },
-    ajv: { customOptions: { allErrors: true, coerceTypes: 'array', useDefaults: true, removeAdditional: false } },
+    schemaController: { compilersFactory: { buildValidator: validatorsByPart() } },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.decorate('apiRoutes', [] as string[]);
@@ -235,6 +236,26 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   return app;
 }
 
+const AJV_OPTIONS = { allErrors: true, useDefaults: true, removeAdditional: false } as const;
+
+/**
+ * JSON bodies have types, so a body is validated as sent: "30" is not 30 and a string is not a
+ * one-element array. Query strings, path parameters and headers arrive as text, so only they are
+ * coerced to the schema's types.
+ */
+function validatorsByPart(): AjvCompiler.BuildCompilerFromPool {
+  const pool = AjvCompiler();
+  return (externalSchemas) => {
+    // Fastify calls a compiler with the route's schema definition (schema, method, url, httpPart);
+    // the package's types describe it as taking the bare schema.
+    type Compile = (route: { httpPart?: string }) => ReturnType<ReturnType<AjvCompiler.BuildCompilerFromPool>>;
+    const strict = pool(externalSchemas, { customOptions: { ...AJV_OPTIONS, coerceTypes: false } }) as unknown as Compile;
+    const coercing = pool(externalSchemas, { customOptions: { ...AJV_OPTIONS, coerceTypes: 'array' } }) as unknown as Compile;
+    const byPart: Compile = (route) => (route.httpPart === 'body' ? strict(route) : coercing(route));
+    return byPart as unknown as ReturnType<AjvCompiler.BuildCompilerFromPool>;
+  };
+}
+
 function requireForwardedHttps(req: FastifyRequest, proxies: readonly string[]) {
   const peer = req.socket.remoteAddress ?? '';
   if (!proxies.includes(peer) && !proxies.includes(peer.replace(/^::ffff:/, ''))) {
@@ -291,10 +312,18 @@ function enforceAccess(access: Access, p: Principal | null, method: string) {
   }
 }
 
+interface AjvError {
+  instancePath: string;
+  schemaPath: string;
+  message?: string;
+  keyword: string;
+  params: Record<string, unknown>;
+}
+
 interface FastifyLikeError extends Error {
   code?: string;
   statusCode?: number;
-  validation?: { instancePath: string; message?: string; keyword: string; params: Record<string, unknown> }[];
+  validation?: AjvError[];
   validationContext?: string;
 }
 
@@ -318,21 +347,44 @@ export function toAppError(err: unknown, req: FastifyRequest): AppError {
 
 function fromValidation(e: FastifyLikeError): AppError {
   const where = e.validationContext ?? 'body';
-  const details: ErrorDetail[] = (e.validation ?? []).map((v) => {
-    const base = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
-    const missing = v.keyword === 'required' ? String(v.params['missingProperty'] ?? '') : '';
-    const extra = v.keyword === 'additionalProperties' ? String(v.params['additionalProperty'] ?? '') : '';
-    const path = [base, missing || extra].filter(Boolean).join('.') || where;
-    const message = extra ? 'unknown field' : (v.message ?? 'is invalid');
-    return { path, message };
-  });
+  const errors = e.validation ?? [];
+  const details = validationDetails(errors, where);
   // A malformed id or number in the path or query string "passed validation but cannot be stored".
-  if ((where === 'params' || where === 'querystring') && e.validation?.every((v) => v.keyword === 'format' || v.keyword === 'type' || v.keyword === 'minimum' || v.keyword === 'maximum')) {
-    if (e.validation.some((v) => v.keyword === 'format' && v.params['format'] === 'uuid')) {
+  if ((where === 'params' || where === 'querystring') && errors.every((v) => v.keyword === 'format' || v.keyword === 'type' || v.keyword === 'minimum' || v.keyword === 'maximum')) {
+    if (errors.some((v) => v.keyword === 'format' && v.params['format'] === 'uuid')) {
       return invalidInput('Malformed id: expected a UUID', details);
     }
   }
   return new AppError('VALIDATION_ERROR', 'Request validation failed', details);
+}
+
+const UNION_KEYWORDS = new Set(['anyOf', 'oneOf']);
+
+/**
+ * One detail per failing field (spec "Errors"). A union (an enum of literals, or alternative
+ * object shapes) fails in every alternative: those are folded into one detail at the union's
+ * field, naming the allowed values when they are literals.
+ */
+export function validationDetails(errors: readonly AjvError[], where: string): ErrorDetail[] {
+  const unions = errors.filter((v) => UNION_KEYWORDS.has(v.keyword));
+  const inside = (v: AjvError, u: AjvError) => v !== u && v.schemaPath.startsWith(`${u.schemaPath}/`);
+  const byPath = new Map<string, string>();
+  for (const v of errors) {
+    if (unions.some((u) => inside(v, u))) continue;
+    const base = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
+    const missing = v.keyword === 'required' ? String(v.params['missingProperty'] ?? '') : '';
+    const extra = v.keyword === 'additionalProperties' ? String(v.params['additionalProperty'] ?? '') : '';
+    const path = [base, missing || extra].filter(Boolean).join('.') || where;
+    if (byPath.has(path)) continue;
+    let message = extra ? 'unknown field' : (v.message ?? 'is invalid');
+    if (UNION_KEYWORDS.has(v.keyword)) {
+      const branches = errors.filter((b) => inside(b, v));
+      const allowed = branches.filter((b) => b.keyword === 'const' && b.instancePath === v.instancePath).map((b) => JSON.stringify(b.params['allowedValue']));
+      message = allowed.length > 0 && allowed.length === branches.length ? `must be one of ${allowed.join(', ')}` : 'matches none of the allowed forms';
+    }
+    byPath.set(path, message);
+  }
+  return [...byPath].map(([path, message]) => ({ path, message }));
 }
 
 export function sendError(err: AppError, reply: FastifyReply) {

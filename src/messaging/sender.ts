@@ -1,5 +1,3 @@
-import { gsm7Length, isGsm7 } from './gsm7.js';
-
 /** SMPP type-of-number / numbering-plan values for a sender (SMPP 3.4 §5.2.5, §5.2.6). */
 export const TON_UNKNOWN = 0;
 export const TON_INTERNATIONAL = 1;
@@ -8,6 +6,9 @@ export const TON_ALPHANUMERIC = 5;
 export const NPI_UNKNOWN = 0;
 export const NPI_ISDN = 1;
 
+/** An alphanumeric sender: letters, digits and spaces with at least one letter. */
+const ALPHANUMERIC_RE = /^(?=.*[A-Za-z])[A-Za-z0-9 ]+$/;
+
 export type SenderCheck =
   | { ok: true; kind: 'numeric' | 'alphanumeric'; value: string; ton: number; npi: number }
   | { ok: false; reason: 'empty' | 'numeric_too_long' | 'alphanumeric_too_long' | 'invalid_characters' };
@@ -15,10 +16,11 @@ export type SenderCheck =
 /**
  * Validate a sender (spec "Voice and SMS": numeric, or alphanumeric up to 11 characters).
  * Numeric: optional '+', 1..15 digits, international TON/ISDN NPI (national when 8 digits or fewer,
- * i.e. a short code). Alphanumeric: up to 11 GSM-7 septets, TON 5 / NPI 0.
+ * i.e. a short code). Alphanumeric: 1 to 11 of [A-Za-z0-9 ] with at least one letter, TON 5 / NPI 0.
  */
 export function checkSender(raw: string): SenderCheck {
-  const s = raw.trim();
+  // Only spaces are trimmed: a tab or line break around a sender is refused, not silently dropped.
+  const s = raw.replace(/^ +| +$/g, '');
   if (s.length === 0) return { ok: false, reason: 'empty' };
   const numeric = /^\+?\d+$/.test(s);
   if (numeric) {
@@ -33,8 +35,9 @@ export function checkSender(raw: string): SenderCheck {
       npi: NPI_ISDN,
     };
   }
-  // eslint-disable-next-line no-control-regex -- line breaks and escapes are not allowed in a sender
-  if (!isGsm7(s) || /[\r\n\f\x1b]/.test(s)) return { ok: false, reason: 'invalid_characters' };
-  if (gsm7Length(s) > 11) return { ok: false, reason: 'alphanumeric_too_long' };
+  // Letters, digits and spaces only: punctuation such as = + - @ lets a sender read as a spreadsheet
+  // formula in CDR exports and in the recipient's own tools, and SMSCs reject it on many networks.
+  if (!ALPHANUMERIC_RE.test(s)) return { ok: false, reason: 'invalid_characters' };
+  if (s.length > 11) return { ok: false, reason: 'alphanumeric_too_long' };
   return { ok: true, kind: 'alphanumeric', value: s, ton: TON_ALPHANUMERIC, npi: NPI_UNKNOWN };
 }

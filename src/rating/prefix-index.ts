@@ -2,6 +2,7 @@ import { Decimal } from 'decimal.js';
 import type { BillingIncrement } from './increment.js';
 import { requireIncrement } from './increment.js';
 import { parseRate } from './money.js';
+import { runSliced, runToEnd, STEP_ITEMS, type Slicing, type Steps } from '../platform/cooperative.js';
 
 /** One priced prefix as given to the index builder. */
 export interface DeckRow {
@@ -64,11 +65,22 @@ for (let i = 1; i < 1024; i++) POPCOUNT[i] = (i & 1) + POPCOUNT[i >> 1]!;
  * Throws on a bad prefix, rate or increment, or a duplicate: decks reach here already validated.
  */
 export function createPrefixIndex(rows: readonly DeckRow[]): PrefixIndex {
+  return indexOver(runToEnd(buildDeck(rows)));
+}
+
+/** `createPrefixIndex` that gives the event loop a turn after every slice of work (large decks). */
+export async function createPrefixIndexSliced(rows: readonly DeckRow[], slicing: Slicing = {}): Promise<PrefixIndex> {
+  return indexOver(await runSliced(buildDeck(rows), slicing));
+}
+
+type BuiltDeck = typeof buildDeck extends (rows: readonly DeckRow[]) => Steps<infer R> ? R : never;
+
+function indexOver(built: BuiltDeck): PrefixIndex {
   // Built in its own function so the growable build arrays and interning maps are not kept alive
   // by the look-up closures below (they would share one closure context).
   const {
     n, prefixValue, prefixLen, rateIdx, destIdx, incIdx, mccIdx, rateTexts, rateDecimals, dests, incs, mccs, network, trie, direct, directDigits, countrySize, networkSize,
-  } = buildDeck(rows);
+  } = built;
   const prefixText = (i: number): string => String(prefixValue[i]!).padStart(prefixLen[i]!, '0');
   const matches: (RateMatch | undefined)[] = new Array<RateMatch | undefined>(n);
 
@@ -145,7 +157,7 @@ export function createPrefixIndex(rows: readonly DeckRow[]): PrefixIndex {
   });
 }
 
-function buildDeck(rows: readonly DeckRow[]) {
+function* buildDeck(rows: readonly DeckRow[]) {
   const n = rows.length;
   // Prefixes are kept as numbers (15 digits fit a double exactly) plus their length, not strings:
   // this halves the memory of a large deck; the text is made once per row when first matched.
@@ -189,6 +201,7 @@ function buildDeck(rows: readonly DeckRow[]) {
   const prefixText = (i: number): string => String(prefixValue[i]!).padStart(prefixLen[i]!, '0');
 
   for (let i = 0; i < n; i++) {
+    if (i % STEP_ITEMS === STEP_ITEMS - 1) yield;
     const r = rows[i]!;
     const prefix = r.prefix;
     if (!PREFIX_RE.test(prefix)) throw new RangeError(`row ${i}: invalid prefix`);

@@ -1,6 +1,7 @@
 import type { BillingIncrement } from './increment.js';
 import { incrementNotCheaper } from './increment.js';
 import { Decimal } from 'decimal.js';
+import { runToEnd, STEP_ITEMS, type Steps } from '../platform/cooperative.js';
 
 /** A row of a deck as it stands (or will stand): what the prefix index is built from. */
 export interface DeckEntry {
@@ -73,16 +74,26 @@ function classify(before: DeckEntry, after: DeckEntry): RateChangeKind {
  * when. A row's own effective date can only push its change later, never earlier than the rule allows.
  */
 export function planRateChanges(active: readonly DeckEntry[], sheet: readonly NewSheetEntry[], opts: PlanOptions): RatePlan {
+  return runToEnd(planRateChangesSteps(active, sheet, opts));
+}
+
+/** `planRateChanges` as steps, for `runSliced` on decks large enough to stall the event loop. */
+export function* planRateChangesSteps(active: readonly DeckEntry[], sheet: readonly NewSheetEntry[], opts: PlanOptions): Steps<RatePlan> {
   const now = opts.now();
   const noticeDays = opts.noticeDays ?? DEFAULT_NOTICE_DAYS;
   if (!Number.isFinite(noticeDays) || noticeDays < 0) throw new RangeError('noticeDays must be a non-negative number');
   const increaseAt = later(now, opts.increaseEffectiveAt ?? new Date(now.getTime() + noticeDays * DAY_MS));
 
   const current = new Map<string, DeckEntry>();
-  for (const e of active) current.set(keyOf(e), e);
+  let step = 0;
+  for (const e of active) {
+    current.set(keyOf(e), e);
+    if (++step % STEP_ITEMS === 0) yield;
+  }
   const changes: PlannedRateChange[] = [];
   const kept = new Set<string>();
   for (const s of sheet) {
+    if (++step % STEP_ITEMS === 0) yield;
     const key = keyOf(s);
     kept.add(key);
     const after: DeckEntry = { prefix: s.prefix, destination: s.destination, rate: s.rate, increment: s.increment, mccMnc: s.mccMnc };
@@ -92,6 +103,7 @@ export function planRateChanges(active: readonly DeckEntry[], sheet: readonly Ne
     changes.push({ prefix: s.prefix, mccMnc: s.mccMnc, kind, before, after, effectiveAt: kind === 'unchanged' ? now : later(base, s.effectiveAt) });
   }
   for (const [key, before] of current) {
+    if (++step % STEP_ITEMS === 0) yield;
     if (kept.has(key)) continue;
     changes.push({ prefix: before.prefix, mccMnc: before.mccMnc, kind: 'removal', before, after: null, effectiveAt: increaseAt });
   }

@@ -1,5 +1,7 @@
 import { Decimal } from 'decimal.js';
+import { parse as parseStream } from 'csv-parse';
 import { parse } from 'csv-parse/sync';
+import { giveTurn, runSliced, runToEnd, STEP_ITEMS, type Slicing, type Steps } from '../platform/cooperative.js';
 import type { BillingIncrement } from './increment.js';
 import { parseIncrement } from './increment.js';
 import { parseRate } from './money.js';
@@ -39,6 +41,8 @@ export interface SheetOptions {
   readonly defaultIncrement: BillingIncrement;
   /** Defaults to 500,000. */
   readonly maxRows?: number;
+  /** Told how many rows have been checked so far (every few hundred rows). */
+  readonly onProgress?: (rowsChecked: number) => void;
 }
 
 /** A row before validation: text fields as found (JSON may carry numbers). */
@@ -76,10 +80,27 @@ interface CsvRecord {
   readonly line: number;
 }
 
+/** Records by position: the header is record 0. */
+interface CsvRecords {
+  readonly length: number;
+  lineOf(k: number): number;
+  cells(k: number): readonly string[];
+}
+
+const recordsOf = (list: readonly CsvRecord[]): CsvRecords => ({
+  length: list.length,
+  lineOf: (k) => list[k]!.line,
+  cells: (k) => list[k]!.record,
+});
+
 // Most sheets have no quoting at all; for those a plain split gives the same records as csv-parse
 // several times faster (200,000 rows must upload quickly), so csv-parse is kept for sheets with quotes.
-function splitUnquoted(text: string): CsvRecord[] {
-  const out: CsvRecord[] = [];
+// Each record is kept as its line's text and split when read (the last split is reused): one
+// string a row instead of an array of cells, which keeps a 500,000-row sheet's heap and its
+// garbage collection pauses small.
+function* splitUnquoted(text: string): Steps<CsvRecords> {
+  const texts: string[] = [];
+  let lines = new Int32Array(1024);
   let start = text.charCodeAt(0) === 0xfeff ? 1 : 0;
   let line = 1;
   const len = text.length;
@@ -88,42 +109,120 @@ function splitUnquoted(text: string): CsvRecord[] {
     if (end < 0) end = len;
     const stop = end > start && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
     const raw = text.slice(start, stop);
-    if (raw.trim() !== '') out.push({ record: raw.split(','), line });
+    if (raw.trim() !== '') {
+      if (texts.length === lines.length) {
+        const grown = new Int32Array(lines.length * 2);
+        grown.set(lines);
+        lines = grown;
+      }
+      lines[texts.length] = line;
+      texts.push(raw);
+    }
+    if (line % STEP_ITEMS === 0) yield;
     line++;
     start = end + 1;
   }
-  return out;
+  let lastK = -1;
+  let last: readonly string[] = [];
+  return {
+    length: texts.length,
+    lineOf: (k) => lines[k]!,
+    cells: (k) => {
+      if (k !== lastK) {
+        last = texts[k]!.split(',');
+        lastK = k;
+      }
+      return last;
+    },
+  };
 }
 
-function parseCsvRecords(text: string): CsvRecord[] | { line: number } {
-  if (!text.includes('"')) return splitUnquoted(text);
+function parseQuoted(text: string): CsvRecords | { line: number } {
   try {
     const recs = parse(text, { bom: true, info: true, relax_column_count: true, skip_empty_lines: true }) as unknown as {
       record: string[];
       info: { lines: number };
     }[];
-    return recs.map((r) => ({ record: r.record, line: r.info.lines }));
+    return recordsOf(recs.map((r) => ({ record: r.record, line: r.info.lines })));
   } catch (err) {
-    const line = typeof (err as { lines?: unknown }).lines === 'number' ? (err as { lines: number }).lines : 0;
-    return { line };
+    return { line: errorLine(err) };
   }
+}
+
+const errorLine = (err: unknown): number =>
+  typeof (err as { lines?: unknown }).lines === 'number' ? (err as { lines: number }).lines : 0;
+
+// The streaming parser fed 64 KiB at a time, with a turn of the event loop between pieces. Bytes,
+// not string slices, so a piece boundary never splits a character.
+const QUOTED_PIECE = 64 * 1024;
+async function parseQuotedSliced(text: string, slicing: Slicing): Promise<CsvRecords | { line: number }> {
+  const out: CsvRecord[] = [];
+  let failed: { line: number } | null = null;
+  const parser = parseStream({ bom: true, info: true, relax_column_count: true, skip_empty_lines: true });
+  parser.on('data', (r: { record: string[]; info: { lines: number } }) => out.push({ record: r.record, line: r.info.lines }));
+  const done = new Promise<void>((resolve) => {
+    parser.on('end', resolve);
+    parser.on('error', (err) => {
+      failed ??= { line: errorLine(err) };
+      resolve();
+    });
+  });
+  const bytes = Buffer.from(text, 'utf8');
+  for (let i = 0; i < bytes.length && failed === null; i += QUOTED_PIECE) {
+    parser.write(bytes.subarray(i, i + QUOTED_PIECE));
+    try {
+      await giveTurn(slicing.signal);
+    } catch (err) {
+      parser.destroy();
+      throw err;
+    }
+  }
+  if (failed === null) parser.end();
+  await done;
+  return failed ?? recordsOf(out);
 }
 
 /** Parses a CSV rate sheet (header row required) and validates every row. */
 export function parseRateSheetCsv(input: string | Buffer, opts: SheetOptions): SheetResult {
   const text = typeof input === 'string' ? input : input.toString('utf8');
-  const records = parseCsvRecords(text);
-  if (!Array.isArray(records)) return { rows: [], errors: [{ line: records.line, reason: 'malformed CSV' }] };
-  const header = records[0];
-  if (header === undefined) return { rows: [], errors: [{ line: 1, reason: 'sheet is empty' }] };
+  const records = text.includes('"') ? parseQuoted(text) : runToEnd(splitUnquoted(text));
+  return runToEnd(csvSteps(records, opts));
+}
+
+/**
+ * `parseRateSheetCsv` that gives the event loop a turn after every `sliceMs` of work, for sheets large
+ * enough to stall requests if parsed in one go.
+ */
+export async function parseRateSheetCsvSliced(text: string, opts: SheetOptions, slicing: Slicing = {}): Promise<SheetResult> {
+  const records = text.includes('"') ? await parseQuotedSliced(text, slicing) : await runSliced(splitUnquoted(text), slicing);
+  return runSliced(csvSteps(records, opts), slicing);
+}
+
+/** A CSV text's non-empty lines after the header, counted before parsing to choose how to load it. */
+export function countCsvRows(text: string): number {
+  let lines = 0;
+  let start = 0;
+  while (start < text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    if (end - start > 1 || (end - start === 1 && text.charCodeAt(start) !== 13)) lines++;
+    start = end + 1;
+  }
+  return Math.max(0, lines - 1);
+}
+
+function* csvSteps(records: CsvRecords | { line: number }, opts: SheetOptions): Steps<SheetResult> {
+  if (!('cells' in records)) return { rows: [], errors: [{ line: records.line, reason: 'malformed CSV' }] };
+  if (records.length === 0) return { rows: [], errors: [{ line: 1, reason: 'sheet is empty' }] };
+  const headerLine = records.lineOf(0);
   const cols: Partial<Record<Field, number>> = {};
-  header.record.forEach((h, i) => {
+  records.cells(0).forEach((h, i) => {
     const f = HEADER_ALIASES[h.trim().toLowerCase().replace(/[\s_\-()]/g, '')];
     if (f !== undefined && cols[f] === undefined) cols[f] = i;
   });
   const missing = (['prefix', 'destination', 'rate'] as const).filter((f) => cols[f] === undefined);
   if (missing.length > 0) {
-    return { rows: [], errors: [{ line: header.line, reason: `missing column: ${missing.join(', ')}` }] };
+    return { rows: [], errors: [{ line: headerLine, reason: `missing column: ${missing.join(', ')}` }] };
   }
   const idx = (f: Field): number => cols[f] ?? -1;
   const fieldIdx: Record<Field, number> = {
@@ -131,9 +230,9 @@ export function parseRateSheetCsv(input: string | Buffer, opts: SheetOptions): S
     increment: idx('increment'), effectiveDate: idx('effectiveDate'), mccMnc: idx('mccMnc'),
   };
   // Validate straight from the split records: no intermediate row objects for 200,000-row sheets.
-  return validate(records.length - 1, (k) => records[k + 1]!.line, (k, f) => {
+  return yield* validate(records.length - 1, (k) => records.lineOf(k + 1), (k, f) => {
     const i = fieldIdx[f];
-    return i < 0 ? undefined : records[k + 1]!.record[i];
+    return i < 0 ? undefined : records.cells(k + 1)[i];
   }, opts);
 }
 
@@ -143,6 +242,20 @@ export function parseRateSheetCsv(input: string | Buffer, opts: SheetOptions): S
  * `mccMnc`. A row's "line" is its 1-based position in the array.
  */
 export function parseRateSheetJson(input: unknown, opts: SheetOptions): SheetResult {
+  return runToEnd(jsonSteps(input, opts));
+}
+
+/** `parseRateSheetJson` that gives the event loop a turn after every `sliceMs` of work. */
+export function parseRateSheetJsonSliced(input: unknown, opts: SheetOptions, slicing: Slicing = {}): Promise<SheetResult> {
+  return runSliced(jsonSteps(input, opts), slicing);
+}
+
+const JSON_KEYS: Readonly<Record<Field, readonly string[]>> = {
+  prefix: ['prefix'], destination: ['destination'], rate: ['rate'], increment: ['increment', 'billingIncrement'],
+  effectiveDate: ['effectiveDate', 'effectiveAt'], mccMnc: ['mccMnc'],
+};
+
+function* jsonSteps(input: unknown, opts: SheetOptions): Steps<SheetResult> {
   let value = input;
   if (typeof value === 'string') {
     try {
@@ -153,20 +266,15 @@ export function parseRateSheetJson(input: unknown, opts: SheetOptions): SheetRes
   }
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) value = (value as { rows?: unknown }).rows;
   if (!Array.isArray(value)) return { rows: [], errors: [{ line: 0, reason: 'expected an array of rows' }] };
-  const raw: RawSheetRow[] = value.map((item: unknown, i): RawSheetRow => {
-    if (item === null || typeof item !== 'object') return { line: i + 1 };
+  const items: readonly unknown[] = value;
+  // Fields read straight from the items: no copy of a 500,000-row array before validating it.
+  return yield* validate(items.length, (k) => k + 1, (k, f) => {
+    const item = items[k];
+    if (item === null || typeof item !== 'object') return undefined;
     const o = item as Record<string, unknown>;
-    return {
-      line: i + 1,
-      prefix: o.prefix,
-      destination: o.destination,
-      rate: o.rate,
-      increment: o.increment ?? o.billingIncrement,
-      effectiveDate: o.effectiveDate ?? o.effectiveAt,
-      mccMnc: o.mccMnc,
-    };
-  });
-  return validateSheetRows(raw, opts);
+    const [first, second] = JSON_KEYS[f];
+    return o[first!] ?? (second === undefined ? undefined : o[second]);
+  }, opts);
 }
 
 function parseDate(v: string): Date | null {
@@ -184,10 +292,10 @@ const asText = (v: unknown): string | undefined =>
 
 /** Validates rows from any source; collects every problem instead of stopping at the first. */
 export function validateSheetRows(raw: readonly RawSheetRow[], opts: SheetOptions): SheetResult {
-  return validate(raw.length, (k) => raw[k]!.line, (k, f) => raw[k]![f], opts);
+  return runToEnd(validate(raw.length, (k) => raw[k]!.line, (k, f) => raw[k]![f], opts));
 }
 
-function validate(count: number, lineOf: (k: number) => number, field: (k: number, f: Field) => unknown, opts: SheetOptions): SheetResult {
+function* validate(count: number, lineOf: (k: number) => number, field: (k: number, f: Field) => unknown, opts: SheetOptions): Steps<SheetResult> {
   const errors: SheetError[] = [];
   const maxRows = opts.maxRows ?? DEFAULT_MAX_ROWS;
   if (count === 0) return { rows: [], errors: [{ line: 0, reason: 'sheet has no rows' }] };
@@ -200,6 +308,10 @@ function validate(count: number, lineOf: (k: number) => number, field: (k: numbe
   const rows: SheetRow[] = [];
   const seen = new Map<string, number>();
   for (let k = 0; k < count; k++) {
+    if (k % STEP_ITEMS === 0 && k > 0) {
+      opts.onProgress?.(k);
+      yield;
+    }
     const line = lineOf(k);
     const prefix = asText(field(k, 'prefix'));
     if (prefix === undefined || !PREFIX_RE.test(prefix)) {
@@ -265,6 +377,7 @@ function validate(count: number, lineOf: (k: number) => number, field: (k: numbe
     rows.push({ line, prefix, destination, rate: rate.text, increment, effectiveAt, mccMnc });
   }
 
+  opts.onProgress?.(count);
   checkNetworkCeilings(rows, errors);
   if (errors.length > 0) {
     errors.sort((a, b) => a.line - b.line);

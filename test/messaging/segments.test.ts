@@ -108,7 +108,11 @@ t.test('sender validation and TON/NPI', async (t) => {
   t.match(checkSender('MyShop'), { ok: true, kind: 'alphanumeric', ton: 5, npi: 0 });
   t.match(checkSender('ABCDEFGHIJK'), { ok: true });
   t.match(checkSender('ABCDEFGHIJKL'), { ok: false, reason: 'alphanumeric_too_long' });
-  t.match(checkSender('ABCDEFGHIJ€'), { ok: false, reason: 'alphanumeric_too_long' }, '€ is two septets');
+  t.match(checkSender('ABCDEFGHIJ€'), { ok: false, reason: 'invalid_characters' });
+  for (const bad of ['=2+5', '+1a', '-1', '@x', 'a\tb', 'a\rb', 'Shop.com', 'A-B']) {
+    t.match(checkSender(bad), { ok: false, reason: 'invalid_characters' }, JSON.stringify(bad));
+  }
+  t.match(checkSender('My Shop 24'), { ok: true, kind: 'alphanumeric', value: 'My Shop 24' });
   t.match(checkSender('Shop😀'), { ok: false, reason: 'invalid_characters' });
   t.match(checkSender(' '), { ok: false, reason: 'empty' });
 });

@@ -1,11 +1,11 @@
-import { stringify } from 'csv-stringify';
 import type { Stringifier } from 'csv-stringify';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Sql } from '../../db/connection.js';
 import type { Ledger } from '../../ledger/ledger.js';
 import { money6 } from '../../ledger/money.js';
-import { ruleError } from '../../http/errors.js';
+import { createCsvWriter } from '../../http/csv.js';
+import { validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { createBillingRepo, type TransactionFilter, type TransactionRow } from './repo.js';
 
@@ -14,6 +14,7 @@ export const CSV_MAX_ROWS = 10_000;
 const CSV_COLUMNS = [
   'id', 'userId', 'type', 'ledger', 'amount', 'balanceAfter', 'reference', 'relatedEntityType', 'relatedEntityId', 'callId', 'createdAt',
 ] as const;
+const CSV_NUMERIC = ['amount', 'balanceAfter'] as const;
 
 const present = (r: TransactionRow) => ({ ...r, createdAt: r.createdAt.toISOString() });
 
@@ -25,7 +26,7 @@ export function createBillingService(deps: { sql: Sql; clock: Clock; log: Logger
   const repo = createBillingRepo(deps.sql);
 
   function checkRange(f: TransactionFilter) {
-    if (f.from && f.to && new Date(f.from) >= new Date(f.to)) throw ruleError('"from" must be before "to"');
+    if (f.from && f.to && new Date(f.from) >= new Date(f.to)) throw validationError([{ path: 'from', message: 'must be before "to"' }]);
   }
 
   return {
@@ -51,7 +52,7 @@ export function createBillingService(deps: { sql: Sql; clock: Clock; log: Logger
     /** CSV of up to 10,000 transactions, newest first, produced while rows are read. */
     transactionsCsv(accountId: string, f: TransactionFilter): Stringifier {
       checkRange(f);
-      const out = stringify({ header: true, columns: [...CSV_COLUMNS], quoted_match: /[",\r\n]/ });
+      const out = createCsvWriter(CSV_COLUMNS, CSV_NUMERIC);
       void (async () => {
         try {
           await repo.eachTransactionBatch(accountId, f, CSV_MAX_ROWS, async (rows) => {

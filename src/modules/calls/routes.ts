@@ -1,7 +1,7 @@
 import { SmsDeliveryTest, testSmsDelivery } from '../sms/delivery-test.js';
-import { stringify } from 'csv-stringify';
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
+import { createCsvWriter } from '../../http/csv.js';
 import { CursorPage, DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { notFound, ruleError, validationError } from '../../http/errors.js';
 import { CursorQuery, cursorPage } from '../../http/pagination.js';
@@ -47,6 +47,7 @@ const Cdr = Type.Object({
 });
 
 const CSV_MAX = 50_000;
+const CDR_CSV_NUMERIC = ['buyerCost', 'sellerCredit', 'ratePerUnit'];
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 function present(r: CdrRow, viewerId: string) {
@@ -179,7 +180,7 @@ export function callsRoutes(calls: CallsService, purchases: PurchasesService, si
       };
       if (q.format === 'csv') {
         const rows = await calls.repo.listCdrs({ ...filter, limit: CSV_MAX });
-        const csv = stringify({ header: true, columns: Object.keys(present(rows[0] ?? emptyRow, viewerId)) });
+        const csv = createCsvWriter(Object.keys(present(rows[0] ?? emptyRow, viewerId)), CDR_CSV_NUMERIC);
         reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="cdrs.csv"');
         for (const r of rows) csv.write(present(r, viewerId));
         csv.end();

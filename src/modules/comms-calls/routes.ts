@@ -3,7 +3,7 @@ import { HistoryEntry } from '../billing/history-entry.js';
 import type { App } from '../../http/app.js';
 import { CursorPage, DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
-import { ActionItem, Language } from './actions.js';
+import { ActionItem, Language, LIMITS } from './actions.js';
 import type { CommsCallsService } from './service.js';
 
 const Strategy = Type.Union([Type.Literal('cheapest'), Type.Literal('best_quality'), Type.Literal('balanced')]);
@@ -18,8 +18,8 @@ const PlaceCallBody = Type.Object(
     maxDuration: Type.Optional(Type.Integer({ minimum: 10, maximum: 3600, default: 300 })),
     async: Type.Optional(Type.Boolean()),
     language: Type.Optional(Language),
-    // The count limit is checked with the other rules across items, to answer VALIDATION_ERROR with a path.
-    actions: Type.Optional(Type.Array(ActionItem, { maxItems: 100 })),
+    // Spec "Limits", Call: the schema states the same count that checkActions enforces.
+    actions: Type.Optional(Type.Array(ActionItem, { maxItems: LIMITS.actions })),
   },
   { additionalProperties: false },
 );

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Sql } from '../../db/connection.js';
 import type { Clock } from '../../platform/clock.js';
-import { createDeckRegistry, createPrefixIndex } from '../../rating/index.js';
+import { createDeckRegistry, createPrefixIndex, createPrefixIndexSliced } from '../../rating/index.js';
 import type { DeckRegistry, PrefixIndex } from '../../rating/index.js';
 import { DECK_CHANNEL, deckMeta, liveRows, nextTransition } from './repo.js';
 import type { DeckMeta } from './repo.js';
@@ -27,11 +27,16 @@ export interface DeckCache {
   stop(): Promise<void>;
 }
 
+// Smaller decks build in well under a slice; building them in one go keeps start-up loading simple.
+const SLICED_BUILD_ROWS = 20_000;
+
 export function createDeckCache(deps: {
   sql: Sql;
   clock: Clock;
   log: Logger;
   refreshIntervalMs?: number;
+  /** Work between two turns of the event loop while a large deck is built (`[rate_sheets] slice_ms`). */
+  sliceMs?: number;
   /** Called after a deck was rebuilt (tests await it instead of sleeping). */
   onReload?: (routeId: string) => void;
 }): DeckCache {
@@ -50,9 +55,9 @@ export function createDeckCache(deps: {
   const build = async (meta: DeckMeta): Promise<PrefixIndex> => {
     const now = clock.now();
     const rows = await liveRows(sql, meta.routeId, now);
-    const index = createPrefixIndex(
-      rows.map((r) => ({ prefix: r.prefix, destination: r.destination, rate: r.rate, increment: r.increment, mccMnc: r.mccMnc === '' ? null : r.mccMnc })),
-    );
+    // Rows as read: an empty mccMnc is a country row to the index. A large deck is built a slice
+    // at a time so a 500,000-row rebuild (here and on every peer) never stalls the event loop.
+    const index = rows.length < SLICED_BUILD_ROWS ? createPrefixIndex(rows) : await createPrefixIndexSliced(rows, { sliceMs: deps.sliceMs ?? 10 });
     const next = await nextTransition(sql, meta.routeId, now);
     if (next === null) due.delete(meta.routeId);
     else due.set(meta.routeId, next.getTime());

@@ -21,7 +21,7 @@ export { createCdrQualitySource } from './quality.js';
  * `services.routing.candidatesFor` is what the call and SMS paths use.
  */
 export function buildMarketplaceModules(core: CoreDeps, opts: { quality?: QualitySource } = {}) {
-  const decks = createDeckCache({ sql: core.sql, clock: core.clock, log: core.log.child({ module: 'rate-decks' }) });
+  const decks = createDeckCache({ sql: core.sql, clock: core.clock, log: core.log.child({ module: 'rate-decks' }), sliceMs: core.config.rate_sheets.slice_ms });
   // Measured quality from the cdrs table unless the caller brings its own source.
   const cdrQuality = createCdrQualitySource({ sql: core.sql, clock: core.clock });
   const quality = opts.quality ?? cdrQuality.quality;
@@ -38,8 +38,10 @@ export function buildMarketplaceModules(core: CoreDeps, opts: { quality?: Qualit
       start: async () => {
         await routingCache.start();
         await decks.start();
+        await routes.startSheetJobs();
       },
       stop: async () => {
+        await routes.stopSheetJobs();
         await decks.stop();
         await routingCache.stop();
       },

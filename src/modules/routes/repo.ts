@@ -275,16 +275,21 @@ export async function lockDeckForUpload(tx: Db, routeId: string, now: Date): Pro
 }
 
 /** Writes an upload's plan in the caller's transaction and announces the new version. */
-export async function writeDeck(tx: Db, routeId: string, w: DeckWrite, now: Date, liveCount: number): Promise<string> {
+export async function writeDeck(
+  tx: Db, routeId: string, w: DeckWrite, now: Date, liveCount: number,
+  load: { onLoaded?: (rows: number) => void; signal?: AbortSignal } = {},
+): Promise<string> {
   if (w.closeIds.length > 0) {
     await tx`
       update rate_rows set effective_to = x.t
       from unnest(${tx.array(w.closeIds)}::bigint[], ${tx.array(w.closeAt.map((d) => d.toISOString()))}::timestamptz[]) as x(id, t)
       where rate_rows.id = x.id`;
   }
-  // Chunked so one statement's arrays stay moderate on 200,000-row sheets.
-  const CHUNK = 50_000;
+  // Chunked so one statement's arrays stay moderate on 200,000-row sheets, and small enough that
+  // building and encoding one chunk's arrays is a short slice of the event loop.
+  const CHUNK = 10_000;
   for (let i = 0; i < w.insert.length; i += CHUNK) {
+    load.signal?.throwIfAborted();
     const part = w.insert.slice(i, i + CHUNK);
     await tx`
       insert into rate_rows (route_id, prefix, mcc_mnc, destination, rate, increment, effective_from)
@@ -295,6 +300,7 @@ export async function writeDeck(tx: Db, routeId: string, w: DeckWrite, now: Date
         ${tx.array(part.map((r) => r.rate))}::numeric[],
         ${tx.array(part.map((r) => r.increment))}::text[],
         ${tx.array(part.map((r) => r.effectiveFrom.toISOString()))}::timestamptz[])`;
+    load.onLoaded?.(i + part.length);
   }
   if (w.changes.length > 0) {
     const c = w.changes;

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import type { FastifyRequest } from 'fastify';
 import type { App } from '../../http/app.js';
 import { DateTime, Money, Nullable, Ok, OffsetPage, Uuid, ok } from '../../http/envelope.js';
 import { OffsetQuery } from '../../http/pagination.js';
@@ -132,6 +133,20 @@ const UploadResult = Type.Object({
   scheduledChanges: Type.Integer({ description: 'increases and removals waiting for their effective time' }),
 });
 
+const SheetJob = Type.Object({
+  jobId: Uuid(),
+  routeId: Uuid(),
+  status: Type.Union([Type.Literal('queued'), Type.Literal('parsing'), Type.Literal('loading'), Type.Literal('completed'), Type.Literal('failed')]),
+  rowsTotal: Type.Integer({ description: 'rows in the sheet (counted from its lines until parsed)' }),
+  rowsParsed: Type.Integer({ description: 'rows parsed and checked so far' }),
+  rowsLoaded: Type.Integer({ description: 'rows written so far; they take effect together when the job completes' }),
+  errorCount: Type.Integer(),
+  errors: Type.Array(Type.Object({ line: Type.Integer(), reason: Type.String() }), { description: 'the first 1,000 bad rows by line (line 0: the sheet as a whole); a sheet with any bad row changes nothing' }),
+  result: Nullable(UploadResult),
+  createdAt: DateTime(),
+  finishedAt: Nullable(DateTime()),
+});
+
 const Resolved = Type.Object({
   rank: Type.Integer(), routeId: Uuid(), routeName: Type.String(), own: Type.Boolean(), purchaseId: Nullable(Uuid()),
   matchedPrefix: Type.String(), destination: Type.String(), price: Money('buyer price per minute or per message, fee included'),
@@ -188,7 +203,10 @@ const SHEET_DOC =
   'effective date (YYYY-MM-DD or ISO date-time), and for SMS mcc_mnc (a per-network price, never above the country price). ' +
   'JSON: `rows` of { prefix, destination, rate, increment, effectiveDate, mccMnc }. Every bad row is reported in `error.details` ' +
   'as { path: "line <n>", message }. Decreases, new destinations and name changes apply at once; increases (and removed ' +
-  'destinations) at `increaseEffectiveAt`, else after the route notice period; a row\'s own later effective date is honoured.';
+  'destinations) at `increaseEffectiveAt`, else after the route notice period; a row\'s own later effective date is honoured. ' +
+  'A sheet of more than `[rate_sheets] async_rows` rows (20,000 by default) is loaded as a job: 202 with the job, followed at ' +
+  '`GET /routes/{id}/rates/jobs/{jobId}` (rows parsed and loaded, bad rows by line, the result once completed). Uploads in ' +
+  'progress are bounded per account (1) and per daemon (2); one more answers 429 RATE_LIMITED with Retry-After.';
 
 export function routesRoutes(routes: RoutesService, routing: Routing) {
   return (app: App) => {
@@ -325,8 +343,19 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
       },
     }, async (req) => ok(await routes.rates(req.params.id, req.principal!.accountId, { prefix: req.query.prefix, limit: req.query.limit ?? 100, offset: req.query.offset ?? 0 })));
 
+    // A slot per upload in progress, taken before the body is read and handed to the service.
+    const slots = new WeakMap<FastifyRequest, () => void>();
+    const releaseSlot = async (req: FastifyRequest) => {
+      slots.get(req)?.();
+      slots.delete(req);
+    };
     app.post('/routes/:id/rates', {
       config: { access: WRITE },
+      onRequest: async (req) => {
+        slots.set(req, routes.acquireUploadSlot(req.principal!.accountId));
+      },
+      onResponse: releaseSlot,
+      onRequestAbort: releaseSlot,
       // A 200,000-row CSV is around 8 MB.
       bodyLimit: 48 * 1024 * 1024,
       schema: {
@@ -336,13 +365,31 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
         params: Id,
         body: Type.Object({
           format: Type.Union([Type.Literal('csv'), Type.Literal('json')]),
-          csv: Type.Optional(Type.String({ maxLength: 48 * 1024 * 1024 })),
+          // No maxLength: counting a 16 MB string's characters holds the event loop, and the body
+          // limit already bounds it.
+          csv: Type.Optional(Type.String({ description: 'the sheet as CSV text; the request body is at most 48 MiB' })),
           rows: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }), { maxItems: 500000 })),
           increaseEffectiveAt: Type.Optional(DateTime()),
         }, { additionalProperties: false }),
-        response: { 200: Ok(UploadResult) },
+        response: { 200: Ok(UploadResult), 202: Ok(SheetJob) },
       },
-    }, async (req) => ok(await routes.uploadSheet(req.principal!.accountId, req.params.id, req.body)));
+    }, async (req, reply) => {
+      const slot = slots.get(req);
+      slots.delete(req);
+      const up = await routes.uploadSheet(req.principal!.accountId, req.params.id, req.body, slot);
+      if (up.kind === 'applied') return ok(up.result);
+      return reply.code(202).send(ok(up.job));
+    });
+
+    app.get('/routes/:id/rates/jobs/:jobId', {
+      config: { access: READ },
+      schema: {
+        tags: TAGS,
+        summary: 'Progress and outcome of a large rate sheet upload (own routes)',
+        params: Type.Object({ id: Uuid(), jobId: Uuid() }),
+        response: { 200: Ok(SheetJob) },
+      },
+    }, async (req) => ok(await routes.sheetJob(req.principal!.accountId, req.params.id, req.params.jobId)));
 
     app.get('/routes/:id/rate-changes', {
       config: { access: READ },

@@ -1,6 +1,6 @@
 import type { Decimal } from 'decimal.js';
 import type { Config } from '../../config/schema.js';
-import { notFound, ruleError } from '../../http/errors.js';
+import { notFound, ruleError, validationError } from '../../http/errors.js';
 import { buyerRate, priceSms, toMoney } from '../../rating/index.js';
 import type { BillingIncrement } from '../../rating/index.js';
 import type { TargetGuard } from '../../platform/outbound-guard.js';
@@ -59,7 +59,7 @@ const noMeasurements: QualitySource = async () => new Map();
 
 export function normaliseNumber(number: string): string {
   const digits = number.replace(/[\s\-().]/g, '').replace(/^\+/, '').replace(/^00/, '');
-  if (!/^\d{1,15}$/.test(digits)) throw ruleError('number must be an E.164 number: up to 15 digits');
+  if (!/^\d{1,15}$/.test(digits)) throw validationError([{ path: 'number', message: 'must be an E.164 number: up to 15 digits' }]);
   return digits;
 }
 

@@ -10,9 +10,12 @@ import type { SelfAddresses } from '../../platform/self-addresses.js';
 import { bindFieldProblems } from '../../messaging/bind-fields.js';
 import { Decimal } from 'decimal.js';
 import {
-  createPlatformFee, parseIncrement, parseRateSheetCsv, parseRateSheetJson, planRateChanges, round6, toMoney,
+  countCsvRows, createPlatformFee, parseIncrement, parseRateSheetCsvSliced, parseRateSheetJsonSliced, planRateChangesSteps, round6, toMoney,
 } from '../../rating/index.js';
 import type { NewSheetEntry, PlatformFee, SheetResult } from '../../rating/index.js';
+import { runSliced, STEP_ITEMS, type Slicing, type Steps } from '../../platform/cooperative.js';
+import * as jobs from './sheet-jobs.js';
+import type { SheetJob } from './sheet-jobs.js';
 import * as repo from './repo.js';
 import type { EndpointRow, RouteRow } from './repo.js';
 import { createDeckCache } from './deck-cache.js';
@@ -77,6 +80,8 @@ export interface SheetUpload {
 const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 const num = (s: string | null): number | null => (s === null ? null : Number(s));
 const MAX_REPORTED_ERRORS = 10_000;
+/** How often a sheet job's progress is written while it runs. */
+const PROGRESS_MS = 250;
 const MAX_SORTED = 10_000;
 /** Spec: bulk endpoint operations touch up to 5,000 routes. */
 export const MAX_BULK_ROUTES = 5000;
@@ -243,41 +248,64 @@ export function createRoutesService(deps: {
     return d;
   };
 
+  // eslint-disable-next-line require-yield -- the rows are already made: steps that end at once
+  const asSteps = (rows: readonly NewSheetEntry[]) => function* (): Steps<readonly NewSheetEntry[]> {
+    return rows;
+  };
+
+  // Turning the rows in force and a sheet into the deck's writes: steps, so a 500,000-row deck
+  // never holds the event loop for more than a slice.
+  function* planWrite(route: RouteRow, live: repo.LiveRateRow[], rows: readonly NewSheetEntry[], now: Date, increaseAt: Date | null) {
+    const idByKey = new Map<string, string>();
+    const active: NewSheetEntry[] = [];
+    for (let i = 0; i < live.length; i++) {
+      const r = live[i]!;
+      idByKey.set(`${r.prefix}|${r.mccMnc}`, r.id);
+      active.push({ prefix: r.prefix, destination: r.destination, rate: r.rate, increment: parseIncrement(r.increment)!, mccMnc: r.mccMnc === '' ? null : r.mccMnc, effectiveAt: null });
+      if (i % STEP_ITEMS === STEP_ITEMS - 1) yield;
+    }
+    const plan = yield* planRateChangesSteps(active, rows, { now: () => now, noticeDays: route.noticeDays, increaseEffectiveAt: increaseAt });
+    const write: repo.DeckWrite = { closeIds: [], closeAt: [], insert: [], changes: [] };
+    const counts = { increase: 0, decrease: 0, new: 0, removal: 0, update: 0, unchanged: 0 };
+    let step = 0;
+    for (const c of plan.changes) {
+      if (++step % STEP_ITEMS === 0) yield;
+      counts[c.kind]++;
+      if (c.kind === 'unchanged') continue;
+      const mcc = c.mccMnc ?? '';
+      if (c.before !== null) {
+        write.closeIds.push(idByKey.get(`${c.prefix}|${mcc}`)!);
+        write.closeAt.push(c.effectiveAt);
+      }
+      if (c.after !== null) {
+        write.insert.push({ prefix: c.prefix, mccMnc: mcc, destination: c.after.destination, rate: c.after.rate, increment: c.after.increment.text, effectiveFrom: c.effectiveAt });
+      }
+      if ((c.kind === 'increase' || c.kind === 'removal') && c.effectiveAt.getTime() > now.getTime()) {
+        write.changes.push({ id: newId(), prefix: c.prefix, mccMnc: mcc, kind: c.kind, oldRate: c.before?.rate ?? null, newRate: c.after?.rate ?? null, effectiveAt: c.effectiveAt });
+      }
+    }
+    return { write, counts };
+  }
+
   /**
    * Replaces a deck with the rows `next` makes from the rows in force, in one transaction under the
    * deck's lock: decreases, new destinations and harmless updates now, increases and removals at
    * `increaseAt` or after the route's notice period (rating/rate-changes.ts). The index is rebuilt
    * here and on every peer.
    */
-  const applyPlan = async (route: RouteRow, next: (live: repo.LiveRateRow[]) => readonly NewSheetEntry[], increaseAt: Date | null) => {
+  const applyPlan = async (
+    route: RouteRow,
+    next: (live: repo.LiveRateRow[]) => Steps<readonly NewSheetEntry[]>,
+    increaseAt: Date | null,
+    load: Slicing & { onLoaded?: (rows: number) => void } = {},
+  ) => {
     const routeId = route.id;
     const now = clock.now();
     const result = await sql.begin(async (tx) => {
       const live = await repo.lockDeckForUpload(tx, routeId, now);
-      const rows = next(live);
-      const idByKey = new Map(live.map((r) => [`${r.prefix}|${r.mccMnc}`, r.id]));
-      const active = live.map((r) => ({
-        prefix: r.prefix, destination: r.destination, rate: r.rate, increment: parseIncrement(r.increment)!, mccMnc: r.mccMnc === '' ? null : r.mccMnc,
-      }));
-      const plan = planRateChanges(active, rows, { now: () => now, noticeDays: route.noticeDays, increaseEffectiveAt: increaseAt });
-      const write: repo.DeckWrite = { closeIds: [], closeAt: [], insert: [], changes: [] };
-      const counts = { increase: 0, decrease: 0, new: 0, removal: 0, update: 0, unchanged: 0 };
-      for (const c of plan.changes) {
-        counts[c.kind]++;
-        if (c.kind === 'unchanged') continue;
-        const mcc = c.mccMnc ?? '';
-        if (c.before !== null) {
-          write.closeIds.push(idByKey.get(`${c.prefix}|${mcc}`)!);
-          write.closeAt.push(c.effectiveAt);
-        }
-        if (c.after !== null) {
-          write.insert.push({ prefix: c.prefix, mccMnc: mcc, destination: c.after.destination, rate: c.after.rate, increment: c.after.increment.text, effectiveFrom: c.effectiveAt });
-        }
-        if ((c.kind === 'increase' || c.kind === 'removal') && c.effectiveAt.getTime() > now.getTime()) {
-          write.changes.push({ id: newId(), prefix: c.prefix, mccMnc: mcc, kind: c.kind, oldRate: c.before?.rate ?? null, newRate: c.after?.rate ?? null, effectiveAt: c.effectiveAt });
-        }
-      }
-      const version = await repo.writeDeck(tx, routeId, write, now, rows.length);
+      const rows = await runSliced(next(live), { sliceMs, ...load });
+      const { write, counts } = await runSliced(planWrite(route, live, rows, now, increaseAt), { sliceMs, ...load });
+      const version = await repo.writeDeck(tx, routeId, write, now, rows.length, load);
       return { version, counts, scheduled: write.changes.length, rows: rows.length };
     });
     await decks.reload(routeId);
@@ -294,6 +322,91 @@ export function createRoutesService(deps: {
       unchanged: result.counts.unchanged,
       scheduledChanges: result.scheduled,
     };
+  };
+  type UploadResult = Awaited<ReturnType<typeof applyPlan>>;
+
+  const settings = deps.config.rate_sheets;
+  const sliceMs = settings.slice_ms;
+  const gate = jobs.createUploadGate({ perAccount: settings.uploads_per_account, total: settings.uploads_total });
+  const running = new Map<string, Promise<void>>();
+  const stopping = new AbortController();
+  let heartbeatTimer: NodeJS.Timeout | undefined;
+
+  type SheetSource = { format: 'csv'; csv: string } | { format: 'json'; rows: unknown[] };
+  const sheetSource = (upload: SheetUpload): SheetSource => {
+    if (upload.format === 'csv') {
+      if (typeof upload.csv !== 'string') throw validationError([{ path: '/csv', message: 'required when format is csv' }]);
+      return { format: 'csv', csv: upload.csv };
+    }
+    if (!Array.isArray(upload.rows)) throw validationError([{ path: '/rows', message: 'required when format is json' }]);
+    return { format: 'json', rows: upload.rows };
+  };
+
+  /** Parses and checks a sheet a slice at a time (see platform/cooperative.ts). */
+  const parseSheet = (route: RouteRow, source: SheetSource, extra: { onProgress?: (rows: number) => void }): Promise<SheetResult> => {
+    const opts = { type: route.type, defaultIncrement: parseIncrement(route.billingIncrement)!, ...extra };
+    const slicing = { sliceMs, signal: stopping.signal };
+    return source.format === 'csv' ? parseRateSheetCsvSliced(source.csv, opts, slicing) : parseRateSheetJsonSliced(source.rows, opts, slicing);
+  };
+
+  /** VALIDATION_ERROR listing every bad row (`path` is `line <n>`). */
+  const sheetErrors = (sheet: SheetResult) => {
+    const shown = sheet.errors.slice(0, MAX_REPORTED_ERRORS).map((e) => ({ path: `line ${e.line}`, message: e.reason }));
+    return validationError(shown, `Rate sheet has ${sheet.errors.length} bad row${sheet.errors.length === 1 ? '' : 's'}`);
+  };
+
+  /**
+   * Writes a job's progress at most every PROGRESS_MS, one write at a time, so a fast parse does
+   * not queue thousands of updates; `flush` waits for the last one.
+   */
+  const progressWriter = (jobId: string) => {
+    let latest: jobs.JobProgress = {};
+    let writing: Promise<void> = Promise.resolve();
+    let last = 0;
+    const write = () => {
+      const p = latest;
+      latest = {};
+      last = Date.now();
+      writing = writing.then(() => jobs.updateJob(sql, jobId, p)).catch((err: unknown) => log.error({ err, jobId }, 'rate sheet job progress not saved'));
+    };
+    return {
+      report(p: jobs.JobProgress, now = false) {
+        latest = { ...latest, ...p };
+        if (now || Date.now() - last >= PROGRESS_MS) write();
+      },
+      async flush() {
+        if (Object.keys(latest).length > 0) write();
+        await writing;
+      },
+    };
+  };
+
+  const runJob = async (jobId: string, route: RouteRow, source: SheetSource, increaseAt: Date | null): Promise<void> => {
+    const progress = progressWriter(jobId);
+    const jobLog = log.child({ jobId, routeId: route.id });
+    try {
+      progress.report({ status: 'parsing' }, true);
+      const sheet = await parseSheet(route, source, { onProgress: (rows) => progress.report({ rowsParsed: rows }) });
+      if (sheet.errors.length > 0) {
+        await progress.flush();
+        await jobs.finishJob(sql, jobId, { ok: false, errors: sheet.errors, errorCount: sheet.errors.length }, clock.now());
+        jobLog.info({ errors: sheet.errors.length }, 'rate sheet job refused bad rows');
+        return;
+      }
+      progress.report({ status: 'loading', rowsTotal: sheet.rows.length, rowsParsed: sheet.rows.length }, true);
+      const result = await applyPlan(route, asSteps(sheet.rows), increaseAt, {
+        signal: stopping.signal,
+        onLoaded: (rows) => progress.report({ rowsLoaded: rows }),
+      });
+      await progress.flush();
+      await jobs.finishJob(sql, jobId, { ok: true, result, rows: result.rows }, clock.now());
+    } catch (err) {
+      await progress.flush();
+      const reason = err instanceof AppError ? err.message : stopping.signal.aborted ? 'interrupted: the daemon stopped; upload the sheet again' : 'internal error';
+      if (!(err instanceof AppError) && !stopping.signal.aborted) jobLog.error({ err }, 'rate sheet job failed');
+      await jobs.finishJob(sql, jobId, { ok: false, errors: [{ line: 0, reason }], errorCount: 1 }, clock.now())
+        .catch((e: unknown) => jobLog.error({ err: e }, 'rate sheet job outcome not saved'));
+    }
   };
 
 
@@ -400,35 +513,86 @@ export function createRoutesService(deps: {
       return { rows: page.map(({ r }) => present(r, f.viewerId, [], m.get(r.id) ?? null)), total, limit: f.limit, offset: f.offset };
     },
 
-    /** Validates a sheet; throws VALIDATION_ERROR listing every bad row (`path` is `line <n>`). */
-    parseSheet(route: { type: 'voice' | 'sms'; billingIncrement: string }, upload: SheetUpload): SheetResult {
-      const opts = { type: route.type, defaultIncrement: parseIncrement(route.billingIncrement)! };
-      let result: SheetResult;
-      if (upload.format === 'csv') {
-        if (typeof upload.csv !== 'string') throw validationError([{ path: '/csv', message: 'required when format is csv' }]);
-        result = parseRateSheetCsv(upload.csv, opts);
-      } else {
-        if (!Array.isArray(upload.rows)) throw validationError([{ path: '/rows', message: 'required when format is json' }]);
-        result = parseRateSheetJson(upload.rows, opts);
-      }
-      if (result.errors.length > 0) {
-        const shown = result.errors.slice(0, MAX_REPORTED_ERRORS).map((e) => ({ path: `line ${e.line}`, message: e.reason }));
-        throw validationError(shown, `Rate sheet has ${result.errors.length} bad row${result.errors.length === 1 ? '' : 's'}`);
-      }
-      return result;
-    },
-
     /**
      * Replaces the route's deck with a sheet, atomically: decreases, new destinations and
      * harmless updates now, increases and removals at `increaseEffectiveAt` or after the
      * route's notice period (rating/rate-changes.ts). The index is rebuilt here and on every peer.
+     * A sheet of more than `[rate_sheets] async_rows` rows becomes a job (`kind: 'job'`, 202) whose
+     * progress `sheetJob` reports; smaller sheets are applied before this returns. Uploads in
+     * progress are bounded per account and in all (429): `slot` is one taken by
+     * `acquireUploadSlot`, released here whatever the outcome; without it one is taken here.
      */
-    async uploadSheet(sellerId: string, routeId: string, upload: SheetUpload) {
-      const route = await repo.findOwnRoute(sql, routeId, sellerId);
-      if (route === undefined) throw notFound('Route');
-      const sheet = this.parseSheet(route, upload);
-      const increaseAt = parseWhen(upload.increaseEffectiveAt);
-      return applyPlan(route, () => sheet.rows, increaseAt);
+    async uploadSheet(
+      sellerId: string, routeId: string, upload: SheetUpload, slot?: () => void,
+    ): Promise<{ kind: 'applied'; result: UploadResult } | { kind: 'job'; job: SheetJob }> {
+      const release = slot ?? gate.acquire(sellerId);
+      let route: RouteRow | undefined;
+      let source: SheetSource;
+      let increaseAt: Date | null;
+      try {
+        route = await repo.findOwnRoute(sql, routeId, sellerId);
+        if (route === undefined) throw notFound('Route');
+        source = sheetSource(upload);
+        increaseAt = parseWhen(upload.increaseEffectiveAt);
+      } catch (err) {
+        release();
+        throw err;
+      }
+      const rowsTotal = source.format === 'csv' ? countCsvRows(source.csv) : source.rows.length;
+      if (rowsTotal <= settings.async_rows) {
+        try {
+          const sheet = await parseSheet(route, source, {});
+          if (sheet.errors.length > 0) throw sheetErrors(sheet);
+          return { kind: 'applied', result: await applyPlan(route, asSteps(sheet.rows), increaseAt) };
+        } finally {
+          release();
+        }
+      }
+      let job: SheetJob;
+      try {
+        job = await jobs.createJob(sql, { id: newId(), routeId, accountId: sellerId, rowsTotal, now: clock.now() });
+      } catch (err) {
+        release();
+        throw err;
+      }
+      const run = runJob(job.jobId, route, source, increaseAt).finally(() => {
+        release();
+        running.delete(job.jobId);
+      });
+      running.set(job.jobId, run);
+      return { kind: 'job', job };
+    },
+
+    /**
+     * Takes one of the account's upload slots or throws 429 RATE_LIMITED; the route takes it before
+     * the body is read, so a refused upload never holds a sheet in memory. `uploadSheet` releases it.
+     */
+    acquireUploadSlot(accountId: string): () => void {
+      return gate.acquire(accountId);
+    },
+
+    /** A sheet job of the seller's own route, or 404. */
+    async sheetJob(sellerId: string, routeId: string, jobId: string): Promise<SheetJob> {
+      const job = await jobs.findJob(sql, routeId, jobId, sellerId);
+      if (job === undefined) throw notFound('Rate sheet job');
+      return job;
+    },
+
+    /** Fails the jobs that a dead daemon left behind, and keeps this daemon's jobs alive. */
+    async startSheetJobs(): Promise<void> {
+      const failed = await jobs.failStaleJobs(sql, clock.now());
+      if (failed > 0) log.warn({ jobs: failed }, 'rate sheet jobs of a stopped daemon marked failed');
+      heartbeatTimer = setInterval(() => {
+        jobs.heartbeat(sql, [...running.keys()]).catch((err: unknown) => log.error({ err }, 'rate sheet job heartbeat failed'));
+      }, jobs.JOB_HEARTBEAT_MS);
+      heartbeatTimer.unref();
+    },
+
+    /** Stops running jobs at their next slice (their transaction rolls back) and waits for them. */
+    async stopSheetJobs(): Promise<void> {
+      clearInterval(heartbeatTimer);
+      stopping.abort(new Error('daemon stopping'));
+      await Promise.allSettled([...running.values()]);
     },
 
     /**
@@ -445,9 +609,10 @@ export function createRoutesService(deps: {
       const amount = input.amount === undefined ? null : new Decimal(input.amount);
       const factor = input.percent === undefined ? null : new Decimal(input.percent).div(100).plus(1);
       if ((amount !== null && amount.isZero()) || (factor !== null && factor.eq(1))) throw ruleError('A flat change of zero changes nothing');
-      return applyPlan(route, (live) => {
+      return applyPlan(route, function* (live) {
         const rows: NewSheetEntry[] = [];
         for (const r of live) {
+          if (rows.length % STEP_ITEMS === STEP_ITEMS - 1) yield;
           const old = new Decimal(r.rate);
           const next = round6(amount !== null ? old.plus(amount) : old.times(factor!));
           if (next.isNegative()) throw ruleError(`The change would make the rate of prefix ${r.prefix} negative`);

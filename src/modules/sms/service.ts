@@ -216,7 +216,7 @@ export function createSmsService(deps: SmsDeps) {
     const to = input.to.trim();
     if (!E164.test(to)) problems.push({ path: 'to', message: 'must be an E.164 number' });
     const sender = checkSender(input.from);
-    if (!sender.ok) problems.push({ path: 'from', message: `invalid sender (${sender.reason.replace(/_/g, ' ')}): numeric up to 15 digits or alphanumeric up to 11 characters` });
+    if (!sender.ok) problems.push({ path: 'from', message: `invalid sender (${sender.reason.replace(/_/g, ' ')}): numeric up to 15 digits, or up to 11 letters, digits and spaces with at least one letter` });
     if (input.message.length === 0) problems.push({ path: 'message', message: 'must not be empty' });
     return { to: to.replace(/^\+/, ''), from: sender.ok ? sender.value : input.from, problems };
   }

@@ -6,7 +6,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db, Sql } from '../../db/connection.js';
-import { AppError, fromSqlState, InsufficientBalanceError, ruleError } from '../../http/errors.js';
+import { AppError, fromSqlState, InsufficientBalanceError, validationError } from '../../http/errors.js';
 import { createSmppServer, SMPP_STATUS, type SmppServer, type SmppServerOptions, type SmppSubmission, type SmppSubmitResult } from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
@@ -44,7 +44,7 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
     /** Issues SMPP credentials for an account (or sub-account); the password is returned only here. */
     async issue(accountId: string, opts: { systemId?: string; allowedIps?: string[]; throughput?: number } = {}, db: Db = sql): Promise<SmppCredentials> {
       const systemId = opts.systemId ?? `s${randomBytes(5).toString('hex')}`;
-      if (!/^[A-Za-z0-9_-]{1,16}$/.test(systemId)) throw ruleError('systemId: 1 to 16 letters, digits, _ or -');
+      if (!/^[A-Za-z0-9_-]{1,16}$/.test(systemId)) throw validationError([{ path: 'systemId', message: '1 to 16 letters, digits, _ or -' }]);
       // SMPP 3.4 passwords are at most 8 octets.
       const password = randomBytes(6).toString('base64url');
       const id = newId();

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Sql } from '../../db/connection.js';
-import { AppError, notFound, ruleError, serviceUnavailable } from '../../http/errors.js';
+import { AppError, notFound, ruleError, serviceUnavailable, validationError } from '../../http/errors.js';
 import type { Ledger, TopupSource } from '../../ledger/ledger.js';
 import { Money, MoneyError } from '../../ledger/money.js';
 import type { Clock } from '../../platform/clock.js';
@@ -109,7 +109,7 @@ export function createTopupsService(deps: { sql: Sql; clock: Clock; log: Logger;
       if (!b.x402_facilitator_url || !b.x402_pay_to) throw ruleError('x402 top-ups are not enabled on this exchange');
       const amount = parseAmount(input.amount);
       if (amount.cmp(b.x402_min_amount) < 0 || amount.cmp(b.x402_max_amount) > 0) {
-        throw ruleError(`x402 top-ups are between ${Money.parse(b.x402_min_amount).toString()} and ${Money.parse(b.x402_max_amount).toString()} USD`);
+        throw validationError([{ path: 'amount', message: `x402 top-ups are between ${Money.parse(b.x402_min_amount).toString()} and ${Money.parse(b.x402_max_amount).toString()} USD` }]);
       }
       const requirements: X402Requirements = {
         scheme: 'exact',

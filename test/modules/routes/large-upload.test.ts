@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import t from 'tap';
 import { Decimal } from 'decimal.js';
 import { bearer, buildTestApp } from '../../helpers/app.js';
@@ -7,7 +8,7 @@ const ROWS = 200_000;
 const prefixOf = (i: number): string => `9${String(i).padStart(6, '0')}`;
 const rateOf = (i: number): string => new Decimal((i % 9973) + 1).div(1e6).toFixed(6);
 
-t.test('a 200,000-row sheet uploads over HTTP and prices correctly', async (t) => {
+t.test('a 200,000-row sheet uploads over HTTP as a job and prices correctly', async (t) => {
   const h = await buildTestApp(t);
   const seller = await h.signUp();
   const buyer = await h.signUp();
@@ -20,8 +21,14 @@ t.test('a 200,000-row sheet uploads over HTTP and prices correctly', async (t) =
   const lines = ['prefix,destination,rate,increment'];
   for (let i = 0; i < ROWS; i++) lines.push(`${prefixOf(i)},Zone ${i % 300},${rateOf(i)},${i % 3 === 0 ? '60/60' : ''}`);
   const up = await h.app.inject({ method: 'POST', url: `/api/v1/routes/${id}/rates`, headers: bearer(seller.session), payload: { format: 'csv', csv: lines.join('\n') } });
-  t.equal(up.statusCode, 200, up.body.slice(0, 500));
-  t.match(up.json().data, { rows: ROWS, newDestinations: ROWS });
+  t.equal(up.statusCode, 202, up.body.slice(0, 500));
+  const jobUrl = `/api/v1/routes/${id}/rates/jobs/${up.json().data.jobId as string}`;
+  let job = up.json().data;
+  while (job.status !== 'completed' && job.status !== 'failed') {
+    await delay(50);
+    job = (await h.app.inject({ method: 'GET', url: jobUrl, headers: bearer(seller.session) })).json().data;
+  }
+  t.match(job.result, { rows: ROWS, newDestinations: ROWS });
 
   const [count] = await h.sql<{ n: string }[]>`select count(*)::text as n from rate_rows where route_id = ${id} and effective_to is null`;
   t.equal(count!.n, String(ROWS));

@@ -1,5 +1,6 @@
 /** A trading world on a whole test daemon: a seller, an operator that buys, sub-accounts, sipp peers. */
 import { randomUUID } from 'node:crypto';
+import dgram from 'node:dgram';
 import { startTestDaemon, type TestDaemon } from '../../helpers/daemon.js';
 import { fill, fixture, sipp, type SippRun } from '../../telephony/sip/sipp.js';
 
@@ -131,4 +132,20 @@ export async function eventually<T>(fn: () => Promise<T | null | undefined | fal
     if (Date.now() - start > ms) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * A "supplier" that sends everything it gets straight back to the exchange's SIP port (UDP on
+ * loopback), as a misconfigured or hostile peer would: `invites()` counts the INVITEs it relayed.
+ */
+export async function loopingSupplier(t: Tt, sipPort: number): Promise<{ port: number; invites(): number }> {
+  const relay = dgram.createSocket('udp4');
+  let invites = 0;
+  relay.on('message', (m) => {
+    if (m.toString('latin1').startsWith('INVITE ')) invites++;
+    relay.send(m, sipPort, '127.0.0.1');
+  });
+  await new Promise<void>((r) => relay.bind(0, '127.0.0.1', () => r()));
+  t.teardown(() => new Promise<void>((r) => relay.close(() => r())));
+  return { port: relay.address().port, invites: () => invites };
 }

@@ -49,14 +49,15 @@ export function buildCallsModule(
   let b2bua: TrunkB2bua | null = null;
   // Shared by the trunk B2BUA and the API call dialer: one marker for every INVITE to a supplier.
   let loopMarker: LoopMarker | null = null;
-  const guard = supplierGuardFrom(config, core.self ? { isSelf: core.self.isSelf } : {});
+  const guard = supplierGuardFrom(config, { ...(core.self ? { isSelf: core.self.isSelf } : {}), ...(core.lookup ? { lookup: core.lookup } : {}) });
   const probe = async (t: HealthTarget): Promise<ProbeResult> => {
     if (!b2bua) throw serviceUnavailable('The SIP plane is not running');
     const transport = sipTransportOf(t.transport);
-    // A refused endpoint is never sent anything (the health check counts it as failed). Over UDP
-    // and TCP the probe goes to the checked address; TLS keeps the name for the certificate check.
+    // A refused endpoint is never sent anything (the health check counts it as failed). The probe
+    // goes to the checked address; over TLS the name goes with it for the certificate check.
     const pinned = await guard.resolve(t.host, t.port);
-    return b2bua.probeEndpoint({ host: transport === 'tls' ? t.host : pinned.address, port: t.port, transport }, { timeoutMs: config.sip.options_timeout_ms });
+    const servername = transport === 'tls' && pinned.address !== t.host ? { servername: t.host } : {};
+    return b2bua.probeEndpoint({ host: pinned.address, port: t.port, transport, ...servername }, { timeoutMs: config.sip.options_timeout_ms });
   };
   const health = createEndpointHealth({
     probe,

@@ -356,6 +356,7 @@ export function createCallsService(deps: CallsDeps) {
           host: e.address ?? e.host,
           port: e.port,
           transport: sipTransportOf(e.transport),
+          ...(e.transport === 'tls' && e.address !== undefined && e.address !== e.host ? { servername: e.host } : {}),
           techPrefix: e.techPrefix,
           ...(e.username ? { username: e.username } : {}),
           ...(e.password ? { password: e.password } : {}),

@@ -18,9 +18,12 @@ import type { SipPeer, SipTransportName } from './transport.js';
 import type { CallMediaRelay } from '../media/call-relay.js';
 
 export interface TrunkEndpoint {
+  /** Where the INVITE goes: the checked address when the endpoint was saved as a name. */
   host: string;
   port: number;
   transport: SipTransportName;
+  /** TLS: the endpoint's name, for SNI and the certificate check, when `host` is its checked address. */
+  servername?: string;
   techPrefix?: string;
   username?: string;
   password?: string;
@@ -381,7 +384,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       const value = answerChallenge({ challenge: auth.challenge, method: 'INVITE', uri: req.uri, username: ep.username ?? '', password: ep.password ?? '' });
       req.headers.push({ name: auth.header, value });
     }
-    const dest: SipPeer = { transport: ep.transport, host: ep.host, port: ep.port };
+    const dest: SipPeer = { transport: ep.transport, host: ep.host, port: ep.port, ...(ep.servername ? { servername: ep.servername } : {}) };
     const leg: Leg = {
       index,
       routeId,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import type { Ledger } from '../../ledger/index.js';
 import { loadServerSecret } from '../../db/server-secret.js';
 import type { CoreDeps } from '../../platform/core.js';
@@ -56,7 +57,7 @@ export function buildCallsModule(
     // A refused endpoint is never sent anything (the health check counts it as failed). The probe
     // goes to the checked address; over TLS the name goes with it for the certificate check.
     const pinned = await guard.resolve(t.host, t.port);
-    const servername = transport === 'tls' && pinned.address !== t.host ? { servername: t.host } : {};
+    const servername = transport === 'tls' && isIP(t.host.replace(/^\[|\]$/g, '')) === 0 ? { servername: t.host } : {};
     return b2bua.probeEndpoint({ host: pinned.address, port: t.port, transport, ...servername }, { timeoutMs: config.sip.options_timeout_ms });
   };
   const health = createEndpointHealth({

@@ -13,6 +13,7 @@ import { loadTls } from './http/tls.js';
 import { buildModules, type Modules } from './modules/index.js';
 import { createSelfAddresses } from './platform/self-addresses.js';
 import { systemClock, type Clock } from './platform/clock.js';
+import type { Lookup } from './platform/outbound-guard.js';
 import type { CoreDeps } from './platform/core.js';
 import { connectionCaps } from './platform/fd-budget.js';
 import { createHealthRegistry } from './platform/health.js';
@@ -47,7 +48,7 @@ export interface Daemon {
  * Starts every plane in order and returns a handle that stops them in reverse
  * (CONVENTIONS 3). Tests start it on port 0 against a database of their own.
  */
-export async function startDaemon(config: Readonly<Config>, opts: { log: Logger; clock?: Clock; version?: string }): Promise<Daemon> {
+export async function startDaemon(config: Readonly<Config>, opts: { log: Logger; clock?: Clock; version?: string; lookup?: Lookup }): Promise<Daemon> {
   const { log } = opts;
   const clock = opts.clock ?? systemClock;
   const stops: (() => Promise<void> | void)[] = [];
@@ -89,7 +90,7 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
     );
     const tls = await loadTls(config, log);
     const self = createSelfAddresses(config);
-    const core: CoreDeps = { config, sql, log, clock, redis, health, tls, self };
+    const core: CoreDeps = { config, sql, log, clock, redis, health, tls, self, ...(opts.lookup ? { lookup: opts.lookup } : {}) };
     const modules = await buildModules(core);
     const { accounts, keys } = modules.services;
 

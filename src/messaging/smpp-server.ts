@@ -77,6 +77,12 @@ export interface SmppServerOptions {
   log: Logger;
   clock: Clock;
   authenticate(systemId: string, password: string, remoteIp: string): Promise<SmppAccount | null>;
+  /**
+   * True when `remoteIp` is one of the addresses the credential `systemId` is restricted to (never
+   * for a credential open to every address). Such a bind is not held by the id's lockout, only by
+   * its own address's: failing binds with a customer's id from elsewhere must not lock the customer out.
+   */
+  isOwnAddress?(systemId: string, remoteIp: string): Promise<boolean>;
   onSubmit(account: SmppAccount, submission: SmppSubmission): Promise<SmppSubmitResult>;
   idleTimeoutMs: number;
   /** A connection not bound by then is closed. Default 10 s. */
@@ -244,12 +250,15 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
     if (b.binding || b.closing) return refuseBind(b, pdu);
     b.binding = true;
     const systemId = str(pdu['system_id']);
-    if (lockout.locked(systemId, b.remoteIp)) {
-      b.log.info({ systemId }, 'smpp bind refused: locked out after failed binds');
-      return refuseBind(b, pdu);
-    }
     let account: SmppAccount | null;
     try {
+      // The address lookup only runs while the id is locked: an ordinary bind costs no extra query.
+      const locked = lockout.sourceLocked(b.remoteIp)
+        || (lockout.idLocked(systemId) && !(await opts.isOwnAddress?.(systemId, b.remoteIp)));
+      if (locked) {
+        b.log.info({ systemId }, 'smpp bind refused: locked out after failed binds');
+        return refuseBind(b, pdu);
+      }
       account = await opts.authenticate(systemId, str(pdu['password']), b.remoteIp);
     } catch (err) {
       // Not counted as a failure: the password was not checked (database or verifier unavailable).

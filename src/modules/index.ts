@@ -77,7 +77,7 @@ export async function buildModules(coreIn: CoreDeps) {
     return stack === null ? null : probeEndpoint(stack, target, { timeoutMs: BULK_PROBE_TIMEOUT_MS });
   });
   // Calls placed through the API over the calls module's SIP stack.
-  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
+  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, getLoopMarker: calls.getLoopMarker, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
   // SMS through the API, supplier SMPP binds per route, receipts.
   const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
   // Switch plans and the Switch operations built so far.

@@ -4,6 +4,7 @@ import type { Config } from '../config/schema.js';
 import type { Sql } from '../db/connection.js';
 import type { Clock } from './clock.js';
 import type { HealthRegistry } from './health.js';
+import type { Lookup } from './outbound-guard.js';
 import type { SelfAddresses } from './self-addresses.js';
 
 /** What every module is built from (CONVENTIONS 2: dependencies are passed in). */
@@ -20,4 +21,6 @@ export interface CoreDeps {
   tls?: { key: string | Buffer; cert: string | Buffer } | null;
   /** The daemon's own addresses and bound ports (made from the settings when absent). */
   self?: SelfAddresses;
+  /** Name resolution for the outbound guard (the system resolver when absent; tests answer their own names). */
+  lookup?: Lookup;
 }

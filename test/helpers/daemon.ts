@@ -7,6 +7,7 @@ import { loadConfig, type DeepPartial } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import type { Clock } from '../../src/platform/clock.js';
+import type { Lookup } from '../../src/platform/outbound-guard.js';
 import { createTestDatabase } from './db.js';
 
 type Teardown = { teardown(fn: () => unknown): void };
@@ -29,7 +30,7 @@ export interface HttpsResult {
 }
 
 /** Starts the whole daemon on free ports against a fresh database; stopped at teardown. */
-export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config> = {}, opts: { clock?: Clock } = {}): Promise<TestDaemon> {
+export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config> = {}, opts: { clock?: Clock; lookup?: Lookup } = {}): Promise<TestDaemon> {
   const db = await createTestDatabase(t, { migrate: false });
   const state = mkdtempSync(join(tmpdir(), 'svc-test-state-'));
   const base: Record<string, Record<string, unknown>> = {
@@ -54,7 +55,7 @@ export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config
   }
   const config = loadConfig({ overrides: merged as DeepPartial<Config> });
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
-  const daemon = await startDaemon(config, { log, ...(opts.clock ? { clock: opts.clock } : {}) });
+  const daemon = await startDaemon(config, { log, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.lookup ? { lookup: opts.lookup } : {}) });
   t.teardown(async () => {
     await daemon.stop();
     rmSync(state, { recursive: true, force: true });

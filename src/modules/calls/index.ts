@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import type { Ledger } from '../../ledger/index.js';
 import { loadServerSecret } from '../../db/server-secret.js';
 import type { CoreDeps } from '../../platform/core.js';
 import { createCounters } from '../../platform/counters.js';
 import { connectionCaps } from '../../platform/fd-budget.js';
 import { loadNodeId } from '../../platform/node-id.js';
-import { createSipStack, createSipTransport, type SipStack } from '../../telephony/sip/index.js';
+import { createLoopMarker, createSipStack, createSipTransport, type LoopMarker, type SipStack } from '../../telephony/sip/index.js';
 import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua.js';
 import { createCallMediaRelay } from '../../telephony/media/call-relay.js';
 import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
@@ -47,14 +48,17 @@ export function buildCallsModule(
   const counters = createCounters(core.redis, node, () => core.clock.now().getTime());
   let stack: SipStack | null = null;
   let b2bua: TrunkB2bua | null = null;
-  const guard = supplierGuardFrom(config, core.self ? { isSelf: core.self.isSelf } : {});
+  // Shared by the trunk B2BUA and the API call dialer: one marker for every INVITE to a supplier.
+  let loopMarker: LoopMarker | null = null;
+  const guard = supplierGuardFrom(config, { ...(core.self ? { isSelf: core.self.isSelf } : {}), ...(core.lookup ? { lookup: core.lookup } : {}) });
   const probe = async (t: HealthTarget): Promise<ProbeResult> => {
     if (!b2bua) throw serviceUnavailable('The SIP plane is not running');
     const transport = sipTransportOf(t.transport);
-    // A refused endpoint is never sent anything (the health check counts it as failed). Over UDP
-    // and TCP the probe goes to the checked address; TLS keeps the name for the certificate check.
+    // A refused endpoint is never sent anything (the health check counts it as failed). The probe
+    // goes to the checked address; over TLS the name goes with it for the certificate check.
     const pinned = await guard.resolve(t.host, t.port);
-    return b2bua.probeEndpoint({ host: transport === 'tls' ? t.host : pinned.address, port: t.port, transport }, { timeoutMs: config.sip.options_timeout_ms });
+    const servername = transport === 'tls' && isIP(t.host.replace(/^\[|\]$/g, '')) === 0 ? { servername: t.host } : {};
+    return b2bua.probeEndpoint({ host: pinned.address, port: t.port, transport, ...servername }, { timeoutMs: config.sip.options_timeout_ms });
   };
   const health = createEndpointHealth({
     probe,
@@ -101,12 +105,15 @@ export function buildCallsModule(
         ...(config.sip.tls_ca_file ? { tlsCa: [readFileSync(config.sip.tls_ca_file)] } : {}),
       });
       stack = createSipStack({ transport, log: log.child({ plane: 'sip' }), timerValues: { t1: config.sip.t1_ms } });
+      const nonceSecret = await loadServerSecret(core.sql, 'sip-nonce');
+      loopMarker = createLoopMarker(nonceSecret);
       b2bua = createTrunkB2bua({
         stack,
         log: log.child({ plane: 'b2bua' }),
         clock: core.clock,
         realm: config.sip.primary_host,
-        nonceSecret: await loadServerSecret(core.sql, 'sip-nonce'),
+        nonceSecret,
+        loopMarker,
         policy: calls.policy,
         sessionTimer: { minSeSeconds: config.sip.session_min_se_seconds, defaultSeconds: config.sip.session_expires_seconds },
         ...(deps.media ? { media: { openRelay: async () => createCallMediaRelay(await deps.media!.get().openRelay()) } } : {}),
@@ -142,5 +149,5 @@ export function buildCallsModule(
     },
   };
   // Calls placed through the API go out over the same stack (and port) as trunk calls.
-  return { module, service: calls, getStack: (): SipStack | null => stack };
+  return { module, service: calls, getStack: (): SipStack | null => stack, getLoopMarker: (): LoopMarker | null => loopMarker };
 }

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
@@ -356,6 +357,7 @@ export function createCallsService(deps: CallsDeps) {
           host: e.address ?? e.host,
           port: e.port,
           transport: sipTransportOf(e.transport),
+          ...(e.transport === 'tls' && isIP(e.host.replace(/^\[|\]$/g, '')) === 0 ? { servername: e.host } : {}),
           techPrefix: e.techPrefix,
           ...(e.username ? { username: e.username } : {}),
           ...(e.password ? { password: e.password } : {}),

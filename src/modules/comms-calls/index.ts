@@ -3,6 +3,7 @@ import type { CoreDeps } from '../../platform/core.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import { createVoicePlane, type VoicePlane } from '../../telephony/calls/voice-plane.js';
 import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
+import type { LoopMarker } from '../../telephony/sip/loop-marker.js';
 import type { SipStack } from '../../telephony/sip/stack.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
@@ -21,6 +22,8 @@ export function buildCommsCallsModule(
   core: CoreDeps,
   deps: {
     accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing; getStack: () => SipStack | null;
+    /** The trunk B2BUA's loop marker (null until the SIP plane is up), on every INVITE of an API call. */
+    getLoopMarker: () => LoopMarker | null;
     admission: CommsCallsDeps['admission'];
     extendLease?: (accountId: string, key: string, seconds: number) => Promise<void>;
     /** The daemon's media pool (shared with trunk media relays); without it the plane starts its own. */
@@ -37,9 +40,11 @@ export function buildCommsCallsModule(
     voice() {
       if (voice) return voice;
       const stack = deps.getStack();
-      if (!stack) return null;
+      const loopMarker = deps.getLoopMarker();
+      if (!stack || !loopMarker) return null;
       voice = createVoicePlane({
         stack,
+        loopMarker,
         log: log.child({ plane: 'media' }),
         media: {
           workers: config.rtp.workers,

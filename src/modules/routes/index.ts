@@ -25,7 +25,7 @@ export function buildMarketplaceModules(core: CoreDeps, opts: { quality?: Qualit
   // Measured quality from the cdrs table unless the caller brings its own source.
   const cdrQuality = createCdrQualitySource({ sql: core.sql, clock: core.clock });
   const quality = opts.quality ?? cdrQuality.quality;
-  const guard = supplierGuardFrom(core.config, core.self ? { isSelf: core.self.isSelf } : {});
+  const guard = supplierGuardFrom(core.config, { ...(core.self ? { isSelf: core.self.isSelf } : {}), ...(core.lookup ? { lookup: core.lookup } : {}) });
   const routingCache = createRoutingCache({ sql: core.sql, log: core.log.child({ module: 'routing-cache' }) });
   const routes = createRoutesService({ ...core, decks, quality, routingCache, guard });
   const purchases = createPurchasesService({ ...core, routes, routingCache });

@@ -24,7 +24,7 @@ export interface CandidateQuery {
 }
 
 export type SipEndpoint = Pick<EndpointRow, 'id' | 'host' | 'port' | 'transport' | 'techPrefix' | 'username' | 'password' | 'priority' | 'weight'> & {
-  /** The checked address to send to (UDP and TCP), pinned when the candidate was made; `host` stays the name. */
+  /** The checked address to send to, pinned when the candidate was made; `host` stays the name (TLS checks the certificate against it). */
   address?: string;
 };
 
@@ -80,8 +80,8 @@ export function createRouting(deps: {
 
   /**
    * Endpoints whose address the guard refuses (or that no longer resolve) are left out; the rest
-   * go to the checked address over UDP and TCP, so the INVITE cannot be sent to a second, different
-   * answer. TLS keeps the name, which its certificate check needs.
+   * go to the checked address, so the INVITE cannot be sent to a second, different answer. Over
+   * TLS the name still goes with it, for SNI and the certificate check.
    */
   const checkedEndpoints = async (rows: EndpointRow[]): Promise<Array<EndpointRow & { address?: string }>> => {
     const guard = deps.guard;
@@ -90,7 +90,7 @@ export function createRouting(deps: {
     for (const e of rows) {
       try {
         const pinned = await guard.resolve(e.host, e.port);
-        out.push(e.transport === 'tls' ? e : { ...e, address: pinned.address });
+        out.push({ ...e, address: pinned.address });
       } catch {
         continue;
       }

@@ -69,6 +69,14 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
       return { accountId: row.accountId, throughputPerSecond: row.throughput };
     },
 
+    /** Whether the credential is restricted to a list of addresses and `remoteIp` is on it. */
+    async isOwnAddress(systemId: string, remoteIp: string): Promise<boolean> {
+      const [row] = await sql<{ own: boolean }[]>`
+        select ${remoteIp.replace(/^::ffff:/, '')}::inet = any(allowed_ips) as own
+        from smpp_accounts where system_id = ${systemId} and disabled_at is null and cardinality(allowed_ips) > 0`;
+      return row?.own === true;
+    },
+
     /** Password checks run on the verifier thread so far. */
     checks: () => verifier.checks(),
 
@@ -108,6 +116,7 @@ export function createCustomerSmpp(deps: {
     idleTimeoutMs: deps.idleTimeoutMs ?? 120_000,
     ...deps.limits,
     authenticate: (systemId, password, ip) => deps.credentials.authenticate(systemId, password, ip),
+    isOwnAddress: (systemId, ip) => deps.credentials.isOwnAddress(systemId, ip),
     async onSubmit(account, sub: SmppSubmission): Promise<SmppSubmitResult> {
       try {
         const [acc] = await sql<{ parentId: string | null }[]>`select parent_id from accounts where id = ${account.accountId}`;

@@ -8,6 +8,7 @@ import type { DialEvents, DialRequest, SignallingDialer, SignallingLeg } from '.
 import { answerChallenge } from '../sip/digest.js';
 import { createUacDialog, dialogRequest, type Dialog } from '../sip/dialog.js';
 import { callIdOf, cseqOf, getHeader, tagOf, toOf, type HeaderField, type SipRequest, type SipResponse } from '../sip/message.js';
+import type { LoopMarker } from '../sip/loop-marker.js';
 import type { SipStack } from '../sip/stack.js';
 import type { ClientTransaction } from '../sip/transaction.js';
 import type { SipPeer } from '../sip/transport.js';
@@ -27,6 +28,11 @@ export interface LegOutcome {
 
 export interface SipDialerOptions {
   log: Logger;
+  /**
+   * The trunk B2BUA's loop marker, on every INVITE: a supplier that sends an API call back to the
+   * exchange gets 482 instead of a second, billed leg.
+   */
+  loopMarker: LoopMarker;
   /** No provisional response within this: the leg is abandoned as "no response" (default 4000). */
   setupTimeoutMs?: number;
   /** Ringing without answer this long: the leg is cancelled as no answer (default 60000). */
@@ -86,6 +92,7 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
       { name: 'Max-Forwards', value: '70' },
       { name: 'Contact', value: `<${stack.contactUri('api', tcp ? 'tcp' : 'udp')}>` },
       { name: 'Allow', value: ALLOW },
+      { ...opts.loopMarker.header },
       { name: 'Content-Type', value: 'application/sdp' },
     ];
     return { kind: 'request', method: 'INVITE', uri: target, version: 'SIP/2.0', headers, body: Buffer.from(r.offerSdp) };

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { CallEngine } from '../engine.js';
 import { createMediaPlane, type MediaPlane, type MediaPlaneOptions } from '../media/index.js';
+import type { LoopMarker } from '../sip/loop-marker.js';
 import type { SipStack } from '../sip/stack.js';
 import { createSipDialer, type LegOutcome, type SipDialer, type SipDialerOptions } from './sip-dialer.js';
 
@@ -17,11 +18,13 @@ export function createVoicePlane(opts: {
   stack: SipStack;
   log: Logger;
   media: Omit<MediaPlaneOptions, 'log'>;
-  dialer?: Omit<SipDialerOptions, 'log' | 'onLegEnded'>;
+  dialer?: Omit<SipDialerOptions, 'log' | 'onLegEnded' | 'loopMarker'>;
+  /** The trunk B2BUA's loop marker (the calls module's), put on every INVITE the dialer sends. */
+  loopMarker: LoopMarker;
   onLegEnded(outcome: LegOutcome): void;
 }): VoicePlane {
   const plane: MediaPlane = createMediaPlane({ ...opts.media, log: opts.log });
-  const dialer = createSipDialer(opts.stack, { ...opts.dialer, log: opts.log.child({ plane: 'sip-dialer' }), onLegEnded: opts.onLegEnded });
+  const dialer = createSipDialer(opts.stack, { ...opts.dialer, log: opts.log.child({ plane: 'sip-dialer' }), loopMarker: opts.loopMarker, onLegEnded: opts.onLegEnded });
   const engine = plane.createEngine(dialer);
   return {
     engine,

@@ -8,6 +8,7 @@ import type { Clock } from '../../platform/clock.js';
 import { answerChallenge, createDigestServer, type DigestServerOptions } from './digest.js';
 import { createUacDialog, createUasDialog, dialogRequest, type Dialog } from './dialog.js';
 import { parseUri } from './headers.js';
+import { createLoopMarker, type LoopMarker } from './loop-marker.js';
 import { callIdOf, cseqOf, fromOf, getHeader, maxForwardsOf, tagOf, toOf, type HeaderField, type SipRequest, type SipResponse } from './message.js';
 import { probeEndpoint, type ProbeResult } from './probe.js';
 import { expiryMs, isRefresh, negotiateSession, refreshMs, sessionExpiresValue, type SessionTerms, type SessionTimerPolicy } from './session-timer.js';
@@ -17,9 +18,12 @@ import type { SipPeer, SipTransportName } from './transport.js';
 import type { CallMediaRelay } from '../media/call-relay.js';
 
 export interface TrunkEndpoint {
+  /** Where the INVITE goes: the checked address when the endpoint was saved as a name. */
   host: string;
   port: number;
   transport: SipTransportName;
+  /** TLS: the endpoint's name, for SNI and the certificate check, when `host` is its checked address. */
+  servername?: string;
   techPrefix?: string;
   username?: string;
   password?: string;
@@ -118,6 +122,8 @@ export interface TrunkB2buaOptions {
   realm: string;
   /** Signs nonces. */
   nonceSecret: string | Buffer;
+  /** The loop marker shared with the API call dialer; made from `nonceSecret` when absent. */
+  loopMarker?: LoopMarker;
   policy: TrunkPolicy;
   digest?: Pick<DigestServerOptions, 'nonceTtlMs' | 'nonceMaxUses'>;
   /** No provisional response from a supplier within this: next route (default 4000). */
@@ -142,8 +148,6 @@ export interface TrunkB2bua {
 const RETRYABLE = new Set([403, 480, 500, 502, 503, 504]);
 const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, UPDATE';
 const E164 = /^[1-9]\d{5,14}$/;
-/** Our loop marker on every supplier INVITE; an INVITE that carries our value came back to us. */
-export const LOOP_HEADER = 'X-Svc-Loop';
 
 /** Numbers in logs keep a prefix only (CONVENTIONS: no full phone numbers). */
 const mask = (n: string): string => (n.length > 5 ? `${n.slice(0, 5)}…` : n);
@@ -224,8 +228,7 @@ export function orderEndpoints(endpoints: TrunkEndpoint[], rand: (max: number) =
 export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
   const { stack, log, clock, policy } = opts;
   const digest = createDigestServer({ realm: opts.realm, secret: opts.nonceSecret, ...opts.digest, now: () => clock.now().getTime() });
-  // From the shared server secret, so every daemon of the exchange knows its siblings' INVITEs.
-  const loopMark = createHmac('sha256', opts.nonceSecret).update('svc-loop-marker').digest('hex').slice(0, 24);
+  const loop = opts.loopMarker ?? createLoopMarker(opts.nonceSecret);
   const setupTimeoutMs = opts.setupTimeoutMs ?? 4000;
   const noAnswerMs = opts.noAnswerMs ?? 90_000;
   const maxRoutes = opts.maxRoutes ?? 3;
@@ -364,7 +367,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       { name: 'Max-Forwards', value: String(Math.min(mf === undefined ? 70 : mf - 1, 70)) },
       { name: 'Contact', value: `<${stack.contactUri('b2bua', ep.transport)}>` },
       { name: 'Allow', value: ALLOW },
-      { name: LOOP_HEADER, value: loopMark },
+      { ...loop.header },
     ];
     const ct = getHeader(call.inReq, 'content-type');
     if (ct !== undefined && body.length) headers.push({ name: 'Content-Type', value: ct });
@@ -381,7 +384,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
       const value = answerChallenge({ challenge: auth.challenge, method: 'INVITE', uri: req.uri, username: ep.username ?? '', password: ep.password ?? '' });
       req.headers.push({ name: auth.header, value });
     }
-    const dest: SipPeer = { transport: ep.transport, host: ep.host, port: ep.port };
+    const dest: SipPeer = { transport: ep.transport, host: ep.host, port: ep.port, ...(ep.servername ? { servername: ep.servername } : {}) };
     const leg: Leg = {
       index,
       routeId,
@@ -667,7 +670,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     const tag = dialogTagOf(req);
     // A route whose supplier is the exchange (directly or through a peer that sends it back)
     // would otherwise loop until Max-Forwards runs out, holding money and a slot on every pass.
-    if (req.headers.some((h) => h.name.toLowerCase() === LOOP_HEADER.toLowerCase() && h.value.trim() === loopMark)) {
+    if (loop.carriedBy(req)) {
       log.warn({ source: `${source.host}:${source.port}` }, 'looped INVITE refused');
       tx.reply(482, 'Loop Detected', { toTag: tag });
       return;

@@ -17,6 +17,7 @@ export {
   type CallEndedEvent,
   type HangupCause,
 } from './b2bua.js';
+export { createLoopMarker, LOOP_HEADER, type LoopMarker } from './loop-marker.js';
 export { probeEndpoint, type ProbeResult } from './probe.js';
 export { computeHa1, createDigestServer, answerChallenge, type DigestServer } from './digest.js';
 export { parseMessage, SipParseError, SipMessageError } from './parser.js';

@@ -19,6 +19,12 @@ export interface SipPeer {
   transport: SipTransportName;
   host: string;
   port: number;
+  /**
+   * TLS: the name the certificate must carry (and the SNI), when `host` is the address that name
+   * was resolved and checked to. The connection goes to `host`, never to a second resolution of
+   * the name, which could answer differently (DNS rebinding).
+   */
+  servername?: string;
 }
 
 export type SipMessageHandler = (message: SipMessage, source: SipPeer) => void;
@@ -325,8 +331,10 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
               port: dest.port,
               ca: outboundCa,
               minVersion: 'TLSv1.2',
-              // SNI takes names only; an IP address is checked against the certificate's IP SANs.
-              ...(net.isIP(dest.host) ? {} : { servername: dest.host }),
+              // The certificate is checked against `servername` when one is given; SNI takes names
+              // only, and without a name an IP address is checked against the certificate's IP SANs.
+              ...(dest.servername && !net.isIP(dest.servername) ? { servername: dest.servername }
+                : net.isIP(dest.host) ? {} : { servername: dest.host }),
             })
           : net.connect({ host: dest.host, port: dest.port });
       const timer = setTimeout(() => {

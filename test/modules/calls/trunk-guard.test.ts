@@ -1,6 +1,6 @@
 import dgram from 'node:dgram';
 import t from 'tap';
-import { createWorld, eventually } from './world.js';
+import { createWorld, eventually, loopingSupplier } from './world.js';
 import { rawUdpPeer } from '../../telephony/sip/helpers.js';
 
 /**
@@ -54,23 +54,15 @@ t.test('an address another account holds is claimed pending: it bills nobody new
 
 t.test('a supplier that sends our INVITE back is answered 482 once, not looped', async (t) => {
   const w = await createWorld(t);
-  // The "supplier": relays every datagram to the exchange's SIP port and counts the INVITEs.
-  const relay = dgram.createSocket('udp4');
-  let invites = 0;
-  relay.on('message', (m) => {
-    if (m.toString('latin1').startsWith('INVITE ')) invites++;
-    relay.send(m, w.sipPort, '127.0.0.1');
-  });
-  await new Promise<void>((r) => relay.bind(0, '127.0.0.1', () => r()));
-  t.teardown(() => new Promise<void>((r) => relay.close(() => r())));
-  await w.route({ port: relay.address().port, prefix: '4413', rate: '0.010000' });
+  const relay = await loopingSupplier(t, w.sipPort);
+  await w.route({ port: relay.port, prefix: '4413', rate: '0.010000' });
   t.equal((await w.api('POST', '/sip/trunk-ips', w.operator.token, { ip: '127.0.0.1' })).status, 201);
 
   const caller = await rawUdpPeer();
   t.teardown(() => caller.close());
   caller.send(invite(caller.port, w.sipPort, '441300000001', 'loop-1'), w.sipPort);
   const final = await eventually(async () => caller.got.find((m) => /^SIP\/2\.0 [3-6]\d\d/.test(m)), 15_000);
-  t.equal(invites, 1, 'the INVITE went round once');
+  t.equal(relay.invites(), 1, 'the INVITE went round once');
   t.match(final, /^SIP\/2\.0 482/, 'the caller hears Loop Detected');
 });
 

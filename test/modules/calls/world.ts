@@ -1,5 +1,7 @@
 /** A trading world on a whole test daemon: a seller, an operator that buys, sub-accounts, sipp peers. */
 import { randomUUID } from 'node:crypto';
+import dgram from 'node:dgram';
+import type { Lookup } from '../../../src/platform/outbound-guard.js';
 import { startTestDaemon, type TestDaemon } from '../../helpers/daemon.js';
 import { fill, fixture, sipp, type SippRun } from '../../telephony/sip/sipp.js';
 
@@ -23,14 +25,16 @@ export interface World {
   /** A voice route of the seller reaching `port`, rated for `prefix`, bought by the operator; returns route and purchase ids. */
   route(o: {
     port: number; prefix: string; rate: string; increment?: string; capacity?: number; techPrefix?: string; transport?: 'udp' | 'tcp' | 'tls';
+    /** The endpoint's host (default 127.0.0.1). */
+    host?: string;
     mediaMode?: 'direct' | 'proxy';
   }): Promise<{ routeId: string; purchaseId: string }>;
   sub(o?: { markupPct?: string; maxConcurrentCalls?: number; dailySpendCap?: string; fund?: string }): Promise<{ id: string; sipUsername: string; sipPassword: string }>;
 }
 
-export async function createWorld(t: Tt, overrides: Record<string, unknown> = {}): Promise<World> {
+export async function createWorld(t: Tt, overrides: Record<string, unknown> = {}, opts: { lookup?: Lookup } = {}): Promise<World> {
   // routeRequirement is not wired into buildMoneyModules yet (src/modules/index.ts): sub-accounts are made without the check.
-  const d = await startTestDaemon(t, { billing: { require_route_for_sub_accounts: false }, ...overrides });
+  const d = await startTestDaemon(t, { billing: { require_route_for_sub_accounts: false }, ...overrides }, opts);
   const sipPort = d.ports['sip'];
   if (!sipPort) throw new Error('the daemon has no SIP port');
   const api: World['api'] = async (method, url, token, payload) => {
@@ -65,7 +69,7 @@ export async function createWorld(t: Tt, overrides: Record<string, unknown> = {}
       type: 'voice', name: `route ${o.prefix} ${o.port}`, country: 'GB', billingIncrement: o.increment ?? '6/6',
       ...(o.capacity ? { capacity: o.capacity } : {}),
       ...(o.mediaMode ? { mediaMode: o.mediaMode } : {}),
-      endpoints: [{ host: '127.0.0.1', port: o.port, transport: o.transport ?? 'udp', priority: 1, ...(o.techPrefix ? { techPrefix: o.techPrefix } : {}) }],
+      endpoints: [{ host: o.host ?? '127.0.0.1', port: o.port, transport: o.transport ?? 'udp', priority: 1, ...(o.techPrefix ? { techPrefix: o.techPrefix } : {}) }],
     });
     if (created.status !== 201) throw new Error(`route: ${created.text}`);
     const routeId = created.body.data.id as string;
@@ -131,4 +135,20 @@ export async function eventually<T>(fn: () => Promise<T | null | undefined | fal
     if (Date.now() - start > ms) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * A "supplier" that sends everything it gets straight back to the exchange's SIP port (UDP on
+ * loopback), as a misconfigured or hostile peer would: `invites()` counts the INVITEs it relayed.
+ */
+export async function loopingSupplier(t: Tt, sipPort: number): Promise<{ port: number; invites(): number }> {
+  const relay = dgram.createSocket('udp4');
+  let invites = 0;
+  relay.on('message', (m) => {
+    if (m.toString('latin1').startsWith('INVITE ')) invites++;
+    relay.send(m, sipPort, '127.0.0.1');
+  });
+  await new Promise<void>((r) => relay.bind(0, '127.0.0.1', () => r()));
+  t.teardown(() => new Promise<void>((r) => relay.close(() => r())));
+  return { port: relay.address().port, invites: () => invites };
 }

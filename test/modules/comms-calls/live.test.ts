@@ -2,7 +2,7 @@ import t from 'tap';
 import { Decimal } from 'decimal.js';
 import { pino } from 'pino';
 import { createVoicePlane } from '../../../src/telephony/calls/voice-plane.js';
-import { createSipStack, createSipTransport } from '../../../src/telephony/sip/index.js';
+import { createLoopMarker, createSipStack, createSipTransport } from '../../../src/telephony/sip/index.js';
 import { createCommsCallsService, type CommsCallsService } from '../../../src/modules/comms-calls/service.js';
 import { createWorld, eventually } from '../calls/world.js';
 import { freePort } from '../../telephony/sip/sipp.js';
@@ -28,6 +28,7 @@ t.test('calls placed through the call service over SIP to sipp', { skip: availab
   const plane = createVoicePlane({
     stack,
     log,
+    loopMarker: createLoopMarker('test secret'),
     media: { workers: 1, portMin: base, portMax: base + 19, bindAddress: '127.0.0.1', ttsCacheDir: null },
     dialer: { setupTimeoutMs: 1500 },
     onLegEnded: (o) => svc?.noteLeg(o),

@@ -8,7 +8,7 @@ import type { Test } from 'tap';
 import { createCommsCallsService, type CommsCallsService } from '../../../src/modules/comms-calls/service.js';
 import { createVoicePlane } from '../../../src/telephony/calls/voice-plane.js';
 import type { MediaPlaneOptions } from '../../../src/telephony/media/index.js';
-import { createSipStack, createSipTransport } from '../../../src/telephony/sip/index.js';
+import { createLoopMarker, createSipStack, createSipTransport } from '../../../src/telephony/sip/index.js';
 import { createWorld, eventually, type World } from '../calls/world.js';
 
 export interface ServiceWorld {
@@ -35,6 +35,7 @@ export async function createServiceWorld(t: Test, rtpBase: number, media: Partia
   const plane = createVoicePlane({
     stack,
     log,
+    loopMarker: createLoopMarker('test secret'),
     media: { workers: 1, portMin: rtpBase, portMax: rtpBase + 19, bindAddress: '127.0.0.1', ttsCacheDir: null, ...media },
     dialer: { setupTimeoutMs: 1500 },
     onLegEnded: (o) => svc?.noteLeg(o),

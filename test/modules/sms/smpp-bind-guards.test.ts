@@ -71,6 +71,29 @@ t.test('lockout per system_id and per source after bind_lockout_failures, even w
   t.equal(await bind(t, d, b.systemId, b.password, '127.0.0.9'), 0, 'the same id binds from another address');
 });
 
+t.test('failed binds with a customer\'s id from elsewhere do not lock it out of its own allowed address', async (t) => {
+  const d = await startTestDaemon(t, { smpp: { bind_lockout_failures: 5, bind_lockout_seconds: 300 } });
+  const acc = await d.modules.services.accounts.createAccount({ email: 'own-ip@example.test', password: 'long enough password' });
+  const creds = await d.modules.services.smppCredentials.issue(acc.id, { allowedIps: ['127.0.0.3'] });
+
+  // The attacker, from 127.0.0.2, fails five binds with the customer's id: the id is locked.
+  for (let i = 0; i < 5; i++) t.equal(await bind(t, d, creds.systemId, `wrong${i}`, '127.0.0.2'), SMPP_STATUS.ESME_RBINDFAIL);
+  t.equal(await bind(t, d, creds.systemId, creds.password, '127.0.0.14'), SMPP_STATUS.ESME_RBINDFAIL, 'locked from an address the credential does not list');
+  t.equal(await bind(t, d, creds.systemId, creds.password, '127.0.0.2'), SMPP_STATUS.ESME_RBINDFAIL, 'the attacker\'s address stays locked');
+  t.equal(await bind(t, d, creds.systemId, creds.password, '127.0.0.3'), 0, 'the customer binds from its allowed address');
+
+  // Its own address is still held by its own source lock.
+  for (let i = 0; i < 5; i++) t.equal(await bind(t, d, creds.systemId, `bad${i}`, '127.0.0.3'), SMPP_STATUS.ESME_RBINDFAIL);
+  t.equal(await bind(t, d, creds.systemId, creds.password, '127.0.0.3'), SMPP_STATUS.ESME_RBINDFAIL, 'the allowed address locks itself after its own failures');
+});
+
+t.test('a credential open to every address gets no exemption from the id lock', async (t) => {
+  const d = await startTestDaemon(t, { smpp: { bind_lockout_failures: 3, bind_lockout_seconds: 300 } });
+  const creds = await customer(d, 'open-ip@example.test');
+  for (let i = 0; i < 3; i++) t.equal(await bind(t, d, creds.systemId, `wrong${i}`, '127.0.0.15'), SMPP_STATUS.ESME_RBINDFAIL);
+  t.equal(await bind(t, d, creds.systemId, creds.password, '127.0.0.16'), SMPP_STATUS.ESME_RBINDFAIL);
+});
+
 t.test('an unknown system_id costs the same password check as a known one', async (t) => {
   const d = await startTestDaemon(t);
   const creds = await customer(d, 'enum@example.test');

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { pino } from 'pino';
 import { createSipDialer, type LegOutcome } from '../../../src/telephony/calls/sip-dialer.js';
 import type { DialEvents } from '../../../src/telephony/media/native-engine.js';
-import { createSipStack, createSipTransport } from '../../../src/telephony/sip/index.js';
+import { createLoopMarker, createSipStack, createSipTransport } from '../../../src/telephony/sip/index.js';
 import { fill, fixture, sipp } from '../sip/sipp.js';
 
 /** The SIP dialer against sipp callees: digest, tech prefix, the far side's BYE, CANCEL while ringing. */
@@ -16,7 +16,7 @@ async function setup(tt: Test) {
   const stack = createSipStack({ transport, log });
   tt.teardown(() => stack.close());
   const outcomes: LegOutcome[] = [];
-  const dialer = createSipDialer(stack, { log, setupTimeoutMs: 2000, onLegEnded: (o) => outcomes.push(o) });
+  const dialer = createSipDialer(stack, { log, loopMarker: createLoopMarker('test secret'), setupTimeoutMs: 2000, onLegEnded: (o) => outcomes.push(o) });
   return { dialer, outcomes };
 }
 

@@ -9,15 +9,19 @@ export interface TestCert {
   cert: string;
 }
 
-/** A self-signed certificate for 127.0.0.1 and localhost, as the daemon makes for itself. */
-export async function testCert(): Promise<TestCert> {
-  const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
+/**
+ * A self-signed certificate for 127.0.0.1 and localhost, as the daemon makes for itself; or, given
+ * `name`, for that DNS name only (no IP address), so only a check against the name accepts it.
+ */
+export async function testCert(name?: string): Promise<TestCert> {
+  const altNames = name ? [{ type: 2, value: name }] : [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }];
+  const pems = await generate([{ name: 'commonName', value: name ?? 'localhost' }], {
     keyType: 'ec',
     curve: 'P-256',
     extensions: [
       { name: 'basicConstraints', cA: false },
       { name: 'extKeyUsage', serverAuth: true },
-      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] },
+      { name: 'subjectAltName', altNames },
     ],
   } as never);
   return { key: pems.private, cert: pems.cert };

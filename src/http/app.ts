@@ -380,7 +380,13 @@ export function validationDetails(errors: readonly AjvError[], where: string): E
     if (UNION_KEYWORDS.has(v.keyword)) {
       const branches = errors.filter((b) => inside(b, v));
       const allowed = branches.filter((b) => b.keyword === 'const' && b.instancePath === v.instancePath).map((b) => JSON.stringify(b.params['allowedValue']));
-      message = allowed.length > 0 && allowed.length === branches.length ? `must be one of ${allowed.join(', ')}` : 'matches none of the allowed forms';
+      if (allowed.length > 0 && allowed.length === branches.length) {
+        message = `must be one of ${allowed.join(', ')}`;
+      } else {
+        // Alternative forms of one value (a number or a decimal string, or null): name each.
+        const forms = [...new Set(branches.filter((b) => !UNION_KEYWORDS.has(b.keyword) && b.instancePath === v.instancePath).map((b) => b.message ?? ''))].filter(Boolean);
+        message = forms.length > 0 ? forms.join(' or ') : 'matches none of the allowed forms';
+      }
     }
     byPath.set(path, message);
   }

@@ -41,6 +41,8 @@ export const ConfigSchema = Type.Object({
     url: Type.String({ default: '' }),
     pool_max: Type.Integer({ minimum: 1, maximum: 500, default: 20 }),
     embedded_port: Port(0),
+    embedded_user: Type.String({ minLength: 1, default: 'postgres' }),
+    embedded_runtime_dir: Type.String({ minLength: 1, default: '/var/lib/svc-exchange/embedded-postgres' }),
   }),
   redis: Type.Object({
     url: Type.String({ default: '' }),

@@ -31,7 +31,7 @@ function adminUrl(): Promise<string> {
       }
     }
     const dir = mkdtempSync(join(tmpdir(), 'svc-test-pg-'));
-    const embedded = await startEmbeddedPostgres({ stateDir: dir, port: 0, log: silent });
+    const embedded = await startEmbeddedPostgres({ stateDir: dir, port: 0, log: silent, runAs: 'postgres', runtimeDir: join(tmpdir(), 'svc-test-embedded-postgres') });
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     return embedded.url.replace(/\/svc_exchange$/, '/postgres');
   })();

@@ -53,6 +53,7 @@ export const ConfigSchema = Type.Object({
     refresh_token_ttl_days: Type.Integer({ minimum: 1, maximum: 365, default: 30 }),
     login_attempts_per_minute: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
     credential_cache_seconds: Type.Integer({ minimum: 0, maximum: 300, default: 5 }),
+    scrypt_cost: Type.Integer({ minimum: 10, maximum: 17, default: 15 }),
   }),
   limits: Type.Object({
     default_per_second: Type.Integer({ minimum: 1, maximum: 1000000, default: 100 }),

@@ -9,6 +9,7 @@ import { systemClock, type Clock } from '../../src/platform/clock.js';
 import { createHealthRegistry } from '../../src/platform/health.js';
 import type { Sql } from '../../src/db/connection.js';
 import type { Redis } from 'ioredis';
+import { TEST_SCRYPT_COST } from './daemon.js';
 import { createTestDatabase } from './db.js';
 
 type Teardown = { teardown(fn: () => unknown): void };
@@ -31,7 +32,10 @@ export async function buildTestApp(
   opts: { overrides?: DeepPartial<Config>; extra?: ApiModule[]; redis?: Redis | null; clock?: Clock } = {},
 ): Promise<TestApp> {
   const { sql } = await createTestDatabase(t);
-  const config = loadConfig({ overrides: { log: { level: 'silent' }, ...(opts.overrides ?? {}) } as DeepPartial<Config> });
+  const overrides = opts.overrides ?? {};
+  const config = loadConfig({
+    overrides: { log: { level: 'silent' }, ...overrides, auth: { scrypt_cost: TEST_SCRYPT_COST, ...(overrides.auth ?? {}) } } as DeepPartial<Config>,
+  });
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const clock = opts.clock ?? systemClock;
   const core = { config, sql, log, clock, redis: opts.redis ?? null, health: createHealthRegistry() };

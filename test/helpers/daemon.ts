@@ -11,6 +11,9 @@ import { createTestDatabase } from './db.js';
 
 type Teardown = { teardown(fn: () => unknown): void };
 
+/** The lowest scrypt cost the settings allow: tests hash cheaply, the format stays the same. */
+export const TEST_SCRYPT_COST = 10;
+
 export interface TestDaemon extends Daemon {
   config: Readonly<Config>;
   baseUrl: string;
@@ -40,6 +43,8 @@ export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },
     webhooks: { allow_private_targets: true },
+    // Each production-strength hash takes 32 MiB and tens of ms; the suite makes thousands.
+    auth: { scrypt_cost: TEST_SCRYPT_COST },
   };
   // Sections merge key by key, so a test overriding one SIP key still listens on loopback port 0.
   const merged: Record<string, unknown> = { ...base };

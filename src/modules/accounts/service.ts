@@ -72,7 +72,7 @@ export function createAccountsService(deps: {
         return await repo.insertAccount({
           id: newId(),
           email: input.email.trim(),
-          passwordHash: await hashPassword(input.password),
+          passwordHash: await hashPassword(input.password, config.auth.scrypt_cost),
           role: input.role ?? 'customer',
           mustChangePassword: input.mustChangePassword ?? false,
         });
@@ -90,7 +90,7 @@ export function createAccountsService(deps: {
     async login(email: string, password: string, meta: { userAgent?: string; ip?: string }) {
       const account = await repo.byEmail(email);
       if (!account?.passwordHash) {
-        await burnPasswordTime(password);
+        await burnPasswordTime(password, config.auth.scrypt_cost);
         throw unauthorized('Invalid e-mail or password');
       }
       if (!(await verifyPassword(password, account.passwordHash)) || account.status === 'closed') {

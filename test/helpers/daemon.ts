@@ -30,7 +30,7 @@ export interface HttpsResult {
 
 /** Starts the whole daemon on free ports against a fresh database; stopped at teardown. */
 export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config> = {}, opts: { clock?: Clock } = {}): Promise<TestDaemon> {
-  const db = await createTestDatabase(t, { migrate: false });
+  const db = await createTestDatabase(t);
   const state = mkdtempSync(join(tmpdir(), 'svc-test-state-'));
   const base: Record<string, Record<string, unknown>> = {
     paths: { state },

@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, parse, resolve } from 'node:path';
 import postgres from 'postgres';
@@ -57,7 +57,28 @@ export function embeddedDataDir(opts: Pick<EmbeddedOptions, 'stateDir' | 'runAs'
   if (owner && canTraverse(owner, dirname(state)) && !canTraverse(owner, state)) chmodSync(state, (statSync(state).mode & 0o777) | 0o001);
   if (owner && canTraverse(owner, state)) return join(state, 'postgres');
   const tag = createHash('sha256').update(realpathSync(state)).digest('hex').slice(0, 16);
-  return join(resolve(opts.runtimeDir), `data-${tag}`);
+  return join(runtimeDir(owner, opts.runtimeDir), `data-${tag}`);
+}
+
+/**
+ * The runtime dir, made if absent. Root chowns and runs what is in it, so it must be root's
+ * alone (nobody else may plant a link or a binary there) and reachable by the server's user.
+ */
+function runtimeDir(owner: Owner | null, configured: string): string {
+  const dir = resolve(configured);
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  const st = lstatSync(dir);
+  if (!st.isDirectory() || st.uid !== 0 || (st.mode & 0o022) !== 0) {
+    throw new EmbeddedDatabaseError(
+      `${dir} ([database] embedded_runtime_dir) must be a directory owned by root and writable by root only: fix its owner and mode (chown root: ${dir}; chmod 755 ${dir}) or choose another.`,
+    );
+  }
+  if (owner && !canTraverse(owner, dir)) {
+    throw new EmbeddedDatabaseError(
+      `The user '${owner.name}' cannot reach ${dir} ([database] embedded_runtime_dir): choose a directory every user can enter (mode 0755 up to /), or set [database] url to an external PostgreSQL.`,
+    );
+  }
+  return dir;
 }
 
 /** Starts the private PostgreSQL, initialising its data directory on first use. */
@@ -152,14 +173,7 @@ async function binaries(owner: Owner | null, opts: EmbeddedOptions): Promise<Bin
   if (!owner || canTraverse(owner, dirname(found.postgres))) return found;
   const native = dirname(dirname(found.postgres));
   const version = (JSON.parse(readFileSync(join(native, '..', 'package.json'), 'utf8')) as { version: string }).version;
-  const runtime = resolve(opts.runtimeDir);
-  const copy = join(runtime, `postgres-${process.platform}-${process.arch}-${version}`);
-  mkdirSync(runtime, { recursive: true, mode: 0o755 });
-  if (!canTraverse(owner, runtime)) {
-    throw new EmbeddedDatabaseError(
-      `The user '${owner.name}' cannot reach ${runtime} ([database] embedded_runtime_dir): choose a directory every user can enter (mode 0755 up to /), or set [database] url to an external PostgreSQL.`,
-    );
-  }
+  const copy = join(runtimeDir(owner, opts.runtimeDir), `postgres-${process.platform}-${process.arch}-${version}`);
   if (!existsSync(join(copy, 'bin', 'postgres'))) {
     opts.log.info({ from: native, to: copy }, 'copying embedded postgres binaries where their user can reach them');
     const partial = `${copy}.partial-${process.pid}`;
@@ -179,6 +193,8 @@ async function binaries(owner: Owner | null, opts: EmbeddedOptions): Promise<Bin
 function prepareDataDir(dir: string, owner: Owner | null) {
   mkdirSync(dirname(dir), { recursive: true, mode: 0o755 });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // chown follows links: a link planted in the data's place would hand its target to the user.
+  if (!lstatSync(dir).isDirectory()) throw new EmbeddedDatabaseError(`${dir} is not a directory: move it away and start again.`);
   if (owner) chownSync(dir, owner.uid, owner.gid);
 }
 

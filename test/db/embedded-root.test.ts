@@ -2,7 +2,9 @@ import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import pino from 'pino';
 import t from 'tap';
+import { startEmbeddedPostgres } from '../../src/db/embedded.js';
 import { httpsCall } from '../helpers/daemon.js';
 
 const REPO = resolve(import.meta.dirname, '..', '..');
@@ -111,4 +113,21 @@ t.test('a runtime directory its user cannot reach stops the daemon with one sent
   t.equal(code, 1, 'exits with status 1');
   t.match(stderr, /^svc-exchanged: The user '[^']+' cannot reach .*embedded_runtime_dir.*\.\n$/, 'one sentence saying what to do');
   t.notMatch(stderr, /Unhandled|at .*\(/, 'no stack trace');
+});
+
+t.test('a runtime directory others can write to is refused before root uses it', { skip }, async (t) => {
+  const priv = mkdtempSync(join(tmpdir(), 'svc-private-'));
+  const runtime = mkdtempSync(join(tmpdir(), 'svc-runtime-'));
+  t.teardown(() => {
+    rmSync(priv, { recursive: true, force: true });
+    rmSync(runtime, { recursive: true, force: true });
+  });
+  // Anyone could plant a link where the data directory goes, and root would chown its target.
+  chmodSync(runtime, 0o777);
+  const log = pino({ level: 'silent' });
+  await t.rejects(
+    startEmbeddedPostgres({ stateDir: join(priv, 'var'), port: 0, log, runAs: 'postgres', runtimeDir: runtime }),
+    { name: 'EmbeddedDatabaseError', message: /must be a directory owned by root and writable by root only/ },
+  );
+  t.same(readdirSync(runtime), [], 'nothing was made in it');
 });

@@ -277,8 +277,13 @@ async function startServer(path: string, dir: string, port: number, owner: Owner
     }
     throw err;
   });
+  // The server belongs to this process: one that exits without stopping it (a crash, a test
+  // process ending) must not leave it running on a data directory nobody will use again.
+  const onExit = () => child.kill('SIGINT');
+  process.once('exit', onExit);
   done.then(
     ({ code, signal }) => {
+      process.removeListener('exit', onExit);
       if (!stopping) log.error({ code, signal }, 'embedded postgres exited');
     },
     (err: unknown) => log.error({ err }, 'embedded postgres failed'),

@@ -1,26 +1,48 @@
-// Prints tap's closing totals as one plain line, "N passed, N failed", so a run that executed
-// nothing is visible. Reads tap's output of the run and, when test files were re-run once, of
-// the re-run: then the failures counted are the re-run's.
+// Closes `make test` with tap's totals. The last line is plain, "N passed, N failed", so a run
+// that executed nothing is visible and CI can read it; the line before it names every test file
+// that failed on its first run, so a re-run that passes never hides a defect.
+//
+// usage: test-summary.mjs FIRST_OUTPUT FIRST_FAILED_LIST [RERUN_OUTPUT RERUN_FAILED_LIST]
+// The lists are tap's --save files (one test file a line). Passed counts the first run's passes;
+// failed counts what still fails after the re-run, or the first run's failures without one.
 import { existsSync, readFileSync } from 'node:fs';
 
 function totals(file) {
+  if (!file || !existsSync(file)) return null;
   const text = readFileSync(file, 'utf8');
   const m = [...text.matchAll(/^# \{ (total: .*) \}$/gm)].pop();
   if (!m) return null;
   return Object.fromEntries(m[1].split(', ').map((kv) => kv.split(': ')).map(([k, v]) => [k, Number(v)]));
 }
 
-const first = totals(process.argv[2]);
+function fileList(file) {
+  if (!file || !existsSync(file)) return [];
+  return readFileSync(file, 'utf8').split('\n').map((l) => l.trim()).filter(Boolean);
+}
+
+const [firstOut, firstFailedList, rerunOut, rerunFailedList] = process.argv.slice(2);
+const first = totals(firstOut);
 if (!first) {
+  console.log('flaky: unknown (the first run printed no totals)');
   console.log('0 passed, 1 failed');
   process.exit(1);
 }
+const firstFailed = fileList(firstFailedList);
+const reran = rerunOut !== undefined && existsSync(rerunOut);
 let failed = first.fail ?? 0;
-const rerunFile = process.argv[3];
-if (rerunFile && existsSync(rerunFile)) {
-  const rerun = totals(rerunFile);
-  console.log(`first run: ${first.pass ?? 0} passed and ${first.fail ?? 0} failed; re-run of the failed files: ${rerun?.pass ?? 0} passed and ${rerun ? (rerun.fail ?? 0) : "no"} failed`);
-  failed = rerun ? (rerun.fail ?? 0) : 1;
+let named = firstFailed.map((f) => `${f} (failed)`);
+if (reran) {
+  const rerun = totals(rerunOut);
+  const still = new Set(fileList(rerunFailedList));
+  // A re-run without totals (it crashed) leaves every file it ran as failing.
+  const stillFailing = (f) => !rerun || still.has(f);
+  failed = rerun ? (rerun.fail ?? 0) : Math.max(1, failed);
+  named = firstFailed.map((f) => `${f} (${stillFailing(f) ? 'failed twice' : 'failed, then passed on re-run'})`);
+  console.log(
+    `first run: ${first.pass ?? 0} passed and ${first.fail ?? 0} failed in ${firstFailed.length} file(s); ` +
+      `re-run of those files: ${rerun?.pass ?? 0} passed and ${rerun ? (rerun.fail ?? 0) : 'no totals,'} failed`,
+  );
 }
-const line = `${first.pass ?? 0} passed, ${failed} failed`;
-console.log(first.skip ? `${line}, ${first.skip} skipped` : line);
+if (first.skip) console.log(`${first.skip} skipped`);
+console.log(named.length ? `flaky: ${named.length} file(s) failed on their first run: ${named.join(', ')}` : 'flaky: none');
+console.log(`${first.pass ?? 0} passed, ${failed} failed`);

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { connect, type Sql } from './db/connection.js';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.js';
+import { embeddedOptions, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { buildApp, type App } from './http/app.js';
 import { createAuthenticator } from './http/auth.js';
@@ -65,7 +65,7 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
     let embedded: EmbeddedDatabase | null = null;
     let url = config.database.url;
     if (!url) {
-      embedded = await startEmbeddedPostgres({ stateDir: config.paths.state, port: config.database.embedded_port, log });
+      embedded = await startEmbeddedPostgres(embeddedOptions(config, log));
       stops.push(() => embedded!.stop());
       url = embedded.url;
     }

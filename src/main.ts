@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from './config/load.js';
 import { startDaemon, type FirstStart } from './daemon.js';
 import { createLogger } from './platform/logger.js';
 import { MigrationError } from './db/migrate.js';
+import { EmbeddedDatabaseError } from './db/embedded.js';
 
 const USAGE = `usage: svc-exchanged [--config PATH] [--check-config]
 
@@ -44,6 +45,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
   } catch (err) {
     if (err instanceof MigrationError) {
       log.fatal({ err: { message: err.message } }, 'refusing to start: migrations');
+      return 1;
+    }
+    if (err instanceof EmbeddedDatabaseError) {
+      // The one sentence saying what to do goes to the terminal too: a first run reads it there.
+      log.fatal({ err: { message: err.message } }, 'refusing to start: embedded database');
+      process.stderr.write(`svc-exchanged: ${err.message}\n`);
       return 1;
     }
     log.fatal({ err }, 'start failed');

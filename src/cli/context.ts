@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { connect, type Sql } from '../db/connection.js';
-import { startEmbeddedPostgres } from '../db/embedded.js';
+import { embeddedDataDir, embeddedOptions, startEmbeddedPostgres } from '../db/embedded.js';
 import { migrate } from '../db/migrate.js';
 import { buildModules, type Services } from '../modules/index.js';
 import { systemClock } from '../platform/clock.js';
@@ -25,12 +25,12 @@ export async function openContext(config: Readonly<Config>, log: Logger): Promis
   let url = config.database.url;
   let stopEmbedded: (() => Promise<void>) | null = null;
   if (!url) {
-    const pidFile = join(resolve(config.paths.state), 'postgres', 'postmaster.pid');
+    const pidFile = join(embeddedDataDir(embeddedOptions(config, log)), 'postmaster.pid');
     const running = existsSync(pidFile) ? readFileSync(pidFile, 'utf8').split('\n')[3]?.trim() : undefined;
     if (running) {
       url = `postgres://svc:svc@127.0.0.1:${running}/svc_exchange`;
     } else {
-      const embedded = await startEmbeddedPostgres({ stateDir: config.paths.state, port: config.database.embedded_port, log });
+      const embedded = await startEmbeddedPostgres(embeddedOptions(config, log));
       url = embedded.url;
       stopEmbedded = () => embedded.stop();
     }

@@ -42,6 +42,8 @@ export const ConfigSchema = Type.Object({
     url: Type.String({ default: '' }),
     pool_max: Type.Integer({ minimum: 1, maximum: 500, default: 20 }),
     embedded_port: Port(0),
+    embedded_user: Type.String({ minLength: 1, default: 'postgres' }),
+    embedded_runtime_dir: Type.String({ minLength: 1, default: '/var/lib/svc-exchange/embedded-postgres' }),
   }),
   redis: Type.Object({
     url: Type.String({ default: '' }),
@@ -58,6 +60,7 @@ export const ConfigSchema = Type.Object({
     failed_auth_per_source: Type.Integer({ minimum: 1, maximum: 100000, default: 30 }),
     failed_auth_window_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 60 }),
     one_time_password_hours: Type.Integer({ minimum: 1, maximum: 720, default: 24 }),
+    scrypt_cost: Type.Integer({ minimum: 10, maximum: 17, default: 15 }),
   }),
   limits: Type.Object({
     default_per_second: Type.Integer({ minimum: 1, maximum: 1000000, default: 100 }),

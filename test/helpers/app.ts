@@ -10,7 +10,7 @@ import { createHealthRegistry } from '../../src/platform/health.js';
 import type { Sql } from '../../src/db/connection.js';
 import type { Redis } from 'ioredis';
 import { createTestDatabase } from './db.js';
-import { TEST_NETWORKS } from './daemon.js';
+import { TEST_NETWORKS, TEST_SCRYPT_COST } from './daemon.js';
 
 type Teardown = { teardown(fn: () => unknown): void };
 
@@ -35,7 +35,10 @@ export async function buildTestApp(
   opts: { overrides?: DeepPartial<Config>; extra?: ApiModule[]; redis?: Redis | null; clock?: Clock } = {},
 ): Promise<TestApp> {
   const { sql } = await createTestDatabase(t);
-  const config = loadConfig({ overrides: { log: { level: 'silent' }, security: TEST_SECURITY, ...(opts.overrides ?? {}) } as DeepPartial<Config> });
+  const overrides = opts.overrides ?? {};
+  const config = loadConfig({
+    overrides: { log: { level: 'silent' }, security: TEST_SECURITY, ...overrides, auth: { scrypt_cost: TEST_SCRYPT_COST, ...(overrides.auth ?? {}) } } as DeepPartial<Config>,
+  });
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const clock = opts.clock ?? systemClock;
   const core = { config, sql, log, clock, redis: opts.redis ?? null, health: createHealthRegistry() };

@@ -14,6 +14,8 @@ type Teardown = { teardown(fn: () => unknown): void };
 
 /** Loopback and the documentation ranges: what the tests' suppliers, SMSCs and trunks use. */
 export const TEST_NETWORKS = ['127.0.0.0/8', '::1/128', '192.0.2.0/24', '198.51.100.0/24', '203.0.113.0/24', '2001:db8::/32'];
+/** The lowest scrypt cost the settings allow: tests hash cheaply, the format stays the same. */
+export const TEST_SCRYPT_COST = 10;
 
 export interface TestDaemon extends Daemon {
   config: Readonly<Config>;
@@ -31,7 +33,7 @@ export interface HttpsResult {
 
 /** Starts the whole daemon on free ports against a fresh database; stopped at teardown. */
 export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config> = {}, opts: { clock?: Clock; lookup?: Lookup } = {}): Promise<TestDaemon> {
-  const db = await createTestDatabase(t, { migrate: false });
+  const db = await createTestDatabase(t);
   const state = mkdtempSync(join(tmpdir(), 'svc-test-state-'));
   const base: Record<string, Record<string, unknown>> = {
     paths: { state },
@@ -47,6 +49,8 @@ export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config
     // Test suppliers, SMSCs and trunks listen on loopback, and tests name suppliers by documentation
     // addresses (RFC 5737, 3849) that reach nothing; attack tests set these to [].
     security: { private_supplier_networks: TEST_NETWORKS, private_trunk_networks: TEST_NETWORKS },
+    // Each production-strength hash takes 32 MiB and tens of ms; the suite makes thousands.
+    auth: { scrypt_cost: TEST_SCRYPT_COST },
   };
   // Sections merge key by key, so a test overriding one SIP key still listens on loopback port 0.
   const merged: Record<string, unknown> = { ...base };

@@ -1,11 +1,14 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import pino from 'pino';
 import { connect, type Sql } from '../../src/db/connection.js';
 import { startEmbeddedPostgres } from '../../src/db/embedded.js';
-import { migrate } from '../../src/db/migrate.js';
+import { migrate, readMigrations } from '../../src/db/migrate.js';
 
 type Teardown = { teardown(fn: () => unknown): void };
 
@@ -31,7 +34,7 @@ function adminUrl(): Promise<string> {
       }
     }
     const dir = mkdtempSync(join(tmpdir(), 'svc-test-pg-'));
-    const embedded = await startEmbeddedPostgres({ stateDir: dir, port: 0, log: silent });
+    const embedded = await startEmbeddedPostgres({ stateDir: dir, port: 0, log: silent, runAs: 'postgres', runtimeDir: join(tmpdir(), 'svc-test-embedded-postgres') });
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     return embedded.url.replace(/\/svc_exchange$/, '/postgres');
   })();
@@ -43,19 +46,85 @@ export interface TestDatabase {
   sql: Sql;
 }
 
-/** A fresh database with every migration applied, dropped when the test ends. */
+let templatePromise: Promise<string> | undefined;
+
+/**
+ * A database with every migration applied, kept on the server as a template and named after
+ * the migrations' checksums: made once for a set of migrations, by whichever tap worker comes
+ * first (the others wait on an advisory lock), and reused by later runs until a migration
+ * changes. It is built under another name and renamed when complete, so a run that dies
+ * half-way never leaves a template that looks usable.
+ */
+function migratedTemplate(admin: string): Promise<string> {
+  templatePromise ??= (async () => {
+    const migrations = readMigrations();
+    const digest = createHash('sha256').update(migrations.map((m) => `${m.version}:${m.checksum}`).join('\n')).digest('hex');
+    const name = `svc_tpl_${digest.slice(0, 24)}`;
+    const building = `${name}_building`;
+    const lockKey = BigInt.asIntN(64, BigInt(`0x${digest.slice(0, 16)}`)).toString();
+    const adminSql = postgres(admin, { max: 1, onnotice: () => {} });
+    // A session lock (CREATE DATABASE cannot run in a transaction): the server releases it if this worker dies.
+    const lock = await adminSql.reserve();
+    try {
+      await lock`select pg_advisory_lock(${lockKey}::bigint)`;
+      const [done] = await lock`select 1 from pg_database where datname = ${name}`;
+      if (!done) {
+        await lock`drop database if exists ${lock(building)} with (force)`;
+        await lock`create database ${lock(building)}`;
+        const sql = connect({ url: dbUrl(admin, building), max: 1, log: silent });
+        try {
+          await migrate(sql, silent, migrations);
+        } finally {
+          await sql.end({ timeout: 2 });
+        }
+        await lock`alter database ${lock(building)} rename to ${lock(name)}`;
+        await lock`alter database ${lock(name)} is_template true`;
+      }
+    } finally {
+      await lock`select pg_advisory_unlock(${lockKey}::bigint)`.catch(() => undefined);
+      lock.release();
+      await adminSql.end({ timeout: 2 });
+    }
+    return name;
+  })();
+  templatePromise.catch(() => (templatePromise = undefined));
+  return templatePromise;
+}
+
+/**
+ * Drops the database from a detached process: the test is done with it, and PostgreSQL 15 makes
+ * every DROP DATABASE wait for a forced checkpoint.
+ */
+function dropLater(admin: string, name: string) {
+  const child = spawn(process.execPath, [DROPPER, admin, name], { detached: true, stdio: 'ignore' });
+  child.on('error', () => undefined);
+  child.unref();
+}
+
+const DROPPER = fileURLToPath(new URL('./drop-database.mjs', import.meta.url));
+
+function dbUrl(admin: string, name: string): string {
+  return admin.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
+}
+
+/**
+ * A fresh database dropped when the test ends: a copy of the migrated template, or empty with
+ * `migrate: false` (for tests of the migrations themselves).
+ */
 export async function createTestDatabase(t: Teardown, opts: { migrate?: boolean } = {}): Promise<TestDatabase> {
   const admin = await adminUrl();
+  const migrated = opts.migrate !== false;
+  const template = migrated ? await migratedTemplate(admin) : null;
   const name = `svc_t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
   const adminSql = postgres(admin, { max: 1, onnotice: () => {} });
-  await adminSql.unsafe(`create database ${name}`);
-  const url = admin.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
+  if (template) await adminSql`create database ${adminSql(name)} template ${adminSql(template)}`;
+  else await adminSql`create database ${adminSql(name)}`;
+  const url = dbUrl(admin, name);
   const sql = connect({ url, max: 10, log: silent });
+  await adminSql.end({ timeout: 2 });
   t.teardown(async () => {
     await sql.end({ timeout: 2 });
-    await adminSql.unsafe(`drop database if exists ${name} with (force)`);
-    await adminSql.end({ timeout: 2 });
+    dropLater(admin, name);
   });
-  if (opts.migrate !== false) await migrate(sql, silent);
   return { url, sql };
 }

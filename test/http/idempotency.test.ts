@@ -24,9 +24,13 @@ function counterModule() {
   return { mod, state };
 }
 
+// One app for the file: each subtest signs up its own account and uses its own keys, and counts
+// the probe's runs from where it found them.
+const { mod, state } = counterModule();
+const h = await buildTestApp(t, { extra: [mod] });
+
 t.test('replay returns the first response and acts once; another body answers 422', async (t) => {
-  const { mod, state } = counterModule();
-  const h = await buildTestApp(t, { extra: [mod] });
+  state.runs = 0;
   const u = await h.signUp();
   const send = (amount: string, key = 'k-1') =>
     h.app.inject({ method: 'POST', url: '/api/v1/probe/charge', headers: { ...bearer(u.session), 'x-idempotency-key': key }, payload: { amount } });
@@ -59,8 +63,7 @@ t.test('replay returns the first response and acts once; another body answers 42
 });
 
 t.test('a concurrent retry while the first is in flight answers 409', async (t) => {
-  const { mod, state } = counterModule();
-  const h = await buildTestApp(t, { extra: [mod] });
+  state.runs = 0;
   const u = await h.signUp();
   let open!: () => void;
   state.gate = new Promise((r) => (open = r));
@@ -73,11 +76,11 @@ t.test('a concurrent retry while the first is in flight answers 409', async (t) 
   open();
   t.equal((await first).statusCode, 201);
   t.equal(state.runs, 1);
+  state.gate = null;
 });
 
 t.test('a request that died mid-way frees its key when the lease runs out', async (t) => {
-  const { mod, state } = counterModule();
-  const h = await buildTestApp(t, { extra: [mod] });
+  state.runs = 0;
   const u = await h.signUp();
   const fingerprintSource = await h.app.inject({
     method: 'POST', url: '/api/v1/probe/charge', headers: { ...bearer(u.session), 'x-idempotency-key': 'crash' }, payload: { amount: '1.000000' },

@@ -4,8 +4,10 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import t from 'tap';
 import { buildTestApp } from '../helpers/app.js';
 
+// Both subtests only read the description: one app serves them.
+const h = await buildTestApp(t);
+
 t.test('the OpenAPI description is valid and lists every route with its access', async (t) => {
-  const h = await buildTestApp(t);
   const res = await h.app.inject({ method: 'GET', url: '/api/v1/docs/json' });
   t.equal(res.statusCode, 200);
   const doc = res.json();
@@ -25,7 +27,6 @@ t.test('the OpenAPI description is valid and lists every route with its access',
 });
 
 t.test('error codes the registry knows are documented in the description', async (t) => {
-  const h = await buildTestApp(t);
   const doc = (await h.app.inject({ method: 'GET', url: '/api/v1/docs/json' })).json();
   t.match(doc.info.description, /X-Idempotency-Key/);
   const { ErrorCodes } = await import('../../src/http/errors.js');

@@ -73,6 +73,8 @@ t.test('accepted with receipt; concatenated UCS-2; refused; throttled and retrie
   const r2 = await bind.submit({ to: '447700900124', from: '447700900999', text: long, reference: 'msg-2', registeredDelivery: false });
   t.match(r2, { status: 'accepted', parts: 2 });
   t.equal(r2.status === 'accepted' && r2.supplierMessageIds.length, 2);
+  // The SMSC logs a submit on its stdout and answers on the socket: the answer can come first.
+  await smsc.waitFor(/^SUBMIT 447700900124/, 2);
   const parts = smsc.lines.filter((l) => l.startsWith('SUBMIT 447700900124'));
   t.equal(parts.length, 2);
   t.match(parts[0], /dc=8 esm=64 /);
@@ -83,6 +85,7 @@ t.test('accepted with receipt; concatenated UCS-2; refused; throttled and retrie
 
   const r4 = await bind.submit({ to: '1888000', from: 'MyShop', text: 'x', reference: 'thr' });
   t.match(r4, { status: 'accepted' }, 'accepted after two ESME_RTHROTTLED');
+  await smsc.waitFor(/^RESP throttled$/, 2);
   t.equal(smsc.lines.filter((l) => l === 'RESP throttled').length, 2);
   t.ok(bind.effectiveTps() < 500, 'the bind slowed down');
   const r5 = await bind.submit({ to: '1887000', from: 'MyShop', text: 'x' });
@@ -122,6 +125,7 @@ t.test('silence: response timeout; disconnect: reconnect with one bind at a time
   // After the drop the bind comes back by itself and works.
   const after = await bind.submit({ to: '447700900123', from: 'MyShop', text: 'back' });
   t.match(after, { status: 'accepted' });
+  await smsc.waitFor(/^BIND/, 2);
   const binds = smsc.lines.filter((l) => l.startsWith('BIND'));
   t.equal(binds.length, 2, 'one reconnect, no storm');
   t.ok(binds.every((l) => l.endsWith('active=1')), 'never two binds at once');

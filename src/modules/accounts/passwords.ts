@@ -1,25 +1,31 @@
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
-// scrypt is memory-hard and built into Node: N=2^15, r=8 uses 32 MiB per hash.
-const N = 32768;
+// scrypt is memory-hard and built into Node: N=2^15, r=8 uses 32 MiB per hash. The cost (log2 N)
+// is a setting, [auth] scrypt_cost, so the test suite can hash cheaply; the default stays this.
+export const DEFAULT_SCRYPT_COST = 15;
 const R = 8;
 const P = 1;
 const KEYLEN = 32;
-const MAXMEM = 64 * 1024 * 1024;
 
 function derive(password: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
+  // scrypt needs 128·N·r bytes; room for twice that keeps a stored hash of any allowed cost usable.
+  const maxmem = Math.max(64 * 1024 * 1024, 256 * n * r);
   return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFKC'), salt, KEYLEN, { N: n, r, p, maxmem: MAXMEM }, (err, key) =>
+    scrypt(password.normalize('NFKC'), salt, KEYLEN, { N: n, r, p, maxmem }, (err, key) =>
       err ? reject(err) : resolve(key),
     ),
   );
 }
 
-/** `scrypt$N$r$p$salt$hash`, base64url; parameters travel with the hash so they can be raised later. */
-export async function hashPassword(password: string): Promise<string> {
+/**
+ * `scrypt$N$r$p$salt$hash`, base64url; parameters travel with the hash, so a hash made at
+ * another cost (an older default, a raised one) still verifies.
+ */
+export async function hashPassword(password: string, cost = DEFAULT_SCRYPT_COST): Promise<string> {
   const salt = randomBytes(16);
-  const key = await derive(password, salt, N, R, P);
-  return ['scrypt', N, R, P, salt.toString('base64url'), key.toString('base64url')].join('$');
+  const n = 2 ** cost;
+  const key = await derive(password, salt, n, R, P);
+  return ['scrypt', n, R, P, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
@@ -31,6 +37,6 @@ export async function verifyPassword(password: string, stored: string): Promise<
 }
 
 /** Runs a hash anyway when the account is unknown, so timing does not reveal which e-mails exist. */
-export async function burnPasswordTime(password: string): Promise<void> {
-  await derive(password, Buffer.alloc(16), N, R, P);
+export async function burnPasswordTime(password: string, cost = DEFAULT_SCRYPT_COST): Promise<void> {
+  await derive(password, Buffer.alloc(16), 2 ** cost, R, P);
 }

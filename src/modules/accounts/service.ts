@@ -77,7 +77,7 @@ export function createAccountsService(deps: {
         return await repo.insertAccount({
           id: newId(),
           email: input.email.trim(),
-          passwordHash: await hashPassword(input.password),
+          passwordHash: await hashPassword(input.password, config.auth.scrypt_cost),
           role: input.role ?? 'customer',
           mustChangePassword: input.mustChangePassword ?? false,
           passwordExpiresAt: input.passwordExpiresAt ?? null,
@@ -111,7 +111,7 @@ export function createAccountsService(deps: {
       await guard.before(email);
       const account = await repo.byEmail(email);
       if (!account?.passwordHash) {
-        await burnPasswordTime(password);
+        await burnPasswordTime(password, config.auth.scrypt_cost);
         await guard.failed(email);
         throw unauthorized('Invalid e-mail or password');
       }

@@ -1,0 +1,25 @@
+import t from 'tap';
+import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword } from '../../../src/modules/accounts/passwords.js';
+import { buildTestApp } from '../../helpers/app.js';
+
+t.test('a hash records its own scrypt parameters', async (t) => {
+  const low = await hashPassword('correct horse battery', 10);
+  t.match(low, /^scrypt\$1024\$8\$1\$/);
+  t.ok(await verifyPassword('correct horse battery', low));
+  t.notOk(await verifyPassword('correct horse batterY', low));
+  t.match(await hashPassword('x', DEFAULT_SCRYPT_COST), /^scrypt\$32768\$8\$1\$/, 'the default is production strength');
+});
+
+t.test('a password hashed at another cost still signs in', async (t) => {
+  const h = await buildTestApp(t, { overrides: { auth: { scrypt_cost: 10 } } });
+  t.equal(h.config.auth.scrypt_cost, 10);
+  const { email, password, accountId } = await h.signUp();
+  const [row] = await h.sql<{ passwordHash: string }[]>`select password_hash from accounts where id = ${accountId}`;
+  t.match(row!.passwordHash, /^scrypt\$1024\$/, 'new hashes at the configured cost');
+  // As stored by a daemon on the production default before the setting existed.
+  await h.sql`update accounts set password_hash = ${await hashPassword(password, DEFAULT_SCRYPT_COST)} where id = ${accountId}`;
+  const login = await h.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } });
+  t.equal(login.statusCode, 200, login.body);
+  const wrong = await h.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password: 'not the password' } });
+  t.equal(wrong.statusCode, 401);
+});

@@ -6,6 +6,7 @@ import pino from 'pino';
 import { loadConfig, type DeepPartial } from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
 import { startDaemon } from '../../../src/daemon.js';
+import { TEST_NETWORKS, TEST_SCRYPT_COST } from '../../helpers/daemon.js';
 import { checkInvariants } from '../../ledger/helpers.js';
 import { fixture, sipp } from '../../telephony/sip/sipp.js';
 import { createWorld, eventually, uac, uacScenario, uasAnswer } from './world.js';
@@ -34,6 +35,9 @@ t.test('a daemon killed during live calls: the next start bills the answered one
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },
     billing: { require_route_for_sub_accounts: false },
+    // The suppliers are sipp on loopback: the outbound guard lets them through only when allowed.
+    security: { private_supplier_networks: TEST_NETWORKS, private_trunk_networks: TEST_NETWORKS },
+    auth: { scrypt_cost: TEST_SCRYPT_COST },
   };
   const daemon = await spawnChildDaemon(t, overrides);
   const sipPort = daemon.ports['sip']!;

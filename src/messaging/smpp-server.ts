@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Clock } from '../platform/clock.js';
+import { createConnectionCaps } from '../platform/connection-caps.js';
 import { createReassembler, readInboundPart } from './inbound.js';
 import { buildReceiptText, messageStateFor } from './receipt-text.js';
 import type { ReceiptStat } from './receipt-text.js';
@@ -175,26 +176,12 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
   const maxConnections = opts.maxConnections ?? 1024;
   const maxPerSource = opts.maxPerSource ?? 16;
   const lockout = createBindLockout({ ...(opts.lockout ?? { failures: 5, lockoutMs: 300_000 }), now });
-  const bySource = new Map<string, number>();
-  let connections = 0;
+  const caps = createConnectionCaps({ max: maxConnections, perSource: maxPerSource });
 
   /** Counts a raw connection against the caps; over either it is destroyed before anything is read. */
   function admit(sock: Socket) {
-    const ip = (sock.remoteAddress ?? '').replace(/^::ffff:/, '');
-    const fromIp = bySource.get(ip) ?? 0;
-    if (connections >= maxConnections || fromIp >= maxPerSource) {
-      log.debug({ remoteIp: ip, connections, fromIp }, 'smpp connection refused: over the connection cap');
-      sock.destroy();
-      return;
-    }
-    connections++;
-    bySource.set(ip, fromIp + 1);
-    sock.once('close', () => {
-      connections--;
-      const n = (bySource.get(ip) ?? 1) - 1;
-      if (n <= 0) bySource.delete(ip);
-      else bySource.set(ip, n);
-    });
+    const refused = caps.admit(sock);
+    if (refused) log.debug({ remoteIp: refused.ip, connections: refused.open, fromIp: refused.fromIp }, 'smpp connection refused: over the connection cap');
   }
 
   /** Answers a bind with a failure and closes the connection: one guess per connection. */

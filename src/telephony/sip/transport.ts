@@ -6,6 +6,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
+import { createConnectionCaps } from '../../platform/connection-caps.js';
 import { formatVia, parseVia, splitOutside, type Via } from './headers.js';
 import { canonicalName, serialize, type HeaderField, type SipMessage, type SipResponse } from './message.js';
 import { createStreamFramer, parseMessage, SipMessageError, SipParseError } from './parser.js';
@@ -159,8 +160,7 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
   const maxInbound = opts.tcpMaxConnections ?? 4096;
   const maxPerSource = opts.tcpMaxPerSource ?? 64;
   // Inbound connections (raw sockets, TLS ones counted before their handshake) per source address.
-  const inboundBySource = new Map<string, number>();
-  let inbound = 0;
+  const caps = createConnectionCaps({ max: maxInbound, perSource: maxPerSource });
   const handlers: SipMessageHandler[] = [];
   // Keyed by transport too: a peer may hold a TCP and a TLS connection to us at once.
   const conns = new Map<string, net.Socket>();
@@ -241,22 +241,13 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
    * destroyed) when over either. Refused before any read, so a flood costs one accept each.
    */
   const admit = (sock: net.Socket): boolean => {
-    const ip = (sock.remoteAddress ?? '').replace(/^::ffff:/, '');
-    const fromIp = inboundBySource.get(ip) ?? 0;
-    if (closed || inbound >= maxInbound || fromIp >= maxPerSource) {
-      log.debug({ peer: ip, inbound, fromIp }, 'sip tcp connection refused: over the connection cap');
+    if (closed) {
       sock.destroy();
       return false;
     }
-    inbound++;
-    inboundBySource.set(ip, fromIp + 1);
-    sock.once('close', () => {
-      inbound--;
-      const n = (inboundBySource.get(ip) ?? 1) - 1;
-      if (n <= 0) inboundBySource.delete(ip);
-      else inboundBySource.set(ip, n);
-    });
-    return true;
+    const refused = caps.admit(sock);
+    if (refused) log.debug({ peer: refused.ip, inbound: refused.open, fromIp: refused.fromIp }, 'sip tcp connection refused: over the connection cap');
+    return refused === null;
   };
 
   const adopt = (sock: net.Socket, key: string, transport: 'tcp' | 'tls', accepted: boolean): void => {

@@ -1,6 +1,6 @@
 import dgram from 'node:dgram';
 import t from 'tap';
-import { createWorld, eventually, loopingSupplier } from './world.js';
+import { createWorld, eventually, loopingSupplier, rawInvite as invite } from './world.js';
 import { rawUdpPeer } from '../../telephony/sip/helpers.js';
 
 /**
@@ -92,19 +92,3 @@ t.test('a SIP endpoint whose address became loopback after it was saved gets no 
   t.match(final, /^SIP\/2\.0 [45]\d\d/, 'the call fails: the endpoint is left out of routing');
   t.equal(datagrams, 0, 'nothing was sent to the loopback address');
 });
-
-function invite(fromPort: number, toPort: number, number: string, callId: string): string {
-  return [
-    `INVITE sip:${number}@127.0.0.1:${toPort} SIP/2.0`,
-    `Via: SIP/2.0/UDP 127.0.0.1:${fromPort};branch=z9hG4bK-${callId};rport`,
-    'Max-Forwards: 70',
-    `From: <sip:441100000000@127.0.0.1:${fromPort}>;tag=${callId}`,
-    `To: <sip:${number}@127.0.0.1:${toPort}>`,
-    `Call-ID: ${callId}@test`,
-    'CSeq: 1 INVITE',
-    `Contact: <sip:caller@127.0.0.1:${fromPort}>`,
-    'Content-Length: 0',
-    '',
-    '',
-  ].join('\n');
-}

@@ -7,7 +7,7 @@ import { systemLookup, type Lookup } from '../../../src/platform/outbound-guard.
 import { createSipStack, createSipTransport } from '../../../src/telephony/sip/index.js';
 import { rawUdpPeer } from '../../telephony/sip/helpers.js';
 import { testCert } from '../../telephony/sip/tls-client.js';
-import { createWorld, eventually } from './world.js';
+import { createWorld, eventually, rawInvite as invite } from './world.js';
 
 /**
  * A TLS supplier endpoint saved by name: the outbound guard resolves the name once and checks the
@@ -60,19 +60,3 @@ t.test('SIP over TLS to a supplier name connects to the checked address, and a r
   t.match(second, /^SIP\/2\.0 [45]\d\d/, 'the call fails: the endpoint is left out of routing');
   t.equal(invites.length, 1, 'no INVITE was sent for the refused answer');
 });
-
-function invite(fromPort: number, toPort: number, number: string, callId: string): string {
-  return [
-    `INVITE sip:${number}@127.0.0.1:${toPort} SIP/2.0`,
-    `Via: SIP/2.0/UDP 127.0.0.1:${fromPort};branch=z9hG4bK-${callId};rport`,
-    'Max-Forwards: 70',
-    `From: <sip:441100000000@127.0.0.1:${fromPort}>;tag=${callId}`,
-    `To: <sip:${number}@127.0.0.1:${toPort}>`,
-    `Call-ID: ${callId}@test`,
-    'CSeq: 1 INVITE',
-    `Contact: <sip:caller@127.0.0.1:${fromPort}>`,
-    'Content-Length: 0',
-    '',
-    '',
-  ].join('\n');
-}

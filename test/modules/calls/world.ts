@@ -152,3 +152,20 @@ export async function loopingSupplier(t: Tt, sipPort: number): Promise<{ port: n
   t.teardown(() => new Promise<void>((r) => relay.close(() => r())));
   return { port: relay.address().port, invites: () => invites };
 }
+
+/** A bare, unauthenticated INVITE over UDP from a raw socket on loopback (attribution by source address). */
+export function rawInvite(fromPort: number, toPort: number, number: string, callId: string): string {
+  return [
+    `INVITE sip:${number}@127.0.0.1:${toPort} SIP/2.0`,
+    `Via: SIP/2.0/UDP 127.0.0.1:${fromPort};branch=z9hG4bK-${callId};rport`,
+    'Max-Forwards: 70',
+    `From: <sip:441100000000@127.0.0.1:${fromPort}>;tag=${callId}`,
+    `To: <sip:${number}@127.0.0.1:${toPort}>`,
+    `Call-ID: ${callId}@test`,
+    'CSeq: 1 INVITE',
+    `Contact: <sip:caller@127.0.0.1:${fromPort}>`,
+    'Content-Length: 0',
+    '',
+    '',
+  ].join('\n');
+}

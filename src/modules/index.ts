@@ -1,8 +1,7 @@
-import type { ApiModule } from '../http/app.js';
 import { createIdempotencyStore } from '../http/idempotency.js';
 import type { CoreDeps } from '../platform/core.js';
 import { createSelfAddresses } from '../platform/self-addresses.js';
-import type { TlsMaterial } from '../http/tls.js';
+import type { Module } from '../platform/module.js';
 import { accountsRoutes } from './accounts/routes.js';
 import { buildMoneyModules } from './billing/module.js';
 import { buildMarketplaceModules } from './routes/index.js';
@@ -21,17 +20,6 @@ import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
 // As the calls module's route test and health probes: a silent endpoint costs the seller 2 s.
 const BULK_PROBE_TIMEOUT_MS = 2000;
-
-/** A built module: its routes, and background work started and stopped by main.ts. */
-export interface Module extends ApiModule {
-  name: string;
-  start?(): Promise<void> | void;
-  stop?(): Promise<void> | void;
-  /** Ports a listener of the module bound (known after start). */
-  ports?(): Record<string, number>;
-  /** Takes new TLS material and re-reads the module's own files (SIGHUP); live work is kept. */
-  reload?(tls: TlsMaterial | null): Promise<void> | void;
-}
 
 /**
  * The composition root of the domain modules, in dependency order. Each module is built from

@@ -3,7 +3,7 @@ import type { CoreDeps } from '../../platform/core.js';
 import type { AccountsService } from '../accounts/service.js';
 import { applicationRoutes } from '../application/routes.js';
 import { createApplicationService, type RouteRequirement } from '../application/service.js';
-import type { Module } from '../index.js';
+import type { Module } from '../../platform/module.js';
 import type { KeysService } from '../keys/service.js';
 import { emit } from '../../webhooks/emit.js';
 import type { EventName } from '../../webhooks/events.js';

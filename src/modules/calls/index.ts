@@ -12,7 +12,7 @@ import { createCallMediaRelay } from '../../telephony/media/call-relay.js';
 import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
-import type { Module } from '../index.js';
+import type { Module } from '../../platform/module.js';
 import type { PurchasesService } from '../purchases/service.js';
 import type { Routing } from '../routes/routing.js';
 import { serviceUnavailable } from '../../http/errors.js';

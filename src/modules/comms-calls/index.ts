@@ -7,7 +7,7 @@ import type { LoopMarker } from '../../telephony/sip/loop-marker.js';
 import type { SipStack } from '../../telephony/sip/stack.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
-import type { Module } from '../index.js';
+import type { Module } from '../../platform/module.js';
 import type { Routing } from '../routes/routing.js';
 import { commsCallsRoutes } from './routes.js';
 import { createCommsCallsService, type CommsCallsDeps } from './service.js';

@@ -1,6 +1,6 @@
 import type { CoreDeps } from '../../platform/core.js';
 import { supplierGuardFrom } from '../../platform/outbound-guard.js';
-import type { Module } from '../index.js';
+import type { Module } from '../../platform/module.js';
 import { marketsRoutes } from '../markets/routes.js';
 import { createMarketsService } from '../markets/service.js';
 import { purchasesRoutes } from '../purchases/routes.js';

@@ -20,7 +20,7 @@ import * as repo from './repo.js';
 import type { EndpointRow, RouteRow } from './repo.js';
 import { createDeckCache } from './deck-cache.js';
 import type { DeckCache } from './deck-cache.js';
-import type { QualitySource } from './routing.js';
+import type { QualitySource } from './smart-routing.js';
 import type { RoutingCache } from './routing-cache.js';
 import { qualityScore } from './smart-routing.js';
 import type { MeasuredQuality } from './smart-routing.js';

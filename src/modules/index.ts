@@ -15,7 +15,7 @@ import { buildCallsModule } from './calls/index.js';
 import { buildCommsCallsModule } from './comms-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
-import { probeEndpoint } from '../telephony/sip/index.js';
+import { createSipPlane } from '../platform/sip-plane.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
 // As the calls module's route test and health probes: a silent endpoint costs the seller 2 s.
@@ -39,17 +39,20 @@ export async function buildModules(coreIn: CoreDeps) {
   const keys = createKeysService(core);
   // Early: other modules emit events with `emit` from src/webhooks/emit.ts inside their transactions.
   const webhooks = buildWebhooksModule(core);
+  // The SIP stack for trunk calls, API calls and endpoint probes; the calls module binds its ports at start.
+  const sip = await createSipPlane(core);
+  // Listings, rate decks, purchases, Smart Routing; bulk SIP endpoint changes probe the endpoint once.
+  const marketplace = buildMarketplaceModules(core, { sipProbe: (target) => sip.probe(target, { timeoutMs: BULK_PROBE_TIMEOUT_MS }) });
+  const { purchases } = marketplace.services;
   // Ledger, billing, top-ups, Application Manager; events go to the webhooks outbox.
   const money = buildMoneyModules(core, {
     accounts,
     keys,
     // A sub-account needs an active route purchase or own active route; asked at request time.
     routeRequirement: async (operatorId) =>
-      (await marketplace.services.purchases.usableRoutesNow(operatorId, 'voice')).length > 0 ||
-      (await marketplace.services.purchases.usableRoutesNow(operatorId, 'sms')).length > 0,
+      (await purchases.usableRoutesNow(operatorId, 'voice')).length > 0 ||
+      (await purchases.usableRoutesNow(operatorId, 'sms')).length > 0,
   });
-  // Listings, rate decks, purchases, Smart Routing.
-  const marketplace = buildMarketplaceModules(core);
   // One RTP port range and its workers for API calls and relayed trunk media, started on first use.
   const { rtp } = core.config;
   const media = createSharedMediaPool({
@@ -58,14 +61,9 @@ export async function buildModules(coreIn: CoreDeps) {
     rtpTimeoutMs: rtp.timeout_ms, log: core.log.child({ plane: 'media' }),
   });
   // SIP trunks in, supplier routes out, CDRs.
-  const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services, media });
-  // Bulk SIP endpoint changes probe the endpoint once, over the calls module's stack.
-  marketplace.services.routes.useSipProbe((target) => {
-    const stack = calls.getStack();
-    return stack === null ? null : probeEndpoint(stack, target, { timeoutMs: BULK_PROBE_TIMEOUT_MS });
-  });
-  // Calls placed through the API over the calls module's SIP stack.
-  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, getLoopMarker: calls.getLoopMarker, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
+  const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services, media, sip });
+  // Calls placed through the API over the same SIP stack.
+  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, sip, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
   // SMS through the API, supplier SMPP binds per route, receipts.
   const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
   // Switch plans and the Switch operations built so far.

@@ -2,14 +2,13 @@ import { createIdempotencyStore } from '../http/idempotency.js';
 import type { CoreDeps } from '../platform/core.js';
 import { createSelfAddresses } from '../platform/self-addresses.js';
 import type { Module } from '../platform/module.js';
-import { accountsRoutes } from './accounts/routes.js';
-import { buildMoneyModules } from './billing/module.js';
-import { buildMarketplaceModules } from './routes/index.js';
-import { createAccountsService } from './accounts/service.js';
-import { loadSigningSecret } from './accounts/signing-secret.js';
-import { keysRoutes } from './keys/routes.js';
-import { createKeysService } from './keys/service.js';
-import { statusRoutes } from './status/routes.js';
+import { buildAccountsModule } from './accounts/index.js';
+import { buildApplicationModule } from './application/index.js';
+import { buildBillingModule, buildLedger } from './billing/index.js';
+import { buildKeysModule } from './keys/index.js';
+import { buildRoutesModule } from './routes/index.js';
+import { buildStatusModule } from './status/index.js';
+import { buildTopupsModule } from './topups/index.js';
 import { buildWebhooksModule } from './webhooks/index.js';
 import { buildCallsModule } from './calls/index.js';
 import { buildCommsCallsModule } from './comms-calls/index.js';
@@ -27,7 +26,6 @@ const BULK_PROBE_TIMEOUT_MS = 2000;
  */
 export async function buildModules(coreIn: CoreDeps) {
   const core: CoreDeps = { ...coreIn, self: coreIn.self ?? createSelfAddresses(coreIn.config) };
-  const signingSecret = await loadSigningSecret(core.sql, core.config.auth.jwt_secret);
   // Built here so long-running handlers (synchronous calls) can extend their key's lease.
   const idempotency = createIdempotencyStore({
     sql: core.sql,
@@ -35,24 +33,35 @@ export async function buildModules(coreIn: CoreDeps) {
     leaseSeconds: core.config.limits.idempotency_lease_seconds,
     ttlHours: core.config.limits.idempotency_ttl_hours,
   });
-  const accounts = createAccountsService({ ...core, signingSecret });
-  const keys = createKeysService(core);
+  const accountsModule = await buildAccountsModule(core);
+  const accounts = accountsModule.service;
+  const keysModule = buildKeysModule(core);
+  const keys = keysModule.service;
   // Early: other modules emit events with `emit` from src/webhooks/emit.ts inside their transactions.
   const webhooks = buildWebhooksModule(core);
   // The SIP stack for trunk calls, API calls and endpoint probes; the calls module binds its ports at start.
   const sip = await createSipPlane(core);
   // Listings, rate decks, purchases, Smart Routing; bulk SIP endpoint changes probe the endpoint once.
-  const marketplace = buildMarketplaceModules(core, { sipProbe: (target) => sip.probe(target, { timeoutMs: BULK_PROBE_TIMEOUT_MS }) });
+  const marketplace = buildRoutesModule(core, { sipProbe: (target) => sip.probe(target, { timeoutMs: BULK_PROBE_TIMEOUT_MS }) });
   const { purchases } = marketplace.services;
-  // Ledger, billing, top-ups, Application Manager; events go to the webhooks outbox.
-  const money = buildMoneyModules(core, {
+  // The ledger and the modules over it; balance and sub-account events go to the webhooks outbox.
+  const { ledger, events } = buildLedger(core);
+  const application = buildApplicationModule(core, {
+    ledger,
     accounts,
     keys,
+    events,
     // A sub-account needs an active route purchase or own active route; asked at request time.
     routeRequirement: async (operatorId) =>
       (await purchases.usableRoutesNow(operatorId, 'voice')).length > 0 ||
       (await purchases.usableRoutesNow(operatorId, 'sms')).length > 0,
   });
+  const billing = buildBillingModule(core, { ledger, application: application.service });
+  const topups = buildTopupsModule(core, { ledger });
+  const money = {
+    services: { ledger, billing: billing.service, topups: topups.service, application: application.service },
+    modules: [billing.module, topups.module, application.module],
+  };
   // One RTP port range and its workers for API calls and relayed trunk media, started on first use.
   const { rtp } = core.config;
   const media = createSharedMediaPool({
@@ -68,23 +77,12 @@ export async function buildModules(coreIn: CoreDeps) {
   const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
-  let usageTimer: NodeJS.Timeout | undefined;
+  const status = buildStatusModule(core);
 
   const list: Module[] = [
-    { name: 'status', routes: statusRoutes(core.health, core.clock.now()) },
-    { name: 'accounts', routes: accountsRoutes(accounts, core.config.auth.login_attempts_per_minute) },
-    {
-      name: 'keys',
-      routes: keysRoutes(keys),
-      start() {
-        usageTimer = setInterval(() => void keys.flushUsage().catch((err) => core.log.warn({ err }, 'api usage flush failed')), 5000);
-        usageTimer.unref();
-      },
-      async stop() {
-        clearInterval(usageTimer);
-        await keys.flushUsage();
-      },
-    },
+    status.module,
+    accountsModule.module,
+    keysModule.module,
     webhooks.module,
     ...money.modules,
     ...marketplace.modules,

@@ -18,9 +18,11 @@ export { createCdrQualitySource } from './quality.js';
 
 /**
  * The marketplace: listings and rate decks, purchases and routing order, Smart Routing.
- * `services.routing.candidatesFor` is what the call and SMS paths use.
+ * `services.routing.candidatesFor` is what the call and SMS paths use. Purchases and markets are
+ * built here, not from their own folders: routing needs the purchases service and both the routes
+ * and the purchases HTTP routes need routing, so the three are one build step.
  */
-export function buildMarketplaceModules(core: CoreDeps, opts: { quality?: QualitySource; sipProbe?: SipProbe } = {}) {
+export function buildRoutesModule(core: CoreDeps, opts: { quality?: QualitySource; sipProbe?: SipProbe } = {}) {
   const decks = createDeckCache({ sql: core.sql, clock: core.clock, log: core.log.child({ module: 'rate-decks' }), sliceMs: core.config.rate_sheets.slice_ms });
   // Measured quality from the cdrs table unless the caller brings its own source.
   const cdrQuality = createCdrQualitySource({ sql: core.sql, clock: core.clock });

@@ -22,7 +22,8 @@ const BULK_PROBE_TIMEOUT_MS = 2000;
 
 /**
  * The composition root of the domain modules, in dependency order. Each module is built from
- * the core dependencies and the services of modules built before it.
+ * the core dependencies and the services of modules built before it, every dependency passed at
+ * construction. Modules import their `Module` type from src/platform/module.ts, never this file.
  */
 export async function buildModules(coreIn: CoreDeps) {
   const core: CoreDeps = { ...coreIn, self: coreIn.self ?? createSelfAddresses(coreIn.config) };

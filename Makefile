@@ -17,6 +17,7 @@ build: deps
 run: build
 	node dist/src/bin/svc-exchanged.js $(ARGS)
 
+# ESLint, then scripts/check-cycles.mjs: any import cycle in src/ (type-only imports included) fails.
 lint: deps
 	npm run lint
 

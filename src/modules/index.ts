@@ -1,45 +1,32 @@
-import type { ApiModule } from '../http/app.js';
 import { createIdempotencyStore } from '../http/idempotency.js';
 import type { CoreDeps } from '../platform/core.js';
 import { createSelfAddresses } from '../platform/self-addresses.js';
-import type { TlsMaterial } from '../http/tls.js';
-import { accountsRoutes } from './accounts/routes.js';
-import { buildMoneyModules } from './billing/module.js';
-import { buildMarketplaceModules } from './routes/index.js';
-import { createAccountsService } from './accounts/service.js';
-import { loadSigningSecret } from './accounts/signing-secret.js';
-import { keysRoutes } from './keys/routes.js';
-import { createKeysService } from './keys/service.js';
-import { statusRoutes } from './status/routes.js';
+import type { Module } from '../platform/module.js';
+import { buildAccountsModule } from './accounts/index.js';
+import { buildApplicationModule } from './application/index.js';
+import { buildBillingModule, buildLedger } from './billing/index.js';
+import { buildKeysModule } from './keys/index.js';
+import { buildRoutesModule } from './routes/index.js';
+import { buildStatusModule } from './status/index.js';
+import { buildTopupsModule } from './topups/index.js';
 import { buildWebhooksModule } from './webhooks/index.js';
 import { buildCallsModule } from './calls/index.js';
 import { buildCommsCallsModule } from './comms-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
-import { probeEndpoint } from '../telephony/sip/index.js';
+import { createSipPlane } from '../platform/sip-plane.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
 // As the calls module's route test and health probes: a silent endpoint costs the seller 2 s.
 const BULK_PROBE_TIMEOUT_MS = 2000;
 
-/** A built module: its routes, and background work started and stopped by main.ts. */
-export interface Module extends ApiModule {
-  name: string;
-  start?(): Promise<void> | void;
-  stop?(): Promise<void> | void;
-  /** Ports a listener of the module bound (known after start). */
-  ports?(): Record<string, number>;
-  /** Takes new TLS material and re-reads the module's own files (SIGHUP); live work is kept. */
-  reload?(tls: TlsMaterial | null): Promise<void> | void;
-}
-
 /**
  * The composition root of the domain modules, in dependency order. Each module is built from
- * the core dependencies and the services of modules built before it.
+ * the core dependencies and the services of modules built before it, every dependency passed at
+ * construction. Modules import their `Module` type from src/platform/module.ts, never this file.
  */
 export async function buildModules(coreIn: CoreDeps) {
   const core: CoreDeps = { ...coreIn, self: coreIn.self ?? createSelfAddresses(coreIn.config) };
-  const signingSecret = await loadSigningSecret(core.sql, core.config.auth.jwt_secret);
   // Built here so long-running handlers (synchronous calls) can extend their key's lease.
   const idempotency = createIdempotencyStore({
     sql: core.sql,
@@ -47,21 +34,35 @@ export async function buildModules(coreIn: CoreDeps) {
     leaseSeconds: core.config.limits.idempotency_lease_seconds,
     ttlHours: core.config.limits.idempotency_ttl_hours,
   });
-  const accounts = createAccountsService({ ...core, signingSecret });
-  const keys = createKeysService(core);
+  const accountsModule = await buildAccountsModule(core);
+  const accounts = accountsModule.service;
+  const keysModule = buildKeysModule(core);
+  const keys = keysModule.service;
   // Early: other modules emit events with `emit` from src/webhooks/emit.ts inside their transactions.
   const webhooks = buildWebhooksModule(core);
-  // Ledger, billing, top-ups, Application Manager; events go to the webhooks outbox.
-  const money = buildMoneyModules(core, {
+  // The SIP stack for trunk calls, API calls and endpoint probes; the calls module binds its ports at start.
+  const sip = await createSipPlane(core);
+  // Listings, rate decks, purchases, Smart Routing; bulk SIP endpoint changes probe the endpoint once.
+  const marketplace = buildRoutesModule(core, { sipProbe: (target) => sip.probe(target, { timeoutMs: BULK_PROBE_TIMEOUT_MS }) });
+  const { purchases } = marketplace.services;
+  // The ledger and the modules over it; balance and sub-account events go to the webhooks outbox.
+  const { ledger, events } = buildLedger(core);
+  const application = buildApplicationModule(core, {
+    ledger,
     accounts,
     keys,
+    events,
     // A sub-account needs an active route purchase or own active route; asked at request time.
     routeRequirement: async (operatorId) =>
-      (await marketplace.services.purchases.usableRoutesNow(operatorId, 'voice')).length > 0 ||
-      (await marketplace.services.purchases.usableRoutesNow(operatorId, 'sms')).length > 0,
+      (await purchases.usableRoutesNow(operatorId, 'voice')).length > 0 ||
+      (await purchases.usableRoutesNow(operatorId, 'sms')).length > 0,
   });
-  // Listings, rate decks, purchases, Smart Routing.
-  const marketplace = buildMarketplaceModules(core);
+  const billing = buildBillingModule(core, { ledger, application: application.service });
+  const topups = buildTopupsModule(core, { ledger });
+  const money = {
+    services: { ledger, billing: billing.service, topups: topups.service, application: application.service },
+    modules: [billing.module, topups.module, application.module],
+  };
   // One RTP port range and its workers for API calls and relayed trunk media, started on first use.
   const { rtp } = core.config;
   const media = createSharedMediaPool({
@@ -70,35 +71,19 @@ export async function buildModules(coreIn: CoreDeps) {
     rtpTimeoutMs: rtp.timeout_ms, log: core.log.child({ plane: 'media' }),
   });
   // SIP trunks in, supplier routes out, CDRs.
-  const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services, media });
-  // Bulk SIP endpoint changes probe the endpoint once, over the calls module's stack.
-  marketplace.services.routes.useSipProbe((target) => {
-    const stack = calls.getStack();
-    return stack === null ? null : probeEndpoint(stack, target, { timeoutMs: BULK_PROBE_TIMEOUT_MS });
-  });
-  // Calls placed through the API over the calls module's SIP stack.
-  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, getStack: calls.getStack, getLoopMarker: calls.getLoopMarker, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
+  const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services, media, sip });
+  // Calls placed through the API over the same SIP stack.
+  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, sip, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
   // SMS through the API, supplier SMPP binds per route, receipts.
   const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
-  let usageTimer: NodeJS.Timeout | undefined;
+  const status = buildStatusModule(core);
 
   const list: Module[] = [
-    { name: 'status', routes: statusRoutes(core.health, core.clock.now()) },
-    { name: 'accounts', routes: accountsRoutes(accounts, core.config.auth.login_attempts_per_minute) },
-    {
-      name: 'keys',
-      routes: keysRoutes(keys),
-      start() {
-        usageTimer = setInterval(() => void keys.flushUsage().catch((err) => core.log.warn({ err }, 'api usage flush failed')), 5000);
-        usageTimer.unref();
-      },
-      async stop() {
-        clearInterval(usageTimer);
-        await keys.flushUsage();
-      },
-    },
+    status.module,
+    accountsModule.module,
+    keysModule.module,
     webhooks.module,
     ...money.modules,
     ...marketplace.modules,

@@ -1,18 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { Ledger } from '../../ledger/index.js';
-import { loadServerSecret } from '../../db/server-secret.js';
 import type { CoreDeps } from '../../platform/core.js';
 import { createCounters } from '../../platform/counters.js';
-import { connectionCaps } from '../../platform/fd-budget.js';
 import { loadNodeId } from '../../platform/node-id.js';
-import { createLoopMarker, createSipStack, createSipTransport, type LoopMarker, type SipStack } from '../../telephony/sip/index.js';
+import type { SipPlane } from '../../platform/sip-plane.js';
 import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua.js';
 import { createCallMediaRelay } from '../../telephony/media/call-relay.js';
 import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
-import type { Module } from '../index.js';
+import type { Module } from '../../platform/module.js';
 import type { PurchasesService } from '../purchases/service.js';
 import type { Routing } from '../routes/routing.js';
 import { serviceUnavailable } from '../../http/errors.js';
@@ -41,15 +39,15 @@ export function buildCallsModule(
     routingCache?: RoutingCache;
     /** Media relays for routes in proxy media mode. */
     media?: SharedMediaPool;
+    /** The daemon's SIP stack; this module binds its ports at start and closes it at stop. */
+    sip: SipPlane;
   },
 ) {
   const { config, log } = core;
   const node = loadNodeId(config.paths.state);
   const counters = createCounters(core.redis, node, () => core.clock.now().getTime());
-  let stack: SipStack | null = null;
+  const { sip } = deps;
   let b2bua: TrunkB2bua | null = null;
-  // Shared by the trunk B2BUA and the API call dialer: one marker for every INVITE to a supplier.
-  let loopMarker: LoopMarker | null = null;
   const guard = supplierGuardFrom(config, { ...(core.self ? { isSelf: core.self.isSelf } : {}), ...(core.lookup ? { lookup: core.lookup } : {}) });
   const probe = async (t: HealthTarget): Promise<ProbeResult> => {
     if (!b2bua) throw serviceUnavailable('The SIP plane is not running');
@@ -93,27 +91,14 @@ export function buildCallsModule(
       await calls.termsCache.start();
       // Before the SIP stack exists, so no API call of this daemon can be live yet.
       await calls.reconcileOrphans({ atStart: true });
-      const caps = connectionCaps(config);
-      const transport = await createSipTransport({
-        host: config.sip.host,
-        port: config.sip.port,
-        log: log.child({ plane: 'sip' }),
-        tcpMaxConnections: caps.sipTcp,
-        tcpMaxPerSource: caps.sipTcpPerSource,
-        tcpFirstMessageMs: config.sip.tcp_idle_seconds * 1000,
-        ...(core.tls ? { tls: { port: config.sip.tls_port, key: core.tls.key, cert: core.tls.cert } } : {}),
-        ...(config.sip.tls_ca_file ? { tlsCa: [readFileSync(config.sip.tls_ca_file)] } : {}),
-      });
-      stack = createSipStack({ transport, log: log.child({ plane: 'sip' }), timerValues: { t1: config.sip.t1_ms } });
-      const nonceSecret = await loadServerSecret(core.sql, 'sip-nonce');
-      loopMarker = createLoopMarker(nonceSecret);
+      const transport = await sip.listen();
       b2bua = createTrunkB2bua({
-        stack,
+        stack: sip.stack,
         log: log.child({ plane: 'b2bua' }),
         clock: core.clock,
         realm: config.sip.primary_host,
-        nonceSecret,
-        loopMarker,
+        nonceSecret: sip.nonceSecret,
+        loopMarker: sip.loopMarker,
         policy: calls.policy,
         sessionTimer: { minSeSeconds: config.sip.session_min_se_seconds, defaultSeconds: config.sip.session_expires_seconds },
         ...(deps.media ? { media: { openRelay: async () => createCallMediaRelay(await deps.media!.get().openRelay()) } } : {}),
@@ -129,11 +114,11 @@ export function buildCallsModule(
     reload(tls) {
       // A CA file that cannot be read leaves the trust as it was: the error reaches the caller (and the log).
       const tlsCa = config.sip.tls_ca_file ? [readFileSync(config.sip.tls_ca_file)] : [];
-      stack?.transport.reloadTls({ ...(tls ? { key: tls.key, cert: tls.cert } : {}), tlsCa });
+      sip.stack.transport.reloadTls({ ...(tls ? { key: tls.key, cert: tls.cert } : {}), tlsCa });
     },
     ports: (): Record<string, number> => {
-      if (!stack) return {};
-      const { port, tlsPort } = stack.transport;
+      if (!sip.listening) return {};
+      const { port, tlsPort } = sip.stack.transport;
       return tlsPort === null ? { sip: port } : { sip: port, sip_tls: tlsPort };
     },
     async stop() {
@@ -144,10 +129,9 @@ export function buildCallsModule(
         const until = Date.now() + 3000;
         while (calls.liveCallIds().length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
       }
-      await stack?.close();
+      await sip.stack.close();
       await calls.termsCache.stop();
     },
   };
-  // Calls placed through the API go out over the same stack (and port) as trunk calls.
-  return { module, service: calls, getStack: (): SipStack | null => stack, getLoopMarker: (): LoopMarker | null => loopMarker };
+  return { module, service: calls };
 }

@@ -3,11 +3,10 @@ import type { CoreDeps } from '../../platform/core.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import { createVoicePlane, type VoicePlane } from '../../telephony/calls/voice-plane.js';
 import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
-import type { LoopMarker } from '../../telephony/sip/loop-marker.js';
-import type { SipStack } from '../../telephony/sip/stack.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
-import type { Module } from '../index.js';
+import type { Module } from '../../platform/module.js';
+import type { SipPlane } from '../../platform/sip-plane.js';
 import type { Routing } from '../routes/routing.js';
 import { commsCallsRoutes } from './routes.js';
 import { createCommsCallsService, type CommsCallsDeps } from './service.js';
@@ -15,15 +14,15 @@ import { createCommsCallsService, type CommsCallsDeps } from './service.js';
 const HEARTBEAT_MS = 30_000;
 
 /**
- * Calls placed through the API: POST/GET /comms/calls over the SIP stack the calls
- * module runs (`getStack`, null until it is up) and the native media plane, started on first use.
+ * Calls placed through the API: POST/GET /comms/calls over the daemon's SIP plane (whose ports the
+ * calls module binds) and the native media plane, started on first use.
  */
 export function buildCommsCallsModule(
   core: CoreDeps,
   deps: {
-    accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing; getStack: () => SipStack | null;
-    /** The trunk B2BUA's loop marker (null until the SIP plane is up), on every INVITE of an API call. */
-    getLoopMarker: () => LoopMarker | null;
+    accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing;
+    /** The same stack, port and loop marker as trunk calls. */
+    sip: SipPlane;
     admission: CommsCallsDeps['admission'];
     extendLease?: (accountId: string, key: string, seconds: number) => Promise<void>;
     /** The daemon's media pool (shared with trunk media relays); without it the plane starts its own. */
@@ -39,12 +38,10 @@ export function buildCommsCallsModule(
     node: loadNodeId(config.paths.state),
     voice() {
       if (voice) return voice;
-      const stack = deps.getStack();
-      const loopMarker = deps.getLoopMarker();
-      if (!stack || !loopMarker) return null;
+      if (!deps.sip.listening) return null;
       voice = createVoicePlane({
-        stack,
-        loopMarker,
+        stack: deps.sip.stack,
+        loopMarker: deps.sip.loopMarker,
         log: log.child({ plane: 'media' }),
         media: {
           workers: config.rtp.workers,

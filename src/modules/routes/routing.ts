@@ -9,7 +9,7 @@ import type { EndpointRow } from './repo.js';
 import { platformFeeFrom } from './service.js';
 import type { RoutesService } from './service.js';
 import { qualityScore, rankRoutes } from './smart-routing.js';
-import type { MeasuredQuality, Strategy } from './smart-routing.js';
+import type { MeasuredQuality, QualitySource, Strategy } from './smart-routing.js';
 
 export interface CandidateQuery {
   accountId: string;
@@ -52,8 +52,7 @@ export interface Candidate {
   smsDelivery: Record<string, unknown> | null;
 }
 
-/** Measured quality per route (from CDRs); null when the route has not enough data. */
-export type QualitySource = (routeIds: readonly string[]) => Promise<Map<string, MeasuredQuality | null>>;
+export type { QualitySource } from './smart-routing.js';
 
 const noMeasurements: QualitySource = async () => new Map();
 

@@ -20,7 +20,7 @@ import * as repo from './repo.js';
 import type { EndpointRow, RouteRow } from './repo.js';
 import { createDeckCache } from './deck-cache.js';
 import type { DeckCache } from './deck-cache.js';
-import type { QualitySource } from './routing.js';
+import type { QualitySource } from './smart-routing.js';
 import type { RoutingCache } from './routing-cache.js';
 import { qualityScore } from './smart-routing.js';
 import type { MeasuredQuality } from './smart-routing.js';
@@ -106,8 +106,8 @@ export interface SipProbeResult {
   rttMs: number;
 }
 /**
- * Sends one OPTIONS to a UDP, TCP or TLS endpoint; null when this daemon's SIP plane is not running.
- * Supplied by the calls module after both are built (it is built after the marketplace).
+ * Sends one OPTIONS to a UDP, TCP or TLS endpoint; null when this daemon's SIP plane is not running
+ * (not listening yet, or a daemon built without one).
  */
 export type SipProbe = (target: { host: string; port: number; transport: 'udp' | 'tcp' | 'tls' }) => Promise<SipProbeResult> | null;
 
@@ -135,13 +135,15 @@ export function platformFeeFrom(config: Readonly<Config>): PlatformFee {
 export function createRoutesService(deps: {
   sql: Sql; clock: Clock; log: Logger; config: Readonly<Config>; decks?: DeckCache; quality?: QualitySource; routingCache?: RoutingCache;
   self?: SelfAddresses; guard?: TargetGuard;
+  /** Bulk SIP endpoint changes probe the endpoint once with it; without it they check the form only. */
+  sipProbe?: SipProbe;
 }) {
   const { sql, clock, log } = deps;
   const guard = deps.guard ?? supplierGuardFrom(deps.config, deps.self ? { isSelf: deps.self.isSelf } : {});
   const decks = deps.decks ?? createDeckCache({ sql, clock, log });
 
   const quality: QualitySource = deps.quality ?? (async () => new Map());
-  let sipProbe: SipProbe | null = null;
+  const sipProbe: SipProbe | null = deps.sipProbe ?? null;
   const r2 = (x: number): number => Math.round(x * 100) / 100;
   /** The listing's `measured` object: percentages and seconds as display numbers. */
   const measuredView = (m: MeasuredQuality | null | undefined) =>
@@ -744,11 +746,6 @@ export function createRoutesService(deps: {
       await repo.updateEndpoint(sql, next);
       deps.routingCache?.routeChanged(next.routeId);
       return endpointView(next);
-    },
-
-    /** Lets bulk SIP endpoint changes probe the endpoint with OPTIONS (see SipProbe). */
-    useSipProbe(probe: SipProbe): void {
-      sipProbe = probe;
     },
 
     /**

@@ -19,6 +19,9 @@ export interface MeasuredQuality {
   readonly window: '7d' | '30d' | 'latest';
 }
 
+/** Measured quality per route (from CDRs); null when the route has not enough data. */
+export type QualitySource = (routeIds: readonly string[]) => Promise<Map<string, MeasuredQuality | null>>;
+
 /** Call statistics of one window, as a CDR query returns them. */
 export interface WindowStats {
   readonly window: '7d' | '30d' | 'latest';

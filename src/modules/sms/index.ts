@@ -6,7 +6,7 @@ import type { CoreDeps } from '../../platform/core.js';
 import { connectionCaps } from '../../platform/fd-budget.js';
 import { supplierGuardFrom } from '../../platform/outbound-guard.js';
 import type { ApplicationService } from '../application/service.js';
-import type { Module } from '../index.js';
+import type { Module } from '../../platform/module.js';
 import type { Routing } from '../routes/routing.js';
 import { smppCredentialRoutes } from './smpp-routes.js';
 import { smsReceiptRoutes } from './receipt-routes.js';

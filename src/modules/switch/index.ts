@@ -1,6 +1,6 @@
 import type { CoreDeps } from '../../platform/core.js';
 import { supplierGuardFrom } from '../../platform/outbound-guard.js';
-import type { Module } from '../index.js';
+import type { Module } from '../../platform/module.js';
 import { switchRoutes } from './routes.js';
 import { createSwitchSubscriptions } from './subscriptions.js';
 

@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+import { loadServerSecret } from '../db/server-secret.js';
+import {
+  createLoopMarker, createSipStack, createSipTransport, probeEndpoint,
+  type LoopMarker, type ProbeResult, type SipPeer, type SipStack, type SipTransport,
+} from '../telephony/sip/index.js';
+import type { SipMessageHandler } from '../telephony/sip/transport.js';
+import type { CoreDeps } from './core.js';
+import { connectionCaps } from './fd-budget.js';
+
+/**
+ * The daemon's one SIP stack (trunk calls, API calls, OPTIONS probes), built before the modules that
+ * use it so each gets it at construction. Ports are bound by `listen()` (the calls module's start);
+ * until then `listening` is false and a send rejects.
+ */
+export interface SipPlane {
+  readonly stack: SipStack;
+  /** One marker for every INVITE this daemon sends a supplier, trunk or API call. */
+  readonly loopMarker: LoopMarker;
+  /** The secret the trunk B2BUA's digest nonces are made with (the loop marker derives from it too). */
+  readonly nonceSecret: string;
+  readonly listening: boolean;
+  /** Binds `[sip] host:port` (UDP and TCP) and `tls_port` when the daemon has TLS material. */
+  listen(): Promise<SipTransport>;
+  /** One OPTIONS over the stack; null when the plane is not listening (nothing can be sent). */
+  probe(target: SipPeer, opts: { timeoutMs: number }): Promise<ProbeResult> | null;
+}
+
+/** Loads the nonce secret (a database read) and builds the stack over a transport that binds on `listen()`. */
+export async function createSipPlane(core: CoreDeps): Promise<SipPlane> {
+  const { config } = core;
+  const log = core.log.child({ plane: 'sip' });
+  const nonceSecret = await loadServerSecret(core.sql, 'sip-nonce');
+  const handlers: SipMessageHandler[] = [];
+  let bound: SipTransport | null = null;
+  let closed = false;
+
+  // The stack registers its handler when built; the real transport exists once the ports are bound.
+  const transport: SipTransport = {
+    get host() {
+      return bound?.host ?? config.sip.host;
+    },
+    get port() {
+      return bound?.port ?? 0;
+    },
+    get tlsPort() {
+      return bound?.tlsPort ?? null;
+    },
+    send(message, dest) {
+      return bound ? bound.send(message, dest) : Promise.reject(new Error('the SIP plane is not listening'));
+    },
+    onMessage(handler) {
+      handlers.push(handler);
+      bound?.onMessage(handler);
+    },
+    reloadTls(m) {
+      bound?.reloadTls(m);
+    },
+    async close() {
+      closed = true;
+      await bound?.close();
+    },
+  };
+  const stack = createSipStack({ transport, log, timerValues: { t1: config.sip.t1_ms } });
+
+  return {
+    stack,
+    loopMarker: createLoopMarker(nonceSecret),
+    nonceSecret,
+    get listening() {
+      return bound !== null && !closed;
+    },
+    async listen() {
+      if (bound) return bound;
+      const caps = connectionCaps(config);
+      const real = await createSipTransport({
+        host: config.sip.host,
+        port: config.sip.port,
+        log,
+        tcpMaxConnections: caps.sipTcp,
+        tcpMaxPerSource: caps.sipTcpPerSource,
+        tcpFirstMessageMs: config.sip.tcp_idle_seconds * 1000,
+        ...(core.tls ? { tls: { port: config.sip.tls_port, key: core.tls.key, cert: core.tls.cert } } : {}),
+        ...(config.sip.tls_ca_file ? { tlsCa: [readFileSync(config.sip.tls_ca_file)] } : {}),
+      });
+      for (const h of handlers) real.onMessage(h);
+      bound = real;
+      return real;
+    },
+    probe(target, opts) {
+      return bound && !closed ? probeEndpoint(stack, target, opts) : null;
+    },
+  };
+}

@@ -7,7 +7,7 @@ import { createCounters } from '../../platform/counters.js';
 import { connectionCaps } from '../../platform/fd-budget.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import { createLoopMarker, createSipStack, createSipTransport, type LoopMarker, type SipStack } from '../../telephony/sip/index.js';
-import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua.js';
+import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua/index.js';
 import { createCallMediaRelay } from '../../telephony/media/call-relay.js';
 import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
 import type { AccountsService } from '../accounts/service.js';

@@ -7,7 +7,7 @@ import pino from 'pino';
 import { createSipTransport } from '../../src/telephony/sip/transport.js';
 import { createSipStack } from '../../src/telephony/sip/stack.js';
 import { computeHa1 } from '../../src/telephony/sip/digest.js';
-import { createTrunkB2bua } from '../../src/telephony/sip/b2bua.js';
+import { createTrunkB2bua } from '../../src/telephony/sip/b2bua/index.js';
 import { systemClock } from '../../src/platform/clock.js';
 import { fill, fixture, sipp } from '../../test/telephony/sip/sipp.js';
 

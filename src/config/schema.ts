@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { E164_PATTERN_BODY } from '../platform/e164.js';
 
 /**
  * Every setting of the daemon, its type and default. `config/default.toml` mirrors this
@@ -130,7 +131,7 @@ export const ConfigSchema = Type.Object({
     port: Port(9464),
   }),
   voice: Type.Object({
-    otp_caller_id: Type.String({ pattern: '^(\\+?[1-9]\\d{6,14})?$', default: '' }),
+    otp_caller_id: Type.String({ pattern: `^(${E164_PATTERN_BODY})?$`, default: '' }),
     max_api_calls_per_account: Type.Integer({ minimum: 0, maximum: 100000, default: 20 }),
   }),
   billing: Type.Object({

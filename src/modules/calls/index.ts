@@ -5,7 +5,7 @@ import type { CoreDeps } from '../../platform/core.js';
 import { createCounters } from '../../platform/counters.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import type { SipPlane } from '../../platform/sip-plane.js';
-import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua.js';
+import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua/index.js';
 import { createCallMediaRelay } from '../../telephony/media/call-relay.js';
 import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
 import type { AccountsService } from '../accounts/service.js';

@@ -13,7 +13,7 @@ import type { Counters } from '../../platform/counters.js';
 import { newId } from '../../platform/ids.js';
 import { createTtlCache } from '../../platform/ttl-cache.js';
 import { requireIncrement } from '../../rating/index.js';
-import type { CallEndedEvent, CallPlan, PlanCallInput, TrunkPolicy } from '../../telephony/sip/b2bua.js';
+import type { CallEndedEvent, CallPlan, PlanCallInput, TrunkPolicy } from '../../telephony/sip/b2bua/index.js';
 import { computeHa1, type SipTransportName } from '../../telephony/sip/index.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';

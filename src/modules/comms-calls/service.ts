@@ -16,7 +16,9 @@ import type { LegOutcome } from '../../telephony/calls/sip-dialer.js';
 import type { VoicePlane } from '../../telephony/calls/voice-plane.js';
 import type { CallAction, CallEnd, CallLanguage, EngineCall, GatherResult, RouteEndpoint } from '../../telephony/engine.js';
 import { MediaError } from '../../telephony/media/errors.js';
-import { orderEndpoints } from '../../telephony/sip/b2bua.js';
+import { isE164 } from '../../platform/e164.js';
+import { FAILOVER_MAX_ROUTES, shouldFailover } from '../../telephony/failover.js';
+import { orderEndpoints } from '../../telephony/sip/b2bua/index.js';
 import { emit } from '../../webhooks/emit.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
@@ -97,10 +99,6 @@ export interface CommsCallsDeps {
 /** Seconds a call can spend before answer: three routes' setup plus ringing (the dialer's no-answer limit). */
 const SETUP_ALLOWANCE_SECONDS = 90;
 
-/** Failover rule: these refusals before ringing move the call to the next route (spec "Voice and SMS"). */
-const RETRYABLE = new Set([403, 480, 500, 502, 503, 504]);
-const MAX_ROUTES = 3;
-const E164 = /^\+?[1-9]\d{6,14}$/;
 
 /** Switch cause codes (Q.850 names) for the record's `hangupCause`. */
 function causeCode(end: CallEnd): string {
@@ -203,7 +201,7 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
     const usable = candidates
       .map((c) => ({ c, eps: c.endpoints.filter((e) => e.transport === 'udp' || e.transport === 'tcp') }))
       .filter((x) => caller.mode === 'test' || x.eps.length > 0)
-      .slice(0, input.routeId !== undefined ? 1 : MAX_ROUTES);
+      .slice(0, input.routeId !== undefined ? 1 : FAILOVER_MAX_ROUTES);
     if (usable.length === 0) throw ruleError('No purchased or own route covers this number');
     const terms = new Map((await callsRepo.routeTerms(usable.map((u) => u.c.routeId))).map((t) => [t.id, t.sellerId]));
     return usable.map(({ c, eps }) => ({
@@ -337,8 +335,8 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
   async function place(caller: Caller, input: PlaceCallInput, opts: { storedActions?: unknown[]; idempotency?: { accountId: string; key: string } | null } = {}): Promise<{ status: 200 | 202; data: Record<string, unknown> }> {
     const actions = input.actions ?? [];
     const problems = checkActions(actions);
-    if (!E164.test(input.to)) problems.unshift({ path: 'to', message: 'must be an E.164 number' });
-    if (!E164.test(input.from)) problems.unshift({ path: 'from', message: 'must be an E.164 number' });
+    if (!isE164(input.to)) problems.unshift({ path: 'to', message: 'must be an E.164 number' });
+    if (!isE164(input.from)) problems.unshift({ path: 'from', message: 'must be an E.164 number' });
     if (problems.length) throw validationError(problems);
     const maxDuration = input.maxDuration ?? 300;
     const test = caller.mode === 'test';
@@ -547,7 +545,7 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
         connected = { route, end };
         break;
       }
-      const retry = input.routeId === undefined && !ringing && !leg?.ringing && (end.sipStatus !== null ? RETRYABLE.has(end.sipStatus) : leg?.noResponse === true);
+      const retry = input.routeId === undefined && shouldFailover({ sipStatus: end.sipStatus, noResponse: leg?.noResponse === true, ringing: ringing || leg?.ringing === true });
       if (!retry) break;
     }
     lc.current = null;

@@ -17,6 +17,7 @@ import {
   type HttpReceipt, type NetworkInfo, type ReceiptStat, type SupplierReceipt,
 } from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
+import { isE164 } from '../../platform/e164.js';
 import { newId } from '../../platform/ids.js';
 import { toMoney } from '../../rating/index.js';
 import { emit, emitMany, type EmitInput } from '../../webhooks/emit.js';
@@ -99,7 +100,6 @@ export interface SmsDeps {
   gateway?: SupplierGateway;
 }
 
-const E164 = /^\+?[1-9]\d{6,14}$/;
 const hundred = new Decimal(100);
 /** Refusals that are the message's fault: another route would refuse them too. */
 const MESSAGE_FAULT = new Set<number>([SMPP_STATUS.ESME_RINVDSTADR, SMPP_STATUS.ESME_RINVSRCADR, SMPP_STATUS.ESME_RINVDCS]);
@@ -214,7 +214,7 @@ export function createSmsService(deps: SmsDeps) {
   function validate(input: SendInput): { to: string; from: string; problems: ErrorDetail[] } {
     const problems: ErrorDetail[] = [];
     const to = input.to.trim();
-    if (!E164.test(to)) problems.push({ path: 'to', message: 'must be an E.164 number' });
+    if (!isE164(to)) problems.push({ path: 'to', message: 'must be an E.164 number' });
     const sender = checkSender(input.from);
     if (!sender.ok) problems.push({ path: 'from', message: `invalid sender (${sender.reason.replace(/_/g, ' ')}): numeric up to 15 digits, or up to 11 letters, digits and spaces with at least one letter` });
     if (input.message.length === 0) problems.push({ path: 'message', message: 'must not be empty' });

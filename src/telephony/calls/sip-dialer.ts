@@ -7,10 +7,10 @@ import type { Logger } from 'pino';
 import type { DialEvents, DialRequest, SignallingDialer, SignallingLeg } from '../media/native-engine.js';
 import { answerChallenge } from '../sip/digest.js';
 import { createUacDialog, dialogRequest, type Dialog } from '../sip/dialog.js';
-import { callIdOf, cseqOf, getHeader, tagOf, toOf, type HeaderField, type SipRequest, type SipResponse } from '../sip/message.js';
+import { callIdOf, cseqOf, getHeader, type HeaderField, type SipRequest, type SipResponse } from '../sip/message.js';
 import type { LoopMarker } from '../sip/loop-marker.js';
 import type { SipStack } from '../sip/stack.js';
-import type { ClientTransaction } from '../sip/transaction.js';
+import type { ClientTransaction, ServerTransaction } from '../sip/transaction.js';
 import type { SipPeer } from '../sip/transport.js';
 
 /** How one leg ended, with what the failover rule needs to know (spec "Voice and SMS", failover rule). */
@@ -59,6 +59,8 @@ interface Leg {
   ringing: boolean;
   answered: boolean;
   dialog: Dialog | null;
+  /** Takes the answered dialog out of the stack's registry. */
+  unregister?: () => void;
   /** We started the end (hangup); `events.ended` is not called then. */
   local: boolean;
   done: boolean;
@@ -72,11 +74,7 @@ const bare = (n: string): string => n.replace(/^\+/, '');
 export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDialer {
   const setupTimeoutMs = opts.setupTimeoutMs ?? 4000;
   const noAnswerMs = opts.noAnswerMs ?? 60_000;
-  /** Answered legs by Call-ID and our tag, for BYE from the far side. */
-  const dialogs = new Map<string, Leg>();
   const legs = new Set<Leg>();
-
-  const dialogKey = (d: Dialog): string => `${d.callId}|${d.localTag}`;
 
   function buildInvite(r: DialRequest, fromTag: string, callId: string, cseq: number): SipRequest {
     const ep = r.endpoint;
@@ -109,7 +107,7 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
     leg.done = true;
     legs.delete(leg);
     for (const h of leg.timers) stack.timers.clear(h);
-    if (leg.dialog) dialogs.delete(dialogKey(leg.dialog));
+    leg.unregister?.();
     opts.onLegEnded?.({
       callId: leg.req.callId,
       sipStatus: outcome.sipStatus,
@@ -189,7 +187,7 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
     }
     leg.dialog = d;
     leg.answered = true;
-    dialogs.set(dialogKey(d), leg);
+    leg.unregister = stack.registerDialog(d, (req, tx) => onInDialog(leg, req, tx));
     leg.events.answered(res.body.toString('utf8'));
   }
 
@@ -198,12 +196,8 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
     return /;\s*tag=([^;>\s]+)/i.exec(from)?.[1];
   };
 
-  // In-dialog requests for our legs; others are left to the stack's other users (the trunk B2BUA).
-  stack.onRequest((req, tx) => {
-    const toTag = tagOf(toOf(req));
-    if (toTag === undefined) return;
-    const leg = dialogs.get(`${callIdOf(req)}|${toTag}`);
-    if (!leg) return;
+  /** In-dialog requests of an answered leg (the stack routes them here by dialog). */
+  function onInDialog(leg: Leg, req: SipRequest, tx: ServerTransaction): void {
     if (req.method === 'BYE') {
       tx.reply(200, 'OK');
       close(leg, { sipStatus: null, reason: 'the called party hung up' });
@@ -212,7 +206,7 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
     // Session refreshes and the like: the media stays as negotiated.
     if (req.method === 'INVITE') tx.reply(488, 'Not Acceptable Here');
     else tx.reply(200, 'OK');
-  });
+  }
 
   return {
     activeLegs: () => legs.size,

@@ -4,8 +4,11 @@ import {
   callIdOf,
   contactsOf,
   cseqOf,
+  fromOf,
   getHeader,
   recordRoutesOf,
+  tagOf,
+  toOf,
   type HeaderField,
   type SipRequest,
   type SipResponse,
@@ -28,6 +31,21 @@ export interface Dialog {
   contact: string;
   /** Send in-dialog requests here instead of the remote target (the caller's own flow, RFC 5626 style). */
   flow?: SipPeer;
+}
+
+/** A dialog's id as its owner knows it: Call-ID, our tag and the peer's (RFC 3261 §12). */
+export function dialogId(d: Pick<Dialog, 'callId' | 'localTag' | 'remoteTag'>): string {
+  return `${d.callId}|${d.localTag}|${d.remoteTag}`;
+}
+
+/**
+ * The id of the dialog an incoming request belongs to, seen from our side (our tag is in To, the
+ * peer's in From); undefined for a request outside any dialog (no To tag).
+ */
+export function requestDialogId(req: SipRequest): string | undefined {
+  const local = tagOf(toOf(req));
+  if (local === undefined) return undefined;
+  return `${callIdOf(req)}|${local}|${tagOf(fromOf(req)) ?? ''}`;
 }
 
 /** Where a request for this URI goes: its host, port and transport parameter. */

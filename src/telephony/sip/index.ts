@@ -16,7 +16,7 @@ export {
   type AttemptRecord,
   type CallEndedEvent,
   type HangupCause,
-} from './b2bua.js';
+} from './b2bua/index.js';
 export { createLoopMarker, LOOP_HEADER, type LoopMarker } from './loop-marker.js';
 export { probeEndpoint, type ProbeResult } from './probe.js';
 export { computeHa1, createDigestServer, answerChallenge, type DigestServer } from './digest.js';

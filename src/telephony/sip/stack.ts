@@ -1,6 +1,7 @@
 /** Transaction layer dispatch: matches messages to transactions, handles CANCEL and 2xx ACKs (RFC 3261 §17.1.3, §17.2.3). */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import { dialogId, requestDialogId, type Dialog } from './dialog.js';
 import { formatVia } from './headers.js';
 import {
   callIdOf,
@@ -41,14 +42,28 @@ function randomHex(bytes: number): string {
   randomAt += bytes;
   return randomPool.toString('hex', randomAt - bytes, randomAt);
 }
-export type SipRequestHandler = (req: SipRequest, tx: ServerTransaction, source: SipPeer) => void;
+/**
+ * One link of the request chain: answers the request, or passes it on with `next()`. The dialog
+ * registry runs first; what no link answers gets 481 (in a dialog) or 503 (outside) at the end.
+ */
+export type SipRequestHandler = (req: SipRequest, tx: ServerTransaction, source: SipPeer, next: () => void) => void;
 
 export interface SipStack {
   readonly transport: SipTransport;
   readonly timers: SipTimers;
   readonly timerValues: TimerValues;
-  /** New requests (not retransmissions, not ACK); INVITEs have had 100 Trying sent. */
+  /**
+   * New requests (not retransmissions, not ACK) that no registered dialog owns, in registration
+   * order; INVITEs have had 100 Trying sent.
+   */
   onRequest(handler: SipRequestHandler): void;
+  /**
+   * Makes `handler` the only receiver of the dialog's in-dialog requests (its `next()` hands a
+   * request back to the chain). Returns the call that removes it.
+   */
+  registerDialog(dialog: Pick<Dialog, 'callId' | 'localTag' | 'remoteTag'>, handler: SipRequestHandler): () => void;
+  /** Dialogs with an owner. */
+  dialogCount(): number;
   /** ACKs no transaction claimed (e.g. arriving after Timer L). */
   onStrayAck(handler: (ack: SipRequest, source: SipPeer) => void): void;
   /** Sends a request in a new client transaction; a Via with a fresh branch is put on top. */
@@ -94,6 +109,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
   const servers = new Map<string, ServerTransaction>();
   const awaitingAck = new Map<string, ServerTransaction>();
   const requestHandlers: SipRequestHandler[] = [];
+  const dialogs = new Map<string, SipRequestHandler>();
   // UDP source addresses that proved they receive what we send there: they echoed a To tag or a
   // branch of ours, which only a peer reading our datagrams can know.
   const routable = new Map<string, true>();
@@ -217,11 +233,23 @@ export function createSipStack(opts: SipStackOptions): SipStack {
       tx.reply(483, 'Too Many Hops', { toTag: newTag() });
       return;
     }
-    if (!requestHandlers.length) {
-      tx.reply(503, 'Service Unavailable', { toTag: newTag() });
-      return;
-    }
-    for (const h of requestHandlers) h(req, tx, source);
+    dispatch(req, tx, source);
+  };
+
+  // drachtio-srf's dialog() middleware: an in-dialog request goes to its dialog's owner, never to
+  // every user of the stack; one answer for requests nobody owns, once, at the end of the chain.
+  const dispatch = (req: SipRequest, tx: ServerTransaction, source: SipPeer): void => {
+    const id = requestDialogId(req);
+    let at = 0;
+    const next = (): void => {
+      const h = requestHandlers[at++];
+      if (h) return h(req, tx, source, next);
+      if (id !== undefined) tx.reply(481, 'Call/Transaction Does Not Exist');
+      else tx.reply(503, 'Service Unavailable', { toTag: newTag() });
+    };
+    const owner = id === undefined ? undefined : dialogs.get(id);
+    if (owner) return owner(req, tx, source, next);
+    next();
   };
 
   const handleResponse = (res: SipResponse, source: SipPeer): void => {
@@ -262,6 +290,14 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     onRequest(h) {
       requestHandlers.push(h);
     },
+    registerDialog(d, h) {
+      const id = dialogId(d);
+      dialogs.set(id, h);
+      return () => {
+        if (dialogs.get(id) === h) dialogs.delete(id);
+      };
+    },
+    dialogCount: () => dialogs.size,
     onStrayAck(h) {
       strayAckHandlers.push(h);
     },

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import t from 'tap';
 import { createPayerTermsCache } from '../../../src/modules/calls/payer-terms.js';
-import type { CallEndedEvent } from '../../../src/telephony/sip/b2bua.js';
+import type { CallEndedEvent } from '../../../src/telephony/sip/b2bua/index.js';
 import { createWorld, eventually } from './world.js';
 
 /**

@@ -2,7 +2,7 @@ import t from 'tap';
 import dgram from 'node:dgram';
 import { createSipTransport } from '../../../src/telephony/sip/transport.js';
 import { createSipStack } from '../../../src/telephony/sip/stack.js';
-import { createTrunkB2bua, type CallEndedEvent, type TrunkCandidate } from '../../../src/telephony/sip/b2bua.js';
+import { createTrunkB2bua, type CallEndedEvent, type TrunkCandidate } from '../../../src/telephony/sip/b2bua/index.js';
 import { createMediaPool } from '../../../src/telephony/media/pool.js';
 import { createCallMediaRelay } from '../../../src/telephony/media/call-relay.js';
 import { systemClock } from '../../../src/platform/clock.js';

@@ -9,7 +9,7 @@ import {
   type CallEndedEvent,
   type TrunkCandidate,
   type TrunkPolicy,
-} from '../../../src/telephony/sip/b2bua.js';
+} from '../../../src/telephony/sip/b2bua/index.js';
 import { systemClock } from '../../../src/platform/clock.js';
 import { createFakeTimers, rawUdpPeer, silentLog, until } from './helpers.js';
 import { fill, fixture, sipp, type SippRun } from './sipp.js';

@@ -25,6 +25,8 @@ export function buildCommsCallsModule(
     /** The trunk B2BUA's loop marker (null until the SIP plane is up), on every INVITE of an API call. */
     getLoopMarker: () => LoopMarker | null;
     admission: CommsCallsDeps['admission'];
+    callRecords: CommsCallsDeps['callRecords'];
+    cdrs: CommsCallsDeps['cdrs'];
     extendLease?: (accountId: string, key: string, seconds: number) => Promise<void>;
     /** The daemon's media pool (shared with trunk media relays); without it the plane starts its own. */
     media?: SharedMediaPool;

@@ -6,6 +6,7 @@ import pino from 'pino';
 import { loadConfig, type DeepPartial } from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
 import { startDaemon } from '../../../src/daemon.js';
+import { TEST_NETWORKS } from '../../helpers/daemon.js';
 import { checkInvariants } from '../../ledger/helpers.js';
 import { fixture, sipp } from '../../telephony/sip/sipp.js';
 import { createWorld, eventually, uac, uacScenario, uasAnswer } from './world.js';
@@ -34,6 +35,8 @@ t.test('a daemon killed during live calls: the next start bills the answered one
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },
     billing: { require_route_for_sub_accounts: false },
+    // As the test daemon: the sipp peers listen on loopback.
+    security: { private_supplier_networks: TEST_NETWORKS, private_trunk_networks: TEST_NETWORKS },
   };
   const daemon = await spawnChildDaemon(t, overrides);
   const sipPort = daemon.ports['sip']!;

@@ -8,7 +8,7 @@ import { loadConfig, type DeepPartial } from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
 import { startDaemon } from '../../../src/daemon.js';
 import { loadNodeId } from '../../../src/platform/node-id.js';
-import { httpsCall } from '../../helpers/daemon.js';
+import { httpsCall, TEST_NETWORKS } from '../../helpers/daemon.js';
 import { checkInvariants } from '../../ledger/helpers.js';
 import { createWorld, eventually } from '../calls/world.js';
 import { answering, available, expectedCost } from './peers.js';
@@ -44,6 +44,8 @@ t.test('API calls of a killed daemon are reconciled', { skip: available ? false 
     metrics: { host: '127.0.0.1', port: 0 },
     rtp: { port_min: rtp, port_max: rtp + 19, bind_address: '127.0.0.1' },
     billing: { require_route_for_sub_accounts: false },
+    // As the test daemon: the sipp peers listen on loopback.
+    security: { private_supplier_networks: TEST_NETWORKS, private_trunk_networks: TEST_NETWORKS },
   };
   const daemon = await spawnChildDaemon(t, overrides);
   const httpPort = daemon.ports['http']!;

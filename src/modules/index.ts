@@ -10,6 +10,7 @@ import { buildRoutesModule } from './routes/index.js';
 import { buildStatusModule } from './status/index.js';
 import { buildTopupsModule } from './topups/index.js';
 import { buildWebhooksModule } from './webhooks/index.js';
+import { buildCdrsModule } from './cdrs/index.js';
 import { buildCallsModule } from './calls/index.js';
 import { buildCommsCallsModule } from './comms-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
@@ -70,12 +71,14 @@ export async function buildModules(coreIn: CoreDeps) {
     ...(rtp.advertise_address ? { advertiseAddress: rtp.advertise_address } : {}),
     rtpTimeoutMs: rtp.timeout_ms, log: core.log.child({ plane: 'media' }),
   });
-  // SIP trunks in, supplier routes out, CDRs.
-  const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services, media, sip });
+  // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the three planes below.
+  const cdrs = buildCdrsModule(core, { ledger: money.services.ledger });
+  // SIP trunks in, supplier routes out.
+  const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services, media, sip, cdrs: cdrs.service });
   // Calls placed through the API over the same SIP stack.
-  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, sip, admission: calls.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
+  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, sip, admission: calls.service, callRecords: calls.service.records, cdrs: cdrs.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
   // SMS through the API, supplier SMPP binds per route, receipts.
-  const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application });
+  const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application, cdrs: cdrs.service });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
   const status = buildStatusModule(core);
@@ -89,13 +92,14 @@ export async function buildModules(coreIn: CoreDeps) {
     ...marketplace.modules,
     // Stopped after the modules below it (in reverse), which relay or play media through it.
     { name: 'media', stop: () => media.close() },
+    cdrs.module,
     calls.module,
     commsCalls.module,
     sms.module,
     switchModule.module,
   ];
 
-  return { idempotency, services: { accounts, keys, webhooks: webhooks.service, webhookWorker: webhooks.worker, ...money.services, ...marketplace.services, calls: calls.service, commsCalls: commsCalls.service, sms: sms.service, smppCredentials: sms.smppCredentials, switchSubscriptions: switchModule.subscriptions }, list };
+  return { idempotency, services: { accounts, keys, webhooks: webhooks.service, webhookWorker: webhooks.worker, ...money.services, ...marketplace.services, cdrs: cdrs.service, calls: calls.service, commsCalls: commsCalls.service, sms: sms.service, smppCredentials: sms.smppCredentials, switchSubscriptions: switchModule.subscriptions }, list };
 }
 
 export type Modules = Awaited<ReturnType<typeof buildModules>>;

@@ -9,6 +9,7 @@ import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua/ind
 import { createCallMediaRelay } from '../../telephony/media/call-relay.js';
 import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
 import type { AccountsService } from '../accounts/service.js';
+import type { CdrsService } from '../cdrs/index.js';
 import type { ApplicationService } from '../application/service.js';
 import type { Module } from '../../platform/module.js';
 import type { PurchasesService } from '../purchases/service.js';
@@ -30,12 +31,13 @@ const HEALTH_TICK_MS = 5_000;
 
 /**
  * The voice plane: SIP on `[sip] host:port` (UDP and TCP) and `tls_port`, the trunk B2BUA wired to routing,
- * the ledger and CDRs, and the call records API.
+ * the ledger and CDRs (through the cdrs module), and the trunk IP and credential API.
  */
 export function buildCallsModule(
   core: CoreDeps,
   deps: {
     accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing; purchases: PurchasesService; routes: RoutesService;
+    cdrs: CdrsService;
     routingCache?: RoutingCache;
     /** Media relays for routes in proxy media mode. */
     media?: SharedMediaPool;

@@ -5,7 +5,7 @@ import { LRUCache } from 'lru-cache';
 import postgres from 'postgres';
 import { Counter, register } from 'prom-client';
 import type { Config } from '../../config/schema.js';
-import type { Db, Sql } from '../../db/connection.js';
+import type { Sql } from '../../db/connection.js';
 import { AppError, SqlState } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import type { Clock } from '../../platform/clock.js';
@@ -20,11 +20,11 @@ import type { ApplicationService } from '../application/service.js';
 import type { Candidate } from '../routes/index.js';
 import type { RoutingCache } from '../routes/routing-cache.js';
 import type { Routing } from '../routes/routing.js';
-import { affordableSeconds, chargeLeg, holdFor, type LegCharge, type PricedRoute } from './call-charge.js';
+import { affordableSeconds, buildCdr, chargeLeg, holdFor, voiceBilled, type CdrInsert, type CdrsService, type LegCharge, type PricedRoute, type Settlement } from '../cdrs/index.js';
 import { createPayerTermsCache } from './payer-terms.js';
-import { createCallsRepo, type CdrInsert, type FinishRow, type OrphanPricing, type TrunkCallInsert, type TrunkHeld, type TrunkHoldInput } from './repo.js';
+import { createCallsRepo, type FinishRow, type OrphanPricing, type TrunkCallInsert, type TrunkHeld, type TrunkHoldInput } from './repo.js';
 import { createWindowBatcher } from './window-batcher.js';
-import { isRefusal, refusalError, type Refusal, type SettleInput } from '../../ledger/ledger.js';
+import { isRefusal, refusalError, type Refusal } from '../../ledger/ledger.js';
 
 /** How long answered marks and call finishes wait for others to share their statement and commit. */
 const BATCH_WINDOW_MS = 5;
@@ -88,6 +88,8 @@ export interface CallsDeps {
   accounts: AccountsService;
   application: ApplicationService;
   counters: Counters;
+  /** Settlement and CDRs of ended calls; route terms when there is no routing cache. */
+  cdrs: CdrsService;
   node: string;
   /** Route terms (seller, capacity, calls per second) kept in process; read from the table without it. */
   routingCache?: Pick<RoutingCache, 'routeTerms'>;
@@ -119,7 +121,7 @@ export function createCallsService(deps: CallsDeps) {
 
   // Kept in process with NOTIFY invalidation (migration 041): read for every call.
   const termsCache = createPayerTermsCache({ sql, log, load: (id) => repo.payerTerms(id), now: () => clock.now().getTime() });
-  const routeTerms = (ids: readonly string[]) => deps.routingCache?.routeTerms(ids) ?? repo.routeTerms(ids);
+  const routeTerms = (ids: readonly string[]) => deps.routingCache?.routeTerms(ids) ?? deps.cdrs.routeTerms(ids);
 
   /** Status, operator, markup and concurrency cap of the paying account. */
   // One query on the call path when not cached (it was four: account, sub-account, and the operator's settings twice).
@@ -390,18 +392,14 @@ export function createCallsService(deps: CallsDeps) {
     const cdrs: CdrInsert[] = e.attempts.map((a) => {
       const connected = a.outcome === 'answered' && a.routeId === e.routeId && charge !== null;
       const priced = call.priced.get(a.routeId);
-      return {
-        id: newId(), accountId: call.payer, operatorId: call.operatorId, sellerId: priced?.sellerId || null, callUuid: e.callGroupId,
-        callGroupId: e.callGroupId, direction: 'outbound', kind: 'voice', source: 'trunk', routeId: a.routeId,
-        fromNumber: e.from, toNumber: e.to, cli: e.from,
+      return buildCdr({
+        accountId: call.payer, operatorId: call.operatorId, sellerId: priced?.sellerId ?? null, callUuid: e.callGroupId,
+        callGroupId: e.callGroupId, kind: 'voice', source: 'trunk', routeId: a.routeId, fromNumber: e.from, toNumber: e.to, cli: e.from,
         status: connected ? 'completed' : a.outcome === 'answered' ? 'completed' : a.outcome,
-        sipCode: a.sipCode, hangupCause: connected ? e.hangupCause : a.reason,
-        durationSeconds: connected ? duration : 0, billedSeconds: connected ? charge.billableSeconds : 0, segments: null,
-        pddMs: a.pddMs, mediaMode: priced?.mediaMode ?? null,
-        buyerCost: connected ? charge.total : '0.000000', sellerCredit: connected ? charge.seller : '0.000000',
-        ratePerUnit: connected ? charge.ratePerMinute : null, simulated: false, isProbe: false,
+        sipCode: a.sipCode, hangupCause: connected ? e.hangupCause : a.reason, durationSeconds: connected ? duration : 0, segments: null,
+        pddMs: a.pddMs, mediaMode: priced?.mediaMode ?? null, billed: connected ? voiceBilled(charge) : null,
         answeredAt: connected ? e.answeredAt : null, endedAt, createdAt: a.startedAt,
-      };
+      });
     });
     const row: FinishRow = {
       id: e.callGroupId, status, routeId: e.routeId, sipCode: e.sipCode, hangupCause: e.hangupCause, hangupReason: HANGUP_REASONS[e.hangupCause] ?? e.hangupCause,
@@ -429,28 +427,17 @@ export function createCallsService(deps: CallsDeps) {
         const mine = items.filter((f) => ended.has(f.row.id));
         // Pipelined on the transaction's connection: one round trip instead of one per statement. The
         // ledger last, so the payer's balance row (every call of that payer waits on it) stays locked shortest.
-        const billed = mine.filter((f) => f.charge !== null && f.charge.billableSeconds > 0);
-        if (billed.length < 2) {
-          await Promise.all([repo.insertCdrs(mine.flatMap((f) => f.cdrs), tx), ...mine.map((f) => settleOrRelease(tx, f.call, f.routeId, f.charge))]);
-          return;
-        }
-        // Two or more settlements: one ledger_settle_many (each payer's row moved once), then the
-        // markups the released holds pay; calls not billed release their holds as ever.
-        const unbilled = mine.filter((f) => !billed.includes(f));
+        // Two or more settlements go in one ledger_settle_many (each payer's row moved once).
         const [, settled] = await Promise.all([
-          repo.insertCdrs(mine.flatMap((f) => f.cdrs), tx),
-          ledger.settleMany(billed.map((f) => settleInput(f.call, f.routeId, f.charge!)), tx),
-          ...unbilled.map((f) => settleOrRelease(tx, f.call, f.routeId, f.charge)),
+          deps.cdrs.insertCdrs(tx, mine.flatMap((f) => f.cdrs)),
+          deps.cdrs.settleMany(tx, mine.map((f) => settlement(f.call, f.routeId, f.charge))),
         ]);
         // A refusal cannot come from a hold that covers the call; if one does, the batch rolls back
         // and each call is written on its own, where the settle's own error is logged.
         const refused = settled.find(isRefusal);
         if (refused) throw refusalError(refused);
-        const charged = await Promise.all(billed.map((f) => chargeMarkup(tx, f.call, f.charge!, { events: false })));
-        await ledger.balanceEvents(tx, charged.filter((c) => c !== null));
-        billed.forEach((f, i) => {
-          const r = settled[i];
-          if ((r && !isRefusal(r) && r.capReached) || charged[i]?.capReached) capReachedBy(f.call.payer);
+        settled.forEach((r, i) => {
+          if (!isRefusal(r) && r.capReached) capReachedBy(mine[i]!.call.payer);
         });
       });
       return;
@@ -466,33 +453,13 @@ export function createCallsService(deps: CallsDeps) {
   }
   const finishes = createWindowBatcher<Finishing>({ windowMs: BATCH_WINDOW_MS, maxBatch: 100, run: finishBatch });
 
-  async function settleOrRelease(tx: Db, call: { id: string; payer: string; holdId: string; operatorId: string | null }, routeId: string | null,
-    charge: ReturnType<typeof chargeLeg> | null, sellerId?: string) {
-    if (!charge || charge.billableSeconds === 0) {
-      await ledger.release({ postingKey: `call:${call.id}:release`, holdId: call.holdId }, tx);
-      return;
-    }
-    const settle = ledger.settle(settleInput(call, routeId, charge, sellerId), tx);
-    // The reseller's margin: in the same transaction the settle's lock on the payer is still held,
-    // so the released hold is there to pay it. Sent right behind the settle (it runs after it on the
-    // connection) rather than a round trip later: every other call of this payer waits on that lock.
-    const markup = chargeMarkup(tx, call, charge);
-    const [settled, charged] = await Promise.all([settle, markup]);
-    if (settled.capReached || charged?.capReached) capReachedBy(call.payer);
-  }
-
   const callContext = (id: string) => ({ reference: 'Voice call', relatedEntityType: 'sip_call', relatedEntityId: id, callId: id });
 
   /** A call's settlement: the route's seller paid its rate, the platform its fee, the rest of the hold released. */
-  function settleInput(call: { id: string; holdId: string }, routeId: string | null, charge: LegCharge, sellerId?: string): SettleInput {
+  function settlement(call: { id: string; payer: string; holdId: string; operatorId: string | null }, routeId: string | null,
+    charge: LegCharge | null, sellerId?: string): Settlement {
     const seller = sellerId ?? live.get(call.id)?.priced.get(routeId ?? '')?.sellerId ?? null;
-    return { postingKey: `call:${call.id}:settle`, holdId: call.holdId, sellerId: seller || null, amount: charge.seller, fee: charge.fee, ...callContext(call.id) };
-  }
-
-  /** The reseller's markup on a sub-account's call, paid to its operator; null when there is none. */
-  function chargeMarkup(tx: Db, call: { id: string; payer: string; operatorId: string | null }, charge: LegCharge, opts?: { events?: boolean }) {
-    if (!call.operatorId || !new Decimal(charge.markup).gt(0)) return Promise.resolve(null);
-    return ledger.charge({ postingKey: `call:${call.id}:markup`, accountId: call.payer, sellerId: call.operatorId, amount: charge.markup, ...callContext(call.id) }, tx, opts);
+    return { key: `call:${call.id}`, holdId: call.holdId, payer: call.payer, operatorId: call.operatorId, sellerId: seller, charge, context: callContext(call.id) };
   }
 
   // Holds of a few ms share one transaction: each held its payer's ledger row from the hold to its
@@ -600,16 +567,17 @@ export function createCallsService(deps: CallsDeps) {
       const done = await sql.begin(async (tx) => {
         // Another daemon may be reconciling the same stale call: whoever locks the row does it, once.
         if (!(await repo.lockOpenCall(tx, o.id))) return false;
-        if (o.holdId) await settleOrRelease(tx, { id: o.id, payer: o.accountId, holdId: o.holdId, operatorId: o.operatorId }, o.routeId, charge, p?.sellerId);
-        await repo.insertCdrs([{
-          id: newId(), accountId: o.accountId, operatorId: o.operatorId, sellerId: p?.sellerId || null, callUuid: o.id, callGroupId: o.callGroupId,
-          direction: 'outbound', kind: 'voice', source: o.source, routeId: o.routeId, fromNumber: o.fromNumber, toNumber: o.toNumber,
+        if (o.holdId) {
+          const settled = await deps.cdrs.settle(tx, settlement({ id: o.id, payer: o.accountId, holdId: o.holdId, operatorId: o.operatorId }, o.routeId, charge, p?.sellerId));
+          if (settled.capReached) capReachedBy(o.accountId);
+        }
+        await deps.cdrs.insertCdrs(tx, [buildCdr({
+          accountId: o.accountId, operatorId: o.operatorId, sellerId: p?.sellerId ?? null, callUuid: o.id, callGroupId: o.callGroupId,
+          kind: 'voice', source: o.source, routeId: o.routeId, fromNumber: o.fromNumber, toNumber: o.toNumber,
           cli: o.fromNumber, status: o.answeredAt ? 'completed' : 'failed', sipCode: o.answeredAt ? 200 : null, hangupCause: 'crash',
-          durationSeconds: duration, billedSeconds: charge?.billableSeconds ?? 0, segments: null, pddMs: null,
-          mediaMode: o.source === 'trunk' ? (p?.mediaMode ?? null) : null,
-          buyerCost: charge?.total ?? '0.000000', sellerCredit: charge?.seller ?? '0.000000', ratePerUnit: charge?.ratePerMinute ?? null,
-          simulated: false, isProbe: false, answeredAt: o.answeredAt, endedAt: o.lastSeenAt, createdAt: o.createdAt,
-        }], tx);
+          durationSeconds: duration, segments: null, pddMs: null, mediaMode: o.source === 'trunk' ? (p?.mediaMode ?? null) : null,
+          billed: charge ? voiceBilled(charge) : null, answeredAt: o.answeredAt, endedAt: o.lastSeenAt, createdAt: o.createdAt,
+        })]);
         await repo.finishCall(tx, o.id, {
           status: o.answeredAt ? 'completed' : 'failed', routeId: o.routeId, sipCode: o.answeredAt ? 200 : null, hangupCause: 'crash',
           hangupReason: HANGUP_REASONS['crash']!, durationSeconds: duration, billableSeconds: charge?.billableSeconds ?? 0,
@@ -631,6 +599,13 @@ export function createCallsService(deps: CallsDeps) {
   return {
     repo,
     policy,
+    /** The `calls` rows of calls placed through the API (the comms-calls module writes them through here). */
+    records: {
+      insertCall: repo.insertCall,
+      markCall: repo.markCall,
+      finishCall: repo.finishCall,
+      heartbeat: repo.heartbeat,
+    },
     /** Started with the module (LISTEN), stopped with it. */
     termsCache,
     reconcileOrphans,

@@ -24,6 +24,8 @@ export function buildCommsCallsModule(
     /** The same stack, port and loop marker as trunk calls. */
     sip: SipPlane;
     admission: CommsCallsDeps['admission'];
+    callRecords: CommsCallsDeps['callRecords'];
+    cdrs: CommsCallsDeps['cdrs'];
     extendLease?: (accountId: string, key: string, seconds: number) => Promise<void>;
     /** The daemon's media pool (shared with trunk media relays); without it the plane starts its own. */
     media?: SharedMediaPool;

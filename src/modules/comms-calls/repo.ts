@@ -31,7 +31,7 @@ export interface ApiCallRow {
 
 export type { HistoryRow } from '../../ledger/history.js';
 
-/** Reads for the call API; writes go through the calls module's repo (`createCallsRepo`). */
+/** Reads for the call API; writes go through the calls service (`records`) and the cdrs service. */
 export function createCommsCallsRepo(db: Db) {
   return {
     async call(id: string): Promise<ApiCallRow | null> {

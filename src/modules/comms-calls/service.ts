@@ -11,7 +11,6 @@ import { AppError, notFound, ruleError, serviceUnavailable, validationError } fr
 import type { Ledger } from '../../ledger/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
-import { toMoney } from '../../rating/index.js';
 import type { LegOutcome } from '../../telephony/calls/sip-dialer.js';
 import type { VoicePlane } from '../../telephony/calls/voice-plane.js';
 import type { CallAction, CallEnd, CallLanguage, EngineCall, GatherResult, RouteEndpoint } from '../../telephony/engine.js';
@@ -22,9 +21,8 @@ import { orderEndpoints } from '../../telephony/sip/b2bua/index.js';
 import { emit } from '../../webhooks/emit.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
-import { chargeLeg, holdFor, type PricedRoute } from '../calls/call-charge.js';
-import { apiCallOwner, type ApiAdmission } from '../calls/service.js';
-import { createCallsRepo, type CdrInsert } from '../calls/repo.js';
+import { apiCallOwner, type ApiAdmission, type CallsService } from '../calls/service.js';
+import { buildCdr, chargeLeg, holdFor, voiceBilled, type CdrInsert, type CdrsService, type PricedRoute } from '../cdrs/index.js';
 import type { Candidate } from '../routes/routing.js';
 import type { Routing } from '../routes/routing.js';
 import { checkActions, playUrls, type ActionItem } from './actions.js';
@@ -92,6 +90,10 @@ export interface CommsCallsDeps {
     admitApiCall(o: { payer: string; maxApiCalls: number; routeIds: readonly string[] }): Promise<ApiAdmission>;
     releaseApiCall(slots: string[]): Promise<void>;
   };
+  /** The calls module's writes of `calls` rows (API calls are rows of that table). */
+  callRecords: CallsService['records'];
+  /** Settlement and CDRs; route sellers. */
+  cdrs: CdrsService;
   /** Extends a request's idempotency lease, so a retry of a long sync call waits instead of dialling again. */
   extendLease?: ((accountId: string, key: string, seconds: number) => Promise<void>) | undefined;
 }
@@ -176,7 +178,7 @@ interface LiveApiCall {
 export function createCommsCallsService(deps: CommsCallsDeps) {
   const { sql, log, clock, ledger } = deps;
   const repo = createCommsCallsRepo(sql);
-  const callsRepo = createCallsRepo(sql);
+  const { callRecords, cdrs } = deps;
   const legOutcomes = new Map<string, LegOutcome>();
   const live = new Map<string, LiveApiCall>();
   const running = new Set<Promise<unknown>>();
@@ -203,7 +205,7 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
       .filter((x) => caller.mode === 'test' || x.eps.length > 0)
       .slice(0, input.routeId !== undefined ? 1 : FAILOVER_MAX_ROUTES);
     if (usable.length === 0) throw ruleError('No purchased or own route covers this number');
-    const terms = new Map((await callsRepo.routeTerms(usable.map((u) => u.c.routeId))).map((t) => [t.id, t.sellerId]));
+    const terms = new Map((await cdrs.routeTerms(usable.map((u) => u.c.routeId))).map((t) => [t.id, t.sellerId]));
     return usable.map(({ c, eps }) => ({
       routeId: c.routeId,
       price: c.price,
@@ -228,22 +230,11 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
   /** Settles the hold (or releases it) at the connected route, in the caller's transaction. */
   async function settle(tx: Db, c: { id: string; payer: string; operatorId: string | null; holdId: string; test: boolean },
     route: Priced | undefined, charge: ReturnType<typeof chargeLeg> | null): Promise<void> {
-    const ctx = { reference: 'Voice call (API)', relatedEntityType: 'api_call', relatedEntityId: c.id, callId: c.id };
-    if (!route || !charge || charge.billableSeconds === 0) {
-      await ledger.release({ postingKey: `apicall:${c.id}:release`, holdId: c.holdId }, tx);
-      return;
-    }
-    if (c.test) {
-      // Simulated: test credit pays the platform; no seller is credited for a call never placed.
-      await ledger.release({ postingKey: `apicall:${c.id}:release`, holdId: c.holdId }, tx);
-      const amount = toMoney(new Decimal(charge.total).minus(charge.fee));
-      await ledger.chargeTest({ postingKey: `apicall:${c.id}:charge`, accountId: c.payer, amount, fee: charge.fee, ...ctx }, tx);
-      return;
-    }
-    await ledger.settle({ postingKey: `apicall:${c.id}:settle`, holdId: c.holdId, sellerId: route.sellerId, amount: charge.seller, fee: charge.fee, ...ctx }, tx);
-    if (c.operatorId && new Decimal(charge.markup).gt(0)) {
-      await ledger.charge({ postingKey: `apicall:${c.id}:markup`, accountId: c.payer, sellerId: c.operatorId, amount: charge.markup, ...ctx }, tx);
-    }
+    await cdrs.settle(tx, {
+      key: `apicall:${c.id}`, holdId: c.holdId, payer: c.payer, operatorId: c.operatorId, sellerId: route?.sellerId ?? null,
+      charge: route ? charge : null, test: c.test,
+      context: { reference: 'Voice call (API)', relatedEntityType: 'api_call', relatedEntityId: c.id, callId: c.id },
+    });
   }
 
   /** The create-response fields (spec "Call", create response). */
@@ -326,7 +317,7 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
   /** Writes a live state change and its event together (outbox). */
   async function mark(accountId: string, id: string, status: 'ringing' | 'answered', routeId: string, at: Date, data: Record<string, unknown>) {
     await sql.begin(async (tx) => {
-      await createCallsRepo(tx).markCall(id, status === 'ringing' ? { status, routeId, ringingAt: at } : { status, routeId, answeredAt: at });
+      await callRecords.markCall(id, status === 'ringing' ? { status, routeId, ringingAt: at } : { status, routeId, answeredAt: at }, tx);
       await emit(tx, { accountId, event: status === 'ringing' ? 'call.ringing' : 'call.answered', data: { ...data, callId: id, status, routeId }, at });
     });
   }
@@ -404,7 +395,7 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
     };
     const base = { id, payer: caller.accountId, operatorId, holdId: hold.holdId, test };
     try {
-      await callsRepo.insertCall({
+      await callRecords.insertCall({
         id, accountId: caller.accountId, operatorId, source: 'api', mode: input.async ? 'async' : 'sync', status: 'queued',
         toNumber: input.to, fromNumber: input.from, callGroupId: id, holdId: hold.holdId, maxDurationSeconds: maxDuration, pricing,
         ownerNode, now, simulated: test, actions: opts.storedActions ?? actions,
@@ -455,8 +446,8 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
     const attempts: AttemptView[] = [{ attempt: 1, routeId: route.routeId, status: 'answered', sipResponseCode: 200, hangupCause: 'NORMAL_CLEARING' }];
     await sql.begin(async (tx) => {
       await settle(tx, base, route, charge);
-      await createCallsRepo(tx).insertCdrs([cdr(base, input, route, 1, attempts[0]!, charge, duration, answeredAt, endedAt, startedAt, true)], tx);
-      await createCallsRepo(tx).finishCall(tx, base.id, {
+      await cdrs.insertCdrs(tx, [cdr(base, input, route, attempts[0]!, charge, duration, answeredAt, endedAt, startedAt, true)]);
+      await callRecords.finishCall(tx, base.id, {
         status: 'completed', routeId: route.routeId, sipCode: 200, hangupCause: 'NORMAL_CLEARING', hangupReason: 'Simulated call (test key): nothing was dialled',
         durationSeconds: duration, billableSeconds: charge.billableSeconds, cost: charge.total, billingIncrement: route.increment.text,
         ratePerMinute: charge.ratePerMinute, attempts, answeredAt, endedAt, gathered: [],
@@ -465,18 +456,16 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
     });
   }
 
-  function cdr(base: { id: string; payer: string; operatorId: string | null }, input: PlaceCallInput, route: Priced, _n: number, a: AttemptView,
+  function cdr(base: { id: string; payer: string; operatorId: string | null }, input: PlaceCallInput, route: Priced, a: AttemptView,
     charge: ReturnType<typeof chargeLeg> | null, duration: number, answeredAt: Date | null, endedAt: Date, startedAt: Date, simulated: boolean): CdrInsert {
     const connected = a.status === 'answered' && charge !== null;
-    return {
-      id: newId(), accountId: base.payer, operatorId: base.operatorId, sellerId: route.sellerId || null, callUuid: base.id, callGroupId: base.id,
-      direction: 'outbound', kind: 'voice', source: 'api', routeId: route.routeId, fromNumber: input.from, toNumber: input.to, cli: input.from,
+    return buildCdr({
+      accountId: base.payer, operatorId: base.operatorId, sellerId: route.sellerId, callUuid: base.id, callGroupId: base.id,
+      kind: 'voice', source: 'api', routeId: route.routeId, fromNumber: input.from, toNumber: input.to, cli: input.from,
       status: connected ? 'completed' : a.status, sipCode: a.sipResponseCode, hangupCause: a.hangupCause,
-      durationSeconds: connected ? duration : 0, billedSeconds: connected ? charge.billableSeconds : 0, segments: null, pddMs: null, mediaMode: null,
-      buyerCost: connected ? charge.total : '0.000000', sellerCredit: connected && !simulated ? charge.seller : '0.000000',
-      ratePerUnit: connected ? charge.ratePerMinute : null, simulated, isProbe: false,
-      answeredAt: connected ? answeredAt : null, endedAt, createdAt: startedAt,
-    };
+      durationSeconds: connected ? duration : 0, segments: null, pddMs: null, mediaMode: null,
+      billed: connected ? voiceBilled(charge) : null, simulated, answeredAt: connected ? answeredAt : null, endedAt, createdAt: startedAt,
+    });
   }
 
   function completedData(id: string, input: PlaceCallInput, status: string, routeId: string | null, attempts: AttemptView[], duration: number,
@@ -559,9 +548,9 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
     const finalRoute = connected?.route ?? last?.route ?? null;
     await sql.begin(async (tx) => {
       await settle(tx, base, connected?.route, charge);
-      const rows = attempts.map((a) => cdr(base, input, priced.find((p) => p.routeId === a.routeId)!, a.attempt, a, a.status === 'answered' ? charge : null, duration, connected?.end.answeredAt ?? null, endedAt, startedAt, false));
-      await createCallsRepo(tx).insertCdrs(rows, tx);
-      await createCallsRepo(tx).finishCall(tx, base.id, {
+      const rows = attempts.map((a) => cdr(base, input, priced.find((p) => p.routeId === a.routeId)!, a, a.status === 'answered' ? charge : null, duration, connected?.end.answeredAt ?? null, endedAt, startedAt, false));
+      await cdrs.insertCdrs(tx, rows);
+      await callRecords.finishCall(tx, base.id, {
         status, routeId: finalRoute?.routeId ?? null, sipCode: connected ? 200 : (end?.sipStatus ?? null),
         hangupCause: end ? causeCode(end) : 'NORMAL_UNSPECIFIED', hangupReason: end ? reasonWords(end, leg) : 'The call was stopped before it was placed',
         durationSeconds: duration, billableSeconds: charge?.billableSeconds ?? 0, cost: charge?.total ?? '0.000000',
@@ -613,7 +602,7 @@ export function createCommsCallsService(deps: CommsCallsDeps) {
     /** Keeps live calls out of the orphan reconcile and their holds from the sweeper. */
     async heartbeat() {
       const ids = [...live.keys()];
-      await callsRepo.heartbeat(ids, clock.now());
+      await callRecords.heartbeat(ids, clock.now());
       for (const c of live.values()) await ledger.extendHold(c.holdId, c.maxDuration + 600).catch(() => false);
     },
     /** Ends every live call (shutdown) and waits for their settlements. */

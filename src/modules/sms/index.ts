@@ -6,6 +6,7 @@ import type { CoreDeps } from '../../platform/core.js';
 import { connectionCaps } from '../../platform/fd-budget.js';
 import { supplierGuardFrom } from '../../platform/outbound-guard.js';
 import type { ApplicationService } from '../application/service.js';
+import type { CdrsService } from '../cdrs/index.js';
 import type { Module } from '../../platform/module.js';
 import type { Routing } from '../routes/routing.js';
 import { smppCredentialRoutes } from './smpp-routes.js';
@@ -41,7 +42,7 @@ export function optionsFrom(config: Readonly<Config>): SmsOptions {
 export function buildSmsModule(
   core: CoreDeps,
   deps: {
-    ledger: Ledger; routing: Routing; application: ApplicationService; options?: SmsOptions; gateway?: SupplierGateway;
+    ledger: Ledger; routing: Routing; application: ApplicationService; cdrs: CdrsService; options?: SmsOptions; gateway?: SupplierGateway;
     smppTls?: { key: string | Buffer; cert: string | Buffer } | null;
   },
 ) {

@@ -9,9 +9,7 @@ import type { Logger } from 'pino';
 import type { Db, Sql } from '../../db/connection.js';
 import { AppError, fromSqlState, isLedgerRefusal, notFound, ruleError, validationError, type ErrorDetail } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
-import {
-  isRefusal, refusalError, type ChargeInput, type ChargeResult, type HoldInput, type HoldResult, type Refusal, type SettleInput, type SettleResult,
-} from '../../ledger/ledger.js';
+import { isRefusal, refusalError, type HoldInput, type HoldResult, type Refusal } from '../../ledger/ledger.js';
 import {
   checkSender, countSegments, isDelivered, isFailed, networkFor, supplierIdKeys, SMPP_STATUS,
   type HttpReceipt, type NetworkInfo, type ReceiptStat, type SupplierReceipt,
@@ -22,7 +20,7 @@ import { newId } from '../../platform/ids.js';
 import { toMoney } from '../../rating/index.js';
 import { emit, emitMany, type EmitInput } from '../../webhooks/emit.js';
 import type { ApplicationService } from '../application/service.js';
-import { createCallsRepo, type CdrInsert } from '../calls/repo.js';
+import { buildCdr, type CdrInsert, type CdrsService, type Settled, type Settlement } from '../cdrs/index.js';
 import type { Candidate, Routing } from '../routes/routing.js';
 import { createSupplierGateway, type GatewayOptions, type GatewayOutcome, type SupplierGateway } from './gateway.js';
 import { createSmsRepo, type HistoryRow, type MessageRow, type NewMessage, type SentFields } from './repo.js';
@@ -95,6 +93,8 @@ export interface SmsDeps {
   ledger: Ledger;
   routing: Routing;
   application: ApplicationService;
+  /** Settlement and CDRs of sent messages; route sellers. */
+  cdrs: CdrsService;
   options?: SmsOptions;
   /** Replaces the SMPP bind pool (tests, or another transport). */
   gateway?: SupplierGateway;
@@ -130,7 +130,7 @@ interface Priced {
 export function createSmsService(deps: SmsDeps) {
   const { sql, log, clock, ledger } = deps;
   const repo = createSmsRepo(sql);
-  const callsRepo = createCallsRepo(sql);
+  const { cdrs } = deps;
   const opts = deps.options ?? {};
   const receiptTtlMs = opts.receiptTtlMs ?? 48 * 3600_000;
   const maxRoutes = opts.maxRoutes ?? 3;
@@ -147,8 +147,7 @@ export function createSmsService(deps: SmsDeps) {
     event: EmitInput;
   }, {
     hold: { in: HoldInput; out: HoldResult | Refusal };
-    settle: { in: SettleInput; out: SettleResult | Refusal };
-    markup: { in: ChargeInput; out: ChargeResult };
+    settle: { in: Settlement; out: Settled | Refusal };
   }>(sql, {
     maxBatch: opts.maxBatch ?? 64,
     log,
@@ -156,20 +155,14 @@ export function createSmsService(deps: SmsDeps) {
       message: (tx, rows) => repo.insertMany(rows, tx),
       sent: (tx, rows) => repo.markSentMany(rows, tx),
       part: (tx, rows) => repo.insertPartsMany(rows, tx),
-      cdr: (tx, rows) => callsRepo.insertCdrs(rows, tx),
+      cdr: (tx, rows) => cdrs.insertCdrs(tx, rows),
       event: (tx, rows) => emitMany(tx, rows),
     },
     calls: {
       hold: async (tx, items) => (items.length === 1 ? [await ledger.hold(items[0]!, tx)] : ledger.holdMany(items, tx)),
-      settle: async (tx, items) => (items.length === 1 ? [await ledger.settle(items[0]!, tx)] : ledger.settleMany(items, tx)),
-      // A reseller's margin on each of its sub-accounts' messages: the charges one by one (each
-      // after its settle released the hold that pays it), their balance lines checked in one query.
-      markup: async (tx, items) => {
-        if (items.length === 1) return [await ledger.charge(items[0]!, tx)];
-        const charged = await Promise.all(items.map((i) => ledger.charge(i, tx, { events: false })));
-        await ledger.balanceEvents(tx, charged);
-        return charged;
-      },
+      // With a reseller's margin on each of its sub-accounts' messages, charged after the settle
+      // that released the hold paying it.
+      settle: (tx, items) => cdrs.settleMany(tx, items),
     },
   });
   /** A refused batch item (posted nothing) fails its own send only, with the single function's SVC01 or SVC04 error. */
@@ -233,7 +226,7 @@ export function createSmsService(deps: SmsDeps) {
     const usable = candidates.slice(0, input.routeId !== undefined ? 1 : maxRoutes);
     if (usable.length === 0) throw ruleError('No purchased or own SMS route covers this number');
     const missing = usable.map((c) => c.routeId).filter((r) => !sellerOf.has(r));
-    if (missing.length > 0) for (const t of await callsRepo.routeTerms(missing)) sellerOf.set(t.id, t.sellerId);
+    if (missing.length > 0) for (const t of await cdrs.routeTerms(missing)) sellerOf.set(t.id, t.sellerId);
     const markupPct = await markupOf(s);
     return usable.map((c) => {
       const base = c.price.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
@@ -319,27 +312,24 @@ export function createSmsService(deps: SmsDeps) {
         const total = toMoney(p.total);
         await money.run(s.accountId, async (tx, put, call) => {
           const settled = paid(await call('settle', {
-            postingKey: `sms:${id}:settle`, holdId, sellerId: p.sellerId, amount: toMoney(p.seller), fee: toMoney(p.base.minus(p.seller)),
-            ...ctx, relatedEntityId: id,
+            key: `sms:${id}`, holdId, payer: s.accountId, operatorId: s.parentId, sellerId: p.sellerId,
+            charge: { total, seller: toMoney(p.seller), fee: toMoney(p.base.minus(p.seller)), markup: toMoney(p.markup) },
+            context: { ...ctx, relatedEntityId: id },
           }));
-          let markupPostingId: string | null = null;
-          if (s.parentId && p.markup.gt(0)) {
-            const m = await call('markup', { postingKey: `sms:${id}:markup`, accountId: s.accountId, sellerId: s.parentId, amount: toMoney(p.markup), ...ctx, relatedEntityId: id });
-            markupPostingId = m.postingId;
-          }
+          const markupPostingId = settled.markup?.postingId ?? null;
           put('sent', {
             id, routeId: p.c.routeId, sellerId: p.sellerId, networkPriceApplied: p.c.rateBasis === 'network', pricePerSegment: toMoney(p.c.price),
-            cost: total, chargePostingId: settled.postingId, markupPostingId, supplierMessageIds: outcome.supplierMessageIds, sentAt,
+            cost: total, chargePostingId: settled.settled!.postingId, markupPostingId, supplierMessageIds: outcome.supplierMessageIds, sentAt,
             receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
           });
           outcome.supplierMessageIds.forEach((sid, i) => put('part', { messageId: id, seq: i + 1, supplierMessageId: sid, matchKeys: supplierIdKeys(sid) }));
-          put('cdr', {
-            id: newId(), accountId: s.accountId, operatorId: s.parentId, sellerId: p.sellerId, callUuid: null, callGroupId: null,
-            direction: 'outbound', kind: 'sms', source, routeId: p.c.routeId, fromNumber: from, toNumber: to, cli: null, status: 'sent',
-            sipCode: null, hangupCause: null, durationSeconds: null, billedSeconds: null, segments: seg.segments, pddMs: null, mediaMode: null,
-            buyerCost: total, sellerCredit: toMoney(p.seller), ratePerUnit: toMoney(p.c.price), simulated: false, isProbe: false,
+          put('cdr', buildCdr({
+            accountId: s.accountId, operatorId: s.parentId, sellerId: p.sellerId, callUuid: null, callGroupId: null,
+            kind: 'sms', source, routeId: p.c.routeId, fromNumber: from, toNumber: to, cli: null, status: 'sent',
+            sipCode: null, hangupCause: null, durationSeconds: null, segments: seg.segments, pddMs: null, mediaMode: null,
+            billed: { total, seller: toMoney(p.seller), ratePerUnit: toMoney(p.c.price), billableSeconds: null },
             answeredAt: null, endedAt: sentAt, createdAt: sentAt,
-          });
+          }));
           put('event', { accountId: s.accountId, event: 'sms.sent', at: sentAt, data: sentEvent(id, to, from, seg.segments, total, sentAt, false) });
         });
         sendsCommitted++;

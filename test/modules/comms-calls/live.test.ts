@@ -41,6 +41,8 @@ t.test('calls placed through the call service over SIP to sipp', { skip: availab
     accounts: services.accounts,
     application: services.application,
     admission: services.calls,
+    callRecords: services.calls.records,
+    cdrs: services.cdrs,
     node: 'live-test',
     voice: () => plane,
     extendLease: async (accountId, key, seconds) => {

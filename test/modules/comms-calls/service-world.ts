@@ -48,6 +48,8 @@ export async function createServiceWorld(t: Test, rtpBase: number, media: Partia
     accounts: services.accounts,
     application: services.application,
     admission: services.calls,
+    callRecords: services.calls.records,
+    cdrs: services.cdrs,
     node: 'service-world',
     voice: () => plane,
   });

@@ -36,7 +36,7 @@ t.test('receipts by supplier id, early receipts, expiry on an injected clock', a
     stop: () => bind.stop(),
   };
   svc = createSmsService({
-    sql: h.sql, log, clock, ledger: h.services.ledger, routing: h.services.routing, application: h.services.application,
+    sql: h.sql, log, clock, ledger: h.services.ledger, routing: h.services.routing, application: h.services.application, cdrs: h.services.cdrs,
     options: { receiptTtlMs: 3_600_000 }, gateway,
   });
   t.teardown(() => svc!.stop());

@@ -1,0 +1,19 @@
+import type { Ledger } from '../../ledger/index.js';
+import type { CoreDeps } from '../../platform/core.js';
+import type { Module } from '../../platform/module.js';
+import { cdrsRoutes } from './routes.js';
+import { createCdrsService } from './service.js';
+
+/**
+ * Billing records: the settlement and CDRs every plane (trunk calls, API calls, SMS) writes in
+ * its own transaction, and GET /billing/cdrs. Built before the planes that use it.
+ */
+export function buildCdrsModule(core: CoreDeps, deps: { ledger: Ledger }) {
+  const service = createCdrsService({ sql: core.sql, ledger: deps.ledger });
+  const module: Module = { name: 'cdrs', routes: cdrsRoutes(service) };
+  return { module, service };
+}
+
+export { buildCdr, voiceBilled, type CdrBilled, type CdrLeg, type CdrsService, type Settled, type Settlement, type SettleCharge } from './service.js';
+export type { CdrInsert, CdrRow, CdrFilter, RouteTerms } from './repo.js';
+export { affordableSeconds, chargeLeg, holdFor, type LegCharge, type PricedRoute } from './call-charge.js';

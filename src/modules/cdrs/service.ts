@@ -1,0 +1,167 @@
+/**
+ * Billing records of every plane (trunk calls, API calls, SMS): the settlement of a hold and
+ * the CDRs written with it, in the caller's transaction (spec "Billing": GET /billing/cdrs).
+ */
+import { Decimal } from 'decimal.js';
+import type { Db, Sql } from '../../db/connection.js';
+import type { ChargeResult, EntryContext, Ledger, SettleResult } from '../../ledger/index.js';
+import { isRefusal, type Refusal, type SettleInput } from '../../ledger/ledger.js';
+import { newId } from '../../platform/ids.js';
+import { toMoney } from '../../rating/index.js';
+import type { LegCharge } from './call-charge.js';
+import { createCdrsRepo, type CdrFilter, type CdrInsert, type CdrRow, type RouteTerms } from './repo.js';
+
+/** What a settled leg or message costs, split the way the ledger posts it. */
+export interface SettleCharge {
+  /** Everything the payer is charged (base plus markup). */
+  total: string;
+  /** The route seller's part. */
+  seller: string;
+  /** The platform fee. */
+  fee: string;
+  /** The reseller's margin on a sub-account's traffic (0 otherwise). */
+  markup: string;
+  /** A call leg's billable seconds: 0 bills nothing and releases the hold. Absent for messages. */
+  billableSeconds?: number;
+}
+
+/** One hold to settle (or release) and whom it pays. */
+export interface Settlement {
+  /** Posting keys are `<key>:settle`, `<key>:markup` and `<key>:release` (`<key>:charge` for a test key's charge). */
+  key: string;
+  holdId: string;
+  payer: string;
+  /** The reseller paid the markup; null when the payer is not a sub-account. */
+  operatorId: string | null;
+  sellerId: string | null;
+  /** null: nothing billed, the hold is released. */
+  charge: SettleCharge | null;
+  context: EntryContext;
+  /** A test key's hold: released, and the charge drawn on test credit with no seller credited. */
+  test?: boolean;
+}
+
+export interface Settled {
+  /** null when the hold was released (nothing billed, or a test key). */
+  settled: SettleResult | null;
+  markup: ChargeResult | null;
+  /** The settlement or its markup reached the payer's daily spend cap. */
+  capReached: boolean;
+}
+
+/** What a CDR bills; null on a leg that was not billed (cost 0, no rate). */
+export interface CdrBilled {
+  total: string;
+  seller: string;
+  ratePerUnit: string;
+  /** null for a message. */
+  billableSeconds: number | null;
+}
+
+/** A CDR's own facts; the money columns follow from `billed`. */
+export type CdrLeg = Omit<CdrInsert, 'id' | 'direction' | 'isProbe' | 'billedSeconds' | 'buyerCost' | 'sellerCredit' | 'ratePerUnit' | 'simulated'> & {
+  billed: CdrBilled | null;
+  simulated?: boolean;
+};
+
+const ZERO = '0.000000';
+const released: Settled = { settled: null, markup: null, capReached: false };
+
+/** A priced call leg as a CDR bills it. */
+export const voiceBilled = (c: LegCharge): CdrBilled => ({ total: c.total, seller: c.seller, ratePerUnit: c.ratePerMinute, billableSeconds: c.billableSeconds });
+
+/**
+ * The row of one call leg or message. A simulated (test key) record credits no seller; an
+ * unbilled voice leg bills 0 seconds.
+ */
+export function buildCdr(l: CdrLeg): CdrInsert {
+  const { billed, simulated = false, ...facts } = l;
+  return {
+    ...facts,
+    id: newId(),
+    direction: 'outbound',
+    sellerId: l.sellerId || null,
+    billedSeconds: billed ? billed.billableSeconds : l.kind === 'voice' ? 0 : null,
+    buyerCost: billed?.total ?? ZERO,
+    sellerCredit: billed && !simulated ? billed.seller : ZERO,
+    ratePerUnit: billed?.ratePerUnit ?? null,
+    simulated,
+    isProbe: false,
+  };
+}
+
+export interface CdrsDeps {
+  sql: Sql;
+  ledger: Ledger;
+}
+
+export function createCdrsService(deps: CdrsDeps) {
+  const { ledger } = deps;
+  const repo = createCdrsRepo(deps.sql);
+
+  const isBilled = (s: Settlement): boolean => s.charge !== null && s.charge.billableSeconds !== 0;
+
+  /** The route's seller paid its rate, the platform its fee, the rest of the hold released. */
+  const settleInput = (s: Settlement): SettleInput => ({
+    postingKey: `${s.key}:settle`, holdId: s.holdId, sellerId: s.sellerId || null, amount: s.charge!.seller, fee: s.charge!.fee, ...s.context,
+  });
+
+  /** The reseller's markup, paid to its operator from the released hold; null when there is none. */
+  function chargeMarkup(tx: Db, s: Settlement, opts?: { events?: boolean }): Promise<ChargeResult | null> {
+    if (!s.operatorId || !new Decimal(s.charge!.markup).gt(0)) return Promise.resolve(null);
+    return ledger.charge({ postingKey: `${s.key}:markup`, accountId: s.payer, sellerId: s.operatorId, amount: s.charge!.markup, ...s.context }, tx, opts);
+  }
+
+  /** Settles one hold (or releases it) in `tx`; the single ledger functions throw their own refusals. */
+  async function settle(tx: Db, s: Settlement): Promise<Settled> {
+    if (!isBilled(s)) {
+      await ledger.release({ postingKey: `${s.key}:release`, holdId: s.holdId }, tx);
+      return released;
+    }
+    const c = s.charge!;
+    if (s.test) {
+      await ledger.release({ postingKey: `${s.key}:release`, holdId: s.holdId }, tx);
+      const amount = toMoney(new Decimal(c.total).minus(c.fee));
+      await ledger.chargeTest({ postingKey: `${s.key}:charge`, accountId: s.payer, amount, fee: c.fee, ...s.context }, tx);
+      return released;
+    }
+    // The markup is sent right behind the settle (it runs after it on the connection) rather than
+    // a round trip later: every other posting of this payer waits on the settle's lock on its row.
+    const [settled, markup] = await Promise.all([ledger.settle(settleInput(s), tx), chargeMarkup(tx, s)]);
+    return { settled, markup, capReached: settled.capReached || (markup?.capReached ?? false) };
+  }
+
+  /**
+   * Many settlements in `tx`, results in item order. Two or more billed holds go in one
+   * ledger_settle_many (each payer's row moved once), their markups after it with one balance
+   * check; an item the balance cannot pay comes back as a `Refusal` and posts nothing.
+   */
+  async function settleMany(tx: Db, items: readonly Settlement[]): Promise<(Settled | Refusal)[]> {
+    const many = items.filter((s) => isBilled(s) && !s.test);
+    if (many.length < 2) return Promise.all(items.map((s) => settle(tx, s)));
+    const rest = items.filter((s) => !many.includes(s));
+    const [results, ...others] = await Promise.all([ledger.settleMany(many.map(settleInput), tx), ...rest.map((s) => settle(tx, s))]);
+    const markups = await Promise.all(many.map((s, i) => (isRefusal(results[i]) ? null : chargeMarkup(tx, s, { events: false }))));
+    await ledger.balanceEvents(tx, markups.filter((m): m is ChargeResult => m !== null));
+    const out = new Map<Settlement, Settled | Refusal>();
+    many.forEach((s, i) => {
+      const r = results[i]!;
+      const m = markups[i] ?? null;
+      out.set(s, isRefusal(r) ? r : { settled: r, markup: m, capReached: r.capReached || (m?.capReached ?? false) });
+    });
+    rest.forEach((s, i) => out.set(s, others[i] as Settled));
+    return items.map((s) => out.get(s)!);
+  }
+
+  return {
+    settle,
+    settleMany,
+    /** Many CDRs in one statement, in the caller's transaction. */
+    insertCdrs: (tx: Db, rows: readonly CdrInsert[]): Promise<void> => repo.insertCdrs(tx, rows),
+    listCdrs: (f: CdrFilter): Promise<CdrRow[]> => repo.listCdrs(f),
+    /** Seller, capacity, calls per second and media mode of routes, read from the table. */
+    routeTerms: (ids: readonly string[]): Promise<RouteTerms[]> => repo.routeTerms(ids),
+  };
+}
+
+export type CdrsService = ReturnType<typeof createCdrsService>;

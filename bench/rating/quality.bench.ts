@@ -2,7 +2,7 @@
 // Prints one line per measure. Anchor: the whole-history CDR scan the day summaries replaced,
 // run in the same process on the same data (the `measured_*` listing sorts read every route at once).
 import { createTestDatabase } from '../../test/helpers/db.js';
-import { LATEST_CALLS, createCdrQualitySource } from '../../src/modules/routes/quality.js';
+import { LATEST_CALLS, createCdrQualitySource } from '../../src/modules/marketplace/listings/quality.js';
 import type { Sql } from '../../src/db/connection.js';
 import { newId } from '../../src/platform/ids.js';
 

@@ -12,7 +12,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createWorld } from '../../test/modules/calls/world.js';
+import { createWorld } from '../../test/modules/sip-trunks/world.js';
 import { runCleanups } from '../lib/cleanups.js';
 
 const [CALLS = 2000, CLIENTS = 20] = process.argv.slice(2).map(Number);

@@ -17,7 +17,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { createWorld } from '../../test/modules/calls/world.js';
+import { createWorld } from '../../test/modules/sip-trunks/world.js';
 import { fill, fixture, freePort } from '../../test/telephony/sip/sipp.js';
 import { runCleanups } from '../lib/cleanups.js';
 

@@ -6,13 +6,13 @@ import { buildAccountsModule } from './accounts/index.js';
 import { buildApplicationModule } from './application/index.js';
 import { buildBillingModule, buildLedger } from './billing/index.js';
 import { buildKeysModule } from './keys/index.js';
-import { buildRoutesModule } from './routes/index.js';
+import { buildMarketplaceModule } from './marketplace/index.js';
 import { buildStatusModule } from './status/index.js';
 import { buildTopupsModule } from './topups/index.js';
 import { buildWebhooksModule } from './webhooks/index.js';
 import { buildCdrsModule } from './cdrs/index.js';
-import { buildCallsModule } from './calls/index.js';
-import { buildCommsCallsModule } from './comms-calls/index.js';
+import { buildSipTrunksModule } from './sip-trunks/index.js';
+import { buildApiCallsModule } from './api-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
@@ -44,7 +44,7 @@ export async function buildModules(coreIn: CoreDeps) {
   // The SIP stack for trunk calls, API calls and endpoint probes; the calls module binds its ports at start.
   const sip = await createSipPlane(core);
   // Listings, rate decks, purchases, Smart Routing; bulk SIP endpoint changes probe the endpoint once.
-  const marketplace = buildRoutesModule(core, { sipProbe: (target) => sip.probe(target, { timeoutMs: BULK_PROBE_TIMEOUT_MS }) });
+  const marketplace = buildMarketplaceModule(core, { sipProbe: (target) => sip.probe(target, { timeoutMs: BULK_PROBE_TIMEOUT_MS }) });
   const { purchases } = marketplace.services;
   // The ledger and the modules over it; balance and sub-account events go to the webhooks outbox.
   const { ledger, events } = buildLedger(core);
@@ -74,9 +74,9 @@ export async function buildModules(coreIn: CoreDeps) {
   // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the three planes below.
   const cdrs = buildCdrsModule(core, { ledger: money.services.ledger });
   // SIP trunks in, supplier routes out.
-  const calls = buildCallsModule(core, { accounts, ...money.services, ...marketplace.services, media, sip, cdrs: cdrs.service });
+  const calls = buildSipTrunksModule(core, { accounts, ...money.services, ...marketplace.services, media, sip, cdrs: cdrs.service });
   // Calls placed through the API over the same SIP stack.
-  const commsCalls = buildCommsCallsModule(core, { accounts, ...money.services, ...marketplace.services, sip, admission: calls.service, callRecords: calls.service.records, cdrs: cdrs.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
+  const commsCalls = buildApiCallsModule(core, { accounts, ...money.services, ...marketplace.services, sip, admission: calls.service, callRecords: calls.service.records, cdrs: cdrs.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
   // SMS through the API, supplier SMPP binds per route, receipts.
   const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application, cdrs: cdrs.service });
   // Switch plans and the Switch operations built so far.

@@ -9,7 +9,7 @@ import { createTestDatabase } from '../helpers/db.js';
 import { httpsCall } from '../helpers/daemon.js';
 
 // The daemon in a child process whose open-file limit is small enough for a test to exhaust.
-const CHILD = new URL('../modules/calls/crash-child.ts', import.meta.url).pathname;
+const CHILD = new URL('../modules/sip-trunks/crash-child.ts', import.meta.url).pathname;
 const FD_LIMIT = 1200;
 
 t.test('idle SIP TCP connections from many sources cannot take the HTTPS API down', async (t) => {

@@ -8,7 +8,7 @@ import { supplierGuardFrom } from '../../platform/outbound-guard.js';
 import type { ApplicationService } from '../application/service.js';
 import type { CdrsService } from '../cdrs/index.js';
 import type { Module } from '../../platform/module.js';
-import type { Routing } from '../routes/routing.js';
+import type { Routing } from '../marketplace/routing/routing.js';
 import { smppCredentialRoutes } from './smpp-routes.js';
 import { smsReceiptRoutes } from './receipt-routes.js';
 import { smsRoutes } from './routes.js';

@@ -21,7 +21,7 @@ import { toMoney } from '../../rating/index.js';
 import { emit, emitMany, type EmitInput } from '../../webhooks/emit.js';
 import type { ApplicationService } from '../application/service.js';
 import { buildCdr, type CdrInsert, type CdrsService, type Settled, type Settlement } from '../cdrs/index.js';
-import type { Candidate, Routing } from '../routes/routing.js';
+import type { Candidate, Routing } from '../marketplace/routing/routing.js';
 import { createSupplierGateway, type GatewayOptions, type GatewayOutcome, type SupplierGateway } from './gateway.js';
 import { createSmsRepo, type HistoryRow, type MessageRow, type NewMessage, type SentFields } from './repo.js';
 import { createTxBatcher, JobRefused } from './tx-batcher.js';

@@ -3,7 +3,7 @@ import pino from 'pino';
 import t from 'tap';
 import { systemClock } from '../../../src/platform/clock.js';
 import { createHealthRegistry } from '../../../src/platform/health.js';
-import { buildRoutesModule } from '../../../src/modules/routes/index.js';
+import { buildMarketplaceModule } from '../../../src/modules/marketplace/index.js';
 import { createSmsWorld, eventually } from './world.js';
 
 /**
@@ -19,8 +19,8 @@ t.test('routing cache follows every change that affects a send', async (t) => {
   t.teardown(() => h.services.routingCache.stop());
 
   // A second daemon's marketplace on the same database: it learns of changes only through NOTIFY.
-  const other = buildRoutesModule({ config: h.config, sql: h.sql, log: pino({ level: 'silent' }), clock: systemClock, redis: null, health: createHealthRegistry() });
-  const otherRoutes = other.modules.find((m) => m.name === 'routes')!;
+  const other = buildMarketplaceModule({ config: h.config, sql: h.sql, log: pino({ level: 'silent' }), clock: systemClock, redis: null, health: createHealthRegistry() });
+  const otherRoutes = other.modules.find((m) => m.name === 'marketplace')!;
   await otherRoutes.start!();
   t.teardown(() => otherRoutes.stop!());
   const otherOrder = async () =>

@@ -1,0 +1,619 @@
+/**
+ * Calls placed through the API (spec "Voice and SMS": POST /comms/calls, its action rules and
+ * behaviour, the failover rule; "Call" resource; ARCHITECTURE "The call path").
+ */
+import { createHash, randomInt } from 'node:crypto';
+import { Decimal } from 'decimal.js';
+import type { Logger } from 'pino';
+import type { Config } from '../../config/schema.js';
+import type { Db, Sql } from '../../db/connection.js';
+import { AppError, notFound, ruleError, serviceUnavailable, validationError } from '../../http/errors.js';
+import type { Ledger } from '../../ledger/index.js';
+import type { Clock } from '../../platform/clock.js';
+import { newId } from '../../platform/ids.js';
+import type { LegOutcome } from '../../telephony/calls/sip-dialer.js';
+import type { VoicePlane } from '../../telephony/calls/voice-plane.js';
+import type { CallAction, CallEnd, CallLanguage, EngineCall, GatherResult, RouteEndpoint } from '../../telephony/engine.js';
+import { MediaError } from '../../telephony/media/errors.js';
+import { isE164 } from '../../platform/e164.js';
+import { FAILOVER_MAX_ROUTES, shouldFailover } from '../../telephony/failover.js';
+import { orderEndpoints } from '../../telephony/sip/b2bua/index.js';
+import { emit } from '../../webhooks/emit.js';
+import type { AccountsService } from '../accounts/service.js';
+import type { ApplicationService } from '../application/service.js';
+import { apiCallOwner, type ApiAdmission, type SipTrunksService } from '../sip-trunks/service.js';
+import { buildCdr, chargeLeg, holdFor, voiceBilled, type CdrInsert, type CdrsService, type PricedRoute } from '../cdrs/index.js';
+import type { Candidate } from '../marketplace/routing/routing.js';
+import type { Routing } from '../marketplace/routing/routing.js';
+import { checkActions, playUrls, type ActionItem } from './actions.js';
+import { createCommsCallsRepo, type ApiCallRow } from './repo.js';
+
+export interface PlaceCallInput {
+  to: string;
+  from: string;
+  routeId?: string | undefined;
+  strategy?: 'cheapest' | 'best_quality' | 'balanced' | undefined;
+  maxDuration?: number | undefined;
+  async?: boolean | undefined;
+  language?: CallLanguage | undefined;
+  actions?: ActionItem[] | undefined;
+}
+
+export interface VoiceOtpInput {
+  to: string;
+  /** Digits read aloud; generated (6 digits) when omitted. */
+  code?: string | undefined;
+  language?: CallLanguage | undefined;
+  brand?: string | undefined;
+  repeat?: number | undefined;
+}
+
+/** "Your <brand> verification code is" in the six voice languages (spec "Verify": voice languages). */
+const OTP_PHRASE: Record<CallLanguage, (brand: string | null) => string> = {
+  en: (b) => (b ? `Your ${b} verification code is` : 'Your verification code is'),
+  es: (b) => (b ? `Su código de verificación de ${b} es` : 'Su código de verificación es'),
+  fr: (b) => (b ? `Votre code de vérification ${b} est` : 'Votre code de vérification est'),
+  de: (b) => (b ? `Ihr ${b} Bestätigungscode lautet` : 'Ihr Bestätigungscode lautet'),
+  pt: (b) => (b ? `O seu código de verificação ${b} é` : 'O seu código de verificação é'),
+  hi: (b) => (b ? `आपका ${b} सत्यापन कोड है` : 'आपका सत्यापन कोड है'),
+};
+
+export interface Caller {
+  accountId: string;
+  parentId: string | null;
+  mode: 'live' | 'test';
+}
+
+export interface AttemptView {
+  attempt: number;
+  routeId: string | null;
+  status: 'answered' | 'failed' | 'busy' | 'no_answer';
+  sipResponseCode: number | null;
+  hangupCause: string | null;
+}
+
+export interface ApiCallsDeps {
+  sql: Sql;
+  log: Logger;
+  clock: Clock;
+  config: Readonly<Config>;
+  ledger: Ledger;
+  routing: Routing;
+  accounts: AccountsService;
+  application: ApplicationService;
+  /** This daemon's id; API calls are owned by `<node>:api` so the trunk plane's own reconcile leaves them alone while alive. */
+  node: string;
+  /** The engine and downloader; null while the SIP plane is not up. */
+  voice(): VoicePlane | null;
+  /** The calls module's concurrency and calls-per-second counters, so API and trunk calls share every limit. */
+  admission: {
+    admitApiCall(o: { payer: string; maxApiCalls: number; routeIds: readonly string[] }): Promise<ApiAdmission>;
+    releaseApiCall(slots: string[]): Promise<void>;
+  };
+  /** The calls module's writes of `calls` rows (API calls are rows of that table). */
+  callRecords: SipTrunksService['records'];
+  /** Settlement and CDRs; route sellers. */
+  cdrs: CdrsService;
+  /** Extends a request's idempotency lease, so a retry of a long sync call waits instead of dialling again. */
+  extendLease?: ((accountId: string, key: string, seconds: number) => Promise<void>) | undefined;
+}
+
+/** Seconds a call can spend before answer: three routes' setup plus ringing (the dialer's no-answer limit). */
+const SETUP_ALLOWANCE_SECONDS = 90;
+
+
+/** Switch cause codes (Q.850 names) for the record's `hangupCause`. */
+function causeCode(end: CallEnd): string {
+  if (end.answeredAt) return end.cause === 'media_timeout' ? 'RECOVERY_ON_TIMER_EXPIRE' : 'NORMAL_CLEARING';
+  switch (end.sipStatus) {
+    case 486: case 600: return 'USER_BUSY';
+    case 408: case 480: case 487: return end.cause === 'cancelled' ? 'ORIGINATOR_CANCEL' : 'NO_ANSWER';
+    case 403: case 603: return 'CALL_REJECTED';
+    case 404: return 'UNALLOCATED_NUMBER';
+    case 484: return 'INVALID_NUMBER_FORMAT';
+    case 488: return 'INCOMPATIBLE_DESTINATION';
+    case 502: return 'NETWORK_OUT_OF_ORDER';
+    case 503: return 'NORMAL_CIRCUIT_CONGESTION';
+    case 500: case 504: return 'NORMAL_TEMPORARY_FAILURE';
+    case null: return end.cause === 'cancelled' ? 'ORIGINATOR_CANCEL' : 'RECOVERY_ON_TIMER_EXPIRE';
+    default: return 'NORMAL_UNSPECIFIED';
+  }
+}
+
+/** Plain words for `hangupReason`. */
+function reasonWords(end: CallEnd, leg: LegOutcome | undefined): string {
+  if (end.answeredAt) {
+    if (end.cause === 'max_duration') return 'The call reached its maximum duration';
+    if (end.cause === 'media_timeout') return 'No audio came from the called party; the call was ended';
+    return end.by === 'remote' ? 'The called party hung up' : 'The call ended when its actions finished';
+  }
+  if (leg?.noResponse) return 'The route did not respond';
+  switch (end.cause) {
+    case 'busy': return 'The called party was busy';
+    case 'no_answer': return 'No answer';
+    case 'cancelled': return 'The call was cancelled before answer';
+    default: return end.sipStatus ? `The route refused the call (SIP ${end.sipStatus})` : 'The call could not be connected';
+  }
+}
+
+function attemptStatus(end: CallEnd): AttemptView['status'] {
+  if (end.answeredAt) return 'answered';
+  if (end.cause === 'busy') return 'busy';
+  if (end.cause === 'no_answer') return 'no_answer';
+  return 'failed';
+}
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+interface Priced extends PricedRoute {
+  routeId: string;
+  sellerId: string | null;
+  endpoints: RouteEndpoint[];
+}
+
+/**
+ * A limit refusal: 429 RATE_LIMITED (spec "Errors": over a limit, retry after `Retry-After`), with
+ * `details.limit` naming which one. A counter store that cannot be reached is 503 instead.
+ */
+function overLimit(a: Extract<ApiAdmission, { ok: false }>): AppError {
+  const [message, retryAfter] = {
+    'api-calls': [`Concurrent call limit reached: ${String(a.limit)} API calls in progress on this account`, 5],
+    'sub-account-calls': [`Concurrent call limit reached: the sub-account allows ${String(a.limit)} calls at once`, 5],
+    capacity: ['Route capacity reached: every route for this number is carrying its maximum calls', 5],
+    cps: ['Route calls-per-second limit reached', 1],
+  }[a.cause] as [string, number];
+  return new AppError('RATE_LIMITED', message, { limit: a.cause, ...(a.limit !== null ? { max: a.limit } : {}) }, { 'retry-after': String(retryAfter) });
+}
+
+interface LiveApiCall {
+  id: string;
+  holdId: string;
+  /** Counter slots taken at admission, given back when the call ends. */
+  slots: string[];
+  maxDuration: number;
+  current: EngineCall | null;
+  stopped: boolean;
+}
+
+export function createApiCallsService(deps: ApiCallsDeps) {
+  const { sql, log, clock, ledger } = deps;
+  const repo = createCommsCallsRepo(sql);
+  const { callRecords, cdrs } = deps;
+  const legOutcomes = new Map<string, LegOutcome>();
+  const live = new Map<string, LiveApiCall>();
+  const running = new Set<Promise<unknown>>();
+  const ownerNode = apiCallOwner(deps.node);
+
+  /** Reseller markup of a sub-account payer (0 for everyone else). */
+  async function markupOf(caller: Caller): Promise<Decimal> {
+    if (!caller.parentId) return new Decimal(0);
+    const sub = await deps.application.get(caller.parentId, caller.accountId);
+    const settings = await deps.application.settings(caller.parentId);
+    return new Decimal(sub.markupPct ?? settings.defaultMarkupPct ?? 0);
+  }
+
+  async function priceCandidates(caller: Caller, input: PlaceCallInput): Promise<Priced[]> {
+    const candidates: Candidate[] = await deps.routing.candidatesFor({
+      accountId: caller.parentId ?? caller.accountId,
+      number: input.to,
+      type: 'voice',
+      ...(input.routeId !== undefined ? { routeId: input.routeId } : {}),
+      ...(input.strategy !== undefined ? { strategy: input.strategy } : {}),
+    });
+    const usable = candidates
+      .map((c) => ({ c, eps: c.endpoints.filter((e) => e.transport === 'udp' || e.transport === 'tcp') }))
+      .filter((x) => caller.mode === 'test' || x.eps.length > 0)
+      .slice(0, input.routeId !== undefined ? 1 : FAILOVER_MAX_ROUTES);
+    if (usable.length === 0) throw ruleError('No purchased or own route covers this number');
+    const terms = new Map((await cdrs.routeTerms(usable.map((u) => u.c.routeId))).map((t) => [t.id, t.sellerId]));
+    return usable.map(({ c, eps }) => ({
+      routeId: c.routeId,
+      price: c.price,
+      sellerRate: c.sellerRate,
+      increment: c.increment,
+      sellerId: terms.get(c.routeId) ?? null,
+      endpoints: orderEndpoints(eps.map((e) => ({
+        // The address the routing guard checked, so the INVITE goes where the check looked.
+        host: e.address ?? e.host, port: e.port, transport: e.transport === 'tcp' ? ('tcp' as const) : ('udp' as const), priority: e.priority, weight: e.weight,
+        ...(e.techPrefix ? { techPrefix: e.techPrefix } : {}), ...(e.username ? { username: e.username } : {}), ...(e.password !== null ? { password: e.password } : {}),
+      }))).map((e) => ({
+        host: e.host,
+        port: e.port,
+        transport: e.transport,
+        ...(e.techPrefix ? { techPrefix: e.techPrefix } : {}),
+        ...(e.username ? { username: e.username } : {}),
+        ...(e.password !== undefined && e.password !== null ? { password: e.password } : {}),
+      })),
+    }));
+  }
+
+  /** Settles the hold (or releases it) at the connected route, in the caller's transaction. */
+  async function settle(tx: Db, c: { id: string; payer: string; operatorId: string | null; holdId: string; test: boolean },
+    route: Priced | undefined, charge: ReturnType<typeof chargeLeg> | null): Promise<void> {
+    await cdrs.settle(tx, {
+      key: `apicall:${c.id}`, holdId: c.holdId, payer: c.payer, operatorId: c.operatorId, sellerId: route?.sellerId ?? null,
+      charge: route ? charge : null, test: c.test,
+      context: { reference: 'Voice call (API)', relatedEntityType: 'api_call', relatedEntityId: c.id, callId: c.id },
+    });
+  }
+
+  /** The create-response fields (spec "Call", create response). */
+  function createView(r: ApiCallRow): Record<string, unknown> {
+    const attempts = (r.attempts as AttemptView[] | null) ?? [];
+    return {
+      callId: r.id,
+      to: r.toNumber,
+      from: r.fromNumber,
+      status: r.status,
+      sipResponseCode: r.sipResponseCode,
+      hangupCause: r.hangupCause,
+      durationSeconds: r.durationSeconds ?? 0,
+      billableSeconds: r.billableSeconds ?? 0,
+      cost: r.cost ?? '0.000000',
+      billingIncrement: r.billingIncrement,
+      startedAt: r.createdAt.toISOString(),
+      completedAt: iso(r.endedAt),
+      ...(r.simulated ? { simulated: true } : {}),
+      ...(attempts.length > 1 ? { routeId: r.routeId, attempts: attempts.map(({ attempt: _a, ...rest }) => rest) } : {}),
+    };
+  }
+
+  /** The full record (spec "Call", GET /comms/calls/{id}). */
+  function recordView(r: ApiCallRow): Record<string, unknown> {
+    return {
+      callId: r.id,
+      status: r.status,
+      mode: r.mode === 'async' ? 'async' : 'sync',
+      to: r.toNumber,
+      from: r.fromNumber,
+      simulated: r.simulated,
+      createdAt: r.createdAt.toISOString(),
+      ringingAt: iso(r.ringingAt),
+      answeredAt: iso(r.answeredAt),
+      endedAt: iso(r.endedAt),
+      durationSeconds: r.durationSeconds,
+      billableSeconds: r.billableSeconds,
+      cost: r.endedAt ? r.cost : null,
+      billingIncrement: r.billingIncrement,
+      sipResponseCode: r.sipResponseCode,
+      hangupCause: r.hangupCause,
+      hangupReason: r.endedAt ? r.hangupReason : null,
+      error: r.error,
+      actions: r.actions ?? null,
+      gathered: r.gathered ?? null,
+      routeId: r.routeId,
+      attempts: (r.attempts as AttemptView[] | null) ?? [],
+    };
+  }
+
+  async function mustGet(id: string): Promise<ApiCallRow> {
+    const r = await repo.call(id);
+    if (!r) throw notFound('Call');
+    return r;
+  }
+
+  /** Engine actions: play URLs replaced by the bytes downloaded before dialling. */
+  function engineActions(items: readonly ActionItem[], audio: Map<string, Uint8Array>): CallAction[] {
+    return items.map((a): CallAction => {
+      if (a.say !== undefined) return a.language ? { say: a.say, language: a.language } : { say: a.say };
+      if (a.play !== undefined) return { play: audio.get(a.play)! };
+      if (a.pause !== undefined) return { pause: a.pause };
+      if (a.hangup) return { hangup: true };
+      const g = a.gather!;
+      return {
+        gather: {
+          ...(g.digits !== undefined ? { digits: g.digits } : {}),
+          ...(g.timeout !== undefined ? { timeout: g.timeout } : {}),
+          ...(g.finishOnKey !== undefined ? { finishOnKey: g.finishOnKey } : {}),
+          ...(g.tries !== undefined ? { tries: g.tries } : {}),
+          ...(g.say !== undefined ? { say: g.say } : {}),
+          ...(g.play !== undefined ? { play: audio.get(g.play)! } : {}),
+          ...(g.language !== undefined ? { language: g.language } : {}),
+        },
+      };
+    });
+  }
+
+  /** Writes a live state change and its event together (outbox). */
+  async function mark(accountId: string, id: string, status: 'ringing' | 'answered', routeId: string, at: Date, data: Record<string, unknown>) {
+    await sql.begin(async (tx) => {
+      await callRecords.markCall(id, status === 'ringing' ? { status, routeId, ringingAt: at } : { status, routeId, answeredAt: at }, tx);
+      await emit(tx, { accountId, event: status === 'ringing' ? 'call.ringing' : 'call.answered', data: { ...data, callId: id, status, routeId }, at });
+    });
+  }
+
+  /** `storedActions`: what the record shows instead of the actions (a voice one-time code never lands in it). */
+  async function place(caller: Caller, input: PlaceCallInput, opts: { storedActions?: unknown[]; idempotency?: { accountId: string; key: string } | null } = {}): Promise<{ status: 200 | 202; data: Record<string, unknown> }> {
+    const actions = input.actions ?? [];
+    const problems = checkActions(actions);
+    if (!isE164(input.to)) problems.unshift({ path: 'to', message: 'must be an E.164 number' });
+    if (!isE164(input.from)) problems.unshift({ path: 'from', message: 'must be an E.164 number' });
+    if (problems.length) throw validationError(problems);
+    const maxDuration = input.maxDuration ?? 300;
+    const test = caller.mode === 'test';
+    let priced = await priceCandidates(caller, input);
+    const markup = await markupOf(caller);
+
+    // Downloaded once before dialling; a bad URL fails validation and costs nothing.
+    const audio = new Map<string, Uint8Array>();
+    let voice: VoicePlane | null = null;
+    if (!test) {
+      voice = deps.voice();
+      if (!voice) throw serviceUnavailable('The voice plane is not running');
+      const urls = playUrls(actions);
+      const bad: { path: string; message: string }[] = [];
+      for (const u of new Set(urls)) {
+        try {
+          audio.set(u, await voice.download(u));
+        } catch (err) {
+          bad.push({ path: 'actions', message: `play ${u.slice(0, 80)}: ${err instanceof MediaError ? err.message : 'download failed'}` });
+        }
+      }
+      if (bad.length) throw validationError(bad);
+    }
+
+    // Simulated calls take no slot: they reach no route.
+    let slots: string[] = [];
+    if (!test) {
+      let admitted: ApiAdmission;
+      try {
+        admitted = await deps.admission.admitApiCall({ payer: caller.accountId, maxApiCalls: deps.config.voice.max_api_calls_per_account, routeIds: priced.map((p) => p.routeId) });
+      } catch (err) {
+        log.warn({ err }, 'call limiter unreachable');
+        throw serviceUnavailable('The call limiter cannot be reached; try again shortly');
+      }
+      if (!admitted.ok) throw overLimit(admitted);
+      const usable = new Set(admitted.routeIds);
+      priced = priced.filter((p) => usable.has(p.routeId));
+      slots = admitted.slots;
+    }
+    const giveBack = () => deps.admission.releaseApiCall(slots).catch((err: unknown) => log.warn({ err }, 'call slots not released'));
+
+    const id = newId();
+    const now = clock.now();
+    const holdInput = {
+      postingKey: `apicall:${id}:hold`,
+      accountId: caller.accountId,
+      amount: holdFor(maxDuration, priced, markup),
+      ttlSeconds: maxDuration + 600,
+      reference: 'Voice call (API)',
+      relatedEntityType: 'api_call',
+      relatedEntityId: id,
+      callId: id,
+    };
+    let hold: Awaited<ReturnType<Ledger['hold']>>;
+    try {
+      hold = test ? await ledger.holdTest(holdInput) : await ledger.hold(holdInput);
+    } catch (err) {
+      await giveBack();
+      throw err;
+    }
+    const operatorId = caller.parentId;
+    const pricing = {
+      markupPct: markup.toFixed(3),
+      routes: Object.fromEntries(priced.map((p) => [p.routeId, { price: p.price.toFixed(6), sellerRate: p.sellerRate.toFixed(6), increment: p.increment.text, sellerId: p.sellerId ?? '' }])),
+    };
+    const base = { id, payer: caller.accountId, operatorId, holdId: hold.holdId, test };
+    try {
+      await callRecords.insertCall({
+        id, accountId: caller.accountId, operatorId, source: 'api', mode: input.async ? 'async' : 'sync', status: 'queued',
+        toNumber: input.to, fromNumber: input.from, callGroupId: id, holdId: hold.holdId, maxDurationSeconds: maxDuration, pricing,
+        ownerNode, now, simulated: test, actions: opts.storedActions ?? actions,
+      });
+    } catch (err) {
+      await giveBack();
+      throw err;
+    }
+
+    if (test) {
+      await simulate(base, input, priced[0]!, markup, maxDuration, now);
+      return { status: 200, data: createView(await mustGet(id)) };
+    }
+
+    if (!input.async && opts.idempotency && deps.extendLease) {
+      await deps.extendLease(opts.idempotency.accountId, opts.idempotency.key, maxDuration + SETUP_ALLOWANCE_SECONDS).catch(async (err: unknown) => {
+        await giveBack();
+        throw err;
+      });
+    }
+    const liveCall: LiveApiCall = { id, holdId: hold.holdId, slots, maxDuration, current: null, stopped: false };
+    live.set(id, liveCall);
+    const done = runLive(voice!, liveCall, base, input, priced, markup, engineActions(actions, audio))
+      .catch((err: unknown) => log.error({ err, callId: id }, 'api call failed'))
+      .finally(async () => {
+        live.delete(id);
+        await giveBack();
+        running.delete(done);
+      });
+    running.add(done);
+    if (input.async) {
+      return {
+        status: 202,
+        data: { callId: id, to: input.to, from: input.from, status: 'ringing', mode: 'async', actions: actions.length, statusUrl: `/api/v1/comms/calls/${id}`, startedAt: now.toISOString() },
+      };
+    }
+    await done;
+    return { status: 200, data: createView(await mustGet(id)) };
+  }
+
+  /** Test keys: no traffic, no actions; one first billing block against test credit. */
+  async function simulate(base: { id: string; payer: string; operatorId: string | null; holdId: string; test: boolean }, input: PlaceCallInput,
+    route: Priced, markup: Decimal, maxDuration: number, startedAt: Date) {
+    const duration = Math.min(maxDuration, route.increment.first);
+    const charge = chargeLeg(route, duration, markup);
+    const endedAt = clock.now();
+    const answeredAt = new Date(Math.max(startedAt.getTime(), endedAt.getTime() - duration * 1000));
+    const attempts: AttemptView[] = [{ attempt: 1, routeId: route.routeId, status: 'answered', sipResponseCode: 200, hangupCause: 'NORMAL_CLEARING' }];
+    await sql.begin(async (tx) => {
+      await settle(tx, base, route, charge);
+      await cdrs.insertCdrs(tx, [cdr(base, input, route, attempts[0]!, charge, duration, answeredAt, endedAt, startedAt, true)]);
+      await callRecords.finishCall(tx, base.id, {
+        status: 'completed', routeId: route.routeId, sipCode: 200, hangupCause: 'NORMAL_CLEARING', hangupReason: 'Simulated call (test key): nothing was dialled',
+        durationSeconds: duration, billableSeconds: charge.billableSeconds, cost: charge.total, billingIncrement: route.increment.text,
+        ratePerMinute: charge.ratePerMinute, attempts, answeredAt, endedAt, gathered: [],
+      });
+      await emit(tx, { accountId: base.payer, event: 'call.completed', data: completedData(base.id, input, 'completed', route.routeId, attempts, duration, charge, true), at: endedAt });
+    });
+  }
+
+  function cdr(base: { id: string; payer: string; operatorId: string | null }, input: PlaceCallInput, route: Priced, a: AttemptView,
+    charge: ReturnType<typeof chargeLeg> | null, duration: number, answeredAt: Date | null, endedAt: Date, startedAt: Date, simulated: boolean): CdrInsert {
+    const connected = a.status === 'answered' && charge !== null;
+    return buildCdr({
+      accountId: base.payer, operatorId: base.operatorId, sellerId: route.sellerId, callUuid: base.id, callGroupId: base.id,
+      kind: 'voice', source: 'api', routeId: route.routeId, fromNumber: input.from, toNumber: input.to, cli: input.from,
+      status: connected ? 'completed' : a.status, sipCode: a.sipResponseCode, hangupCause: a.hangupCause,
+      durationSeconds: connected ? duration : 0, segments: null, pddMs: null, mediaMode: null,
+      billed: connected ? voiceBilled(charge) : null, simulated, answeredAt: connected ? answeredAt : null, endedAt, createdAt: startedAt,
+    });
+  }
+
+  function completedData(id: string, input: PlaceCallInput, status: string, routeId: string | null, attempts: AttemptView[], duration: number,
+    charge: ReturnType<typeof chargeLeg> | null, simulated: boolean): Record<string, unknown> {
+    return {
+      callId: id, to: input.to, from: input.from, status, routeId, durationSeconds: duration,
+      billableSeconds: charge?.billableSeconds ?? 0, cost: charge?.total ?? '0.000000',
+      ...(attempts.length > 1 ? { attempts: attempts.map(({ attempt: _a, ...rest }) => rest) } : {}),
+      ...(simulated ? { simulated: true } : {}),
+    };
+  }
+
+  async function runLive(voice: VoicePlane, lc: LiveApiCall, base: { id: string; payer: string; operatorId: string | null; holdId: string; test: boolean },
+    input: PlaceCallInput, priced: Priced[], markup: Decimal, actions: CallAction[]) {
+    const startedAt = clock.now();
+    const attempts: AttemptView[] = [];
+    const gathered: GatherResult[] = [];
+    let rang = false;
+    let connected: { route: Priced; end: CallEnd } | null = null;
+    let last: { route: Priced; end: CallEnd; leg: LegOutcome | undefined } | null = null;
+    const eventBase = { to: input.to, from: input.from };
+    // Live-state writes run beside the call; the final transaction waits for them so events keep their order.
+    let chain: Promise<unknown> = Promise.resolve();
+    const inOrder = (what: string, fn: () => Promise<unknown>): void => {
+      chain = chain.then(fn).catch((err: unknown) => log.warn({ err, callId: base.id }, `${what} not recorded`));
+    };
+    for (let i = 0; i < priced.length && !lc.stopped; i++) {
+      const route = priced[i]!;
+      const endpoint = route.endpoints[0]!;
+      const legId = `${base.id}.${i + 1}`;
+      const call = voice.engine.originate({ callId: legId, to: input.to, from: input.from, endpoint, maxDurationSec: lc.maxDuration, language: input.language ?? 'en' });
+      lc.current = call;
+      let ringing = false;
+      let script: Promise<unknown> = Promise.resolve();
+      call.on('ringing', () => {
+        ringing = true;
+        if (rang) return;
+        rang = true;
+        const at = clock.now();
+        inOrder('ringing', () => mark(base.payer, base.id, 'ringing', route.routeId, at, eventBase));
+      });
+      call.on('answered', (at) => {
+        inOrder('answer', () => mark(base.payer, base.id, 'answered', route.routeId, at, { ...eventBase, answeredAt: at.toISOString() }));
+        script = call
+          .runActions(actions, {
+            onGathered: (g) => {
+              gathered.push(g);
+              if (input.async) {
+                inOrder('gather', () => emit(sql, { accountId: base.payer, event: 'call.gathered', data: { callId: base.id, ...g } }));
+              }
+            },
+          })
+          .then(() => call.hangup())
+          .catch((err: unknown) => {
+            log.warn({ err, callId: base.id }, 'call actions failed');
+            return call.hangup();
+          });
+      });
+      const end = await call.ended;
+      await script;
+      const leg = legOutcomes.get(legId);
+      legOutcomes.delete(legId);
+      attempts.push({ attempt: i + 1, routeId: route.routeId, status: attemptStatus(end), sipResponseCode: end.answeredAt ? 200 : end.sipStatus, hangupCause: causeCode(end) });
+      last = { route, end, leg };
+      if (end.answeredAt) {
+        connected = { route, end };
+        break;
+      }
+      const retry = input.routeId === undefined && shouldFailover({ sipStatus: end.sipStatus, noResponse: leg?.noResponse === true, ringing: ringing || leg?.ringing === true });
+      if (!retry) break;
+    }
+    lc.current = null;
+    await chain;
+    const endedAt = clock.now();
+    const end = connected?.end ?? last?.end ?? null;
+    const duration = connected?.end.answeredAt ? Math.max(0, Math.ceil((connected.end.endedAt.getTime() - connected.end.answeredAt.getTime()) / 1000)) : 0;
+    const charge = connected ? chargeLeg(connected.route, duration, markup) : null;
+    const status = connected ? 'completed' : end ? attemptStatus(end) : 'failed';
+    const leg = connected ? undefined : last?.leg;
+    const finalRoute = connected?.route ?? last?.route ?? null;
+    await sql.begin(async (tx) => {
+      await settle(tx, base, connected?.route, charge);
+      const rows = attempts.map((a) => cdr(base, input, priced.find((p) => p.routeId === a.routeId)!, a, a.status === 'answered' ? charge : null, duration, connected?.end.answeredAt ?? null, endedAt, startedAt, false));
+      await cdrs.insertCdrs(tx, rows);
+      await callRecords.finishCall(tx, base.id, {
+        status, routeId: finalRoute?.routeId ?? null, sipCode: connected ? 200 : (end?.sipStatus ?? null),
+        hangupCause: end ? causeCode(end) : 'NORMAL_UNSPECIFIED', hangupReason: end ? reasonWords(end, leg) : 'The call was stopped before it was placed',
+        durationSeconds: duration, billableSeconds: charge?.billableSeconds ?? 0, cost: charge?.total ?? '0.000000',
+        billingIncrement: (connected?.route ?? finalRoute)?.increment.text ?? null, ratePerMinute: charge?.ratePerMinute ?? null,
+        attempts, answeredAt: connected?.end.answeredAt ?? null, endedAt, gathered, error: end ? null : 'The call was stopped before it was placed',
+      });
+      await emit(tx, { accountId: base.payer, event: 'call.completed', data: completedData(base.id, input, status, finalRoute?.routeId ?? null, attempts, duration, charge, false), at: endedAt });
+    });
+  }
+
+  /** POST /comms/voice-otp: an async call that reads the digits aloud `repeat` times, then hangs up. */
+  async function voiceOtp(caller: Caller, input: VoiceOtpInput) {
+    const language = input.language ?? 'en';
+    const code = input.code ?? String(randomInt(0, 1_000_000)).padStart(6, '0');
+    const repeat = input.repeat ?? 2;
+    const text = `${OTP_PHRASE[language](input.brand?.trim() || null)} ${code.split('').join(', ')}.`;
+    const actions: ActionItem[] = [{ pause: 1 }];
+    for (let i = 0; i < repeat; i++) actions.push({ say: text }, { pause: 1 });
+    actions.push({ hangup: true });
+    const from = deps.config.voice.otp_caller_id || input.to;
+    const placed = await place(caller, { to: input.to, from, async: true, language, maxDuration: 120, actions }, {
+      storedActions: actions.map((a) => (a.say !== undefined ? { say: '<voice one-time code>' } : a)),
+    });
+    const callId = placed.data['callId'] as string;
+    const id = newId();
+    await repo.insertVoiceOtp({
+      id, accountId: caller.accountId, callId, toNumber: input.to, language, codeLength: code.length, repeat,
+      codeHash: createHash('sha256').update(`${id}:${code}`).digest('hex'), createdAt: clock.now(),
+    });
+    return { voiceOtpId: id, callId, status: 'initiated' as const, to: input.to, language, codeLength: code.length, repeat };
+  }
+
+  return {
+    place,
+    voiceOtp,
+    /** Told by the SIP dialer how each leg ended (the failover rule needs "no response" and "ringing"). */
+    noteLeg(outcome: LegOutcome): void {
+      legOutcomes.set(outcome.callId, outcome);
+    },
+    /** GET /comms/calls/{id}: the caller's own call, or one of its sub-accounts' (not the other way round). */
+    async get(viewer: { accountId: string }, id: string) {
+      const r = await repo.call(id);
+      if (!r || (r.accountId !== viewer.accountId && r.operatorId !== viewer.accountId)) throw notFound('Call');
+      return recordView(r);
+    },
+    history: (accountId: string, q: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number }) =>
+      repo.history(accountId, { ...q, limit: q.limit + 1 }),
+    liveCallIds: () => [...live.keys()],
+    /** Keeps live calls out of the orphan reconcile and their holds from the sweeper. */
+    async heartbeat() {
+      const ids = [...live.keys()];
+      await callRecords.heartbeat(ids, clock.now());
+      for (const c of live.values()) await ledger.extendHold(c.holdId, c.maxDuration + 600).catch(() => false);
+    },
+    /** Ends every live call (shutdown) and waits for their settlements. */
+    async stop() {
+      for (const c of live.values()) {
+        c.stopped = true;
+        await c.current?.hangup().catch(() => undefined);
+      }
+      await Promise.allSettled([...running]);
+    },
+  };
+}
+
+export type ApiCallsService = ReturnType<typeof createApiCallsService>;

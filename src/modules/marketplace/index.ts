@@ -1,0 +1,55 @@
+import type { CoreDeps } from '../../platform/core.js';
+import { supplierGuardFrom } from '../../platform/outbound-guard.js';
+import type { Module } from '../../platform/module.js';
+import { marketsRoutes } from './markets/routes.js';
+import { createMarketsService } from './markets/service.js';
+import { purchasesRoutes } from './purchases/routes.js';
+import { createPurchasesService } from './purchases/service.js';
+import { createDeckCache } from './routing/deck-cache.js';
+import { createCdrQualitySource } from './listings/quality.js';
+import { createRoutingCache } from './routing/routing-cache.js';
+import { routesRoutes } from './listings/routes.js';
+import { createRouting } from './routing/routing.js';
+import type { QualitySource } from './routing/routing.js';
+import { createRoutesService, type SipProbe } from './listings/service.js';
+
+export type { Candidate, CandidateQuery, QualitySource, SipEndpoint } from './routing/routing.js';
+export { createCdrQualitySource } from './listings/quality.js';
+
+/**
+ * The marketplace: listings and rate decks, purchases and routing order, Smart Routing.
+ * `services.routing.candidatesFor` is what the call and SMS paths use. Purchases and markets are
+ * built here, not from their own folders: routing needs the purchases service and both the routes
+ * and the purchases HTTP routes need routing, so the three are one build step.
+ */
+export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: QualitySource; sipProbe?: SipProbe } = {}) {
+  const decks = createDeckCache({ sql: core.sql, clock: core.clock, log: core.log.child({ module: 'rate-decks' }), sliceMs: core.config.rate_sheets.slice_ms });
+  // Measured quality from the cdrs table unless the caller brings its own source.
+  const cdrQuality = createCdrQualitySource({ sql: core.sql, clock: core.clock });
+  const quality = opts.quality ?? cdrQuality.quality;
+  const guard = supplierGuardFrom(core.config, { ...(core.self ? { isSelf: core.self.isSelf } : {}), ...(core.lookup ? { lookup: core.lookup } : {}) });
+  const routingCache = createRoutingCache({ sql: core.sql, log: core.log.child({ module: 'routing-cache' }) });
+  const routes = createRoutesService({ ...core, decks, quality, routingCache, guard, sipProbe: opts.sipProbe });
+  const purchases = createPurchasesService({ ...core, routes, routingCache });
+  const markets = createMarketsService({ clock: core.clock, routes, activity: cdrQuality.activity });
+  const routing = createRouting({ config: core.config, routes, purchases, quality, guard });
+  const modules: Module[] = [
+    {
+      name: 'marketplace',
+      routes: routesRoutes(routes, routing),
+      start: async () => {
+        await routingCache.start();
+        await decks.start();
+        await routes.startSheetJobs();
+      },
+      stop: async () => {
+        await routes.stopSheetJobs();
+        await decks.stop();
+        await routingCache.stop();
+      },
+    },
+    { name: 'purchases', routes: purchasesRoutes(purchases, routing) },
+    { name: 'markets', routes: marketsRoutes(markets) },
+  ];
+  return { modules, services: { routes, purchases, routing, markets, routingCache } };
+}

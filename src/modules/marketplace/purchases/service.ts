@@ -1,0 +1,119 @@
+import type { Logger } from 'pino';
+import type { Sql } from '../../../db/connection.js';
+import { notFound, ruleError } from '../../../http/errors.js';
+import type { Clock } from '../../../platform/clock.js';
+import { newId } from '../../../platform/ids.js';
+import type { RoutingCache } from '../routing/routing-cache.js';
+import type { RoutesService } from '../listings/service.js';
+import * as repo from './repo.js';
+import type { PurchaseRow } from './repo.js';
+
+const present = (p: PurchaseRow) => ({
+  id: p.id,
+  routeId: p.routeId,
+  routeName: p.routeName,
+  type: p.routeType,
+  status: p.status,
+  routingPriority: p.position,
+  createdAt: p.createdAt.toISOString(),
+  cancelledAt: p.cancelledAt === null ? null : p.cancelledAt.toISOString(),
+});
+
+export type PurchaseView = ReturnType<typeof present>;
+
+/** Buying routes and the buyer's routing order; owns purchases and routing_orders. */
+export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logger; routes: RoutesService; routingCache?: RoutingCache }) {
+  const { sql, clock, routes } = deps;
+
+  return {
+    /** Buys a route; buying it again while the purchase is active returns that purchase (`created: false`). */
+    async buy(accountId: string, routeId: string): Promise<{ purchase: PurchaseView; created: boolean }> {
+      const route = await routes.visibleRoute(routeId, accountId);
+      if (route === undefined) throw notFound('Route');
+      routes.conflictIfOwn(route, accountId);
+      if (route.status !== 'active') throw ruleError('Route is not active');
+      const created = await repo.insert(sql, newId(), accountId, routeId);
+      // Every write below tells the cache at once so this daemon's next send sees it before the trigger's NOTIFY arrives.
+      if (created) deps.routingCache?.accountChanged(accountId);
+      const p = await repo.findActive(sql, accountId, routeId);
+      if (p === undefined) throw notFound('Purchase');
+      deps.log.info({ accountId, routeId, created }, 'route purchased');
+      return { purchase: present(p), created };
+    },
+
+    async list(accountId: string, q: { status?: 'active' | 'cancelled'; cursor?: string; limit: number }) {
+      return (await repo.list(sql, accountId, q)).map(present);
+    },
+
+    async get(accountId: string, id: string) {
+      const p = await repo.findById(sql, id, accountId);
+      if (p === undefined) throw notFound('Purchase');
+      return present(p);
+    },
+
+    async cancel(accountId: string, id: string) {
+      const done = await sql.begin((tx) => repo.cancel(tx, id, accountId, clock.now()));
+      if (done) deps.routingCache?.accountChanged(accountId);
+      if (!done) {
+        const p = await repo.findById(sql, id, accountId);
+        if (p === undefined) throw notFound('Purchase');
+        throw ruleError('Purchase is already cancelled');
+      }
+      return this.get(accountId, id);
+    },
+
+    /** Increases and removals scheduled on a purchased route (spec: buyers see upcoming rate changes). */
+    async upcomingRateChanges(accountId: string, id: string) {
+      const p = await repo.findById(sql, id, accountId);
+      if (p === undefined) throw notFound('Purchase');
+      return routes.upcomingChanges(p.routeId, p.id);
+    },
+
+    /**
+     * The buyer accepts a scheduled increase (or removal) before it comes into force: `changeId`, or
+     * every change scheduled on the route when omitted. Acceptance is recorded consent shown as
+     * `acceptedAt` in the upcoming changes; the change's time and price are not moved, since one
+     * deck serves every buyer of the route and the seller gave notice to all of them.
+     */
+    async acceptRate(accountId: string, id: string, changeId: string | null) {
+      const p = await repo.findById(sql, id, accountId);
+      if (p === undefined) throw notFound('Purchase');
+      if (p.status !== 'active') throw ruleError('Purchase is cancelled');
+      const accepted = await routes.acceptChanges(p.routeId, p.id, changeId);
+      return { purchaseId: p.id, routeId: p.routeId, accepted };
+    },
+
+    usableRoutes: (accountId: string, type: 'voice' | 'sms') => deps.routingCache?.usableRoutes(accountId, type) ?? repo.usableRoutes(sql, accountId, type),
+    /** The same, read from the database: for rare checks that must see a change made a moment ago (the cache follows NOTIFY). */
+    usableRoutesNow: (accountId: string, type: 'voice' | 'sms') => repo.usableRoutes(sql, accountId, type),
+
+    async routingOrder(accountId: string) {
+      const rows = await repo.routingOrder(sql, accountId);
+      return rows.map((r) => ({ routeId: r.routeId, position: r.position, routeName: r.routeName, type: r.routeType }));
+    },
+
+    /** Replaces the whole order; every route must be a purchase or an own route. */
+    async setRoutingOrder(accountId: string, routeIds: readonly string[]) {
+      if (new Set(routeIds).size !== routeIds.length) throw ruleError('A route appears twice in the routing order');
+      const usable = new Set([
+        ...(await repo.usableRoutes(sql, accountId, 'voice')).map((u) => u.routeId),
+        ...(await repo.usableRoutes(sql, accountId, 'sms')).map((u) => u.routeId),
+      ]);
+      const unknown = routeIds.filter((id) => !usable.has(id));
+      if (unknown.length > 0) throw ruleError(`Not a purchased or own active route: ${unknown.join(', ')}`);
+      await sql.begin((tx) => repo.replaceOrder(tx, accountId, routeIds));
+      deps.routingCache?.accountChanged(accountId);
+      return this.routingOrder(accountId);
+    },
+
+    async setPriority(accountId: string, purchaseId: string, priority: number | null) {
+      const p = await repo.findById(sql, purchaseId, accountId);
+      if (p === undefined || p.status !== 'active') throw notFound('Purchase');
+      await repo.setPosition(sql, accountId, p.routeId, priority);
+      deps.routingCache?.accountChanged(accountId);
+      return this.get(accountId, purchaseId);
+    },
+  };
+}
+
+export type PurchasesService = ReturnType<typeof createPurchasesService>;

@@ -12,12 +12,20 @@ function totals(file) {
   const text = readFileSync(file, 'utf8');
   const m = [...text.matchAll(/^# \{ (total: .*) \}$/gm)].pop();
   if (!m) return null;
-  return Object.fromEntries(m[1].split(', ').map((kv) => kv.split(': ')).map(([k, v]) => [k, Number(v)]));
+  return Object.fromEntries(
+    m[1]
+      .split(', ')
+      .map((kv) => kv.split(': '))
+      .map(([k, v]) => [k, Number(v)]),
+  );
 }
 
 function fileList(file) {
   if (!file || !existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').map((l) => l.trim()).filter(Boolean);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
 }
 
 const [firstOut, firstFailedList, rerunOut, rerunFailedList] = process.argv.slice(2);
@@ -44,5 +52,7 @@ if (reran) {
   );
 }
 if (first.skip) console.log(`${first.skip} skipped`);
-console.log(named.length ? `flaky: ${named.length} file(s) failed on their first run: ${named.join(', ')}` : 'flaky: none');
+console.log(
+  named.length ? `flaky: ${named.length} file(s) failed on their first run: ${named.join(', ')}` : 'flaky: none',
+);
 console.log(`${first.pass ?? 0} passed, ${failed} failed`);

@@ -48,7 +48,10 @@ export interface Daemon {
  * Starts every plane in order and returns a handle that stops them in reverse
  * (CONVENTIONS 3). Tests start it on port 0 against a database of their own.
  */
-export async function startDaemon(config: Readonly<Config>, opts: { log: Logger; clock?: Clock; version?: string; lookup?: Lookup }): Promise<Daemon> {
+export async function startDaemon(
+  config: Readonly<Config>,
+  opts: { log: Logger; clock?: Clock; version?: string; lookup?: Lookup },
+): Promise<Daemon> {
   const { log } = opts;
   const clock = opts.clock ?? systemClock;
   const stops: (() => Promise<void> | void)[] = [];
@@ -90,7 +93,17 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
     );
     const tls = await loadTls(config, log);
     const self = createSelfAddresses(config);
-    const core: CoreDeps = { config, sql, log, clock, redis, health, tls, self, ...(opts.lookup ? { lookup: opts.lookup } : {}) };
+    const core: CoreDeps = {
+      config,
+      sql,
+      log,
+      clock,
+      redis,
+      health,
+      tls,
+      self,
+      ...(opts.lookup ? { lookup: opts.lookup } : {}),
+    };
     const modules = await buildModules(core);
     const { accounts, keys } = modules.services;
 
@@ -98,7 +111,12 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
     const boot = await accounts.bootstrapOperator(config.bootstrap.operator_email);
     if (boot) {
       const { secret } = await keys.create(boot.account.id, { name: 'first-start test key', mode: 'test' });
-      firstStart = { email: boot.account.email!, password: boot.password, passwordExpiresAt: boot.account.passwordExpiresAt!, testKey: secret };
+      firstStart = {
+        email: boot.account.email!,
+        password: boot.password,
+        passwordExpiresAt: boot.account.passwordExpiresAt!,
+        testKey: secret,
+      };
     }
 
     const app = await buildApp({
@@ -106,7 +124,10 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
       log,
       authenticator: createAuthenticator({ accounts, keys }),
       limiters: createRateLimiters(redis),
-      failedAuth: createFailedAuthGuard(redis, { points: config.auth.failed_auth_per_source, seconds: config.auth.failed_auth_window_seconds }),
+      failedAuth: createFailedAuthGuard(redis, {
+        points: config.auth.failed_auth_per_source,
+        seconds: config.auth.failed_auth_window_seconds,
+      }),
       idempotency: modules.idempotency,
       modules: modules.list,
       tls,
@@ -114,7 +135,10 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
     });
     const caps = connectionCaps(config);
     if (caps.lowered) {
-      log.warn({ fdLimit: caps.fdLimit, http: caps.http, sipTcp: caps.sipTcp, smpp: caps.smpp }, 'connection caps lowered to fit the open-file limit');
+      log.warn(
+        { fdLimit: caps.fdLimit, http: caps.http, sipTcp: caps.sipTcp, smpp: caps.smpp },
+        'connection caps lowered to fit the open-file limit',
+      );
     }
     // Past this the listener closes new sockets at once: the API's descriptors stay within its budget.
     app.server.maxConnections = caps.http;
@@ -124,7 +148,11 @@ export async function startDaemon(config: Readonly<Config>, opts: { log: Logger;
     health.register('http', () => ({ ok: true, port: ports['http'], tls: config.http.tls_mode }));
 
     if (config.metrics.enabled) {
-      const metrics: MetricsServer = await startMetricsServer({ host: config.metrics.host, port: config.metrics.port, log });
+      const metrics: MetricsServer = await startMetricsServer({
+        host: config.metrics.host,
+        port: config.metrics.port,
+        log,
+      });
       stops.push(() => metrics.close());
       ports['metrics'] = metrics.port;
     }

@@ -15,7 +15,10 @@ const USAGE = `usage: svc-exchanged [--config PATH] [--check-config]
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   let args;
   try {
-    args = parseArgs({ args: argv, options: { config: { type: 'string' }, 'check-config': { type: 'boolean' }, help: { type: 'boolean' } } });
+    args = parseArgs({
+      args: argv,
+      options: { config: { type: 'string' }, 'check-config': { type: 'boolean' }, help: { type: 'boolean' } },
+    });
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${USAGE}`);
     return 2;
@@ -29,7 +32,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     config = loadConfig({ file: args.values.config ?? env['SVC_CONFIG'], env });
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`svc-exchanged: invalid configuration:\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`);
+      process.stderr.write(
+        `svc-exchanged: invalid configuration:\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`,
+      );
       return 78; // EX_CONFIG: systemd does not restart-loop on a bad file
     }
     throw err;
@@ -74,7 +79,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     };
     // SIGHUP: new certificates and CA files without dropping calls (systemd's ExecReload sends it).
     process.on('SIGHUP', () => {
-      void daemon.reload().catch((err: unknown) => log.error({ err }, 'reload failed; the previous TLS material stays in use'));
+      void daemon
+        .reload()
+        .catch((err: unknown) => log.error({ err }, 'reload failed; the previous TLS material stays in use'));
     });
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));

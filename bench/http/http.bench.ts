@@ -43,8 +43,12 @@ try {
     headers: { authorization: `Bearer ${key}` },
   });
   console.log(`hello-world fastify https: ${base.requestsPerSecond.toFixed(0)} req/s, p99 ${base.p99Ms.toFixed(2)} ms`);
-  console.log(`GET /account (auth, scope, limit, envelope): ${api.requestsPerSecond.toFixed(0)} req/s, p99 ${api.p99Ms.toFixed(2)} ms, non-2xx ${api.non2xx}`);
-  console.log(`ratio GET /account / hello-world: ${(api.requestsPerSecond / base.requestsPerSecond).toFixed(2)} (throughput), ${(api.p99Ms / base.p99Ms).toFixed(2)} (p99 latency)`);
+  console.log(
+    `GET /account (auth, scope, limit, envelope): ${api.requestsPerSecond.toFixed(0)} req/s, p99 ${api.p99Ms.toFixed(2)} ms, non-2xx ${api.non2xx}`,
+  );
+  console.log(
+    `ratio GET /account / hello-world: ${(api.requestsPerSecond / base.requestsPerSecond).toFixed(2)} (throughput), ${(api.p99Ms / base.p99Ms).toFixed(2)} (p99 latency)`,
+  );
   await hello.close();
   await daemon.stop();
 } finally {

@@ -31,11 +31,15 @@ const ADMIN_URL = process.env['SVC_BENCH_PG_ADMIN_URL'] ?? 'postgres://postgres@
 const log = pino({ level: 'silent' });
 
 function pgbench(url: URL, db: string, args: string[]): string {
-  return execFileSync('pgbench', ['-h', url.hostname, '-p', url.port || '5432', '-U', url.username || 'postgres', ...args, db], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) },
-  });
+  return execFileSync(
+    'pgbench',
+    ['-h', url.hostname, '-p', url.port || '5432', '-U', url.username || 'postgres', ...args, db],
+    {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) },
+    },
+  );
 }
 
 function pgbenchTps(url: URL, db: string, workload: string[] = ['-N']): number {
@@ -50,12 +54,14 @@ async function measure(op: (worker: number, i: number) => Promise<unknown>): Pro
   const until = Date.now() + SECONDS * 1000;
   let done = 0;
   const t0 = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: CLIENTS }, async (_, w) => {
-    for (let i = 0; Date.now() < until; i++) {
-      await op(w, i);
-      done++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, w) => {
+      for (let i = 0; Date.now() < until; i++) {
+        await op(w, i);
+        done++;
+      }
+    }),
+  );
   return done / (Number(process.hrtime.bigint() - t0) / 1e9);
 }
 
@@ -95,12 +101,15 @@ async function main() {
     const chargeScript = join(scripts, 'charge.sql');
     // The key is text || uuid::text: text || uuid is textanycat, an SQL function the planner
     // inlines by parsing its body on every simple-protocol statement (5% of the charge's rate).
-    writeFileSync(chargeScript, [
-      `\\set b random(1, ${ACCOUNTS})`,
-      `\\set s random(1, ${ACCOUNTS})`,
-      `select ledger_charge('pgb-' || gen_random_uuid()::text, ('${BUYER_PREFIX}' || lpad(:b::text, 12, '0'))::uuid, ('${SELLER_PREFIX}' || lpad(:s::text, 12, '0'))::uuid, 0.012000, 0.000500, false, null, 'call', null, null, now());`,
-      '',
-    ].join('\n'));
+    writeFileSync(
+      chargeScript,
+      [
+        `\\set b random(1, ${ACCOUNTS})`,
+        `\\set s random(1, ${ACCOUNTS})`,
+        `select ledger_charge('pgb-' || gen_random_uuid()::text, ('${BUYER_PREFIX}' || lpad(:b::text, 12, '0'))::uuid, ('${SELLER_PREFIX}' || lpad(:s::text, 12, '0'))::uuid, 0.012000, 0.000500, false, null, 'call', null, null, now());`,
+        '',
+      ].join('\n'),
+    );
 
     // Anchor and charge in alternation (see the header); the Node measures use the rounds' mean anchor.
     const rounds: { pg: number; charge: number }[] = [];
@@ -113,12 +122,39 @@ async function main() {
     const spreadRatio = ratios[Math.floor(ratios.length / 2)]!;
     const spreadPgbench = rounds.reduce((n, x) => n + x.charge, 0) / rounds.length;
     const spread = await measure((w, i) =>
-      ledger.charge({ postingKey: `${run}-s-${w}-${i}`, accountId: pick(buyers), sellerId: pick(sellers), amount: '0.012000', fee: '0.000500', relatedEntityType: 'call' }));
+      ledger.charge({
+        postingKey: `${run}-s-${w}-${i}`,
+        accountId: pick(buyers),
+        sellerId: pick(sellers),
+        amount: '0.012000',
+        fee: '0.000500',
+        relatedEntityType: 'call',
+      }),
+    );
     const hotRate = await measure((w, i) =>
-      ledger.charge({ postingKey: `${run}-h-${w}-${i}`, accountId: hot!, sellerId: pick(sellers), amount: '0.012000', fee: '0.000500', relatedEntityType: 'call' }));
+      ledger.charge({
+        postingKey: `${run}-h-${w}-${i}`,
+        accountId: hot!,
+        sellerId: pick(sellers),
+        amount: '0.012000',
+        fee: '0.000500',
+        relatedEntityType: 'call',
+      }),
+    );
     const pairs = await measure(async (w, i) => {
-      const h = await ledger.hold({ postingKey: `${run}-hold-${w}-${i}`, accountId: pick(buyers), amount: '1.000000', ttlSeconds: 300 });
-      await ledger.settle({ postingKey: `${run}-settle-${w}-${i}`, holdId: h.holdId, sellerId: pick(sellers), amount: '0.120000', fee: '0.002000' });
+      const h = await ledger.hold({
+        postingKey: `${run}-hold-${w}-${i}`,
+        accountId: pick(buyers),
+        amount: '1.000000',
+        ttlSeconds: 300,
+      });
+      await ledger.settle({
+        postingKey: `${run}-settle-${w}-${i}`,
+        holdId: h.holdId,
+        sellerId: pick(sellers),
+        amount: '0.120000',
+        fee: '0.002000',
+      });
     });
     const pgLast = pgbenchTps(adminUrl, name);
     const pg = (rounds.reduce((n, x) => n + x.pg, 0) + pgLast) / (rounds.length + 1);
@@ -131,11 +167,21 @@ async function main() {
                             <> coalesce((select sum(e.amount) from entries e where e.account_id = a.id), 0))`;
     const f = (n: number) => n.toFixed(0).padStart(7);
     const r = (n: number) => n.toFixed(2);
-    console.log(`ledger bench: ${CLIENTS} clients, ${SECONDS} s per measure, PostgreSQL ${(await sql`show server_version`)[0]!['serverVersion']}`);
-    console.log(`pgbench -N (simple-update)             ${f(pg)} tps   (runs: ${[...rounds.map((x) => x.pg), pgLast].map((x) => x.toFixed(0)).join(', ')})`);
-    console.log(`charge, ${ACCOUNTS} accounts, pgbench-driven  ${f(spreadPgbench)} /s    ${r(spreadRatio)} x pgbench -N   (goal >= 0.80; median of ${rounds.length} rounds, each against the anchor run just before: ${rounds.map((x) => r(x.charge / x.pg)).join(', ')})`);
-    console.log(`charge, ${ACCOUNTS} accounts, Node-driven     ${f(spread)} /s    ${r(spread / pg)} x pgbench -N   (the daemon's path: client CPU on the same cores)`);
-    console.log(`charge, one hot account                 ${f(hotRate)} /s    ${r(hotRate / pg)} x pgbench -N   ${r(hotRate / spread)} x spread (goal >= 0.40)`);
+    console.log(
+      `ledger bench: ${CLIENTS} clients, ${SECONDS} s per measure, PostgreSQL ${(await sql`show server_version`)[0]!['serverVersion']}`,
+    );
+    console.log(
+      `pgbench -N (simple-update)             ${f(pg)} tps   (runs: ${[...rounds.map((x) => x.pg), pgLast].map((x) => x.toFixed(0)).join(', ')})`,
+    );
+    console.log(
+      `charge, ${ACCOUNTS} accounts, pgbench-driven  ${f(spreadPgbench)} /s    ${r(spreadRatio)} x pgbench -N   (goal >= 0.80; median of ${rounds.length} rounds, each against the anchor run just before: ${rounds.map((x) => r(x.charge / x.pg)).join(', ')})`,
+    );
+    console.log(
+      `charge, ${ACCOUNTS} accounts, Node-driven     ${f(spread)} /s    ${r(spread / pg)} x pgbench -N   (the daemon's path: client CPU on the same cores)`,
+    );
+    console.log(
+      `charge, one hot account                 ${f(hotRate)} /s    ${r(hotRate / pg)} x pgbench -N   ${r(hotRate / spread)} x spread (goal >= 0.40)`,
+    );
     console.log(`hold + settle pairs, ${ACCOUNTS} accounts     ${f(pairs)} /s    ${r(pairs / pg)} x pgbench -N`);
     console.log(`entries sum                             ${check!.s} (must be 0)`);
     console.log(`accounts whose balance differs from the sum of their entries: ${drift!.n} (must be 0)`);

@@ -8,11 +8,18 @@ export interface WrkResult {
 }
 
 /** Runs wrk (Debian `wrk`) against a URL and reads its latency distribution; async so a server in this process keeps serving. */
-export async function runWrk(url: string, opts: {
-  seconds: number; connections: number; threads?: number; headers?: Record<string, string>;
-  /** A wrk Lua script (`-s`) and the arguments after `--` its init(args) receives. */
-  script?: string; scriptArgs?: string[];
-}): Promise<WrkResult> {
+export async function runWrk(
+  url: string,
+  opts: {
+    seconds: number;
+    connections: number;
+    threads?: number;
+    headers?: Record<string, string>;
+    /** A wrk Lua script (`-s`) and the arguments after `--` its init(args) receives. */
+    script?: string;
+    scriptArgs?: string[];
+  },
+): Promise<WrkResult> {
   const args = ['-t', String(opts.threads ?? 1), '-c', String(opts.connections), '-d', `${opts.seconds}s`, '--latency'];
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}: ${v}`);
   if (opts.script) args.push('-s', opts.script);

@@ -25,14 +25,18 @@ const log = pino({ level: 'warn' });
 async function ttsCost(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'tts-bench-'));
   try {
-    const texts = Array.from({ length: 6 }, (_, i) => `Please enter the ${i + 1} digit code you received, followed by the hash key`);
+    const texts = Array.from(
+      { length: 6 },
+      (_, i) => `Please enter the ${i + 1} digit code you received, followed by the hash key`,
+    );
     const cold = createTts({ log, cacheDir: dir, maxConcurrent: 1 });
     let t0 = performance.now();
     for (const text of texts) await cold.synthesize({ text, language: 'en', codec: 'PCMU' });
     const missMs = (performance.now() - t0) / texts.length;
     const hits = 100_000;
     t0 = performance.now();
-    for (let i = 0; i < hits; i++) await cold.synthesize({ text: texts[i % texts.length] as string, language: 'en', codec: 'PCMU' });
+    for (let i = 0; i < hits; i++)
+      await cold.synthesize({ text: texts[i % texts.length] as string, language: 'en', codec: 'PCMU' });
     const hitUs = ((performance.now() - t0) * 1000) / hits;
     const warm = createTts({ log, cacheDir: dir });
     t0 = performance.now();
@@ -55,7 +59,14 @@ async function sessionsLoad(): Promise<void> {
   const sinkPort = sink.address().port;
   const answer = `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${sinkPort} RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\n`;
 
-  const pool = createMediaPool({ workers: 1, portMin: portBase, portMax: portBase + sessions * 2 + 99, bindAddress: '127.0.0.1', log, rtpTimeoutMs: 3_600_000 });
+  const pool = createMediaPool({
+    workers: 1,
+    portMin: portBase,
+    portMax: portBase + sessions * 2 + 99,
+    bindAddress: '127.0.0.1',
+    log,
+    rtpTimeoutMs: 3_600_000,
+  });
   const mp3 = createMp3Decoder({ log });
   const renderer = createPromptRenderer({ tts: createTts({ log, cacheDir: null }), mp3 });
   const prompt = 'Welcome. Please enter your account number followed by the hash key.';
@@ -74,9 +85,19 @@ async function sessionsLoad(): Promise<void> {
   const t0 = performance.now();
   // Calls arrive over the first two seconds rather than all in one tick.
   for (const [i, s] of opened.entries()) {
-    setTimeout(() => {
-      scripts.push(runActions({ media: s, actions: [{ say: prompt }, { gather: { digits: 4, timeout: 30 } }], renderer, signal: ac.signal }));
-    }, (i * 2000) / sessions);
+    setTimeout(
+      () => {
+        scripts.push(
+          runActions({
+            media: s,
+            actions: [{ say: prompt }, { gather: { digits: 4, timeout: 30 } }],
+            renderer,
+            signal: ac.signal,
+          }),
+        );
+      },
+      (i * 2000) / sessions,
+    );
   }
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   const elapsed = (performance.now() - t0) / 1000;
@@ -90,10 +111,18 @@ async function sessionsLoad(): Promise<void> {
   sink.close();
   if (!stats) throw new Error('no stats');
   const late = (100 * stats.lateFrames) / Math.max(1, stats.framesSent);
-  console.log(`sessions per worker: ${sessions}; prompt ${(promptAudio.length / 8000).toFixed(1)} s then gather; window ${elapsed.toFixed(1)} s`);
-  console.log(`frames sent: ${stats.framesSent} (${(stats.framesSent / elapsed).toFixed(0)}/s, expected ${sessions * 50}/s); received by peer: ${got}`);
-  console.log(`worker time in clock ticks: ${((100 * stats.busyMs) / (elapsed * 1000)).toFixed(1)}% of wall time (${((stats.busyMs * 1000) / Math.max(1, stats.framesSent)).toFixed(1)} µs per frame)`);
-  console.log(`late frames (> 5 ms after slot): ${stats.lateFrames} = ${late.toFixed(3)}%; worst lateness ${stats.maxLatenessMs.toFixed(1)} ms`);
+  console.log(
+    `sessions per worker: ${sessions}; prompt ${(promptAudio.length / 8000).toFixed(1)} s then gather; window ${elapsed.toFixed(1)} s`,
+  );
+  console.log(
+    `frames sent: ${stats.framesSent} (${(stats.framesSent / elapsed).toFixed(0)}/s, expected ${sessions * 50}/s); received by peer: ${got}`,
+  );
+  console.log(
+    `worker time in clock ticks: ${((100 * stats.busyMs) / (elapsed * 1000)).toFixed(1)}% of wall time (${((stats.busyMs * 1000) / Math.max(1, stats.framesSent)).toFixed(1)} µs per frame)`,
+  );
+  console.log(
+    `late frames (> 5 ms after slot): ${stats.lateFrames} = ${late.toFixed(3)}%; worst lateness ${stats.maxLatenessMs.toFixed(1)} ms`,
+  );
 }
 
 if (!process.argv.includes('--no-tts')) await ttsCost();

@@ -18,8 +18,16 @@ const seconds = Number(process.argv[3] ?? 10);
 const portBase = Number(process.argv[4] ?? 24000);
 const uptime = () => execFileSync('uptime', { encoding: 'utf8' }).trim();
 
-const pool = createMediaPool({ workers: 1, portMin: portBase, portMax: portBase + calls * 5 + 100, bindAddress: '127.0.0.1', log: pino({ level: 'warn' }) });
-const peers = fork(fileURLToPath(new URL('./relay-peers.ts', import.meta.url)), [String(calls)], { execArgv: ['--import', 'tsx'] });
+const pool = createMediaPool({
+  workers: 1,
+  portMin: portBase,
+  portMax: portBase + calls * 5 + 100,
+  bindAddress: '127.0.0.1',
+  log: pino({ level: 'warn' }),
+});
+const peers = fork(fileURLToPath(new URL('./relay-peers.ts', import.meta.url)), [String(calls)], {
+  execArgv: ['--import', 'tsx'],
+});
 type Msg = { type: string; ports?: number[]; sent?: number; received?: number };
 const next = async (type: string): Promise<Msg> => {
   for (;;) {
@@ -55,9 +63,15 @@ try {
   // Over the whole run: every packet sent had time to come back before the final count.
   const sent = after.sent ?? 0;
   const got = after.received ?? 0;
-  console.log(`media relay: ${calls} calls, ${(relayed / elapsed).toFixed(0)} packets/s relayed (${(100 * calls).toLocaleString('en')} offered) · ${uptime()}`);
-  console.log(`media relay cpu: ${(cpuUs / Math.max(1, relayed)).toFixed(2)} µs per packet, ${((cpuUs / 1e4 / elapsed) / (calls / 100)).toFixed(1)}% of a core per 100 calls`);
-  console.log(`media relay loss: ${(100 * Math.max(0, sent - got) / Math.max(1, sent)).toFixed(3)}% (${sent} sent, ${got} received at the far ends)`);
+  console.log(
+    `media relay: ${calls} calls, ${(relayed / elapsed).toFixed(0)} packets/s relayed (${(100 * calls).toLocaleString('en')} offered) · ${uptime()}`,
+  );
+  console.log(
+    `media relay cpu: ${(cpuUs / Math.max(1, relayed)).toFixed(2)} µs per packet, ${(cpuUs / 1e4 / elapsed / (calls / 100)).toFixed(1)}% of a core per 100 calls`,
+  );
+  console.log(
+    `media relay loss: ${((100 * Math.max(0, sent - got)) / Math.max(1, sent)).toFixed(3)}% (${sent} sent, ${got} received at the far ends)`,
+  );
   await Promise.all(relays.map((r) => r.close()));
 } finally {
   peers.kill();

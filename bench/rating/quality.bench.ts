@@ -63,11 +63,15 @@ try {
   console.log(`anchor_cdr_scan_all_routes_ms=${anchorMs.toFixed(1)}`);
   const { quality } = createCdrQualitySource({ sql, clock: { now: () => now }, ttlMs: 0 });
   const summaryMs = await time(() => quality(routes));
-  console.log(`summary_read_all_routes_ms=${summaryMs.toFixed(1)} speedup_vs_anchor=${(anchorMs / summaryMs).toFixed(1)}`);
+  console.log(
+    `summary_read_all_routes_ms=${summaryMs.toFixed(1)} speedup_vs_anchor=${(anchorMs / summaryMs).toFixed(1)}`,
+  );
   const one = routes.slice(0, 1);
   const anchorOneMs = await time(() => scan(sql, one, now));
   const oneMs = await time(() => quality(one));
-  console.log(`one_route_ms scan=${anchorOneMs.toFixed(2)} summary=${oneMs.toFixed(2)} speedup_vs_anchor=${(anchorOneMs / oneMs).toFixed(1)}`);
+  console.log(
+    `one_route_ms scan=${anchorOneMs.toFixed(2)} summary=${oneMs.toFixed(2)} speedup_vs_anchor=${(anchorOneMs / oneMs).toFixed(1)}`,
+  );
   // What the triggers add to the call path's write: one CDR per statement, triggers on and off.
   const single = async (): Promise<number> => {
     const t1 = performance.now();
@@ -82,7 +86,9 @@ try {
   await sql`alter table cdrs disable trigger user`;
   const withoutMs = await single();
   await sql`alter table cdrs enable trigger user`;
-  console.log(`single_cdr_insert_ms with_triggers=${withMs.toFixed(3)} without=${withoutMs.toFixed(3)} ratio=${(withMs / withoutMs).toFixed(2)}`);
+  console.log(
+    `single_cdr_insert_ms with_triggers=${withMs.toFixed(3)} without=${withoutMs.toFixed(3)} ratio=${(withMs / withoutMs).toFixed(2)}`,
+  );
   const [size] = await sql<{ cdrs: string; summaries: string }[]>`
     select pg_size_pretty(pg_total_relation_size('cdrs')) as cdrs,
       pg_size_pretty(pg_total_relation_size('route_quality_daily') + pg_total_relation_size('route_pdd_daily')) as summaries`;

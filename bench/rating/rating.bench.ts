@@ -24,7 +24,36 @@ const rnd = (): number => {
   x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
   return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
 };
-const COUNTRY = ['1', '7', '20', '27', '30', '31', '33', '34', '39', '44', '49', '52', '55', '61', '62', '63', '81', '86', '91', '92', '234', '254', '351', '353', '380', '880', '971', '966'];
+const COUNTRY = [
+  '1',
+  '7',
+  '20',
+  '27',
+  '30',
+  '31',
+  '33',
+  '34',
+  '39',
+  '44',
+  '49',
+  '52',
+  '55',
+  '61',
+  '62',
+  '63',
+  '81',
+  '86',
+  '91',
+  '92',
+  '234',
+  '254',
+  '351',
+  '353',
+  '380',
+  '880',
+  '971',
+  '966',
+];
 const digits = (n: number): string => {
   let s = '';
   for (let i = 0; i < n; i++) s += String(Math.floor(rnd() * 10));
@@ -38,14 +67,24 @@ function deckRows(count: number): DeckRow[] {
   const rows: DeckRow[] = [];
   for (const c of COUNTRY) {
     seen.add(c);
-    rows.push({ prefix: c, destination: `Country ${c}`, rate: RATES[Math.floor(rnd() * RATES.length)]!, increment: '60/60' });
+    rows.push({
+      prefix: c,
+      destination: `Country ${c}`,
+      rate: RATES[Math.floor(rnd() * RATES.length)]!,
+      increment: '60/60',
+    });
   }
   while (rows.length < count) {
     const c = COUNTRY[Math.floor(rnd() * COUNTRY.length)]!;
     const p = c + digits(1 + Math.floor(rnd() * 6));
     if (seen.has(p)) continue;
     seen.add(p);
-    rows.push({ prefix: p, destination: `Country ${c} area ${p.length}`, rate: RATES[Math.floor(rnd() * RATES.length)]!, increment: INCS[rows.length % 4]! });
+    rows.push({
+      prefix: p,
+      destination: `Country ${c} area ${p.length}`,
+      rate: RATES[Math.floor(rnd() * RATES.length)]!,
+      increment: INCS[rows.length % 4]!,
+    });
   }
   return rows;
 }
@@ -55,7 +94,8 @@ const mem = (): number => {
   const m = process.memoryUsage();
   return m.heapUsed + m.arrayBuffers;
 };
-const pct = (sorted: Float64Array, p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+const pct = (sorted: Float64Array, p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 
 const registry = createDeckRegistry();
 const ids: string[] = [];
@@ -72,7 +112,9 @@ const memAfter = mem();
 const totalPrefixes = DECKS * PER_DECK;
 console.log(`decks=${DECKS} prefixes_per_deck=${PER_DECK} total_prefixes=${totalPrefixes}`);
 console.log(`index_build_ms_per_deck=${(buildMs / DECKS).toFixed(1)}`);
-console.log(`memory_mb_per_million_prefixes=${(((memAfter - memBefore) / totalPrefixes) * 1e6 / 1048576).toFixed(1)}`);
+console.log(
+  `memory_mb_per_million_prefixes=${((((memAfter - memBefore) / totalPrefixes) * 1e6) / 1048576).toFixed(1)}`,
+);
 
 // Numbers: a country code then 10 random digits; most hit a longer prefix, some only the country.
 const NUMBERS = Array.from({ length: 100_000 }, () => COUNTRY[Math.floor(rnd() * COUNTRY.length)]! + digits(10));
@@ -97,7 +139,8 @@ const anchor = measure('anchor_lookups_per_second_2_decks', LOOKUPS, () => {
   for (let i = 0; i < LOOKUPS; i++) if (decks[i % 2]!.lookup(NUMBERS[i % NUMBERS.length]!) !== undefined) hits++;
 });
 const spreadLookups = (): void => {
-  for (let i = 0; i < LOOKUPS; i++) if (decks[(i * 7) % DECKS]!.lookup(NUMBERS[i % NUMBERS.length]!) !== undefined) hits++;
+  for (let i = 0; i < LOOKUPS; i++)
+    if (decks[(i * 7) % DECKS]!.lookup(NUMBERS[i % NUMBERS.length]!) !== undefined) hits++;
 };
 hits = 0;
 // First pass over every deck: most matched rows get their RateMatch object made here (once per row).
@@ -111,7 +154,8 @@ measure('lookup_index_per_second_one_core', LOOKUPS, () => {
   for (let i = 0; i < LOOKUPS; i++) sink += decks[(i * 7) % DECKS]!.lookupIndex(NUMBERS[i % NUMBERS.length]!);
 });
 measure('registry_lookups_per_second_by_deck_id', LOOKUPS, () => {
-  for (let i = 0; i < LOOKUPS; i++) if (registry.lookup(ids[(i * 7) % DECKS]!, NUMBERS[i % NUMBERS.length]!) !== undefined) hits++;
+  for (let i = 0; i < LOOKUPS; i++)
+    if (registry.lookup(ids[(i * 7) % DECKS]!, NUMBERS[i % NUMBERS.length]!) !== undefined) hits++;
 });
 
 // Latency: each sample times one look-up with hrtime (the timer's own ~30-60 ns are included).
@@ -144,7 +188,8 @@ if (sink === 0.5) console.log('unreachable');
 // Rebuild from a 200,000-row CSV sheet: parse + validate, then index.
 const lines = ['prefix,destination,rate,increment,effective_date'];
 const sheetRows = deckRows(SHEET_ROWS);
-for (const r of sheetRows) lines.push(`${r.prefix},${r.destination},${String(r.rate)},${String(r.increment)},2026-12-01`);
+for (const r of sheetRows)
+  lines.push(`${r.prefix},${r.destination},${String(r.rate)},${String(r.increment)},2026-12-01`);
 const csv = lines.join('\n');
 const cpu1 = process.cpuUsage();
 let t0 = performance.now();
@@ -155,4 +200,6 @@ const idx = createPrefixIndex(sheet.rows);
 const indexMs = performance.now() - t0;
 const rebuildCpu = process.cpuUsage(cpu1);
 if (sheet.errors.length > 0 || idx.size !== SHEET_ROWS) throw new Error('sheet did not parse cleanly');
-console.log(`rebuild_200k_rows_ms parse_validate=${parseMs.toFixed(0)} index=${indexMs.toFixed(0)} total=${(parseMs + indexMs).toFixed(0)} cpu_total=${((rebuildCpu.user + rebuildCpu.system) / 1000).toFixed(0)}`);
+console.log(
+  `rebuild_200k_rows_ms parse_validate=${parseMs.toFixed(0)} index=${indexMs.toFixed(0)} total=${(parseMs + indexMs).toFixed(0)} cpu_total=${((rebuildCpu.user + rebuildCpu.system) / 1000).toFixed(0)}`,
+);

@@ -27,7 +27,12 @@ let peak = 0;
 let firstAt = 0;
 let lastAt = 0;
 
-const uas = await sipp(teardown, fill(fixture('uas-answer.xml'), { EXPECT_USER: '12025550123' }), ['-buff_size', '1048576'], { calls, timeout: '120s' });
+const uas = await sipp(
+  teardown,
+  fill(fixture('uas-answer.xml'), { EXPECT_USER: '12025550123' }),
+  ['-buff_size', '1048576'],
+  { calls, timeout: '120s' },
+);
 uas.exited.catch(() => undefined);
 const b2bua = createTrunkB2bua({
   stack,
@@ -41,7 +46,16 @@ const b2bua = createTrunkB2bua({
     planCall: async ({ callId }) => {
       started.set(callId, performance.now());
       if (!firstAt) firstAt = performance.now();
-      return { callGroupId: callId, maxDurationSeconds: 3600, candidates: [{ routeId: 'r1', endpoints: [{ host: '127.0.0.1', port: uas.port, transport: 'udp', priority: 1, weight: 1 }] }] };
+      return {
+        callGroupId: callId,
+        maxDurationSeconds: 3600,
+        candidates: [
+          {
+            routeId: 'r1',
+            endpoints: [{ host: '127.0.0.1', port: uas.port, transport: 'udp', priority: 1, weight: 1 }],
+          },
+        ],
+      };
     },
     onAnswered: ({ callId }) => {
       const t0 = started.get(callId);
@@ -61,16 +75,35 @@ const uacScenario = fill(fixture('uac-auth.xml'), {
   AUTH_HEADER: '[authentication]',
   TAIL: fill(fixture('uac-tail-answer.xml'), { HOLD_MS: String(holdMs) }),
 });
-const uac = await sipp(teardown, uacScenario, [
-  `127.0.0.1:${transport.port}`, '-s', '12025550123', '-au', 'sub_bench', '-ap', 'pw',
-  '-r', String(rate), '-l', '20000', '-buff_size', '1048576',
-], { calls, timeout: '120s' });
+const uac = await sipp(
+  teardown,
+  uacScenario,
+  [
+    `127.0.0.1:${transport.port}`,
+    '-s',
+    '12025550123',
+    '-au',
+    'sub_bench',
+    '-ap',
+    'pw',
+    '-r',
+    String(rate),
+    '-l',
+    '20000',
+    '-buff_size',
+    '1048576',
+  ],
+  { calls, timeout: '120s' },
+);
 const code = await uac.exited;
 
 const sorted = [...setup].sort((a, b) => a - b);
-const pct = (p: number) => (sorted.length ? (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0) : 0);
+const pct = (p: number) =>
+  sorted.length ? (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0) : 0;
 const seconds = (lastAt - firstAt) / 1000;
-console.log(`sip b2bua calls/s: ${(answered / seconds).toFixed(1)} (offered ${rate}/s, ${answered} answered, ${failed} failed, sipp exit ${code})`);
+console.log(
+  `sip b2bua calls/s: ${(answered / seconds).toFixed(1)} (offered ${rate}/s, ${answered} answered, ${failed} failed, sipp exit ${code})`,
+);
 console.log(`sip b2bua setup p50: ${pct(50).toFixed(2)} ms`);
 console.log(`sip b2bua setup p99: ${pct(99).toFixed(2)} ms`);
 console.log(`sip b2bua peak concurrent calls: ${peak}`);

@@ -50,22 +50,61 @@ try {
   const calls = w.d.modules.services.calls;
   // The supplier is never dialled: only its route, price and endpoint row matter here.
   const { routeId } = await w.route({ port: 5999, prefix: '4411', rate: '0.001000' });
-  await w.d.modules.services.ledger.topup({ accountId: w.operator.accountId, amount: '100000.000000', source: 'wire', postingKey: `bench-fund-${w.operator.accountId}` });
+  await w.d.modules.services.ledger.topup({
+    accountId: w.operator.accountId,
+    amount: '100000.000000',
+    source: 'wire',
+    postingKey: `bench-fund-${w.operator.accountId}`,
+  });
   const sub = await w.sub({ markupPct: '10', fund: '50000.000000' });
   const db = new URL(w.d.config.database.url).pathname.slice(1);
-  const xacts = async () => Number((await sql<{ n: string }[]>`select xact_commit::text as n from pg_stat_database where datname = ${db}`)[0]!.n);
+  const xacts = async () =>
+    Number(
+      (await sql<{ n: string }[]>`select xact_commit::text as n from pg_stat_database where datname = ${db}`)[0]!.n,
+    );
 
   const oneCall = async (i: number) => {
-    const plan = await calls.policy.planCall({ accountId: w.operator.accountId, subAccountId: sub.id, to: NUMBER, from: '15550001', callId: `b${i}`, sourceIp: '127.0.0.1' });
+    const plan = await calls.policy.planCall({
+      accountId: w.operator.accountId,
+      subAccountId: sub.id,
+      to: NUMBER,
+      from: '15550001',
+      callId: `b${i}`,
+      sourceIp: '127.0.0.1',
+    });
     if ('reject' in plan) throw new Error(`call refused: ${plan.reject.status} ${plan.reject.reason}`);
     const startedAt = new Date();
     const answeredAt = new Date(startedAt.getTime() + 5);
     await calls.policy.onAnswered!({ callGroupId: plan.callGroupId, callId: `b${i}`, routeId, answeredAt, attempt: 1 });
     const endedAt = new Date(answeredAt.getTime() + 7000);
     await calls.policy.onCallEnded({
-      callGroupId: plan.callGroupId, callId: `b${i}`, attribution: { accountId: w.operator.accountId, subAccountId: sub.id } as never, to: NUMBER, from: '15550001',
-      startedAt, answeredAt, endedAt, durationMs: 7000, sipCode: 200, hangupCause: 'caller-bye', routeId,
-      attempts: [{ callGroupId: plan.callGroupId, index: 0, routeId, endpoint: { host: '127.0.0.1', port: 5999, transport: 'udp' }, startedAt, endedAt, sipCode: 200, reason: 'OK', outcome: 'answered', ringing: true, pddMs: 5 }],
+      callGroupId: plan.callGroupId,
+      callId: `b${i}`,
+      attribution: { accountId: w.operator.accountId, subAccountId: sub.id } as never,
+      to: NUMBER,
+      from: '15550001',
+      startedAt,
+      answeredAt,
+      endedAt,
+      durationMs: 7000,
+      sipCode: 200,
+      hangupCause: 'caller-bye',
+      routeId,
+      attempts: [
+        {
+          callGroupId: plan.callGroupId,
+          index: 0,
+          routeId,
+          endpoint: { host: '127.0.0.1', port: 5999, transport: 'udp' },
+          startedAt,
+          endedAt,
+          sipCode: 200,
+          reason: 'OK',
+          outcome: 'answered',
+          ringing: true,
+          pddMs: 5,
+        },
+      ],
     });
   };
   /** Runs `n` jobs from `clients` loops; returns per-job CPU (ms) of the backends and of this process, xacts, and jobs/s. */
@@ -75,22 +114,34 @@ try {
   const measure = async (n: number, job: (i: number) => Promise<unknown>) => {
     let next = 0;
     const [pg0, own0, x0, t0] = [backendsCpu(db), ownCpu(), await xacts(), Date.now()];
-    await Promise.all(Array.from({ length: CLIENTS }, async () => {
-      while (next < n) await job(next++);
-    }));
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        while (next < n) await job(next++);
+      }),
+    );
     const ms = Date.now() - t0;
     await settle();
-    return { pg: ((backendsCpu(db) - pg0) * 1000) / n, own: ((ownCpu() - own0) * 1000) / n, xacts: ((await xacts()) - x0) / n, rate: (n * 1000) / ms };
+    return {
+      pg: ((backendsCpu(db) - pg0) * 1000) / n,
+      own: ((ownCpu() - own0) * 1000) / n,
+      xacts: ((await xacts()) - x0) / n,
+      rate: (n * 1000) / ms,
+    };
   };
 
   await sql`create table bench_anchor (id bigserial primary key, v text not null)`;
   // Warm-up: JIT, prepared statements, caches.
-  for (let i = 0; i < Math.min(300, CALLS); i += CLIENTS) await Promise.all(Array.from({ length: CLIENTS }, (_, k) => oneCall(i + k)));
+  for (let i = 0; i < Math.min(300, CALLS); i += CLIENTS)
+    await Promise.all(Array.from({ length: CLIENTS }, (_, k) => oneCall(i + k)));
   await settle();
   const anchor = await measure(CALLS * 2, () => sql`insert into bench_anchor (v) values ('x')`);
   const call = await measure(CALLS, oneCall);
-  console.log(`call db anchor (insert + commit): pg cpu ${(anchor.pg * 1000).toFixed(0)} µs per transaction · ${anchor.rate.toFixed(0)}/s`);
-  console.log(`call db per call: pg cpu ${call.pg.toFixed(2)} ms, this process ${call.own.toFixed(2)} ms, ${call.xacts.toFixed(2)} transactions · ${call.rate.toFixed(0)} calls/s with ${CLIENTS} callers`);
+  console.log(
+    `call db anchor (insert + commit): pg cpu ${(anchor.pg * 1000).toFixed(0)} µs per transaction · ${anchor.rate.toFixed(0)}/s`,
+  );
+  console.log(
+    `call db per call: pg cpu ${call.pg.toFixed(2)} ms, this process ${call.own.toFixed(2)} ms, ${call.xacts.toFixed(2)} transactions · ${call.rate.toFixed(0)} calls/s with ${CLIENTS} callers`,
+  );
   console.log(`call db pg cpu per call ÷ anchor transaction: ${(call.pg / anchor.pg).toFixed(1)} · ${uptime()}`);
 
   // Every call billed: its ended row, CDR and charge, nothing held.
@@ -101,7 +152,9 @@ try {
            (select count(*)::int from holds where owner_id = ${sub.id} and status = 'open') as open`;
   const all = Math.ceil(Math.min(300, CALLS) / CLIENTS) * CLIENTS + CALLS;
   const ok = c && c.calls === all && c.cdrs === all && c.charged === all && c.open === 0;
-  console.log(`call db billing check: ${all} calls, ${c?.calls} completed, ${c?.cdrs} billed CDRs, ${c?.charged} charged, ${c?.open} open holds${ok ? '' : ' (MISMATCH)'}`);
+  console.log(
+    `call db billing check: ${all} calls, ${c?.calls} completed, ${c?.cdrs} billed CDRs, ${c?.charged} charged, ${c?.open} open holds${ok ? '' : ' (MISMATCH)'}`,
+  );
   if (!ok) process.exitCode = 1;
 } finally {
   await runCleanups(cleanups);

@@ -22,7 +22,9 @@ import { fill, fixture, freePort } from '../../test/telephony/sip/sipp.js';
 import { runCleanups } from '../lib/cleanups.js';
 
 const [stepSeconds = 5, heldCalls = 5500] = process.argv.slice(2).map(Number);
-const RATES = (process.env['BENCH_SIP_RATES'] ?? '50,100,150,200,300,400,500,650,800,1000,1200,1400,1700,2000').split(',').map(Number);
+const RATES = (process.env['BENCH_SIP_RATES'] ?? '50,100,150,200,300,400,500,650,800,1000,1200,1400,1700,2000')
+  .split(',')
+  .map(Number);
 const SKIP = new Set((process.env['BENCH_SIP_SKIP'] ?? '').split(','));
 const NUMBER = '441100000001';
 const HOLD_MS = 100;
@@ -101,8 +103,28 @@ async function sipp(scenario: string, args: string[], calls: number, timeoutS: n
   execFileSync('mkdir', ['-p', dir]);
   writeFileSync(join(dir, 'scenario.xml'), scenario);
   const port = await freePort();
-  const proc = run('sipp', [...args, '-sf', 'scenario.xml', '-i', '127.0.0.1', '-p', String(port), '-m', String(calls), '-buff_size', '1048576',
-    '-nostdin', '-nd', '-timeout', `${timeoutS}s`, '-timeout_error'], dir);
+  const proc = run(
+    'sipp',
+    [
+      ...args,
+      '-sf',
+      'scenario.xml',
+      '-i',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '-m',
+      String(calls),
+      '-buff_size',
+      '1048576',
+      '-nostdin',
+      '-nd',
+      '-timeout',
+      `${timeoutS}s`,
+      '-timeout_error',
+    ],
+    dir,
+  );
   await waitForUdp(port, proc);
   return { ...proc, port, dir };
 }
@@ -130,7 +152,10 @@ async function waitForUdp(port: number, proc: Proc) {
 /** The UAC scenario: challenge, authenticated INVITE (setup time starts here), 200, ACK, hold, BYE. */
 function uacScenario(holdMs: number): string {
   const auth = fixture('uac-auth.xml');
-  const marked = auth.replace('{{CHALLENGE_BLOCK}}\n  <send retrans="500">', '{{CHALLENGE_BLOCK}}\n  <send retrans="500" start_rtd="true">');
+  const marked = auth.replace(
+    '{{CHALLENGE_BLOCK}}\n  <send retrans="500">',
+    '{{CHALLENGE_BLOCK}}\n  <send retrans="500" start_rtd="true">',
+  );
   if (marked === auth) throw new Error('uac-auth.xml changed: cannot mark the authenticated INVITE');
   return fill(marked, {
     CHALLENGE_BLOCK: fixture('uac-challenge.block'),
@@ -168,9 +193,38 @@ function readRtt(dir: string): { at: number[]; rtt: number[] } {
   return { at: at.sort((a, b) => a - b), rtt };
 }
 
-async function step(target: number, user: string, pass: string, rate: number, calls: number, holdMs = HOLD_MS, extraTimeoutS = 30): Promise<Step> {
-  const uac = await sipp(uacScenario(holdMs), [`127.0.0.1:${target}`, '-s', NUMBER, '-au', user, '-ap', pass, '-r', String(rate), '-l', String(Math.max(20000, calls)),
-    '-trace_rtt', '-rtt_freq', '1', '-recv_timeout', '10000'], calls, Math.ceil(calls / rate + holdMs / 1000) + extraTimeoutS);
+async function step(
+  target: number,
+  user: string,
+  pass: string,
+  rate: number,
+  calls: number,
+  holdMs = HOLD_MS,
+  extraTimeoutS = 30,
+): Promise<Step> {
+  const uac = await sipp(
+    uacScenario(holdMs),
+    [
+      `127.0.0.1:${target}`,
+      '-s',
+      NUMBER,
+      '-au',
+      user,
+      '-ap',
+      pass,
+      '-r',
+      String(rate),
+      '-l',
+      String(Math.max(20000, calls)),
+      '-trace_rtt',
+      '-rtt_freq',
+      '1',
+      '-recv_timeout',
+      '10000',
+    ],
+    calls,
+    Math.ceil(calls / rate + holdMs / 1000) + extraTimeoutS,
+  );
   const exit = await uac.exited;
   const { at, rtt } = readRtt(uac.dir);
   const span = at.length > 1 ? (at[at.length - 1]! - at[0]!) / 1000 : 0;
@@ -185,7 +239,14 @@ const pct = (xs: number[], p: number) => {
 };
 
 /** Rising offered rates until one fails or falls behind; returns every step and the best clean one. */
-async function ramp(label: string, target: number, user: string, pass: string, between: () => Promise<void>, cost: () => Promise<Record<string, number>>) {
+async function ramp(
+  label: string,
+  target: number,
+  user: string,
+  pass: string,
+  between: () => Promise<void>,
+  cost: () => Promise<Record<string, number>>,
+) {
   let best: Step | null = null;
   const steps: Step[] = [];
   for (const rate of RATES) {
@@ -197,9 +258,16 @@ async function ramp(label: string, target: number, user: string, pass: string, b
     await between();
     const after = await cost();
     // Per answered call: CPU ms of each process group (load-independent, unlike calls/s on a shared machine).
-    const per = Object.keys(after).map((k) => `${k} ${((((after[k] ?? 0) - (before[k] ?? 0)) * (k.endsWith('xacts') ? 1 : 1000)) / Math.max(1, s.answered)).toFixed(2)}`).join(', ');
+    const per = Object.keys(after)
+      .map(
+        (k) =>
+          `${k} ${((((after[k] ?? 0) - (before[k] ?? 0)) * (k.endsWith('xacts') ? 1 : 1000)) / Math.max(1, s.answered)).toFixed(2)}`,
+      )
+      .join(', ');
     const clean = s.exit === 0 && s.answered === s.calls && s.achieved >= rate * 0.95;
-    console.log(`  ${label} offered ${rate}/s: ${s.achieved.toFixed(0)}/s answered ${s.answered}/${s.calls}, sipp exit ${s.exit}, setup p50 ${pct(s.setup, 50).toFixed(1)} ms p99 ${pct(s.setup, 99).toFixed(1)} ms${clean ? '' : ' (not sustained)'} · per call: ${per} · load ${loadavg()[0]!.toFixed(2)}`);
+    console.log(
+      `  ${label} offered ${rate}/s: ${s.achieved.toFixed(0)}/s answered ${s.answered}/${s.calls}, sipp exit ${s.exit}, setup p50 ${pct(s.setup, 50).toFixed(1)} ms p99 ${pct(s.setup, 99).toFixed(1)} ms${clean ? '' : ' (not sustained)'} · per call: ${per} · load ${loadavg()[0]!.toFixed(2)}`,
+    );
     if (!clean) break;
     best = s;
   }
@@ -208,7 +276,10 @@ async function ramp(label: string, target: number, user: string, pass: string, b
 
 // TCP to PostgreSQL as the daemon's embedded database uses; BENCH_SIP_DB=socket tries the local Unix socket.
 const SOCKET_DIR = '/var/run/postgresql';
-const viaSocket = process.env['BENCH_SIP_DB'] === 'socket' && !process.env['SVC_TEST_PG_ADMIN_URL'] && existsSync(`${SOCKET_DIR}/.s.PGSQL.5432`);
+const viaSocket =
+  process.env['BENCH_SIP_DB'] === 'socket' &&
+  !process.env['SVC_TEST_PG_ADMIN_URL'] &&
+  existsSync(`${SOCKET_DIR}/.s.PGSQL.5432`);
 if (viaSocket) process.env['SVC_TEST_PG_ADMIN_URL'] = `postgres://postgres@${encodeURIComponent(SOCKET_DIR)}/postgres`;
 
 try {
@@ -218,7 +289,12 @@ try {
   const sql = w.d.sql;
   const uas = await sipp(uasScenario, [], 10_000_000, 3600);
   const { routeId } = await w.route({ port: uas.port, prefix: '4411', rate: '0.001000' });
-  await w.d.modules.services.ledger.topup({ accountId: w.operator.accountId, amount: '100000.000000', source: 'wire', postingKey: `bench-fund-${w.operator.accountId}` });
+  await w.d.modules.services.ledger.topup({
+    accountId: w.operator.accountId,
+    amount: '100000.000000',
+    source: 'wire',
+    postingKey: `bench-fund-${w.operator.accountId}`,
+  });
   const sub = await w.sub({ markupPct: '10', fund: '50000.000000' });
   const calls = w.d.modules.services.calls;
   const drained = async () => {
@@ -229,8 +305,14 @@ try {
 
   const dbName = new URL(w.d.config.database.url).pathname.slice(1);
   const ourCost = async () => {
-    const [x] = await sql<{ n: number }[]>`select xact_commit::float8 as n from pg_stat_database where datname = ${dbName}`;
-    return { 'node cpu ms': nodeCpu(), 'pg cpu ms': cpuOf((_p, _pp, cmd) => cmd.includes(` ${dbName} `)), 'pg xacts': x?.n ?? 0 };
+    const [x] = await sql<
+      { n: number }[]
+    >`select xact_commit::float8 as n from pg_stat_database where datname = ${dbName}`;
+    return {
+      'node cpu ms': nodeCpu(),
+      'pg cpu ms': cpuOf((_p, _pp, cmd) => cmd.includes(` ${dbName} `)),
+      'pg xacts': x?.n ?? 0,
+    };
   };
   const ours = await ramp('exchange', w.sipPort, sub.sipUsername, sub.sipPassword, drained, ourCost);
   const oursAnswered = ours.steps.reduce((n, s) => n + s.answered, 0);
@@ -258,8 +340,12 @@ try {
     clearInterval(sampler);
     heldAnswered = held.answered;
     await drained();
-    console.log(`sip trunk concurrent calls held: ${peak} (offered ${heldCalls} at ${rate}/s, ${hold / 1000} s each; ${held.answered} answered, sipp exit ${held.exit})`);
-    console.log(`sip trunk daemon RSS: ${(rss / 2 ** 20).toFixed(0)} MiB peak while holding (${(rssBefore / 2 ** 20).toFixed(0)} MiB before) · ${uptime()}`);
+    console.log(
+      `sip trunk concurrent calls held: ${peak} (offered ${heldCalls} at ${rate}/s, ${hold / 1000} s each; ${held.answered} answered, sipp exit ${held.exit})`,
+    );
+    console.log(
+      `sip trunk daemon RSS: ${(rss / 2 ** 20).toFixed(0)} MiB peak while holding (${(rssBefore / 2 ** 20).toFixed(0)} MiB before) · ${uptime()}`,
+    );
   }
 
   // Billing really in the loop: every answered call has its ended call row, CDR and charge.
@@ -270,8 +356,11 @@ try {
            (select count(distinct call_id)::int from entries where owner_id = ${sub.id} and type = 'charge' and call_id is not null) as charged,
            (select count(*)::int from holds where owner_id = ${sub.id} and status = 'open') as open,
            (select count(*)::int from calls where ended_at is null) as "notEnded"`;
-  const ok = c && c.calls === answered && c.cdrs === answered && c.charged === answered && c.open === 0 && c.notEnded === 0;
-  console.log(`sip trunk billing check: ${answered} answered by sipp, ${c?.calls} completed calls, ${c?.cdrs} billed CDRs, ${c?.charged} charged, ${c?.open} open holds, ${c?.notEnded} unended calls${ok ? '' : ' (MISMATCH)'}`);
+  const ok =
+    c && c.calls === answered && c.cdrs === answered && c.charged === answered && c.open === 0 && c.notEnded === 0;
+  console.log(
+    `sip trunk billing check: ${answered} answered by sipp, ${c?.calls} completed calls, ${c?.cdrs} billed CDRs, ${c?.charged} charged, ${c?.open} open holds, ${c?.notEnded} unended calls${ok ? '' : ' (MISMATCH)'}`,
+  );
 
   if (!SKIP.has('kamailio') && existsSync('/usr/sbin/kamailio')) {
     const kuas = await sipp(uasScenario, [], 10_000_000, 3600);
@@ -279,16 +368,33 @@ try {
     const kdir = join(work, 'kamailio');
     execFileSync('mkdir', ['-p', kdir]);
     const cfg = readFileSync(new URL('./kamailio.cfg', import.meta.url), 'utf8')
-      .replaceAll('LISTEN_PORT', String(kport)).replaceAll('UAS_PORT', String(kuas.port)).replaceAll('"REALM"', `"${KAMAILIO_REALM}"`)
-      .replaceAll('"USER"', '"sub_bench"').replaceAll('"PASSWORD"', '"bench-password"').replaceAll('CHILDREN', '2');
+      .replaceAll('LISTEN_PORT', String(kport))
+      .replaceAll('UAS_PORT', String(kuas.port))
+      .replaceAll('"REALM"', `"${KAMAILIO_REALM}"`)
+      .replaceAll('"USER"', '"sub_bench"')
+      .replaceAll('"PASSWORD"', '"bench-password"')
+      .replaceAll('CHILDREN', '2');
     writeFileSync(join(kdir, 'kamailio.cfg'), cfg);
-    const kam = run('kamailio', ['-f', 'kamailio.cfg', '-DD', '-E', '-m', '256', '-M', '16', '-Y', kdir, '-P', join(kdir, 'kamailio.pid')], kdir);
+    const kam = run(
+      'kamailio',
+      ['-f', 'kamailio.cfg', '-DD', '-E', '-m', '256', '-M', '16', '-Y', kdir, '-P', join(kdir, 'kamailio.pid')],
+      kdir,
+    );
     await waitForUdp(kport, kam);
     const kamCost = async () => ({ 'kamailio cpu ms': cpuOf((pid, ppid) => pid === kam.pid || ppid === kam.pid) });
-    const theirs = await ramp('kamailio', kport, 'sub_bench', 'bench-password', () => new Promise((r) => setTimeout(r, 1000)), kamCost);
+    const theirs = await ramp(
+      'kamailio',
+      kport,
+      'sub_bench',
+      'bench-password',
+      () => new Promise((r) => setTimeout(r, 1000)),
+      kamCost,
+    );
     await kam.kill();
     const theirBest = theirs.best?.rate ?? 0;
-    console.log(`kamailio calls/s (digest auth, stateful forward): ${theirBest} sustained, zero failures · ${uptime()}`);
+    console.log(
+      `kamailio calls/s (digest auth, stateful forward): ${theirBest} sustained, zero failures · ${uptime()}`,
+    );
     if (theirs.best) {
       console.log(`kamailio setup p50: ${pct(theirs.best.setup, 50).toFixed(2)} ms at ${theirBest}/s`);
       console.log(`kamailio setup p99: ${pct(theirs.best.setup, 99).toFixed(2)} ms at ${theirBest}/s`);

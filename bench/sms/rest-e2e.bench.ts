@@ -25,10 +25,15 @@ const dbName = `svc_bench_sms_${process.pid}`;
 const adminSql = postgres(admin, { max: 1, onnotice: () => {} });
 await adminSql.unsafe(`create database ${dbName}`);
 // BENCH_LOG_STATEMENTS=1: every statement and its duration in the server log (counting statements per message).
-if (process.env['BENCH_LOG_STATEMENTS']) await adminSql.unsafe(`alter database ${dbName} set log_min_duration_statement = 0`);
+if (process.env['BENCH_LOG_STATEMENTS'])
+  await adminSql.unsafe(`alter database ${dbName} set log_min_duration_statement = 0`);
 // BENCH_LOG_NESTED=1: the statements inside the ledger's PL/pgSQL functions too, each with its time (auto_explain).
 if (process.env['BENCH_LOG_NESTED']) {
-  for (const set of ['session_preload_libraries = auto_explain', 'auto_explain.log_min_duration = 0', 'auto_explain.log_nested_statements = on']) {
+  for (const set of [
+    'session_preload_libraries = auto_explain',
+    'auto_explain.log_min_duration = 0',
+    'auto_explain.log_nested_statements = on',
+  ]) {
     await adminSql.unsafe(`alter database ${dbName} set ${set}`);
   }
 }
@@ -52,7 +57,9 @@ async function pgCounters(): Promise<{ xact: number; rows: number; cpu: number }
       const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const x = f.slice(f.lastIndexOf(')') + 2).split(' ');
       ticks += Number(x[11]) + Number(x[12]);
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return { xact: Number(d?.xact ?? 0), rows: Number(d?.rows ?? 0), cpu: ticks / 100 };
 }
@@ -67,7 +74,17 @@ async function moneyCheck(db: Sql, buyerId: string): Promise<string> {
     if (q!.n === 0) break;
     await new Promise((res) => setTimeout(res, 100));
   }
-  const [c] = await db<{ messages: number; queued: number; openHolds: number; spent: string; balance: string; entriesSum: string; drift: number }[]>`
+  const [c] = await db<
+    {
+      messages: number;
+      queued: number;
+      openHolds: number;
+      spent: string;
+      balance: string;
+      entriesSum: string;
+      drift: number;
+    }[]
+  >`
     select (select count(*)::int from messages) as messages,
            (select count(*)::int from messages where status = 'queued') as queued,
            (select count(*)::int from holds where status = 'open') as open_holds,
@@ -77,9 +94,16 @@ async function moneyCheck(db: Sql, buyerId: string): Promise<string> {
            (select count(*)::int from ledger_accounts a
              where not a.sharded and a.balance <> coalesce((select sum(e.amount) from entries e where e.account_id = a.id), 0)) as drift`;
   const expected = new Decimal(BUYER_FUNDS).minus(c!.spent);
-  const ok = c!.queued === 0 && c!.openHolds === 0 && expected.eq(c!.balance) && new Decimal(c!.entriesSum).isZero() && c!.drift === 0;
-  return `sms money check: ${c!.messages} messages, ${c!.queued} queued, ${c!.openHolds} open holds, buyer balance ${c!.balance} ` +
-    `(expected ${expected.toFixed(6)}), entries sum ${c!.entriesSum}, accounts off their entries ${c!.drift}${ok ? '' : ' (MISMATCH)'}`;
+  const ok =
+    c!.queued === 0 &&
+    c!.openHolds === 0 &&
+    expected.eq(c!.balance) &&
+    new Decimal(c!.entriesSum).isZero() &&
+    c!.drift === 0;
+  return (
+    `sms money check: ${c!.messages} messages, ${c!.queued} queued, ${c!.openHolds} open holds, buyer balance ${c!.balance} ` +
+    `(expected ${expected.toFixed(6)}), entries sum ${c!.entriesSum}, accounts off their entries ${c!.drift}${ok ? '' : ' (MISMATCH)'}`
+  );
 }
 const phase = (what: string) => process.stderr.write(`[${((Date.now() - t0) / 1000).toFixed(1)} s] ${what}\n`);
 try {
@@ -102,16 +126,25 @@ try {
   phase('raw measured');
   const daemon = await startDaemon(config, { log: pino({ level: 'silent' }) });
   const s = daemon.modules.services;
-  const seller = await s.accounts.createAccount({ email: 'bench-seller@example.test', password: 'correct horse battery' });
-  const buyer = await s.accounts.createAccount({ email: 'bench-buyer@example.test', password: 'correct horse battery' });
+  const seller = await s.accounts.createAccount({
+    email: 'bench-seller@example.test',
+    password: 'correct horse battery',
+  });
+  const buyer = await s.accounts.createAccount({
+    email: 'bench-buyer@example.test',
+    password: 'correct horse battery',
+  });
   const route = await s.routes.createRoute(seller.id, {
-    type: 'sms', name: 'Bench SMSC', smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'bench', password: 'bench' },
+    type: 'sms',
+    name: 'Bench SMSC',
+    smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'bench', password: 'bench' },
   });
   await s.routes.uploadSheet(seller.id, route.id, { format: 'csv', csv: 'prefix,destination,rate\n1,US,0.010\n' });
   await s.purchases.buy(buyer.id, route.id);
   await s.ledger.topup({ accountId: buyer.id, amount: BUYER_FUNDS, source: 'card', postingKey: 'bench-fund' });
   const keys: string[] = [];
-  for (let i = 0; i < keyCount; i++) keys.push((await s.keys.create(buyer.id, { mode: 'live', scopes: ['sms:send'] })).secret);
+  for (let i = 0; i < keyCount; i++)
+    keys.push((await s.keys.create(buyer.id, { mode: 'live', scopes: ['sms:send'] })).secret);
   phase('world ready');
   const keyFile = join(state, 'keys.txt');
   writeFileSync(keyFile, keys.join('\n'));
@@ -121,7 +154,8 @@ try {
   await runWrk(url, { seconds: 2, connections, script, scriptArgs: [keyFile] }); // warm-up: JIT, bind up, caches
   phase('warmed up');
   const before = smsc.submits();
-  const sentCount = async () => (await daemon.sql<{ n: number }[]>`select count(*)::int as n from messages where status = 'sent'`)[0]!.n;
+  const sentCount = async () =>
+    (await daemon.sql<{ n: number }[]>`select count(*)::int as n from messages where status = 'sent'`)[0]!.n;
   const sentBefore = await sentCount();
   const pgBefore = await pgCounters();
   // BENCH_CPU_PROF=<file>: a CPU profile of the measured window only (not start-up or the raw anchor).
@@ -145,12 +179,16 @@ try {
   const n = Math.max(1, sentAfter - sentBefore);
 
   console.log(`smpp raw loopback (smpp library both ends, window 100): ${raw.toFixed(0)} msg/s`);
-  console.log(`POST /comms/sms -> routing, ledger -> SMPP bind -> local SMSC: ${r.requestsPerSecond.toFixed(0)} req/s, ${sent.toFixed(0)} sent msg/s, ` +
-    `p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, non-2xx ${r.non2xx}, SMSC submits ${smsc.submits() - before} (${connections} connections, ${keyCount} keys)`);
+  console.log(
+    `POST /comms/sms -> routing, ledger -> SMPP bind -> local SMSC: ${r.requestsPerSecond.toFixed(0)} req/s, ${sent.toFixed(0)} sent msg/s, ` +
+      `p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, non-2xx ${r.non2xx}, SMSC submits ${smsc.submits() - before} (${connections} connections, ${keyCount} keys)`,
+  );
   console.log(`ratio REST end-to-end / raw smpp: ${(sent / raw).toFixed(3)}`);
   const us = (x: number) => `${((x * 1e6) / n).toFixed(0)} µs`;
-  console.log(`CPU per sent message: daemon+SMSC process ${us((cpu.user + cpu.system) / 1e6)}, PostgreSQL backends ${us(pgAfter.cpu - pgBefore.cpu)}, wrk ${us(wrkSec)}; ` +
-    `transactions per message ${((pgAfter.xact - pgBefore.xact) / n).toFixed(2)}, rows written per message ${((pgAfter.rows - pgBefore.rows) / n).toFixed(2)}`);
+  console.log(
+    `CPU per sent message: daemon+SMSC process ${us((cpu.user + cpu.system) / 1e6)}, PostgreSQL backends ${us(pgAfter.cpu - pgBefore.cpu)}, wrk ${us(wrkSec)}; ` +
+      `transactions per message ${((pgAfter.xact - pgBefore.xact) / n).toFixed(2)}, rows written per message ${((pgAfter.rows - pgBefore.rows) / n).toFixed(2)}`,
+  );
   console.log(`uptime: ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
   phase('measured');
   console.log(await moneyCheck(daemon.sql, buyer.id));

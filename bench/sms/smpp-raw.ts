@@ -36,12 +36,20 @@ export async function driveSmpp(port: number, count: number, windowSize: number)
     const next = () => {
       while (sent < count && sent - done < windowSize) {
         sent++;
-        s.send(new smpp.PDU('submit_sm', { destination_addr: '447700900123', source_addr: 'Bench', data_coding: 0, short_message: body }), (resp: PDU) => {
-          if (resp.command_status !== 0) return reject(new Error(`status ${resp.command_status}`));
-          done++;
-          if (done === count) resolve();
-          else next();
-        });
+        s.send(
+          new smpp.PDU('submit_sm', {
+            destination_addr: '447700900123',
+            source_addr: 'Bench',
+            data_coding: 0,
+            short_message: body,
+          }),
+          (resp: PDU) => {
+            if (resp.command_status !== 0) return reject(new Error(`status ${resp.command_status}`));
+            done++;
+            if (done === count) resolve();
+            else next();
+          },
+        );
       }
     };
     next();

@@ -20,12 +20,27 @@ await drive(smsc.port, 1000); // warm-up, so the first measure is not also the J
 const raw = await drive(smsc.port);
 
 const bind = createSupplierBind({
-  host: '127.0.0.1', port: smsc.port, tls: false, systemId: 'x', password: 'y', bindType: 'transmitter',
-  tps: 1_000_000, windowSize, responseTimeoutMs: 10_000, log, clock: systemClock, onReceipt() {},
+  host: '127.0.0.1',
+  port: smsc.port,
+  tls: false,
+  systemId: 'x',
+  password: 'y',
+  bindType: 'transmitter',
+  tps: 1_000_000,
+  windowSize,
+  responseTimeoutMs: 10_000,
+  log,
+  clock: systemClock,
+  onReceipt() {},
 });
 bind.start();
 const server = createSmppServer({
-  port: 0, host: '127.0.0.1', tls: null, log, clock: systemClock, idleTimeoutMs: 60_000,
+  port: 0,
+  host: '127.0.0.1',
+  tls: null,
+  log,
+  clock: systemClock,
+  idleTimeoutMs: 60_000,
   authenticate: async () => ({ accountId: 'bench', throughputPerSecond: 0 }),
   async onSubmit(_account, sub) {
     const r = await bind.submit({ to: sub.to, from: sub.from, text: sub.text });

@@ -52,14 +52,17 @@ try {
     const acc = await account(endpoints);
     const events = Math.max(1, Math.round(total / endpoints));
     await sql.begin(async (tx) => {
-      for (let i = 0; i < events; i++) await emit(tx, { accountId: acc, event: 'sms.sent', data: { i, cost: '0.010000' } });
+      for (let i = 0; i < events; i++)
+        await emit(tx, { accountId: acc, event: 'sms.sent', data: { i, cost: '0.010000' } });
     });
     const before = receiver.received.length;
     const t0 = performance.now();
     const n = await worker.runOnce();
     const secs = (performance.now() - t0) / 1000;
     const okCount = receiver.received.slice(before).filter((r) => r.signatureOk).length;
-    console.log(`webhooks deliver endpoints=${endpoints} deliveries=${n} verified=${okCount} seconds=${secs.toFixed(2)} deliveries/s=${(n / secs).toFixed(0)}`);
+    console.log(
+      `webhooks deliver endpoints=${endpoints} deliveries=${n} verified=${okCount} seconds=${secs.toFixed(2)} deliveries/s=${(n / secs).toFixed(0)}`,
+    );
   }
 
   await sql`create table bench_changes (id uuid primary key, v integer not null)`;
@@ -89,8 +92,12 @@ try {
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const [base, with0, with1] = [median(samples['base']!), median(samples['emit0']!), median(samples['emit1']!)];
-  console.log(`webhooks emit tx base_ms=${base.toFixed(3)} with_emit_0_endpoints_ms=${with0.toFixed(3)} ratio=${(with0 / base).toFixed(2)}`);
-  console.log(`webhooks emit tx base_ms=${base.toFixed(3)} with_emit_1_endpoint_ms=${with1.toFixed(3)} ratio=${(with1 / base).toFixed(2)}`);
+  console.log(
+    `webhooks emit tx base_ms=${base.toFixed(3)} with_emit_0_endpoints_ms=${with0.toFixed(3)} ratio=${(with0 / base).toFixed(2)}`,
+  );
+  console.log(
+    `webhooks emit tx base_ms=${base.toFixed(3)} with_emit_1_endpoint_ms=${with1.toFixed(3)} ratio=${(with1 / base).toFixed(2)}`,
+  );
 } finally {
   for (const fn of teardowns.reverse()) await fn();
 }

@@ -47,7 +47,13 @@ export const commands: CommandSpec[] = [
     async run(ctx, o) {
       const account = await ctx.services.accounts.repo.byEmail(String(o['email']));
       if (!account) throw new CliUsageError(`no account with e-mail ${String(o['email'])}`);
-      const scopes = typeof o['scopes'] === 'string' ? o['scopes'].split(',').map((s) => s.trim()).filter(Boolean) : undefined;
+      const scopes =
+        typeof o['scopes'] === 'string'
+          ? o['scopes']
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean)
+          : undefined;
       const { key, secret } = await ctx.services.keys.create(account.id, {
         mode: o['test'] ? 'test' : 'live',
         ...(scopes ? { scopes } : {}),
@@ -62,11 +68,19 @@ export const commands: CommandSpec[] = [
     summary: 'database reachability, migrations and account counts',
     options: {},
     async run(ctx) {
-      const [m] = await ctx.sql<{ version: number; n: string }[]>`select max(version) as version, count(*) as n from schema_migrations`;
+      const [m] = await ctx.sql<
+        { version: number; n: string }[]
+      >`select max(version) as version, count(*) as n from schema_migrations`;
       const [a] = await ctx.sql<{ n: string }[]>`select count(*) as n from accounts`;
-      return { database: 'ok', migrations: Number(m?.n ?? 0), latestMigration: m?.version ?? null, accounts: Number(a?.n ?? 0) };
+      return {
+        database: 'ok',
+        migrations: Number(m?.n ?? 0),
+        latestMigration: m?.version ?? null,
+        accounts: Number(a?.n ?? 0),
+      };
     },
-    render: (r) => `database ok; ${String(r['migrations'])} migrations (latest ${String(r['latestMigration'])}); ${String(r['accounts'])} accounts`,
+    render: (r) =>
+      `database ok; ${String(r['migrations'])} migrations (latest ${String(r['latestMigration'])}); ${String(r['accounts'])} accounts`,
   },
 ];
 

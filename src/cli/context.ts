@@ -38,7 +38,14 @@ export async function openContext(config: Readonly<Config>, log: Logger): Promis
   const sql = connect({ url, max: 2, log, applicationName: 'svcctl' });
   try {
     await migrate(sql, log);
-    const { services } = await buildModules({ config, sql, log, clock: systemClock, redis: null, health: createHealthRegistry() });
+    const { services } = await buildModules({
+      config,
+      sql,
+      log,
+      clock: systemClock,
+      redis: null,
+      health: createHealthRegistry(),
+    });
     return {
       config,
       sql,

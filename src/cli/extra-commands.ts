@@ -33,7 +33,8 @@ registerCommand({
     });
     return { ...r };
   },
-  render: (r) => `${r['replayed'] ? 'already credited' : 'credited'} ${String(r['amount'])} USD; balance ${String(r['balance'])}`,
+  render: (r) =>
+    `${r['replayed'] ? 'already credited' : 'credited'} ${String(r['amount'])} USD; balance ${String(r['balance'])}`,
 });
 
 registerCommand({
@@ -67,10 +68,18 @@ registerCommand({
   },
   async run(ctx, o) {
     const id = await accountId(ctx, o['email']);
-    const r = await ctx.services.calls.repo.addTrunkIp({ id: newId(), accountId: id, ip: String(o['ip']), label: typeof o['label'] === 'string' ? o['label'] : null });
+    const r = await ctx.services.calls.repo.addTrunkIp({
+      id: newId(),
+      accountId: id,
+      ip: String(o['ip']),
+      label: typeof o['label'] === 'string' ? o['label'] : null,
+    });
     return { id: r.id, ip: r.ip, label: r.label, status: r.status };
   },
-  render: (r) => (r['status'] === 'pending' ? `${String(r['ip'])} is held by another account: claim ${String(r['id'])} pending (trunk-ip approve)` : `whitelisted ${String(r['ip'])}`),
+  render: (r) =>
+    r['status'] === 'pending'
+      ? `${String(r['ip'])} is held by another account: claim ${String(r['id'])} pending (trunk-ip approve)`
+      : `whitelisted ${String(r['ip'])}`,
 });
 
 registerCommand({
@@ -81,7 +90,10 @@ registerCommand({
     const rows = await ctx.services.calls.repo.listTrunkIps(await accountId(ctx, o['email']));
     return { addresses: rows.map((r) => ({ id: r.id, ip: r.ip, label: r.label, status: r.status })) };
   },
-  render: (r) => (r['addresses'] as { ip: string; label: string | null }[]).map((a) => `${a.ip}${a.label ? `  ${a.label}` : ''}`).join('\n') || '(none)',
+  render: (r) =>
+    (r['addresses'] as { ip: string; label: string | null }[])
+      .map((a) => `${a.ip}${a.label ? `  ${a.label}` : ''}`)
+      .join('\n') || '(none)',
 });
 
 registerCommand({
@@ -90,11 +102,21 @@ registerCommand({
   options: {},
   async run(ctx) {
     const rows = await ctx.services.calls.repo.pendingTrunkIps();
-    return { pending: rows.map((r) => ({ id: r.id, ip: r.ip, accountId: r.accountId, heldBy: r.heldBy, label: r.label, createdAt: r.createdAt.toISOString() })) };
+    return {
+      pending: rows.map((r) => ({
+        id: r.id,
+        ip: r.ip,
+        accountId: r.accountId,
+        heldBy: r.heldBy,
+        label: r.label,
+        createdAt: r.createdAt.toISOString(),
+      })),
+    };
   },
   render: (r) =>
     (r['pending'] as { id: string; ip: string; accountId: string; heldBy: string | null }[])
-      .map((p) => `${p.id}  ${p.ip}  claimed by ${p.accountId}${p.heldBy ? `, held by ${p.heldBy}` : ''}`).join('\n') || '(none)',
+      .map((p) => `${p.id}  ${p.ip}  claimed by ${p.accountId}${p.heldBy ? `, held by ${p.heldBy}` : ''}`)
+      .join('\n') || '(none)',
 });
 
 registerCommand({
@@ -102,7 +124,8 @@ registerCommand({
   summary: 'give an address to a pending claim; the account that held it keeps a pending claim',
   options: { id: { type: 'string', required: true, description: 'the pending claim (trunk-ip pending)' } },
   async run(ctx, o) {
-    if (!(await ctx.services.calls.repo.approveTrunkIp(ctx.sql, String(o['id'])))) throw new CliUsageError(`no pending claim ${String(o['id'])}`);
+    if (!(await ctx.services.calls.repo.approveTrunkIp(ctx.sql, String(o['id']))))
+      throw new CliUsageError(`no pending claim ${String(o['id'])}`);
     return { approved: String(o['id']) };
   },
   render: (r) => `approved ${String(r['approved'])}`,
@@ -113,7 +136,8 @@ registerCommand({
   summary: 'drop a pending address claim',
   options: { id: { type: 'string', required: true, description: 'the pending claim (trunk-ip pending)' } },
   async run(ctx, o) {
-    if (!(await ctx.services.calls.repo.rejectTrunkIp(String(o['id'])))) throw new CliUsageError(`no pending claim ${String(o['id'])}`);
+    if (!(await ctx.services.calls.repo.rejectTrunkIp(String(o['id']))))
+      throw new CliUsageError(`no pending claim ${String(o['id'])}`);
     return { rejected: String(o['id']) };
   },
   render: (r) => `rejected ${String(r['rejected'])}`,
@@ -133,23 +157,26 @@ registerCommand({
     let endsAt: Date | null = null;
     if (o['trial'] !== undefined) {
       const days = Number(o['trial']);
-      if (!Number.isInteger(days) || days < 1 || days > 365) throw new CliUsageError('--trial must be a whole number of days, 1 to 365');
+      if (!Number.isInteger(days) || days < 1 || days > 365)
+        throw new CliUsageError('--trial must be a whole number of days, 1 to 365');
       if (o['until'] !== undefined) throw new CliUsageError('--trial and --until exclude each other');
       kind = 'trial';
       endsAt = new Date(Date.now() + days * 86_400_000);
     } else if (o['until'] !== undefined) {
       endsAt = new Date(String(o['until']));
-      if (Number.isNaN(endsAt.getTime()) || endsAt <= new Date()) throw new CliUsageError('--until must be an ISO date or time in the future');
+      if (Number.isNaN(endsAt.getTime()) || endsAt <= new Date())
+        throw new CliUsageError('--until must be an ISO date or time in the future');
     }
     const s = await ctx.services.switchSubscriptions.grant(id, kind, endsAt);
     return { kind: s.kind, startedAt: s.startedAt.toISOString(), endsAt: s.endsAt?.toISOString() ?? null };
   },
-  render: (r) => `Switch ${String(r['kind'])} from ${String(r['startedAt'])}${r['endsAt'] ? ` until ${String(r['endsAt'])}` : ', no end date'}`,
+  render: (r) =>
+    `Switch ${String(r['kind'])} from ${String(r['startedAt'])}${r['endsAt'] ? ` until ${String(r['endsAt'])}` : ', no end date'}`,
 });
 
 registerCommand({
   words: ['switch-plan', 'end'],
-  summary: 'end an account\'s Switch plan or trial now',
+  summary: "end an account's Switch plan or trial now",
   options: { email: { type: 'string', required: true, description: 'account e-mail' } },
   async run(ctx, o) {
     return { ended: await ctx.services.switchSubscriptions.end(await accountId(ctx, o['email'])) };

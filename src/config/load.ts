@@ -20,7 +20,9 @@ export interface LoadConfigOptions {
   overrides?: DeepPartial<Config>;
 }
 
-export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K] };
+export type DeepPartial<T> = {
+  [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K];
+};
 
 type Plain = Record<string, unknown>;
 
@@ -134,7 +136,10 @@ function coerce(raw: string, schema: { type?: string }): unknown {
       if (/^(false|0|no)$/i.test(raw)) return false;
       return undefined;
     case 'array':
-      return raw.split(',').map((s) => s.trim()).filter(Boolean);
+      return raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
     default:
       return raw;
   }

@@ -1,6 +1,20 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, parse, resolve } from 'node:path';
 import postgres from 'postgres';
@@ -25,7 +39,13 @@ export interface EmbeddedOptions {
 /** The embedded server's options from the daemon's settings. */
 export function embeddedOptions(config: Readonly<Config>, log: Logger): EmbeddedOptions {
   const db = config.database;
-  return { stateDir: config.paths.state, port: db.embedded_port, log, runAs: db.embedded_user, runtimeDir: db.embedded_runtime_dir };
+  return {
+    stateDir: config.paths.state,
+    port: db.embedded_port,
+    log,
+    runAs: db.embedded_user,
+    runtimeDir: db.embedded_runtime_dir,
+  };
 }
 
 /** The embedded database cannot start; the message says what to do, in one sentence. */
@@ -54,7 +74,8 @@ export function embeddedDataDir(opts: Pick<EmbeddedOptions, 'stateDir' | 'runAs'
   mkdirSync(state, { recursive: true });
   // The state directory is ours: it may let the user through (search only, no listing). Its
   // parents are the operator's, and stay as they are.
-  if (owner && canTraverse(owner, dirname(state)) && !canTraverse(owner, state)) chmodSync(state, (statSync(state).mode & 0o777) | 0o001);
+  if (owner && canTraverse(owner, dirname(state)) && !canTraverse(owner, state))
+    chmodSync(state, (statSync(state).mode & 0o777) | 0o001);
   if (owner && canTraverse(owner, state)) return join(state, 'postgres');
   const tag = createHash('sha256').update(realpathSync(state)).digest('hex').slice(0, 16);
   return join(runtimeDir(owner, opts.runtimeDir), `data-${tag}`);
@@ -119,9 +140,22 @@ function lookUpUser(name: string): Owner | null {
 function ensureUser(name: string): Owner {
   const found = lookUpUser(name);
   if (found) return found;
-  const made = spawnSync('useradd', ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', name], {
-    encoding: 'utf8',
-  });
+  const made = spawnSync(
+    'useradd',
+    [
+      '--system',
+      '--user-group',
+      '--no-create-home',
+      '--home-dir',
+      '/nonexistent',
+      '--shell',
+      '/usr/sbin/nologin',
+      name,
+    ],
+    {
+      encoding: 'utf8',
+    },
+  );
   const owner = made.status === 0 ? lookUpUser(name) : null;
   if (!owner) {
     throw new EmbeddedDatabaseError(
@@ -168,7 +202,9 @@ async function binaries(owner: Owner | null, opts: EmbeddedOptions): Promise<Bin
   try {
     found = (await import(pkg)) as Binaries;
   } catch {
-    throw new EmbeddedDatabaseError(`No embedded PostgreSQL for ${process.platform}-${process.arch} (${pkg} is not installed): set [database] url to a PostgreSQL server.`);
+    throw new EmbeddedDatabaseError(
+      `No embedded PostgreSQL for ${process.platform}-${process.arch} (${pkg} is not installed): set [database] url to a PostgreSQL server.`,
+    );
   }
   if (!owner || canTraverse(owner, dirname(found.postgres))) return found;
   const native = dirname(dirname(found.postgres));
@@ -194,7 +230,8 @@ function prepareDataDir(dir: string, owner: Owner | null) {
   mkdirSync(dirname(dir), { recursive: true, mode: 0o755 });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // chown follows links: a link planted in the data's place would hand its target to the user.
-  if (!lstatSync(dir).isDirectory()) throw new EmbeddedDatabaseError(`${dir} is not a directory: move it away and start again.`);
+  if (!lstatSync(dir).isDirectory())
+    throw new EmbeddedDatabaseError(`${dir} is not a directory: move it away and start again.`);
   if (owner) chownSync(dir, owner.uid, owner.gid);
 }
 
@@ -205,11 +242,21 @@ async function initdb(path: string, dir: string, owner: Owner | null, log: Logge
   writeFileSync(pwfile, `${PASSWORD}\n`, { mode: 0o600 });
   if (owner) chownSync(pwfile, owner.uid, owner.gid);
   try {
-    const args = [`--pgdata=${dir}`, '--auth=scram-sha-256', '--username=svc', `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C'];
+    const args = [
+      `--pgdata=${dir}`,
+      '--auth=scram-sha-256',
+      '--username=svc',
+      `--pwfile=${pwfile}`,
+      '--encoding=UTF8',
+      '--locale=C',
+    ];
     const child = spawnChild(path, args, dirname(dir), owner);
     const output = collect(child, log);
     const { code, signal } = await exited(child, path);
-    if (code !== 0) throw new EmbeddedDatabaseError(`initdb failed (${code ?? signal}): ${output().trim().split('\n').slice(-3).join(' ')}`);
+    if (code !== 0)
+      throw new EmbeddedDatabaseError(
+        `initdb failed (${code ?? signal}): ${output().trim().split('\n').slice(-3).join(' ')}`,
+      );
   } finally {
     try {
       unlinkSync(pwfile);
@@ -255,7 +302,13 @@ function spawnError(path: string, err: NodeJS.ErrnoException): EmbeddedDatabaseE
   );
 }
 
-async function startServer(path: string, dir: string, port: number, owner: Owner | null, log: Logger): Promise<{ stop(): Promise<void> }> {
+async function startServer(
+  path: string,
+  dir: string,
+  port: number,
+  owner: Owner | null,
+  log: Logger,
+): Promise<{ stop(): Promise<void> }> {
   const args = ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
   const child = spawnChild(path, args, dirname(dir), owner);
   const output = collect(child, log);
@@ -267,7 +320,9 @@ async function startServer(path: string, dir: string, port: number, owner: Owner
     ready,
     done.then(({ code, signal }) => {
       exitedEarly = true;
-      throw new EmbeddedDatabaseError(`Embedded PostgreSQL exited (${code ?? signal}) before accepting connections: ${output().trim().split('\n').slice(-3).join(' ')}`);
+      throw new EmbeddedDatabaseError(
+        `Embedded PostgreSQL exited (${code ?? signal}) before accepting connections: ${output().trim().split('\n').slice(-3).join(' ')}`,
+      );
     }),
   ]).catch(async (err: unknown) => {
     exitedEarly = true;

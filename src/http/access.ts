@@ -99,14 +99,18 @@ export function describeAccess(a: Access, method = 'GET'): string {
   }
   if (a.scope) parts.push(`Scoped keys need \`${a.scope}\`.`);
   if (a.grants?.length) {
-    parts.push(`The credential it makes can use ${a.grants.map((s) => `\`${s}\``).join(', ')}: scoped keys need that too.`);
+    parts.push(
+      `The credential it makes can use ${a.grants.map((s) => `\`${s}\``).join(', ')}: scoped keys need that too.`,
+    );
   }
   if (a.fullAccessOnly) parts.push('Full-access only: scoped keys are refused with 403.');
   if (a.auth !== 'public' && a.auth !== 'session') {
     const policy = testKeyPolicy(a, method);
     if (policy === 'refused') parts.push('Test keys are refused with 403 TEST_KEY_NOT_ALLOWED.');
-    if (policy === 'simulated') parts.push('Test keys are simulated against test credit: no live traffic, no live balance.');
+    if (policy === 'simulated')
+      parts.push('Test keys are simulated against test credit: no live traffic, no live balance.');
   }
-  if (a.whilePasswordChangeRequired) parts.push('Open to a session that must change its password (elsewhere it gets 403 PASSWORD_CHANGE_REQUIRED).');
+  if (a.whilePasswordChangeRequired)
+    parts.push('Open to a session that must change its password (elsewhere it gets 403 PASSWORD_CHANGE_REQUIRED).');
   return parts.join(' ');
 }

@@ -5,7 +5,13 @@ import type { Server as HttpsServer } from 'node:https';
 import AjvCompiler from '@fastify/ajv-compiler';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { Logger } from 'pino';
 import postgres from 'postgres';
 import type { Config } from '../config/schema.js';
@@ -13,7 +19,16 @@ import { sha256Hex } from '../platform/ids.js';
 import { describeAccess, hasScope, testKeyPolicy, type Access, type Principal } from './access.js';
 import type { Authenticator } from './auth.js';
 import { ErrorEnvelope } from './envelope.js';
-import { AppError, ErrorCodes, badRequest, forbidden, fromSqlState, invalidInput, unauthorized, type ErrorDetail } from './errors.js';
+import {
+  AppError,
+  ErrorCodes,
+  badRequest,
+  forbidden,
+  fromSqlState,
+  invalidInput,
+  unauthorized,
+  type ErrorDetail,
+} from './errors.js';
 import type { IdempotencyStore } from './idempotency.js';
 import type { FailedAuthGuard, RateLimit, RateLimiters } from './rate-limit.js';
 
@@ -83,7 +98,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     clientErrorHandler: answerClientError,
     // The router's own refusals (an over-long path value, a malformed URL) in the envelope too.
     frameworkErrors: (err, _req, reply) => {
-      void sendError(err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? invalidInput('A value in the path is too long') : badRequest('Malformed URL'), reply);
+      void sendError(
+        err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? invalidInput('A value in the path is too long')
+          : badRequest('Malformed URL'),
+        reply,
+      );
     },
     schemaController: { compilersFactory: { buildValidator: validatorsByPart() } },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
@@ -110,7 +130,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
           'CONFLICT; a request that died mid-way frees its key when its lease (120 s by default) runs out. ' +
           'Requests refused by validation are not recorded against the key.\n\n' +
           'Error codes (HTTP status): ' +
-          Object.entries(ErrorCodes).map(([code, status]) => `\`${code}\` (${status})`).join(', ') + '.',
+          Object.entries(ErrorCodes)
+            .map(([code, status]) => `\`${code}\` (${status})`)
+            .join(', ') +
+          '.',
       },
       servers: [{ url: API_PREFIX }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
@@ -132,13 +155,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const schema = (route.schema ??= {}) as Record<string, unknown>;
     const notes = [describeAccess(access, methods[0]!)];
     if (route.config?.rateLimit) {
-      notes.push(`Rate limit: ${route.config.rateLimit.points} per ${route.config.rateLimit.seconds} s per credential.`);
+      notes.push(
+        `Rate limit: ${route.config.rateLimit.points} per ${route.config.rateLimit.seconds} s per credential.`,
+      );
     }
     if (route.config?.idempotent) notes.push('Idempotent with `X-Idempotency-Key`.');
     schema['description'] = [schema['description'], notes.join(' ')].filter(Boolean).join('\n\n');
     schema['x-access'] = access;
-    if (access.auth !== 'public' && access.auth !== 'session') schema['x-test-keys'] = testKeyPolicy(access, methods[0]!);
-    if (access.auth !== 'public') schema['security'] = access.auth === 'optional' ? [{ bearer: [] }, {}] : [{ bearer: [] }];
+    if (access.auth !== 'public' && access.auth !== 'session')
+      schema['x-test-keys'] = testKeyPolicy(access, methods[0]!);
+    if (access.auth !== 'public')
+      schema['security'] = access.auth === 'optional' ? [{ bearer: [] }, {}] : [{ bearer: [] }];
     const response = (schema['response'] ??= {}) as Record<string, unknown>;
     response['4xx'] ??= { $ref: 'ErrorEnvelope#' };
     response['5xx'] ??= { $ref: 'ErrorEnvelope#' };
@@ -208,27 +235,43 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (req.idempotency && reply.getHeader('idempotent-replayed') === undefined) {
       const claim = req.idempotency;
       req.idempotency = null;
-      await deps.idempotency.complete(claim.accountId, claim.key, reply.statusCode, typeof payload === 'string' ? payload : String(payload ?? ''));
+      await deps.idempotency.complete(
+        claim.accountId,
+        claim.key,
+        reply.statusCode,
+        typeof payload === 'string' ? payload : String(payload ?? ''),
+      );
     }
     return payload;
   });
 
   app.addHook('onResponse', async (req, reply) => {
-    const entry = { requestId: req.id, method: req.method, url: req.routeOptions.url ?? 'unknown', status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
+    const entry = {
+      requestId: req.id,
+      method: req.method,
+      url: req.routeOptions.url ?? 'unknown',
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime),
+    };
     if (reply.statusCode >= 500) req.log.error(entry, 'request failed');
     else if (reply.statusCode >= 400) req.log.info(entry, 'request refused');
     else req.log.debug(entry, 'request done');
   });
 
   app.setNotFoundHandler((req, reply) => {
-    void reply.code(404).send({ success: false, error: { code: 'NOT_FOUND', message: `No route ${req.method} ${req.url.split('?')[0]}` } });
+    void reply.code(404).send({
+      success: false,
+      error: { code: 'NOT_FOUND', message: `No route ${req.method} ${req.url.split('?')[0]}` },
+    });
   });
 
   app.setErrorHandler((err, req, reply) => sendError(toAppError(err, req), reply));
 
   await app.register(
     async (api) => {
-      api.get('/docs/json', { config: { access: { auth: 'public' } }, schema: { hide: true } }, async () => app.swagger());
+      api.get('/docs/json', { config: { access: { auth: 'public' } }, schema: { hide: true } }, async () =>
+        app.swagger(),
+      );
       for (const m of deps.modules) await m.routes?.(api as App);
     },
     { prefix: API_PREFIX },
@@ -249,8 +292,12 @@ function validatorsByPart(): AjvCompiler.BuildCompilerFromPool {
     // Fastify calls a compiler with the route's schema definition (schema, method, url, httpPart);
     // the package's types describe it as taking the bare schema.
     type Compile = (route: { httpPart?: string }) => ReturnType<ReturnType<AjvCompiler.BuildCompilerFromPool>>;
-    const strict = pool(externalSchemas, { customOptions: { ...AJV_OPTIONS, coerceTypes: false } }) as unknown as Compile;
-    const coercing = pool(externalSchemas, { customOptions: { ...AJV_OPTIONS, coerceTypes: 'array' } }) as unknown as Compile;
+    const strict = pool(externalSchemas, {
+      customOptions: { ...AJV_OPTIONS, coerceTypes: false },
+    }) as unknown as Compile;
+    const coercing = pool(externalSchemas, {
+      customOptions: { ...AJV_OPTIONS, coerceTypes: 'array' },
+    }) as unknown as Compile;
     const byPart: Compile = (route) => (route.httpPart === 'body' ? strict(route) : coercing(route));
     return byPart as unknown as ReturnType<AjvCompiler.BuildCompilerFromPool>;
   };
@@ -261,7 +308,11 @@ function requireForwardedHttps(req: FastifyRequest, proxies: readonly string[]) 
   if (!proxies.includes(peer) && !proxies.includes(peer.replace(/^::ffff:/, ''))) {
     throw forbidden('Plain HTTP is accepted only from the trusted TLS proxy; use HTTPS');
   }
-  if (String(req.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim() !== 'https') {
+  if (
+    String(req.headers['x-forwarded-proto'] ?? '')
+      .split(',')[0]
+      ?.trim() !== 'https'
+  ) {
     throw badRequest('HTTPS is required');
   }
 }
@@ -272,11 +323,12 @@ function requireForwardedHttps(req: FastifyRequest, proxies: readonly string[]) 
  */
 function answerClientError(err: Error & { code?: string }, socket: Duplex) {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const e = err.code === 'HPE_HEADER_OVERFLOW'
-    ? new AppError('HEADERS_TOO_LARGE', 'The request line or headers are too large; send long values in the body')
-    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? new AppError('REQUEST_TIMEOUT', 'The request did not arrive in time')
-      : badRequest('Malformed HTTP request');
+  const e =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new AppError('HEADERS_TOO_LARGE', 'The request line or headers are too large; send long values in the body')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new AppError('REQUEST_TIMEOUT', 'The request did not arrive in time')
+        : badRequest('Malformed HTTP request');
   const body = JSON.stringify({ success: false, error: { code: e.code, message: e.message } });
   if (socket.writable) {
     socket.write(
@@ -290,7 +342,10 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex) {
 function enforceAccess(access: Access, p: Principal | null, method: string) {
   // A session signed in with a one-time password may only replace it (and sign out).
   if (p?.mustChangePassword && p.kind === 'session' && !access.whilePasswordChangeRequired) {
-    throw new AppError('PASSWORD_CHANGE_REQUIRED', 'This account must change its password first: POST /auth/change-password');
+    throw new AppError(
+      'PASSWORD_CHANGE_REQUIRED',
+      'This account must change its password first: POST /auth/change-password',
+    );
   }
   if (access.auth === 'public' || (access.auth === 'optional' && !p)) return;
   if (!p) throw unauthorized('A session token or API key is required (Authorization: Bearer ...)');
@@ -339,8 +394,10 @@ export function toAppError(err: unknown, req: FastifyRequest): AppError {
   if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return badRequest('Unsupported Content-Type; send application/json');
   if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return badRequest('Request body is empty');
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return badRequest('Request body is too large');
-  if (e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || e.code === 'FST_ERR_CTP_INVALID_TYPE') return badRequest('Malformed request');
-  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) return badRequest(e.message || 'Bad request');
+  if (e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || e.code === 'FST_ERR_CTP_INVALID_TYPE')
+    return badRequest('Malformed request');
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500)
+    return badRequest(e.message || 'Bad request');
   req.log.error({ err, requestId: req.id }, 'unhandled error');
   return new AppError('INTERNAL_ERROR', `Internal error; quote request id ${req.id} to support`);
 }
@@ -350,7 +407,12 @@ function fromValidation(e: FastifyLikeError): AppError {
   const errors = e.validation ?? [];
   const details = validationDetails(errors, where);
   // A malformed id or number in the path or query string "passed validation but cannot be stored".
-  if ((where === 'params' || where === 'querystring') && errors.every((v) => v.keyword === 'format' || v.keyword === 'type' || v.keyword === 'minimum' || v.keyword === 'maximum')) {
+  if (
+    (where === 'params' || where === 'querystring') &&
+    errors.every(
+      (v) => v.keyword === 'format' || v.keyword === 'type' || v.keyword === 'minimum' || v.keyword === 'maximum',
+    )
+  ) {
     if (errors.some((v) => v.keyword === 'format' && v.params['format'] === 'uuid')) {
       return invalidInput('Malformed id: expected a UUID', details);
     }
@@ -379,12 +441,20 @@ export function validationDetails(errors: readonly AjvError[], where: string): E
     let message = extra ? 'unknown field' : (v.message ?? 'is invalid');
     if (UNION_KEYWORDS.has(v.keyword)) {
       const branches = errors.filter((b) => inside(b, v));
-      const allowed = branches.filter((b) => b.keyword === 'const' && b.instancePath === v.instancePath).map((b) => JSON.stringify(b.params['allowedValue']));
+      const allowed = branches
+        .filter((b) => b.keyword === 'const' && b.instancePath === v.instancePath)
+        .map((b) => JSON.stringify(b.params['allowedValue']));
       if (allowed.length > 0 && allowed.length === branches.length) {
         message = `must be one of ${allowed.join(', ')}`;
       } else {
         // Alternative forms of one value (a number or a decimal string, or null): name each.
-        const forms = [...new Set(branches.filter((b) => !UNION_KEYWORDS.has(b.keyword) && b.instancePath === v.instancePath).map((b) => b.message ?? ''))].filter(Boolean);
+        const forms = [
+          ...new Set(
+            branches
+              .filter((b) => !UNION_KEYWORDS.has(b.keyword) && b.instancePath === v.instancePath)
+              .map((b) => b.message ?? ''),
+          ),
+        ].filter(Boolean);
         message = forms.length > 0 ? forms.join(' or ') : 'matches none of the allowed forms';
       }
     }

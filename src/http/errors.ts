@@ -49,7 +49,8 @@ export const validationError = (details: ErrorDetail[], message = 'Request valid
   new AppError('VALIDATION_ERROR', message, details);
 /** A business-rule refusal: 400 VALIDATION_ERROR with only a message (spec "Errors"). */
 export const ruleError = (message: string) => new AppError('VALIDATION_ERROR', message);
-export const invalidInput = (message: string, details?: ErrorDetail[]) => new AppError('INVALID_INPUT', message, details);
+export const invalidInput = (message: string, details?: ErrorDetail[]) =>
+  new AppError('INVALID_INPUT', message, details);
 export const badRequest = (message: string) => new AppError('BAD_REQUEST', message);
 export const unauthorized = (message = 'Missing or invalid credential') => new AppError('UNAUTHORIZED', message);
 export const forbidden = (message: string) => new AppError('FORBIDDEN', message);
@@ -61,11 +62,15 @@ export const conflict = (message: string) => new AppError('CONFLICT', message);
  * daily cap without reading the message.
  */
 export class InsufficientBalanceError extends AppError {
-  constructor(message: string, readonly reason: 'balance' | 'daily_cap') {
+  constructor(
+    message: string,
+    readonly reason: 'balance' | 'daily_cap',
+  ) {
     super('VALIDATION_ERROR', message);
   }
 }
-export const insufficientBalance = (message = 'Insufficient balance') => new InsufficientBalanceError(message, 'balance');
+export const insufficientBalance = (message = 'Insufficient balance') =>
+  new InsufficientBalanceError(message, 'balance');
 export const rateLimited = (retryAfterSeconds: number) =>
   new AppError('RATE_LIMITED', `Rate limit exceeded; retry after ${retryAfterSeconds} seconds`, undefined, {
     'retry-after': String(retryAfterSeconds),
@@ -116,6 +121,10 @@ export function fromSqlState(code: string, message: string): AppError | null {
 /** The ledger's own refusals (SVC01 to SVC04), which reach a client as 400 VALIDATION_ERROR. */
 export function isLedgerRefusal(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return code === SqlState.INSUFFICIENT_BALANCE || code === SqlState.DAILY_CAP
-    || code === SqlState.INVALID_AMOUNT_OR_STATE || code === SqlState.UNKNOWN_ACCOUNT_OR_HOLD;
+  return (
+    code === SqlState.INSUFFICIENT_BALANCE ||
+    code === SqlState.DAILY_CAP ||
+    code === SqlState.INVALID_AMOUNT_OR_STATE ||
+    code === SqlState.UNKNOWN_ACCOUNT_OR_HOLD
+  );
 }

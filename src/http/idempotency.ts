@@ -25,7 +25,15 @@ export function createIdempotencyStore(deps: { sql: Sql; clock: Clock; leaseSeco
           where idempotency_keys.expires_at <= ${now}
         returning key`;
       if (inserted.length) return { kind: 'new' };
-      const [row] = await sql<{ fingerprint: string; state: string; leaseUntil: Date; statusCode: number | null; responseBody: string | null }[]>`
+      const [row] = await sql<
+        {
+          fingerprint: string;
+          state: string;
+          leaseUntil: Date;
+          statusCode: number | null;
+          responseBody: string | null;
+        }[]
+      >`
         select fingerprint, state, lease_until, status_code, response_body from idempotency_keys
         where account_id = ${accountId} and key = ${key}`;
       if (!row) return this.claim(accountId, key, fingerprint);

@@ -17,9 +17,14 @@ export interface RateLimiters {
  * One window store, in Redis when configured (shared by every daemon) with an in-process
  * insurance during a Redis outage, else in process.
  */
-export function createWindow(redis: Redis | null, o: { keyPrefix: string; points: number; seconds: number }): RateLimiterAbstract {
+export function createWindow(
+  redis: Redis | null,
+  o: { keyPrefix: string; points: number; seconds: number },
+): RateLimiterAbstract {
   const base = { keyPrefix: o.keyPrefix, points: o.points, duration: o.seconds };
-  return redis ? new RateLimiterRedis({ ...base, storeClient: redis, insuranceLimiter: new RateLimiterMemory(base) }) : new RateLimiterMemory(base);
+  return redis
+    ? new RateLimiterRedis({ ...base, storeClient: redis, insuranceLimiter: new RateLimiterMemory(base) })
+    : new RateLimiterMemory(base);
 }
 
 /** RATE_LIMITED for a window's refusal; anything else (a store failure) is passed on. */

@@ -7,9 +7,27 @@ import { money6 } from './money.js';
 export type LedgerMode = 'live' | 'test';
 export type TopupSource = 'card' | 'crypto' | 'wire' | 'x402';
 export type EntryType =
-  | 'topup' | 'charge' | 'credit' | 'payout' | 'platform_fee' | 'test_credit' | 'chargeback' | 'refund_reversal' | 'refund' | 'transfer';
+  | 'topup'
+  | 'charge'
+  | 'credit'
+  | 'payout'
+  | 'platform_fee'
+  | 'test_credit'
+  | 'chargeback'
+  | 'refund_reversal'
+  | 'refund'
+  | 'transfer';
 export const EntryTypes: readonly EntryType[] = [
-  'topup', 'charge', 'credit', 'payout', 'platform_fee', 'test_credit', 'chargeback', 'refund_reversal', 'refund', 'transfer',
+  'topup',
+  'charge',
+  'credit',
+  'payout',
+  'platform_fee',
+  'test_credit',
+  'chargeback',
+  'refund_reversal',
+  'refund',
+  'transfer',
 ];
 
 /** What every posting function returns; a replay (same posting key) returns the first result with `replayed: true`. */
@@ -146,7 +164,13 @@ export function createLedger(deps: LedgerDeps) {
     const live = list.filter((r) => !r.replayed && r.mode === 'live');
     if (!deps.events || live.length === 0) return;
     if (live.length === 1) return afterDebit(db, live[0]!);
-    const rows = live.map((r, i) => ({ i, account_id: r.accountId, before: r.balanceBefore, after: r.balanceAfter, capped: r.capReached }));
+    const rows = live.map((r, i) => ({
+      i,
+      account_id: r.accountId,
+      before: r.balanceBefore,
+      after: r.balanceAfter,
+      capped: r.capReached,
+    }));
     const hits = await db<{ i: number; parentId: string | null; crossed: boolean; capped: boolean }[]>`
       select x.i, a.parent_id, (x.before >= t.v and x.after < t.v and t.v > 0) as crossed, x.capped
       from jsonb_to_recordset(${db.json(rows as never)}) as x(i integer, account_id uuid, before numeric, after numeric, capped boolean)
@@ -165,11 +189,15 @@ export function createLedger(deps: LedgerDeps) {
     if (!deps.events) return;
     const data = { accountId: r.accountId, balance: r.balanceAfter };
     if (crossed) {
-      if (parentId) await deps.events.emit(db, parentId, 'sub_account.balance_low', { subAccountId: r.accountId, ...data });
+      if (parentId)
+        await deps.events.emit(db, parentId, 'sub_account.balance_low', { subAccountId: r.accountId, ...data });
       else await deps.events.emit(db, r.accountId, 'balance.low', data);
     }
     if (capped && parentId) {
-      await deps.events.emit(db, parentId, 'sub_account.suspended', { subAccountId: r.accountId, reason: 'daily_spend_cap' });
+      await deps.events.emit(db, parentId, 'sub_account.suspended', {
+        subAccountId: r.accountId,
+        reason: 'daily_spend_cap',
+      });
     }
   }
 
@@ -200,7 +228,11 @@ export function createLedger(deps: LedgerDeps) {
         const r = row!.r;
         if (!r.replayed && deps.events) {
           await deps.events.emit(db, input.accountId, 'topup.confirmed', {
-            accountId: input.accountId, amount: r.amount, source: input.source, balance: r.balanceAfter, transactionId: r.postingId,
+            accountId: input.accountId,
+            amount: r.amount,
+            source: input.source,
+            balance: r.balanceAfter,
+            transactionId: r.postingId,
           });
         }
         return r;
@@ -208,11 +240,7 @@ export function createLedger(deps: LedgerDeps) {
     },
 
     /** Charges `amount` (to the seller, or platform revenue without one) plus `fee` (platform fee entry). */
-    async charge(
-      input: ChargeInput,
-      db: Db = sql,
-      opts: { events?: boolean } = {},
-    ): Promise<ChargeResult> {
+    async charge(input: ChargeInput, db: Db = sql, opts: { events?: boolean } = {}): Promise<ChargeResult> {
       return inTx(db, async (db) => {
         const [row] = await db<{ r: ChargeResult }[]>`
           select ledger_charge(${input.postingKey}, ${input.accountId}::uuid, ${str(input.sellerId)}::uuid, ${input.amount}::numeric,
@@ -235,7 +263,10 @@ export function createLedger(deps: LedgerDeps) {
     },
 
     /** Reverses a whole charge or settlement once (buyer refund, seller and platform refund_reversal). */
-    async refund(input: { postingKey: string; chargePostingId: string; reference?: string | null }, db: Db = sql): Promise<PostingResult> {
+    async refund(
+      input: { postingKey: string; chargePostingId: string; reference?: string | null },
+      db: Db = sql,
+    ): Promise<PostingResult> {
       const [row] = await db<{ r: PostingResult }[]>`
         select ledger_refund(${input.postingKey}, ${input.chargePostingId}::uuid, ${str(input.reference)}, ${clock.now()}) as r`;
       return row!.r;
@@ -243,7 +274,13 @@ export function createLedger(deps: LedgerDeps) {
 
     /** Operator → one of its sub-accounts. */
     async transfer(
-      input: { postingKey: string; fromAccountId: string; toAccountId: string; amount: string; reference?: string | null },
+      input: {
+        postingKey: string;
+        fromAccountId: string;
+        toAccountId: string;
+        amount: string;
+        reference?: string | null;
+      },
       db: Db = sql,
     ): Promise<PostingResult & { toBalanceAfter: string }> {
       const [row] = await db<{ r: PostingResult & { toBalanceAfter: string } }[]>`
@@ -252,14 +289,20 @@ export function createLedger(deps: LedgerDeps) {
       return row!.r;
     },
 
-    async grantTestCredit(input: { postingKey: string; accountId: string; amount: string; reference?: string | null }, db: Db = sql): Promise<PostingResult> {
+    async grantTestCredit(
+      input: { postingKey: string; accountId: string; amount: string; reference?: string | null },
+      db: Db = sql,
+    ): Promise<PostingResult> {
       const [row] = await db<{ r: PostingResult }[]>`
         select ledger_grant_test_credit(${input.postingKey}, ${input.accountId}::uuid, ${input.amount}::numeric,
                                         ${str(input.reference)}, ${clock.now()}) as r`;
       return row!.r;
     },
 
-    async chargeback(input: { postingKey: string; accountId: string; amount: string; reference?: string | null }, db: Db = sql): Promise<PostingResult> {
+    async chargeback(
+      input: { postingKey: string; accountId: string; amount: string; reference?: string | null },
+      db: Db = sql,
+    ): Promise<PostingResult> {
       const [row] = await db<{ r: PostingResult }[]>`
         select ledger_chargeback(${input.postingKey}, ${input.accountId}::uuid, ${input.amount}::numeric,
                                  ${str(input.reference)}, ${clock.now()}) as r`;
@@ -267,7 +310,10 @@ export function createLedger(deps: LedgerDeps) {
     },
 
     /** Pays out seller earnings (seller payable → clearing). */
-    async payout(input: { postingKey: string; sellerId: string; amount: string; reference?: string | null }, db: Db = sql): Promise<PostingResult> {
+    async payout(
+      input: { postingKey: string; sellerId: string; amount: string; reference?: string | null },
+      db: Db = sql,
+    ): Promise<PostingResult> {
       const [row] = await db<{ r: PostingResult }[]>`
         select ledger_payout(${input.postingKey}, ${input.sellerId}::uuid, ${input.amount}::numeric,
                              ${str(input.reference)}, ${clock.now()}) as r`;
@@ -275,10 +321,7 @@ export function createLedger(deps: LedgerDeps) {
     },
 
     /** Reserves `amount` of the available balance (test credit with mode 'test') until settled, released or expired. */
-    async hold(
-      input: HoldInput,
-      db: Db = sql,
-    ): Promise<HoldResult> {
+    async hold(input: HoldInput, db: Db = sql): Promise<HoldResult> {
       const now = clock.now();
       const expires = new Date(now.getTime() + input.ttlSeconds * 1000);
       const [row] = await db<{ r: HoldResult }[]>`
@@ -293,10 +336,7 @@ export function createLedger(deps: LedgerDeps) {
     },
 
     /** Posts the final amount + fee of a hold (to `sellerId`, else platform revenue) and releases the rest. */
-    async settle(
-      input: SettleInput,
-      db: Db = sql,
-    ): Promise<SettleResult> {
+    async settle(input: SettleInput, db: Db = sql): Promise<SettleResult> {
       return inTx(db, async (db) => {
         const [row] = await db<{ r: SettleResult }[]>`
           select ledger_settle(${input.postingKey}, ${input.holdId}::uuid, ${str(input.sellerId)}::uuid, ${input.amount}::numeric,
@@ -316,11 +356,19 @@ export function createLedger(deps: LedgerDeps) {
       if (inputs.length === 0) return [];
       const now = clock.now();
       const items = inputs.map((i) => ({
-        key: i.postingKey, accountId: i.accountId, amount: i.amount, test: i.mode === 'test',
-        expiresAt: new Date(now.getTime() + i.ttlSeconds * 1000).toISOString(), reference: str(i.reference),
-        relatedEntityType: str(i.relatedEntityType), relatedEntityId: str(i.relatedEntityId), callId: str(i.callId),
+        key: i.postingKey,
+        accountId: i.accountId,
+        amount: i.amount,
+        test: i.mode === 'test',
+        expiresAt: new Date(now.getTime() + i.ttlSeconds * 1000).toISOString(),
+        reference: str(i.reference),
+        relatedEntityType: str(i.relatedEntityType),
+        relatedEntityId: str(i.relatedEntityId),
+        callId: str(i.callId),
       }));
-      const [row] = await db<{ r: (HoldResult | Refusal)[] }[]>`select ledger_hold_many(${db.json(items as never)}, ${now}) as r`;
+      const [row] = await db<
+        { r: (HoldResult | Refusal)[] }[]
+      >`select ledger_hold_many(${db.json(items as never)}, ${now}) as r`;
       return row!.r;
     },
 
@@ -333,17 +381,32 @@ export function createLedger(deps: LedgerDeps) {
       if (inputs.length === 0) return [];
       return inTx(db, async (db) => {
         const items = inputs.map((i) => ({
-          key: i.postingKey, holdId: i.holdId, sellerId: str(i.sellerId), amount: i.amount, fee: i.fee ?? '0',
-          reference: str(i.reference), relatedEntityType: str(i.relatedEntityType), relatedEntityId: str(i.relatedEntityId), callId: str(i.callId),
+          key: i.postingKey,
+          holdId: i.holdId,
+          sellerId: str(i.sellerId),
+          amount: i.amount,
+          fee: i.fee ?? '0',
+          reference: str(i.reference),
+          relatedEntityType: str(i.relatedEntityType),
+          relatedEntityId: str(i.relatedEntityId),
+          callId: str(i.callId),
         }));
-        const [row] = await db<{ r: (SettleResult | Refusal)[] }[]>`select ledger_settle_many(${db.json(items as never)}, ${clock.now()}) as r`;
+        const [row] = await db<
+          { r: (SettleResult | Refusal)[] }[]
+        >`select ledger_settle_many(${db.json(items as never)}, ${clock.now()}) as r`;
         const results = row!.r;
-        await afterDebits(db, results.filter((r): r is SettleResult => !isRefusal(r)));
+        await afterDebits(
+          db,
+          results.filter((r): r is SettleResult => !isRefusal(r)),
+        );
         return results;
       });
     },
 
-    async release(input: { postingKey: string; holdId: string }, db: Db = sql): Promise<PostingResult & { holdId: string; released: string }> {
+    async release(
+      input: { postingKey: string; holdId: string },
+      db: Db = sql,
+    ): Promise<PostingResult & { holdId: string; released: string }> {
       const [row] = await db<{ r: PostingResult & { holdId: string; released: string } }[]>`
         select ledger_release(${input.postingKey}, ${input.holdId}::uuid, ${clock.now()}) as r`;
       return row!.r;
@@ -389,11 +452,29 @@ export function createLedger(deps: LedgerDeps) {
 
     async balanceOf(accountId: string, db: Db = sql): Promise<Balance> {
       // Available computed in the same query: every trunk call reads it, one round trip matters.
-      const [row] = await db<{ balance: string; held: string; creditLimit: string; testCredit: string; testHeld: string; payable: string; available: string }[]>`
+      const [row] = await db<
+        {
+          balance: string;
+          held: string;
+          creditLimit: string;
+          testCredit: string;
+          testHeld: string;
+          payable: string;
+          available: string;
+        }[]
+      >`
         select balance::text, held::text, credit_limit::text, test_credit::text, test_held::text, payable::text,
                greatest(balance + credit_limit - held, 0)::text as available
         from ledger_owner_balances where owner_id = ${accountId}`;
-      const b = row ?? { balance: '0', held: '0', creditLimit: '0', testCredit: '0', testHeld: '0', payable: '0', available: '0' };
+      const b = row ?? {
+        balance: '0',
+        held: '0',
+        creditLimit: '0',
+        testCredit: '0',
+        testHeld: '0',
+        payable: '0',
+        available: '0',
+      };
       return {
         balance: money6(b.balance),
         held: money6(b.held),

@@ -20,7 +20,8 @@ export class Money {
   static parse(input: string | Decimal | Money): Money {
     if (input instanceof Money) return input;
     if (input instanceof Decimal) {
-      if (!input.isFinite() || input.decimalPlaces() > 6) throw new MoneyError(`not a 6-place amount: ${input.toString()}`);
+      if (!input.isFinite() || input.decimalPlaces() > 6)
+        throw new MoneyError(`not a 6-place amount: ${input.toString()}`);
       return new Money(input);
     }
     if (typeof input !== 'string') throw new MoneyError('money must be a string or a Decimal');

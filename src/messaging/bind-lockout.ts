@@ -22,7 +22,12 @@ interface Count {
   last: number;
 }
 
-export function createBindLockout(opts: { failures: number; lockoutMs: number; now: () => number; maxTracked?: number }): BindLockout {
+export function createBindLockout(opts: {
+  failures: number;
+  lockoutMs: number;
+  now: () => number;
+  maxTracked?: number;
+}): BindLockout {
   const maxTracked = opts.maxTracked ?? 100_000;
   // Most recently failed last: eviction under a flood of made-up ids drops the oldest counts.
   const counts = new Map<string, Count>();

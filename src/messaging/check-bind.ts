@@ -42,7 +42,11 @@ export function checkBind(d: CheckBindDetails): Promise<CheckBindResult> {
   const timeoutMs = d.timeoutMs ?? 10_000;
   const badFields = bindFieldProblems(d);
   if (badFields.length > 0) {
-    return Promise.resolve({ pass: false, checks: [{ label: 'bind', value: `control characters in ${badFields.join(', ')}`, ok: false }], message: 'bind details refused' });
+    return Promise.resolve({
+      pass: false,
+      checks: [{ label: 'bind', value: `control characters in ${badFields.join(', ')}`, ok: false }],
+      message: 'bind details refused',
+    });
   }
   return new Promise((resolve) => {
     let session: Session | null = null;
@@ -60,7 +64,10 @@ export function checkBind(d: CheckBindDetails): Promise<CheckBindResult> {
       finish(`no answer at ${stage} within ${timeoutMs} ms`);
     }, timeoutMs);
     const s = connectSmpp({
-      host: d.address ?? d.host, port: d.port, tls: d.tls, rejectUnauthorized: true,
+      host: d.address ?? d.host,
+      port: d.port,
+      tls: d.tls,
+      rejectUnauthorized: true,
       ...(d.tls && d.address !== undefined && isIP(d.host) === 0 ? { servername: d.host } : {}),
     });
     session = s;
@@ -85,7 +92,11 @@ export function checkBind(d: CheckBindDetails): Promise<CheckBindResult> {
         }
         checks.push({ label: 'bind', value: `bound to ${str(resp['system_id']) || 'SMSC'}`, ok: true });
         s.send(createPdu('unbind'), (u: PDU) => {
-          checks.push({ label: 'unbind', value: statusName(u.command_status), ok: u.command_status === STATUS.ESME_ROK });
+          checks.push({
+            label: 'unbind',
+            value: statusName(u.command_status),
+            ok: u.command_status === STATUS.ESME_ROK,
+          });
           finish(u.command_status === STATUS.ESME_ROK ? 'bind and unbind succeeded' : 'unbind refused');
         });
       });

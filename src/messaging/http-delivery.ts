@@ -22,7 +22,12 @@ export function signBody(secret: string, timestamp: number, body: string | Buffe
 }
 
 /** Constant-time check of a `v1=` signature against any of the secrets (more than one while rotating). */
-export function verifySignature(secrets: readonly string[], timestamp: number, body: Buffer, signature: string): boolean {
+export function verifySignature(
+  secrets: readonly string[],
+  timestamp: number,
+  body: Buffer,
+  signature: string,
+): boolean {
   const given = Buffer.from(signature.trim());
   for (const s of secrets) {
     const want = Buffer.from(signBody(s, timestamp, body));
@@ -138,7 +143,8 @@ export function createHttpSupplier(opts: HttpSupplierOptions): HttpSupplier {
             },
             ...(pinned
               ? {
-                  lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) => (o.all ? cb(null, [pinned]) : cb(null, pinned.address, pinned.family))) as never,
+                  lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) =>
+                    o.all ? cb(null, [pinned]) : cb(null, pinned.address, pinned.family)) as never,
                   // Its own pool: a kept-alive socket was opened to a checked address, never by another caller.
                   agent: pool,
                 }
@@ -168,8 +174,15 @@ export function createHttpSupplier(opts: HttpSupplierOptions): HttpSupplier {
                 parsed = {};
               }
               if (status >= 200 && status < 300) {
-                const id = typeof parsed['supplierMessageId'] === 'string' ? normaliseSupplierMessageId(parsed['supplierMessageId']) : '';
-                done(id ? { status: 'accepted', supplierMessageId: id } : { status: 'error', reason: 'no_supplier_message_id' });
+                const id =
+                  typeof parsed['supplierMessageId'] === 'string'
+                    ? normaliseSupplierMessageId(parsed['supplierMessageId'])
+                    : '';
+                done(
+                  id
+                    ? { status: 'accepted', supplierMessageId: id }
+                    : { status: 'error', reason: 'no_supplier_message_id' },
+                );
                 return;
               }
               // 408, 429 and 5xx say "not now", not "no": the caller may retry or fail over.
@@ -178,7 +191,11 @@ export function createHttpSupplier(opts: HttpSupplierOptions): HttpSupplier {
                 done({ status: 'error', reason: `http_${status}` });
                 return;
               }
-              done({ status: 'refused', httpStatus: status, code: typeof parsed['code'] === 'string' ? parsed['code'] : null });
+              done({
+                status: 'refused',
+                httpStatus: status,
+                code: typeof parsed['code'] === 'string' ? parsed['code'] : null,
+              });
             });
           },
         );
@@ -234,7 +251,8 @@ export function verifyReceiptCallback(input: {
   if (!tsRaw || !sig || !/^\d{1,12}$/.test(tsRaw)) return { ok: false, reason: 'missing_signature' };
   const ts = Number(tsRaw);
   if (!verifySignature(input.secrets, ts, input.rawBody, sig)) return { ok: false, reason: 'bad_signature' };
-  if (Math.abs(input.now.getTime() / 1000 - ts) > (input.toleranceSec ?? 300)) return { ok: false, reason: 'stale_timestamp' };
+  if (Math.abs(input.now.getTime() / 1000 - ts) > (input.toleranceSec ?? 300))
+    return { ok: false, reason: 'stale_timestamp' };
   let v: unknown;
   try {
     v = JSON.parse(input.rawBody.toString('utf8'));

@@ -115,7 +115,10 @@ export interface Reassembler {
  */
 export function createReassembler(opts: { holdMs: number; now: () => number; maxPending?: number }): Reassembler {
   const maxPending = opts.maxPending ?? 10_000;
-  const pending = new Map<string, { at: number; total: number; dataCoding: number; parts: Map<number, Buffer>; tags: string[] }>();
+  const pending = new Map<
+    string,
+    { at: number; total: number; dataCoding: number; parts: Map<number, Buffer>; tags: string[] }
+  >();
   return {
     add(key, part, tag) {
       if (!part.concat) {
@@ -142,7 +145,9 @@ export function createReassembler(opts: { holdMs: number; now: () => number; max
       const bytes: Buffer[] = [];
       for (let s = 1; s <= entry.total; s++) bytes.push(entry.parts.get(s) as Buffer);
       const text = decodeByDataCoding(Buffer.concat(bytes), entry.dataCoding);
-      return text === null ? 'invalid' : { text, dataCoding: entry.dataCoding, parts: entry.total, earlierTags: entry.tags };
+      return text === null
+        ? 'invalid'
+        : { text, dataCoding: entry.dataCoding, parts: entry.total, earlierTags: entry.tags };
     },
     sweep() {
       const limit = opts.now() - opts.holdMs;

@@ -122,14 +122,16 @@ function normaliseStat(s: string): ReceiptStat | null {
   return long[s] ?? null;
 }
 
+// eslint-disable-next-line no-control-regex
+const CONTROL_OR_SPACE = /[\x00-\x20\x7f-\xa0]+/g;
+
 /**
  * A supplier message id as we store it: trimmed of NULs, whitespace and other stray control bytes,
  * otherwise exactly as given (case and leading zeros kept).
  */
 export function normaliseSupplierMessageId(raw: string | Uint8Array): string {
   const s = typeof raw === 'string' ? raw : Buffer.from(raw).toString('latin1');
-  // eslint-disable-next-line no-control-regex
-  return s.replace(/[\x00-\x20\x7f-\xa0]+/g, ' ').trim().split(' ')[0] ?? '';
+  return s.replace(CONTROL_OR_SPACE, ' ').trim().split(' ')[0] ?? '';
 }
 
 /**

@@ -63,7 +63,8 @@ function chunkUcs2(text: string, max: number): Chunk[] {
 
 function chunks(text: string, encoding: SmsEncoding): Chunk[] {
   const lim = LIMITS[encoding];
-  const whole = encoding === 'gsm7' ? chunkGsm7(text, Number.MAX_SAFE_INTEGER) : chunkUcs2(text, Number.MAX_SAFE_INTEGER);
+  const whole =
+    encoding === 'gsm7' ? chunkGsm7(text, Number.MAX_SAFE_INTEGER) : chunkUcs2(text, Number.MAX_SAFE_INTEGER);
   if ((whole[0] as Chunk).units <= lim.single) return whole;
   return encoding === 'gsm7' ? chunkGsm7(text, lim.part) : chunkUcs2(text, lim.part);
 }

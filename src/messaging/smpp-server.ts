@@ -181,7 +181,11 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
   /** Counts a raw connection against the caps; over either it is destroyed before anything is read. */
   function admit(sock: Socket) {
     const refused = caps.admit(sock);
-    if (refused) log.debug({ remoteIp: refused.ip, connections: refused.open, fromIp: refused.fromIp }, 'smpp connection refused: over the connection cap');
+    if (refused)
+      log.debug(
+        { remoteIp: refused.ip, connections: refused.open, fromIp: refused.fromIp },
+        'smpp connection refused: over the connection cap',
+      );
   }
 
   /** Answers a bind with a failure and closes the connection: one guess per connection. */
@@ -240,8 +244,9 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
     let account: SmppAccount | null;
     try {
       // The address lookup only runs while the id is locked: an ordinary bind costs no extra query.
-      const locked = lockout.sourceLocked(b.remoteIp)
-        || (lockout.idLocked(systemId) && !(await opts.isOwnAddress?.(systemId, b.remoteIp)));
+      const locked =
+        lockout.sourceLocked(b.remoteIp) ||
+        (lockout.idLocked(systemId) && !(await opts.isOwnAddress?.(systemId, b.remoteIp)));
       if (locked) {
         b.log.info({ systemId }, 'smpp bind refused: locked out after failed binds');
         return refuseBind(b, pdu);
@@ -413,7 +418,8 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
 
   function receiverFor(accountId: string): BindState | null {
     const candidates = [...binds.values()].filter(
-      (b) => b.account?.accountId === accountId && (b.bindType === 'receiver' || b.bindType === 'transceiver') && !b.closing,
+      (b) =>
+        b.account?.accountId === accountId && (b.bindType === 'receiver' || b.bindType === 'transceiver') && !b.closing,
     );
     if (candidates.length === 0) return null;
     rr = (rr + 1) % candidates.length;
@@ -518,7 +524,10 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
       const listen = (port: number, tls: SmppServerOptions['tls']) =>
         new Promise<number>((resolve, reject) => {
           // A TLS handshake never finished holds a descriptor like an unbound connection does.
-          const srv = createSmppListener(tls ? { key: tls.key, cert: tls.cert, handshakeTimeout: bindTimeoutMs } : {}, onSession);
+          const srv = createSmppListener(
+            tls ? { key: tls.key, cert: tls.cert, handshakeTimeout: bindTimeoutMs } : {},
+            onSession,
+          );
           srv.on('connection', admit);
           // A handshake timeout or a bad client hello only costs that connection; Node leaves the socket open without this.
           if (tls) srv.on('tlsClientError', (_err: Error, sock: Socket) => sock.destroy());
@@ -530,11 +539,15 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
           });
         });
       const port = opts.port === null ? null : await listen(opts.port, null);
-      const tlsPort = opts.tls && opts.tlsPort !== null && opts.tlsPort !== undefined ? await listen(opts.tlsPort, opts.tls) : null;
-      sweepTimer = setInterval(() => {
-        const dropped = reassembler.sweep();
-        if (dropped > 0) log.info({ dropped }, 'smpp incomplete concatenated messages dropped');
-      }, Math.max(1000, Math.floor(holdMs / 2)));
+      const tlsPort =
+        opts.tls && opts.tlsPort !== null && opts.tlsPort !== undefined ? await listen(opts.tlsPort, opts.tls) : null;
+      sweepTimer = setInterval(
+        () => {
+          const dropped = reassembler.sweep();
+          if (dropped > 0) log.info({ dropped }, 'smpp incomplete concatenated messages dropped');
+        },
+        Math.max(1000, Math.floor(holdMs / 2)),
+      );
       sweepTimer.unref();
       log.info({ port, tlsPort }, 'smpp server listening');
       return { port, tlsPort };

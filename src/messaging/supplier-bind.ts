@@ -210,7 +210,7 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
   function releaseEarly(force: boolean) {
     if (early.length === 0) return;
     const limit = now() - opts.responseTimeoutMs;
-    for (let i = 0; i < early.length; ) {
+    for (let i = 0; i < early.length;) {
       const e = early[i] as (typeof early)[number];
       if (force || outstanding.size === 0 || e.at <= limit) {
         early.splice(i, 1);
@@ -310,13 +310,17 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
       return;
     }
     const s = connectSmpp({
-      host: opts.host, port: opts.port, tls: opts.tls !== false, ...tlsOpts,
+      host: opts.host,
+      port: opts.port,
+      tls: opts.tls !== false,
+      ...tlsOpts,
       ...(opts.guard ? { lookup: opts.guard.netLookup(opts.port) } : {}),
     });
     session = s;
     s.on('error', (err: NodeJS.ErrnoException) => {
       log.info({ err: err.message }, 'supplier bind socket error');
-      if (session === s && state === 'connecting') unreachableReason = err.code === 'ETARGETREFUSED' ? 'refused_target' : 'not_bound';
+      if (session === s && state === 'connecting')
+        unreachableReason = err.code === 'ETARGETREFUSED' ? 'refused_target' : 'not_bound';
       if (session === s) dropConnection('socket_error');
       else s.socket.destroy();
     });
@@ -387,7 +391,9 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
         onDeliver(s, pdu);
         return;
       default:
-        s.send(pdu.response({ command_status: pdu.command === 'unknown' ? STATUS.ESME_RINVCMDID : STATUS.ESME_RINVBNDSTS }));
+        s.send(
+          pdu.response({ command_status: pdu.command === 'unknown' ? STATUS.ESME_RINVCMDID : STATUS.ESME_RINVBNDSTS }),
+        );
     }
   }
 
@@ -402,7 +408,8 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     const raw = buf(pdu['short_message']).length > 0 ? buf(pdu['short_message']) : buf(pdu['message_payload']);
     const rawText = decodeByDataCoding(raw, num(pdu['data_coding']) ?? 0) ?? raw.toString('latin1');
     const parsed = parseReceiptText(rawText);
-    const tlvId = pdu['receipted_message_id'] !== undefined ? normaliseSupplierMessageId(str(pdu['receipted_message_id'])) : '';
+    const tlvId =
+      pdu['receipted_message_id'] !== undefined ? normaliseSupplierMessageId(str(pdu['receipted_message_id'])) : '';
     const tlvState = num(pdu['message_state']);
     const stat = (tlvState !== undefined ? statForMessageState(tlvState) : null) ?? parsed?.stat ?? null;
     const id = tlvId || parsed?.id || '';
@@ -448,10 +455,13 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
 
   function schedulePump(ms: number) {
     if (pumpTimer) return;
-    pumpTimer = setTimeout(() => {
-      pumpTimer = null;
-      pump();
-    }, Math.max(1, ms));
+    pumpTimer = setTimeout(
+      () => {
+        pumpTimer = null;
+        pump();
+      },
+      Math.max(1, ms),
+    );
   }
 
   function failQueued(reason: string) {
@@ -460,7 +470,7 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
 
   function expireQueued() {
     const t = now();
-    for (let i = 0; i < queue.length; ) {
+    for (let i = 0; i < queue.length;) {
       const j = queue[i] as PartJob;
       if (j.deadline <= t) {
         queue.splice(i, 1);
@@ -534,7 +544,8 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     },
     submit(message) {
       if (opts.bindType === 'receiver') return Promise.resolve({ status: 'error', reason: 'receiver_bind' });
-      if (state === 'closing' || state === 'closed') return Promise.resolve({ status: 'error', reason: 'bind_stopped' });
+      if (state === 'closing' || state === 'closed')
+        return Promise.resolve({ status: 'error', reason: 'bind_stopped' });
       if (unreachable && state !== 'bound') return Promise.resolve({ status: 'error', reason: unreachableReason });
       const sender = checkSender(message.from);
       if (!sender.ok) return Promise.resolve({ status: 'error', reason: `invalid_sender_${sender.reason}` });
@@ -577,7 +588,10 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
       return Promise.all(results).then((rs): SubmitOutcome => {
         const ids: string[] = [];
         for (const r of rs) {
-          if (!r.ok) return 'commandStatus' in r ? { status: 'refused', commandStatus: r.commandStatus } : { status: 'error', reason: r.reason };
+          if (!r.ok)
+            return 'commandStatus' in r
+              ? { status: 'refused', commandStatus: r.commandStatus }
+              : { status: 'error', reason: r.reason };
           ids.push(r.id);
         }
         return { status: 'accepted', supplierMessageId: ids[0] as string, supplierMessageIds: ids, parts: ids.length };

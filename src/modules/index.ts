@@ -44,7 +44,9 @@ export async function buildModules(coreIn: CoreDeps) {
   // The SIP stack for trunk calls, API calls and endpoint probes; the calls module binds its ports at start.
   const sip = await createSipPlane(core);
   // Listings, rate decks, purchases, Smart Routing; bulk SIP endpoint changes probe the endpoint once.
-  const marketplace = buildMarketplaceModule(core, { sipProbe: (target) => sip.probe(target, { timeoutMs: BULK_PROBE_TIMEOUT_MS }) });
+  const marketplace = buildMarketplaceModule(core, {
+    sipProbe: (target) => sip.probe(target, { timeoutMs: BULK_PROBE_TIMEOUT_MS }),
+  });
   const { purchases } = marketplace.services;
   // The ledger and the modules over it; balance and sub-account events go to the webhooks outbox.
   const { ledger, events } = buildLedger(core);
@@ -67,18 +69,45 @@ export async function buildModules(coreIn: CoreDeps) {
   // One RTP port range and its workers for API calls and relayed trunk media, started on first use.
   const { rtp } = core.config;
   const media = createSharedMediaPool({
-    workers: rtp.workers, portMin: rtp.port_min, portMax: rtp.port_max, bindAddress: rtp.bind_address,
+    workers: rtp.workers,
+    portMin: rtp.port_min,
+    portMax: rtp.port_max,
+    bindAddress: rtp.bind_address,
     ...(rtp.advertise_address ? { advertiseAddress: rtp.advertise_address } : {}),
-    rtpTimeoutMs: rtp.timeout_ms, log: core.log.child({ plane: 'media' }),
+    rtpTimeoutMs: rtp.timeout_ms,
+    log: core.log.child({ plane: 'media' }),
   });
   // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the three planes below.
   const cdrs = buildCdrsModule(core, { ledger: money.services.ledger });
   // SIP trunks in, supplier routes out.
-  const calls = buildSipTrunksModule(core, { accounts, ...money.services, ...marketplace.services, media, sip, cdrs: cdrs.service });
+  const calls = buildSipTrunksModule(core, {
+    accounts,
+    ...money.services,
+    ...marketplace.services,
+    media,
+    sip,
+    cdrs: cdrs.service,
+  });
   // Calls placed through the API over the same SIP stack.
-  const commsCalls = buildApiCallsModule(core, { accounts, ...money.services, ...marketplace.services, sip, admission: calls.service, callRecords: calls.service.records, cdrs: cdrs.service, extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec), media });
+  const commsCalls = buildApiCallsModule(core, {
+    accounts,
+    ...money.services,
+    ...marketplace.services,
+    sip,
+    admission: calls.service,
+    callRecords: calls.service.records,
+    cdrs: cdrs.service,
+    extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec),
+    media,
+  });
   // SMS through the API, supplier SMPP binds per route, receipts.
-  const sms = buildSmsModule(core, { smppTls: core.tls ?? null, ledger: money.services.ledger, routing: marketplace.services.routing, application: money.services.application, cdrs: cdrs.service });
+  const sms = buildSmsModule(core, {
+    smppTls: core.tls ?? null,
+    ledger: money.services.ledger,
+    routing: marketplace.services.routing,
+    application: money.services.application,
+    cdrs: cdrs.service,
+  });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
   const status = buildStatusModule(core);
@@ -99,7 +128,24 @@ export async function buildModules(coreIn: CoreDeps) {
     switchModule.module,
   ];
 
-  return { idempotency, services: { accounts, keys, webhooks: webhooks.service, webhookWorker: webhooks.worker, ...money.services, ...marketplace.services, cdrs: cdrs.service, calls: calls.service, commsCalls: commsCalls.service, sms: sms.service, smppCredentials: sms.smppCredentials, switchSubscriptions: switchModule.subscriptions }, list };
+  return {
+    idempotency,
+    services: {
+      accounts,
+      keys,
+      webhooks: webhooks.service,
+      webhookWorker: webhooks.worker,
+      ...money.services,
+      ...marketplace.services,
+      cdrs: cdrs.service,
+      calls: calls.service,
+      commsCalls: commsCalls.service,
+      sms: sms.service,
+      smppCredentials: sms.smppCredentials,
+      switchSubscriptions: switchModule.subscriptions,
+    },
+    list,
+  };
 }
 
 export type Modules = Awaited<ReturnType<typeof buildModules>>;

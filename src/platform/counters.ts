@@ -103,7 +103,17 @@ export function createCounters(redis: Redis | null, node: string, now: () => num
     // concurrent callers all see each other's provisional slots: 50 at once against a limit of 20
     // all counted 50 and all gave up, with no call live.
     async acquire(key, limit) {
-      const got = await redis.eval(ACQUIRE, 3, hash(key), nodes, `svc:cc:keys:${node}`, node, String(limit), String(now() - NODE_TTL_MS), key);
+      const got = await redis.eval(
+        ACQUIRE,
+        3,
+        hash(key),
+        nodes,
+        `svc:cc:keys:${node}`,
+        node,
+        String(limit),
+        String(now() - NODE_TTL_MS),
+        key,
+      );
       return Number(got) === 1;
     },
     async release(key) {

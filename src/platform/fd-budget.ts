@@ -11,7 +11,9 @@ const RESERVED_FDS = 512;
 /** The process's soft limit on open files (Node raises it to the hard limit at start), or null where it cannot be read. */
 export function openFileLimit(): number | null {
   try {
-    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
     const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0];
     return soft && /^\d+$/.test(soft) ? Number(soft) : null;
   } catch {

@@ -37,21 +37,55 @@ export const systemLookup: Lookup = (hostname) => dnsLookup(hostname, { all: tru
 const blocked4 = new BlockList();
 const blocked6 = new BlockList();
 for (const [net, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked4.addSubnet(net, bits, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  blocked4.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
-  ['::', 128], ['::1', 128], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64],
-  ['2001::', 32], ['2001:db8::', 32], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) blocked6.addSubnet(net, bits, 'ipv6');
+  ['::', 128],
+  ['::1', 128],
+  ['::ffff:0:0', 96],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 32],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+] as const)
+  blocked6.addSubnet(net, bits, 'ipv6');
 
 // Never a peer, whatever an operator allows: "this host" (0.0.0.0 reaches loopback on Linux),
 // multicast and broadcast/reserved.
 const never4 = new BlockList();
 const never6 = new BlockList();
-for (const [net, bits] of [['0.0.0.0', 8], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) never4.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [['::', 128], ['ff00::', 8]] as const) never6.addSubnet(net, bits, 'ipv6');
+for (const [net, bits] of [
+  ['0.0.0.0', 8],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  never4.addSubnet(net, bits, 'ipv4');
+for (const [net, bits] of [
+  ['::', 128],
+  ['ff00::', 8],
+] as const)
+  never6.addSubnet(net, bits, 'ipv6');
 
 /** An IPv4-mapped IPv6 address as the IPv4 address it carries; anything else unchanged. */
 export function unmapAddress(address: string): string {
@@ -101,7 +135,13 @@ export function parseNetworks(entries: readonly string[], setting = 'networks'):
     const family = isIP(net);
     const max = family === 6 ? 128 : 32;
     const bits = bitsText === undefined ? max : Number(bitsText);
-    if (family === 0 || !Number.isInteger(bits) || bits < 0 || bits > max || (bitsText !== undefined && !/^\d{1,3}$/.test(bitsText))) {
+    if (
+      family === 0 ||
+      !Number.isInteger(bits) ||
+      bits < 0 ||
+      bits > max ||
+      (bitsText !== undefined && !/^\d{1,3}$/.test(bitsText))
+    ) {
       throw new Error(`${setting}: "${entry}" is not an address or network (e.g. 10.20.0.0/16 or fd00::/8)`);
     }
     if (family === 4) v4.addSubnet(net, bits, 'ipv4');
@@ -158,7 +198,8 @@ export function createTargetGuard(opts: TargetGuardOptions = {}): TargetGuard {
       return;
     }
     // localhost names resolve to loopback without asking DNS (RFC 6761).
-    if (/^localhost\.?$|\.localhost\.?$/i.test(h) && !permits('127.0.0.1', port)) throw new TargetRefusedError(REFUSED_MESSAGE, '127.0.0.1');
+    if (/^localhost\.?$|\.localhost\.?$/i.test(h) && !permits('127.0.0.1', port))
+      throw new TargetRefusedError(REFUSED_MESSAGE, '127.0.0.1');
   };
   const resolve = async (host: string, port?: number): Promise<PinnedAddress> => {
     const h = bare(host);
@@ -171,15 +212,17 @@ export function createTargetGuard(opts: TargetGuardOptions = {}): TargetGuard {
     const first = answers[0]!;
     return { address: first.address, family: first.family === 6 ? 6 : 4 };
   };
-  const netLookup = (port?: number): LookupFunction => (hostname, options, callback) => {
-    resolve(hostname, port).then(
-      (p) => {
-        if (options.all) (callback as (err: null, addresses: PinnedAddress[]) => void)(null, [p]);
-        else callback(null, p.address, p.family);
-      },
-      (err: NodeJS.ErrnoException) => callback(err, '', 4),
-    );
-  };
+  const netLookup =
+    (port?: number): LookupFunction =>
+    (hostname, options, callback) => {
+      resolve(hostname, port).then(
+        (p) => {
+          if (options.all) (callback as (err: null, addresses: PinnedAddress[]) => void)(null, [p]);
+          else callback(null, p.address, p.family);
+        },
+        (err: NodeJS.ErrnoException) => callback(err, '', 4),
+      );
+    };
   return { permits, checkHost, resolve, netLookup };
 }
 
@@ -187,7 +230,10 @@ export function createTargetGuard(opts: TargetGuardOptions = {}): TargetGuard {
  * The guard for supplier targets a customer sets (SMS HTTPS delivery, SMPP binds, SIP endpoints):
  * public addresses, plus `[security] private_supplier_networks`; never the exchange's own listeners.
  */
-export function supplierGuardFrom(config: Readonly<Config>, deps: { isSelf?: (address: string, port: number | undefined) => boolean; lookup?: Lookup } = {}): TargetGuard {
+export function supplierGuardFrom(
+  config: Readonly<Config>,
+  deps: { isSelf?: (address: string, port: number | undefined) => boolean; lookup?: Lookup } = {},
+): TargetGuard {
   return createTargetGuard({
     allow: parseNetworks(config.security.private_supplier_networks, 'security.private_supplier_networks'),
     ...(deps.isSelf ? { isSelf: deps.isSelf } : {}),

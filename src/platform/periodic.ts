@@ -14,7 +14,11 @@ const realTimer: IntervalTimer = {
  * is still going is skipped, so a slow database never piles runs up. The timer keeps no process
  * alive. `stop` clears it and waits for a run in progress. `fn` handles its own errors.
  */
-export function every(ms: number, fn: () => Promise<unknown>, timer: IntervalTimer = realTimer): { stop(): Promise<void> } {
+export function every(
+  ms: number,
+  fn: () => Promise<unknown>,
+  timer: IntervalTimer = realTimer,
+): { stop(): Promise<void> } {
   let running: Promise<unknown> | null = null;
   const handle = timer.setInterval(() => {
     running ??= fn().finally(() => {

@@ -18,11 +18,24 @@ export interface SelfAddresses {
 
 const WILDCARD = new Set(['0.0.0.0', '::', '']);
 
-export function createSelfAddresses(config: Readonly<Config>, opts: { interfaces?: () => string[] } = {}): SelfAddresses {
+export function createSelfAddresses(
+  config: Readonly<Config>,
+  opts: { interfaces?: () => string[] } = {},
+): SelfAddresses {
   const listenHosts = [config.sip.host, config.http.host, config.smpp.host];
   const wildcard = listenHosts.some((h) => WILDCARD.has(h));
-  const interfaces = opts.interfaces ?? (() => Object.values(networkInterfaces()).flat().map((i) => i?.address ?? '').filter((a) => a !== ''));
-  const ports = new Set<number>([config.sip.port, config.sip.tls_port, config.http.port, config.smpp.port, config.smpp.tls_port].filter((p) => p > 0));
+  const interfaces =
+    opts.interfaces ??
+    (() =>
+      Object.values(networkInterfaces())
+        .flat()
+        .map((i) => i?.address ?? '')
+        .filter((a) => a !== ''));
+  const ports = new Set<number>(
+    [config.sip.port, config.sip.tls_port, config.http.port, config.smpp.port, config.smpp.tls_port].filter(
+      (p) => p > 0,
+    ),
+  );
   const fixed = new Set(listenHosts.filter((h) => isIP(h) !== 0));
   const isOwnAddress = (address: string): boolean => {
     const a = unmapAddress(address).toLowerCase();

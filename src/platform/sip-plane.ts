@@ -1,8 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { loadServerSecret } from '../db/server-secret.js';
 import {
-  createLoopMarker, createSipStack, createSipTransport, probeEndpoint,
-  type LoopMarker, type ProbeResult, type SipPeer, type SipStack, type SipTransport,
+  createLoopMarker,
+  createSipStack,
+  createSipTransport,
+  probeEndpoint,
+  type LoopMarker,
+  type ProbeResult,
+  type SipPeer,
+  type SipStack,
+  type SipTransport,
 } from '../telephony/sip/index.js';
 import type { SipMessageHandler } from '../telephony/sip/transport.js';
 import type { CoreDeps } from './core.js';

@@ -8,16 +8,17 @@ import type { Clock } from './clock.js';
  * value is boxed.
  */
 export function createTtlCache<K extends NonNullable<unknown>, V>(ttlMs: number, clock: Clock, maxEntries = 50_000) {
-  const lru = ttlMs > 0
-    ? new LRUCache<K, { value: V }>({
-      max: maxEntries,
-      ttl: ttlMs,
-      // Ask the clock on every look-up: lru-cache's default reuses a reading for 1 ms behind a
-      // timer, which a manual clock moved between two calls would not see.
-      ttlResolution: 0,
-      perf: { now: () => clock.now().getTime() },
-    })
-    : null;
+  const lru =
+    ttlMs > 0
+      ? new LRUCache<K, { value: V }>({
+          max: maxEntries,
+          ttl: ttlMs,
+          // Ask the clock on every look-up: lru-cache's default reuses a reading for 1 ms behind a
+          // timer, which a manual clock moved between two calls would not see.
+          ttlResolution: 0,
+          perf: { now: () => clock.now().getTime() },
+        })
+      : null;
   return {
     get(key: K): V | undefined {
       return lru?.get(key)?.value;
@@ -33,4 +34,3 @@ export function createTtlCache<K extends NonNullable<unknown>, V>(ttlMs: number,
     },
   };
 }
-

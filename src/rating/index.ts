@@ -9,6 +9,26 @@ export { createDeckRegistry } from './deck-registry.js';
 export type { PlatformFee, PlatformFeeConfig, RateUnit, CallCharge, SmsPrice, SmsRateBasis } from './pricing.js';
 export { createPlatformFee, NO_FEE, buyerRate, callCost, priceCall, priceSms, smsCost } from './pricing.js';
 export type { DeckType, SheetRow, SheetError, SheetResult, SheetOptions, RawSheetRow } from './sheet.js';
-export { countCsvRows, parseRateSheetCsv, parseRateSheetCsvSliced, parseRateSheetJson, parseRateSheetJsonSliced, validateSheetRows } from './sheet.js';
-export type { DeckEntry, NewSheetEntry, RateChangeKind, PlannedRateChange, RatePlan, PlanOptions } from './rate-changes.js';
-export { planRateChanges, planRateChangesSteps, effectiveDeckAt, nextTransitionAfter, DEFAULT_NOTICE_DAYS } from './rate-changes.js';
+export {
+  countCsvRows,
+  parseRateSheetCsv,
+  parseRateSheetCsvSliced,
+  parseRateSheetJson,
+  parseRateSheetJsonSliced,
+  validateSheetRows,
+} from './sheet.js';
+export type {
+  DeckEntry,
+  NewSheetEntry,
+  RateChangeKind,
+  PlannedRateChange,
+  RatePlan,
+  PlanOptions,
+} from './rate-changes.js';
+export {
+  planRateChanges,
+  planRateChangesSteps,
+  effectiveDeckAt,
+  nextTransitionAfter,
+  DEFAULT_NOTICE_DAYS,
+} from './rate-changes.js';

@@ -1,9 +1,7 @@
 import { Decimal } from 'decimal.js';
 
 /** Result of checking one rate value from a sheet. */
-export type RateParse =
-  | { readonly ok: true; readonly text: string }
-  | { readonly ok: false; readonly reason: string };
+export type RateParse = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly reason: string };
 
 // numeric(20,6): at most 14 integer digits.
 const RATE_RE = /^(\d{1,14})(?:\.(\d{1,6}))?$/;

@@ -79,7 +79,24 @@ function indexOver(built: BuiltDeck): PrefixIndex {
   // Built in its own function so the growable build arrays and interning maps are not kept alive
   // by the look-up closures below (they would share one closure context).
   const {
-    n, prefixValue, prefixLen, rateIdx, destIdx, incIdx, mccIdx, rateTexts, rateDecimals, dests, incs, mccs, network, trie, direct, directDigits, countrySize, networkSize,
+    n,
+    prefixValue,
+    prefixLen,
+    rateIdx,
+    destIdx,
+    incIdx,
+    mccIdx,
+    rateTexts,
+    rateDecimals,
+    dests,
+    incs,
+    mccs,
+    network,
+    trie,
+    direct,
+    directDigits,
+    countrySize,
+    networkSize,
   } = built;
   const prefixText = (i: number): string => String(prefixValue[i]!).padStart(prefixLen[i]!, '0');
   const matches: (RateMatch | undefined)[] = new Array<RateMatch | undefined>(n);
@@ -290,13 +307,31 @@ function* buildDeck(rows: readonly DeckRow[]) {
   // Longest network prefix first, so the first match wins.
   for (const list of network.values()) list.sort((a, b) => prefixLen[b]! - prefixLen[a]!);
   return {
-    n, prefixValue, prefixLen, rateIdx, destIdx, incIdx, mccIdx, rateTexts, rateDecimals, dests, incs, mccs, network,
-    ...packWithDirect(children, nodes, countrySize), countrySize, networkSize,
+    n,
+    prefixValue,
+    prefixLen,
+    rateIdx,
+    destIdx,
+    incIdx,
+    mccIdx,
+    rateTexts,
+    rateDecimals,
+    dests,
+    incs,
+    mccs,
+    network,
+    ...packWithDirect(children, nodes, countrySize),
+    countrySize,
+    networkSize,
   };
 }
 
 /** Packs the build-time block trie into the look-up layout described at createPrefixIndex. */
-function packTrieWithOffsets(blocks: Int32Array, nodes: number, inherited: Int32Array | null): { trie: Int32Array; offset: Int32Array } {
+function packTrieWithOffsets(
+  blocks: Int32Array,
+  nodes: number,
+  inherited: Int32Array | null,
+): { trie: Int32Array; offset: Int32Array } {
   // Breadth-first order, so each level sits together; the first pass sizes nodes and assigns offsets.
   const order = new Int32Array(nodes);
   const offset = new Int32Array(nodes);
@@ -347,7 +382,11 @@ function packTrie(blocks: Int32Array, nodes: number, inherited: Int32Array | nul
  */
 const DIRECT_MIN_ROWS = 1000;
 
-function packWithDirect(blocks: Int32Array, nodes: number, countryRows: number): { trie: Int32Array; direct: Int32Array | null; directDigits: number } {
+function packWithDirect(
+  blocks: Int32Array,
+  nodes: number,
+  countryRows: number,
+): { trie: Int32Array; direct: Int32Array | null; directDigits: number } {
   if (countryRows < DIRECT_MIN_ROWS) return { trie: packTrie(blocks, nodes, null), direct: null, directDigits: 0 };
   const k = Math.min(5, Math.max(3, Math.floor(Math.log10(2 * countryRows))));
   const span = 10 ** k;

@@ -28,11 +28,16 @@ const DECIMAL_RE = /^\d{1,14}(\.\d{1,6})?$/;
 /** Validates a fee configuration; throws a RangeError naming the bad field. */
 export function createPlatformFee(cfg: PlatformFeeConfig): PlatformFee {
   const dec = (field: string, v: string): Decimal => {
-    if (!DECIMAL_RE.test(v)) throw new RangeError(`platform fee ${field} must be a non-negative decimal with at most 6 places`);
+    if (!DECIMAL_RE.test(v))
+      throw new RangeError(`platform fee ${field} must be a non-negative decimal with at most 6 places`);
     return new Decimal(v);
   };
   if (cfg.kind === 'absolute') {
-    return Object.freeze({ kind: 'absolute', perMinute: dec('perMinute', cfg.perMinute), perMessage: dec('perMessage', cfg.perMessage) });
+    return Object.freeze({
+      kind: 'absolute',
+      perMinute: dec('perMinute', cfg.perMinute),
+      perMessage: dec('perMessage', cfg.perMessage),
+    });
   }
   if (cfg.kind === 'percent') {
     const percent = dec('percent', cfg.percent);
@@ -42,7 +47,11 @@ export function createPlatformFee(cfg: PlatformFeeConfig): PlatformFee {
   throw new RangeError('platform fee kind must be absolute or percent');
 }
 
-export const NO_FEE: PlatformFee = Object.freeze({ kind: 'absolute', perMinute: new Decimal(0), perMessage: new Decimal(0) });
+export const NO_FEE: PlatformFee = Object.freeze({
+  kind: 'absolute',
+  perMinute: new Decimal(0),
+  perMessage: new Decimal(0),
+});
 
 /** Buyer's price per unit: seller rate plus the platform fee, rounded to 6 places half-up. */
 export function buyerRate(sellerRate: Decimal, fee: PlatformFee, unit: RateUnit): Decimal {
@@ -56,7 +65,8 @@ export function buyerRate(sellerRate: Decimal, fee: PlatformFee, unit: RateUnit)
  * The product is exact; the division by 60 is the only inexact step and is rounded only here.
  */
 export function callCost(billable: number, perMinute: Decimal): Decimal {
-  if (!Number.isInteger(billable) || billable < 0) throw new RangeError('billable seconds must be a non-negative integer');
+  if (!Number.isInteger(billable) || billable < 0)
+    throw new RangeError('billable seconds must be a non-negative integer');
   return round6(perMinute.times(billable).div(60));
 }
 
@@ -104,7 +114,12 @@ export interface SmsPrice {
  * the sheet has one and is never allowed above the country price (spec, Versioning point 4).
  * Returns undefined when the deck has no country price for the number.
  */
-export function priceSms(index: PrefixIndex, digits: string, mccMnc: string | null, fee: PlatformFee): SmsPrice | undefined {
+export function priceSms(
+  index: PrefixIndex,
+  digits: string,
+  mccMnc: string | null,
+  fee: PlatformFee,
+): SmsPrice | undefined {
   const country = index.lookup(digits);
   if (country === undefined) return undefined;
   const network = mccMnc === null ? undefined : index.lookupNetwork(digits, mccMnc);
@@ -114,7 +129,7 @@ export function priceSms(index: PrefixIndex, digits: string, mccMnc: string | nu
     basis = 'network';
     if (network.rateDecimal.lt(sellerRate)) sellerRate = network.rateDecimal;
   }
-  return { basis, country, network: network ?? null, sellerRate, buyerRate: buyerRate(sellerRate, fee, 'msg'), };
+  return { basis, country, network: network ?? null, sellerRate, buyerRate: buyerRate(sellerRate, fee, 'msg') };
 }
 
 /** Cost of `segments` SMS segments at a per-segment price (already 6 places, so exact). */

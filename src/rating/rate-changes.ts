@@ -55,7 +55,8 @@ export interface PlanOptions {
 const DAY_MS = 86_400_000;
 export const DEFAULT_NOTICE_DAYS = 7;
 
-const keyOf = (e: { prefix: string; mccMnc: string | null }): string => (e.mccMnc === null ? e.prefix : `${e.prefix}|${e.mccMnc}`);
+const keyOf = (e: { prefix: string; mccMnc: string | null }): string =>
+  e.mccMnc === null ? e.prefix : `${e.prefix}|${e.mccMnc}`;
 
 const later = (a: Date, b: Date | null): Date => (b !== null && b.getTime() > a.getTime() ? b : a);
 
@@ -73,12 +74,20 @@ function classify(before: DeckEntry, after: DeckEntry): RateChangeKind {
  * Compares the active deck with a new sheet and says, per prefix (and network), what changes and
  * when. A row's own effective date can only push its change later, never earlier than the rule allows.
  */
-export function planRateChanges(active: readonly DeckEntry[], sheet: readonly NewSheetEntry[], opts: PlanOptions): RatePlan {
+export function planRateChanges(
+  active: readonly DeckEntry[],
+  sheet: readonly NewSheetEntry[],
+  opts: PlanOptions,
+): RatePlan {
   return runToEnd(planRateChangesSteps(active, sheet, opts));
 }
 
 /** `planRateChanges` as steps, for `runSliced` on decks large enough to stall the event loop. */
-export function* planRateChangesSteps(active: readonly DeckEntry[], sheet: readonly NewSheetEntry[], opts: PlanOptions): Steps<RatePlan> {
+export function* planRateChangesSteps(
+  active: readonly DeckEntry[],
+  sheet: readonly NewSheetEntry[],
+  opts: PlanOptions,
+): Steps<RatePlan> {
   const now = opts.now();
   const noticeDays = opts.noticeDays ?? DEFAULT_NOTICE_DAYS;
   if (!Number.isFinite(noticeDays) || noticeDays < 0) throw new RangeError('noticeDays must be a non-negative number');
@@ -96,16 +105,36 @@ export function* planRateChangesSteps(active: readonly DeckEntry[], sheet: reado
     if (++step % STEP_ITEMS === 0) yield;
     const key = keyOf(s);
     kept.add(key);
-    const after: DeckEntry = { prefix: s.prefix, destination: s.destination, rate: s.rate, increment: s.increment, mccMnc: s.mccMnc };
+    const after: DeckEntry = {
+      prefix: s.prefix,
+      destination: s.destination,
+      rate: s.rate,
+      increment: s.increment,
+      mccMnc: s.mccMnc,
+    };
     const before = current.get(key) ?? null;
     const kind = before === null ? 'new' : classify(before, after);
     const base = kind === 'increase' ? increaseAt : now;
-    changes.push({ prefix: s.prefix, mccMnc: s.mccMnc, kind, before, after, effectiveAt: kind === 'unchanged' ? now : later(base, s.effectiveAt) });
+    changes.push({
+      prefix: s.prefix,
+      mccMnc: s.mccMnc,
+      kind,
+      before,
+      after,
+      effectiveAt: kind === 'unchanged' ? now : later(base, s.effectiveAt),
+    });
   }
   for (const [key, before] of current) {
     if (++step % STEP_ITEMS === 0) yield;
     if (kept.has(key)) continue;
-    changes.push({ prefix: before.prefix, mccMnc: before.mccMnc, kind: 'removal', before, after: null, effectiveAt: increaseAt });
+    changes.push({
+      prefix: before.prefix,
+      mccMnc: before.mccMnc,
+      kind: 'removal',
+      before,
+      after: null,
+      effectiveAt: increaseAt,
+    });
   }
   return { plannedAt: now, changes };
 }

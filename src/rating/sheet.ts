@@ -60,12 +60,29 @@ type Field = 'prefix' | 'destination' | 'rate' | 'increment' | 'effectiveDate' |
 
 // Header spellings sellers use, folded to lower case without spaces, dashes and underscores.
 const HEADER_ALIASES: Readonly<Record<string, Field>> = {
-  prefix: 'prefix', code: 'prefix', dialcode: 'prefix', dialprefix: 'prefix',
-  destination: 'destination', destinationname: 'destination', name: 'destination', description: 'destination',
-  rate: 'rate', price: 'rate', rateperminute: 'rate', ratepermessage: 'rate', rateusd: 'rate',
-  increment: 'increment', billingincrement: 'increment', billing: 'increment',
-  effectivedate: 'effectiveDate', effective: 'effectiveDate', effectiveat: 'effectiveDate', effectivefrom: 'effectiveDate',
-  mccmnc: 'mccMnc', network: 'mccMnc', mcc: 'mccMnc',
+  prefix: 'prefix',
+  code: 'prefix',
+  dialcode: 'prefix',
+  dialprefix: 'prefix',
+  destination: 'destination',
+  destinationname: 'destination',
+  name: 'destination',
+  description: 'destination',
+  rate: 'rate',
+  price: 'rate',
+  rateperminute: 'rate',
+  ratepermessage: 'rate',
+  rateusd: 'rate',
+  increment: 'increment',
+  billingincrement: 'increment',
+  billing: 'increment',
+  effectivedate: 'effectiveDate',
+  effective: 'effectiveDate',
+  effectiveat: 'effectiveDate',
+  effectivefrom: 'effectiveDate',
+  mccmnc: 'mccMnc',
+  network: 'mccMnc',
+  mcc: 'mccMnc',
 };
 
 const DEFAULT_MAX_ROWS = 500_000;
@@ -139,7 +156,12 @@ function* splitUnquoted(text: string): Steps<CsvRecords> {
 
 function parseQuoted(text: string): CsvRecords | { line: number } {
   try {
-    const recs = parse(text, { bom: true, info: true, relax_column_count: true, skip_empty_lines: true }) as unknown as {
+    const recs = parse(text, {
+      bom: true,
+      info: true,
+      relax_column_count: true,
+      skip_empty_lines: true,
+    }) as unknown as {
       record: string[];
       info: { lines: number };
     }[];
@@ -159,7 +181,9 @@ async function parseQuotedSliced(text: string, slicing: Slicing): Promise<CsvRec
   const out: CsvRecord[] = [];
   let failed: { line: number } | null = null;
   const parser = parseStream({ bom: true, info: true, relax_column_count: true, skip_empty_lines: true });
-  parser.on('data', (r: { record: string[]; info: { lines: number } }) => out.push({ record: r.record, line: r.info.lines }));
+  parser.on('data', (r: { record: string[]; info: { lines: number } }) =>
+    out.push({ record: r.record, line: r.info.lines }),
+  );
   const done = new Promise<void>((resolve) => {
     parser.on('end', resolve);
     parser.on('error', (err) => {
@@ -193,8 +217,14 @@ export function parseRateSheetCsv(input: string | Buffer, opts: SheetOptions): S
  * `parseRateSheetCsv` that gives the event loop a turn after every `sliceMs` of work, for sheets large
  * enough to stall requests if parsed in one go.
  */
-export async function parseRateSheetCsvSliced(text: string, opts: SheetOptions, slicing: Slicing = {}): Promise<SheetResult> {
-  const records = text.includes('"') ? await parseQuotedSliced(text, slicing) : await runSliced(splitUnquoted(text), slicing);
+export async function parseRateSheetCsvSliced(
+  text: string,
+  opts: SheetOptions,
+  slicing: Slicing = {},
+): Promise<SheetResult> {
+  const records = text.includes('"')
+    ? await parseQuotedSliced(text, slicing)
+    : await runSliced(splitUnquoted(text), slicing);
   return runSliced(csvSteps(records, opts), slicing);
 }
 
@@ -217,7 +247,13 @@ function* csvSteps(records: CsvRecords | { line: number }, opts: SheetOptions): 
   const headerLine = records.lineOf(0);
   const cols: Partial<Record<Field, number>> = {};
   records.cells(0).forEach((h, i) => {
-    const f = HEADER_ALIASES[h.trim().toLowerCase().replace(/[\s_\-()]/g, '')];
+    const f =
+      HEADER_ALIASES[
+        h
+          .trim()
+          .toLowerCase()
+          .replace(/[\s_\-()]/g, '')
+      ];
     if (f !== undefined && cols[f] === undefined) cols[f] = i;
   });
   const missing = (['prefix', 'destination', 'rate'] as const).filter((f) => cols[f] === undefined);
@@ -226,14 +262,23 @@ function* csvSteps(records: CsvRecords | { line: number }, opts: SheetOptions): 
   }
   const idx = (f: Field): number => cols[f] ?? -1;
   const fieldIdx: Record<Field, number> = {
-    prefix: idx('prefix'), destination: idx('destination'), rate: idx('rate'),
-    increment: idx('increment'), effectiveDate: idx('effectiveDate'), mccMnc: idx('mccMnc'),
+    prefix: idx('prefix'),
+    destination: idx('destination'),
+    rate: idx('rate'),
+    increment: idx('increment'),
+    effectiveDate: idx('effectiveDate'),
+    mccMnc: idx('mccMnc'),
   };
   // Validate straight from the split records: no intermediate row objects for 200,000-row sheets.
-  return yield* validate(records.length - 1, (k) => records.lineOf(k + 1), (k, f) => {
-    const i = fieldIdx[f];
-    return i < 0 ? undefined : records.cells(k + 1)[i];
-  }, opts);
+  return yield* validate(
+    records.length - 1,
+    (k) => records.lineOf(k + 1),
+    (k, f) => {
+      const i = fieldIdx[f];
+      return i < 0 ? undefined : records.cells(k + 1)[i];
+    },
+    opts,
+  );
 }
 
 /**
@@ -246,13 +291,21 @@ export function parseRateSheetJson(input: unknown, opts: SheetOptions): SheetRes
 }
 
 /** `parseRateSheetJson` that gives the event loop a turn after every `sliceMs` of work. */
-export function parseRateSheetJsonSliced(input: unknown, opts: SheetOptions, slicing: Slicing = {}): Promise<SheetResult> {
+export function parseRateSheetJsonSliced(
+  input: unknown,
+  opts: SheetOptions,
+  slicing: Slicing = {},
+): Promise<SheetResult> {
   return runSliced(jsonSteps(input, opts), slicing);
 }
 
 const JSON_KEYS: Readonly<Record<Field, readonly string[]>> = {
-  prefix: ['prefix'], destination: ['destination'], rate: ['rate'], increment: ['increment', 'billingIncrement'],
-  effectiveDate: ['effectiveDate', 'effectiveAt'], mccMnc: ['mccMnc'],
+  prefix: ['prefix'],
+  destination: ['destination'],
+  rate: ['rate'],
+  increment: ['increment', 'billingIncrement'],
+  effectiveDate: ['effectiveDate', 'effectiveAt'],
+  mccMnc: ['mccMnc'],
 };
 
 function* jsonSteps(input: unknown, opts: SheetOptions): Steps<SheetResult> {
@@ -268,13 +321,18 @@ function* jsonSteps(input: unknown, opts: SheetOptions): Steps<SheetResult> {
   if (!Array.isArray(value)) return { rows: [], errors: [{ line: 0, reason: 'expected an array of rows' }] };
   const items: readonly unknown[] = value;
   // Fields read straight from the items: no copy of a 500,000-row array before validating it.
-  return yield* validate(items.length, (k) => k + 1, (k, f) => {
-    const item = items[k];
-    if (item === null || typeof item !== 'object') return undefined;
-    const o = item as Record<string, unknown>;
-    const [first, second] = JSON_KEYS[f];
-    return o[first!] ?? (second === undefined ? undefined : o[second]);
-  }, opts);
+  return yield* validate(
+    items.length,
+    (k) => k + 1,
+    (k, f) => {
+      const item = items[k];
+      if (item === null || typeof item !== 'object') return undefined;
+      const o = item as Record<string, unknown>;
+      const [first, second] = JSON_KEYS[f];
+      return o[first!] ?? (second === undefined ? undefined : o[second]);
+    },
+    opts,
+  );
 }
 
 function parseDate(v: string): Date | null {
@@ -292,10 +350,22 @@ const asText = (v: unknown): string | undefined =>
 
 /** Validates rows from any source; collects every problem instead of stopping at the first. */
 export function validateSheetRows(raw: readonly RawSheetRow[], opts: SheetOptions): SheetResult {
-  return runToEnd(validate(raw.length, (k) => raw[k]!.line, (k, f) => raw[k]![f], opts));
+  return runToEnd(
+    validate(
+      raw.length,
+      (k) => raw[k]!.line,
+      (k, f) => raw[k]![f],
+      opts,
+    ),
+  );
 }
 
-function* validate(count: number, lineOf: (k: number) => number, field: (k: number, f: Field) => unknown, opts: SheetOptions): Steps<SheetResult> {
+function* validate(
+  count: number,
+  lineOf: (k: number) => number,
+  field: (k: number, f: Field) => unknown,
+  opts: SheetOptions,
+): Steps<SheetResult> {
   const errors: SheetError[] = [];
   const maxRows = opts.maxRows ?? DEFAULT_MAX_ROWS;
   if (count === 0) return { rows: [], errors: [{ line: 0, reason: 'sheet has no rows' }] };
@@ -370,7 +440,10 @@ function* validate(count: number, lineOf: (k: number) => number, field: (k: numb
     const key = mccMnc === null ? prefix : `${prefix}|${mccMnc}`;
     const first = seen.get(key);
     if (first !== undefined) {
-      errors.push({ line, reason: `duplicate prefix ${prefix}${mccMnc === null ? '' : ` for network ${mccMnc}`} (first on line ${first})` });
+      errors.push({
+        line,
+        reason: `duplicate prefix ${prefix}${mccMnc === null ? '' : ` for network ${mccMnc}`} (first on line ${first})`,
+      });
       continue;
     }
     seen.set(key, line);
@@ -397,11 +470,15 @@ function checkNetworkCeilings(rows: readonly SheetRow[], errors: SheetError[]): 
       for (const c of rows) if (c.mccMnc === null) country.set(c.prefix, c);
     }
     let ceiling: SheetRow | undefined;
-    for (let len = r.prefix.length; len > 0 && ceiling === undefined; len--) ceiling = country.get(r.prefix.slice(0, len));
+    for (let len = r.prefix.length; len > 0 && ceiling === undefined; len--)
+      ceiling = country.get(r.prefix.slice(0, len));
     if (ceiling === undefined) {
       errors.push({ line: r.line, reason: `network row has no country price for prefix ${r.prefix}` });
     } else if (new Decimal(r.rate).gt(ceiling.rate)) {
-      errors.push({ line: r.line, reason: `network price above country price (${r.rate} > ${ceiling.rate} on line ${ceiling.line})` });
+      errors.push({
+        line: r.line,
+        reason: `network price above country price (${r.rate} > ${ceiling.rate} on line ${ceiling.line})`,
+      });
     }
   }
 }

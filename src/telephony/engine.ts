@@ -115,7 +115,10 @@ export interface EngineCall {
   gather(spec: GatherSpec): Promise<GatherResult>;
   pause(seconds: number): Promise<void>;
   /** Runs the call's actions in order; a `hangup` action does not itself hang up. */
-  runActions(actions: readonly CallAction[], options?: { onGathered?: (result: GatherResult) => void }): Promise<ActionsOutcome>;
+  runActions(
+    actions: readonly CallAction[],
+    options?: { onGathered?: (result: GatherResult) => void },
+  ): Promise<ActionsOutcome>;
   /** Cancels before answer, hangs up after. Idempotent. */
   hangup(): Promise<CallEnd>;
 }

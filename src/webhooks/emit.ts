@@ -64,7 +64,13 @@ export async function emitMany(db: Db, inputs: EmitInput[]): Promise<void> {
       throw new TypeError('webhook event data must be a JSON object');
     }
   }
-  const rows = inputs.map((i) => ({ id: newId(), account_id: i.accountId, event: i.event, data: i.data, created_at: i.at?.toISOString() ?? null }));
+  const rows = inputs.map((i) => ({
+    id: newId(),
+    account_id: i.accountId,
+    event: i.event,
+    data: i.data,
+    created_at: i.at?.toISOString() ?? null,
+  }));
   await db`
     with ev as (
       insert into events (id, account_id, event, data, created_at)
@@ -85,12 +91,14 @@ export async function emitMany(db: Db, inputs: EmitInput[]): Promise<void> {
  */
 export async function enqueueForEndpoint(
   db: Db,
-  input: { accountId: string; endpointId: string; event: EventName | 'ping'; data: Record<string, unknown>; at: Date } | {
-    accountId: string;
-    endpointId: string;
-    resendOf: string;
-    at: Date;
-  },
+  input:
+    | { accountId: string; endpointId: string; event: EventName | 'ping'; data: Record<string, unknown>; at: Date }
+    | {
+        accountId: string;
+        endpointId: string;
+        resendOf: string;
+        at: Date;
+      },
 ): Promise<string> {
   if ('resendOf' in input) {
     const [row] = await db<{ id: string }[]>`

@@ -7,7 +7,8 @@ export interface SignatureHeaders {
   'x-webhook-signature': string;
 }
 
-const hmacHex = (secret: string, payload: string | Buffer) => createHmac('sha256', secret).update(payload).digest('hex');
+const hmacHex = (secret: string, payload: string | Buffer) =>
+  createHmac('sha256', secret).update(payload).digest('hex');
 
 /**
  * Signs the exact bytes sent: `v1=` HMAC-SHA256 of `<timestamp>.<raw body>`, and the legacy
@@ -44,8 +45,10 @@ export function verifySignature(opts: {
   toleranceSeconds?: number;
 }): VerifyResult {
   const { timestamp, signature } = opts;
-  if (!timestamp || !signature || !/^\d+$/.test(timestamp) || !signature.startsWith('v1=')) return { ok: false, reason: 'missing' };
-  if (Math.abs(opts.nowSeconds - Number(timestamp)) > (opts.toleranceSeconds ?? 300)) return { ok: false, reason: 'stale' };
+  if (!timestamp || !signature || !/^\d+$/.test(timestamp) || !signature.startsWith('v1='))
+    return { ok: false, reason: 'missing' };
+  if (Math.abs(opts.nowSeconds - Number(timestamp)) > (opts.toleranceSeconds ?? 300))
+    return { ok: false, reason: 'stale' };
   const expected = signPayload(opts.secret, Number(timestamp), opts.rawBody)['x-svc-signature'];
   return safeEqualHex(expected, signature) ? { ok: true } : { ok: false, reason: 'mismatch' };
 }

@@ -43,18 +43,24 @@ export function checkEndpointUrl(raw: string, allowPrivate: boolean): URL {
  * Resolves the host once and checks every address it resolves to (the outbound guard); the
  * request then connects to the checked address, so a second lookup cannot swap it.
  */
-export async function resolveTarget(raw: string, opts: { allowPrivate: boolean; lookup?: Lookup }): Promise<ResolvedTarget> {
+export async function resolveTarget(
+  raw: string,
+  opts: { allowPrivate: boolean; lookup?: Lookup },
+): Promise<ResolvedTarget> {
   const url = parseEndpointUrl(raw);
   const host = bareHost(url);
   const guard = opts.lookup
     ? createTargetGuard({ allowAllPrivate: opts.allowPrivate, lookup: opts.lookup })
-    : opts.allowPrivate ? guards.open : guards.closed;
+    : opts.allowPrivate
+      ? guards.open
+      : guards.closed;
   let pinned;
   try {
     pinned = await guard.resolve(host);
   } catch (err) {
     // The deliveries log is the endpoint owner's: naming its own name's answer helps it.
-    if (err instanceof TargetRefusedError && err.address !== undefined) throw new TargetRefusedError(`refused non-public address ${err.address}`, err.address);
+    if (err instanceof TargetRefusedError && err.address !== undefined)
+      throw new TargetRefusedError(`refused non-public address ${err.address}`, err.address);
     throw err;
   }
   return {

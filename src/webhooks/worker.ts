@@ -72,7 +72,14 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
           update webhook_attempts set finished_at = ${now}, outcome = 'worker_lost',
                  error = 'the worker ended before recording a result'
           where delivery_id = ${d.id} and attempt = ${d.attempts} and finished_at is null`;
-        await settleFailure(tx, { ...d, attempt: d.attempts, startedAt: now }, 'worker lost during attempt', null, undefined, now);
+        await settleFailure(
+          tx,
+          { ...d, attempt: d.attempts, startedAt: now },
+          'worker lost during attempt',
+          null,
+          undefined,
+          now,
+        );
       }
       if (lost.length) log.warn({ count: lost.length }, 'webhook deliveries returned to the queue after lease end');
       return lost.length;
@@ -151,7 +158,12 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
   }
 
   /** Writes an attempt's result; only the current lease holder changes the delivery. */
-  async function finish(d: ClaimedDelivery, r: Pick<AttemptResult, 'statusCode' | 'error' | 'responseExcerpt' | 'durationMs'> & { outcome: AttemptOutcome | 'endpoint_inactive' }): Promise<boolean> {
+  async function finish(
+    d: ClaimedDelivery,
+    r: Pick<AttemptResult, 'statusCode' | 'error' | 'responseExcerpt' | 'durationMs'> & {
+      outcome: AttemptOutcome | 'endpoint_inactive';
+    },
+  ): Promise<boolean> {
     const now = clock.now();
     return sql.begin(async (tx) => {
       const att = await tx`
@@ -185,7 +197,13 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
   async function deliver(d: ClaimedDelivery): Promise<void> {
     try {
       if (!d.endpointActive) {
-        await finish(d, { outcome: 'endpoint_inactive', statusCode: null, error: 'endpoint disabled or deleted', responseExcerpt: null, durationMs: 0 });
+        await finish(d, {
+          outcome: 'endpoint_inactive',
+          statusCode: null,
+          error: 'endpoint disabled or deleted',
+          responseExcerpt: null,
+          durationMs: 0,
+        });
         return;
       }
       const body = deliveryBody(d);
@@ -197,7 +215,11 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
       const result = await deps.sender({ url: d.url, headers, body });
       const recorded = await finish(d, result);
       if (!recorded) log.warn({ deliveryId: d.id, attempt: d.attempt }, 'webhook result discarded: lease ended first');
-      else log.debug({ deliveryId: d.id, attempt: d.attempt, outcome: result.outcome, status: result.statusCode }, 'webhook attempt');
+      else
+        log.debug(
+          { deliveryId: d.id, attempt: d.attempt, outcome: result.outcome, status: result.statusCode },
+          'webhook attempt',
+        );
     } catch (err) {
       // The lease ends and reapLost retries it; nothing is lost.
       log.error({ err, deliveryId: d.id }, 'webhook attempt could not be recorded');

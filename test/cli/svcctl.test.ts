@@ -46,12 +46,30 @@ function binary(args: string[], env: Record<string, string>): Promise<Run> {
 t.test('svcctl works on the database directly and prints one JSON object with --json', async (t) => {
   const db = await createTestDatabase(t);
   const run = inProcess(db.url);
-  const created = await run(['account', 'create', '--email', 'ops@example.test', '--password', 'a long password', '--operator', '--json']);
+  const created = await run([
+    'account',
+    'create',
+    '--email',
+    'ops@example.test',
+    '--password',
+    'a long password',
+    '--operator',
+    '--json',
+  ]);
   t.equal(created.status, 0, created.stderr);
   const account = JSON.parse(created.stdout);
   t.match(account, { ok: true, email: 'ops@example.test', role: 'admin' });
 
-  const key = await run(['key', 'create', '--email', 'ops@example.test', '--test', '--scopes', 'sms:send,account:read', '--json']);
+  const key = await run([
+    'key',
+    'create',
+    '--email',
+    'ops@example.test',
+    '--test',
+    '--scopes',
+    'sms:send,account:read',
+    '--json',
+  ]);
   t.equal(key.status, 0, key.stderr);
   const k = JSON.parse(key.stdout);
   t.match(k.key, /^svc_test_sk_/);
@@ -59,10 +77,28 @@ t.test('svcctl works on the database directly and prints one JSON object with --
 
   t.match(JSON.parse((await run(['status', '--json'])).stdout), { ok: true, database: 'ok', accounts: 1 });
 
-  const topup = await run(['topup', '--email', 'ops@example.test', '--amount', '150.250000', '--reference', 'BANK-1', '--json']);
+  const topup = await run([
+    'topup',
+    '--email',
+    'ops@example.test',
+    '--amount',
+    '150.250000',
+    '--reference',
+    'BANK-1',
+    '--json',
+  ]);
   t.equal(topup.status, 0, topup.stderr);
   t.match(JSON.parse(topup.stdout), { ok: true, amount: '150.250000', replayed: false });
-  const again = await run(['topup', '--email', 'ops@example.test', '--amount', '150.250000', '--reference', 'BANK-1', '--json']);
+  const again = await run([
+    'topup',
+    '--email',
+    'ops@example.test',
+    '--amount',
+    '150.250000',
+    '--reference',
+    'BANK-1',
+    '--json',
+  ]);
   t.match(JSON.parse(again.stdout), { ok: true, replayed: true }, 'the same bank reference credits once');
   const small = await run(['topup', '--email', 'ops@example.test', '--amount', '50.000000', '--json']);
   t.equal(small.status, 1, 'wire minimum is 100');
@@ -77,34 +113,74 @@ t.test('svcctl works on the database directly and prints one JSON object with --
   const ip = await run(['trunk-ip', 'add', '--email', 'ops@example.test', '--ip', '198.51.100.7', '--json']);
   t.equal(ip.status, 0, ip.stderr);
   const ips = JSON.parse((await run(['trunk-ip', 'list', '--email', 'ops@example.test', '--json'])).stdout);
-  t.same(ips.addresses.map((a: { ip: string }) => a.ip), ['198.51.100.7']);
+  t.same(
+    ips.addresses.map((a: { ip: string }) => a.ip),
+    ['198.51.100.7'],
+  );
 
   // A second account's claim of a held address waits for the operator.
-  t.equal((await run(['account', 'create', '--email', 'other@example.test', '--password', 'a long password', '--json'])).status, 0);
-  const claim = JSON.parse((await run(['trunk-ip', 'add', '--email', 'other@example.test', '--ip', '198.51.100.7', '--json'])).stdout);
+  t.equal(
+    (await run(['account', 'create', '--email', 'other@example.test', '--password', 'a long password', '--json']))
+      .status,
+    0,
+  );
+  const claim = JSON.parse(
+    (await run(['trunk-ip', 'add', '--email', 'other@example.test', '--ip', '198.51.100.7', '--json'])).stdout,
+  );
   t.match(claim, { ok: true, status: 'pending' });
   const pending = JSON.parse((await run(['trunk-ip', 'pending', '--json'])).stdout);
-  t.same(pending.pending.map((p: { id: string }) => p.id), [claim.id]);
-  const approved = (await run(['trunk-ip', 'approve', '--id', claim.id, '--json']));
+  t.same(
+    pending.pending.map((p: { id: string }) => p.id),
+    [claim.id],
+  );
+  const approved = await run(['trunk-ip', 'approve', '--id', claim.id, '--json']);
   t.equal(approved.status, 0, approved.stderr);
-  const [holder] = await db.sql<{ email: string }[]>`select a.email from trunk_ips t join accounts a on a.id = t.account_id where t.status = 'approved'`;
+  const [holder] = await db.sql<
+    { email: string }[]
+  >`select a.email from trunk_ips t join accounts a on a.id = t.account_id where t.status = 'approved'`;
   t.equal(holder!.email, 'other@example.test', 'the approved claim holds the address');
   const back = JSON.parse((await run(['trunk-ip', 'pending', '--json'])).stdout).pending;
-  t.equal(back.length, 1, 'the former holder\'s claim is pending');
+  t.equal(back.length, 1, "the former holder's claim is pending");
   t.equal((await run(['trunk-ip', 'reject', '--id', back[0].id, '--json'])).status, 0);
-  t.equal((await run(['trunk-ip', 'reject', '--id', back[0].id, '--json'])).status, 2, 'rejected once: no such pending claim');
+  t.equal(
+    (await run(['trunk-ip', 'reject', '--id', back[0].id, '--json'])).status,
+    2,
+    'rejected once: no such pending claim',
+  );
 
   const trial = await run(['switch-plan', 'set', '--email', 'ops@example.test', '--trial', '14', '--json']);
   t.equal(trial.status, 0, trial.stderr);
   const granted = JSON.parse(trial.stdout);
   t.match(granted, { ok: true, kind: 'trial' });
   t.ok(Math.abs(Date.parse(granted.endsAt) - Date.parse(granted.startedAt) - 14 * 86_400_000) < 1000, 'a 14-day trial');
-  t.equal((await run(['switch-plan', 'set', '--email', 'ops@example.test', '--until', '2001-01-01', '--json'])).status, 2, 'an end in the past is refused');
-  t.match(JSON.parse((await run(['switch-plan', 'set', '--email', 'ops@example.test', '--json'])).stdout), { ok: true, kind: 'plan', endsAt: null });
-  t.match(JSON.parse((await run(['switch-plan', 'end', '--email', 'ops@example.test', '--json'])).stdout), { ok: true, ended: true });
-  t.match(JSON.parse((await run(['switch-plan', 'end', '--email', 'ops@example.test', '--json'])).stdout), { ok: true, ended: false });
+  t.equal(
+    (await run(['switch-plan', 'set', '--email', 'ops@example.test', '--until', '2001-01-01', '--json'])).status,
+    2,
+    'an end in the past is refused',
+  );
+  t.match(JSON.parse((await run(['switch-plan', 'set', '--email', 'ops@example.test', '--json'])).stdout), {
+    ok: true,
+    kind: 'plan',
+    endsAt: null,
+  });
+  t.match(JSON.parse((await run(['switch-plan', 'end', '--email', 'ops@example.test', '--json'])).stdout), {
+    ok: true,
+    ended: true,
+  });
+  t.match(JSON.parse((await run(['switch-plan', 'end', '--email', 'ops@example.test', '--json'])).stdout), {
+    ok: true,
+    ended: false,
+  });
 
-  const dup = await run(['account', 'create', '--email', 'ops@example.test', '--password', 'a long password', '--json']);
+  const dup = await run([
+    'account',
+    'create',
+    '--email',
+    'ops@example.test',
+    '--password',
+    'a long password',
+    '--json',
+  ]);
   t.equal(dup.status, 1);
   t.match(JSON.parse(dup.stderr), { ok: false, error: /already exists/ });
 

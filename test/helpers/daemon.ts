@@ -13,7 +13,14 @@ import { createTestDatabase } from './db.js';
 type Teardown = { teardown(fn: () => unknown): void };
 
 /** Loopback and the documentation ranges: what the tests' suppliers, SMSCs and trunks use. */
-export const TEST_NETWORKS = ['127.0.0.0/8', '::1/128', '192.0.2.0/24', '198.51.100.0/24', '203.0.113.0/24', '2001:db8::/32'];
+export const TEST_NETWORKS = [
+  '127.0.0.0/8',
+  '::1/128',
+  '192.0.2.0/24',
+  '198.51.100.0/24',
+  '203.0.113.0/24',
+  '2001:db8::/32',
+];
 /** The lowest scrypt cost the settings allow: tests hash cheaply, the format stays the same. */
 export const TEST_SCRYPT_COST = 10;
 
@@ -21,7 +28,11 @@ export interface TestDaemon extends Daemon {
   config: Readonly<Config>;
   baseUrl: string;
   /** A real HTTPS request to the daemon (the self-signed certificate is trusted for the test). */
-  https(method: string, path: string, opts?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<HttpsResult>;
+  https(
+    method: string,
+    path: string,
+    opts?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<HttpsResult>;
 }
 
 export interface HttpsResult {
@@ -32,7 +43,11 @@ export interface HttpsResult {
 }
 
 /** Starts the whole daemon on free ports against a fresh database; stopped at teardown. */
-export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config> = {}, opts: { clock?: Clock; lookup?: Lookup } = {}): Promise<TestDaemon> {
+export async function startTestDaemon(
+  t: Teardown,
+  overrides: DeepPartial<Config> = {},
+  opts: { clock?: Clock; lookup?: Lookup } = {},
+): Promise<TestDaemon> {
   const db = await createTestDatabase(t);
   const state = mkdtempSync(join(tmpdir(), 'svc-test-state-'));
   const base: Record<string, Record<string, unknown>> = {
@@ -59,7 +74,11 @@ export async function startTestDaemon(t: Teardown, overrides: DeepPartial<Config
   }
   const config = loadConfig({ overrides: merged as DeepPartial<Config> });
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
-  const daemon = await startDaemon(config, { log, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.lookup ? { lookup: opts.lookup } : {}) });
+  const daemon = await startDaemon(config, {
+    log,
+    ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.lookup ? { lookup: opts.lookup } : {}),
+  });
   t.teardown(async () => {
     await daemon.stop();
     rmSync(state, { recursive: true, force: true });
@@ -90,23 +109,35 @@ export function httpsCall(
 ): Promise<HttpsResult> {
   const body = o.rawBody ?? (o.body === undefined ? undefined : JSON.stringify(o.body));
   const headers: Record<string, string> = { ...(o.headers ?? {}) };
-  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+    headers['content-type'] = 'application/json';
   if (o.token) headers['authorization'] = `Bearer ${o.token}`;
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(url, { method, headers, ca, servername: 'localhost', checkServerIdentity: () => undefined, ...(o.insecure ? { rejectUnauthorized: false } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-      });
-    });
+    const req = httpsRequest(
+      url,
+      {
+        method,
+        headers,
+        ca,
+        servername: 'localhost',
+        checkServerIdentity: () => undefined,
+        ...(o.insecure ? { rejectUnauthorized: false } : {}),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+      },
+    );
     req.on('error', reject);
     if (body !== undefined) req.write(body);
     req.end();

@@ -21,7 +21,9 @@ let adminUrlPromise: Promise<string> | undefined;
  */
 function adminUrl(): Promise<string> {
   adminUrlPromise ??= (async () => {
-    const candidates = [process.env['SVC_TEST_PG_ADMIN_URL'], 'postgres://postgres@127.0.0.1:5432/postgres'].filter(Boolean) as string[];
+    const candidates = [process.env['SVC_TEST_PG_ADMIN_URL'], 'postgres://postgres@127.0.0.1:5432/postgres'].filter(
+      Boolean,
+    ) as string[];
     for (const url of candidates) {
       const probe = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} });
       try {
@@ -34,7 +36,13 @@ function adminUrl(): Promise<string> {
       }
     }
     const dir = mkdtempSync(join(tmpdir(), 'svc-test-pg-'));
-    const embedded = await startEmbeddedPostgres({ stateDir: dir, port: 0, log: silent, runAs: 'postgres', runtimeDir: join(tmpdir(), 'svc-test-embedded-postgres') });
+    const embedded = await startEmbeddedPostgres({
+      stateDir: dir,
+      port: 0,
+      log: silent,
+      runAs: 'postgres',
+      runtimeDir: join(tmpdir(), 'svc-test-embedded-postgres'),
+    });
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     return embedded.url.replace(/\/svc_exchange$/, '/postgres');
   })();
@@ -58,7 +66,9 @@ let templatePromise: Promise<string> | undefined;
 function migratedTemplate(admin: string): Promise<string> {
   templatePromise ??= (async () => {
     const migrations = readMigrations();
-    const digest = createHash('sha256').update(migrations.map((m) => `${m.version}:${m.checksum}`).join('\n')).digest('hex');
+    const digest = createHash('sha256')
+      .update(migrations.map((m) => `${m.version}:${m.checksum}`).join('\n'))
+      .digest('hex');
     const name = `svc_tpl_${digest.slice(0, 24)}`;
     const building = `${name}_building`;
     const lockKey = BigInt.asIntN(64, BigInt(`0x${digest.slice(0, 16)}`)).toString();

@@ -8,17 +8,21 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const probe: ApiModule = {
   routes(app: App) {
-    app.post('/probe/items/:id', {
-      config: { access: { auth: 'required' } },
-      schema: {
-        params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
-        querystring: Type.Object({ n: Type.Optional(Type.Integer({ minimum: 1, maximum: 5 })) }),
-        body: Type.Object(
-          { name: Type.String({ minLength: 1, maxLength: 5 }), count: Type.Integer({ minimum: 0 }) },
-          { additionalProperties: false },
-        ),
+    app.post(
+      '/probe/items/:id',
+      {
+        config: { access: { auth: 'required' } },
+        schema: {
+          params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+          querystring: Type.Object({ n: Type.Optional(Type.Integer({ minimum: 1, maximum: 5 })) }),
+          body: Type.Object(
+            { name: Type.String({ minLength: 1, maxLength: 5 }), count: Type.Integer({ minimum: 0 }) },
+            { additionalProperties: false },
+          ),
+        },
       },
-    }, async (req) => ok({ id: req.params.id, name: req.body.name }));
+      async (req) => ok({ id: req.params.id, name: req.body.name }),
+    );
     app.get('/probe/boom', { config: { access: { auth: 'public' } } }, async () => {
       throw new Error('secret internal detail');
     });

@@ -31,7 +31,10 @@ t.test('CDR and transaction CSV exports escape formula cells over HTTPS', async 
   t.equal(tx.status, 200);
   const txRows = parse(tx.text, { columns: true }) as Record<string, string>[];
   t.same(txRows.map((r) => r['reference']).sort(), ATTACKS.map((a) => `'${a}`).sort(), 'every reference escaped');
-  t.ok(txRows.every((r) => r['amount'] === '100.000000'), 'money cells untouched');
+  t.ok(
+    txRows.every((r) => r['amount'] === '100.000000'),
+    'money cells untouched',
+  );
 
   const cdr = await d.https('GET', '/billing/cdrs?format=csv', { token: key });
   t.equal(cdr.status, 200);
@@ -40,6 +43,9 @@ t.test('CDR and transaction CSV exports escape formula cells over HTTPS', async 
   for (const col of ['fromNumber', 'cli', 'hangupCause']) {
     t.same(cdrRows.map((r) => r[col]).sort(), ATTACKS.map((a) => `'${a}`).sort(), `${col} escaped`);
   }
-  t.ok(cdrRows.every((r) => r['buyerCost'] === '-0.500000'), 'a negative money cell stays a number');
+  t.ok(
+    cdrRows.every((r) => r['buyerCost'] === '-0.500000'),
+    'a negative money cell stays a number',
+  );
   t.ok(cdrRows.every((r) => r['toNumber'] === '441234567890'));
 });

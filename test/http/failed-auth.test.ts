@@ -17,7 +17,12 @@ t.test('bad API keys from one address are rate-limited', async (t) => {
   const refused = await d.https('GET', '/account', { token: badKey() });
   t.equal(refused.json.error.code, 'RATE_LIMITED');
   t.ok(Number(refused.headers['retry-after']) >= 1);
-  const elsewhere = await d.app.inject({ method: 'GET', url: '/api/v1/account', remoteAddress: '10.9.9.9', headers: { authorization: `Bearer ${badKey()}` } });
+  const elsewhere = await d.app.inject({
+    method: 'GET',
+    url: '/api/v1/account',
+    remoteAddress: '10.9.9.9',
+    headers: { authorization: `Bearer ${badKey()}` },
+  });
   t.equal(elsewhere.statusCode, 401, 'another address is still checked');
   const bogusSession = await d.https('GET', '/account', { token: 'not-a-jwt' });
   t.equal(bogusSession.status, 429, 'bad session tokens count the same');
@@ -30,7 +35,12 @@ t.test('two daemons sharing Redis share the count', async (t) => {
   // An address of this run only: Redis is shared with other test files.
   const source = `10.${randomBytes(1)[0]}.${randomBytes(1)[0]}.${1 + (randomBytes(1)[0]! % 250)}`;
   const call = (d: typeof a) =>
-    d.app.inject({ method: 'GET', url: '/api/v1/account', remoteAddress: source, headers: { authorization: `Bearer ${badKey()}` } });
+    d.app.inject({
+      method: 'GET',
+      url: '/api/v1/account',
+      remoteAddress: source,
+      headers: { authorization: `Bearer ${badKey()}` },
+    });
   const onA = [];
   for (let i = 0; i < 5; i++) onA.push((await call(a)).statusCode);
   t.same(onA, [401, 401, 401, 401, 401]);

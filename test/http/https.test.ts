@@ -2,7 +2,11 @@ import { request } from 'node:http';
 import t from 'tap';
 import { startTestDaemon } from '../helpers/daemon.js';
 
-function plainHttp(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string } | { error: string }> {
+function plainHttp(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string } | { error: string }> {
   return new Promise((resolve) => {
     const req = request({ host: '127.0.0.1', port, path, headers, timeout: 3000 }, (res) => {
       let body = '';

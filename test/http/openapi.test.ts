@@ -41,11 +41,43 @@ t.test('error codes the registry knows are documented in the description', async
  * Clients and the coverage tool group operations by these exact names.
  */
 const SPEC_GROUPS = [
-  'Authentication', 'Account', 'API keys', 'API usage', 'Webhooks', 'Marketplace routes', 'Route checks', 'Rate sheets',
-  'Route blends', 'Purchases', 'Offers', 'Route access', 'Route messages', 'Route reports', 'Markets', 'Voice and SMS',
-  'Verify', 'Number lookup', 'Phone numbers', 'Billing', 'Top-ups', 'Payouts', 'Dialer', 'AI voice agents', 'CLI tests',
-  'Do not call', 'Interconnections', 'Connections', 'Application Manager', 'Revenue share numbers', 'Notifications',
-  'Support', 'Compliance', 'Onboarding', 'Status', 'System', 'Switch',
+  'Authentication',
+  'Account',
+  'API keys',
+  'API usage',
+  'Webhooks',
+  'Marketplace routes',
+  'Route checks',
+  'Rate sheets',
+  'Route blends',
+  'Purchases',
+  'Offers',
+  'Route access',
+  'Route messages',
+  'Route reports',
+  'Markets',
+  'Voice and SMS',
+  'Verify',
+  'Number lookup',
+  'Phone numbers',
+  'Billing',
+  'Top-ups',
+  'Payouts',
+  'Dialer',
+  'AI voice agents',
+  'CLI tests',
+  'Do not call',
+  'Interconnections',
+  'Connections',
+  'Application Manager',
+  'Revenue share numbers',
+  'Notifications',
+  'Support',
+  'Compliance',
+  'Onboarding',
+  'Status',
+  'System',
+  'Switch',
 ] as const;
 
 t.test('every served operation carries exactly one tag, a spec group name', async (t) => {
@@ -58,7 +90,8 @@ t.test('every served operation carries exactly one tag, a spec group name', asyn
     for (const [method, op] of Object.entries(ops)) {
       n++;
       const tags = op.tags;
-      if (!Array.isArray(tags) || tags.length !== 1 || !groups.has(String(tags[0]))) off.push(`${method.toUpperCase()} ${path} ${JSON.stringify(tags)}`);
+      if (!Array.isArray(tags) || tags.length !== 1 || !groups.has(String(tags[0])))
+        off.push(`${method.toUpperCase()} ${path} ${JSON.stringify(tags)}`);
     }
   }
   t.ok(n >= 10, `${n} operations checked`);
@@ -66,9 +99,22 @@ t.test('every served operation carries exactly one tag, a spec group name', asyn
 });
 
 const specFile = fileURLToPath(new URL('../../../shared/spec/exchange-api-v1.md', import.meta.url));
-t.test('the group list is the spec\'s', { skip: existsSync(specFile) ? false : `the spec is not beside this checkout (${specFile})` }, async (t) => {
-  const line = readFileSync(specFile, 'utf8').split('\n').find((l) => l.startsWith('Groups of the platform API with their operation counts:'));
-  t.ok(line, 'the spec states its groups');
-  const listed = line!.slice(line!.indexOf(':') + 1).split('. Only')[0]!.split(',').map((g) => g.trim().replace(/ \d+$/, ''));
-  t.same([...SPEC_GROUPS].filter((g) => g !== 'Switch'), listed);
-});
+t.test(
+  "the group list is the spec's",
+  { skip: existsSync(specFile) ? false : `the spec is not beside this checkout (${specFile})` },
+  async (t) => {
+    const line = readFileSync(specFile, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Groups of the platform API with their operation counts:'));
+    t.ok(line, 'the spec states its groups');
+    const listed = line!
+      .slice(line!.indexOf(':') + 1)
+      .split('. Only')[0]!
+      .split(',')
+      .map((g) => g.trim().replace(/ \d+$/, ''));
+    t.same(
+      [...SPEC_GROUPS].filter((g) => g !== 'Switch'),
+      listed,
+    );
+  },
+);

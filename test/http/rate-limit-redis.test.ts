@@ -12,7 +12,9 @@ t.test('rate limits shared through Redis', async (t) => {
   const u = await h.signUp();
   const statuses = [];
   for (let i = 0; i < 3; i++) {
-    statuses.push((await h.app.inject({ method: 'GET', url: '/api/v1/account', headers: bearer(u.session) })).statusCode);
+    statuses.push(
+      (await h.app.inject({ method: 'GET', url: '/api/v1/account', headers: bearer(u.session) })).statusCode,
+    );
   }
   t.same(statuses, [200, 200, 429]);
   // A second limiter instance on the same Redis sees the same window (as a second daemon would).
@@ -22,7 +24,12 @@ t.test('rate limits shared through Redis', async (t) => {
 });
 
 t.test('strict buckets answer 503 when Redis is unreachable; others fall back to memory', async (t) => {
-  const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  const dead = new Redis('redis://127.0.0.1:1', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
   dead.on('error', () => {});
   const limiters = createRateLimiters(dead, { strictBuckets: ['checks'] });
   await t.rejects(limiters.consume('checks', { points: 10, seconds: 60 }, 'k'), { code: 'SERVICE_UNAVAILABLE' });

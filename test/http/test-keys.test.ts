@@ -30,7 +30,9 @@ t.test('every served write is either simulated for a test key or refused with 40
   const acct = await account(d, 'enumerate@example.com');
   const doc = (await d.https('GET', '/docs/json')).json;
   const writes: string[] = [];
-  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, { 'x-access': { auth: string }; 'x-test-keys'?: string }>>)) {
+  for (const [path, ops] of Object.entries(
+    doc.paths as Record<string, Record<string, { 'x-access': { auth: string }; 'x-test-keys'?: string }>>,
+  )) {
     for (const [method, op] of Object.entries(ops)) {
       if (!['post', 'put', 'patch', 'delete'].includes(method)) continue;
       const auth = op['x-access'].auth;
@@ -48,7 +50,10 @@ t.test('every served write is either simulated for a test key or refused with 40
       }
       t.equal(policy, 'refused', `${name} is described as refusing test keys`);
       const url = path.replace(/\{[^}]+\}/g, () => newId());
-      const res = await d.https(method.toUpperCase(), url, { token: acct.test, ...(method === 'delete' ? {} : { body: {} }) });
+      const res = await d.https(method.toUpperCase(), url, {
+        token: acct.test,
+        ...(method === 'delete' ? {} : { body: {} }),
+      });
       t.equal(res.status, 403, `${name} refuses a test key (${res.text.slice(0, 200)})`);
       t.equal(res.json?.error?.code, 'TEST_KEY_NOT_ALLOWED', `${name} answers TEST_KEY_NOT_ALLOWED`);
     }
@@ -61,17 +66,26 @@ t.test('a test key cannot change a live route, rotate SIP passwords or probe end
   const d = await startTestDaemon(t, { billing: { require_route_for_sub_accounts: false } });
   const seller = await account(d, 'seller@example.com');
   const endpoints = [{ host: '127.0.0.1', port: 9, transport: 'udp' }];
-  const created = await d.https('POST', '/routes', { token: seller.session, body: { type: 'voice', name: 'Live voice', endpoints } });
+  const created = await d.https('POST', '/routes', {
+    token: seller.session,
+    body: { type: 'voice', name: 'Live voice', endpoints },
+  });
   t.equal(created.status, 201, created.text);
   const routeId = created.json.data.id as string;
 
   const cap = await d.https('PATCH', `/routes/${routeId}`, { token: seller.test, body: { capacity: 1 } });
   t.equal(cap.status, 403);
   t.equal(cap.json.error.code, 'TEST_KEY_NOT_ALLOWED');
-  t.equal((await d.https('GET', `/routes/${routeId}`, { token: seller.test })).json.data.capacity ?? null, null,
-    'the live route keeps its capacity (test keys still read)');
+  t.equal(
+    (await d.https('GET', `/routes/${routeId}`, { token: seller.test })).json.data.capacity ?? null,
+    null,
+    'the live route keeps its capacity (test keys still read)',
+  );
 
-  const publicRoute = await d.https('POST', '/routes', { token: seller.test, body: { type: 'voice', name: 'From a test key', endpoints } });
+  const publicRoute = await d.https('POST', '/routes', {
+    token: seller.test,
+    body: { type: 'voice', name: 'From a test key', endpoints },
+  });
   t.equal(publicRoute.json.error.code, 'TEST_KEY_NOT_ALLOWED');
   const [count] = await d.sql<{ n: number }[]>`select count(*)::int as n from routes where seller_id = ${seller.id}`;
   t.equal(count!.n, 1, 'no route was listed by the test key');
@@ -79,38 +93,64 @@ t.test('a test key cannot change a live route, rotate SIP passwords or probe end
   const probe = await d.https('POST', `/routes/${routeId}/test`, { token: seller.test });
   t.equal(probe.json.error.code, 'TEST_KEY_NOT_ALLOWED', 'no real SIP probe from a test key');
 
-  const sub = await d.https('POST', '/application/sub-accounts', { token: seller.live, body: { label: 'live customer' } });
+  const sub = await d.https('POST', '/application/sub-accounts', {
+    token: seller.live,
+    body: { label: 'live customer' },
+  });
   t.equal(sub.status, 201, sub.text);
   const before = await d.modules.services.application.lookupSipUser(sub.json.data.sipUsername);
-  const rotate = await d.https('POST', `/application/sub-accounts/${sub.json.data.id}/sip-password`, { token: seller.test });
+  const rotate = await d.https('POST', `/application/sub-accounts/${sub.json.data.id}/sip-password`, {
+    token: seller.test,
+  });
   t.equal(rotate.status, 403);
   t.equal(rotate.json.error.code, 'TEST_KEY_NOT_ALLOWED');
-  t.same(await d.modules.services.application.lookupSipUser(sub.json.data.sipUsername), before, 'the SIP password is unchanged');
+  t.same(
+    await d.modules.services.application.lookupSipUser(sub.json.data.sipUsername),
+    before,
+    'the SIP password is unchanged',
+  );
 
-  const live = await d.https('POST', `/application/sub-accounts/${sub.json.data.id}/sip-password`, { token: seller.live });
+  const live = await d.https('POST', `/application/sub-accounts/${sub.json.data.id}/sip-password`, {
+    token: seller.live,
+  });
   t.equal(live.status, 200, 'a live key still rotates');
 });
 
 t.test('a write that makes a credential needs, from a scoped key, every scope that credential carries', async (t) => {
   const d = await startTestDaemon(t);
-  const a = await d.modules.services.accounts.createAccount({ email: 'grants@example.com', password: 'correct horse battery' });
+  const a = await d.modules.services.accounts.createAccount({
+    email: 'grants@example.com',
+    password: 'correct horse battery',
+  });
   const doc = (await d.https('GET', '/docs/json')).json;
   const granting: string[] = [];
-  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, { 'x-access': { scope?: string; grants?: string[] } }>>)) {
+  for (const [path, ops] of Object.entries(
+    doc.paths as Record<string, Record<string, { 'x-access': { scope?: string; grants?: string[] } }>>,
+  )) {
     for (const [method, op] of Object.entries(ops)) {
       const { scope, grants } = op['x-access'];
       if (!grants?.length) continue;
       granting.push(`${method.toUpperCase()} ${path}`);
       // The route's own scope and nothing else: narrower than the credential the route would make.
-      const key = (await d.modules.services.keys.create(a.id, { mode: 'live', scopes: scope ? [scope] : ['account:read'] })).secret;
+      const key = (
+        await d.modules.services.keys.create(a.id, { mode: 'live', scopes: scope ? [scope] : ['account:read'] })
+      ).secret;
       const url = path.replace(/\{[^}]+\}/g, () => newId());
-      const res = await d.https(method.toUpperCase(), url, { token: key, ...(method === 'delete' ? {} : { body: {} }) });
+      const res = await d.https(method.toUpperCase(), url, {
+        token: key,
+        ...(method === 'delete' ? {} : { body: {} }),
+      });
       t.equal(res.status, 403, `${method.toUpperCase()} ${path} refuses a key without ${grants.join(', ')}`);
       t.equal(res.json?.error?.code, 'FORBIDDEN');
     }
   }
-  for (const name of ['POST /application/sub-accounts', 'POST /application/sub-accounts/{id}/sip-password', 'POST /account/smpp-credentials',
-    'POST /purchases/{id}/sip-credentials', 'POST /sip/trunk-ips']) {
+  for (const name of [
+    'POST /application/sub-accounts',
+    'POST /application/sub-accounts/{id}/sip-password',
+    'POST /account/smpp-credentials',
+    'POST /purchases/{id}/sip-credentials',
+    'POST /sip/trunk-ips',
+  ]) {
     t.ok(granting.includes(name), `${name} declares the scopes its credential carries`);
   }
 });

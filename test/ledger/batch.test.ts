@@ -1,6 +1,16 @@
 import t from 'tap';
 import type { Sql } from '../../src/db/connection.js';
-import { createLedger, isRefusal, refusalError, type HoldInput, type HoldResult, type Ledger, type Refusal, type SettleInput, type SettleResult } from '../../src/ledger/ledger.js';
+import {
+  createLedger,
+  isRefusal,
+  refusalError,
+  type HoldInput,
+  type HoldResult,
+  type Ledger,
+  type Refusal,
+  type SettleInput,
+  type SettleResult,
+} from '../../src/ledger/ledger.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { checkInvariants, ledgerFor, makeAccounts, pgCode, silent } from './helpers.js';
 
@@ -20,7 +30,16 @@ function comparable(r: Record<string, unknown>) {
 }
 
 async function entriesOf(sql: Sql) {
-  return sql<{ kind: string; type: string; amount: string; after: string | null; reference: string | null; relatedEntityId: string | null }[]>`
+  return sql<
+    {
+      kind: string;
+      type: string;
+      amount: string;
+      after: string | null;
+      reference: string | null;
+      relatedEntityId: string | null;
+    }[]
+  >`
     select account_kind as kind, type, amount::text, balance_after::text as after, reference, related_entity_id
     from entries where type <> 'topup' order by seq`;
 }
@@ -36,20 +55,41 @@ t.test('a batch posts what the single-item functions post, item by item', async 
     await ledger.topup({ accountId: buyer!, amount: '10.000000', source: 'card', postingKey: 'top' });
     await ledger.setLimits(buyer!, { creditLimit: '0', dailySpendCap: '2.500000' });
     const holds: HoldInput[] = Array.from({ length: 8 }, (_, i) => ({
-      postingKey: `h-${i}`, accountId: buyer!, amount: i === 5 ? '50.000000' : '1.000000', ttlSeconds: 60,
-      reference: 'SMS', relatedEntityType: 'api_sms', relatedEntityId: `m-${i}`,
+      postingKey: `h-${i}`,
+      accountId: buyer!,
+      amount: i === 5 ? '50.000000' : '1.000000',
+      ttlSeconds: 60,
+      reference: 'SMS',
+      relatedEntityType: 'api_sms',
+      relatedEntityId: `m-${i}`,
     }));
     const hr: (HoldResult | Refusal | Error)[] = many ? await ledger.holdMany(holds) : [];
     if (!many) for (const h of holds) hr.push(await ledger.hold(h).catch((e: Error) => e));
     const holdIds = hr.map((r) => (r instanceof Error || isRefusal(r) ? null : r.holdId));
-    const settles: SettleInput[] = holdIds.flatMap((holdId, i) => holdId === null ? [] : [{
-      postingKey: `s-${i}`, holdId, sellerId: i % 2 ? seller! : other!, amount: i === 7 ? '0' : '0.600000', fee: i === 7 ? '0' : '0.150000',
-      relatedEntityId: `m-${i}`,
-    }]);
+    const settles: SettleInput[] = holdIds.flatMap((holdId, i) =>
+      holdId === null
+        ? []
+        : [
+            {
+              postingKey: `s-${i}`,
+              holdId,
+              sellerId: i % 2 ? seller! : other!,
+              amount: i === 7 ? '0' : '0.600000',
+              fee: i === 7 ? '0' : '0.150000',
+              relatedEntityId: `m-${i}`,
+            },
+          ],
+    );
     const sr = many ? await ledger.settleMany(settles) : [];
     if (!many) for (const s of settles) sr.push(await ledger.settle(s));
     return {
-      holds: hr.map((r) => (r instanceof Error ? { code: pgCode(r), message: r.message } : isRefusal(r) ? { code: r.code, message: r.message } : comparable(r))),
+      holds: hr.map((r) =>
+        r instanceof Error
+          ? { code: pgCode(r), message: r.message }
+          : isRefusal(r)
+            ? { code: r.code, message: r.message }
+            : comparable(r),
+      ),
       settles: sr.map((r) => (isRefusal(r) ? r : comparable(r))),
       entries: await entriesOf(sql),
       balance: await ledger.balanceOf(buyer!),
@@ -86,7 +126,9 @@ t.test('posting keys make batch items idempotent', async (t) => {
   t.equal(h1!.replayed, false);
   t.equal(h1again!.replayed, true, 'a key repeated inside the batch replays the earlier item');
   t.equal(h1again!.holdId, h1!.holdId);
-  const again = (await ledger.holdMany([{ postingKey: 'h-1', accountId: buyer!, amount: '2.000000', ttlSeconds: 60 }])).map(holdOf);
+  const again = (
+    await ledger.holdMany([{ postingKey: 'h-1', accountId: buyer!, amount: '2.000000', ttlSeconds: 60 }])
+  ).map(holdOf);
   t.same(comparable(again[0]!), comparable({ ...h1!, replayed: true }), 'a later batch replays the first result');
   t.equal((await ledger.balanceOf(buyer!)).held, '3.000000', 'held once per key');
 
@@ -96,8 +138,15 @@ t.test('posting keys make batch items idempotent', async (t) => {
   ];
   const s1 = (await ledger.settleMany(settles)).map(settled);
   const s2 = (await ledger.settleMany(settles)).map(settled);
-  t.same(s2.map((r) => r.replayed), [true, true], 'a replayed batch posts nothing');
-  t.same(s2.map((r) => r.postingId), s1.map((r) => r.postingId));
+  t.same(
+    s2.map((r) => r.replayed),
+    [true, true],
+    'a replayed batch posts nothing',
+  );
+  t.same(
+    s2.map((r) => r.postingId),
+    s1.map((r) => r.postingId),
+  );
   const single = await ledger.settle(settles[0]!);
   t.equal(single.replayed, true, 'a single-item call replays a batch item');
   t.equal(single.postingId, s1[0]!.postingId);
@@ -105,7 +154,9 @@ t.test('posting keys make batch items idempotent', async (t) => {
   t.equal(b.balance, '17.700000');
   t.equal(b.held, '0.000000');
   t.equal((await ledger.balanceOf(seller!)).payable, '2.000000');
-  const [{ n }] = (await sql`select count(*)::int as n from entries where type <> 'topup'`) as unknown as [{ n: number }];
+  const [{ n }] = (await sql`select count(*)::int as n from entries where type <> 'topup'`) as unknown as [
+    { n: number },
+  ];
   t.equal(n, 8, 'two settles of four entries each');
   await checkInvariants(t, sql);
 });
@@ -115,14 +166,22 @@ t.test('an item the balance cannot pay is refused alone; the others post', async
   const ledger = ledgerFor(sql);
   const [buyer, seller] = await makeAccounts(sql, 2);
   await ledger.topup({ accountId: buyer!, amount: '5.000000', source: 'card', postingKey: 'top' });
-  const hr = await ledger.holdMany(['2', '2', '2', '1'].map((amount, i) => ({ postingKey: `h-${i}`, accountId: buyer!, amount, ttlSeconds: 60 })));
+  const hr = await ledger.holdMany(
+    ['2', '2', '2', '1'].map((amount, i) => ({ postingKey: `h-${i}`, accountId: buyer!, amount, ttlSeconds: 60 })),
+  );
   t.same(hr.map(isRefusal), [false, false, true, false], 'the third does not fit, the fourth still does');
   const refusal = hr[2]!;
-  t.ok(isRefusal(refusal) && refusal.code === 'SVC01' && refusal.message === 'Insufficient balance: 1.000000 available, 2.000000 needed');
+  t.ok(
+    isRefusal(refusal) &&
+      refusal.code === 'SVC01' &&
+      refusal.message === 'Insufficient balance: 1.000000 available, 2.000000 needed',
+  );
   const err = isRefusal(refusal) ? refusalError(refusal) : null;
   t.equal(pgCode(err), 'SVC01', 'refusalError carries SVC01');
   t.equal((await ledger.balanceOf(buyer!)).available, '0.000000');
-  const [{ n }] = (await sql`select count(*)::int as n from postings where posting_key = 'h-2'`) as unknown as [{ n: number }];
+  const [{ n }] = (await sql`select count(*)::int as n from postings where posting_key = 'h-2'`) as unknown as [
+    { n: number },
+  ];
   t.equal(n, 0, 'a refused item keeps no posting: its key can be used again');
 
   // A settle above its hold is paid only while the balance covers it.
@@ -135,7 +194,7 @@ t.test('an item the balance cannot pay is refused alone; the others post', async
   t.same(sr.map(isRefusal), [false, true, false], 'the second settle is refused');
   t.equal(isRefusal(sr[1]) && sr[1].message, 'Insufficient balance: 2.500000 available, 2.600000 needed');
   const [h1] = await sql<{ status: string }[]>`select status from holds where id = ${ids[1]!}`;
-  t.equal(h1!.status, 'open', 'the refused item\'s hold stays open');
+  t.equal(h1!.status, 'open', "the refused item's hold stays open");
   t.equal(settled(sr[2]).balanceAfter, '2.000000');
   const b = await ledger.balanceOf(buyer!);
   t.same([b.balance, b.held, b.available], ['2.000000', '2.000000', '0.000000']);
@@ -153,16 +212,35 @@ t.test('amounts, holds and accounts are checked in SQL', async (t) => {
   await t.rejects(ledger.holdMany([hold('-1')]), { code: 'SVC02' }, 'negative');
   await t.rejects(ledger.holdMany([hold('0')]), { code: 'SVC02' }, 'zero');
   await t.rejects(ledger.holdMany([{ ...hold('1'), ttlSeconds: 0 }]), { code: 'SVC02' }, 'expired hold');
-  await t.rejects(ledger.holdMany([{ ...hold('1'), accountId: '00000000-0000-7000-8000-00000000dead' }]), { code: 'SVC03' }, 'unknown account');
+  await t.rejects(
+    ledger.holdMany([{ ...hold('1'), accountId: '00000000-0000-7000-8000-00000000dead' }]),
+    { code: 'SVC03' },
+    'unknown account',
+  );
   const [h] = (await ledger.holdMany([hold('1')])).map(holdOf);
   await t.rejects(ledger.settleMany([{ postingKey: 's', holdId: h!.holdId, amount: '0.1000001' }]), { code: 'SVC02' });
-  await t.rejects(ledger.settleMany([{ postingKey: 's', holdId: h!.holdId, amount: '1', fee: '-0.1' }]), { code: 'SVC02' });
-  await t.rejects(ledger.settleMany([{ postingKey: 's', holdId: '00000000-0000-7000-8000-00000000beef', amount: '1' }]), { code: 'SVC03' }, 'unknown hold');
-  await t.rejects(ledger.settleMany([
-    { postingKey: 's1', holdId: h!.holdId, amount: '1' }, { postingKey: 's2', holdId: h!.holdId, amount: '1' },
-  ]), { code: 'SVC02' }, 'one hold settled twice in a batch');
+  await t.rejects(ledger.settleMany([{ postingKey: 's', holdId: h!.holdId, amount: '1', fee: '-0.1' }]), {
+    code: 'SVC02',
+  });
+  await t.rejects(
+    ledger.settleMany([{ postingKey: 's', holdId: '00000000-0000-7000-8000-00000000beef', amount: '1' }]),
+    { code: 'SVC03' },
+    'unknown hold',
+  );
+  await t.rejects(
+    ledger.settleMany([
+      { postingKey: 's1', holdId: h!.holdId, amount: '1' },
+      { postingKey: 's2', holdId: h!.holdId, amount: '1' },
+    ]),
+    { code: 'SVC02' },
+    'one hold settled twice in a batch',
+  );
   await ledger.release({ postingKey: 'r', holdId: h!.holdId });
-  await t.rejects(ledger.settleMany([{ postingKey: 's3', holdId: h!.holdId, amount: '1' }]), { code: 'SVC02' }, 'a released hold');
+  await t.rejects(
+    ledger.settleMany([{ postingKey: 's3', holdId: h!.holdId, amount: '1' }]),
+    { code: 'SVC02' },
+    'a released hold',
+  );
   t.same(await ledger.holdMany([]), []);
   await checkInvariants(t, sql);
 });
@@ -172,16 +250,29 @@ t.test('a test-mode hold settles to the test-credit pool; a zero settle only rel
   const ledger = ledgerFor(sql);
   const [buyer, seller] = await makeAccounts(sql, 2);
   await ledger.grantTestCredit({ postingKey: 'g', accountId: buyer!, amount: '3.000000' });
-  const hr = (await ledger.holdMany([
-    { postingKey: 'h-0', accountId: buyer!, amount: '1.000000', ttlSeconds: 60, mode: 'test' },
-    { postingKey: 'h-1', accountId: buyer!, amount: '1.000000', ttlSeconds: 60, mode: 'test' },
-  ])).map(holdOf);
-  t.same(hr.map((h) => h.mode), ['test', 'test']);
-  const sr = (await ledger.settleMany([
-    { postingKey: 's-0', holdId: hr[0]!.holdId, sellerId: seller!, amount: '0.400000', fee: '0.100000' },
-    { postingKey: 's-1', holdId: hr[1]!.holdId, sellerId: seller!, amount: '0', fee: '0' },
-  ])).map(settled);
-  t.same(sr.map((s) => [s.mode, s.total, s.released]), [['test', '0.500000', '0.500000'], ['test', '0.000000', '1.000000']]);
+  const hr = (
+    await ledger.holdMany([
+      { postingKey: 'h-0', accountId: buyer!, amount: '1.000000', ttlSeconds: 60, mode: 'test' },
+      { postingKey: 'h-1', accountId: buyer!, amount: '1.000000', ttlSeconds: 60, mode: 'test' },
+    ])
+  ).map(holdOf);
+  t.same(
+    hr.map((h) => h.mode),
+    ['test', 'test'],
+  );
+  const sr = (
+    await ledger.settleMany([
+      { postingKey: 's-0', holdId: hr[0]!.holdId, sellerId: seller!, amount: '0.400000', fee: '0.100000' },
+      { postingKey: 's-1', holdId: hr[1]!.holdId, sellerId: seller!, amount: '0', fee: '0' },
+    ])
+  ).map(settled);
+  t.same(
+    sr.map((s) => [s.mode, s.total, s.released]),
+    [
+      ['test', '0.500000', '0.500000'],
+      ['test', '0.000000', '1.000000'],
+    ],
+  );
   const b = await ledger.balanceOf(buyer!);
   t.same([b.testCredit, b.testHeld, b.balance], ['2.500000', '0.000000', '0.000000']);
   t.equal((await ledger.balanceOf(seller!)).payable, '0.000000', 'no seller paid in test mode');
@@ -195,20 +286,39 @@ t.test('batches and single-item calls on one payer at the same time', async (t) 
   await ledger.topup({ accountId: buyer!, amount: '100.000000', source: 'wire', postingKey: 'top' });
   // 400 holds of 0.5 against 100: exactly 200 fit, whichever path takes them.
   const singles = Array.from({ length: 100 }, (_, i) =>
-    ledger.hold({ postingKey: `one-${i}`, accountId: buyer!, amount: '0.500000', ttlSeconds: 60 }).then((r) => [r as HoldResult | null], (e: unknown) => {
-      if (pgCode(e) !== 'SVC01') throw e;
-      return [null];
-    }));
+    ledger.hold({ postingKey: `one-${i}`, accountId: buyer!, amount: '0.500000', ttlSeconds: 60 }).then(
+      (r) => [r as HoldResult | null],
+      (e: unknown) => {
+        if (pgCode(e) !== 'SVC01') throw e;
+        return [null];
+      },
+    ),
+  );
   const batches = Array.from({ length: 10 }, (_, b) =>
-    ledger.holdMany(Array.from({ length: 30 }, (_, i) => ({ postingKey: `many-${b}-${i}`, accountId: buyer!, amount: '0.500000', ttlSeconds: 60 })))
-      .then((rs) => rs.map((r) => (isRefusal(r) ? null : r))));
+    ledger
+      .holdMany(
+        Array.from({ length: 30 }, (_, i) => ({
+          postingKey: `many-${b}-${i}`,
+          accountId: buyer!,
+          amount: '0.500000',
+          ttlSeconds: 60,
+        })),
+      )
+      .then((rs) => rs.map((r) => (isRefusal(r) ? null : r))),
+  );
   const holds = (await Promise.all([...singles, ...batches])).flat().filter((h): h is HoldResult => h !== null);
   t.equal(holds.length, 200, 'exactly as many holds as the balance covers');
   t.equal((await ledger.balanceOf(buyer!)).available, '0.000000');
   await checkInvariants(t, sql, 'after holds');
 
   // Settle them: half in batches, half one by one, all at once.
-  const inputs = holds.map((h, i): SettleInput => ({ postingKey: `s-${i}`, holdId: h.holdId, sellerId: seller!, amount: '0.300000', fee: '0.100000' }));
+  const inputs = holds.map((h, i): SettleInput => ({
+    postingKey: `s-${i}`,
+    holdId: h.holdId,
+    sellerId: seller!,
+    amount: '0.300000',
+    fee: '0.100000',
+  }));
   const work: Promise<unknown>[] = [];
   for (let i = 0; i < 100; i += 20) work.push(ledger.settleMany(inputs.slice(i, i + 20)));
   for (let i = 100; i < 200; i++) work.push(ledger.settle(inputs[i]!));
@@ -223,15 +333,27 @@ t.test('a batch emits balance events as its items would one by one', async (t) =
   const { sql } = await createTestDatabase(t);
   const events: { accountId: string; event: string; data: Record<string, unknown> }[] = [];
   const ledger = createLedger({
-    sql, clock: { now: () => new Date() }, log: silent, lowBalanceThreshold: '5',
+    sql,
+    clock: { now: () => new Date() },
+    log: silent,
+    lowBalanceThreshold: '5',
     events: { emit: async (_db, accountId, event, data) => void events.push({ accountId, event, data }) },
   });
   const [buyer] = await makeAccounts(sql, 1);
   await ledger.topup({ accountId: buyer!, amount: '6.000000', source: 'card', postingKey: 'top' });
   events.length = 0;
-  const holds = (await ledger.holdMany([0, 1, 2].map((i) => ({ postingKey: `h-${i}`, accountId: buyer!, amount: '1.000000', ttlSeconds: 60 })))).map(holdOf);
-  await ledger.settleMany(holds.map((h, i) => ({ postingKey: `s-${i}`, holdId: h.holdId, amount: '0.600000', fee: '0.150000' })));
-  t.same(events, [{ accountId: buyer!, event: 'balance.low', data: { accountId: buyer!, balance: '4.500000' } }],
-    'balance.low once, from the item that crossed the threshold');
+  const holds = (
+    await ledger.holdMany(
+      [0, 1, 2].map((i) => ({ postingKey: `h-${i}`, accountId: buyer!, amount: '1.000000', ttlSeconds: 60 })),
+    )
+  ).map(holdOf);
+  await ledger.settleMany(
+    holds.map((h, i) => ({ postingKey: `s-${i}`, holdId: h.holdId, amount: '0.600000', fee: '0.150000' })),
+  );
+  t.same(
+    events,
+    [{ accountId: buyer!, event: 'balance.low', data: { accountId: buyer!, balance: '4.500000' } }],
+    'balance.low once, from the item that crossed the threshold',
+  );
   await checkInvariants(t, sql);
 });

@@ -21,7 +21,9 @@ export async function makeAccounts(sql: Sql, n: number, parentId: string | null 
 
 /** The ledger's invariants; each failing one is a tap failure naming the rows. */
 export async function checkInvariants(t: Test, sql: Sql, label = '') {
-  const [total] = await sql<{ s: string; n: string }[]>`select coalesce(sum(amount), 0)::text as s, count(*)::text as n from entries`;
+  const [total] = await sql<
+    { s: string; n: string }[]
+  >`select coalesce(sum(amount), 0)::text as s, count(*)::text as n from entries`;
   t.equal(Number(total!.s), 0, `${label} all entries sum to zero`);
   const unbalanced = await sql`
     select posting_id, sum(amount) from entries group by posting_id having sum(amount) <> 0 limit 5`;

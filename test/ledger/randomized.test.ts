@@ -37,22 +37,39 @@ t.test(`thousands of random mixed operations keep the invariants (seed ${seed})`
     const k = `op-${n++}`;
     const r = rand();
     if (r < 0.12) {
-      await ledger.topup({ accountId: pick(everyone), amount: cents(50) + '0', source: pick(['card', 'crypto'] as const), postingKey: k });
+      await ledger.topup({
+        accountId: pick(everyone),
+        amount: cents(50) + '0',
+        source: pick(['card', 'crypto'] as const),
+        postingKey: k,
+      });
       return true;
     }
     if (r < 0.45) {
-      const c = await ledger.charge({ postingKey: k, accountId: pick(everyone), sellerId: rand() < 0.8 ? pick(sellers) : null, amount: cents(3), fee: '0.010000' });
+      const c = await ledger.charge({
+        postingKey: k,
+        accountId: pick(everyone),
+        sellerId: rand() < 0.8 ? pick(sellers) : null,
+        amount: cents(3),
+        fee: '0.010000',
+      });
       charges.push(c.postingId);
       return true;
     }
     if (r < 0.6) {
-      const h = await ledger.hold({ postingKey: k, accountId: pick(everyone), amount: cents(5), ttlSeconds: rand() < 0.1 ? 1 : 600 });
+      const h = await ledger.hold({
+        postingKey: k,
+        accountId: pick(everyone),
+        amount: cents(5),
+        ttlSeconds: rand() < 0.1 ? 1 : 600,
+      });
       openHolds.push(h.holdId);
       return true;
     }
     if (r < 0.75 && openHolds.length) {
       const holdId = openHolds.splice(Math.floor(rand() * openHolds.length), 1)[0]!;
-      if (rand() < 0.7) await ledger.settle({ postingKey: k, holdId, sellerId: pick(sellers), amount: cents(2), fee: '0.005000' });
+      if (rand() < 0.7)
+        await ledger.settle({ postingKey: k, holdId, sellerId: pick(sellers), amount: cents(2), fee: '0.005000' });
       else await ledger.release({ postingKey: k, holdId });
       return true;
     }
@@ -62,7 +79,10 @@ t.test(`thousands of random mixed operations keep the invariants (seed ${seed})`
       return true;
     }
     if (r < 0.86 && charges.length) {
-      await ledger.refund({ postingKey: k, chargePostingId: charges.splice(Math.floor(rand() * charges.length), 1)[0]! });
+      await ledger.refund({
+        postingKey: k,
+        chargePostingId: charges.splice(Math.floor(rand() * charges.length), 1)[0]!,
+      });
       return true;
     }
     if (r < 0.9) {

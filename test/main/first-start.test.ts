@@ -56,8 +56,18 @@ t.test('first start on the embedded defaults', async (t) => {
   t.ok(password, 'the one-time password is printed');
   t.equal(out.split(password!).length - 1, 1, 'printed once, never logged');
   const port = Number(/"ports":\{"http":(\d+)/.exec(out)![1]);
-  t.notMatch(out.split('\n').filter((l) => l.startsWith('{')).join('\n'), key, 'the key never reaches the JSON log');
-  const res = await httpsCall(`https://127.0.0.1:${port}/api/v1/account`, 'GET', undefined, { token: key, insecure: true });
+  t.notMatch(
+    out
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .join('\n'),
+    key,
+    'the key never reaches the JSON log',
+  );
+  const res = await httpsCall(`https://127.0.0.1:${port}/api/v1/account`, 'GET', undefined, {
+    token: key,
+    insecure: true,
+  });
   t.equal(res.status, 200, res.text);
   t.equal(res.json.data.role, 'admin');
   child.kill('SIGTERM');

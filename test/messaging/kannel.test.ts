@@ -114,23 +114,37 @@ t.test('Kannel as SMPP customer: GSM-7 with extension, UCS-2, 260-char concatena
     while (submissions.length < count) await new Promise<void>((r) => submitWaiters.push(r));
   };
   const waitDlrTags = async (tags: string[]) => {
-    while (!tags.every((tag) => dlrs.some((d) => d.get('tag') === tag))) await new Promise<void>((r) => dlrWaiters.push(r));
+    while (!tags.every((tag) => dlrs.some((d) => d.get('tag') === tag)))
+      await new Promise<void>((r) => dlrWaiters.push(r));
   };
   const base = { username: 'tester', password: 'foobar', from: '447700900001', charset: 'UTF-8', 'dlr-mask': '3' };
   const dlrUrl = (tag: string) => `http://127.0.0.1:${dlrPort}/dlr?tag=${tag}&type=%d`;
 
   const gsmText = 'Price: 5€ {promo} [x] ~ok~ | back\\slash ^';
-  const r1 = await sendsms(sendsmsPort, { ...base, to: '447700900123', text: gsmText, coding: '0', 'dlr-url': dlrUrl('gsm') });
+  const r1 = await sendsms(sendsmsPort, {
+    ...base,
+    to: '447700900123',
+    text: gsmText,
+    coding: '0',
+    'dlr-url': dlrUrl('gsm'),
+  });
   t.match(r1.body, /Accepted|Sent/);
   await waitSubmissions(1);
-  t.match(submissions[0], { to: '447700900123', from: '447700900001', text: gsmText, dataCoding: 0, parts: 1, registeredDelivery: 1 });
+  t.match(submissions[0], {
+    to: '447700900123',
+    from: '447700900001',
+    text: gsmText,
+    dataCoding: 0,
+    parts: 1,
+    registeredDelivery: 1,
+  });
 
   const ucsText = 'Привет, мир! 你好 😀';
   await sendsms(sendsmsPort, { ...base, to: '447700900124', text: ucsText, coding: '2', 'dlr-url': dlrUrl('ucs') });
   await waitSubmissions(2);
   t.match(submissions[1], { text: ucsText, dataCoding: 8, parts: 1 });
 
-  const longText = ('The quick brown fox jumps over the lazy dog 0123456789. ').repeat(5).slice(0, 260);
+  const longText = 'The quick brown fox jumps over the lazy dog 0123456789. '.repeat(5).slice(0, 260);
   t.equal(longText.length, 260);
   await sendsms(sendsmsPort, { ...base, to: '447700900125', text: longText, coding: '0', 'dlr-url': dlrUrl('long') });
   await waitSubmissions(3);
@@ -139,8 +153,24 @@ t.test('Kannel as SMPP customer: GSM-7 with extension, UCS-2, 260-char concatena
 
   // Receipts back, as the lead's code would send them.
   const now = new Date();
-  server.deliverReceipt('kannel-acc', { messageId: 'k1', stat: 'DELIVRD', submitDate: now, doneDate: now, to: '447700900123', from: '447700900001', text: gsmText });
-  server.deliverReceipt('kannel-acc', { messageId: 'k2', stat: 'UNDELIV', err: '1', submitDate: now, doneDate: now, to: '447700900124', from: '447700900001' });
+  server.deliverReceipt('kannel-acc', {
+    messageId: 'k1',
+    stat: 'DELIVRD',
+    submitDate: now,
+    doneDate: now,
+    to: '447700900123',
+    from: '447700900001',
+    text: gsmText,
+  });
+  server.deliverReceipt('kannel-acc', {
+    messageId: 'k2',
+    stat: 'UNDELIV',
+    err: '1',
+    submitDate: now,
+    doneDate: now,
+    to: '447700900124',
+    from: '447700900001',
+  });
   server.deliverReceipt('kannel-acc', {
     messageId: 'k3',
     partMessageIds: submissions[2]?.partMessageIds ?? [],

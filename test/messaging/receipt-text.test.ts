@@ -29,14 +29,22 @@ t.test('build and parse round trip', async (t) => {
 });
 
 t.test('parse tolerant forms', async (t) => {
-  t.match(parseReceiptText('id:0012AB sub:001 dlvrd:000 submit date:2611220405 done date:261122040633 stat:UNDELIV err:034 Text:id:x stat:DELIVRD'), {
-    id: '0012AB',
-    stat: 'UNDELIV',
-    err: '034',
-    text: 'id:x stat:DELIVRD',
-  });
+  t.match(
+    parseReceiptText(
+      'id:0012AB sub:001 dlvrd:000 submit date:2611220405 done date:261122040633 stat:UNDELIV err:034 Text:id:x stat:DELIVRD',
+    ),
+    {
+      id: '0012AB',
+      stat: 'UNDELIV',
+      err: '034',
+      text: 'id:x stat:DELIVRD',
+    },
+  );
   t.match(parseReceiptText('ID:77 STAT:EXPIRED ERR:001'), { id: '77', stat: 'EXPIRED', dlvrd: 0 });
-  t.match(parseReceiptText('id:5 submit_date:2611220405 done_date:2611220406 stat:REJECTD err:0 text:'), { stat: 'REJECTD', text: '' });
+  t.match(parseReceiptText('id:5 submit_date:2611220405 done_date:2611220406 stat:REJECTD err:0 text:'), {
+    stat: 'REJECTD',
+    text: '',
+  });
   t.equal(parseReceiptText('hello world'), null);
   t.equal(parseReceiptText('id:1 stat:BOGUS'), null);
 });

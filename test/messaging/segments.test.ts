@@ -83,22 +83,53 @@ t.test('reassembly: 8-bit UDH, 16-bit UDH, sar TLVs, message_payload', async (t)
   const a = Buffer.concat([Buffer.from([6, 0x08, 4, 0x12, 0x34, 2, 1]), bytes.subarray(0, 2)]);
   const b = Buffer.concat([Buffer.from([6, 0x08, 4, 0x12, 0x34, 2, 2]), bytes.subarray(2)]);
   t.equal(r.add('k2', readInboundPart({ esmClass: 0x40, dataCoding: 8, shortMessage: a })!), 'pending');
-  t.same(r.add('k2', readInboundPart({ esmClass: 0x40, dataCoding: 8, shortMessage: b })!), { text: '😀', dataCoding: 8, parts: 2, earlierTags: [] });
+  t.same(r.add('k2', readInboundPart({ esmClass: 0x40, dataCoding: 8, shortMessage: b })!), {
+    text: '😀',
+    dataCoding: 8,
+    parts: 2,
+    earlierTags: [],
+  });
 
-  const s1 = readInboundPart({ esmClass: 0, dataCoding: 0, shortMessage: encodeGsm7('Hello '), sarMsgRefNum: 300, sarTotalSegments: 2, sarSegmentSeqnum: 1 });
-  const s2 = readInboundPart({ esmClass: 0, dataCoding: 0, shortMessage: encodeGsm7('world €'), sarMsgRefNum: 300, sarTotalSegments: 2, sarSegmentSeqnum: 2 });
+  const s1 = readInboundPart({
+    esmClass: 0,
+    dataCoding: 0,
+    shortMessage: encodeGsm7('Hello '),
+    sarMsgRefNum: 300,
+    sarTotalSegments: 2,
+    sarSegmentSeqnum: 1,
+  });
+  const s2 = readInboundPart({
+    esmClass: 0,
+    dataCoding: 0,
+    shortMessage: encodeGsm7('world €'),
+    sarMsgRefNum: 300,
+    sarTotalSegments: 2,
+    sarSegmentSeqnum: 2,
+  });
   t.equal(r.add('k3', s1!), 'pending');
   t.match(r.add('k3', s2!), { text: 'Hello world €', parts: 2 });
 
-  const mp = readInboundPart({ esmClass: 0, dataCoding: 0, shortMessage: Buffer.alloc(0), messagePayload: encodeGsm7('z'.repeat(400)) });
+  const mp = readInboundPart({
+    esmClass: 0,
+    dataCoding: 0,
+    shortMessage: Buffer.alloc(0),
+    messagePayload: encodeGsm7('z'.repeat(400)),
+  });
   t.match(r.add('k4', mp!), { text: 'z'.repeat(400), parts: 1 });
 
-  t.equal(r.add('k5', readInboundPart({ esmClass: 0x40, dataCoding: 0, shortMessage: parts[0]!.shortMessage })!), 'pending');
+  t.equal(
+    r.add('k5', readInboundPart({ esmClass: 0x40, dataCoding: 0, shortMessage: parts[0]!.shortMessage })!),
+    'pending',
+  );
   t.equal(r.size, 1);
   now = 2000;
   t.equal(r.sweep(), 1, 'incomplete message dropped after hold time');
   t.equal(r.size, 0);
-  t.equal(readInboundPart({ esmClass: 0x40, dataCoding: 0, shortMessage: Buffer.from([9, 0, 3]) }), null, 'truncated UDH');
+  t.equal(
+    readInboundPart({ esmClass: 0x40, dataCoding: 0, shortMessage: Buffer.from([9, 0, 3]) }),
+    null,
+    'truncated UDH',
+  );
 });
 
 t.test('sender validation and TON/NPI', async (t) => {

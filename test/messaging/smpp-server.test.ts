@@ -80,9 +80,16 @@ t.test('submit: GSM-7, UCS-2, concatenated UDH and sar, message_payload, refusal
   });
   t.equal(r1.command_status, 0);
   t.equal(r1['message_id'], 'm1');
-  t.match(submissions[0], { account: { accountId: 'acc-1' }, s: { to: '447700900123', from: 'Shop', text: 'Price {5€}', parts: 1, registeredDelivery: 1, sourceTon: 5 } });
+  t.match(submissions[0], {
+    account: { accountId: 'acc-1' },
+    s: { to: '447700900123', from: 'Shop', text: 'Price {5€}', parts: 1, registeredDelivery: 1, sourceTon: 5 },
+  });
 
-  await p.request('submit_sm', { destination_addr: '1', data_coding: 8, short_message: Buffer.from('0436d83dde00', 'hex') });
+  await p.request('submit_sm', {
+    destination_addr: '1',
+    data_coding: 8,
+    short_message: Buffer.from('0436d83dde00', 'hex'),
+  });
   t.equal(submissions[1]?.s.text, 'ж😀');
 
   const long = 'Long message '.repeat(20);
@@ -90,7 +97,14 @@ t.test('submit: GSM-7, UCS-2, concatenated UDH and sar, message_payload, refusal
   t.equal(parts.length, 2);
   const resps = [];
   for (const part of parts) {
-    resps.push(await p.request('submit_sm', { destination_addr: '2', esm_class: part.esmClass, data_coding: part.dataCoding, short_message: part.shortMessage }));
+    resps.push(
+      await p.request('submit_sm', {
+        destination_addr: '2',
+        esm_class: part.esmClass,
+        data_coding: part.dataCoding,
+        short_message: part.shortMessage,
+      }),
+    );
   }
   t.equal(resps[0]?.command_status, 0, 'first part answered at once');
   t.equal(resps[1]?.['message_id'], 'm3', 'last part carries the message id');
@@ -98,16 +112,36 @@ t.test('submit: GSM-7, UCS-2, concatenated UDH and sar, message_payload, refusal
   t.equal(submissions[2]?.s.parts, 2);
   t.same(submissions[2]?.s.partMessageIds, [resps[0]?.['message_id']], 'earlier part id handed to onSubmit');
 
-  await p.request('submit_sm', { destination_addr: '3', short_message: encodeGsm7('Hello '), sar_msg_ref_num: 500, sar_total_segments: 2, sar_segment_seqnum: 1 });
-  await p.request('submit_sm', { destination_addr: '3', short_message: encodeGsm7('sar'), sar_msg_ref_num: 500, sar_total_segments: 2, sar_segment_seqnum: 2 });
+  await p.request('submit_sm', {
+    destination_addr: '3',
+    short_message: encodeGsm7('Hello '),
+    sar_msg_ref_num: 500,
+    sar_total_segments: 2,
+    sar_segment_seqnum: 1,
+  });
+  await p.request('submit_sm', {
+    destination_addr: '3',
+    short_message: encodeGsm7('sar'),
+    sar_msg_ref_num: 500,
+    sar_total_segments: 2,
+    sar_segment_seqnum: 2,
+  });
   t.equal(submissions[3]?.s.text, 'Hello sar');
 
-  await p.request('submit_sm', { destination_addr: '4', data_coding: 3, message_payload: Buffer.from('é'.repeat(300), 'latin1') });
+  await p.request('submit_sm', {
+    destination_addr: '4',
+    data_coding: 3,
+    message_payload: Buffer.from('é'.repeat(300), 'latin1'),
+  });
   t.equal(submissions[4]?.s.text, 'é'.repeat(300));
 
   const refused = await p.request('submit_sm', { destination_addr: '000', short_message: Buffer.from('x') });
   t.equal(refused.command_status, STATUS.ESME_RINVDSTADR, 'onSubmit commandStatus passed through');
-  const baddcs = await p.request('submit_sm', { destination_addr: '5', data_coding: 4, short_message: Buffer.from([1]) });
+  const baddcs = await p.request('submit_sm', {
+    destination_addr: '5',
+    data_coding: 4,
+    short_message: Buffer.from([1]),
+  });
   t.equal(baddcs.command_status, STATUS.ESME_RINVDCS);
 });
 
@@ -188,7 +222,15 @@ t.test('a concatenated message gets a receipt for every part id', async (t) => {
   const rx = await connectPeer(ports.port as number);
   t.teardown(() => rx.close());
   await rx.request('bind_transceiver', { system_id: 'acme', password: 'secret' });
-  server.deliverReceipt('acc-1', { messageId: 'm5', partMessageIds: ['p1'], stat: 'DELIVRD', submitDate: new Date(), doneDate: new Date(), to: '1', from: '2' });
+  server.deliverReceipt('acc-1', {
+    messageId: 'm5',
+    partMessageIds: ['p1'],
+    stat: 'DELIVRD',
+    submitDate: new Date(),
+    doneDate: new Date(),
+    to: '1',
+    from: '2',
+  });
   const a = await rx.nextPdu('deliver_sm');
   const b = await rx.nextPdu('deliver_sm');
   rx.session.send(a.response());
@@ -201,7 +243,14 @@ t.test('refused receipt is queued again and retried', async (t) => {
   const rx = await connectPeer(ports.port as number);
   t.teardown(() => rx.close());
   await rx.request('bind_receiver', { system_id: 'acme', password: 'secret' });
-  server.deliverReceipt('acc-1', { messageId: 'm9', stat: 'EXPIRED', submitDate: new Date(), doneDate: new Date(), to: '1', from: '2' });
+  server.deliverReceipt('acc-1', {
+    messageId: 'm9',
+    stat: 'EXPIRED',
+    submitDate: new Date(),
+    doneDate: new Date(),
+    to: '1',
+    from: '2',
+  });
   const first = await rx.nextPdu('deliver_sm');
   rx.session.send(first.response({ command_status: STATUS.ESME_RSYSERR }));
   const second = await rx.nextPdu('deliver_sm');
@@ -216,7 +265,10 @@ t.test('TLS listener', async (t) => {
   const p = await connectPeer(ports.tlsPort as number, true);
   t.teardown(() => p.close());
   t.equal((await p.request('bind_transceiver', { system_id: 'acme', password: 'secret' })).command_status, 0);
-  t.equal((await p.request('submit_sm', { destination_addr: '1', short_message: Buffer.from('tls') })).command_status, 0);
+  t.equal(
+    (await p.request('submit_sm', { destination_addr: '1', short_message: Buffer.from('tls') })).command_status,
+    0,
+  );
 });
 
 t.test('bind lockout: refused even with the right password until lockoutMs after the last failure', async (t) => {

@@ -70,7 +70,13 @@ t.test('accepted with receipt; concatenated UCS-2; refused; throttled and retrie
   t.match(sub, /dc=0 esm=0 len=15 /, 'GSM-7 with two escape pairs is 15 septets, data_coding 0');
 
   const long = 'Привет 😀 '.repeat(10);
-  const r2 = await bind.submit({ to: '447700900124', from: '447700900999', text: long, reference: 'msg-2', registeredDelivery: false });
+  const r2 = await bind.submit({
+    to: '447700900124',
+    from: '447700900999',
+    text: long,
+    reference: 'msg-2',
+    registeredDelivery: false,
+  });
   t.match(r2, { status: 'accepted', parts: 2 });
   t.equal(r2.status === 'accepted' && r2.supplierMessageIds.length, 2);
   // The SMSC logs a submit on its stdout and answers on the socket: the answer can come first.
@@ -100,7 +106,10 @@ t.test('accepted with receipt; concatenated UCS-2; refused; throttled and retrie
   const decRec = await receiptFor('dec');
   t.equal(decRec.reference, 'dec', 'receipt with the decimal form matched the hex id');
   t.not(decRec.supplierMessageId, r7.status === 'accepted' ? r7.supplierMessageId : '');
-  t.same(await bind.submit({ to: '12', from: 'ABCDEFGHIJKL', text: 'x' }), { status: 'error', reason: 'invalid_sender_alphanumeric_too_long' });
+  t.same(await bind.submit({ to: '12', from: 'ABCDEFGHIJKL', text: 'x' }), {
+    status: 'error',
+    reason: 'invalid_sender_alphanumeric_too_long',
+  });
 });
 
 t.test('receipt before submit_sm_resp is buffered and matched', async (t) => {
@@ -128,7 +137,10 @@ t.test('silence: response timeout; disconnect: reconnect with one bind at a time
   await smsc.waitFor(/^BIND/, 2);
   const binds = smsc.lines.filter((l) => l.startsWith('BIND'));
   t.equal(binds.length, 2, 'one reconnect, no storm');
-  t.ok(binds.every((l) => l.endsWith('active=1')), 'never two binds at once');
+  t.ok(
+    binds.every((l) => l.endsWith('active=1')),
+    'never two binds at once',
+  );
 
   smsc.send('disconnect');
   await smsc.waitFor(/^BIND trx ok/, 3);
@@ -147,9 +159,22 @@ t.test('bad credentials back off instead of hammering', async (t) => {
   t.teardown(() => smsc.stop());
   let rnd = 0;
   const bind = createSupplierBind({
-    host: '127.0.0.1', port: smsc.port, tls: false, systemId: 'sup1', password: 'wrong', bindType: 'transmitter',
-    tps: 10, windowSize: 1, responseTimeoutMs: 1000, log, clock: systemClock, onReceipt() {},
-    reconnectMinMs: 40, reconnectMaxMs: 1000, queueTimeoutMs: 100, random: () => (rnd = (rnd + 0.37) % 1),
+    host: '127.0.0.1',
+    port: smsc.port,
+    tls: false,
+    systemId: 'sup1',
+    password: 'wrong',
+    bindType: 'transmitter',
+    tps: 10,
+    windowSize: 1,
+    responseTimeoutMs: 1000,
+    log,
+    clock: systemClock,
+    onReceipt() {},
+    reconnectMinMs: 40,
+    reconnectMaxMs: 1000,
+    queueTimeoutMs: 100,
+    random: () => (rnd = (rnd + 0.37) % 1),
   });
   t.teardown(() => bind.stop());
   const started = Date.now();
@@ -170,15 +195,33 @@ t.test('an unreachable SMSC fails sends at once instead of after the queue timeo
   const port = (probe.address() as AddressInfo).port;
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   const bind = createSupplierBind({
-    host: '127.0.0.1', port, tls: false, systemId: 'sup1', password: 'pw1', bindType: 'transceiver',
-    tps: 10, windowSize: 1, responseTimeoutMs: 1000, log, clock: systemClock, onReceipt() {},
-    reconnectMinMs: 60_000, reconnectMaxMs: 60_000, queueTimeoutMs: 30_000,
+    host: '127.0.0.1',
+    port,
+    tls: false,
+    systemId: 'sup1',
+    password: 'pw1',
+    bindType: 'transceiver',
+    tps: 10,
+    windowSize: 1,
+    responseTimeoutMs: 1000,
+    log,
+    clock: systemClock,
+    onReceipt() {},
+    reconnectMinMs: 60_000,
+    reconnectMaxMs: 60_000,
+    queueTimeoutMs: 30_000,
   });
   t.teardown(() => bind.stop());
   const started = Date.now();
   bind.start();
-  t.same(await bind.submit({ to: '447700900123', from: 'MyShop', text: 'first' }), { status: 'error', reason: 'not_bound' });
-  t.same(await bind.submit({ to: '447700900123', from: 'MyShop', text: 'second' }), { status: 'error', reason: 'not_bound' });
+  t.same(await bind.submit({ to: '447700900123', from: 'MyShop', text: 'first' }), {
+    status: 'error',
+    reason: 'not_bound',
+  });
+  t.same(await bind.submit({ to: '447700900123', from: 'MyShop', text: 'second' }), {
+    status: 'error',
+    reason: 'not_bound',
+  });
   const elapsed = Date.now() - started;
   t.ok(elapsed < 5_000, `both sends answered in ${elapsed} ms, not after the 30 s queue timeout`);
   // The socket's close (which starts the backoff) follows the refusal by a tick or two.
@@ -190,14 +233,45 @@ t.test('an unreachable SMSC fails sends at once instead of after the queue timeo
 t.test('checkBind: one real bind and unbind', async (t) => {
   const smsc = await startPerlSmsc('sup1', 'pw1');
   t.teardown(() => smsc.stop());
-  const ok = await checkBind({ host: '127.0.0.1', port: smsc.port, tls: false, systemId: 'sup1', password: 'pw1', bindType: 'transceiver', timeoutMs: 2000 });
+  const ok = await checkBind({
+    host: '127.0.0.1',
+    port: smsc.port,
+    tls: false,
+    systemId: 'sup1',
+    password: 'pw1',
+    bindType: 'transceiver',
+    timeoutMs: 2000,
+  });
   t.equal(ok.pass, true);
-  t.match(ok.checks, [{ label: 'connect', ok: true }, { label: 'bind', ok: true }, { label: 'unbind', ok: true }]);
+  t.match(ok.checks, [
+    { label: 'connect', ok: true },
+    { label: 'bind', ok: true },
+    { label: 'unbind', ok: true },
+  ]);
   await smsc.waitFor(/^UNBIND/);
-  const bad = await checkBind({ host: '127.0.0.1', port: smsc.port, tls: false, systemId: 'sup1', password: 'nope', bindType: 'transmitter', timeoutMs: 2000 });
+  const bad = await checkBind({
+    host: '127.0.0.1',
+    port: smsc.port,
+    tls: false,
+    systemId: 'sup1',
+    password: 'nope',
+    bindType: 'transmitter',
+    timeoutMs: 2000,
+  });
   t.equal(bad.pass, false);
-  t.match(bad.checks, [{ label: 'connect', ok: true }, { label: 'bind', ok: false, value: 'ESME_RBINDFAIL' }]);
-  const closed = await checkBind({ host: '127.0.0.1', port: 1, tls: false, systemId: 'a', password: 'b', bindType: 'transmitter', timeoutMs: 2000 });
+  t.match(bad.checks, [
+    { label: 'connect', ok: true },
+    { label: 'bind', ok: false, value: 'ESME_RBINDFAIL' },
+  ]);
+  const closed = await checkBind({
+    host: '127.0.0.1',
+    port: 1,
+    tls: false,
+    systemId: 'a',
+    password: 'b',
+    bindType: 'transmitter',
+    timeoutMs: 2000,
+  });
   t.match(closed, { pass: false, checks: [{ label: 'connect', ok: false }] });
 });
 
@@ -227,9 +301,20 @@ t.test('framing error from the SMSC destroys the socket and the bind comes back'
     server.close();
   });
   const bind = createSupplierBind({
-    host: '127.0.0.1', port: (server.address() as AddressInfo).port, tls: false, systemId: 'a', password: 'b',
-    bindType: 'transmitter', tps: 100, windowSize: 5, responseTimeoutMs: 1000, log, clock: systemClock,
-    onReceipt() {}, reconnectMinMs: 20, reconnectMaxMs: 50,
+    host: '127.0.0.1',
+    port: (server.address() as AddressInfo).port,
+    tls: false,
+    systemId: 'a',
+    password: 'b',
+    bindType: 'transmitter',
+    tps: 100,
+    windowSize: 5,
+    responseTimeoutMs: 1000,
+    log,
+    clock: systemClock,
+    onReceipt() {},
+    reconnectMinMs: 20,
+    reconnectMaxMs: 50,
   });
   t.teardown(() => bind.stop());
   bind.start();
@@ -245,9 +330,15 @@ t.test('TLS bind to an SMSC (our own SMPP server as the peer), receipts through 
     extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }],
   });
   const smsc = createSmppServer({
-    port: null, tlsPort: 0, host: '127.0.0.1', tls: { key: pems.private, cert: pems.cert }, log, clock: systemClock,
+    port: null,
+    tlsPort: 0,
+    host: '127.0.0.1',
+    tls: { key: pems.private, cert: pems.cert },
+    log,
+    clock: systemClock,
     idleTimeoutMs: 60_000,
-    authenticate: async (id, pw) => (id === 'tlsuser' && pw === 'pw' ? { accountId: 'sup', throughputPerSecond: 0 } : null),
+    authenticate: async (id, pw) =>
+      id === 'tlsuser' && pw === 'pw' ? { accountId: 'sup', throughputPerSecond: 0 } : null,
     onSubmit: async (_a, s) => ({ messageId: `0x${s.to.slice(-4)}` }),
   });
   const { tlsPort } = await smsc.start();
@@ -256,8 +347,17 @@ t.test('TLS bind to an SMSC (our own SMPP server as the peer), receipts through 
   let got: () => void = () => {};
   const gotReceipt = new Promise<void>((r) => (got = r));
   const bind = createSupplierBind({
-    host: '127.0.0.1', port: tlsPort as number, tls: { ca: pems.cert }, systemId: 'tlsuser', password: 'pw',
-    bindType: 'transceiver', tps: 50, windowSize: 2, responseTimeoutMs: 2000, log, clock: systemClock,
+    host: '127.0.0.1',
+    port: tlsPort as number,
+    tls: { ca: pems.cert },
+    systemId: 'tlsuser',
+    password: 'pw',
+    bindType: 'transceiver',
+    tps: 50,
+    windowSize: 2,
+    responseTimeoutMs: 2000,
+    log,
+    clock: systemClock,
     onReceipt(r) {
       receipts.push(r);
       got();
@@ -268,7 +368,17 @@ t.test('TLS bind to an SMSC (our own SMPP server as the peer), receipts through 
   const r = await bind.submit({ to: '447700901234', from: 'MyShop', text: 'over TLS', reference: 'tls-ref' });
   t.match(r, { status: 'accepted', supplierMessageId: '0x1234' });
   const now = new Date();
-  t.equal(smsc.deliverReceipt('sup', { messageId: '0x1234', stat: 'DELIVRD', submitDate: now, doneDate: now, to: '447700901234', from: 'MyShop' }), 'sent');
+  t.equal(
+    smsc.deliverReceipt('sup', {
+      messageId: '0x1234',
+      stat: 'DELIVRD',
+      submitDate: now,
+      doneDate: now,
+      to: '447700901234',
+      from: 'MyShop',
+    }),
+    'sent',
+  );
   await gotReceipt;
   t.match(receipts[0], { supplierMessageId: '0x1234', reference: 'tls-ref', stat: 'DELIVRD', source: '447700901234' });
 });
@@ -281,10 +391,15 @@ t.test('window and rate limits hold', async (t) => {
   t.equal(bind.outstanding(), 2, 'two in flight, the third waits for room');
   await smsc.waitFor(/^SUBMIT 1777/, 3);
   t.ok(Date.now() - started >= 200, 'third sent only after a response timeout freed the window');
-  t.same(await Promise.all(silent), [1, 2, 3].map(() => ({ status: 'error', reason: 'response_timeout' })));
+  t.same(
+    await Promise.all(silent),
+    [1, 2, 3].map(() => ({ status: 'error', reason: 'response_timeout' })),
+  );
 
   const t0 = Date.now();
-  const ok = await Promise.all([1, 2, 3, 4, 5].map((i) => bind.submit({ to: `44770090000${i}`, from: 'MyShop', text: 'rate' })));
+  const ok = await Promise.all(
+    [1, 2, 3, 4, 5].map((i) => bind.submit({ to: `44770090000${i}`, from: 'MyShop', text: 'rate' })),
+  );
   t.ok(ok.every((r) => r.status === 'accepted'));
   // 20 per second with a 100 ms burst (two tokens): five submits span at least three intervals of 50 ms.
   t.ok(Date.now() - t0 >= 140, `five submits at 20/s took ${Date.now() - t0} ms`);

@@ -11,7 +11,12 @@ t.test('in process: slots up to the limit, release, reconcile from live calls', 
   t.equal(await c.current('acct:1'), 1);
   t.equal(await c.acquire('acct:1', 2), true);
   // A desync (a slot leaked by a lost release) is rewritten from what is really live.
-  await c.reconcile(new Map([['acct:1', 1], ['route:9', 0]]));
+  await c.reconcile(
+    new Map([
+      ['acct:1', 1],
+      ['route:9', 0],
+    ]),
+  );
   t.equal(await c.current('acct:1'), 1);
   t.equal(await c.current('route:9'), 0);
   await c.release('acct:1');
@@ -33,12 +38,16 @@ t.test('in process: calls per second in one-second windows', async (t) => {
   t.equal(await c.rate('cps:zero', 0), false, 'a limit of 0 admits nothing');
 });
 
-t.test('Redis: daemons share counts; a dead daemon\'s share ages out; reconcile rewrites a desync', async (t) => {
+t.test("Redis: daemons share counts; a dead daemon's share ages out; reconcile rewrites a desync", async (t) => {
   const { spawn } = await import('node:child_process');
   const { Redis } = await import('ioredis');
   const { freePort } = await import('../telephony/sip/sipp.js');
   const port = await freePort();
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const server = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
   const exited = new Promise<void>((r) => server.once('exit', () => r()));
   t.teardown(async () => {
     server.kill('SIGTERM');
@@ -60,7 +69,7 @@ t.test('Redis: daemons share counts; a dead daemon\'s share ages out; reconcile 
   // node-b stops heartbeating: after 90 s its share no longer counts.
   now += 91_000;
   await a.reconcile(new Map([['route:1', 1]]));
-  t.equal(await a.current('route:1'), 1, 'dead daemon\'s share aged out');
+  t.equal(await a.current('route:1'), 1, "dead daemon's share aged out");
   t.equal(await a.acquire('route:1', 2), true);
   // A lost release: reconcile rewrites this daemon's share from its live calls.
   await a.reconcile(new Map([['route:1', 1]]));

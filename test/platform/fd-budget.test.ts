@@ -9,15 +9,18 @@ t.test('caps as configured when the open-file limit holds them all', async (t) =
   t.match(c, { http: 8192, sipTcp: 4096, sipTcpPerSource: 64, smpp: 1024, smppPerSource: 16, lowered: false });
 });
 
-t.test('a small open-file limit lowers SIP and SMPP, never the API budget, and keeps the sum inside the limit', async (t) => {
-  const cfg = config({ http: { max_connections: 1000 } });
-  const c = connectionCaps(cfg, 4096);
-  t.equal(c.http, 1000, 'HTTPS keeps its budget');
-  t.ok(c.lowered);
-  t.ok(c.sipTcp + c.smpp + c.http + cfg.database.pool_max <= 4096, 'everything fits under the limit');
-  t.ok(c.sipTcp > c.smpp, 'lowered in proportion');
-  t.ok(c.sipTcpPerSource <= c.sipTcp && c.smppPerSource <= c.smpp);
-});
+t.test(
+  'a small open-file limit lowers SIP and SMPP, never the API budget, and keeps the sum inside the limit',
+  async (t) => {
+    const cfg = config({ http: { max_connections: 1000 } });
+    const c = connectionCaps(cfg, 4096);
+    t.equal(c.http, 1000, 'HTTPS keeps its budget');
+    t.ok(c.lowered);
+    t.ok(c.sipTcp + c.smpp + c.http + cfg.database.pool_max <= 4096, 'everything fits under the limit');
+    t.ok(c.sipTcp > c.smpp, 'lowered in proportion');
+    t.ok(c.sipTcpPerSource <= c.sipTcp && c.smppPerSource <= c.smpp);
+  },
+);
 
 t.test('a limit too small for the API cap alone gives the API half', async (t) => {
   const c = connectionCaps(config(), 2048);

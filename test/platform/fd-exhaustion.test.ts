@@ -26,9 +26,21 @@ t.test('idle SIP TCP connections from many sources cannot take the HTTPS API dow
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { enabled: false },
   };
-  const child = spawn('bash', ['-c', `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, process.execPath, '--import', 'tsx', CHILD, JSON.stringify(overrides)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    'bash',
+    [
+      '-c',
+      `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`,
+      process.execPath,
+      '--import',
+      'tsx',
+      CHILD,
+      JSON.stringify(overrides),
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -49,10 +61,12 @@ t.test('idle SIP TCP connections from many sources cannot take the HTTPS API dow
     const s = net.connect({ host: '127.0.0.1', port: ports['sip']!, localAddress: `127.0.1.${1 + (i % 20)}` });
     socks.push(s);
     s.on('error', () => undefined);
-    settled.push(new Promise<void>((r) => {
-      s.once('connect', () => r());
-      s.once('close', () => r());
-    }));
+    settled.push(
+      new Promise<void>((r) => {
+        s.once('connect', () => r());
+        s.once('close', () => r());
+      }),
+    );
   }
   await Promise.all(settled);
 

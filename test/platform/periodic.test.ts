@@ -25,11 +25,15 @@ t.test('runs one at a time: ticks during a run are skipped, and stop waits for t
   let runs = 0;
   let finish: () => void = () => {};
   let ended = false;
-  const loop = every(5, async () => {
-    runs++;
-    await new Promise<void>((r) => (finish = r));
-    ended = true;
-  }, timer);
+  const loop = every(
+    5,
+    async () => {
+      runs++;
+      await new Promise<void>((r) => (finish = r));
+      ended = true;
+    },
+    timer,
+  );
   for (let i = 0; i < 12; i++) tick();
   await settle();
   t.equal(runs, 1, 'ticks while a run is going start nothing');
@@ -48,9 +52,13 @@ t.test('runs one at a time: ticks during a run are skipped, and stop waits for t
 t.test('the next tick after a run starts the next run', async (t) => {
   const { timer, tick } = manualTimer();
   let runs = 0;
-  const loop = every(5, async () => {
-    runs++;
-  }, timer);
+  const loop = every(
+    5,
+    async () => {
+      runs++;
+    },
+    timer,
+  );
   for (let i = 0; i < 3; i++) {
     tick();
     await settle();

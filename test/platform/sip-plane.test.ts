@@ -11,7 +11,15 @@ t.test('the SIP plane exists before its ports: handlers added at construction an
   const { sql } = await createTestDatabase(t);
   const config = loadConfig({ overrides: { sip: { host: '127.0.0.1', port: 0 } } });
   const log = pino({ level: 'silent' });
-  const plane = await createSipPlane({ config, sql, log, clock: systemClock, redis: null, health: createHealthRegistry(), tls: null });
+  const plane = await createSipPlane({
+    config,
+    sql,
+    log,
+    clock: systemClock,
+    redis: null,
+    health: createHealthRegistry(),
+    tls: null,
+  });
   t.teardown(() => plane.stack.close());
 
   // Wired as the modules do it, before any port is bound.
@@ -22,7 +30,11 @@ t.test('the SIP plane exists before its ports: handlers added at construction an
     tx.reply(200, 'OK', { toTag: plane.stack.newTag() });
   });
   t.equal(plane.listening, false);
-  t.equal(plane.probe({ host: '127.0.0.1', port: 9, transport: 'udp' }, { timeoutMs: 500 }), null, 'no probe before the ports are bound');
+  t.equal(
+    plane.probe({ host: '127.0.0.1', port: 9, transport: 'udp' }, { timeoutMs: 500 }),
+    null,
+    'no probe before the ports are bound',
+  );
   t.equal(plane.loopMarker.header.value.length, 24, 'the loop marker is there at construction');
 
   const peer = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log }), log });
@@ -34,11 +46,18 @@ t.test('the SIP plane exists before its ports: handlers added at construction an
   t.equal(plane.listening, true);
   t.equal(plane.stack.transport.port, transport.port, 'the stack reports the bound port');
 
-  const inbound = await probeEndpoint(peer, { host: '127.0.0.1', port: transport.port, transport: 'udp' }, { timeoutMs: 5000 });
+  const inbound = await probeEndpoint(
+    peer,
+    { host: '127.0.0.1', port: transport.port, transport: 'udp' },
+    { timeoutMs: 5000 },
+  );
   t.match(inbound, { ok: true, status: 200 }, 'a handler added before listen() answers');
   t.equal(answered, 1);
 
-  const outbound = await plane.probe({ host: '127.0.0.1', port: peer.transport.port, transport: 'udp' }, { timeoutMs: 5000 });
+  const outbound = await plane.probe(
+    { host: '127.0.0.1', port: peer.transport.port, transport: 'udp' },
+    { timeoutMs: 5000 },
+  );
   t.match(outbound, { ok: true, status: 200 }, 'the plane probes once it listens');
 
   await plane.stack.close();

@@ -13,7 +13,8 @@ const rateOf = (i: number): string => new Decimal((i % 9973) + 1).div(1e6).toFix
 
 t.test('a 200,000-row CSV sheet parses, indexes and prices correctly', async (t) => {
   const lines = ['prefix,destination,rate,increment'];
-  for (let i = 0; i < ROWS; i++) lines.push(`${prefixOf(i)},Destination ${i % 500},${rateOf(i)},${i % 2 === 0 ? '60/60' : '6/6'}`);
+  for (let i = 0; i < ROWS; i++)
+    lines.push(`${prefixOf(i)},Destination ${i % 500},${rateOf(i)},${i % 2 === 0 ? '60/60' : '6/6'}`);
   // Shorter covering prefixes so that longest-prefix logic is exercised on the big deck too.
   lines.push('9,World,1.000000,1/1', '91,World 1,0.900000,1/1');
   const started = performance.now();
@@ -45,5 +46,8 @@ t.test('a 200,000-row CSV sheet parses, indexes and prices correctly', async (t)
   bad[100_002] = '9100000,Dup,0.1,60/60'; // row 100001 replaced by a copy of row 100000's prefix
   bad[150_000] = '9149999,Neg,-0.1,60/60';
   const r = parseRateSheetCsv(bad.join('\n'), { type: 'voice', defaultIncrement: requireIncrement('60/60') });
-  t.same(r.errors.map((e) => e.line), [100_003, 150_001]);
+  t.same(
+    r.errors.map((e) => e.line),
+    [100_003, 150_001],
+  );
 });

@@ -24,7 +24,13 @@ function randomDeck(rnd: () => number, size: number, alphabet: number, networks:
     const key = `${mccMnc ?? ''}/${p}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    rows.push({ prefix: p, destination: `d${rows.length % 7}`, rate: (Math.floor(rnd() * 1e6) / 1e6).toFixed(6), increment: incs[rows.length % 4]!, mccMnc });
+    rows.push({
+      prefix: p,
+      destination: `d${rows.length % 7}`,
+      rate: (Math.floor(rnd() * 1e6) / 1e6).toFixed(6),
+      increment: incs[rows.length % 4]!,
+      mccMnc,
+    });
   }
   return rows;
 }
@@ -42,7 +48,10 @@ function naive(rows: readonly DeckRow[], number: string, mccMnc: string | null):
 
 function randomNumber(rnd: () => number, rows: readonly DeckRow[], alphabet: number): string {
   // Half extend a prefix of the deck (hits, often deeper than it), half are random digits.
-  let s = rnd() < 0.5 && rows.length > 0 ? rows[Math.floor(rnd() * rows.length)]!.prefix.slice(0, 1 + Math.floor(rnd() * 15)) : '';
+  let s =
+    rnd() < 0.5 && rows.length > 0
+      ? rows[Math.floor(rnd() * rows.length)]!.prefix.slice(0, 1 + Math.floor(rnd() * 15))
+      : '';
   const extra = Math.floor(rnd() * 12);
   for (let i = 0; i < extra; i++) s += String(Math.floor(rnd() * Math.max(alphabet, rnd() < 0.2 ? 10 : 1)));
   if (rnd() < 0.05) s = s.slice(0, Math.floor(rnd() * s.length)) + 'x' + s;
@@ -67,7 +76,11 @@ t.test('longest-prefix look-ups equal a naive scan on random decks', async (t) =
       const want = naive(rows, number, null);
       const got = idx.lookupIndex(number);
       const m = idx.lookup(number);
-      if (got !== want || (want < 0 ? m !== undefined : m?.row !== want || m.prefix !== rows[want]!.prefix || m !== idx.row(want))) mismatches++;
+      if (
+        got !== want ||
+        (want < 0 ? m !== undefined : m?.row !== want || m.prefix !== rows[want]!.prefix || m !== idx.row(want))
+      )
+        mismatches++;
       const net = networks[q % networks.length]!;
       const wantNet = naive(rows, number, net);
       const gotNet = idx.lookupNetwork(number, net);

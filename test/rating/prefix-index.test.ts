@@ -49,7 +49,12 @@ t.test('prefix inserted after a longer one (leaf promoted to node)', async (t) =
 t.test('rejects duplicates and bad rows', async (t) => {
   t.throws(() => createPrefixIndex([rows[0]!, rows[0]!]), /duplicate/);
   t.throws(
-    () => createPrefixIndex([rows[1]!, { prefix: '44', destination: 'x', rate: '1', increment: '1/1' }, { prefix: '44', destination: 'y', rate: '1', increment: '1/1' }]),
+    () =>
+      createPrefixIndex([
+        rows[1]!,
+        { prefix: '44', destination: 'x', rate: '1', increment: '1/1' },
+        { prefix: '44', destination: 'y', rate: '1', increment: '1/1' },
+      ]),
     /duplicate/,
   );
   t.throws(() => createPrefixIndex([{ prefix: '44a', destination: 'x', rate: '1', increment: '1/1' }]), /prefix/);
@@ -77,10 +82,13 @@ t.test('registry: overlapping decks, each at its own longest prefix, atomic swap
   reg.set('b', createPrefixIndex([{ prefix: '4479', destination: 'UK O2', rate: '0.015', increment: '1/1' }]));
   reg.set('c', createPrefixIndex([{ prefix: '33', destination: 'France', rate: '0.01', increment: '60/60' }]));
   const got = reg.lookupMany(['a', 'b', 'c', 'missing'], '447912345678');
-  t.same(got.map((g) => [g.deckId, g.match.prefix, g.match.rate]), [
-    ['a', '447', '0.020000'],
-    ['b', '4479', '0.015000'],
-  ]);
+  t.same(
+    got.map((g) => [g.deckId, g.match.prefix, g.match.rate]),
+    [
+      ['a', '447', '0.020000'],
+      ['b', '4479', '0.015000'],
+    ],
+  );
   const out: ReturnType<typeof reg.lookupMany> = [];
   t.equal(reg.lookupMany(['c'], '33100', out), out, 'reuses the output array');
   t.equal(out.length, 1);

@@ -1,7 +1,15 @@
 import t from 'tap';
 import { Decimal } from 'decimal.js';
 import { createPrefixIndex } from '../../src/rating/prefix-index.js';
-import { buyerRate, callCost, createPlatformFee, NO_FEE, priceCall, priceSms, smsCost } from '../../src/rating/pricing.js';
+import {
+  buyerRate,
+  callCost,
+  createPlatformFee,
+  NO_FEE,
+  priceCall,
+  priceSms,
+  smsCost,
+} from '../../src/rating/pricing.js';
 import { parseRate, toMoney } from '../../src/rating/money.js';
 
 const d = (s: string): Decimal => new Decimal(s);

@@ -5,15 +5,32 @@ import { requireIncrement } from '../../src/rating/increment.js';
 import { createPrefixIndex } from '../../src/rating/prefix-index.js';
 
 const inc = requireIncrement('60/60');
-const e = (prefix: string, rate: string, extra: Partial<DeckEntry> = {}): DeckEntry => ({ prefix, destination: `D${prefix}`, rate, increment: inc, mccMnc: null, ...extra });
-const s = (prefix: string, rate: string, extra: Partial<NewSheetEntry> = {}): NewSheetEntry => ({ ...e(prefix, rate), effectiveAt: null, ...extra });
+const e = (prefix: string, rate: string, extra: Partial<DeckEntry> = {}): DeckEntry => ({
+  prefix,
+  destination: `D${prefix}`,
+  rate,
+  increment: inc,
+  mccMnc: null,
+  ...extra,
+});
+const s = (prefix: string, rate: string, extra: Partial<NewSheetEntry> = {}): NewSheetEntry => ({
+  ...e(prefix, rate),
+  effectiveAt: null,
+  ...extra,
+});
 
 const NOW = new Date('2026-11-22T00:00:00Z');
 const clock = (): Date => NOW;
 const DAY = 86_400_000;
 const at = (ms: number): Date => new Date(NOW.getTime() + ms);
 
-const active = [e('44', '0.010000'), e('447', '0.020000'), e('33', '0.010000'), e('49', '0.010000'), e('1', '0.005000')];
+const active = [
+  e('44', '0.010000'),
+  e('447', '0.020000'),
+  e('33', '0.010000'),
+  e('49', '0.010000'),
+  e('1', '0.005000'),
+];
 const sheet = [
   s('44', '0.012000'), // increase
   s('447', '0.015000'), // decrease
@@ -59,24 +76,38 @@ t.test('effective deck before and after the increase time', async (t) => {
 });
 
 t.test('increaseEffectiveAt and per-row dates', async (t) => {
-  const plan = planRateChanges(active, [...sheet.slice(1), s('44', '0.02'), s('35', '0.1', { effectiveAt: at(3 * DAY) })], {
-    now: clock,
-    increaseEffectiveAt: at(2 * DAY),
-  });
+  const plan = planRateChanges(
+    active,
+    [...sheet.slice(1), s('44', '0.02'), s('35', '0.1', { effectiveAt: at(3 * DAY) })],
+    {
+      now: clock,
+      increaseEffectiveAt: at(2 * DAY),
+    },
+  );
   const by = Object.fromEntries(plan.changes.map((c) => [c.prefix, c]));
   t.equal(by['44']!.effectiveAt.getTime(), NOW.getTime() + 2 * DAY, 'seller-chosen increase time');
   t.equal(by['49']!.effectiveAt.getTime(), NOW.getTime() + 2 * DAY);
   t.equal(by['35']!.effectiveAt.getTime(), NOW.getTime() + 3 * DAY, 'a later row date wins');
-  const past = planRateChanges(active, [s('44', '0.02', { effectiveAt: at(-DAY) })], { now: clock, increaseEffectiveAt: at(-DAY), noticeDays: 0 });
+  const past = planRateChanges(active, [s('44', '0.02', { effectiveAt: at(-DAY) })], {
+    now: clock,
+    increaseEffectiveAt: at(-DAY),
+    noticeDays: 0,
+  });
   t.equal(past.changes[0]!.effectiveAt.getTime(), NOW.getTime(), 'never earlier than now');
-  const costlier = planRateChanges([e('44', '0.01', { increment: requireIncrement('1/1') })], [s('44', '0.01')], { now: clock });
+  const costlier = planRateChanges([e('44', '0.01', { increment: requireIncrement('1/1') })], [s('44', '0.01')], {
+    now: clock,
+  });
   t.equal(costlier.changes[0]!.kind, 'increase', 'a costlier increment at the same rate is an increase');
   t.equal(costlier.changes[0]!.effectiveAt.getTime(), NOW.getTime() + 7 * DAY, 'default notice is 7 days');
   t.throws(() => planRateChanges(active, sheet, { now: clock, noticeDays: -1 }), RangeError);
 });
 
 t.test('network rows are planned per prefix and network', async (t) => {
-  const plan = planRateChanges([e('44', '0.03'), e('44', '0.02', { mccMnc: '234-15' })], [s('44', '0.03'), s('44', '0.025', { mccMnc: '234-15' }), s('44', '0.01', { mccMnc: '234-10' })], { now: clock });
+  const plan = planRateChanges(
+    [e('44', '0.03'), e('44', '0.02', { mccMnc: '234-15' })],
+    [s('44', '0.03'), s('44', '0.025', { mccMnc: '234-15' }), s('44', '0.01', { mccMnc: '234-10' })],
+    { now: clock },
+  );
   const kinds = plan.changes.map((c) => `${c.prefix}/${c.mccMnc ?? '-'}:${c.kind}`);
   t.same(kinds, ['44/-:unchanged', '44/234-15:increase', '44/234-10:new']);
 });

@@ -1,5 +1,11 @@
 import t from 'tap';
-import { parseIncrement, parseRateSheetCsv, parseRateSheetCsvSliced, parseRateSheetJson, parseRateSheetJsonSliced } from '../../src/rating/index.js';
+import {
+  parseIncrement,
+  parseRateSheetCsv,
+  parseRateSheetCsvSliced,
+  parseRateSheetJson,
+  parseRateSheetJsonSliced,
+} from '../../src/rating/index.js';
 
 const opts = { type: 'voice' as const, defaultIncrement: parseIncrement('60/60')! };
 
@@ -22,9 +28,18 @@ t.test('the sliced parsers give the same result as the one-go parsers', async (t
   const unquoted = good.replace(/"/g, '').replace(/, Ωmega/g, ' Ωmega');
   t.same(await parseRateSheetCsvSliced(unquoted, opts, { sliceMs: 1 }), parseRateSheetCsv(unquoted, opts));
 
-  const rows = Array.from({ length: 3000 }, (_, i) => ({ prefix: String(200000 + i), destination: 'X', rate: '0.01', billingIncrement: '6/6' }));
+  const rows = Array.from({ length: 3000 }, (_, i) => ({
+    prefix: String(200000 + i),
+    destination: 'X',
+    rate: '0.01',
+    billingIncrement: '6/6',
+  }));
   t.same(await parseRateSheetJsonSliced(rows, opts, { sliceMs: 1 }), parseRateSheetJson(rows, opts));
-  t.equal((await parseRateSheetJsonSliced(rows, opts)).rows[0]!.increment.text, '6/6', 'billingIncrement is read as increment');
+  t.equal(
+    (await parseRateSheetJsonSliced(rows, opts)).rows[0]!.increment.text,
+    '6/6',
+    'billingIncrement is read as increment',
+  );
 
   const open = 'prefix,destination,rate\n1,"open,0.1\n';
   const unterminated = await parseRateSheetCsvSliced(open, opts);
@@ -37,5 +52,7 @@ t.test('an aborted parse stops with the signal reason', async (t) => {
   for (let i = 0; i < 50000; i++) lines.push(`${100000 + i},Zone,0.01`);
   const stop = new AbortController();
   stop.abort(new Error('stopping'));
-  await t.rejects(parseRateSheetCsvSliced(lines.join('\n'), opts, { sliceMs: 0, signal: stop.signal }), { message: 'stopping' });
+  await t.rejects(parseRateSheetCsvSliced(lines.join('\n'), opts, { sliceMs: 0, signal: stop.signal }), {
+    message: 'stopping',
+  });
 });

@@ -65,7 +65,9 @@ t.test('structural problems', async (t) => {
   t.match(parseRateSheetCsv('', voice).errors, [{ reason: 'sheet is empty' }]);
   t.match(parseRateSheetCsv('prefix,destination,rate\n', voice).errors, [{ reason: 'sheet has no rows' }]);
   t.match(parseRateSheetCsv('prefix,destination,rate\n44,"UK,0.1\n', voice).errors, [{ reason: 'malformed CSV' }]);
-  t.match(parseRateSheetCsv('prefix,destination,rate\n44,UK,0.1\n45,X,0.1\n', { ...voice, maxRows: 1 }).errors, [{ reason: /more than 1 rows/ }]);
+  t.match(parseRateSheetCsv('prefix,destination,rate\n44,UK,0.1\n45,X,0.1\n', { ...voice, maxRows: 1 }).errors, [
+    { reason: /more than 1 rows/ },
+  ]);
 });
 
 t.test('SMS per network: ceiling and country row required; voice refuses MCC-MNC', async (t) => {
@@ -88,20 +90,38 @@ t.test('SMS per network: ceiling and country row required; voice refuses MCC-MNC
   const ok = parseRateSheetCsv(csv.split('\n').slice(0, 3).join('\n'), sms);
   t.same(ok.errors, []);
   t.equal(ok.rows[1]!.mccMnc, '234-15');
-  t.match(parseRateSheetCsv(csv.split('\n').slice(0, 3).join('\n'), voice).errors, [{ line: 3, reason: /only SMS sheets/ }]);
+  t.match(parseRateSheetCsv(csv.split('\n').slice(0, 3).join('\n'), voice).errors, [
+    { line: 3, reason: /only SMS sheets/ },
+  ]);
 });
 
 t.test('JSON sheets', async (t) => {
   const r = parseRateSheetJson(
-    { rows: [{ prefix: '44', destination: 'UK', rate: 0.01, billingIncrement: '6/6', effectiveAt: '2026-12-01T00:00:00+01:00' }, { prefix: 44, destination: 'UK', rate: '0.01' }] },
+    {
+      rows: [
+        {
+          prefix: '44',
+          destination: 'UK',
+          rate: 0.01,
+          billingIncrement: '6/6',
+          effectiveAt: '2026-12-01T00:00:00+01:00',
+        },
+        { prefix: 44, destination: 'UK', rate: '0.01' },
+      ],
+    },
     voice,
   );
   t.match(r.errors, [{ line: 2, reason: /duplicate/ }]);
-  const ok = parseRateSheetJson('[{"prefix":"44","destination":"UK","rate":"0.01","increment":"6/6","effectiveDate":"2026-12-01T00:00:00+01:00"}]', voice);
+  const ok = parseRateSheetJson(
+    '[{"prefix":"44","destination":"UK","rate":"0.01","increment":"6/6","effectiveDate":"2026-12-01T00:00:00+01:00"}]',
+    voice,
+  );
   t.same(ok.errors, []);
   t.equal(ok.rows[0]!.effectiveAt?.toISOString(), '2026-11-30T23:00:00.000Z');
   t.equal(ok.rows[0]!.increment.text, '6/6');
   t.match(parseRateSheetJson('{bad', voice).errors, [{ reason: 'malformed JSON' }]);
   t.match(parseRateSheetJson({}, voice).errors, [{ reason: 'expected an array of rows' }]);
-  t.match(parseRateSheetJson([null, { prefix: '1', destination: 'US', rate: '1' }], voice).errors, [{ line: 1, reason: /bad prefix/ }]);
+  t.match(parseRateSheetJson([null, { prefix: '1', destination: 'US', rate: '1' }], voice).errors, [
+    { line: 1, reason: /bad prefix/ },
+  ]);
 });

@@ -19,8 +19,10 @@ function tree(t: { teardown(fn: () => void): void }, files: Record<string, strin
 
 t.test('a type-only import that closes a loop through a folder index is a cycle', async (t) => {
   const dir = tree(t, {
-    'modules/index.ts': "import { buildCalls } from './calls/index.js';\nexport interface Module { name: string }\nexport const all = [buildCalls()];\n",
-    'modules/calls/index.ts': "import type { Module } from '../index.js';\nexport const buildCalls = (): Module => ({ name: 'calls' });\n",
+    'modules/index.ts':
+      "import { buildCalls } from './calls/index.js';\nexport interface Module { name: string }\nexport const all = [buildCalls()];\n",
+    'modules/calls/index.ts':
+      "import type { Module } from '../index.js';\nexport const buildCalls = (): Module => ({ name: 'calls' });\n",
     'modules/sms/index.ts': "export * from '../calls/index.js';\n",
   });
   const r = run(dir);

@@ -29,7 +29,9 @@ t.test('emit writes the event and fans out to subscribed active endpoints in the
   await endpoint(sql, acc, ['*'], 'disabled');
   await endpoint(sql, other, ['*']);
 
-  const res = await sql.begin((tx) => emit(tx, { accountId: acc, event: 'topup.confirmed', data: { amount: '10.000000' } }));
+  const res = await sql.begin((tx) =>
+    emit(tx, { accountId: acc, event: 'topup.confirmed', data: { amount: '10.000000' } }),
+  );
   t.equal(res.deliveries, 2);
   const rows = await sql<{ endpointId: string; state: string; eventId: string }[]>`
     select endpoint_id, state, event_id from webhook_deliveries order by endpoint_id`;
@@ -59,8 +61,14 @@ t.test('emit refuses names outside the spec list and non-object data', async (t)
   const { sql } = await createTestDatabase(t);
   const acc = await account(sql);
   await t.rejects(emit(sql, { accountId: acc, event: 'ping' as EventName, data: {} }), UnknownEventError);
-  await t.rejects(emit(sql, { accountId: acc, event: 'nope.event' as EventName, data: {} }), /unknown webhook event "nope.event"/);
-  await t.rejects(emit(sql, { accountId: acc, event: 'balance.low', data: [] as unknown as Record<string, unknown> }), TypeError);
+  await t.rejects(
+    emit(sql, { accountId: acc, event: 'nope.event' as EventName, data: {} }),
+    /unknown webhook event "nope.event"/,
+  );
+  await t.rejects(
+    emit(sql, { accountId: acc, event: 'balance.low', data: [] as unknown as Record<string, unknown> }),
+    TypeError,
+  );
   const [c] = await sql<{ n: string }[]>`select count(*) as n from events`;
   t.equal(c?.n, '0');
 });
@@ -79,20 +87,27 @@ t.test('emitMany writes each event and fans each out like emit, in one statement
   const sent = await endpoint(sql, acc, ['sms.sent']);
   const otherAll = await endpoint(sql, other, ['*']);
   const at = new Date('2026-01-02T03:04:05.000Z');
-  await sql.begin((tx) => emitMany(tx, [
-    { accountId: acc, event: 'sms.sent', at, data: { messageId: 'a', cost: '0.010000' } },
-    { accountId: acc, event: 'sms.failed', data: { messageId: 'b' } },
-    { accountId: other, event: 'sms.sent', at, data: { messageId: 'c' } },
-  ]));
-  const evs = await sql<{ event: string; data: { messageId: string }; createdAt: Date; n: number; endpoints: string[] }[]>`
+  await sql.begin((tx) =>
+    emitMany(tx, [
+      { accountId: acc, event: 'sms.sent', at, data: { messageId: 'a', cost: '0.010000' } },
+      { accountId: acc, event: 'sms.failed', data: { messageId: 'b' } },
+      { accountId: other, event: 'sms.sent', at, data: { messageId: 'c' } },
+    ]),
+  );
+  const evs = await sql<
+    { event: string; data: { messageId: string }; createdAt: Date; n: number; endpoints: string[] }[]
+  >`
     select e.event, e.data, e.created_at, count(d.id)::int as n, coalesce(array_agg(d.endpoint_id::text order by d.endpoint_id) filter (where d.id is not null), '{}') as endpoints
     from events e left join webhook_deliveries d on d.event_id = e.id
     group by e.id order by e.data->>'messageId'`;
-  t.same(evs.map((e) => [e.event, e.data.messageId, e.endpoints]), [
-    ['sms.sent', 'a', [all, sent].sort()],
-    ['sms.failed', 'b', [all]],
-    ['sms.sent', 'c', [otherAll]],
-  ]);
+  t.same(
+    evs.map((e) => [e.event, e.data.messageId, e.endpoints]),
+    [
+      ['sms.sent', 'a', [all, sent].sort()],
+      ['sms.failed', 'b', [all]],
+      ['sms.sent', 'c', [otherAll]],
+    ],
+  );
   t.equal(evs[0]!.createdAt.toISOString(), at.toISOString(), 'the given time is kept');
   t.same(evs[0]!.data, { messageId: 'a', cost: '0.010000' }, 'data as given');
   await t.rejects(emitMany(sql, [{ accountId: acc, event: 'sms.nope' as EventName, data: {} }]), UnknownEventError);

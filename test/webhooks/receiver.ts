@@ -62,7 +62,10 @@ export interface Receiver {
  * A customer's HTTPS webhook receiver on 127.0.0.1: it reads the raw body, verifies both
  * signatures before parsing, and de-duplicates by X-Webhook-Id.
  */
-export async function startReceiver(t: { teardown(fn: () => unknown): void }, opts: { now: () => number; secret?: string }): Promise<Receiver> {
+export async function startReceiver(
+  t: { teardown(fn: () => unknown): void },
+  opts: { now: () => number; secret?: string },
+): Promise<Receiver> {
   const tls = await receiverTls();
   const waiters: { n: number; resolve: () => void }[] = [];
   const acked = new Set<string>();
@@ -76,12 +79,14 @@ export async function startReceiver(t: { teardown(fn: () => unknown): void }, op
     replies: [],
     fallback: { status: 200, body: 'ok' },
     secret: opts.secret ?? '',
-    waitFor: (n) => (r.received.length >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve }))),
-    close: () => new Promise((resolve) => {
-      for (const h of hanging) h();
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    waitFor: (n) =>
+      r.received.length >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve })),
+    close: () =>
+      new Promise((resolve) => {
+        for (const h of hanging) h();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
   const server: Server = createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
     const chunks: Buffer[] = [];
@@ -102,7 +107,15 @@ export async function startReceiver(t: { teardown(fn: () => unknown): void }, op
       }).ok;
       const legacyOk = verifyLegacySignature(r.secret, rawBody, header('x-webhook-signature'));
       const id = header('x-webhook-id') ?? '';
-      const rec: Received = { path: req.url ?? '', headers: req.headers, rawBody, signatureOk, legacyOk, duplicate: acked.has(id), at: opts.now() };
+      const rec: Received = {
+        path: req.url ?? '',
+        headers: req.headers,
+        rawBody,
+        signatureOk,
+        legacyOk,
+        duplicate: acked.has(id),
+        at: opts.now(),
+      };
       r.received.push(rec);
       for (const w of waiters.filter((x) => r.received.length >= x.n)) {
         waiters.splice(waiters.indexOf(w), 1);

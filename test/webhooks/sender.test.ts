@@ -5,10 +5,29 @@ import { signPayload, verifySignature } from '../../src/webhooks/signer.js';
 import { startReceiver } from './receiver.js';
 
 const now = () => Date.now();
-const send = (sender: ReturnType<typeof createWebhookSender>, url: string) => sender({ url, headers: { 'x-webhook-id': 'd1' }, body: '{"id":"d1"}' });
+const send = (sender: ReturnType<typeof createWebhookSender>, url: string) =>
+  sender({ url, headers: { 'x-webhook-id': 'd1' }, body: '{"id":"d1"}' });
 
 t.test('addresses that are not public unicast are refused', async (t) => {
-  for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::ffff:8.8.8.8', '64:ff9b::a00:1']) {
+  for (const a of [
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.16.0.1',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '224.0.0.1',
+    '::1',
+    '::',
+    'fe80::1',
+    'fd00:ec2::254',
+    'fc00::1',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
+    '::ffff:8.8.8.8',
+    '64:ff9b::a00:1',
+  ]) {
     t.ok(isPrivateAddress(a), a);
   }
   for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700::1111']) t.notOk(isPrivateAddress(a), a);
@@ -25,10 +44,19 @@ t.test('endpoint URLs: https only, no credentials, no private IP literals unless
 });
 
 t.test('DNS answers are checked: one private answer refuses the name', async (t) => {
-  const lookup = async () => [{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.7', family: 4 }];
+  const lookup = async () => [
+    { address: '93.184.216.34', family: 4 },
+    { address: '10.0.0.7', family: 4 },
+  ];
   await t.rejects(resolveTarget('https://rebind.example/x', { allowPrivate: false, lookup }), /10\.0\.0\.7/);
-  const ok = await resolveTarget('https://public.example:8443/x', { allowPrivate: false, lookup: async () => [{ address: '93.184.216.34', family: 4 }] });
-  t.same([ok.address, ok.port, ok.servername, ok.hostHeader], ['93.184.216.34', 8443, 'public.example', 'public.example:8443']);
+  const ok = await resolveTarget('https://public.example:8443/x', {
+    allowPrivate: false,
+    lookup: async () => [{ address: '93.184.216.34', family: 4 }],
+  });
+  t.same(
+    [ok.address, ok.port, ok.servername, ok.hostHeader],
+    ['93.184.216.34', 8443, 'public.example', 'public.example:8443'],
+  );
 });
 
 t.test('SSRF: the sender refuses a loopback receiver unless private targets are allowed', async (t) => {
@@ -36,13 +64,23 @@ t.test('SSRF: the sender refuses a loopback receiver unless private targets are 
   const refused = await send(createWebhookSender({ timeoutMs: 2000, allowPrivate: false, ca: r.cert }), r.url());
   t.equal(refused.outcome, 'refused_target');
   const viaDns = await send(
-    createWebhookSender({ timeoutMs: 2000, allowPrivate: false, ca: r.cert, lookup: async () => [{ address: '127.0.0.1', family: 4 }] }),
+    createWebhookSender({
+      timeoutMs: 2000,
+      allowPrivate: false,
+      ca: r.cert,
+      lookup: async () => [{ address: '127.0.0.1', family: 4 }],
+    }),
     `https://hooks.test:${r.port}/hook`,
   );
   t.equal(viaDns.outcome, 'refused_target', 'a name resolving to loopback is refused too');
   t.equal(r.received.length, 0, 'nothing reached the receiver');
   const allowed = await send(
-    createWebhookSender({ timeoutMs: 2000, allowPrivate: true, ca: r.cert, lookup: async () => [{ address: '127.0.0.1', family: 4 }] }),
+    createWebhookSender({
+      timeoutMs: 2000,
+      allowPrivate: true,
+      ca: r.cert,
+      lookup: async () => [{ address: '127.0.0.1', family: 4 }],
+    }),
     `https://hooks.test:${r.port}/hook`,
   );
   t.equal(allowed.outcome, 'ok', 'connects to the checked address, with SNI and certificate check for the name');
@@ -56,7 +94,11 @@ t.test('redirects are not followed and count as failures', async (t) => {
   t.equal(res.outcome, 'redirect');
   t.equal(res.statusCode, 307);
   t.match(res.error, /redirect not followed/);
-  t.same(r.received.map((x) => x.path), ['/hook'], 'the redirect target was never requested');
+  t.same(
+    r.received.map((x) => x.path),
+    ['/hook'],
+    'the redirect target was never requested',
+  );
 });
 
 t.test('timeouts, TLS failures, refused connections and big bodies are bounded failures', async (t) => {
@@ -91,6 +133,12 @@ t.test('signatures: verify as a customer would', async (t) => {
   const base = { secret: 'whsec_abc', rawBody: body, timestamp: h['x-svc-timestamp'], signature: h['x-svc-signature'] };
   t.same(verifySignature({ ...base, nowSeconds: 1_767_225_600 + 299 }), { ok: true });
   t.same(verifySignature({ ...base, nowSeconds: 1_767_225_600 + 301 }), { ok: false, reason: 'stale' });
-  t.same(verifySignature({ ...base, rawBody: body.replace('ping', 'pong'), nowSeconds: 1_767_225_600 }), { ok: false, reason: 'mismatch' });
-  t.same(verifySignature({ ...base, secret: 'whsec_other', nowSeconds: 1_767_225_600 }), { ok: false, reason: 'mismatch' });
+  t.same(verifySignature({ ...base, rawBody: body.replace('ping', 'pong'), nowSeconds: 1_767_225_600 }), {
+    ok: false,
+    reason: 'mismatch',
+  });
+  t.same(verifySignature({ ...base, secret: 'whsec_other', nowSeconds: 1_767_225_600 }), {
+    ok: false,
+    reason: 'mismatch',
+  });
 });

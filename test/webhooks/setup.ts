@@ -14,10 +14,17 @@ type T = { teardown(fn: () => unknown): void };
 export const silent = pino({ level: 'silent' });
 
 /** A database, an account, the webhooks service, a real HTTPS receiver and a worker, all on one manual clock. */
-export async function setup(t: T, o: { webhooks?: DeepPartial<Config['webhooks']>; sender?: Partial<SenderOptions>; concurrency?: number } = {}) {
+export async function setup(
+  t: T,
+  o: { webhooks?: DeepPartial<Config['webhooks']>; sender?: Partial<SenderOptions>; concurrency?: number } = {},
+) {
   const { sql, url } = await createTestDatabase(t);
   const clock = createManualClock(new Date('2026-03-01T12:00:00Z'));
-  const config = loadConfig({ overrides: { webhooks: { allow_private_targets: true, disable_after_failures: 3, ...o.webhooks } } as DeepPartial<Config> });
+  const config = loadConfig({
+    overrides: {
+      webhooks: { allow_private_targets: true, disable_after_failures: 3, ...o.webhooks },
+    } as DeepPartial<Config>,
+  });
   const accountId = await createAccount(sql);
   const receiver = await startReceiver(t, { now: () => clock.now().getTime() });
   const service = createWebhooksService({ sql, clock, log: silent, config });
@@ -37,7 +44,10 @@ export async function setup(t: T, o: { webhooks?: DeepPartial<Config['webhooks']
   const worker = makeWorker();
   /** Registers an endpoint at the receiver and makes the receiver verify with its secret. */
   const addEndpoint = async (events?: string[], path = '/hook') => {
-    const { endpoint, secret } = await service.createEndpoint(accountId, { url: receiver.url(path), ...(events ? { events } : {}) });
+    const { endpoint, secret } = await service.createEndpoint(accountId, {
+      url: receiver.url(path),
+      ...(events ? { events } : {}),
+    });
     receiver.secret = secret;
     return endpoint;
   };

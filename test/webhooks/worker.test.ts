@@ -10,7 +10,9 @@ t.test('a delivery is signed, carries its id in body and header, and is recorded
   const s = await setup(t);
   const ep = await s.addEndpoint(['topup.confirmed']);
   s.receiver.fallback = { status: 204 };
-  const { eventId } = await s.sql.begin((tx) => emit(tx, { accountId: s.accountId, event: 'topup.confirmed', data: { amount: '25.000000', topupId: 'x' } }));
+  const { eventId } = await s.sql.begin((tx) =>
+    emit(tx, { accountId: s.accountId, event: 'topup.confirmed', data: { amount: '25.000000', topupId: 'x' } }),
+  );
   t.equal(await s.worker.runOnce(), 1);
   t.equal(s.receiver.received.length, 1);
   const got = s.receiver.received[0]!;
@@ -47,13 +49,27 @@ t.test('fail, fail, succeed: attempts at 0, 1 and 5 minutes, one id, processed o
     await s.worker.runOnce();
     s.clock.advance(MIN);
   }
-  t.same(s.receiver.received.map((r) => (r.at - start) / MIN), [0, 1, 5]);
-  t.equal(new Set(s.receiver.received.map((r) => r.headers['x-webhook-id'])).size, 1, 'same X-Webhook-Id on every attempt');
+  t.same(
+    s.receiver.received.map((r) => (r.at - start) / MIN),
+    [0, 1, 5],
+  );
+  t.equal(
+    new Set(s.receiver.received.map((r) => r.headers['x-webhook-id'])).size,
+    1,
+    'same X-Webhook-Id on every attempt',
+  );
   t.ok(s.receiver.received.every((r) => r.signatureOk && r.legacyOk));
   t.equal(s.receiver.processed.length, 1);
   const [d] = await s.service.listDeliveries(s.accountId, { limit: 10 });
   t.equal(d?.state, 'succeeded');
-  t.same(d?.attemptLog.map((a) => [a.outcome, a.statusCode]), [['http_status', 500], ['http_status', 503], ['ok', 200]]);
+  t.same(
+    d?.attemptLog.map((a) => [a.outcome, a.statusCode]),
+    [
+      ['http_status', 500],
+      ['http_status', 503],
+      ['ok', 200],
+    ],
+  );
   t.equal(d?.attemptLog[0]?.responseExcerpt, 'boom');
 });
 
@@ -69,7 +85,10 @@ t.test('always failing: 5 attempts at 0, 1, 5, 14 and 30 minutes, then it stops'
   }
   s.clock.advance(24 * 60 * MIN);
   await s.worker.runOnce();
-  t.same(s.receiver.received.map((r) => (r.at - start) / MIN), [0, 1, 5, 14, 30]);
+  t.same(
+    s.receiver.received.map((r) => (r.at - start) / MIN),
+    [0, 1, 5, 14, 30],
+  );
   const [d] = await s.service.listDeliveries(s.accountId, { limit: 10 });
   t.equal(d?.state, 'failed');
   t.equal(d?.attempts, 5);
@@ -106,7 +125,9 @@ t.test('an endpoint is disabled after the threshold of failed deliveries, and it
   const cur = await current();
   t.equal(cur?.status, 'disabled');
   t.match(cur?.disabledReason, /2 consecutive deliveries failed/);
-  const notes = await s.sql<{ kind: string; data: { endpointId: string } }[]>`select kind, data from notifications where account_id = ${s.accountId}`;
+  const notes = await s.sql<
+    { kind: string; data: { endpointId: string } }[]
+  >`select kind, data from notifications where account_id = ${s.accountId}`;
   t.equal(notes.length, 1);
   t.equal(notes[0]?.kind, 'webhook.endpoint_disabled');
   t.equal(notes[0]?.data.endpointId, ep.id);
@@ -120,26 +141,33 @@ t.test('an endpoint is disabled after the threshold of failed deliveries, and it
   t.equal(re.consecutiveFailures, 0);
 });
 
-t.test('crash between claim and finish: retried after the lease, never lost, never counted successful twice', async (t) => {
-  const s = await setup(t);
-  await s.addEndpoint();
-  await emit(s.sql, { accountId: s.accountId, event: 'call.completed', data: { callId: 'c1' } });
-  // A worker claims the delivery and dies before sending or recording anything.
-  const dead = await s.worker.claim(10);
-  t.equal(dead.length, 1);
-  t.equal(await s.worker.runOnce(), 0, 'a leased delivery is not claimed again while its lease runs');
-  s.clock.advance(71_000);
-  t.equal(await s.worker.runOnce(), 1, 'after the lease, the delivery is reaped and retried at once');
-  t.equal(s.receiver.processed.length, 1);
-  // The "dead" worker comes back and sends late: the receiver sees the same id; its result is discarded.
-  await s.worker.deliver(dead[0]!);
-  t.equal(s.receiver.received.length, 2);
-  t.equal(s.receiver.received[1]?.duplicate, true, 'the late send carries the same X-Webhook-Id');
-  t.equal(s.receiver.processed.length, 1, 'processed once by a de-duplicating receiver');
-  const [d] = await s.service.listDeliveries(s.accountId, { limit: 10 });
-  t.equal(d?.state, 'succeeded');
-  t.same(d?.attemptLog.map((a) => a.outcome), ['worker_lost', 'ok'], 'one success recorded');
-});
+t.test(
+  'crash between claim and finish: retried after the lease, never lost, never counted successful twice',
+  async (t) => {
+    const s = await setup(t);
+    await s.addEndpoint();
+    await emit(s.sql, { accountId: s.accountId, event: 'call.completed', data: { callId: 'c1' } });
+    // A worker claims the delivery and dies before sending or recording anything.
+    const dead = await s.worker.claim(10);
+    t.equal(dead.length, 1);
+    t.equal(await s.worker.runOnce(), 0, 'a leased delivery is not claimed again while its lease runs');
+    s.clock.advance(71_000);
+    t.equal(await s.worker.runOnce(), 1, 'after the lease, the delivery is reaped and retried at once');
+    t.equal(s.receiver.processed.length, 1);
+    // The "dead" worker comes back and sends late: the receiver sees the same id; its result is discarded.
+    await s.worker.deliver(dead[0]!);
+    t.equal(s.receiver.received.length, 2);
+    t.equal(s.receiver.received[1]?.duplicate, true, 'the late send carries the same X-Webhook-Id');
+    t.equal(s.receiver.processed.length, 1, 'processed once by a de-duplicating receiver');
+    const [d] = await s.service.listDeliveries(s.accountId, { limit: 10 });
+    t.equal(d?.state, 'succeeded');
+    t.same(
+      d?.attemptLog.map((a) => a.outcome),
+      ['worker_lost', 'ok'],
+      'one success recorded',
+    );
+  },
+);
 
 t.test('several workers at once deliver each delivery exactly once', async (t) => {
   const s = await setup(t, { concurrency: 3 });
@@ -163,9 +191,19 @@ t.test('a worker process killed mid-delivery: the delivery returns after its lea
   await s.addEndpoint();
   await emit(s.sql, { accountId: s.accountId, event: 'sms.failed', data: { messageId: 'm1' } });
   s.receiver.replies = ['hang'];
-  const child = spawn(process.execPath, ['--import=tsx', fileURLToPath(new URL('./crash-worker.ts', import.meta.url)), s.url, s.clock.now().toISOString(), s.receiver.cert], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import=tsx',
+      fileURLToPath(new URL('./crash-worker.ts', import.meta.url)),
+      s.url,
+      s.clock.now().toISOString(),
+      s.receiver.cert,
+    ],
+    {
+      stdio: 'ignore',
+    },
+  );
   const exited = new Promise((resolve) => child.once('exit', resolve));
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -180,7 +218,10 @@ t.test('a worker process killed mid-delivery: the delivery returns after its lea
   t.equal(await s.worker.runOnce(), 1);
   const [d] = await s.service.listDeliveries(s.accountId, { limit: 10 });
   t.equal(d?.state, 'succeeded');
-  t.same(d?.attemptLog.map((a) => a.outcome), ['worker_lost', 'ok']);
+  t.same(
+    d?.attemptLog.map((a) => a.outcome),
+    ['worker_lost', 'ok'],
+  );
   t.equal(s.receiver.received.length, 2);
   t.equal(s.receiver.received[0]?.headers['x-webhook-id'], s.receiver.received[1]?.headers['x-webhook-id']);
   t.equal(s.receiver.processed.length, 1);

@@ -26,7 +26,10 @@ const norm = (s) =>
     .replace(/\(.*?\)/g, '')
     .normalize('NFD')
     .replace(/[\u0300-\u036f]/g, '')
-    .replace(/\b(mobile|telecom|telecommunications|wireless|communications|ltd|limited|inc|sa|plc|group|cellular)\b/g, '')
+    .replace(
+      /\b(mobile|telecom|telecommunications|wireless|communications|ltd|limited|inc|sa|plc|group|cellular)\b/g,
+      '',
+    )
     .replace(/[^a-z0-9]/g, '');
 // Carrier names in the range data that mcc-mnc-list knows under another brand (per country where needed).
 const alias = { three: '3', 't-mobile@DE': 'telekom', 'orange@GB': 'ee', 't-mobile@GB': 'ee' };
@@ -49,7 +52,10 @@ function findMccMnc(countries, carrier) {
   const hits = rows
     .map((r) => ({ r, s: score(r) }))
     .filter((h) => h.s !== null)
-    .sort((a, b) => a.s - b.s || (statusRank[a.r.status] ?? 5) - (statusRank[b.r.status] ?? 5) || Number(a.r.mnc) - Number(b.r.mnc));
+    .sort(
+      (a, b) =>
+        a.s - b.s || (statusRank[a.r.status] ?? 5) - (statusRank[b.r.status] ?? 5) || Number(a.r.mnc) - Number(b.r.mnc),
+    );
   const best = hits[0];
   return best ? `${best.r.mcc}-${best.r.mnc}` : null;
 }

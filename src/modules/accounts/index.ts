@@ -8,6 +8,9 @@ import { loadSigningSecret } from './signing-secret.js';
 export async function buildAccountsModule(core: CoreDeps) {
   const signingSecret = await loadSigningSecret(core.sql, core.config.auth.jwt_secret);
   const service = createAccountsService({ ...core, signingSecret });
-  const module: Module = { name: 'accounts', routes: accountsRoutes(service, core.config.auth.login_attempts_per_minute) };
+  const module: Module = {
+    name: 'accounts',
+    routes: accountsRoutes(service, core.config.auth.login_attempts_per_minute),
+  };
   return { module, service };
 }

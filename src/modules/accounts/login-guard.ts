@@ -19,9 +19,21 @@ export interface LoginGuard {
 
 export function createLoginGuard(redis: Redis | null, auth: Readonly<Config['auth']>): LoginGuard {
   const maxFailures = auth.login_max_failures_per_email;
-  const attempts = createWindow(redis, { keyPrefix: 'svc:login:attempts', points: auth.login_attempts_per_minute, seconds: 60 });
-  const failures = createWindow(redis, { keyPrefix: 'svc:login:failures', points: maxFailures, seconds: auth.login_failure_window_minutes * 60 });
-  const locks = createWindow(redis, { keyPrefix: 'svc:login:lock', points: 1, seconds: auth.login_lockout_max_seconds });
+  const attempts = createWindow(redis, {
+    keyPrefix: 'svc:login:attempts',
+    points: auth.login_attempts_per_minute,
+    seconds: 60,
+  });
+  const failures = createWindow(redis, {
+    keyPrefix: 'svc:login:failures',
+    points: maxFailures,
+    seconds: auth.login_failure_window_minutes * 60,
+  });
+  const locks = createWindow(redis, {
+    keyPrefix: 'svc:login:lock',
+    points: 1,
+    seconds: auth.login_lockout_max_seconds,
+  });
   // E-mail addresses never appear in Redis keys in clear.
   const keyOf = (email: string) => sha256Hex(email.trim().toLowerCase());
   return {

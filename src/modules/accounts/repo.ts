@@ -29,18 +29,21 @@ export interface SessionRow {
 
 export function createAccountsRepo(db: Db) {
   return {
-    async insertAccount(a: {
-      id: string;
-      email: string | null;
-      passwordHash: string | null;
-      role: 'customer' | 'admin';
-      parentId?: string | null;
-      label?: string | null;
-      externalRef?: string | null;
-      mustChangePassword?: boolean;
-      passwordExpiresAt?: Date | null;
-      status?: AccountRow['status'];
-    }, tx: Db = db): Promise<AccountRow> {
+    async insertAccount(
+      a: {
+        id: string;
+        email: string | null;
+        passwordHash: string | null;
+        role: 'customer' | 'admin';
+        parentId?: string | null;
+        label?: string | null;
+        externalRef?: string | null;
+        mustChangePassword?: boolean;
+        passwordExpiresAt?: Date | null;
+        status?: AccountRow['status'];
+      },
+      tx: Db = db,
+    ): Promise<AccountRow> {
       const [row] = await tx<AccountRow[]>`
         insert into accounts (id, email, password_hash, role, parent_id, label, external_ref, must_change_password, password_expires_at, status)
         values (${a.id}, ${a.email}, ${a.passwordHash}, ${a.role}, ${a.parentId ?? null}, ${a.label ?? null},
@@ -65,10 +68,18 @@ export function createAccountsRepo(db: Db) {
     },
     /** Uses up a one-time password: true for the one sign-in that found it unused and unexpired. */
     async useOneTimePassword(id: string, now: Date): Promise<boolean> {
-      const rows = await db`update accounts set password_expires_at = ${now} where id = ${id} and password_expires_at > ${now} returning id`;
+      const rows =
+        await db`update accounts set password_expires_at = ${now} where id = ${id} and password_expires_at > ${now} returning id`;
       return rows.length === 1;
     },
-    async insertSession(s: { id: string; accountId: string; refreshHash: string; expiresAt: Date; userAgent: string | null; ip: string | null }) {
+    async insertSession(s: {
+      id: string;
+      accountId: string;
+      refreshHash: string;
+      expiresAt: Date;
+      userAgent: string | null;
+      ip: string | null;
+    }) {
       await db`
         insert into sessions (id, account_id, refresh_hash, expires_at, user_agent, ip)
         values (${s.id}, ${s.accountId}, ${s.refreshHash}, ${s.expiresAt}, ${s.userAgent}, ${s.ip})`;
@@ -84,7 +95,9 @@ export function createAccountsRepo(db: Db) {
     },
     /** A refresh token presented again after rotation has leaked: the whole session ends. */
     async revokeByPreviousRefresh(hash: string, now: Date): Promise<string[]> {
-      const rows = await db<{ id: string }[]>`update sessions set revoked_at = ${now} where previous_refresh_hash = ${hash} and revoked_at is null returning id`;
+      const rows = await db<
+        { id: string }[]
+      >`update sessions set revoked_at = ${now} where previous_refresh_hash = ${hash} and revoked_at is null returning id`;
       return rows.map((r) => r.id);
     },
     async sessionActive(id: string, now: Date): Promise<{ accountId: string } | undefined> {

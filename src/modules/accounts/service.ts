@@ -37,10 +37,16 @@ export function createAccountsService(deps: {
   const { sql, config, clock } = deps;
   const repo = createAccountsRepo(sql);
   const guard = createLoginGuard(deps.redis ?? null, config.auth);
-  const sessionCache = createTtlCache<string, { accountId: string } | null>(config.auth.credential_cache_seconds * 1000, clock);
+  const sessionCache = createTtlCache<string, { accountId: string } | null>(
+    config.auth.credential_cache_seconds * 1000,
+    clock,
+  );
   const accountCache = createTtlCache<string, AccountRow | null>(config.auth.credential_cache_seconds * 1000, clock);
 
-  async function issueSession(accountId: string, meta: { userAgent?: string | undefined; ip?: string | undefined }): Promise<SessionTokens> {
+  async function issueSession(
+    accountId: string,
+    meta: { userAgent?: string | undefined; ip?: string | undefined },
+  ): Promise<SessionTokens> {
     const now = clock.now();
     const sessionId = newId();
     const refreshToken = REFRESH_PREFIX + randomToken(43);
@@ -70,7 +76,13 @@ export function createAccountsService(deps: {
   const service = {
     repo,
 
-    async createAccount(input: { email: string; password: string; role?: 'customer' | 'admin'; mustChangePassword?: boolean; passwordExpiresAt?: Date }) {
+    async createAccount(input: {
+      email: string;
+      password: string;
+      role?: 'customer' | 'admin';
+      mustChangePassword?: boolean;
+      passwordExpiresAt?: Date;
+    }) {
       const existing = await repo.byEmail(input.email);
       if (existing) throw conflict('An account with this e-mail already exists');
       try {
@@ -138,7 +150,8 @@ export function createAccountsService(deps: {
         throw validationError([{ path: 'currentPassword', message: 'is not the current password' }]);
       }
       await guard.succeeded(account.email);
-      if (next === current) throw validationError([{ path: 'newPassword', message: 'must differ from the current password' }]);
+      if (next === current)
+        throw validationError([{ path: 'newPassword', message: 'must differ from the current password' }]);
       await repo.setPassword(account.id, await hashPassword(next));
       accountCache.delete(account.id);
       const ids = await repo.revokeOtherSessions(account.id, claims.sessionId, clock.now());
@@ -156,7 +169,8 @@ export function createAccountsService(deps: {
       if (!row) {
         const revoked = await repo.revokeByPreviousRefresh(oldHash, now);
         for (const id of revoked) sessionCache.set(id, null);
-        if (revoked.length) deps.log.warn({ sessions: revoked }, 'refresh token reused after rotation; session revoked');
+        if (revoked.length)
+          deps.log.warn({ sessions: revoked }, 'refresh token reused after rotation; session revoked');
         throw unauthorized('Refresh token is invalid, expired or already used');
       }
       return { ...(await accessToken(row.accountId, row.id)), refreshToken: next, sessionId: row.id };
@@ -224,7 +238,13 @@ export function createAccountsService(deps: {
       if (await repo.anyAdmin()) return null;
       const password = randomToken(20);
       const passwordExpiresAt = new Date(clock.now().getTime() + config.auth.one_time_password_hours * 3600_000);
-      const account = await service.createAccount({ email, password, role: 'admin', mustChangePassword: true, passwordExpiresAt });
+      const account = await service.createAccount({
+        email,
+        password,
+        role: 'admin',
+        mustChangePassword: true,
+        passwordExpiresAt,
+      });
       return { account, password };
     },
   };

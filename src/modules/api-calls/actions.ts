@@ -52,7 +52,8 @@ export function checkActions(actions: readonly ActionItem[]): ErrorDetail[] {
       out.push({ path, message: 'exactly one of say, play, gather, pause, hangup' });
       return;
     }
-    if (a.language !== undefined && a.say === undefined) out.push({ path: `${path}.language`, message: 'language goes with say' });
+    if (a.language !== undefined && a.say === undefined)
+      out.push({ path: `${path}.language`, message: 'language goes with say' });
     if (a.say !== undefined) spoken += a.say.length;
     const url = (u: string, p: string): void => {
       plays++;
@@ -65,12 +66,14 @@ export function checkActions(actions: readonly ActionItem[]): ErrorDetail[] {
     if (a.play !== undefined) url(a.play, `${path}.play`);
     if (a.gather !== undefined) {
       gathers++;
-      if (a.gather.say !== undefined && a.gather.play !== undefined) out.push({ path: `${path}.gather`, message: 'say or play, not both' });
+      if (a.gather.say !== undefined && a.gather.play !== undefined)
+        out.push({ path: `${path}.gather`, message: 'say or play, not both' });
       if (a.gather.say !== undefined) spoken += a.gather.say.length;
       if (a.gather.play !== undefined) url(a.gather.play, `${path}.gather.play`);
     }
   });
-  if (spoken > LIMITS.spokenChars) out.push({ path: 'actions', message: `at most ${LIMITS.spokenChars} characters of spoken text in all` });
+  if (spoken > LIMITS.spokenChars)
+    out.push({ path: 'actions', message: `at most ${LIMITS.spokenChars} characters of spoken text in all` });
   if (plays > LIMITS.playUrls) out.push({ path: 'actions', message: `at most ${LIMITS.playUrls} play URLs` });
   if (gathers > LIMITS.gathers) out.push({ path: 'actions', message: `at most ${LIMITS.gathers} gathers` });
   return out;

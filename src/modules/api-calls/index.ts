@@ -20,7 +20,10 @@ const HEARTBEAT_MS = 30_000;
 export function buildApiCallsModule(
   core: CoreDeps,
   deps: {
-    accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing;
+    accounts: AccountsService;
+    application: ApplicationService;
+    ledger: Ledger;
+    routing: Routing;
     /** The same stack, port and loop marker as trunk calls. */
     sip: SipPlane;
     admission: ApiCallsDeps['admission'];
@@ -65,7 +68,10 @@ export function buildApiCallsModule(
     name: 'api-calls',
     routes: commsCallsRoutes(service),
     start() {
-      timer = setInterval(() => void service.heartbeat().catch((err: unknown) => log.warn({ err }, 'api call heartbeat failed')), HEARTBEAT_MS);
+      timer = setInterval(
+        () => void service.heartbeat().catch((err: unknown) => log.warn({ err }, 'api call heartbeat failed')),
+        HEARTBEAT_MS,
+      );
       timer.unref();
     },
     async stop() {

@@ -43,7 +43,17 @@ export function createCommsCallsRepo(db: Db) {
       return r ?? null;
     },
 
-    async insertVoiceOtp(r: { id: string; accountId: string; callId: string; toNumber: string; language: string; codeLength: number; repeat: number; codeHash: string; createdAt: Date }) {
+    async insertVoiceOtp(r: {
+      id: string;
+      accountId: string;
+      callId: string;
+      toNumber: string;
+      language: string;
+      codeLength: number;
+      repeat: number;
+      codeHash: string;
+      createdAt: Date;
+    }) {
       await db`insert into voice_otps ${db(r, 'id', 'accountId', 'callId', 'toNumber', 'language', 'codeLength', 'repeat', 'codeHash', 'createdAt')}`;
     },
 

@@ -13,7 +13,14 @@ import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import type { LegOutcome } from '../../telephony/calls/sip-dialer.js';
 import type { VoicePlane } from '../../telephony/calls/voice-plane.js';
-import type { CallAction, CallEnd, CallLanguage, EngineCall, GatherResult, RouteEndpoint } from '../../telephony/engine.js';
+import type {
+  CallAction,
+  CallEnd,
+  CallLanguage,
+  EngineCall,
+  GatherResult,
+  RouteEndpoint,
+} from '../../telephony/engine.js';
 import { MediaError } from '../../telephony/media/errors.js';
 import { isE164 } from '../../platform/e164.js';
 import { FAILOVER_MAX_ROUTES, shouldFailover } from '../../telephony/failover.js';
@@ -22,7 +29,15 @@ import { emit } from '../../webhooks/emit.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
 import { apiCallOwner, type ApiAdmission, type SipTrunksService } from '../sip-trunks/service.js';
-import { buildCdr, chargeLeg, holdFor, voiceBilled, type CdrInsert, type CdrsService, type PricedRoute } from '../cdrs/index.js';
+import {
+  buildCdr,
+  chargeLeg,
+  holdFor,
+  voiceBilled,
+  type CdrInsert,
+  type CdrsService,
+  type PricedRoute,
+} from '../cdrs/index.js';
 import type { Candidate } from '../marketplace/routing/routing.js';
 import type { Routing } from '../marketplace/routing/routing.js';
 import { checkActions, playUrls, type ActionItem } from './actions.js';
@@ -101,22 +116,37 @@ export interface ApiCallsDeps {
 /** Seconds a call can spend before answer: three routes' setup plus ringing (the dialer's no-answer limit). */
 const SETUP_ALLOWANCE_SECONDS = 90;
 
-
 /** Switch cause codes (Q.850 names) for the record's `hangupCause`. */
 function causeCode(end: CallEnd): string {
   if (end.answeredAt) return end.cause === 'media_timeout' ? 'RECOVERY_ON_TIMER_EXPIRE' : 'NORMAL_CLEARING';
   switch (end.sipStatus) {
-    case 486: case 600: return 'USER_BUSY';
-    case 408: case 480: case 487: return end.cause === 'cancelled' ? 'ORIGINATOR_CANCEL' : 'NO_ANSWER';
-    case 403: case 603: return 'CALL_REJECTED';
-    case 404: return 'UNALLOCATED_NUMBER';
-    case 484: return 'INVALID_NUMBER_FORMAT';
-    case 488: return 'INCOMPATIBLE_DESTINATION';
-    case 502: return 'NETWORK_OUT_OF_ORDER';
-    case 503: return 'NORMAL_CIRCUIT_CONGESTION';
-    case 500: case 504: return 'NORMAL_TEMPORARY_FAILURE';
-    case null: return end.cause === 'cancelled' ? 'ORIGINATOR_CANCEL' : 'RECOVERY_ON_TIMER_EXPIRE';
-    default: return 'NORMAL_UNSPECIFIED';
+    case 486:
+    case 600:
+      return 'USER_BUSY';
+    case 408:
+    case 480:
+    case 487:
+      return end.cause === 'cancelled' ? 'ORIGINATOR_CANCEL' : 'NO_ANSWER';
+    case 403:
+    case 603:
+      return 'CALL_REJECTED';
+    case 404:
+      return 'UNALLOCATED_NUMBER';
+    case 484:
+      return 'INVALID_NUMBER_FORMAT';
+    case 488:
+      return 'INCOMPATIBLE_DESTINATION';
+    case 502:
+      return 'NETWORK_OUT_OF_ORDER';
+    case 503:
+      return 'NORMAL_CIRCUIT_CONGESTION';
+    case 500:
+    case 504:
+      return 'NORMAL_TEMPORARY_FAILURE';
+    case null:
+      return end.cause === 'cancelled' ? 'ORIGINATOR_CANCEL' : 'RECOVERY_ON_TIMER_EXPIRE';
+    default:
+      return 'NORMAL_UNSPECIFIED';
   }
 }
 
@@ -129,10 +159,14 @@ function reasonWords(end: CallEnd, leg: LegOutcome | undefined): string {
   }
   if (leg?.noResponse) return 'The route did not respond';
   switch (end.cause) {
-    case 'busy': return 'The called party was busy';
-    case 'no_answer': return 'No answer';
-    case 'cancelled': return 'The call was cancelled before answer';
-    default: return end.sipStatus ? `The route refused the call (SIP ${end.sipStatus})` : 'The call could not be connected';
+    case 'busy':
+      return 'The called party was busy';
+    case 'no_answer':
+      return 'No answer';
+    case 'cancelled':
+      return 'The call was cancelled before answer';
+    default:
+      return end.sipStatus ? `The route refused the call (SIP ${end.sipStatus})` : 'The call could not be connected';
   }
 }
 
@@ -162,7 +196,12 @@ function overLimit(a: Extract<ApiAdmission, { ok: false }>): AppError {
     capacity: ['Route capacity reached: every route for this number is carrying its maximum calls', 5],
     cps: ['Route calls-per-second limit reached', 1],
   }[a.cause] as [string, number];
-  return new AppError('RATE_LIMITED', message, { limit: a.cause, ...(a.limit !== null ? { max: a.limit } : {}) }, { 'retry-after': String(retryAfter) });
+  return new AppError(
+    'RATE_LIMITED',
+    message,
+    { limit: a.cause, ...(a.limit !== null ? { max: a.limit } : {}) },
+    { 'retry-after': String(retryAfter) },
+  );
 }
 
 interface LiveApiCall {
@@ -212,11 +251,19 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       sellerRate: c.sellerRate,
       increment: c.increment,
       sellerId: terms.get(c.routeId) ?? null,
-      endpoints: orderEndpoints(eps.map((e) => ({
-        // The address the routing guard checked, so the INVITE goes where the check looked.
-        host: e.address ?? e.host, port: e.port, transport: e.transport === 'tcp' ? ('tcp' as const) : ('udp' as const), priority: e.priority, weight: e.weight,
-        ...(e.techPrefix ? { techPrefix: e.techPrefix } : {}), ...(e.username ? { username: e.username } : {}), ...(e.password !== null ? { password: e.password } : {}),
-      }))).map((e) => ({
+      endpoints: orderEndpoints(
+        eps.map((e) => ({
+          // The address the routing guard checked, so the INVITE goes where the check looked.
+          host: e.address ?? e.host,
+          port: e.port,
+          transport: e.transport === 'tcp' ? ('tcp' as const) : ('udp' as const),
+          priority: e.priority,
+          weight: e.weight,
+          ...(e.techPrefix ? { techPrefix: e.techPrefix } : {}),
+          ...(e.username ? { username: e.username } : {}),
+          ...(e.password !== null ? { password: e.password } : {}),
+        })),
+      ).map((e) => ({
         host: e.host,
         port: e.port,
         transport: e.transport,
@@ -228,11 +275,20 @@ export function createApiCallsService(deps: ApiCallsDeps) {
   }
 
   /** Settles the hold (or releases it) at the connected route, in the caller's transaction. */
-  async function settle(tx: Db, c: { id: string; payer: string; operatorId: string | null; holdId: string; test: boolean },
-    route: Priced | undefined, charge: ReturnType<typeof chargeLeg> | null): Promise<void> {
+  async function settle(
+    tx: Db,
+    c: { id: string; payer: string; operatorId: string | null; holdId: string; test: boolean },
+    route: Priced | undefined,
+    charge: ReturnType<typeof chargeLeg> | null,
+  ): Promise<void> {
     await cdrs.settle(tx, {
-      key: `apicall:${c.id}`, holdId: c.holdId, payer: c.payer, operatorId: c.operatorId, sellerId: route?.sellerId ?? null,
-      charge: route ? charge : null, test: c.test,
+      key: `apicall:${c.id}`,
+      holdId: c.holdId,
+      payer: c.payer,
+      operatorId: c.operatorId,
+      sellerId: route?.sellerId ?? null,
+      charge: route ? charge : null,
+      test: c.test,
       context: { reference: 'Voice call (API)', relatedEntityType: 'api_call', relatedEntityId: c.id, callId: c.id },
     });
   }
@@ -254,7 +310,9 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       startedAt: r.createdAt.toISOString(),
       completedAt: iso(r.endedAt),
       ...(r.simulated ? { simulated: true } : {}),
-      ...(attempts.length > 1 ? { routeId: r.routeId, attempts: attempts.map(({ attempt: _a, ...rest }) => rest) } : {}),
+      ...(attempts.length > 1
+        ? { routeId: r.routeId, attempts: attempts.map(({ attempt: _a, ...rest }) => rest) }
+        : {}),
     };
   }
 
@@ -315,15 +373,35 @@ export function createApiCallsService(deps: ApiCallsDeps) {
   }
 
   /** Writes a live state change and its event together (outbox). */
-  async function mark(accountId: string, id: string, status: 'ringing' | 'answered', routeId: string, at: Date, data: Record<string, unknown>) {
+  async function mark(
+    accountId: string,
+    id: string,
+    status: 'ringing' | 'answered',
+    routeId: string,
+    at: Date,
+    data: Record<string, unknown>,
+  ) {
     await sql.begin(async (tx) => {
-      await callRecords.markCall(id, status === 'ringing' ? { status, routeId, ringingAt: at } : { status, routeId, answeredAt: at }, tx);
-      await emit(tx, { accountId, event: status === 'ringing' ? 'call.ringing' : 'call.answered', data: { ...data, callId: id, status, routeId }, at });
+      await callRecords.markCall(
+        id,
+        status === 'ringing' ? { status, routeId, ringingAt: at } : { status, routeId, answeredAt: at },
+        tx,
+      );
+      await emit(tx, {
+        accountId,
+        event: status === 'ringing' ? 'call.ringing' : 'call.answered',
+        data: { ...data, callId: id, status, routeId },
+        at,
+      });
     });
   }
 
   /** `storedActions`: what the record shows instead of the actions (a voice one-time code never lands in it). */
-  async function place(caller: Caller, input: PlaceCallInput, opts: { storedActions?: unknown[]; idempotency?: { accountId: string; key: string } | null } = {}): Promise<{ status: 200 | 202; data: Record<string, unknown> }> {
+  async function place(
+    caller: Caller,
+    input: PlaceCallInput,
+    opts: { storedActions?: unknown[]; idempotency?: { accountId: string; key: string } | null } = {},
+  ): Promise<{ status: 200 | 202; data: Record<string, unknown> }> {
     const actions = input.actions ?? [];
     const problems = checkActions(actions);
     if (!isE164(input.to)) problems.unshift({ path: 'to', message: 'must be an E.164 number' });
@@ -346,7 +424,10 @@ export function createApiCallsService(deps: ApiCallsDeps) {
         try {
           audio.set(u, await voice.download(u));
         } catch (err) {
-          bad.push({ path: 'actions', message: `play ${u.slice(0, 80)}: ${err instanceof MediaError ? err.message : 'download failed'}` });
+          bad.push({
+            path: 'actions',
+            message: `play ${u.slice(0, 80)}: ${err instanceof MediaError ? err.message : 'download failed'}`,
+          });
         }
       }
       if (bad.length) throw validationError(bad);
@@ -357,7 +438,11 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     if (!test) {
       let admitted: ApiAdmission;
       try {
-        admitted = await deps.admission.admitApiCall({ payer: caller.accountId, maxApiCalls: deps.config.voice.max_api_calls_per_account, routeIds: priced.map((p) => p.routeId) });
+        admitted = await deps.admission.admitApiCall({
+          payer: caller.accountId,
+          maxApiCalls: deps.config.voice.max_api_calls_per_account,
+          routeIds: priced.map((p) => p.routeId),
+        });
       } catch (err) {
         log.warn({ err }, 'call limiter unreachable');
         throw serviceUnavailable('The call limiter cannot be reached; try again shortly');
@@ -367,7 +452,8 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       priced = priced.filter((p) => usable.has(p.routeId));
       slots = admitted.slots;
     }
-    const giveBack = () => deps.admission.releaseApiCall(slots).catch((err: unknown) => log.warn({ err }, 'call slots not released'));
+    const giveBack = () =>
+      deps.admission.releaseApiCall(slots).catch((err: unknown) => log.warn({ err }, 'call slots not released'));
 
     const id = newId();
     const now = clock.now();
@@ -391,14 +477,37 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     const operatorId = caller.parentId;
     const pricing = {
       markupPct: markup.toFixed(3),
-      routes: Object.fromEntries(priced.map((p) => [p.routeId, { price: p.price.toFixed(6), sellerRate: p.sellerRate.toFixed(6), increment: p.increment.text, sellerId: p.sellerId ?? '' }])),
+      routes: Object.fromEntries(
+        priced.map((p) => [
+          p.routeId,
+          {
+            price: p.price.toFixed(6),
+            sellerRate: p.sellerRate.toFixed(6),
+            increment: p.increment.text,
+            sellerId: p.sellerId ?? '',
+          },
+        ]),
+      ),
     };
     const base = { id, payer: caller.accountId, operatorId, holdId: hold.holdId, test };
     try {
       await callRecords.insertCall({
-        id, accountId: caller.accountId, operatorId, source: 'api', mode: input.async ? 'async' : 'sync', status: 'queued',
-        toNumber: input.to, fromNumber: input.from, callGroupId: id, holdId: hold.holdId, maxDurationSeconds: maxDuration, pricing,
-        ownerNode, now, simulated: test, actions: opts.storedActions ?? actions,
+        id,
+        accountId: caller.accountId,
+        operatorId,
+        source: 'api',
+        mode: input.async ? 'async' : 'sync',
+        status: 'queued',
+        toNumber: input.to,
+        fromNumber: input.from,
+        callGroupId: id,
+        holdId: hold.holdId,
+        maxDurationSeconds: maxDuration,
+        pricing,
+        ownerNode,
+        now,
+        simulated: test,
+        actions: opts.storedActions ?? actions,
       });
     } catch (err) {
       await giveBack();
@@ -411,10 +520,12 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     }
 
     if (!input.async && opts.idempotency && deps.extendLease) {
-      await deps.extendLease(opts.idempotency.accountId, opts.idempotency.key, maxDuration + SETUP_ALLOWANCE_SECONDS).catch(async (err: unknown) => {
-        await giveBack();
-        throw err;
-      });
+      await deps
+        .extendLease(opts.idempotency.accountId, opts.idempotency.key, maxDuration + SETUP_ALLOWANCE_SECONDS)
+        .catch(async (err: unknown) => {
+          await giveBack();
+          throw err;
+        });
     }
     const liveCall: LiveApiCall = { id, holdId: hold.holdId, slots, maxDuration, current: null, stopped: false };
     live.set(id, liveCall);
@@ -429,7 +540,16 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     if (input.async) {
       return {
         status: 202,
-        data: { callId: id, to: input.to, from: input.from, status: 'ringing', mode: 'async', actions: actions.length, statusUrl: `/api/v1/comms/calls/${id}`, startedAt: now.toISOString() },
+        data: {
+          callId: id,
+          to: input.to,
+          from: input.from,
+          status: 'ringing',
+          mode: 'async',
+          actions: actions.length,
+          statusUrl: `/api/v1/comms/calls/${id}`,
+          startedAt: now.toISOString(),
+        },
       };
     }
     await done;
@@ -437,49 +557,124 @@ export function createApiCallsService(deps: ApiCallsDeps) {
   }
 
   /** Test keys: no traffic, no actions; one first billing block against test credit. */
-  async function simulate(base: { id: string; payer: string; operatorId: string | null; holdId: string; test: boolean }, input: PlaceCallInput,
-    route: Priced, markup: Decimal, maxDuration: number, startedAt: Date) {
+  async function simulate(
+    base: { id: string; payer: string; operatorId: string | null; holdId: string; test: boolean },
+    input: PlaceCallInput,
+    route: Priced,
+    markup: Decimal,
+    maxDuration: number,
+    startedAt: Date,
+  ) {
     const duration = Math.min(maxDuration, route.increment.first);
     const charge = chargeLeg(route, duration, markup);
     const endedAt = clock.now();
     const answeredAt = new Date(Math.max(startedAt.getTime(), endedAt.getTime() - duration * 1000));
-    const attempts: AttemptView[] = [{ attempt: 1, routeId: route.routeId, status: 'answered', sipResponseCode: 200, hangupCause: 'NORMAL_CLEARING' }];
+    const attempts: AttemptView[] = [
+      { attempt: 1, routeId: route.routeId, status: 'answered', sipResponseCode: 200, hangupCause: 'NORMAL_CLEARING' },
+    ];
     await sql.begin(async (tx) => {
       await settle(tx, base, route, charge);
-      await cdrs.insertCdrs(tx, [cdr(base, input, route, attempts[0]!, charge, duration, answeredAt, endedAt, startedAt, true)]);
+      await cdrs.insertCdrs(tx, [
+        cdr(base, input, route, attempts[0]!, charge, duration, answeredAt, endedAt, startedAt, true),
+      ]);
       await callRecords.finishCall(tx, base.id, {
-        status: 'completed', routeId: route.routeId, sipCode: 200, hangupCause: 'NORMAL_CLEARING', hangupReason: 'Simulated call (test key): nothing was dialled',
-        durationSeconds: duration, billableSeconds: charge.billableSeconds, cost: charge.total, billingIncrement: route.increment.text,
-        ratePerMinute: charge.ratePerMinute, attempts, answeredAt, endedAt, gathered: [],
+        status: 'completed',
+        routeId: route.routeId,
+        sipCode: 200,
+        hangupCause: 'NORMAL_CLEARING',
+        hangupReason: 'Simulated call (test key): nothing was dialled',
+        durationSeconds: duration,
+        billableSeconds: charge.billableSeconds,
+        cost: charge.total,
+        billingIncrement: route.increment.text,
+        ratePerMinute: charge.ratePerMinute,
+        attempts,
+        answeredAt,
+        endedAt,
+        gathered: [],
       });
-      await emit(tx, { accountId: base.payer, event: 'call.completed', data: completedData(base.id, input, 'completed', route.routeId, attempts, duration, charge, true), at: endedAt });
+      await emit(tx, {
+        accountId: base.payer,
+        event: 'call.completed',
+        data: completedData(base.id, input, 'completed', route.routeId, attempts, duration, charge, true),
+        at: endedAt,
+      });
     });
   }
 
-  function cdr(base: { id: string; payer: string; operatorId: string | null }, input: PlaceCallInput, route: Priced, a: AttemptView,
-    charge: ReturnType<typeof chargeLeg> | null, duration: number, answeredAt: Date | null, endedAt: Date, startedAt: Date, simulated: boolean): CdrInsert {
+  function cdr(
+    base: { id: string; payer: string; operatorId: string | null },
+    input: PlaceCallInput,
+    route: Priced,
+    a: AttemptView,
+    charge: ReturnType<typeof chargeLeg> | null,
+    duration: number,
+    answeredAt: Date | null,
+    endedAt: Date,
+    startedAt: Date,
+    simulated: boolean,
+  ): CdrInsert {
     const connected = a.status === 'answered' && charge !== null;
     return buildCdr({
-      accountId: base.payer, operatorId: base.operatorId, sellerId: route.sellerId, callUuid: base.id, callGroupId: base.id,
-      kind: 'voice', source: 'api', routeId: route.routeId, fromNumber: input.from, toNumber: input.to, cli: input.from,
-      status: connected ? 'completed' : a.status, sipCode: a.sipResponseCode, hangupCause: a.hangupCause,
-      durationSeconds: connected ? duration : 0, segments: null, pddMs: null, mediaMode: null,
-      billed: connected ? voiceBilled(charge) : null, simulated, answeredAt: connected ? answeredAt : null, endedAt, createdAt: startedAt,
+      accountId: base.payer,
+      operatorId: base.operatorId,
+      sellerId: route.sellerId,
+      callUuid: base.id,
+      callGroupId: base.id,
+      kind: 'voice',
+      source: 'api',
+      routeId: route.routeId,
+      fromNumber: input.from,
+      toNumber: input.to,
+      cli: input.from,
+      status: connected ? 'completed' : a.status,
+      sipCode: a.sipResponseCode,
+      hangupCause: a.hangupCause,
+      durationSeconds: connected ? duration : 0,
+      segments: null,
+      pddMs: null,
+      mediaMode: null,
+      billed: connected ? voiceBilled(charge) : null,
+      simulated,
+      answeredAt: connected ? answeredAt : null,
+      endedAt,
+      createdAt: startedAt,
     });
   }
 
-  function completedData(id: string, input: PlaceCallInput, status: string, routeId: string | null, attempts: AttemptView[], duration: number,
-    charge: ReturnType<typeof chargeLeg> | null, simulated: boolean): Record<string, unknown> {
+  function completedData(
+    id: string,
+    input: PlaceCallInput,
+    status: string,
+    routeId: string | null,
+    attempts: AttemptView[],
+    duration: number,
+    charge: ReturnType<typeof chargeLeg> | null,
+    simulated: boolean,
+  ): Record<string, unknown> {
     return {
-      callId: id, to: input.to, from: input.from, status, routeId, durationSeconds: duration,
-      billableSeconds: charge?.billableSeconds ?? 0, cost: charge?.total ?? '0.000000',
+      callId: id,
+      to: input.to,
+      from: input.from,
+      status,
+      routeId,
+      durationSeconds: duration,
+      billableSeconds: charge?.billableSeconds ?? 0,
+      cost: charge?.total ?? '0.000000',
       ...(attempts.length > 1 ? { attempts: attempts.map(({ attempt: _a, ...rest }) => rest) } : {}),
       ...(simulated ? { simulated: true } : {}),
     };
   }
 
-  async function runLive(voice: VoicePlane, lc: LiveApiCall, base: { id: string; payer: string; operatorId: string | null; holdId: string; test: boolean },
-    input: PlaceCallInput, priced: Priced[], markup: Decimal, actions: CallAction[]) {
+  async function runLive(
+    voice: VoicePlane,
+    lc: LiveApiCall,
+    base: { id: string; payer: string; operatorId: string | null; holdId: string; test: boolean },
+    input: PlaceCallInput,
+    priced: Priced[],
+    markup: Decimal,
+    actions: CallAction[],
+  ) {
     const startedAt = clock.now();
     const attempts: AttemptView[] = [];
     const gathered: GatherResult[] = [];
@@ -496,7 +691,14 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       const route = priced[i]!;
       const endpoint = route.endpoints[0]!;
       const legId = `${base.id}.${i + 1}`;
-      const call = voice.engine.originate({ callId: legId, to: input.to, from: input.from, endpoint, maxDurationSec: lc.maxDuration, language: input.language ?? 'en' });
+      const call = voice.engine.originate({
+        callId: legId,
+        to: input.to,
+        from: input.from,
+        endpoint,
+        maxDurationSec: lc.maxDuration,
+        language: input.language ?? 'en',
+      });
       lc.current = call;
       let ringing = false;
       let script: Promise<unknown> = Promise.resolve();
@@ -508,13 +710,17 @@ export function createApiCallsService(deps: ApiCallsDeps) {
         inOrder('ringing', () => mark(base.payer, base.id, 'ringing', route.routeId, at, eventBase));
       });
       call.on('answered', (at) => {
-        inOrder('answer', () => mark(base.payer, base.id, 'answered', route.routeId, at, { ...eventBase, answeredAt: at.toISOString() }));
+        inOrder('answer', () =>
+          mark(base.payer, base.id, 'answered', route.routeId, at, { ...eventBase, answeredAt: at.toISOString() }),
+        );
         script = call
           .runActions(actions, {
             onGathered: (g) => {
               gathered.push(g);
               if (input.async) {
-                inOrder('gather', () => emit(sql, { accountId: base.payer, event: 'call.gathered', data: { callId: base.id, ...g } }));
+                inOrder('gather', () =>
+                  emit(sql, { accountId: base.payer, event: 'call.gathered', data: { callId: base.id, ...g } }),
+                );
               }
             },
           })
@@ -528,36 +734,78 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       await script;
       const leg = legOutcomes.get(legId);
       legOutcomes.delete(legId);
-      attempts.push({ attempt: i + 1, routeId: route.routeId, status: attemptStatus(end), sipResponseCode: end.answeredAt ? 200 : end.sipStatus, hangupCause: causeCode(end) });
+      attempts.push({
+        attempt: i + 1,
+        routeId: route.routeId,
+        status: attemptStatus(end),
+        sipResponseCode: end.answeredAt ? 200 : end.sipStatus,
+        hangupCause: causeCode(end),
+      });
       last = { route, end, leg };
       if (end.answeredAt) {
         connected = { route, end };
         break;
       }
-      const retry = input.routeId === undefined && shouldFailover({ sipStatus: end.sipStatus, noResponse: leg?.noResponse === true, ringing: ringing || leg?.ringing === true });
+      const retry =
+        input.routeId === undefined &&
+        shouldFailover({
+          sipStatus: end.sipStatus,
+          noResponse: leg?.noResponse === true,
+          ringing: ringing || leg?.ringing === true,
+        });
       if (!retry) break;
     }
     lc.current = null;
     await chain;
     const endedAt = clock.now();
     const end = connected?.end ?? last?.end ?? null;
-    const duration = connected?.end.answeredAt ? Math.max(0, Math.ceil((connected.end.endedAt.getTime() - connected.end.answeredAt.getTime()) / 1000)) : 0;
+    const duration = connected?.end.answeredAt
+      ? Math.max(0, Math.ceil((connected.end.endedAt.getTime() - connected.end.answeredAt.getTime()) / 1000))
+      : 0;
     const charge = connected ? chargeLeg(connected.route, duration, markup) : null;
     const status = connected ? 'completed' : end ? attemptStatus(end) : 'failed';
     const leg = connected ? undefined : last?.leg;
     const finalRoute = connected?.route ?? last?.route ?? null;
     await sql.begin(async (tx) => {
       await settle(tx, base, connected?.route, charge);
-      const rows = attempts.map((a) => cdr(base, input, priced.find((p) => p.routeId === a.routeId)!, a, a.status === 'answered' ? charge : null, duration, connected?.end.answeredAt ?? null, endedAt, startedAt, false));
+      const rows = attempts.map((a) =>
+        cdr(
+          base,
+          input,
+          priced.find((p) => p.routeId === a.routeId)!,
+          a,
+          a.status === 'answered' ? charge : null,
+          duration,
+          connected?.end.answeredAt ?? null,
+          endedAt,
+          startedAt,
+          false,
+        ),
+      );
       await cdrs.insertCdrs(tx, rows);
       await callRecords.finishCall(tx, base.id, {
-        status, routeId: finalRoute?.routeId ?? null, sipCode: connected ? 200 : (end?.sipStatus ?? null),
-        hangupCause: end ? causeCode(end) : 'NORMAL_UNSPECIFIED', hangupReason: end ? reasonWords(end, leg) : 'The call was stopped before it was placed',
-        durationSeconds: duration, billableSeconds: charge?.billableSeconds ?? 0, cost: charge?.total ?? '0.000000',
-        billingIncrement: (connected?.route ?? finalRoute)?.increment.text ?? null, ratePerMinute: charge?.ratePerMinute ?? null,
-        attempts, answeredAt: connected?.end.answeredAt ?? null, endedAt, gathered, error: end ? null : 'The call was stopped before it was placed',
+        status,
+        routeId: finalRoute?.routeId ?? null,
+        sipCode: connected ? 200 : (end?.sipStatus ?? null),
+        hangupCause: end ? causeCode(end) : 'NORMAL_UNSPECIFIED',
+        hangupReason: end ? reasonWords(end, leg) : 'The call was stopped before it was placed',
+        durationSeconds: duration,
+        billableSeconds: charge?.billableSeconds ?? 0,
+        cost: charge?.total ?? '0.000000',
+        billingIncrement: (connected?.route ?? finalRoute)?.increment.text ?? null,
+        ratePerMinute: charge?.ratePerMinute ?? null,
+        attempts,
+        answeredAt: connected?.end.answeredAt ?? null,
+        endedAt,
+        gathered,
+        error: end ? null : 'The call was stopped before it was placed',
       });
-      await emit(tx, { accountId: base.payer, event: 'call.completed', data: completedData(base.id, input, status, finalRoute?.routeId ?? null, attempts, duration, charge, false), at: endedAt });
+      await emit(tx, {
+        accountId: base.payer,
+        event: 'call.completed',
+        data: completedData(base.id, input, status, finalRoute?.routeId ?? null, attempts, duration, charge, false),
+        at: endedAt,
+      });
     });
   }
 
@@ -571,16 +819,35 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     for (let i = 0; i < repeat; i++) actions.push({ say: text }, { pause: 1 });
     actions.push({ hangup: true });
     const from = deps.config.voice.otp_caller_id || input.to;
-    const placed = await place(caller, { to: input.to, from, async: true, language, maxDuration: 120, actions }, {
-      storedActions: actions.map((a) => (a.say !== undefined ? { say: '<voice one-time code>' } : a)),
-    });
+    const placed = await place(
+      caller,
+      { to: input.to, from, async: true, language, maxDuration: 120, actions },
+      {
+        storedActions: actions.map((a) => (a.say !== undefined ? { say: '<voice one-time code>' } : a)),
+      },
+    );
     const callId = placed.data['callId'] as string;
     const id = newId();
     await repo.insertVoiceOtp({
-      id, accountId: caller.accountId, callId, toNumber: input.to, language, codeLength: code.length, repeat,
-      codeHash: createHash('sha256').update(`${id}:${code}`).digest('hex'), createdAt: clock.now(),
+      id,
+      accountId: caller.accountId,
+      callId,
+      toNumber: input.to,
+      language,
+      codeLength: code.length,
+      repeat,
+      codeHash: createHash('sha256').update(`${id}:${code}`).digest('hex'),
+      createdAt: clock.now(),
     });
-    return { voiceOtpId: id, callId, status: 'initiated' as const, to: input.to, language, codeLength: code.length, repeat };
+    return {
+      voiceOtpId: id,
+      callId,
+      status: 'initiated' as const,
+      to: input.to,
+      language,
+      codeLength: code.length,
+      repeat,
+    };
   }
 
   return {
@@ -596,8 +863,10 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       if (!r || (r.accountId !== viewer.accountId && r.operatorId !== viewer.accountId)) throw notFound('Call');
       return recordView(r);
     },
-    history: (accountId: string, q: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number }) =>
-      repo.history(accountId, { ...q, limit: q.limit + 1 }),
+    history: (
+      accountId: string,
+      q: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number },
+    ) => repo.history(accountId, { ...q, limit: q.limit + 1 }),
     liveCallIds: () => [...live.keys()],
     /** Keeps live calls out of the orphan reconcile and their holds from the sweeper. */
     async heartbeat() {

@@ -12,10 +12,21 @@ import { createApplicationService, type RouteRequirement } from './service.js';
  */
 export function buildApplicationModule(
   core: CoreDeps,
-  deps: { ledger: Ledger; accounts: AccountsService; keys: KeysService; events: LedgerEventSink; routeRequirement?: RouteRequirement | null },
+  deps: {
+    ledger: Ledger;
+    accounts: AccountsService;
+    keys: KeysService;
+    events: LedgerEventSink;
+    routeRequirement?: RouteRequirement | null;
+  },
 ) {
   const service = createApplicationService({
-    ...core, ledger: deps.ledger, accounts: deps.accounts, keys: deps.keys, events: deps.events, routeRequirement: deps.routeRequirement ?? null,
+    ...core,
+    ledger: deps.ledger,
+    accounts: deps.accounts,
+    keys: deps.keys,
+    events: deps.events,
+    routeRequirement: deps.routeRequirement ?? null,
   });
   const module: Module = { name: 'application', routes: applicationRoutes(service) };
   return { module, service };

@@ -58,10 +58,21 @@ export function createApplicationRepo(sql: Sql) {
     left join sip_credentials c on c.account_id = a.id`;
 
   return {
-    async insertSub(db: Db, s: {
-      id: string; parentId: string; markupPct: string | null; dailySpendCap: string | null; maxConcurrentCalls: number | null;
-      creditLimit: string; currency: string; test: boolean; username: string; ha1: string;
-    }) {
+    async insertSub(
+      db: Db,
+      s: {
+        id: string;
+        parentId: string;
+        markupPct: string | null;
+        dailySpendCap: string | null;
+        maxConcurrentCalls: number | null;
+        creditLimit: string;
+        currency: string;
+        test: boolean;
+        username: string;
+        ha1: string;
+      },
+    ) {
       await db`
         insert into sub_accounts (account_id, parent_id, markup_pct, daily_spend_cap, max_concurrent_calls, credit_limit, currency, test)
         values (${s.id}, ${s.parentId}, ${s.markupPct}::numeric, ${s.dailySpendCap}::numeric, ${s.maxConcurrentCalls},
@@ -74,7 +85,17 @@ export function createApplicationRepo(sql: Sql) {
       return row;
     },
 
-    async list(parentId: string, now: Date, q: { cursor?: string | undefined; limit: number; search?: string | undefined; status?: string | undefined; lowBelow?: string | null }) {
+    async list(
+      parentId: string,
+      now: Date,
+      q: {
+        cursor?: string | undefined;
+        limit: number;
+        search?: string | undefined;
+        status?: string | undefined;
+        lowBelow?: string | null;
+      },
+    ) {
       const filters = sql`
         a.parent_id = ${parentId}
         ${q.search ? sql`and (a.label ilike ${'%' + q.search.replace(/[\\%_]/g, '\\$&') + '%'} or a.external_ref ilike ${'%' + q.search.replace(/[\\%_]/g, '\\$&') + '%'})` : sql``}
@@ -95,7 +116,9 @@ export function createApplicationRepo(sql: Sql) {
     },
 
     async lookupSip(username: string) {
-      const [row] = await sql<{ ha1: string; accountId: string; parentId: string | null; status: string; test: boolean }[]>`
+      const [row] = await sql<
+        { ha1: string; accountId: string; parentId: string | null; status: string; test: boolean }[]
+      >`
         select c.ha1, c.account_id, a.parent_id, a.status, coalesce(s.test, false) as test
         from sip_credentials c join accounts a on a.id = c.account_id left join sub_accounts s on s.account_id = c.account_id
         where c.username = ${username}`;
@@ -145,7 +168,17 @@ export function createApplicationRepo(sql: Sql) {
 
     /** Live spend of the operator's subs per UTC day and sub, with the part credited to the operator (its margin). */
     async analytics(operatorId: string, now: Date, days: number) {
-      return sql<{ day: string; subId: string; label: string | null; calls: number; sms: number; revenue: string; margin: string }[]>`
+      return sql<
+        {
+          day: string;
+          subId: string;
+          label: string | null;
+          calls: number;
+          sms: number;
+          revenue: string;
+          margin: string;
+        }[]
+      >`
         with subs as (select id, label from accounts where parent_id = ${operatorId}),
         e as (
           select e.posting_id, e.owner_id, e.type, e.amount, e.related_entity_type, (e.created_at at time zone 'UTC')::date as day

@@ -124,12 +124,21 @@ export function createApplicationService(deps: {
     const creditLimit = decimalText(input.creditLimit, 6) ?? '0.000000';
     const effectiveCap = dailySpendCap ?? settings.defaultDailySpendCap;
     const secret = await sql.begin(async (tx) => {
-      await deps.accounts.repo.insertAccount({
-        id, email: null, passwordHash: null, role: 'customer', parentId: operatorId,
-        label: input.label, externalRef: input.externalRef ?? null,
-      }, tx);
+      await deps.accounts.repo.insertAccount(
+        {
+          id,
+          email: null,
+          passwordHash: null,
+          role: 'customer',
+          parentId: operatorId,
+          label: input.label,
+          externalRef: input.externalRef ?? null,
+        },
+        tx,
+      );
       await repo.insertSub(tx, {
-        id, parentId: operatorId,
+        id,
+        parentId: operatorId,
         markupPct: decimalText(input.markupPct, 3),
         dailySpendCap,
         maxConcurrentCalls: input.maxConcurrentCalls ?? settings.defaultMaxConcurrentCalls,
@@ -171,7 +180,16 @@ export function createApplicationService(deps: {
       return { created, failed, requested: items.length, createdCount: created.length };
     },
 
-    async list(operatorId: string, q: { cursor?: string | undefined; limit?: number | undefined; search?: string | undefined; status?: string | undefined; lowBalanceOnly?: boolean | undefined }) {
+    async list(
+      operatorId: string,
+      q: {
+        cursor?: string | undefined;
+        limit?: number | undefined;
+        search?: string | undefined;
+        status?: string | undefined;
+        lowBalanceOnly?: boolean | undefined;
+      },
+    ) {
       const settings = await repo.settings(operatorId);
       const threshold = settings.subLowBalanceThreshold;
       const limit = q.limit ?? 50;
@@ -179,8 +197,19 @@ export function createApplicationService(deps: {
       if (q.lowBalanceOnly && lowBelow === null) {
         return { rows: [], total: 0, limit, lowBalanceThreshold: Money.parse(threshold).toString() };
       }
-      const { rows, total } = await repo.list(operatorId, clock.now(), { cursor: q.cursor, limit, search: q.search, status: q.status, lowBelow });
-      return { rows: rows.map((r) => present(r, threshold)), total, limit, lowBalanceThreshold: Money.parse(threshold).toString() };
+      const { rows, total } = await repo.list(operatorId, clock.now(), {
+        cursor: q.cursor,
+        limit,
+        search: q.search,
+        status: q.status,
+        lowBelow,
+      });
+      return {
+        rows: rows.map((r) => present(r, threshold)),
+        total,
+        limit,
+        lowBalanceThreshold: Money.parse(threshold).toString(),
+      };
     },
 
     async get(viewerId: string, id: string) {
@@ -190,14 +219,22 @@ export function createApplicationService(deps: {
     },
 
     /** Funds a sub-account from the operator's balance (ledger transfer, idempotent by posting key). */
-    async credit(operatorId: string, id: string, input: { amount: string; reference?: string | undefined }, postingKey: string) {
+    async credit(
+      operatorId: string,
+      id: string,
+      input: { amount: string; reference?: string | undefined },
+      postingKey: string,
+    ) {
       const row = await ownSub(operatorId, id);
       if (row.parentId !== operatorId) throw notFound('Sub-account');
       // Live money in a test sub-account could never be spent: its traffic draws on test credit only.
       if (row.test) throw ruleError('A test sub-account is funded only through its credit limit on test credit');
       const r = await ledger.transfer({
         postingKey: `subcredit:${operatorId}:${postingKey}`,
-        fromAccountId: operatorId, toAccountId: id, amount: input.amount, reference: input.reference ?? null,
+        fromAccountId: operatorId,
+        toAccountId: id,
+        amount: input.amount,
+        reference: input.reference ?? null,
       });
       return {
         transactionId: r.postingId,
@@ -246,14 +283,24 @@ export function createApplicationService(deps: {
       };
     },
 
-    async updateSettings(operatorId: string, patch: {
-      defaultMarkupPct?: string | number; subLowBalanceThreshold?: string | number; defaultDailySpendCap?: string | number | null;
-      defaultMaxConcurrentCalls?: number | null; brandName?: string; brandColor?: string; brandLogoUrl?: string;
-    }) {
+    async updateSettings(
+      operatorId: string,
+      patch: {
+        defaultMarkupPct?: string | number;
+        subLowBalanceThreshold?: string | number;
+        defaultDailySpendCap?: string | number | null;
+        defaultMaxConcurrentCalls?: number | null;
+        brandName?: string;
+        brandColor?: string;
+        brandLogoUrl?: string;
+      },
+    ) {
       const p: SettingsPatch = {
         defaultMarkupPct: patch.defaultMarkupPct === undefined ? undefined : decimalText(patch.defaultMarkupPct, 3)!,
-        subLowBalanceThreshold: patch.subLowBalanceThreshold === undefined ? undefined : decimalText(patch.subLowBalanceThreshold, 6)!,
-        defaultDailySpendCap: patch.defaultDailySpendCap === undefined ? undefined : decimalText(patch.defaultDailySpendCap, 6),
+        subLowBalanceThreshold:
+          patch.subLowBalanceThreshold === undefined ? undefined : decimalText(patch.subLowBalanceThreshold, 6)!,
+        defaultDailySpendCap:
+          patch.defaultDailySpendCap === undefined ? undefined : decimalText(patch.defaultDailySpendCap, 6),
         defaultMaxConcurrentCalls: patch.defaultMaxConcurrentCalls,
         brandName: patch.brandName,
         brandColor: patch.brandColor,
@@ -265,7 +312,11 @@ export function createApplicationService(deps: {
         // Subs without their own cap follow the operator's default.
         if (p.defaultDailySpendCap !== undefined) {
           for (const s of await repo.subsOnDefaultCap(tx, operatorId)) {
-            await ledger.setLimits(s.id, { creditLimit: s.creditLimit, dailySpendCap: p.defaultDailySpendCap, mode: s.test ? 'test' : 'live' }, tx);
+            await ledger.setLimits(
+              s.id,
+              { creditLimit: s.creditLimit, dailySpendCap: p.defaultDailySpendCap, mode: s.test ? 'test' : 'live' },
+              tx,
+            );
           }
         }
       });
@@ -274,7 +325,11 @@ export function createApplicationService(deps: {
 
     async totals(operatorId: string) {
       const t = await repo.totals(operatorId);
-      return { subCount: t.subCount, activeSubCount: t.activeSubCount, aggregateBalance: Money.parse(t.aggregateBalance).toDisplayNumber() };
+      return {
+        subCount: t.subCount,
+        activeSubCount: t.activeSubCount,
+        aggregateBalance: Money.parse(t.aggregateBalance).toDisplayNumber(),
+      };
     },
 
     /**
@@ -286,11 +341,21 @@ export function createApplicationService(deps: {
       const rows = await repo.analytics(operatorId, clock.now(), days);
       const totals = await repo.totals(operatorId);
       const byDay = new Map<string, { calls: number; sms: number; revenue: Decimal; margin: Decimal }>();
-      const bySub = new Map<string, { subAccountId: string; label: string; calls: number; sms: number; revenue: Decimal; margin: Decimal }>();
+      const bySub = new Map<
+        string,
+        { subAccountId: string; label: string; calls: number; sms: number; revenue: Decimal; margin: Decimal }
+      >();
       const sum = { calls: 0, sms: 0, revenue: new Decimal(0), margin: new Decimal(0) };
       for (const r of rows) {
         const d = byDay.get(r.day) ?? { calls: 0, sms: 0, revenue: new Decimal(0), margin: new Decimal(0) };
-        const s = bySub.get(r.subId) ?? { subAccountId: r.subId, label: r.label ?? '', calls: 0, sms: 0, revenue: new Decimal(0), margin: new Decimal(0) };
+        const s = bySub.get(r.subId) ?? {
+          subAccountId: r.subId,
+          label: r.label ?? '',
+          calls: 0,
+          sms: 0,
+          revenue: new Decimal(0),
+          margin: new Decimal(0),
+        };
         for (const x of [d, s, sum]) {
           x.calls += r.calls;
           x.sms += r.sms;
@@ -305,14 +370,26 @@ export function createApplicationService(deps: {
       const timeseries = Array.from({ length: days }, (_, i) => {
         const date = new Date(start.getTime() + i * 86400_000).toISOString().slice(0, 10);
         const d = byDay.get(date);
-        return { date, calls: d?.calls ?? 0, sms: d?.sms ?? 0, revenue: d ? num(d.revenue) : 0, margin: d ? num(d.margin) : 0 };
+        return {
+          date,
+          calls: d?.calls ?? 0,
+          sms: d?.sms ?? 0,
+          revenue: d ? num(d.revenue) : 0,
+          margin: d ? num(d.margin) : 0,
+        };
       });
       return {
         period: { days },
         summary: {
-          calls: sum.calls, sms: sum.sms, minutes: 0,
-          revenue: num(sum.revenue), margin: num(sum.margin), asr: 0, acd: 0,
-          carrierCost: num(sum.revenue.minus(sum.margin)), activeSubs: totals.activeSubCount,
+          calls: sum.calls,
+          sms: sum.sms,
+          minutes: 0,
+          revenue: num(sum.revenue),
+          margin: num(sum.margin),
+          asr: 0,
+          acd: 0,
+          carrierCost: num(sum.revenue.minus(sum.margin)),
+          activeSubs: totals.activeSubCount,
         },
         timeseries,
         bySubAccount: [...bySub.values()]
@@ -326,7 +403,11 @@ export function createApplicationService(deps: {
     async reconcileDailyCaps() {
       const { suspended, resumed } = await repo.capTransitions(clock.now());
       if (deps.events) {
-        for (const s of resumed) await deps.events.emit(sql, s.parentId, 'sub_account.resumed', { subAccountId: s.id, reason: 'daily_spend_cap_reset' });
+        for (const s of resumed)
+          await deps.events.emit(sql, s.parentId, 'sub_account.resumed', {
+            subAccountId: s.id,
+            reason: 'daily_spend_cap_reset',
+          });
       }
       return { suspended: suspended.length, resumed: resumed.length };
     },

@@ -12,13 +12,22 @@ import { every } from '../../platform/periodic.js';
  * The ledger every money-moving module posts through, and where balance and sub-account events go
  * (`events`, by default the webhooks outbox inside the posting's transaction).
  */
-export function buildLedger(core: CoreDeps, events?: LedgerEventSink | null): { ledger: Ledger; events: LedgerEventSink } {
+export function buildLedger(
+  core: CoreDeps,
+  events?: LedgerEventSink | null,
+): { ledger: Ledger; events: LedgerEventSink } {
   const sink: LedgerEventSink = events ?? {
     emit: async (db, accountId, event, data) => {
       await emit(db, { accountId, event: event as EventName, data, at: core.clock.now() });
     },
   };
-  const ledger = createLedger({ sql: core.sql, clock: core.clock, log: core.log.child({ module: 'ledger' }), events: sink, lowBalanceThreshold: core.config.billing.low_balance_threshold });
+  const ledger = createLedger({
+    sql: core.sql,
+    clock: core.clock,
+    log: core.log.child({ module: 'ledger' }),
+    events: sink,
+    lowBalanceThreshold: core.config.billing.low_balance_threshold,
+  });
   return { ledger, events: sink };
 }
 
@@ -26,7 +35,10 @@ export function buildLedger(core: CoreDeps, events?: LedgerEventSink | null): { 
  * Billing reads, with the ledger's background loops: the hold sweeper with the daily-cap
  * reconciler (the Application Manager's caps), and the entries' index summarizer.
  */
-export function buildBillingModule(core: CoreDeps, deps: { ledger: Ledger; application: Pick<ApplicationService, 'reconcileDailyCaps'> }) {
+export function buildBillingModule(
+  core: CoreDeps,
+  deps: { ledger: Ledger; application: Pick<ApplicationService, 'reconcileDailyCaps'> },
+) {
   const { config, log } = core;
   const { ledger, application } = deps;
   const service = createBillingService({ ...core, ledger });
@@ -58,7 +70,10 @@ export function buildBillingModule(core: CoreDeps, deps: { ledger: Ledger; appli
     name: 'billing',
     routes: billingRoutes(service),
     start() {
-      loops = [every(config.billing.hold_sweep_seconds * 1000, tick), every(config.billing.summarize_seconds * 1000, summarize)];
+      loops = [
+        every(config.billing.hold_sweep_seconds * 1000, tick),
+        every(config.billing.summarize_seconds * 1000, summarize),
+      ];
     },
     async stop() {
       await Promise.all(loops.map((l) => l.stop()));

@@ -51,12 +51,19 @@ export function createBillingRepo(sql: Sql) {
     },
 
     /** Streams rows in batches through a server-side cursor (CSV export). */
-    async eachTransactionBatch(accountId: string, f: TransactionFilter, max: number, fn: (rows: TransactionRow[]) => Promise<void> | void) {
+    async eachTransactionBatch(
+      accountId: string,
+      f: TransactionFilter,
+      max: number,
+      fn: (rows: TransactionRow[]) => Promise<void> | void,
+    ) {
       await sql<(TransactionRow & { accountKind: keyof typeof LEDGER_NAME })[]>`
-        select ${columns} from entries where ${where(accountId, f)} order by id desc limit ${max}`
-        .cursor(500, async (rows) => {
+        select ${columns} from entries where ${where(accountId, f)} order by id desc limit ${max}`.cursor(
+        500,
+        async (rows) => {
           await fn(rows.map(shape));
-        });
+        },
+      );
     },
 
     async summary(accountId: string, now: Date, cardHoldDays: number) {

@@ -12,7 +12,17 @@ import { createBillingRepo, type TransactionFilter, type TransactionRow } from '
 export const CSV_MAX_ROWS = 10_000;
 
 const CSV_COLUMNS = [
-  'id', 'userId', 'type', 'ledger', 'amount', 'balanceAfter', 'reference', 'relatedEntityType', 'relatedEntityId', 'callId', 'createdAt',
+  'id',
+  'userId',
+  'type',
+  'ledger',
+  'amount',
+  'balanceAfter',
+  'reference',
+  'relatedEntityType',
+  'relatedEntityId',
+  'callId',
+  'createdAt',
 ] as const;
 const CSV_NUMERIC = ['amount', 'balanceAfter'] as const;
 
@@ -21,12 +31,19 @@ const present = (r: TransactionRow) => ({ ...r, createdAt: r.createdAt.toISOStri
 /** Display figures of charts are plain JSON numbers (spec "Conventions": money). */
 const display = (s: string | null) => (s === null ? 0 : Number(money6(s)));
 
-export function createBillingService(deps: { sql: Sql; clock: Clock; log: Logger; config: Readonly<Config>; ledger: Ledger }) {
+export function createBillingService(deps: {
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  config: Readonly<Config>;
+  ledger: Ledger;
+}) {
   const { clock, ledger } = deps;
   const repo = createBillingRepo(deps.sql);
 
   function checkRange(f: TransactionFilter) {
-    if (f.from && f.to && new Date(f.from) >= new Date(f.to)) throw validationError([{ path: 'from', message: 'must be before "to"' }]);
+    if (f.from && f.to && new Date(f.from) >= new Date(f.to))
+      throw validationError([{ path: 'from', message: 'must be before "to"' }]);
   }
 
   return {
@@ -104,7 +121,12 @@ export function createBillingService(deps: { sql: Sql; clock: Clock; log: Logger
     async dailySpend(accountId: string, days: number) {
       const rows = await repo.dailySpend(accountId, clock.now(), days);
       return {
-        points: rows.map((r) => ({ date: r.date, voice: display(r.voice), sms: display(r.sms), total: display(r.total) })),
+        points: rows.map((r) => ({
+          date: r.date,
+          voice: display(r.voice),
+          sms: display(r.sms),
+          total: display(r.total),
+        })),
         days,
         hasData: rows.some((r) => Number(r.total) !== 0),
       };

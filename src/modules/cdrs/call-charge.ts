@@ -45,14 +45,22 @@ export function chargeLeg(route: PricedRoute, durationSeconds: number, markupPct
  * The longest call `available` pays for at the dearest candidate, in whole seconds, capped at
  * `capSeconds`; 0 when not even the first billing block is covered.
  */
-export function affordableSeconds(available: Decimal, routes: readonly PricedRoute[], markupPct: Decimal, capSeconds: number): number {
+export function affordableSeconds(
+  available: Decimal,
+  routes: readonly PricedRoute[],
+  markupPct: Decimal,
+  capSeconds: number,
+): number {
   let seconds = capSeconds;
   for (const r of routes) {
     const perMinute = r.price.times(markupPct.plus(hundred)).div(hundred);
     if (perMinute.lte(0)) continue;
     const fit = available.times(60).div(perMinute).floor().toNumber();
     // Round down to what whole billing blocks allow, so the hold always covers the bill.
-    const blocks = fit < r.increment.first ? 0 : r.increment.first + Math.floor((fit - r.increment.first) / r.increment.next) * r.increment.next;
+    const blocks =
+      fit < r.increment.first
+        ? 0
+        : r.increment.first + Math.floor((fit - r.increment.first) / r.increment.next) * r.increment.next;
     seconds = Math.min(seconds, blocks);
   }
   return Math.max(0, seconds);

@@ -14,6 +14,15 @@ export function buildCdrsModule(core: CoreDeps, deps: { ledger: Ledger }) {
   return { module, service };
 }
 
-export { buildCdr, voiceBilled, type CdrBilled, type CdrLeg, type CdrsService, type Settled, type Settlement, type SettleCharge } from './service.js';
+export {
+  buildCdr,
+  voiceBilled,
+  type CdrBilled,
+  type CdrLeg,
+  type CdrsService,
+  type Settled,
+  type Settlement,
+  type SettleCharge,
+} from './service.js';
 export type { CdrInsert, CdrRow, CdrFilter, RouteTerms } from './repo.js';
 export { affordableSeconds, chargeLeg, holdFor, type LegCharge, type PricedRoute } from './call-charge.js';

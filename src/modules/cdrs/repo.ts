@@ -74,7 +74,13 @@ export interface CdrFilter {
 }
 
 /** Seller and capacity terms of a route, as billing and call admission read them. */
-export interface RouteTerms { id: string; sellerId: string; capacity: number | null; maxCps: number | null; mediaMode: 'direct' | 'proxy' }
+export interface RouteTerms {
+  id: string;
+  sellerId: string;
+  capacity: number | null;
+  maxCps: number | null;
+  mediaMode: 'direct' | 'proxy';
+}
 
 export function createCdrsRepo(db: Db) {
   return {
@@ -112,9 +118,35 @@ export function createCdrsRepo(db: Db) {
 }
 
 const cdrColumns = [
-  'id', 'accountId', 'operatorId', 'sellerId', 'callUuid', 'callGroupId', 'direction', 'kind', 'source', 'routeId',
-  'fromNumber', 'toNumber', 'cli', 'status', 'sipCode', 'hangupCause', 'durationSeconds', 'billedSeconds', 'segments',
-  'pddMs', 'mediaMode', 'buyerCost', 'sellerCredit', 'ratePerUnit', 'simulated', 'isProbe', 'answeredAt', 'endedAt', 'createdAt',
+  'id',
+  'accountId',
+  'operatorId',
+  'sellerId',
+  'callUuid',
+  'callGroupId',
+  'direction',
+  'kind',
+  'source',
+  'routeId',
+  'fromNumber',
+  'toNumber',
+  'cli',
+  'status',
+  'sipCode',
+  'hangupCause',
+  'durationSeconds',
+  'billedSeconds',
+  'segments',
+  'pddMs',
+  'mediaMode',
+  'buyerCost',
+  'sellerCredit',
+  'ratePerUnit',
+  'simulated',
+  'isProbe',
+  'answeredAt',
+  'endedAt',
+  'createdAt',
 ] as const;
 
 export type CdrsRepo = ReturnType<typeof createCdrsRepo>;

@@ -59,7 +59,10 @@ export interface CdrBilled {
 }
 
 /** A CDR's own facts; the money columns follow from `billed`. */
-export type CdrLeg = Omit<CdrInsert, 'id' | 'direction' | 'isProbe' | 'billedSeconds' | 'buyerCost' | 'sellerCredit' | 'ratePerUnit' | 'simulated'> & {
+export type CdrLeg = Omit<
+  CdrInsert,
+  'id' | 'direction' | 'isProbe' | 'billedSeconds' | 'buyerCost' | 'sellerCredit' | 'ratePerUnit' | 'simulated'
+> & {
   billed: CdrBilled | null;
   simulated?: boolean;
 };
@@ -68,7 +71,12 @@ const ZERO = '0.000000';
 const released: Settled = { settled: null, markup: null, capReached: false };
 
 /** A priced call leg as a CDR bills it. */
-export const voiceBilled = (c: LegCharge): CdrBilled => ({ total: c.total, seller: c.seller, ratePerUnit: c.ratePerMinute, billableSeconds: c.billableSeconds });
+export const voiceBilled = (c: LegCharge): CdrBilled => ({
+  total: c.total,
+  seller: c.seller,
+  ratePerUnit: c.ratePerMinute,
+  billableSeconds: c.billableSeconds,
+});
 
 /**
  * The row of one call leg or message. A simulated (test key) record credits no seller; an
@@ -103,13 +111,28 @@ export function createCdrsService(deps: CdrsDeps) {
 
   /** The route's seller paid its rate, the platform its fee, the rest of the hold released. */
   const settleInput = (s: Settlement): SettleInput => ({
-    postingKey: `${s.key}:settle`, holdId: s.holdId, sellerId: s.sellerId || null, amount: s.charge!.seller, fee: s.charge!.fee, ...s.context,
+    postingKey: `${s.key}:settle`,
+    holdId: s.holdId,
+    sellerId: s.sellerId || null,
+    amount: s.charge!.seller,
+    fee: s.charge!.fee,
+    ...s.context,
   });
 
   /** The reseller's markup, paid to its operator from the released hold; null when there is none. */
   function chargeMarkup(tx: Db, s: Settlement, opts?: { events?: boolean }): Promise<ChargeResult | null> {
     if (!s.operatorId || !new Decimal(s.charge!.markup).gt(0)) return Promise.resolve(null);
-    return ledger.charge({ postingKey: `${s.key}:markup`, accountId: s.payer, sellerId: s.operatorId, amount: s.charge!.markup, ...s.context }, tx, opts);
+    return ledger.charge(
+      {
+        postingKey: `${s.key}:markup`,
+        accountId: s.payer,
+        sellerId: s.operatorId,
+        amount: s.charge!.markup,
+        ...s.context,
+      },
+      tx,
+      opts,
+    );
   }
 
   /** Settles one hold (or releases it) in `tx`; the single ledger functions throw their own refusals. */
@@ -122,7 +145,10 @@ export function createCdrsService(deps: CdrsDeps) {
     if (s.test) {
       await ledger.release({ postingKey: `${s.key}:release`, holdId: s.holdId }, tx);
       const amount = toMoney(new Decimal(c.total).minus(c.fee));
-      await ledger.chargeTest({ postingKey: `${s.key}:charge`, accountId: s.payer, amount, fee: c.fee, ...s.context }, tx);
+      await ledger.chargeTest(
+        { postingKey: `${s.key}:charge`, accountId: s.payer, amount, fee: c.fee, ...s.context },
+        tx,
+      );
       return released;
     }
     // The markup is sent right behind the settle (it runs after it on the connection) rather than
@@ -140,9 +166,17 @@ export function createCdrsService(deps: CdrsDeps) {
     const many = items.filter((s) => isBilled(s) && !s.test);
     if (many.length < 2) return Promise.all(items.map((s) => settle(tx, s)));
     const rest = items.filter((s) => !many.includes(s));
-    const [results, ...others] = await Promise.all([ledger.settleMany(many.map(settleInput), tx), ...rest.map((s) => settle(tx, s))]);
-    const markups = await Promise.all(many.map((s, i) => (isRefusal(results[i]) ? null : chargeMarkup(tx, s, { events: false }))));
-    await ledger.balanceEvents(tx, markups.filter((m): m is ChargeResult => m !== null));
+    const [results, ...others] = await Promise.all([
+      ledger.settleMany(many.map(settleInput), tx),
+      ...rest.map((s) => settle(tx, s)),
+    ]);
+    const markups = await Promise.all(
+      many.map((s, i) => (isRefusal(results[i]) ? null : chargeMarkup(tx, s, { events: false }))),
+    );
+    await ledger.balanceEvents(
+      tx,
+      markups.filter((m): m is ChargeResult => m !== null),
+    );
     const out = new Map<Settlement, Settled | Refusal>();
     many.forEach((s, i) => {
       const r = results[i]!;

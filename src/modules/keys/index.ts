@@ -14,7 +14,10 @@ export function buildKeysModule(core: CoreDeps) {
     name: 'keys',
     routes: keysRoutes(service),
     start() {
-      usageTimer = setInterval(() => void service.flushUsage().catch((err) => core.log.warn({ err }, 'api usage flush failed')), USAGE_FLUSH_MS);
+      usageTimer = setInterval(
+        () => void service.flushUsage().catch((err) => core.log.warn({ err }, 'api usage flush failed')),
+        USAGE_FLUSH_MS,
+      );
       usageTimer.unref();
     },
     async stop() {

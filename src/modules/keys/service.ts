@@ -34,7 +34,10 @@ const LOOKUP_CHARS = 8;
 const SECRET_CHARS = 40;
 
 /** Splits requested scopes into the stored form: no scope but `webhooks:write` means full access. */
-export function normaliseScopes(requested: readonly string[] | undefined): { scopes: Scope[] | null; webhooksWrite: boolean } {
+export function normaliseScopes(requested: readonly string[] | undefined): {
+  scopes: Scope[] | null;
+  webhooksWrite: boolean;
+} {
   const unknown = (requested ?? []).filter((s) => !(Scopes as readonly string[]).includes(s));
   if (unknown.length) {
     throw validationError(unknown.map((s) => ({ path: 'scopes', message: `unknown scope "${s}"` })));
@@ -98,7 +101,9 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
 
     /** Scopes only narrow: the new set must be within what the key holds now. */
     async narrow(accountId: string, id: string, requested: string[]) {
-      const [cur] = await sql<ApiKeyRow[]>`select * from api_keys where id = ${id} and account_id = ${accountId} and revoked_at is null`;
+      const [cur] = await sql<
+        ApiKeyRow[]
+      >`select * from api_keys where id = ${id} and account_id = ${accountId} and revoked_at is null`;
       if (!cur) throw notFound('API key');
       const next = normaliseScopes(requested);
       const widened: string[] = [];
@@ -109,7 +114,10 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
       }
       if (widened.length) {
         throw validationError(
-          widened.map((s) => ({ path: 'scopes', message: `scopes can only be narrowed; "${s}" would broaden this key` })),
+          widened.map((s) => ({
+            path: 'scopes',
+            message: `scopes can only be narrowed; "${s}" would broaden this key`,
+          })),
         );
       }
       const [row] = await sql<ApiKeyRow[]>`
@@ -130,7 +138,9 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
       const hash = sha256Hex(token);
       let row = cache.get(hash);
       if (row === undefined) {
-        [row = null] = await sql<ApiKeyRow[]>`select * from api_keys where secret_hash = ${hash} and revoked_at is null`;
+        [row = null] = await sql<
+          ApiKeyRow[]
+        >`select * from api_keys where secret_hash = ${hash} and revoked_at is null`;
         cache.set(hash, row);
       }
       if (!row) return null;

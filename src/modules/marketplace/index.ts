@@ -23,11 +23,19 @@ export { createCdrQualitySource } from './listings/quality.js';
  * and the purchases HTTP routes need routing, so the three are one build step.
  */
 export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: QualitySource; sipProbe?: SipProbe } = {}) {
-  const decks = createDeckCache({ sql: core.sql, clock: core.clock, log: core.log.child({ module: 'rate-decks' }), sliceMs: core.config.rate_sheets.slice_ms });
+  const decks = createDeckCache({
+    sql: core.sql,
+    clock: core.clock,
+    log: core.log.child({ module: 'rate-decks' }),
+    sliceMs: core.config.rate_sheets.slice_ms,
+  });
   // Measured quality from the cdrs table unless the caller brings its own source.
   const cdrQuality = createCdrQualitySource({ sql: core.sql, clock: core.clock });
   const quality = opts.quality ?? cdrQuality.quality;
-  const guard = supplierGuardFrom(core.config, { ...(core.self ? { isSelf: core.self.isSelf } : {}), ...(core.lookup ? { lookup: core.lookup } : {}) });
+  const guard = supplierGuardFrom(core.config, {
+    ...(core.self ? { isSelf: core.self.isSelf } : {}),
+    ...(core.lookup ? { lookup: core.lookup } : {}),
+  });
   const routingCache = createRoutingCache({ sql: core.sql, log: core.log.child({ module: 'routing-cache' }) });
   const routes = createRoutesService({ ...core, decks, quality, routingCache, guard, sipProbe: opts.sipProbe });
   const purchases = createPurchasesService({ ...core, routes, routingCache });

@@ -86,7 +86,9 @@ export function createEndpointHealth(opts: EndpointHealthOptions) {
   };
 
   async function check(dueOnly: boolean): Promise<number> {
-    let targets = (await opts.targets()).filter((t) => t.transport === 'udp' || t.transport === 'tcp' || t.transport === 'tls');
+    let targets = (await opts.targets()).filter(
+      (t) => t.transport === 'udp' || t.transport === 'tcp' || t.transport === 'tls',
+    );
     const wanted = new Set(targets.map(keyOf));
     for (const k of [...states.keys()]) if (!wanted.has(k)) states.delete(k);
     for (const k of [...firstSeen.keys()]) if (!wanted.has(k)) firstSeen.delete(k);

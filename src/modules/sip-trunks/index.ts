@@ -36,7 +36,12 @@ const HEALTH_TICK_MS = 5_000;
 export function buildSipTrunksModule(
   core: CoreDeps,
   deps: {
-    accounts: AccountsService; application: ApplicationService; ledger: Ledger; routing: Routing; purchases: PurchasesService; routes: RoutesService;
+    accounts: AccountsService;
+    application: ApplicationService;
+    ledger: Ledger;
+    routing: Routing;
+    purchases: PurchasesService;
+    routes: RoutesService;
     cdrs: CdrsService;
     routingCache?: RoutingCache;
     /** Media relays for routes in proxy media mode. */
@@ -50,7 +55,10 @@ export function buildSipTrunksModule(
   const counters = createCounters(core.redis, node, () => core.clock.now().getTime());
   const { sip } = deps;
   let b2bua: TrunkB2bua | null = null;
-  const guard = supplierGuardFrom(config, { ...(core.self ? { isSelf: core.self.isSelf } : {}), ...(core.lookup ? { lookup: core.lookup } : {}) });
+  const guard = supplierGuardFrom(config, {
+    ...(core.self ? { isSelf: core.self.isSelf } : {}),
+    ...(core.lookup ? { lookup: core.lookup } : {}),
+  });
   const probe = async (t: HealthTarget): Promise<ProbeResult> => {
     if (!b2bua) throw serviceUnavailable('The SIP plane is not running');
     const transport = sipTransportOf(t.transport);
@@ -58,7 +66,10 @@ export function buildSipTrunksModule(
     // goes to the checked address; over TLS the name goes with it for the certificate check.
     const pinned = await guard.resolve(t.host, t.port);
     const servername = transport === 'tls' && isIP(t.host.replace(/^\[|\]$/g, '')) === 0 ? { servername: t.host } : {};
-    return b2bua.probeEndpoint({ host: pinned.address, port: t.port, transport, ...servername }, { timeoutMs: config.sip.options_timeout_ms });
+    return b2bua.probeEndpoint(
+      { host: pinned.address, port: t.port, transport, ...servername },
+      { timeoutMs: config.sip.options_timeout_ms },
+    );
   };
   const health = createEndpointHealth({
     probe,
@@ -70,7 +81,14 @@ export function buildSipTrunksModule(
     now: () => core.clock.now().getTime(),
   });
   const calls = Object.assign(
-    createSipTrunksService({ ...core, ...deps, counters, node, log: log.child({ module: 'sip-trunks' }), endpointDown: (e) => health.isDown(e) }),
+    createSipTrunksService({
+      ...core,
+      ...deps,
+      counters,
+      node,
+      log: log.child({ module: 'sip-trunks' }),
+      endpointDown: (e) => health.isDown(e),
+    }),
     { health },
   );
   let loops: { stop(): Promise<void> }[] = [];
@@ -87,8 +105,16 @@ export function buildSipTrunksModule(
 
   const module: Module = {
     name: 'sip-trunks',
-    routes: callsRoutes(calls, deps.purchases, config.sip.primary_host, { routes: deps.routes, probe, record: health.record, guard },
-      trunkIpPolicy(parseNetworks(config.security.private_trunk_networks, 'security.private_trunk_networks'), (ip) => core.self?.isOwnAddress(ip) ?? false)),
+    routes: callsRoutes(
+      calls,
+      deps.purchases,
+      config.sip.primary_host,
+      { routes: deps.routes, probe, record: health.record, guard },
+      trunkIpPolicy(
+        parseNetworks(config.security.private_trunk_networks, 'security.private_trunk_networks'),
+        (ip) => core.self?.isOwnAddress(ip) ?? false,
+      ),
+    ),
     async start() {
       await calls.termsCache.start();
       // Before the SIP stack exists, so no API call of this daemon can be live yet.
@@ -102,15 +128,26 @@ export function buildSipTrunksModule(
         nonceSecret: sip.nonceSecret,
         loopMarker: sip.loopMarker,
         policy: calls.policy,
-        sessionTimer: { minSeSeconds: config.sip.session_min_se_seconds, defaultSeconds: config.sip.session_expires_seconds },
-        ...(deps.media ? { media: { openRelay: async () => createCallMediaRelay(await deps.media!.get().openRelay()) } } : {}),
+        sessionTimer: {
+          minSeSeconds: config.sip.session_min_se_seconds,
+          defaultSeconds: config.sip.session_expires_seconds,
+        },
+        ...(deps.media
+          ? { media: { openRelay: async () => createCallMediaRelay(await deps.media!.get().openRelay()) } }
+          : {}),
       });
       const port = transport.port;
-      core.health.register('sip', () => ({ ok: true, port, tlsPort: transport.tlsPort, activeCalls: b2bua?.activeCalls() ?? 0 }));
+      core.health.register('sip', () => ({
+        ok: true,
+        port,
+        tlsPort: transport.tlsPort,
+        activeCalls: b2bua?.activeCalls() ?? 0,
+      }));
       loops = [
         every(HOUSEKEEPING_MS, housekeeping),
-        every(Math.min(HEALTH_TICK_MS, config.sip.options_interval_seconds * 1000),
-          () => health.checkDue().catch((err: unknown) => log.warn({ err }, 'endpoint health check failed'))),
+        every(Math.min(HEALTH_TICK_MS, config.sip.options_interval_seconds * 1000), () =>
+          health.checkDue().catch((err: unknown) => log.warn({ err }, 'endpoint health check failed')),
+        ),
       ];
     },
     reload(tls) {

@@ -5,7 +5,10 @@ import { createTtlCache } from '../../platform/ttl-cache.js';
 export interface OrphanPricing {
   markupPct: string;
   /** `mediaMode` absent in rows written before it was kept. */
-  routes: Record<string, { price: string; sellerRate: string; increment: string; sellerId: string; mediaMode?: 'direct' | 'proxy' }>;
+  routes: Record<
+    string,
+    { price: string; sellerRate: string; increment: string; sellerId: string; mediaMode?: 'direct' | 'proxy' }
+  >;
 }
 
 /**
@@ -21,7 +24,15 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
     // Status, operator and call terms of a paying account in one round trip (accounts, sub-account
     // and operator settings tables, read only): the trunk call path runs it for every call.
     async payerTerms(accountId: string) {
-      const [r] = await db<{ status: string; parentId: string | null; markupPct: string | null; maxConcurrentCalls: number | null; defaultMarkupPct: string | null }[]>`
+      const [r] = await db<
+        {
+          status: string;
+          parentId: string | null;
+          markupPct: string | null;
+          maxConcurrentCalls: number | null;
+          defaultMarkupPct: string | null;
+        }[]
+      >`
         select a.status, a.parent_id, s.markup_pct::text, s.max_concurrent_calls, st.default_markup_pct::text
         from accounts a
         left join sub_accounts s on s.account_id = a.id
@@ -37,11 +48,27 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
         where r.type = 'voice' and r.status = 'active'
         limit 10000`,
 
-    async insertCall(c: {
-      id: string; accountId: string; operatorId: string | null; source: string; mode: string; status: string;
-      toNumber: string; fromNumber: string; callGroupId: string; holdId: string | null; maxDurationSeconds: number;
-      pricing: unknown; ownerNode: string; now: Date; simulated?: boolean; actions?: unknown;
-    }, tx: Db = db) {
+    async insertCall(
+      c: {
+        id: string;
+        accountId: string;
+        operatorId: string | null;
+        source: string;
+        mode: string;
+        status: string;
+        toNumber: string;
+        fromNumber: string;
+        callGroupId: string;
+        holdId: string | null;
+        maxDurationSeconds: number;
+        pricing: unknown;
+        ownerNode: string;
+        now: Date;
+        simulated?: boolean;
+        actions?: unknown;
+      },
+      tx: Db = db,
+    ) {
       await tx`
         insert into calls (id, account_id, operator_id, source, mode, status, to_number, from_number, call_group_id, hold_id,
                            max_duration_seconds, pricing, owner_node, last_seen_at, created_at, simulated, actions)
@@ -74,14 +101,31 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
      */
     async insertTrunkCalls(tx: Db, rows: readonly { call: TrunkCallInsert; holdId: string }[]) {
       if (rows.length === 0) return;
-      await tx`insert into calls ${tx(rows.map(({ call: c, holdId }) => ({
-        id: c.id, account_id: c.accountId, operator_id: c.operatorId, source: 'trunk', mode: 'trunk', status: 'ringing',
-        to_number: c.toNumber, from_number: c.fromNumber, call_group_id: c.id, hold_id: holdId,
-        max_duration_seconds: c.maxDurationSeconds, pricing: tx.json(c.pricing as never), owner_node: c.ownerNode,
-        last_seen_at: c.now, created_at: c.now,
-      })))}`;
+      await tx`insert into calls ${tx(
+        rows.map(({ call: c, holdId }) => ({
+          id: c.id,
+          account_id: c.accountId,
+          operator_id: c.operatorId,
+          source: 'trunk',
+          mode: 'trunk',
+          status: 'ringing',
+          to_number: c.toNumber,
+          from_number: c.fromNumber,
+          call_group_id: c.id,
+          hold_id: holdId,
+          max_duration_seconds: c.maxDurationSeconds,
+          pricing: tx.json(c.pricing as never),
+          owner_node: c.ownerNode,
+          last_seen_at: c.now,
+          created_at: c.now,
+        })),
+      )}`;
     },
-    async markCall(id: string, patch: { status: string; routeId?: string | null; ringingAt?: Date; answeredAt?: Date }, tx: Db = db) {
+    async markCall(
+      id: string,
+      patch: { status: string; routeId?: string | null; ringingAt?: Date; answeredAt?: Date },
+      tx: Db = db,
+    ) {
       await tx`
         update calls set status = ${patch.status},
           route_id = coalesce(${patch.routeId ?? null}::uuid, route_id),
@@ -114,11 +158,24 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
           hangup_reason = v.hangup_reason, duration_seconds = v.duration_seconds, billable_seconds = v.billable_seconds,
           cost = v.cost, billing_increment = v.billing_increment, rate_per_minute = v.rate_per_minute,
           attempts = v.attempts, answered_at = v.answered_at, ended_at = v.ended_at, error = null, gathered = null
-        from jsonb_to_recordset(${tx.json(rows.map((r) => ({
-          id: r.id, status: r.status, route_id: r.routeId, sip_code: r.sipCode, hangup_cause: r.hangupCause, hangup_reason: r.hangupReason,
-          duration_seconds: r.durationSeconds, billable_seconds: r.billableSeconds, cost: r.cost, billing_increment: r.billingIncrement,
-          rate_per_minute: r.ratePerMinute, attempts: r.attempts, answered_at: r.answeredAt?.toISOString() ?? null, ended_at: r.endedAt.toISOString(),
-        })) as never)}) as v(id uuid, status text, route_id uuid, sip_code integer, hangup_cause text, hangup_reason text, duration_seconds integer,
+        from jsonb_to_recordset(${tx.json(
+          rows.map((r) => ({
+            id: r.id,
+            status: r.status,
+            route_id: r.routeId,
+            sip_code: r.sipCode,
+            hangup_cause: r.hangupCause,
+            hangup_reason: r.hangupReason,
+            duration_seconds: r.durationSeconds,
+            billable_seconds: r.billableSeconds,
+            cost: r.cost,
+            billing_increment: r.billingIncrement,
+            rate_per_minute: r.ratePerMinute,
+            attempts: r.attempts,
+            answered_at: r.answeredAt?.toISOString() ?? null,
+            ended_at: r.endedAt.toISOString(),
+          })) as never,
+        )}) as v(id uuid, status text, route_id uuid, sip_code integer, hangup_cause text, hangup_reason text, duration_seconds integer,
              billable_seconds integer, cost numeric, billing_increment text, rate_per_minute numeric, attempts jsonb, answered_at timestamptz,
              ended_at timestamptz)
         where c.id = v.id and c.ended_at is null
@@ -127,11 +184,27 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
         returning c.id`;
       return new Set(ended.map((r) => r.id));
     },
-    async finishCall(tx: Db, id: string, f: {
-      status: string; routeId: string | null; sipCode: number | null; hangupCause: string; hangupReason: string;
-      durationSeconds: number; billableSeconds: number; cost: string; billingIncrement: string | null; ratePerMinute: string | null;
-      attempts: unknown; answeredAt: Date | null; endedAt: Date; error?: string | null; gathered?: unknown;
-    }) {
+    async finishCall(
+      tx: Db,
+      id: string,
+      f: {
+        status: string;
+        routeId: string | null;
+        sipCode: number | null;
+        hangupCause: string;
+        hangupReason: string;
+        durationSeconds: number;
+        billableSeconds: number;
+        cost: string;
+        billingIncrement: string | null;
+        ratePerMinute: string | null;
+        attempts: unknown;
+        answeredAt: Date | null;
+        endedAt: Date;
+        error?: string | null;
+        gathered?: unknown;
+      },
+    ) {
       await tx`
         update calls set status = ${f.status}, route_id = ${f.routeId}, sip_response_code = ${f.sipCode}, hangup_cause = ${f.hangupCause},
           hangup_reason = ${f.hangupReason}, duration_seconds = ${f.durationSeconds}, billable_seconds = ${f.billableSeconds},
@@ -148,13 +221,29 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
       return rows.length > 0;
     },
     async heartbeat(ids: readonly string[], now: Date) {
-      if (ids.length) await db`update calls set last_seen_at = ${now} where id = any(${ids as string[]}::uuid[]) and ended_at is null`;
+      if (ids.length)
+        await db`update calls set last_seen_at = ${now} where id = any(${ids as string[]}::uuid[]) and ended_at is null`;
     },
     /** Calls still open whose daemon is gone: this node's from before a restart, or anyone's silent too long. */
     orphans: (owners: readonly string[], staleBefore: Date) =>
-      db<{ id: string; accountId: string; operatorId: string | null; source: string; toNumber: string; fromNumber: string;
-           callGroupId: string; routeId: string | null; holdId: string | null; pricing: OrphanPricing | null;
-           answeredAt: Date | null; lastSeenAt: Date; createdAt: Date; maxDurationSeconds: number | null }[]>`
+      db<
+        {
+          id: string;
+          accountId: string;
+          operatorId: string | null;
+          source: string;
+          toNumber: string;
+          fromNumber: string;
+          callGroupId: string;
+          routeId: string | null;
+          holdId: string | null;
+          pricing: OrphanPricing | null;
+          answeredAt: Date | null;
+          lastSeenAt: Date;
+          createdAt: Date;
+          maxDurationSeconds: number | null;
+        }[]
+      >`
         select id, account_id, operator_id, source, to_number, from_number, call_group_id, route_id, hold_id, pricing,
                answered_at, coalesce(last_seen_at, created_at) as last_seen_at, created_at, max_duration_seconds
         from calls where ended_at is null and (owner_node = any(${owners as string[]}) or last_seen_at < ${staleBefore})
@@ -199,7 +288,9 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
     async approveTrunkIp(sql: Sql, id: string): Promise<boolean> {
       byIp.clear();
       const done = await sql.begin(async (tx) => {
-        const [claim] = await tx<{ ip: string }[]>`select host(ip) as ip from trunk_ips where id = ${id} and status = 'pending' for update`;
+        const [claim] = await tx<
+          { ip: string }[]
+        >`select host(ip) as ip from trunk_ips where id = ${id} and status = 'pending' for update`;
         if (!claim) return false;
         await tx`update trunk_ips set status = 'pending' where ip = ${claim.ip}::inet and status = 'approved'`;
         await tx`update trunk_ips set status = 'approved' where id = ${id}`;
@@ -222,7 +313,9 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
       const hit = byIp.get(ip);
       if (hit !== undefined) return hit;
       // Only an approved claim attributes calls: a pending one is someone's unconfirmed word.
-      const [r] = await db<{ accountId: string }[]>`select account_id from trunk_ips where ip = ${ip}::inet and status = 'approved'`;
+      const [r] = await db<
+        { accountId: string }[]
+      >`select account_id from trunk_ips where ip = ${ip}::inet and status = 'approved'`;
       byIp.set(ip, r?.accountId ?? null);
       return r?.accountId ?? null;
     },
@@ -243,7 +336,13 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
 }
 
 /** A whitelisted (or claimed) trunk source address. */
-export interface TrunkIpRow { id: string; ip: string; label: string | null; status: 'approved' | 'pending'; createdAt: Date }
+export interface TrunkIpRow {
+  id: string;
+  ip: string;
+  label: string | null;
+  status: 'approved' | 'pending';
+  createdAt: Date;
+}
 
 /** The account's second claim of one address (23505 on the per-account index). */
 function duplicateClaim(err: unknown): unknown {
@@ -254,16 +353,42 @@ function duplicateClaim(err: unknown): unknown {
 /** A call's final state as `finishCall` writes it, with its id (batched finishes). */
 /** A trunk call's row as its hold creates it. */
 export interface TrunkCallInsert {
-  id: string; accountId: string; operatorId: string | null; toNumber: string; fromNumber: string; maxDurationSeconds: number;
-  pricing: unknown; ownerNode: string; now: Date;
+  id: string;
+  accountId: string;
+  operatorId: string | null;
+  toNumber: string;
+  fromNumber: string;
+  maxDurationSeconds: number;
+  pricing: unknown;
+  ownerNode: string;
+  now: Date;
 }
-export interface TrunkHoldInput { postingKey: string; amount: string; ttlSeconds: number; reference: string }
-export interface TrunkHeld { holdId: string; available: string }
+export interface TrunkHoldInput {
+  postingKey: string;
+  amount: string;
+  ttlSeconds: number;
+  reference: string;
+}
+export interface TrunkHeld {
+  holdId: string;
+  available: string;
+}
 
 export interface FinishRow {
-  id: string; status: string; routeId: string | null; sipCode: number | null; hangupCause: string; hangupReason: string;
-  durationSeconds: number; billableSeconds: number; cost: string; billingIncrement: string | null; ratePerMinute: string | null;
-  attempts: unknown; answeredAt: Date | null; endedAt: Date;
+  id: string;
+  status: string;
+  routeId: string | null;
+  sipCode: number | null;
+  hangupCause: string;
+  hangupReason: string;
+  durationSeconds: number;
+  billableSeconds: number;
+  cost: string;
+  billingIncrement: string | null;
+  ratePerMinute: string | null;
+  attempts: unknown;
+  answeredAt: Date | null;
+  endedAt: Date;
 }
 
 export type CallsRepo = ReturnType<typeof createCallsRepo>;

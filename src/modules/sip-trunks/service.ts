@@ -20,9 +20,27 @@ import type { ApplicationService } from '../application/service.js';
 import type { Candidate } from '../marketplace/index.js';
 import type { RoutingCache } from '../marketplace/routing/routing-cache.js';
 import type { Routing } from '../marketplace/routing/routing.js';
-import { affordableSeconds, buildCdr, chargeLeg, holdFor, voiceBilled, type CdrInsert, type CdrsService, type LegCharge, type PricedRoute, type Settlement } from '../cdrs/index.js';
+import {
+  affordableSeconds,
+  buildCdr,
+  chargeLeg,
+  holdFor,
+  voiceBilled,
+  type CdrInsert,
+  type CdrsService,
+  type LegCharge,
+  type PricedRoute,
+  type Settlement,
+} from '../cdrs/index.js';
 import { createPayerTermsCache } from './payer-terms.js';
-import { createCallsRepo, type FinishRow, type OrphanPricing, type TrunkCallInsert, type TrunkHeld, type TrunkHoldInput } from './repo.js';
+import {
+  createCallsRepo,
+  type FinishRow,
+  type OrphanPricing,
+  type TrunkCallInsert,
+  type TrunkHeld,
+  type TrunkHoldInput,
+} from './repo.js';
 import { createWindowBatcher } from './window-batcher.js';
 import { isRefusal, refusalError, type Refusal } from '../../ledger/ledger.js';
 
@@ -111,8 +129,13 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
   // Refused trunk calls by cause: a call over a limit is refused and counted, so the limit that
   // turns calls away shows.
   const refused = new Map<string, number>();
-  const refusedMetric = (register.getSingleMetric('svc_sip_calls_refused_total') as Counter<'cause'> | undefined) ??
-    new Counter({ name: 'svc_sip_calls_refused_total', help: 'SIP trunk calls refused before routing, by cause', labelNames: ['cause'] });
+  const refusedMetric =
+    (register.getSingleMetric('svc_sip_calls_refused_total') as Counter<'cause'> | undefined) ??
+    new Counter({
+      name: 'svc_sip_calls_refused_total',
+      help: 'SIP trunk calls refused before routing, by cause',
+      labelNames: ['cause'],
+    });
   const refuse = (cause: string, status: number, reason: string): CallPlan => {
     refused.set(cause, (refused.get(cause) ?? 0) + 1);
     refusedMetric.inc({ cause });
@@ -120,7 +143,12 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
   };
 
   // Kept in process with NOTIFY invalidation (migration 041): read for every call.
-  const termsCache = createPayerTermsCache({ sql, log, load: (id) => repo.payerTerms(id), now: () => clock.now().getTime() });
+  const termsCache = createPayerTermsCache({
+    sql,
+    log,
+    load: (id) => repo.payerTerms(id),
+    now: () => clock.now().getTime(),
+  });
   const routeTerms = (ids: readonly string[]) => deps.routingCache?.routeTerms(ids) ?? deps.cdrs.routeTerms(ids);
 
   /** Status, operator, markup and concurrency cap of the paying account. */
@@ -128,8 +156,14 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
   const payerTerms = async (accountId: string) => {
     const t = await termsCache.get(accountId);
     if (!t) return null;
-    if (!t.parentId) return { status: t.status, parentId: null, markupPct: new Decimal(0), maxConcurrentCalls: null as number | null };
-    return { status: t.status, parentId: t.parentId, markupPct: new Decimal(t.markupPct ?? t.defaultMarkupPct ?? 0), maxConcurrentCalls: t.maxConcurrentCalls ?? null };
+    if (!t.parentId)
+      return { status: t.status, parentId: null, markupPct: new Decimal(0), maxConcurrentCalls: null as number | null };
+    return {
+      status: t.status,
+      parentId: t.parentId,
+      markupPct: new Decimal(t.markupPct ?? t.defaultMarkupPct ?? 0),
+      maxConcurrentCalls: t.maxConcurrentCalls ?? null,
+    };
   };
 
   // Every slot this daemon holds, planned calls included: what `Counters.reconcile` rewrites its share to.
@@ -148,7 +182,9 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
   }
 
   /** Takes every concurrency slot or none; the key names what refused. */
-  async function acquireAll(wanted: { key: string; limit: number }[]): Promise<{ ok: true; slots: string[] } | { ok: false; key: string }> {
+  async function acquireAll(
+    wanted: { key: string; limit: number }[],
+  ): Promise<{ ok: true; slots: string[] } | { ok: false; key: string }> {
     const slots: string[] = [];
     for (const w of wanted) {
       if (!(await deps.counters.acquire(w.key, w.limit))) {
@@ -166,7 +202,11 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
    * calls per second this second (the next may take the call). Route slots go into `slots` as they
    * are taken, so a caller can give them back even when a counter fails halfway.
    */
-  async function takeRoutes<T extends { routeId: string }>(candidates: readonly T[], terms: ReadonlyMap<string, RouteLimits>, slots: string[]) {
+  async function takeRoutes<T extends { routeId: string }>(
+    candidates: readonly T[],
+    terms: ReadonlyMap<string, RouteLimits>,
+    slots: string[],
+  ) {
     const usable: T[] = [];
     let full = 0;
     let overCps = 0;
@@ -194,10 +234,15 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
    * sub-account's `maxConcurrentCalls`, the account's cap on concurrent API calls (`api:`), then
    * each route's capacity and calls per second. The slots count in `liveSlots` until released.
    */
-  async function admitApiCall(o: { payer: string; maxApiCalls: number; routeIds: readonly string[] }): Promise<ApiAdmission> {
+  async function admitApiCall(o: {
+    payer: string;
+    maxApiCalls: number;
+    routeIds: readonly string[];
+  }): Promise<ApiAdmission> {
     const account = await payerTerms(o.payer);
     const wanted: { key: string; limit: number }[] = [];
-    if (account?.maxConcurrentCalls !== null && account?.maxConcurrentCalls !== undefined) wanted.push({ key: `acct:${o.payer}`, limit: account.maxConcurrentCalls });
+    if (account?.maxConcurrentCalls !== null && account?.maxConcurrentCalls !== undefined)
+      wanted.push({ key: `acct:${o.payer}`, limit: account.maxConcurrentCalls });
     if (o.maxApiCalls > 0) wanted.push({ key: `api:${o.payer}`, limit: o.maxApiCalls });
     const slots: string[] = [];
     try {
@@ -210,7 +255,11 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
         slots.push(...got.slots);
       }
       const terms = new Map((await routeTerms(o.routeIds)).map((t) => [t.id, t]));
-      const taken = await takeRoutes(o.routeIds.map((routeId) => ({ routeId })), terms, slots);
+      const taken = await takeRoutes(
+        o.routeIds.map((routeId) => ({ routeId })),
+        terms,
+        slots,
+      );
       if (taken.usable.length === 0) {
         await releaseSlots(slots);
         return { ok: false, cause: taken.full > 0 ? 'capacity' : 'cps', limit: null };
@@ -263,15 +312,19 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     const covering = candidates.filter((c) => c.endpoints.length > 0);
     if (covering.length === 0) return refuse('no-route', 404, 'No purchased route covers this number');
     const isDown = deps.endpointDown ?? (() => false);
-    candidates = covering.map((c) => ({ ...c, endpoints: c.endpoints.filter((e) => !isDown(e)) })).filter((c) => c.endpoints.length > 0);
-    if (candidates.length === 0) return refuse('endpoints-down', 503, 'Every supplier endpoint for this number is down');
+    candidates = covering
+      .map((c) => ({ ...c, endpoints: c.endpoints.filter((e) => !isDown(e)) }))
+      .filter((c) => c.endpoints.length > 0);
+    if (candidates.length === 0)
+      return refuse('endpoints-down', 503, 'Every supplier endpoint for this number is down');
 
     const terms = new Map((await routeTerms(candidates.map((c) => c.routeId))).map((t) => [t.id, t]));
     const wanted: { key: string; limit: number }[] = [];
     if (account.maxConcurrentCalls !== null && account.maxConcurrentCalls !== undefined) {
       wanted.push({ key: `acct:${payer}`, limit: account.maxConcurrentCalls });
     }
-    if (config.sip.max_calls_per_account > 0) wanted.push({ key: `acct-all:${routingAccount}`, limit: config.sip.max_calls_per_account });
+    if (config.sip.max_calls_per_account > 0)
+      wanted.push({ key: `acct-all:${routingAccount}`, limit: config.sip.max_calls_per_account });
     const taken = await acquireAll(wanted);
     if (!taken.ok) return refuse('concurrency', 503, 'Concurrent call limit reached');
 
@@ -283,23 +336,53 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     }
 
     const markupPct = account.markupPct;
-    const priced = new Map(usable.map((c) => {
-      const term = terms.get(c.routeId);
-      return [c.routeId, { price: c.price, sellerRate: c.sellerRate, increment: c.increment, sellerId: term?.sellerId ?? '', mediaMode: term?.mediaMode ?? 'direct' }] as const;
-    }));
+    const priced = new Map(
+      usable.map((c) => {
+        const term = terms.get(c.routeId);
+        return [
+          c.routeId,
+          {
+            price: c.price,
+            sellerRate: c.sellerRate,
+            increment: c.increment,
+            sellerId: term?.sellerId ?? '',
+            mediaMode: term?.mediaMode ?? 'direct',
+          },
+        ] as const;
+      }),
+    );
     const routesPriced = [...priced.values()];
     const longest = config.sip.max_call_seconds;
     const callGroupId = newId();
     const holdKey = `call:${callGroupId}:hold`;
     const pricing: OrphanPricing = {
       markupPct: markupPct.toFixed(3),
-      routes: Object.fromEntries([...priced].map(([id, p]) => [id, {
-        price: p.price.toFixed(6), sellerRate: p.sellerRate.toFixed(6), increment: p.increment.text, sellerId: p.sellerId, mediaMode: p.mediaMode,
-      }])),
+      routes: Object.fromEntries(
+        [...priced].map(([id, p]) => [
+          id,
+          {
+            price: p.price.toFixed(6),
+            sellerRate: p.sellerRate.toFixed(6),
+            increment: p.increment.text,
+            sellerId: p.sellerId,
+            mediaMode: p.mediaMode,
+          },
+        ]),
+      ),
     };
     // In `live` before the row exists, so a concurrent orphan reconcile never takes it for a dead daemon's call.
     // No hold to extend until it exists.
-    const liveCall: LiveCall = { id: callGroupId, payer, operatorId, holdId: '', maxDurationSeconds: 0, slots, markupPct, priced, holdUntil: Number.MAX_SAFE_INTEGER };
+    const liveCall: LiveCall = {
+      id: callGroupId,
+      payer,
+      operatorId,
+      holdId: '',
+      maxDurationSeconds: 0,
+      slots,
+      markupPct,
+      priced,
+      holdUntil: Number.MAX_SAFE_INTEGER,
+    };
     live.set(callGroupId, liveCall);
     // The available balance the payer's last hold left: when it pays for the longest call, that hold
     // is tried without reading the balance first (the hold checks it; refused, the balance is read
@@ -321,10 +404,29 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
           // The hold and the call row together (never a hold without the call row the orphan
           // reconcile settles it from), batched with other calls' in one commit.
           const held = await holdCall(
-            { id: callGroupId, accountId: payer, operatorId, toNumber: input.to, fromNumber: input.from, maxDurationSeconds: seconds, pricing, ownerNode: deps.node, now },
-            { postingKey: holdKey, amount: holdFor(seconds, routesPriced, markupPct), ttlSeconds, reference: `SIP call to ${input.to.slice(0, 4)}…` },
+            {
+              id: callGroupId,
+              accountId: payer,
+              operatorId,
+              toNumber: input.to,
+              fromNumber: input.from,
+              maxDurationSeconds: seconds,
+              pricing,
+              ownerNode: deps.node,
+              now,
+            },
+            {
+              postingKey: holdKey,
+              amount: holdFor(seconds, routesPriced, markupPct),
+              ttlSeconds,
+              reference: `SIP call to ${input.to.slice(0, 4)}…`,
+            },
           );
-          Object.assign(liveCall, { holdId: held.holdId, maxDurationSeconds: seconds, holdUntil: now.getTime() + ttlSeconds * 1000 });
+          Object.assign(liveCall, {
+            holdId: held.holdId,
+            maxDurationSeconds: seconds,
+            holdUntil: now.getTime() + ttlSeconds * 1000,
+          });
           hintAvailable(payer, held.available);
           break;
         } catch (err) {
@@ -371,7 +473,13 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
   }
 
   /** One ended trunk call's writes: its call row, one CDR per leg, and the money. */
-  interface Finishing { call: LiveCall; routeId: string | null; row: FinishRow; cdrs: CdrInsert[]; charge: LegCharge | null }
+  interface Finishing {
+    call: LiveCall;
+    routeId: string | null;
+    row: FinishRow;
+    cdrs: CdrInsert[];
+    charge: LegCharge | null;
+  }
 
   /**
    * Settles the hold (or releases it) and writes the call and its CDRs in one transaction: the
@@ -387,26 +495,63 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     // The session timer fires at maxDuration; the BYE's few ms past it must not bill (or hold) one more block.
     const duration = Math.min(Math.ceil(e.durationMs / 1000), call.maxDurationSeconds);
     const charge = route && e.answeredAt ? chargeLeg(route, duration, call.markupPct) : null;
-    const status = e.answeredAt ? 'completed' : e.sipCode === 486 || e.sipCode === 600 ? 'busy' : e.hangupCause === 'no-answer' || e.sipCode === 480 || e.sipCode === 487 ? 'no_answer' : 'failed';
+    const status = e.answeredAt
+      ? 'completed'
+      : e.sipCode === 486 || e.sipCode === 600
+        ? 'busy'
+        : e.hangupCause === 'no-answer' || e.sipCode === 480 || e.sipCode === 487
+          ? 'no_answer'
+          : 'failed';
     const endedAt = e.endedAt;
     const cdrs: CdrInsert[] = e.attempts.map((a) => {
       const connected = a.outcome === 'answered' && a.routeId === e.routeId && charge !== null;
       const priced = call.priced.get(a.routeId);
       return buildCdr({
-        accountId: call.payer, operatorId: call.operatorId, sellerId: priced?.sellerId ?? null, callUuid: e.callGroupId,
-        callGroupId: e.callGroupId, kind: 'voice', source: 'trunk', routeId: a.routeId, fromNumber: e.from, toNumber: e.to, cli: e.from,
+        accountId: call.payer,
+        operatorId: call.operatorId,
+        sellerId: priced?.sellerId ?? null,
+        callUuid: e.callGroupId,
+        callGroupId: e.callGroupId,
+        kind: 'voice',
+        source: 'trunk',
+        routeId: a.routeId,
+        fromNumber: e.from,
+        toNumber: e.to,
+        cli: e.from,
         status: connected ? 'completed' : a.outcome === 'answered' ? 'completed' : a.outcome,
-        sipCode: a.sipCode, hangupCause: connected ? e.hangupCause : a.reason, durationSeconds: connected ? duration : 0, segments: null,
-        pddMs: a.pddMs, mediaMode: priced?.mediaMode ?? null, billed: connected ? voiceBilled(charge) : null,
-        answeredAt: connected ? e.answeredAt : null, endedAt, createdAt: a.startedAt,
+        sipCode: a.sipCode,
+        hangupCause: connected ? e.hangupCause : a.reason,
+        durationSeconds: connected ? duration : 0,
+        segments: null,
+        pddMs: a.pddMs,
+        mediaMode: priced?.mediaMode ?? null,
+        billed: connected ? voiceBilled(charge) : null,
+        answeredAt: connected ? e.answeredAt : null,
+        endedAt,
+        createdAt: a.startedAt,
       });
     });
     const row: FinishRow = {
-      id: e.callGroupId, status, routeId: e.routeId, sipCode: e.sipCode, hangupCause: e.hangupCause, hangupReason: HANGUP_REASONS[e.hangupCause] ?? e.hangupCause,
-      durationSeconds: e.answeredAt ? duration : 0, billableSeconds: charge?.billableSeconds ?? 0, cost: charge?.total ?? '0.000000',
-      billingIncrement: route?.increment.text ?? null, ratePerMinute: charge?.ratePerMinute ?? null,
-      attempts: e.attempts.map((a, i) => ({ attempt: i + 1, routeId: a.routeId, status: a.outcome, sipResponseCode: a.sipCode, hangupCause: a.reason })),
-      answeredAt: e.answeredAt, endedAt,
+      id: e.callGroupId,
+      status,
+      routeId: e.routeId,
+      sipCode: e.sipCode,
+      hangupCause: e.hangupCause,
+      hangupReason: HANGUP_REASONS[e.hangupCause] ?? e.hangupCause,
+      durationSeconds: e.answeredAt ? duration : 0,
+      billableSeconds: charge?.billableSeconds ?? 0,
+      cost: charge?.total ?? '0.000000',
+      billingIncrement: route?.increment.text ?? null,
+      ratePerMinute: charge?.ratePerMinute ?? null,
+      attempts: e.attempts.map((a, i) => ({
+        attempt: i + 1,
+        routeId: a.routeId,
+        status: a.outcome,
+        sipResponseCode: a.sipCode,
+        hangupCause: a.reason,
+      })),
+      answeredAt: e.answeredAt,
+      endedAt,
     };
     await call.marked;
     // Never rejects: a call whose writes failed is logged and left to the orphan reconcile.
@@ -418,19 +563,30 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
   /** One transaction for a batch of ended calls; when it fails, each call again in its own. */
   async function finishBatch(items: Finishing[]) {
     // Payer order, then call order: two daemons' batches lock ledger and call rows in the same order.
-    items.sort((a, b) => (a.call.payer < b.call.payer ? -1 : a.call.payer > b.call.payer ? 1 : a.row.id < b.row.id ? -1 : 1));
+    items.sort((a, b) =>
+      a.call.payer < b.call.payer ? -1 : a.call.payer > b.call.payer ? 1 : a.row.id < b.row.id ? -1 : 1,
+    );
     try {
       await sql.begin(async (tx) => {
         // Ending the rows first takes their locks (waiting out a heartbeat's); a call a stale-call
         // reconcile on another daemon ended meanwhile is left out: that one settled it.
-        const ended = await repo.finishCalls(tx, items.map((f) => f.row));
+        const ended = await repo.finishCalls(
+          tx,
+          items.map((f) => f.row),
+        );
         const mine = items.filter((f) => ended.has(f.row.id));
         // Pipelined on the transaction's connection: one round trip instead of one per statement. The
         // ledger last, so the payer's balance row (every call of that payer waits on it) stays locked shortest.
         // Two or more settlements go in one ledger_settle_many (each payer's row moved once).
         const [, settled] = await Promise.all([
-          deps.cdrs.insertCdrs(tx, mine.flatMap((f) => f.cdrs)),
-          deps.cdrs.settleMany(tx, mine.map((f) => settlement(f.call, f.routeId, f.charge))),
+          deps.cdrs.insertCdrs(
+            tx,
+            mine.flatMap((f) => f.cdrs),
+          ),
+          deps.cdrs.settleMany(
+            tx,
+            mine.map((f) => settlement(f.call, f.routeId, f.charge)),
+          ),
         ]);
         // A refusal cannot come from a hold that covers the call; if one does, the batch rolls back
         // and each call is written on its own, where the settle's own error is logged.
@@ -453,20 +609,41 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
   }
   const finishes = createWindowBatcher<Finishing>({ windowMs: BATCH_WINDOW_MS, maxBatch: 100, run: finishBatch });
 
-  const callContext = (id: string) => ({ reference: 'Voice call', relatedEntityType: 'sip_call', relatedEntityId: id, callId: id });
+  const callContext = (id: string) => ({
+    reference: 'Voice call',
+    relatedEntityType: 'sip_call',
+    relatedEntityId: id,
+    callId: id,
+  });
 
   /** A call's settlement: the route's seller paid its rate, the platform its fee, the rest of the hold released. */
-  function settlement(call: { id: string; payer: string; holdId: string; operatorId: string | null }, routeId: string | null,
-    charge: LegCharge | null, sellerId?: string): Settlement {
+  function settlement(
+    call: { id: string; payer: string; holdId: string; operatorId: string | null },
+    routeId: string | null,
+    charge: LegCharge | null,
+    sellerId?: string,
+  ): Settlement {
     const seller = sellerId ?? live.get(call.id)?.priced.get(routeId ?? '')?.sellerId ?? null;
-    return { key: `call:${call.id}`, holdId: call.holdId, payer: call.payer, operatorId: call.operatorId, sellerId: seller, charge, context: callContext(call.id) };
+    return {
+      key: `call:${call.id}`,
+      holdId: call.holdId,
+      payer: call.payer,
+      operatorId: call.operatorId,
+      sellerId: seller,
+      charge,
+      context: callContext(call.id),
+    };
   }
 
   // Holds of a few ms share one transaction: each held its payer's ledger row from the hold to its
   // own commit, so one busy payer's calls queued one commit (a WAL flush) apart, however idle the
   // CPU. A batch locks each payer's row once (ledger_hold_many) and commits once. The outcome of
   // each call is its own: a refused hold is that call's SVC01 or SVC04, as ledger_hold throws it.
-  interface HoldJob { call: TrunkCallInsert; hold: TrunkHoldInput; out?: TrunkHeld | Refusal | Error }
+  interface HoldJob {
+    call: TrunkCallInsert;
+    hold: TrunkHoldInput;
+    out?: TrunkHeld | Refusal | Error;
+  }
   const holdJobs = createWindowBatcher<HoldJob>({
     windowMs: BATCH_WINDOW_MS,
     maxBatch: 100,
@@ -477,14 +654,26 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
       }
       try {
         const out = await sql.begin(async (tx) => {
-          const held = await ledger.holdMany(jobs.map(({ call: c, hold: h }) => ({
-            postingKey: h.postingKey, accountId: c.accountId, amount: h.amount, ttlSeconds: h.ttlSeconds, reference: h.reference,
-            relatedEntityType: 'sip_call', relatedEntityId: c.id, callId: c.id,
-          })), tx);
-          await repo.insertTrunkCalls(tx, jobs.flatMap((j, i) => {
-            const r = held[i]!;
-            return isRefusal(r) ? [] : [{ call: j.call, holdId: r.holdId }];
-          }));
+          const held = await ledger.holdMany(
+            jobs.map(({ call: c, hold: h }) => ({
+              postingKey: h.postingKey,
+              accountId: c.accountId,
+              amount: h.amount,
+              ttlSeconds: h.ttlSeconds,
+              reference: h.reference,
+              relatedEntityType: 'sip_call',
+              relatedEntityId: c.id,
+              callId: c.id,
+            })),
+            tx,
+          );
+          await repo.insertTrunkCalls(
+            tx,
+            jobs.flatMap((j, i) => {
+              const r = held[i]!;
+              return isRefusal(r) ? [] : [{ call: j.call, holdId: r.holdId }];
+            }),
+          );
           return held;
         });
         jobs.forEach((j, i) => (j.out = out[i]));
@@ -530,7 +719,12 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
       if (cached !== undefined) return cached;
       const found = await (async () => {
         const sub = await deps.application.lookupSipUser(username);
-        if (sub) return { ha1: sub.ha1, accountId: sub.parentId ?? sub.accountId, ...(sub.parentId ? { subAccountId: sub.accountId } : {}) };
+        if (sub)
+          return {
+            ha1: sub.ha1,
+            accountId: sub.parentId ?? sub.accountId,
+            ...(sub.parentId ? { subAccountId: sub.accountId } : {}),
+          };
         const purchase = await repo.trunkCredential(username);
         if (purchase) return { ha1: purchase.ha1, accountId: purchase.accountId, purchaseId: purchase.purchaseId };
         return null;
@@ -560,36 +754,81 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     for (const o of rows) {
       if (live.has(o.id)) continue;
       const p = o.routeId ? o.pricing?.routes[o.routeId] : undefined;
-      const route = p ? { price: new Decimal(p.price), sellerRate: new Decimal(p.sellerRate), increment: requireIncrement(p.increment) } : undefined;
+      const route = p
+        ? {
+            price: new Decimal(p.price),
+            sellerRate: new Decimal(p.sellerRate),
+            increment: requireIncrement(p.increment),
+          }
+        : undefined;
       const seen = o.answeredAt ? Math.max(0, Math.ceil((o.lastSeenAt.getTime() - o.answeredAt.getTime()) / 1000)) : 0;
       const duration = o.maxDurationSeconds ? Math.min(seen, o.maxDurationSeconds) : seen;
       const charge = route && o.answeredAt ? chargeLeg(route, duration, new Decimal(o.pricing?.markupPct ?? 0)) : null;
-      const done = await sql.begin(async (tx) => {
-        // Another daemon may be reconciling the same stale call: whoever locks the row does it, once.
-        if (!(await repo.lockOpenCall(tx, o.id))) return false;
-        if (o.holdId) {
-          const settled = await deps.cdrs.settle(tx, settlement({ id: o.id, payer: o.accountId, holdId: o.holdId, operatorId: o.operatorId }, o.routeId, charge, p?.sellerId));
-          if (settled.capReached) capReachedBy(o.accountId);
-        }
-        await deps.cdrs.insertCdrs(tx, [buildCdr({
-          accountId: o.accountId, operatorId: o.operatorId, sellerId: p?.sellerId ?? null, callUuid: o.id, callGroupId: o.callGroupId,
-          kind: 'voice', source: o.source, routeId: o.routeId, fromNumber: o.fromNumber, toNumber: o.toNumber,
-          cli: o.fromNumber, status: o.answeredAt ? 'completed' : 'failed', sipCode: o.answeredAt ? 200 : null, hangupCause: 'crash',
-          durationSeconds: duration, segments: null, pddMs: null, mediaMode: o.source === 'trunk' ? (p?.mediaMode ?? null) : null,
-          billed: charge ? voiceBilled(charge) : null, answeredAt: o.answeredAt, endedAt: o.lastSeenAt, createdAt: o.createdAt,
-        })]);
-        await repo.finishCall(tx, o.id, {
-          status: o.answeredAt ? 'completed' : 'failed', routeId: o.routeId, sipCode: o.answeredAt ? 200 : null, hangupCause: 'crash',
-          hangupReason: HANGUP_REASONS['crash']!, durationSeconds: duration, billableSeconds: charge?.billableSeconds ?? 0,
-          cost: charge?.total ?? '0.000000', billingIncrement: route?.increment.text ?? null, ratePerMinute: charge?.ratePerMinute ?? null,
-          attempts: [], answeredAt: o.answeredAt, endedAt: o.lastSeenAt, error: o.answeredAt ? null : 'The exchange restarted before the call connected',
+      const done = await sql
+        .begin(async (tx) => {
+          // Another daemon may be reconciling the same stale call: whoever locks the row does it, once.
+          if (!(await repo.lockOpenCall(tx, o.id))) return false;
+          if (o.holdId) {
+            const settled = await deps.cdrs.settle(
+              tx,
+              settlement(
+                { id: o.id, payer: o.accountId, holdId: o.holdId, operatorId: o.operatorId },
+                o.routeId,
+                charge,
+                p?.sellerId,
+              ),
+            );
+            if (settled.capReached) capReachedBy(o.accountId);
+          }
+          await deps.cdrs.insertCdrs(tx, [
+            buildCdr({
+              accountId: o.accountId,
+              operatorId: o.operatorId,
+              sellerId: p?.sellerId ?? null,
+              callUuid: o.id,
+              callGroupId: o.callGroupId,
+              kind: 'voice',
+              source: o.source,
+              routeId: o.routeId,
+              fromNumber: o.fromNumber,
+              toNumber: o.toNumber,
+              cli: o.fromNumber,
+              status: o.answeredAt ? 'completed' : 'failed',
+              sipCode: o.answeredAt ? 200 : null,
+              hangupCause: 'crash',
+              durationSeconds: duration,
+              segments: null,
+              pddMs: null,
+              mediaMode: o.source === 'trunk' ? (p?.mediaMode ?? null) : null,
+              billed: charge ? voiceBilled(charge) : null,
+              answeredAt: o.answeredAt,
+              endedAt: o.lastSeenAt,
+              createdAt: o.createdAt,
+            }),
+          ]);
+          await repo.finishCall(tx, o.id, {
+            status: o.answeredAt ? 'completed' : 'failed',
+            routeId: o.routeId,
+            sipCode: o.answeredAt ? 200 : null,
+            hangupCause: 'crash',
+            hangupReason: HANGUP_REASONS['crash']!,
+            durationSeconds: duration,
+            billableSeconds: charge?.billableSeconds ?? 0,
+            cost: charge?.total ?? '0.000000',
+            billingIncrement: route?.increment.text ?? null,
+            ratePerMinute: charge?.ratePerMinute ?? null,
+            attempts: [],
+            answeredAt: o.answeredAt,
+            endedAt: o.lastSeenAt,
+            error: o.answeredAt ? null : 'The exchange restarted before the call connected',
+          });
+          return true;
+        })
+        .catch((err: unknown) => {
+          // One call that cannot be settled must not hold back the others.
+          log.error({ err, callId: o.id }, 'orphan call reconcile failed');
+          return false;
         });
-        return true;
-      }).catch((err: unknown) => {
-        // One call that cannot be settled must not hold back the others.
-        log.error({ err, callId: o.id }, 'orphan call reconcile failed');
-        return false;
-      });
       if (done) n++;
     }
     if (n) log.warn({ calls: n }, 'reconciled calls left open by a stopped daemon');
@@ -632,7 +871,12 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
 
     /** SIP credentials for a route purchase: username `pur_…`, password shown once, HA1 kept. */
     async purchaseCredentials(accountId: string, purchaseId: string, password: string, username: string) {
-      await repo.upsertTrunkCredential({ username, accountId, purchaseId, ha1: computeHa1(username, config.sip.primary_host, password) });
+      await repo.upsertTrunkCredential({
+        username,
+        accountId,
+        purchaseId,
+        ha1: computeHa1(username, config.sip.primary_host, password),
+      });
       sipUsers.delete(username);
     },
   };

@@ -4,8 +4,16 @@
  * One batch at a time; `add` settles when the item's batch did. `run` owns the fallback when a
  * batch fails (for example each item again on its own): its rejection reaches every item's caller.
  */
-export function createWindowBatcher<T>(opts: { windowMs: number; maxBatch: number; run: (items: T[]) => Promise<void> }) {
-  interface Queued { item: T; resolve(): void; reject(err: unknown): void }
+export function createWindowBatcher<T>(opts: {
+  windowMs: number;
+  maxBatch: number;
+  run: (items: T[]) => Promise<void>;
+}) {
+  interface Queued {
+    item: T;
+    resolve(): void;
+    reject(err: unknown): void;
+  }
   let queue: Queued[] = [];
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;

@@ -23,14 +23,25 @@ export interface SmsDeliveryTestResult {
  * the stored credentials and unbinds; HTTPS is checked only for a well-formed https URL (a request
  * would be a message).
  */
-export async function testSmsDelivery(d: Record<string, unknown>, opts: { guard: TargetGuard; timeoutMs?: number }): Promise<SmsDeliveryTestResult> {
+export async function testSmsDelivery(
+  d: Record<string, unknown>,
+  opts: { guard: TargetGuard; timeoutMs?: number },
+): Promise<SmsDeliveryTestResult> {
   if (d['kind'] === 'smpp') {
-    const r = await guardedCheckBind(opts.guard, {
-      host: String(d['host']), port: Number(d['port']), tls: d['tls'] === true,
-      systemId: String(d['systemId'] ?? ''), password: String(d['password'] ?? ''), bindType: 'transceiver',
-      ...(typeof d['systemType'] === 'string' && d['systemType'] ? { systemType: d['systemType'] } : {}),
-      timeoutMs: opts.timeoutMs ?? 10_000,
-    }, '/smsDelivery/host');
+    const r = await guardedCheckBind(
+      opts.guard,
+      {
+        host: String(d['host']),
+        port: Number(d['port']),
+        tls: d['tls'] === true,
+        systemId: String(d['systemId'] ?? ''),
+        password: String(d['password'] ?? ''),
+        bindType: 'transceiver',
+        ...(typeof d['systemType'] === 'string' && d['systemType'] ? { systemType: d['systemType'] } : {}),
+        timeoutMs: opts.timeoutMs ?? 10_000,
+      },
+      '/smsDelivery/host',
+    );
     return { pass: r.pass, via: 'smpp', checks: r.checks, message: r.message };
   }
   await refuseUrlTarget(opts.guard, d['url'], '/smsDelivery/url');
@@ -38,13 +49,18 @@ export async function testSmsDelivery(d: Record<string, unknown>, opts: { guard:
   const checks = [httpsUrlCheck(d['url']), { label: 'signingSecret', value: secret ? 'set' : 'missing', ok: secret }];
   const pass = checks.every((c) => c.ok);
   return {
-    pass, via: 'http', checks,
-    message: pass ? 'Well-formed https URL and a signing secret (nothing was sent)' : 'The HTTPS delivery details are incomplete',
+    pass,
+    via: 'http',
+    checks,
+    message: pass
+      ? 'Well-formed https URL and a signing secret (nothing was sent)'
+      : 'The HTTPS delivery details are incomplete',
   };
 }
 
 /** The refusal of a target the guard refuses: before any connection, the same answer whatever is (or is not) listening there. */
-const refusedTarget = (path: string) => validationError([{ path, message: REFUSED_MESSAGE }], 'The delivery address is not allowed');
+const refusedTarget = (path: string) =>
+  validationError([{ path, message: REFUSED_MESSAGE }], 'The delivery address is not allowed');
 
 /**
  * A bind check through the outbound guard: the SMSC's host is resolved and checked first, and
@@ -57,7 +73,11 @@ export async function guardedCheckBind(guard: TargetGuard, details: CheckBindDet
   } catch (err) {
     if (err instanceof TargetRefusedError) throw refusedTarget(path);
     const code = (err as NodeJS.ErrnoException).code ?? 'lookup failed';
-    return { pass: false, checks: [{ label: 'connect' as const, value: code, ok: false }], message: 'could not connect' };
+    return {
+      pass: false,
+      checks: [{ label: 'connect' as const, value: code, ok: false }],
+      message: 'could not connect',
+    };
   }
   return checkBind({ ...details, address });
 }

@@ -4,8 +4,14 @@
  */
 import type { Logger } from 'pino';
 import {
-  bindFieldProblems, createHttpSupplier, createSupplierBind, SMPP_STATUS,
-  type HttpSupplier, type SubmitOutcome, type SupplierBind, type SupplierReceipt,
+  bindFieldProblems,
+  createHttpSupplier,
+  createSupplierBind,
+  SMPP_STATUS,
+  type HttpSupplier,
+  type SubmitOutcome,
+  type SupplierBind,
+  type SupplierReceipt,
 } from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
 import type { TargetGuard } from '../../platform/outbound-guard.js';
@@ -21,15 +27,23 @@ export type GatewayOutcome =
 
 /** What submits a message to one route's supplier. */
 export interface SupplierGateway {
-  submit(route: { routeId: string; delivery: Record<string, unknown> | null }, sms: { to: string; from: string; text: string; reference: string }): Promise<GatewayOutcome>;
+  submit(
+    route: { routeId: string; delivery: Record<string, unknown> | null },
+    sms: { to: string; from: string; text: string; reference: string },
+  ): Promise<GatewayOutcome>;
   stop(): Promise<void>;
 }
 
 export interface GatewayOptions {
   /** Supplier SMPP bind settings (`[sms]`). */
   bind?: {
-    tps?: number; windowSize?: number; responseTimeoutMs?: number; enquireLinkMs?: number;
-    reconnectMinMs?: number; reconnectMaxMs?: number; queueTimeoutMs?: number;
+    tps?: number;
+    windowSize?: number;
+    responseTimeoutMs?: number;
+    enquireLinkMs?: number;
+    reconnectMinMs?: number;
+    reconnectMaxMs?: number;
+    queueTimeoutMs?: number;
   };
   /** HTTPS delivery: request budget, extra trusted CAs (a private CA, or a test's own certificate), receipt callback base. */
   http?: { timeoutMs?: number; ca?: string | Buffer; callbackBase?: string };
@@ -44,9 +58,21 @@ const HTTP_MESSAGE_FAULT: Record<string, number> = {
   INVALID_TEXT: SMPP_STATUS.ESME_RINVDCS,
 };
 /** Errors raised after the request may have reached the supplier. */
-const HTTP_AMBIGUOUS = new Set(['timeout', 'response_error', 'response_too_large', 'no_supplier_message_id', 'ECONNRESET', 'EPIPE']);
+const HTTP_AMBIGUOUS = new Set([
+  'timeout',
+  'response_error',
+  'response_too_large',
+  'no_supplier_message_id',
+  'ECONNRESET',
+  'EPIPE',
+]);
 
-export function createSupplierGateway(deps: { log: Logger; clock: Clock; options?: GatewayOptions; onReceipt(r: SupplierReceipt): void }): SupplierGateway {
+export function createSupplierGateway(deps: {
+  log: Logger;
+  clock: Clock;
+  options?: GatewayOptions;
+  onReceipt(r: SupplierReceipt): void;
+}): SupplierGateway {
   const binds = new Map<string, { key: string; bind: SupplierBind }>();
   const https = new Map<string, { key: string; sup: HttpSupplier }>();
   const o = deps.options?.bind ?? {};
@@ -57,9 +83,14 @@ export function createSupplierGateway(deps: { log: Logger; clock: Clock; options
     const key = JSON.stringify([d['host'], d['port'], d['systemId'], d['password'], d['systemType'], d['tls']]);
     const have = binds.get(routeId);
     if (have && have.key === key) return have.bind;
-    if (have) void have.bind.stop().catch((err: unknown) => deps.log.warn({ err, routeId }, 'supplier bind stop failed'));
+    if (have)
+      void have.bind.stop().catch((err: unknown) => deps.log.warn({ err, routeId }, 'supplier bind stop failed'));
     const systemType = typeof d['systemType'] === 'string' && d['systemType'] ? d['systemType'] : undefined;
-    if (bindFieldProblems({ systemId: String(d['systemId'] ?? ''), password: String(d['password'] ?? ''), systemType }).length > 0) return 'invalid_bind_fields';
+    if (
+      bindFieldProblems({ systemId: String(d['systemId'] ?? ''), password: String(d['password'] ?? ''), systemType })
+        .length > 0
+    )
+      return 'invalid_bind_fields';
     const bind = createSupplierBind({
       host: String(d['host']),
       port: Number(d['port']),
@@ -96,12 +127,15 @@ export function createSupplierGateway(deps: { log: Logger; clock: Clock; options
     let sup: HttpSupplier;
     try {
       sup = createHttpSupplier({
-        url, secret, callbackUrl: `${(h.callbackBase ?? '').replace(/\/+$/, '')}/sms/receipts/${routeId}`,
+        url,
+        secret,
+        callbackUrl: `${(h.callbackBase ?? '').replace(/\/+$/, '')}/sms/receipts/${routeId}`,
         ...(authorization ? { authorization } : {}),
         ...(h.timeoutMs !== undefined ? { timeoutMs: h.timeoutMs } : {}),
         ...(h.ca ? { tls: { ca: h.ca } } : {}),
         ...(guard ? { guard } : {}),
-        log: deps.log.child({ routeId }), clock: deps.clock,
+        log: deps.log.child({ routeId }),
+        clock: deps.clock,
       });
     } catch {
       return 'invalid_url';
@@ -116,13 +150,32 @@ export function createSupplierGateway(deps: { log: Logger; clock: Clock; options
       if (d?.['kind'] === 'smpp') {
         const bind = bindFor(route.routeId, d);
         if (typeof bind === 'string') return { status: 'error', reason: bind };
-        return bind.submit({ to: sms.to, from: sms.from, text: sms.text, reference: sms.reference, registeredDelivery: true });
+        return bind.submit({
+          to: sms.to,
+          from: sms.from,
+          text: sms.text,
+          reference: sms.reference,
+          registeredDelivery: true,
+        });
       }
-      if (d?.['kind'] !== 'http') return { status: 'error', reason: d ? `unsupported_delivery_${String(d['kind'])}` : 'no_delivery' };
+      if (d?.['kind'] !== 'http')
+        return { status: 'error', reason: d ? `unsupported_delivery_${String(d['kind'])}` : 'no_delivery' };
       const sup = httpFor(route.routeId, d);
       if (typeof sup === 'string') return { status: 'error', reason: sup };
-      const r = await sup.submit({ messageId: sms.reference, to: sms.to, from: sms.from, text: sms.text, registeredDelivery: true });
-      if (r.status === 'accepted') return { status: 'accepted', supplierMessageId: r.supplierMessageId, supplierMessageIds: [r.supplierMessageId], parts: 1 };
+      const r = await sup.submit({
+        messageId: sms.reference,
+        to: sms.to,
+        from: sms.from,
+        text: sms.text,
+        registeredDelivery: true,
+      });
+      if (r.status === 'accepted')
+        return {
+          status: 'accepted',
+          supplierMessageId: r.supplierMessageId,
+          supplierMessageIds: [r.supplierMessageId],
+          parts: 1,
+        };
       if (r.status === 'refused') {
         return {
           status: 'refused',
@@ -130,7 +183,11 @@ export function createSupplierGateway(deps: { log: Logger; clock: Clock; options
           detail: `http ${r.httpStatus}${r.code !== null ? ` ${r.code.slice(0, 64)}` : ''}`,
         };
       }
-      return { status: 'error', reason: `http_${r.reason}`.replace(/^http_http_/, 'http_'), ambiguous: HTTP_AMBIGUOUS.has(r.reason) };
+      return {
+        status: 'error',
+        reason: `http_${r.reason}`.replace(/^http_http_/, 'http_'),
+        ambiguous: HTTP_AMBIGUOUS.has(r.reason),
+      };
     },
     async stop() {
       const all = [...binds.values()];

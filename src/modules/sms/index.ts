@@ -23,8 +23,13 @@ export function optionsFrom(config: Readonly<Config>): SmsOptions {
     receiptTtlMs: c.receipt_expiry_hours * 3_600_000,
     maxRoutes: c.failover_routes,
     bind: {
-      tps: c.bind_tps, windowSize: c.bind_window_size, responseTimeoutMs: c.pdu_response_timeout_ms, enquireLinkMs: c.enquire_link_interval_ms,
-      reconnectMinMs: c.bind_backoff_min_ms, reconnectMaxMs: Math.max(c.bind_backoff_min_ms, c.bind_backoff_max_ms), queueTimeoutMs: c.bind_queue_timeout_ms,
+      tps: c.bind_tps,
+      windowSize: c.bind_window_size,
+      responseTimeoutMs: c.pdu_response_timeout_ms,
+      enquireLinkMs: c.enquire_link_interval_ms,
+      reconnectMinMs: c.bind_backoff_min_ms,
+      reconnectMaxMs: Math.max(c.bind_backoff_min_ms, c.bind_backoff_max_ms),
+      queueTimeoutMs: c.bind_queue_timeout_ms,
     },
     http: {
       timeoutMs: c.https_delivery_timeout_ms,
@@ -42,14 +47,25 @@ export function optionsFrom(config: Readonly<Config>): SmsOptions {
 export function buildSmsModule(
   core: CoreDeps,
   deps: {
-    ledger: Ledger; routing: Routing; application: ApplicationService; cdrs: CdrsService; options?: SmsOptions; gateway?: SupplierGateway;
+    ledger: Ledger;
+    routing: Routing;
+    application: ApplicationService;
+    cdrs: CdrsService;
+    options?: SmsOptions;
+    gateway?: SupplierGateway;
     smppTls?: { key: string | Buffer; cert: string | Buffer } | null;
   },
 ) {
   const log = core.log.child({ module: 'sms' });
   const { smppTls, options, ...rest } = deps;
   const guard = supplierGuardFrom(core.config, core.self ? { isSelf: core.self.isSelf } : {});
-  const service = createSmsService({ sql: core.sql, clock: core.clock, log, options: { ...optionsFrom(core.config), guard, ...options }, ...rest });
+  const service = createSmsService({
+    sql: core.sql,
+    clock: core.clock,
+    log,
+    options: { ...optionsFrom(core.config), guard, ...options },
+    ...rest,
+  });
   const smppCredentials = createSmppCredentials(core);
   let timer: NodeJS.Timeout | undefined;
   let smpp: SmppServer | null = null;
@@ -58,7 +74,10 @@ export function buildSmsModule(
     name: 'sms',
     routes: (app) => {
       smsRoutes(service)(app);
-      smsReceiptRoutes(service, { clock: core.clock, toleranceSec: core.config.sms.receipt_callback_tolerance_seconds })(app);
+      smsReceiptRoutes(service, {
+        clock: core.clock,
+        toleranceSec: core.config.sms.receipt_callback_tolerance_seconds,
+      })(app);
       smppCredentialRoutes(smppCredentials, deps.application)(app);
     },
     async start() {
@@ -71,13 +90,23 @@ export function buildSmsModule(
       await service.loadEarlyReceipts().catch((err: unknown) => log.warn({ err }, 'sms early receipts not loaded'));
       const caps = connectionCaps(core.config);
       smpp = createCustomerSmpp({
-        sql: core.sql, clock: core.clock, log, sms: service, credentials: smppCredentials,
-        host: core.config.smpp.host, port: core.config.smpp.port, tlsPort: core.config.smpp.tls_port, tls: smppTls ?? null,
+        sql: core.sql,
+        clock: core.clock,
+        log,
+        sms: service,
+        credentials: smppCredentials,
+        host: core.config.smpp.host,
+        port: core.config.smpp.port,
+        tlsPort: core.config.smpp.tls_port,
+        tls: smppTls ?? null,
         limits: {
           maxConnections: caps.smpp,
           maxPerSource: caps.smppPerSource,
           bindTimeoutMs: core.config.smpp.bind_timeout_seconds * 1000,
-          lockout: { failures: core.config.smpp.bind_lockout_failures, lockoutMs: core.config.smpp.bind_lockout_seconds * 1000 },
+          lockout: {
+            failures: core.config.smpp.bind_lockout_failures,
+            lockoutMs: core.config.smpp.bind_lockout_seconds * 1000,
+          },
         },
       });
       const p = await smpp.start();

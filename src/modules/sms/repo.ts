@@ -59,8 +59,16 @@ export type { HistoryRow } from '../../ledger/history.js';
 
 /** What a message gets when its route accepts it. */
 export interface SentFields {
-  routeId: string | null; sellerId: string | null; networkPriceApplied: boolean; pricePerSegment: string; cost: string;
-  chargePostingId: string; markupPostingId: string | null; supplierMessageIds: string[]; sentAt: Date; receiptDueAt: Date | null;
+  routeId: string | null;
+  sellerId: string | null;
+  networkPriceApplied: boolean;
+  pricePerSegment: string;
+  cost: string;
+  chargePostingId: string;
+  markupPostingId: string | null;
+  supplierMessageIds: string[];
+  sentAt: Date;
+  receiptDueAt: Date | null;
 }
 
 const messageColumns = (db: Db) => db`
@@ -96,10 +104,24 @@ export function createSmsRepo(db: Db) {
     async insertMany(ms: (NewMessage & { holdId?: string | null })[], tx: Db = db): Promise<void> {
       if (ms.length === 0) return;
       const rows = ms.map((m) => ({
-        id: m.id, account_id: m.accountId, operator_id: m.operatorId, source: m.source, to_number: m.toNumber, from_sender: m.fromSender,
-        text_sha256: m.textSha256, text_units: m.textUnits, encoding: m.encoding, data_coding: m.dataCoding, segments: m.segments,
-        mcc_mnc: m.mccMnc, network_name: m.networkName, registered_delivery: m.registeredDelivery, simulated: m.simulated,
-        queued_at: m.queuedAt.toISOString(), hold_id: m.holdId ?? null, customer_part_ids: m.customerPartIds ?? [],
+        id: m.id,
+        account_id: m.accountId,
+        operator_id: m.operatorId,
+        source: m.source,
+        to_number: m.toNumber,
+        from_sender: m.fromSender,
+        text_sha256: m.textSha256,
+        text_units: m.textUnits,
+        encoding: m.encoding,
+        data_coding: m.dataCoding,
+        segments: m.segments,
+        mcc_mnc: m.mccMnc,
+        network_name: m.networkName,
+        registered_delivery: m.registeredDelivery,
+        simulated: m.simulated,
+        queued_at: m.queuedAt.toISOString(),
+        hold_id: m.holdId ?? null,
+        customer_part_ids: m.customerPartIds ?? [],
       }));
       await tx`
         insert into messages (id, account_id, operator_id, source, to_number, from_sender, text_sha256, text_units, encoding,
@@ -117,9 +139,17 @@ export function createSmsRepo(db: Db) {
     async markSentMany(list: (SentFields & { id: string })[], tx: Db = db): Promise<void> {
       if (list.length === 0) return;
       const rows = list.map((f) => ({
-        id: f.id, route_id: f.routeId, seller_id: f.sellerId, network_price_applied: f.networkPriceApplied, price_per_segment: f.pricePerSegment,
-        cost: f.cost, charge_posting_id: f.chargePostingId, markup_posting_id: f.markupPostingId, supplier_message_ids: f.supplierMessageIds,
-        sent_at: f.sentAt.toISOString(), receipt_due_at: f.receiptDueAt?.toISOString() ?? null,
+        id: f.id,
+        route_id: f.routeId,
+        seller_id: f.sellerId,
+        network_price_applied: f.networkPriceApplied,
+        price_per_segment: f.pricePerSegment,
+        cost: f.cost,
+        charge_posting_id: f.chargePostingId,
+        markup_posting_id: f.markupPostingId,
+        supplier_message_ids: f.supplierMessageIds,
+        sent_at: f.sentAt.toISOString(),
+        receipt_due_at: f.receiptDueAt?.toISOString() ?? null,
       }));
       await tx`
         update messages m set status = 'sent', route_id = x.route_id, seller_id = x.seller_id, network_price_applied = x.network_price_applied,
@@ -136,9 +166,17 @@ export function createSmsRepo(db: Db) {
     },
 
     /** The supplier parts of many messages in one statement. */
-    async insertPartsMany(parts: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] }[], tx: Db = db): Promise<void> {
+    async insertPartsMany(
+      parts: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] }[],
+      tx: Db = db,
+    ): Promise<void> {
       if (parts.length === 0) return;
-      const rows = parts.map((p) => ({ message_id: p.messageId, seq: p.seq, supplier_message_id: p.supplierMessageId, match_keys: p.matchKeys }));
+      const rows = parts.map((p) => ({
+        message_id: p.messageId,
+        seq: p.seq,
+        supplier_message_id: p.supplierMessageId,
+        match_keys: p.matchKeys,
+      }));
       await tx`
         insert into message_parts (message_id, seq, supplier_message_id, match_keys)
         select message_id, seq, supplier_message_id, match_keys
@@ -158,13 +196,26 @@ export function createSmsRepo(db: Db) {
         where id = ${id} and status = 'queued'`;
     },
 
-    async insertParts(id: string, parts: { seq: number; supplierMessageId: string; matchKeys: string[] }[], tx: Db = db): Promise<void> {
+    async insertParts(
+      id: string,
+      parts: { seq: number; supplierMessageId: string; matchKeys: string[] }[],
+      tx: Db = db,
+    ): Promise<void> {
       if (parts.length === 0) return;
-      const rows = parts.map((p) => ({ message_id: id, seq: p.seq, supplier_message_id: p.supplierMessageId, match_keys: p.matchKeys }));
+      const rows = parts.map((p) => ({
+        message_id: id,
+        seq: p.seq,
+        supplier_message_id: p.supplierMessageId,
+        match_keys: p.matchKeys,
+      }));
       await tx`insert into message_parts ${tx(rows, 'message_id', 'seq', 'supplier_message_id', 'match_keys')}`;
     },
 
-    async markFailedAtSend(id: string, f: { routeId: string | null; errorCode: string; detail: string; at: Date }, tx: Db = db): Promise<void> {
+    async markFailedAtSend(
+      id: string,
+      f: { routeId: string | null; errorCode: string; detail: string; at: Date },
+      tx: Db = db,
+    ): Promise<void> {
       await tx`
         update messages set status = 'failed', route_id = ${f.routeId}, error_code = ${f.errorCode}, error_detail = ${f.detail}, failed_at = ${f.at}
         where id = ${id} and status = 'queued'`;
@@ -182,7 +233,12 @@ export function createSmsRepo(db: Db) {
     },
 
     /** The part a receipt names: by our id when the bind matched it, else by any key of the supplier id (newest first). */
-    async findPart(keys: string[], messageId: string | null, tx: Db = db, routeId: string | null = null): Promise<{ messageId: string; seq: number } | null> {
+    async findPart(
+      keys: string[],
+      messageId: string | null,
+      tx: Db = db,
+      routeId: string | null = null,
+    ): Promise<{ messageId: string; seq: number } | null> {
       const [r] = await tx<{ messageId: string; seq: number }[]>`
         select message_id, seq from message_parts p
         where match_keys && ${keys}::text[] ${messageId ? tx`and message_id = ${messageId}` : tx``}
@@ -191,7 +247,14 @@ export function createSmsRepo(db: Db) {
       return r ?? null;
     },
 
-    async recordPartReceipt(messageId: string, seq: number, stat: string, err: string, at: Date, tx: Db): Promise<{ total: number; delivered: number }> {
+    async recordPartReceipt(
+      messageId: string,
+      seq: number,
+      stat: string,
+      err: string,
+      at: Date,
+      tx: Db,
+    ): Promise<{ total: number; delivered: number }> {
       await tx`update message_parts set stat = ${stat}, err = ${err}, receipt_at = ${at} where message_id = ${messageId} and seq = ${seq}`;
       await tx`update messages set receipt_at = ${at}, receipt_stat = ${stat}, receipt_err = ${err} where id = ${messageId}`;
       const [c] = await tx<{ total: number; delivered: number }[]>`
@@ -204,7 +267,11 @@ export function createSmsRepo(db: Db) {
       await tx`update messages set status = 'delivered', delivered_at = ${at}, receipt_due_at = null where id = ${id} and status = 'sent'`;
     },
 
-    async markFailedAfterSend(id: string, f: { errorCode: string; detail: string; refundPostingId: string | null; at: Date }, tx: Db): Promise<void> {
+    async markFailedAfterSend(
+      id: string,
+      f: { errorCode: string; detail: string; refundPostingId: string | null; at: Date },
+      tx: Db,
+    ): Promise<void> {
       await tx`
         update messages set status = 'failed', error_code = ${f.errorCode}, error_detail = ${f.detail}, refund_posting_id = ${f.refundPostingId},
                failed_at = ${f.at}, receipt_due_at = null

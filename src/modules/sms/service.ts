@@ -7,12 +7,29 @@ import { createHash } from 'node:crypto';
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Db, Sql } from '../../db/connection.js';
-import { AppError, fromSqlState, isLedgerRefusal, notFound, ruleError, validationError, type ErrorDetail } from '../../http/errors.js';
+import {
+  AppError,
+  fromSqlState,
+  isLedgerRefusal,
+  notFound,
+  ruleError,
+  validationError,
+  type ErrorDetail,
+} from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import { isRefusal, refusalError, type HoldInput, type HoldResult, type Refusal } from '../../ledger/ledger.js';
 import {
-  checkSender, countSegments, isDelivered, isFailed, networkFor, supplierIdKeys, SMPP_STATUS,
-  type HttpReceipt, type NetworkInfo, type ReceiptStat, type SupplierReceipt,
+  checkSender,
+  countSegments,
+  isDelivered,
+  isFailed,
+  networkFor,
+  supplierIdKeys,
+  SMPP_STATUS,
+  type HttpReceipt,
+  type NetworkInfo,
+  type ReceiptStat,
+  type SupplierReceipt,
 } from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { isE164 } from '../../platform/e164.js';
@@ -102,10 +119,20 @@ export interface SmsDeps {
 
 const hundred = new Decimal(100);
 /** Refusals that are the message's fault: another route would refuse them too. */
-const MESSAGE_FAULT = new Set<number>([SMPP_STATUS.ESME_RINVDSTADR, SMPP_STATUS.ESME_RINVSRCADR, SMPP_STATUS.ESME_RINVDCS]);
+const MESSAGE_FAULT = new Set<number>([
+  SMPP_STATUS.ESME_RINVDSTADR,
+  SMPP_STATUS.ESME_RINVSRCADR,
+  SMPP_STATUS.ESME_RINVDCS,
+]);
 const MESSAGE_FAULT_REASONS = /^(invalid_sender|invalid_destination|unencodable_text)/;
 /** Error reasons after which the supplier may have taken the message: never resent elsewhere. */
-const AMBIGUOUS_REASONS = new Set(['response_timeout', 'closed', 'socket_error', 'unbound_by_smsc', 'enquire_link_timeout']);
+const AMBIGUOUS_REASONS = new Set([
+  'response_timeout',
+  'closed',
+  'socket_error',
+  'unbound_by_smsc',
+  'enquire_link_timeout',
+]);
 const PENDING_RECEIPT_MS = 10 * 60_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -139,16 +166,19 @@ export function createSmsService(deps: SmsDeps) {
   // Rows of the send path go in one statement per batch (see tx-batcher), and so do the holds and
   // settlements of a batch (ledger_hold_many, ledger_settle_many: the payer's row locked once per
   // batch, not per message). One item alone takes the single-item function, as before.
-  const money = createTxBatcher<{
-    message: NewMessage & { holdId: string };
-    sent: SentFields & { id: string };
-    part: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] };
-    cdr: CdrInsert;
-    event: EmitInput;
-  }, {
-    hold: { in: HoldInput; out: HoldResult | Refusal };
-    settle: { in: Settlement; out: Settled | Refusal };
-  }>(sql, {
+  const money = createTxBatcher<
+    {
+      message: NewMessage & { holdId: string };
+      sent: SentFields & { id: string };
+      part: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] };
+      cdr: CdrInsert;
+      event: EmitInput;
+    },
+    {
+      hold: { in: HoldInput; out: HoldResult | Refusal };
+      settle: { in: Settlement; out: Settled | Refusal };
+    }
+  >(sql, {
     maxBatch: opts.maxBatch ?? 64,
     log,
     writers: {
@@ -190,12 +220,18 @@ export function createSmsService(deps: SmsDeps) {
       log.warn({ err, messageId: f.message.id }, 'sms receipt sink failed');
     }
   };
-  const gateway = deps.gateway ?? createSupplierGateway({
-    log: log.child({ plane: 'sms-out' }),
-    clock: opts.bindClock ?? clock,
-    options: { ...(opts.bind ? { bind: opts.bind } : {}), ...(opts.http ? { http: opts.http } : {}), ...(opts.guard ? { guard: opts.guard } : {}) },
-    onReceipt: (r) => void onReceipt(r),
-  });
+  const gateway =
+    deps.gateway ??
+    createSupplierGateway({
+      log: log.child({ plane: 'sms-out' }),
+      clock: opts.bindClock ?? clock,
+      options: {
+        ...(opts.bind ? { bind: opts.bind } : {}),
+        ...(opts.http ? { http: opts.http } : {}),
+        ...(opts.guard ? { guard: opts.guard } : {}),
+      },
+      onReceipt: (r) => void onReceipt(r),
+    });
 
   async function markupOf(s: Sender): Promise<Decimal> {
     if (!s.parentId) return new Decimal(0);
@@ -209,12 +245,22 @@ export function createSmsService(deps: SmsDeps) {
     const to = input.to.trim();
     if (!isE164(to)) problems.push({ path: 'to', message: 'must be an E.164 number' });
     const sender = checkSender(input.from);
-    if (!sender.ok) problems.push({ path: 'from', message: `invalid sender (${sender.reason.replace(/_/g, ' ')}): numeric up to 15 digits, or up to 11 letters, digits and spaces with at least one letter` });
+    if (!sender.ok)
+      problems.push({
+        path: 'from',
+        message: `invalid sender (${sender.reason.replace(/_/g, ' ')}): numeric up to 15 digits, or up to 11 letters, digits and spaces with at least one letter`,
+      });
     if (input.message.length === 0) problems.push({ path: 'message', message: 'must not be empty' });
     return { to: to.replace(/^\+/, ''), from: sender.ok ? sender.value : input.from, problems };
   }
 
-  async function price(s: Sender, input: SendInput, toDigits: string, network: NetworkInfo | null, segments: number): Promise<Priced[]> {
+  async function price(
+    s: Sender,
+    input: SendInput,
+    toDigits: string,
+    network: NetworkInfo | null,
+    segments: number,
+  ): Promise<Priced[]> {
     const candidates = await deps.routing.candidatesFor({
       accountId: s.parentId ?? s.accountId,
       number: toDigits,
@@ -237,8 +283,17 @@ export function createSmsService(deps: SmsDeps) {
   }
 
   const view = (m: {
-    id: string; to: string; from: string; status: 'sent' | 'failed'; segments: number; cost: string; at: Date;
-    network: NetworkInfo | null; networkPriceApplied: boolean; errorCode?: string | null; simulated: boolean;
+    id: string;
+    to: string;
+    from: string;
+    status: 'sent' | 'failed';
+    segments: number;
+    cost: string;
+    at: Date;
+    network: NetworkInfo | null;
+    networkPriceApplied: boolean;
+    errorCode?: string | null;
+    simulated: boolean;
   }): SendResult => ({
     messageId: m.id,
     to: `+${m.to}`,
@@ -247,7 +302,11 @@ export function createSmsService(deps: SmsDeps) {
     segments: m.segments,
     cost: m.cost,
     submittedAt: m.at.toISOString(),
-    network: { mccMnc: m.network?.mccMnc ?? null, name: m.network?.name ?? null, networkPriceApplied: m.networkPriceApplied },
+    network: {
+      mccMnc: m.network?.mccMnc ?? null,
+      name: m.network?.name ?? null,
+      networkPriceApplied: m.networkPriceApplied,
+    },
     ...(m.errorCode ? { errorCode: m.errorCode } : {}),
     ...(m.simulated ? { simulated: true as const } : {}),
   });
@@ -264,10 +323,23 @@ export function createSmsService(deps: SmsDeps) {
     const queuedAt = clock.now();
     const test = s.mode === 'test';
     const base = {
-      id, accountId: s.accountId, operatorId: s.parentId, source, toNumber: to, fromSender: from,
-      textSha256: createHash('sha256').update(input.message).digest('hex'), textUnits: seg.units, encoding: seg.encoding,
-      dataCoding: seg.dataCoding, segments: seg.segments, mccMnc: network?.mccMnc ?? null, networkName: network?.name ?? null,
-      registeredDelivery: !test, simulated: test, queuedAt, customerPartIds: input.customerPartIds ?? [],
+      id,
+      accountId: s.accountId,
+      operatorId: s.parentId,
+      source,
+      toNumber: to,
+      fromSender: from,
+      textSha256: createHash('sha256').update(input.message).digest('hex'),
+      textUnits: seg.units,
+      encoding: seg.encoding,
+      dataCoding: seg.dataCoding,
+      segments: seg.segments,
+      mccMnc: network?.mccMnc ?? null,
+      networkName: network?.name ?? null,
+      registeredDelivery: !test,
+      simulated: test,
+      queuedAt,
+      customerPartIds: input.customerPartIds ?? [],
     };
 
     if (test) {
@@ -276,33 +348,84 @@ export function createSmsService(deps: SmsDeps) {
       const total = toMoney(p.total);
       await sql.begin(async (tx) => {
         await repo.insert(base, tx);
-        const charge = await ledger.chargeTest({
-          postingKey: `sms:${id}:charge`, accountId: s.accountId, amount: toMoney(p.seller), fee: toMoney(p.total.minus(p.seller)),
-          ...ctx, relatedEntityId: id,
-        }, tx);
-        await repo.markSent(id, {
-          routeId: p.c.routeId, sellerId: null, networkPriceApplied: p.c.rateBasis === 'network', pricePerSegment: toMoney(p.c.price),
-          cost: total, chargePostingId: charge.postingId, markupPostingId: null, supplierMessageIds: [], sentAt: queuedAt, receiptDueAt: null,
-        }, tx);
-        await emit(tx, { accountId: s.accountId, event: 'sms.sent', at: queuedAt, data: sentEvent(id, to, from, seg.segments, total, queuedAt, true) });
+        const charge = await ledger.chargeTest(
+          {
+            postingKey: `sms:${id}:charge`,
+            accountId: s.accountId,
+            amount: toMoney(p.seller),
+            fee: toMoney(p.total.minus(p.seller)),
+            ...ctx,
+            relatedEntityId: id,
+          },
+          tx,
+        );
+        await repo.markSent(
+          id,
+          {
+            routeId: p.c.routeId,
+            sellerId: null,
+            networkPriceApplied: p.c.rateBasis === 'network',
+            pricePerSegment: toMoney(p.c.price),
+            cost: total,
+            chargePostingId: charge.postingId,
+            markupPostingId: null,
+            supplierMessageIds: [],
+            sentAt: queuedAt,
+            receiptDueAt: null,
+          },
+          tx,
+        );
+        await emit(tx, {
+          accountId: s.accountId,
+          event: 'sms.sent',
+          at: queuedAt,
+          data: sentEvent(id, to, from, seg.segments, total, queuedAt, true),
+        });
       });
-      return view({ id, to, from, status: 'sent', segments: seg.segments, cost: total, at: queuedAt, network, networkPriceApplied: priced[0]!.c.rateBasis === 'network', simulated: true });
+      return view({
+        id,
+        to,
+        from,
+        status: 'sent',
+        segments: seg.segments,
+        cost: total,
+        at: queuedAt,
+        network,
+        networkPriceApplied: priced[0]!.c.rateBasis === 'network',
+        simulated: true,
+      });
     }
 
     // The hold covers the dearest candidate, so a failover never needs more money.
     const holdAmount = toMoney(priced.reduce((m, p) => (p.total.gt(m) ? p.total : m), new Decimal(0)));
     // The hold, pipelined with other sends' in a batch; the row with its hold id goes in with the batch's rows.
     const holdId = await money.run(s.accountId, async (_tx, put, call) => {
-      const hold = paid(await call('hold', { postingKey: `sms:${id}:hold`, accountId: s.accountId, amount: holdAmount, ttlSeconds: 3600, ...ctx, relatedEntityId: id }));
+      const hold = paid(
+        await call('hold', {
+          postingKey: `sms:${id}:hold`,
+          accountId: s.accountId,
+          amount: holdAmount,
+          ttlSeconds: 3600,
+          ...ctx,
+          relatedEntityId: id,
+        }),
+      );
       put('message', { ...base, holdId: hold.holdId });
       return hold.holdId;
     });
 
-    let failure: { routeId: string | null; code: string; detail: string } = { routeId: null, code: 'NO_ENDPOINT', detail: 'no route' };
+    let failure: { routeId: string | null; code: string; detail: string } = {
+      routeId: null,
+      code: 'NO_ENDPOINT',
+      detail: 'no route',
+    };
     for (const p of priced) {
       let outcome: GatewayOutcome;
       try {
-        outcome = await gateway.submit({ routeId: p.c.routeId, delivery: p.c.smsDelivery }, { to, from, text: input.message, reference: id });
+        outcome = await gateway.submit(
+          { routeId: p.c.routeId, delivery: p.c.smsDelivery },
+          { to, from, text: input.message, reference: id },
+        );
       } catch (err) {
         log.warn({ err, messageId: id, routeId: p.c.routeId }, 'sms submit threw');
         outcome = { status: 'error', reason: 'internal' };
@@ -311,33 +434,94 @@ export function createSmsService(deps: SmsDeps) {
         const sentAt = clock.now();
         const total = toMoney(p.total);
         await money.run(s.accountId, async (tx, put, call) => {
-          const settled = paid(await call('settle', {
-            key: `sms:${id}`, holdId, payer: s.accountId, operatorId: s.parentId, sellerId: p.sellerId,
-            charge: { total, seller: toMoney(p.seller), fee: toMoney(p.base.minus(p.seller)), markup: toMoney(p.markup) },
-            context: { ...ctx, relatedEntityId: id },
-          }));
+          const settled = paid(
+            await call('settle', {
+              key: `sms:${id}`,
+              holdId,
+              payer: s.accountId,
+              operatorId: s.parentId,
+              sellerId: p.sellerId,
+              charge: {
+                total,
+                seller: toMoney(p.seller),
+                fee: toMoney(p.base.minus(p.seller)),
+                markup: toMoney(p.markup),
+              },
+              context: { ...ctx, relatedEntityId: id },
+            }),
+          );
           const markupPostingId = settled.markup?.postingId ?? null;
           put('sent', {
-            id, routeId: p.c.routeId, sellerId: p.sellerId, networkPriceApplied: p.c.rateBasis === 'network', pricePerSegment: toMoney(p.c.price),
-            cost: total, chargePostingId: settled.settled!.postingId, markupPostingId, supplierMessageIds: outcome.supplierMessageIds, sentAt,
+            id,
+            routeId: p.c.routeId,
+            sellerId: p.sellerId,
+            networkPriceApplied: p.c.rateBasis === 'network',
+            pricePerSegment: toMoney(p.c.price),
+            cost: total,
+            chargePostingId: settled.settled!.postingId,
+            markupPostingId,
+            supplierMessageIds: outcome.supplierMessageIds,
+            sentAt,
             receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
           });
-          outcome.supplierMessageIds.forEach((sid, i) => put('part', { messageId: id, seq: i + 1, supplierMessageId: sid, matchKeys: supplierIdKeys(sid) }));
-          put('cdr', buildCdr({
-            accountId: s.accountId, operatorId: s.parentId, sellerId: p.sellerId, callUuid: null, callGroupId: null,
-            kind: 'sms', source, routeId: p.c.routeId, fromNumber: from, toNumber: to, cli: null, status: 'sent',
-            sipCode: null, hangupCause: null, durationSeconds: null, segments: seg.segments, pddMs: null, mediaMode: null,
-            billed: { total, seller: toMoney(p.seller), ratePerUnit: toMoney(p.c.price), billableSeconds: null },
-            answeredAt: null, endedAt: sentAt, createdAt: sentAt,
-          }));
-          put('event', { accountId: s.accountId, event: 'sms.sent', at: sentAt, data: sentEvent(id, to, from, seg.segments, total, sentAt, false) });
+          outcome.supplierMessageIds.forEach((sid, i) =>
+            put('part', { messageId: id, seq: i + 1, supplierMessageId: sid, matchKeys: supplierIdKeys(sid) }),
+          );
+          put(
+            'cdr',
+            buildCdr({
+              accountId: s.accountId,
+              operatorId: s.parentId,
+              sellerId: p.sellerId,
+              callUuid: null,
+              callGroupId: null,
+              kind: 'sms',
+              source,
+              routeId: p.c.routeId,
+              fromNumber: from,
+              toNumber: to,
+              cli: null,
+              status: 'sent',
+              sipCode: null,
+              hangupCause: null,
+              durationSeconds: null,
+              segments: seg.segments,
+              pddMs: null,
+              mediaMode: null,
+              billed: { total, seller: toMoney(p.seller), ratePerUnit: toMoney(p.c.price), billableSeconds: null },
+              answeredAt: null,
+              endedAt: sentAt,
+              createdAt: sentAt,
+            }),
+          );
+          put('event', {
+            accountId: s.accountId,
+            event: 'sms.sent',
+            at: sentAt,
+            data: sentEvent(id, to, from, seg.segments, total, sentAt, false),
+          });
         });
         sendsCommitted++;
         void drainPending();
-        return view({ id, to, from, status: 'sent', segments: seg.segments, cost: total, at: sentAt, network, networkPriceApplied: p.c.rateBasis === 'network', simulated: false });
+        return view({
+          id,
+          to,
+          from,
+          status: 'sent',
+          segments: seg.segments,
+          cost: total,
+          at: sentAt,
+          network,
+          networkPriceApplied: p.c.rateBasis === 'network',
+          simulated: false,
+        });
       }
       if (outcome.status === 'refused') {
-        failure = { routeId: p.c.routeId, code: 'SELLER_REJECTED', detail: outcome.detail ?? `command_status 0x${outcome.commandStatus.toString(16).padStart(8, '0')}` };
+        failure = {
+          routeId: p.c.routeId,
+          code: 'SELLER_REJECTED',
+          detail: outcome.detail ?? `command_status 0x${outcome.commandStatus.toString(16).padStart(8, '0')}`,
+        };
         log.info({ messageId: id, routeId: p.c.routeId, commandStatus: outcome.commandStatus }, 'sms refused by route');
         if (MESSAGE_FAULT.has(outcome.commandStatus)) break;
         continue;
@@ -354,30 +538,99 @@ export function createSmsService(deps: SmsDeps) {
     const failedAt = clock.now();
     await money.run(s.accountId, async (tx) => {
       await ledger.release({ postingKey: `sms:${id}:release`, holdId }, tx);
-      await repo.markFailedAtSend(id, { routeId: failure.routeId, errorCode: failure.code, detail: failure.detail, at: failedAt }, tx);
-      await emit(tx, { accountId: s.accountId, event: 'sms.failed', at: failedAt, data: { messageId: id, to: `+${to}`, from, status: 'failed', errorCode: failure.code, failedAt: failedAt.toISOString() } });
+      await repo.markFailedAtSend(
+        id,
+        { routeId: failure.routeId, errorCode: failure.code, detail: failure.detail, at: failedAt },
+        tx,
+      );
+      await emit(tx, {
+        accountId: s.accountId,
+        event: 'sms.failed',
+        at: failedAt,
+        data: {
+          messageId: id,
+          to: `+${to}`,
+          from,
+          status: 'failed',
+          errorCode: failure.code,
+          failedAt: failedAt.toISOString(),
+        },
+      });
     });
-    return view({ id, to, from, status: 'failed', segments: seg.segments, cost: '0.000000', at: failedAt, network, networkPriceApplied: false, errorCode: failure.code, simulated: false });
+    return view({
+      id,
+      to,
+      from,
+      status: 'failed',
+      segments: seg.segments,
+      cost: '0.000000',
+      at: failedAt,
+      network,
+      networkPriceApplied: false,
+      errorCode: failure.code,
+      simulated: false,
+    });
   }
 
-  function sentEvent(id: string, to: string, from: string, segments: number, cost: string, at: Date, simulated: boolean) {
-    return { messageId: id, to: `+${to}`, from, status: 'sent', segments, cost, submittedAt: at.toISOString(), ...(simulated ? { simulated: true } : {}) };
+  function sentEvent(
+    id: string,
+    to: string,
+    from: string,
+    segments: number,
+    cost: string,
+    at: Date,
+    simulated: boolean,
+  ) {
+    return {
+      messageId: id,
+      to: `+${to}`,
+      from,
+      status: 'sent',
+      segments,
+      cost,
+      submittedAt: at.toISOString(),
+      ...(simulated ? { simulated: true } : {}),
+    };
   }
 
   /** Refunds every charge of a sent message and marks it failed; in the caller's transaction, message locked. */
   async function failSent(tx: Db, m: MessageRow, code: string, detail: string, at: Date): Promise<void> {
     let refundId: string | null = null;
     if (m.chargePostingId) {
-      const r = await ledger.refund({ postingKey: `sms:${m.id}:refund`, chargePostingId: m.chargePostingId, reference: `SMS ${code.toLowerCase()}` }, tx);
+      const r = await ledger.refund(
+        {
+          postingKey: `sms:${m.id}:refund`,
+          chargePostingId: m.chargePostingId,
+          reference: `SMS ${code.toLowerCase()}`,
+        },
+        tx,
+      );
       refundId = r.postingId;
     }
     if (m.markupPostingId) {
-      await ledger.refund({ postingKey: `sms:${m.id}:refund-markup`, chargePostingId: m.markupPostingId, reference: `SMS ${code.toLowerCase()}` }, tx);
+      await ledger.refund(
+        {
+          postingKey: `sms:${m.id}:refund-markup`,
+          chargePostingId: m.markupPostingId,
+          reference: `SMS ${code.toLowerCase()}`,
+        },
+        tx,
+      );
     }
     await repo.markFailedAfterSend(m.id, { errorCode: code, detail, refundPostingId: refundId, at }, tx);
     await emit(tx, {
-      accountId: m.accountId, event: 'sms.failed', at,
-      data: { messageId: m.id, to: `+${m.toNumber}`, from: m.fromSender, status: 'failed', errorCode: code, refunded: m.cost, failedAt: at.toISOString() },
+      accountId: m.accountId,
+      event: 'sms.failed',
+      at,
+      data: {
+        messageId: m.id,
+        to: `+${m.toNumber}`,
+        from: m.fromSender,
+        status: 'failed',
+        errorCode: code,
+        refunded: m.cost,
+        failedAt: at.toISOString(),
+      },
     });
   }
 
@@ -387,7 +640,7 @@ export function createSmsService(deps: SmsDeps) {
     if (keys.length === 0) return true; // nothing to match on: dropped
     const at = clock.now();
     let final: FinalReceipt | null = null;
-    const matched = await sql.begin(async (tx) => {
+    const matched = (await sql.begin(async (tx) => {
       const part = await repo.findPart(keys, r.reference, tx, r.routeId ?? null);
       if (!part) return false;
       const m = await repo.lock(part.messageId, tx);
@@ -400,16 +653,36 @@ export function createSmsService(deps: SmsDeps) {
       } else if (isDelivered(r.stat) && counts.delivered >= counts.total) {
         await repo.markDelivered(m.id, at, tx);
         await emit(tx, {
-          accountId: m.accountId, event: 'sms.delivered', at,
-          data: { messageId: m.id, to: `+${m.toNumber}`, from: m.fromSender, status: 'delivered', deliveredAt: at.toISOString() },
+          accountId: m.accountId,
+          event: 'sms.delivered',
+          at,
+          data: {
+            messageId: m.id,
+            to: `+${m.toNumber}`,
+            from: m.fromSender,
+            status: 'delivered',
+            deliveredAt: at.toISOString(),
+          },
         });
         final = { message: m, stat: r.stat, err: r.err, at };
       }
       if (final && m.source === 'smpp') {
-        await emit(tx, { accountId: m.accountId, event: 'sms.dlr', at, data: { messageId: m.id, to: `+${m.toNumber}`, from: m.fromSender, stat: r.stat, err: r.err, doneAt: at.toISOString() } });
+        await emit(tx, {
+          accountId: m.accountId,
+          event: 'sms.dlr',
+          at,
+          data: {
+            messageId: m.id,
+            to: `+${m.toNumber}`,
+            from: m.fromSender,
+            stat: r.stat,
+            err: r.err,
+            doneAt: at.toISOString(),
+          },
+        });
       }
       return true;
-    }) as boolean;
+    })) as boolean;
     toSink(final);
     return matched;
   }
@@ -449,7 +722,13 @@ export function createSmsService(deps: SmsDeps) {
     // Stored before the 200: the supplier will not send it again, so a restart must not lose it.
     const receivedAt = new Date();
     const storedId = await repo.storeEarlyReceipt({
-      routeId, supplierMessageId: r.supplierMessageId, reference: r.reference, stat: r.stat, err: r.err, doneAt: r.doneDate, receivedAt,
+      routeId,
+      supplierMessageId: r.supplierMessageId,
+      reference: r.reference,
+      stat: r.stat,
+      err: r.err,
+      doneAt: r.doneDate,
+      receivedAt,
     });
     pending.push({ r, at: receivedAt.getTime(), storedId });
     // The send may have committed between the miss and the insert: look once more.
@@ -490,8 +769,16 @@ export function createSmsService(deps: SmsDeps) {
         at: e.receivedAt.getTime(),
         storedId: e.id,
         r: {
-          routeId: e.routeId, supplierMessageId: e.supplierMessageId, reference: e.reference, stat: e.stat as ReceiptStat, err: e.err,
-          submitDate: null, doneDate: e.doneAt, rawText: '', source: '', destination: '',
+          routeId: e.routeId,
+          supplierMessageId: e.supplierMessageId,
+          reference: e.reference,
+          stat: e.stat as ReceiptStat,
+          err: e.err,
+          submitDate: null,
+          doneDate: e.doneAt,
+          rawText: '',
+          source: '',
+          destination: '',
         },
       });
       n++;
@@ -518,7 +805,19 @@ export function createSmsService(deps: SmsDeps) {
         }
         await failSent(tx, m, 'EXPIRED', 'no receipt before expiry', now);
         if (m.source === 'smpp') {
-          await emit(tx, { accountId: m.accountId, event: 'sms.dlr', at: now, data: { messageId: m.id, to: `+${m.toNumber}`, from: m.fromSender, stat: 'EXPIRED', err: '000', doneAt: now.toISOString() } });
+          await emit(tx, {
+            accountId: m.accountId,
+            event: 'sms.dlr',
+            at: now,
+            data: {
+              messageId: m.id,
+              to: `+${m.toNumber}`,
+              from: m.fromSender,
+              stat: 'EXPIRED',
+              err: '000',
+              doneAt: now.toISOString(),
+            },
+          });
         }
         return m;
       });
@@ -533,10 +832,17 @@ export function createSmsService(deps: SmsDeps) {
   async function get(viewer: { accountId: string }, id: string) {
     const m = await repo.get(id);
     if (!m || (m.accountId !== viewer.accountId && m.operatorId !== viewer.accountId)) throw notFound('Message');
-    const timeline: { status: string; at: string; errorCode?: string }[] = [{ status: 'queued', at: m.queuedAt.toISOString() }];
+    const timeline: { status: string; at: string; errorCode?: string }[] = [
+      { status: 'queued', at: m.queuedAt.toISOString() },
+    ];
     if (m.sentAt) timeline.push({ status: 'sent', at: m.sentAt.toISOString() });
     if (m.deliveredAt) timeline.push({ status: 'delivered', at: m.deliveredAt.toISOString() });
-    if (m.failedAt) timeline.push({ status: 'failed', at: m.failedAt.toISOString(), ...(m.errorCode ? { errorCode: m.errorCode } : {}) });
+    if (m.failedAt)
+      timeline.push({
+        status: 'failed',
+        at: m.failedAt.toISOString(),
+        ...(m.errorCode ? { errorCode: m.errorCode } : {}),
+      });
     return {
       messageId: m.id,
       to: `+${m.toNumber}`,
@@ -555,17 +861,37 @@ export function createSmsService(deps: SmsDeps) {
 
   /** Up to 1,000 recipients, each sent on its own; a refusal of one does not stop the others. */
   async function bulk(s: Sender, input: Omit<SendInput, 'to'> & { to: string[] }) {
-    const results: Array<{ to: string; success: boolean; messageId?: string; status?: string; segments?: number; cost?: string; error?: { code: string; message: string } }> = [];
+    const results: Array<{
+      to: string;
+      success: boolean;
+      messageId?: string;
+      status?: string;
+      segments?: number;
+      cost?: string;
+      error?: { code: string; message: string };
+    }> = [];
     const queue = input.to.map((to, i) => ({ to, i }));
     const out = new Array<(typeof results)[number]>(queue.length);
     const worker = async () => {
       for (let job = queue.shift(); job; job = queue.shift()) {
         try {
           const r = await send(s, { ...input, to: job.to });
-          out[job.i] = { to: job.to, success: r.status === 'sent', messageId: r.messageId, status: r.status, segments: r.segments, cost: r.cost,
-            ...(r.errorCode ? { error: { code: r.errorCode, message: 'The route did not accept the message' } } : {}) };
+          out[job.i] = {
+            to: job.to,
+            success: r.status === 'sent',
+            messageId: r.messageId,
+            status: r.status,
+            segments: r.segments,
+            cost: r.cost,
+            ...(r.errorCode ? { error: { code: r.errorCode, message: 'The route did not accept the message' } } : {}),
+          };
         } catch (err) {
-          const e = err instanceof AppError ? err : isLedgerRefusal(err) ? fromSqlState((err as { code: string }).code, (err as Error).message) : null;
+          const e =
+            err instanceof AppError
+              ? err
+              : isLedgerRefusal(err)
+                ? fromSqlState((err as { code: string }).code, (err as Error).message)
+                : null;
           if (!e) throw err;
           out[job.i] = { to: job.to, success: false, error: { code: e.code, message: e.message } };
         }
@@ -594,8 +920,10 @@ export function createSmsService(deps: SmsDeps) {
     onHttpReceipt,
     /** The signing secret of an HTTPS-delivered route, for its receipt callbacks; null when it has none. */
     httpSigningSecret: (routeId: string) => repo.httpSigningSecret(routeId),
-    history: (accountId: string, f: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number }): Promise<HistoryRow[]> =>
-      repo.history(accountId, f),
+    history: (
+      accountId: string,
+      f: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number },
+    ): Promise<HistoryRow[]> => repo.history(accountId, f),
     async stop() {
       await gateway.stop();
       money.close();

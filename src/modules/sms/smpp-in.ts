@@ -7,7 +7,14 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db, Sql } from '../../db/connection.js';
 import { AppError, fromSqlState, InsufficientBalanceError, validationError } from '../../http/errors.js';
-import { createSmppServer, SMPP_STATUS, type SmppServer, type SmppServerOptions, type SmppSubmission, type SmppSubmitResult } from '../../messaging/index.js';
+import {
+  createSmppServer,
+  SMPP_STATUS,
+  type SmppServer,
+  type SmppServerOptions,
+  type SmppSubmission,
+  type SmppSubmitResult,
+} from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { createTtlCache } from '../../platform/ttl-cache.js';
@@ -42,9 +49,14 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
     createHmac('sha256', cacheKey).update(`${systemId}\0${password}\0${hash}`).digest('base64url');
   return {
     /** Issues SMPP credentials for an account (or sub-account); the password is returned only here. */
-    async issue(accountId: string, opts: { systemId?: string; allowedIps?: string[]; throughput?: number } = {}, db: Db = sql): Promise<SmppCredentials> {
+    async issue(
+      accountId: string,
+      opts: { systemId?: string; allowedIps?: string[]; throughput?: number } = {},
+      db: Db = sql,
+    ): Promise<SmppCredentials> {
       const systemId = opts.systemId ?? `s${randomBytes(5).toString('hex')}`;
-      if (!/^[A-Za-z0-9_-]{1,16}$/.test(systemId)) throw validationError([{ path: 'systemId', message: '1 to 16 letters, digits, _ or -' }]);
+      if (!/^[A-Za-z0-9_-]{1,16}$/.test(systemId))
+        throw validationError([{ path: 'systemId', message: '1 to 16 letters, digits, _ or -' }]);
       // SMPP 3.4 passwords are at most 8 octets.
       const password = randomBytes(6).toString('base64url');
       const id = newId();
@@ -55,14 +67,20 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
       return { id, systemId, password, allowedIps: opts.allowedIps ?? [], throughput };
     },
 
-    async authenticate(systemId: string, password: string, remoteIp: string): Promise<{ accountId: string; throughputPerSecond: number } | null> {
+    async authenticate(
+      systemId: string,
+      password: string,
+      remoteIp: string,
+    ): Promise<{ accountId: string; throughputPerSecond: number } | null> {
       const [row] = await sql<{ accountId: string; passwordHash: string; throughput: number; ipOk: boolean }[]>`
         select account_id, password_hash, throughput,
                (cardinality(allowed_ips) = 0 or ${remoteIp.replace(/^::ffff:/, '')}::inet = any(allowed_ips)) as ip_ok
         from smpp_accounts where system_id = ${systemId} and disabled_at is null`;
       const fp = row ? fingerprint(systemId, password, row.passwordHash) : null;
       // An unknown id is checked against a hash no password matches: the same scrypt, the same time.
-      const good = (fp !== null && verified.get(fp) === true) || (await verifier.verify(password, row?.passwordHash ?? UNKNOWN_ID_HASH));
+      const good =
+        (fp !== null && verified.get(fp) === true) ||
+        (await verifier.verify(password, row?.passwordHash ?? UNKNOWN_ID_HASH));
       if (!row || !good) return null;
       verified.set(fp!, true);
       if (!row.ipOk) return null;
@@ -89,8 +107,10 @@ export type SmppCredentialsService = ReturnType<typeof createSmppCredentials>;
 /** submit_sm statuses for send refusals (messaging README's suggested table). */
 export function statusForError(err: unknown): number {
   const code = (err as { code?: unknown } | null)?.code;
-  const fromLedger = typeof code === 'string' && !(err instanceof AppError) ? fromSqlState(code, String((err as Error).message)) : null;
-  if (err instanceof InsufficientBalanceError || fromLedger instanceof InsufficientBalanceError) return ESME_X_NO_CREDIT;
+  const fromLedger =
+    typeof code === 'string' && !(err instanceof AppError) ? fromSqlState(code, String((err as Error).message)) : null;
+  if (err instanceof InsufficientBalanceError || fromLedger instanceof InsufficientBalanceError)
+    return ESME_X_NO_CREDIT;
   if (err instanceof AppError && err.code === 'VALIDATION_ERROR') {
     const paths = Array.isArray(err.details) ? err.details.map((d) => d.path) : [];
     if (paths.includes('from')) return SMPP_STATUS.ESME_RINVSRCADR;
@@ -101,8 +121,16 @@ export function statusForError(err: unknown): number {
 
 /** The customer SMPP server on the send path; receipts of final states go back to the account's binds. */
 export function createCustomerSmpp(deps: {
-  sql: Sql; clock: Clock; log: Logger; sms: SmsService; credentials: SmppCredentialsService;
-  port: number | null; tlsPort: number | null; host: string; tls: { key: string | Buffer; cert: string | Buffer } | null; idleTimeoutMs?: number;
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  sms: SmsService;
+  credentials: SmppCredentialsService;
+  port: number | null;
+  tlsPort: number | null;
+  host: string;
+  tls: { key: string | Buffer; cert: string | Buffer } | null;
+  idleTimeoutMs?: number;
   limits?: Pick<SmppServerOptions, 'bindTimeoutMs' | 'maxConnections' | 'maxPerSource' | 'lockout'>;
 }): SmppServer {
   const { sql, log, sms } = deps;
@@ -119,7 +147,9 @@ export function createCustomerSmpp(deps: {
     isOwnAddress: (systemId, ip) => deps.credentials.isOwnAddress(systemId, ip),
     async onSubmit(account, sub: SmppSubmission): Promise<SmppSubmitResult> {
       try {
-        const [acc] = await sql<{ parentId: string | null }[]>`select parent_id from accounts where id = ${account.accountId}`;
+        const [acc] = await sql<
+          { parentId: string | null }[]
+        >`select parent_id from accounts where id = ${account.accountId}`;
         const r = await sms.send(
           { accountId: account.accountId, parentId: acc?.parentId ?? null, mode: 'live', source: 'smpp' },
           { to: sub.to, from: sub.from, message: sub.text, customerPartIds: sub.partMessageIds },
@@ -135,8 +165,16 @@ export function createCustomerSmpp(deps: {
   sms.setReceiptSink((f) => {
     const m = f.message;
     server.deliverReceipt(m.accountId, {
-      messageId: m.id, partMessageIds: m.customerPartIds, stat: f.stat, err: f.err, submitDate: m.sentAt ?? m.queuedAt, doneDate: f.at,
-      to: m.toNumber, from: m.fromSender, sub: 1, dlvrd: f.stat === 'DELIVRD' ? 1 : 0,
+      messageId: m.id,
+      partMessageIds: m.customerPartIds,
+      stat: f.stat,
+      err: f.err,
+      submitDate: m.sentAt ?? m.queuedAt,
+      doneDate: f.at,
+      to: m.toNumber,
+      from: m.fromSender,
+      sub: 1,
+      dlvrd: f.stat === 'DELIVRD' ? 1 : 0,
     });
   });
   return server;

@@ -20,7 +20,9 @@ export function createTxBatcher<
 >(
   sql: Sql,
   opts: {
-    maxBatch: number; log: Logger; concurrency?: number;
+    maxBatch: number;
+    log: Logger;
+    concurrency?: number;
     writers?: { [K in keyof W]: (tx: Db, rows: W[K][]) => Promise<void> };
     /** Set-based calls: the items the jobs pass at one point go in one call, which returns one result per item, in order. */
     calls?: { [K in keyof C]: (tx: Db, items: C[K]['in'][]) => Promise<C[K]['out'][]> };
@@ -28,7 +30,12 @@ export function createTxBatcher<
 ) {
   type Put = <K extends keyof W>(kind: K, row: W[K]) => void;
   type Call = <K extends keyof C>(kind: K, item: C[K]['in']) => Promise<C[K]['out']>;
-  interface Job { key: string; fn: (tx: Db, put: Put, call: Call) => Promise<unknown>; resolve(v: unknown): void; reject(e: unknown): void }
+  interface Job {
+    key: string;
+    fn: (tx: Db, put: Put, call: Call) => Promise<unknown>;
+    resolve(v: unknown): void;
+    reject(e: unknown): void;
+  }
   type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
   let queue: Job[] = [];
   const writers = opts.writers;
@@ -50,13 +57,15 @@ export function createTxBatcher<
    */
   function collector() {
     const perJob = new Map<number, Map<keyof W, unknown[]>>();
-    const putFor = (i: number): Put => (kind, row) => {
-      let rows = perJob.get(i);
-      if (!rows) perJob.set(i, (rows = new Map()));
-      const list = rows.get(kind);
-      if (list) list.push(row);
-      else rows.set(kind, [row]);
-    };
+    const putFor =
+      (i: number): Put =>
+      (kind, row) => {
+        let rows = perJob.get(i);
+        if (!rows) perJob.set(i, (rows = new Map()));
+        const list = rows.get(kind);
+        if (list) list.push(row);
+        else rows.set(kind, [row]);
+      };
     const write = (tx: Db, kept: number[]) => {
       if (!writers) return [];
       const all = new Map<keyof W, unknown[]>();
@@ -83,20 +92,25 @@ export function createTxBatcher<
       const now = waiting;
       waiting = new Map();
       for (const [kind, list] of now) {
-        calls![kind](tx, list.map((w) => w.item as C[typeof kind]['in'])).then(
+        const call = calls![kind];
+        call(
+          tx,
+          list.map((w) => w.item as C[typeof kind]['in']),
+        ).then(
           (outs) => list.forEach((w, i) => w.resolve(outs[i])),
           (err: unknown) => list.forEach((w) => w.reject(err)),
         );
       }
     };
-    return (kind, item) => new Promise((resolve, reject) => {
-      if (!calls) throw new Error('tx-batcher: no calls configured');
-      if (waiting.size === 0) queueMicrotask(round);
-      const list = waiting.get(kind);
-      const w = { item, resolve: resolve as (v: unknown) => void, reject };
-      if (list) list.push(w);
-      else waiting.set(kind, [w]);
-    });
+    return (kind, item) =>
+      new Promise((resolve, reject) => {
+        if (!calls) throw new Error('tx-batcher: no calls configured');
+        if (waiting.size === 0) queueMicrotask(round);
+        const list = waiting.get(kind);
+        const w = { item, resolve: resolve as (v: unknown) => void, reject };
+        if (list) list.push(w);
+        else waiting.set(kind, [w]);
+      });
   }
   let running = 0;
   // More than one batch in flight lets the work outside row locks of one batch overlap another's,
@@ -130,7 +144,9 @@ export function createTxBatcher<
       // Only after the rows are written: a COMMIT started along with the writers' awaited queries
       // was queued ahead of them and committed the batch without its rows (tx-batcher test).
       await c`commit`;
-      return settled.map((r): Outcome => (r.status === 'fulfilled' ? { ok: true, value: r.value } : { ok: false, error: (r.reason as JobRefused).reason }));
+      return settled.map((r): Outcome =>
+        r.status === 'fulfilled' ? { ok: true, value: r.value } : { ok: false, error: (r.reason as JobRefused).reason },
+      );
     } catch (err) {
       await c`rollback`.execute().catch(() => (healthy = false));
       throw err;
@@ -164,7 +180,8 @@ export function createTxBatcher<
         if (batch.length === 1) batch[0]!.reject(err instanceof JobRefused ? err.reason : err);
         else opts.log.debug({ err, jobs: batch.length }, 'sms batch rolled back: jobs run one by one');
       }
-      if (results) batch.forEach((j, i) => (results[i]!.ok ? j.resolve(results[i]!.value) : j.reject(results[i]!.error)));
+      if (results)
+        batch.forEach((j, i) => (results[i]!.ok ? j.resolve(results[i]!.value) : j.reject(results[i]!.error)));
       else if (batch.length > 1) await Promise.all(batch.map(alone));
     } finally {
       running--;

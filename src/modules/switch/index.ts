@@ -10,6 +10,12 @@ import { createSwitchSubscriptions } from './subscriptions.js';
  */
 export function buildSwitchModule(core: CoreDeps) {
   const subscriptions = createSwitchSubscriptions(core);
-  const module: Module = { name: 'switch', routes: switchRoutes(subscriptions, supplierGuardFrom(core.config, { ...(core.self ? { isSelf: core.self.isSelf } : {}) })) };
+  const module: Module = {
+    name: 'switch',
+    routes: switchRoutes(
+      subscriptions,
+      supplierGuardFrom(core.config, { ...(core.self ? { isSelf: core.self.isSelf } : {}) }),
+    ),
+  };
   return { module, subscriptions };
 }

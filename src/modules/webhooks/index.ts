@@ -14,7 +14,12 @@ export function buildWebhooksModule(core: CoreDeps, opts: { sender?: Partial<Sen
   const cfg = core.config.webhooks;
   const timeoutMs = cfg.timeout_seconds * 1000;
   const ca = cfg.ca_file ? readFileSync(cfg.ca_file) : undefined;
-  const sender = createWebhookSender({ timeoutMs, allowPrivate: cfg.allow_private_targets, ...(ca ? { ca } : {}), ...opts.sender });
+  const sender = createWebhookSender({
+    timeoutMs,
+    allowPrivate: cfg.allow_private_targets,
+    ...(ca ? { ca } : {}),
+    ...opts.sender,
+  });
   const worker = createDeliveryWorker({
     sql: core.sql,
     clock: core.clock,

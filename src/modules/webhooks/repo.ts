@@ -63,7 +63,10 @@ export function createWebhooksRepo() {
     from webhook_deliveries d join events ev on ev.id = d.event_id`;
 
   return {
-    async insertEndpoint(db: Db, row: Omit<EndpointRow, 'disabledReason' | 'disabledAt' | 'consecutiveFailures' | 'secretRotatedAt' | 'status'>) {
+    async insertEndpoint(
+      db: Db,
+      row: Omit<EndpointRow, 'disabledReason' | 'disabledAt' | 'consecutiveFailures' | 'secretRotatedAt' | 'status'>,
+    ) {
       const [r] = await db<EndpointRow[]>`
         insert into webhook_endpoints (id, account_id, url, description, events, secret, created_at, updated_at)
         values (${row.id}, ${row.accountId}, ${row.url}, ${row.description}, ${row.events}, ${row.secret}, ${row.createdAt}, ${row.updatedAt})
@@ -72,7 +75,9 @@ export function createWebhooksRepo() {
     },
 
     async countEndpoints(db: Db, accountId: string) {
-      const [r] = await db<{ n: string }[]>`select count(*) as n from webhook_endpoints where account_id = ${accountId} and deleted_at is null`;
+      const [r] = await db<
+        { n: string }[]
+      >`select count(*) as n from webhook_endpoints where account_id = ${accountId} and deleted_at is null`;
       return Number(r?.n ?? 0);
     },
 
@@ -88,11 +93,21 @@ export function createWebhooksRepo() {
       return r ?? null;
     },
 
-    async updateEndpoint(db: Db, id: string, patch: Partial<Pick<EndpointRow, (typeof COLS)[number]>> & { updatedAt: Date; enable?: boolean }) {
+    async updateEndpoint(
+      db: Db,
+      id: string,
+      patch: Partial<Pick<EndpointRow, (typeof COLS)[number]>> & { updatedAt: Date; enable?: boolean },
+    ) {
       const set: Record<string, unknown> = { updated_at: patch.updatedAt };
       for (const c of COLS) if (patch[c] !== undefined) set[c] = patch[c];
-      if (patch.enable === true) Object.assign(set, { status: 'active', disabled_at: null, disabled_reason: null, consecutive_failures: 0 });
-      if (patch.enable === false) Object.assign(set, { status: 'disabled', disabled_at: patch.updatedAt, disabled_reason: 'disabled by the owner' });
+      if (patch.enable === true)
+        Object.assign(set, { status: 'active', disabled_at: null, disabled_reason: null, consecutive_failures: 0 });
+      if (patch.enable === false)
+        Object.assign(set, {
+          status: 'disabled',
+          disabled_at: patch.updatedAt,
+          disabled_reason: 'disabled by the owner',
+        });
       const [r] = await db<EndpointRow[]>`update webhook_endpoints set ${db(set)} where id = ${id} returning *`;
       return r!;
     },
@@ -111,7 +126,10 @@ export function createWebhooksRepo() {
       return r!;
     },
 
-    async listDeliveries(db: Db, q: { accountId: string; endpointId?: string; cursor?: string; limit: number; state?: string; event?: string }) {
+    async listDeliveries(
+      db: Db,
+      q: { accountId: string; endpointId?: string; cursor?: string; limit: number; state?: string; event?: string },
+    ) {
       return db<DeliveryRow[]>`
         ${deliverySelect(db)}
         where d.account_id = ${q.accountId}

@@ -38,7 +38,10 @@ const Endpoint = Type.Object({
   createdAt: DateTime(),
   updatedAt: DateTime(),
 });
-const WithSecret = Type.Intersect([Endpoint, Type.Object({ secret: Type.String({ description: 'the signing secret, shown once' }) })]);
+const WithSecret = Type.Intersect([
+  Endpoint,
+  Type.Object({ secret: Type.String({ description: 'the signing secret, shown once' }) }),
+]);
 
 const Attempt = Type.Object({
   attempt: Type.Integer(),
@@ -46,7 +49,8 @@ const Attempt = Type.Object({
   finishedAt: Nullable(DateTime()),
   outcome: Nullable(
     Type.String({
-      description: 'ok, http_status, redirect, timeout, connect_error, tls_error, refused_target, worker_lost, endpoint_inactive',
+      description:
+        'ok, http_status, redirect, timeout, connect_error, tls_error, refused_target, worker_lost, endpoint_inactive',
     }),
   ),
   statusCode: Nullable(Type.Integer()),
@@ -59,7 +63,12 @@ const Delivery = Type.Object({
   endpointId: Uuid(),
   eventId: Uuid(),
   event: Type.String(),
-  state: Type.Union([Type.Literal('pending'), Type.Literal('in_flight'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  state: Type.Union([
+    Type.Literal('pending'),
+    Type.Literal('in_flight'),
+    Type.Literal('succeeded'),
+    Type.Literal('failed'),
+  ]),
   attempts: Type.Integer(),
   nextAttemptAt: Nullable(DateTime()),
   lastStatus: Nullable(Type.Integer()),
@@ -71,14 +80,21 @@ const Delivery = Type.Object({
 });
 const DeliveryDetail = Type.Intersect([
   Delivery,
-  Type.Object({ payload: Type.Object({}, { additionalProperties: true, description: 'the body sent: { id, event, data, timestamp }' }) }),
+  Type.Object({
+    payload: Type.Object(
+      {},
+      { additionalProperties: true, description: 'the body sent: { id, event, data, timestamp }' },
+    ),
+  }),
 ]);
 
 const Id = Type.Object({ id: Uuid() });
 const DeliveryId = Type.Object({ deliveryId: Uuid() });
 const DeliveryQuery = Type.Object({
   ...CursorQuery(),
-  state: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('in_flight'), Type.Literal('succeeded'), Type.Literal('failed')])),
+  state: Type.Optional(
+    Type.Union([Type.Literal('pending'), Type.Literal('in_flight'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  ),
   event: Type.Optional(Type.String({ maxLength: 64 })),
 });
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'https:// address of the receiver' });
@@ -87,110 +103,192 @@ const Description = Type.String({ maxLength: 500 });
 
 export function webhooksRoutes(webhooks: WebhooksService) {
   return (app: App) => {
-    app.post('/account/webhooks', {
-      config: { access: WRITE },
-      schema: {
-        tags: TAGS,
-        summary: 'Register a webhook endpoint (the signing secret is returned once)',
-        description: DELIVERY_DOC,
-        body: Type.Object({ url: Url, events: Type.Optional(Events), description: Type.Optional(Description) }, { additionalProperties: false }),
-        response: { 201: Ok(WithSecret) },
+    app.post(
+      '/account/webhooks',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Register a webhook endpoint (the signing secret is returned once)',
+          description: DELIVERY_DOC,
+          body: Type.Object(
+            { url: Url, events: Type.Optional(Events), description: Type.Optional(Description) },
+            { additionalProperties: false },
+          ),
+          response: { 201: Ok(WithSecret) },
+        },
       },
-    }, async (req, reply) => {
-      const { endpoint, secret } = await webhooks.createEndpoint(req.principal!.accountId, req.body);
-      return reply.code(201).send(ok({ ...endpoint, secret }));
-    });
+      async (req, reply) => {
+        const { endpoint, secret } = await webhooks.createEndpoint(req.principal!.accountId, req.body);
+        return reply.code(201).send(ok({ ...endpoint, secret }));
+      },
+    );
 
-    app.get('/account/webhooks', {
-      config: { access: READ },
-      schema: { tags: TAGS, summary: 'List webhook endpoints (secrets as their last 4 characters)', response: { 200: Ok(Type.Array(Endpoint)) } },
-    }, async (req) => ok(await webhooks.listEndpoints(req.principal!.accountId)));
+    app.get(
+      '/account/webhooks',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary: 'List webhook endpoints (secrets as their last 4 characters)',
+          response: { 200: Ok(Type.Array(Endpoint)) },
+        },
+      },
+      async (req) => ok(await webhooks.listEndpoints(req.principal!.accountId)),
+    );
 
     // Registered before /account/webhooks/:id so "deliveries" is never read as an endpoint id.
-    app.get('/account/webhooks/deliveries', {
-      config: { access: READ },
-      schema: { tags: TAGS, summary: 'Deliveries to all endpoints, newest first, with every attempt', querystring: DeliveryQuery, response: { 200: CursorPage(Delivery) } },
-    }, async (req) => {
-      const limit = req.query.limit ?? 25;
-      return cursorPage(await webhooks.listDeliveries(req.principal!.accountId, { ...req.query, limit }), limit);
-    });
-
-    app.get('/account/webhooks/deliveries/:deliveryId', {
-      config: { access: READ },
-      schema: { tags: TAGS, summary: 'One delivery: its body and every attempt', params: DeliveryId, response: { 200: Ok(DeliveryDetail) } },
-    }, async (req) => ok(await webhooks.getDelivery(req.principal!.accountId, req.params.deliveryId)));
-
-    app.post('/account/webhooks/deliveries/:deliveryId/resend', {
-      config: { access: WRITE, rateLimit: { points: 10, seconds: 1 } },
-      schema: {
-        tags: TAGS,
-        summary: 'Resend a delivery',
-        description:
-          'Queues a new delivery of the same event to the same endpoint. It has a new id (`X-Webhook-Id`), so a ' +
-          'receiver that de-duplicates does not drop it, and `resentFrom` names the original. Signed with the current secret.',
-        params: DeliveryId,
-        response: { 202: Ok(DeliveryDetail) },
+    app.get(
+      '/account/webhooks/deliveries',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary: 'Deliveries to all endpoints, newest first, with every attempt',
+          querystring: DeliveryQuery,
+          response: { 200: CursorPage(Delivery) },
+        },
       },
-    }, async (req, reply) => reply.code(202).send(ok(await webhooks.resend(req.principal!.accountId, req.params.deliveryId))));
-
-    app.get('/account/webhooks/:id', {
-      config: { access: READ },
-      schema: { tags: TAGS, summary: 'One webhook endpoint', params: Id, response: { 200: Ok(Endpoint) } },
-    }, async (req) => ok(await webhooks.getEndpoint(req.principal!.accountId, req.params.id)));
-
-    app.patch('/account/webhooks/:id', {
-      config: { access: WRITE },
-      schema: {
-        tags: TAGS,
-        summary: 'Change a webhook endpoint; `enabled: true` re-enables a disabled one',
-        params: Id,
-        body: Type.Object(
-          { url: Type.Optional(Url), events: Type.Optional(Events), description: Type.Optional(Description), enabled: Type.Optional(Type.Boolean()) },
-          { additionalProperties: false },
-        ),
-        response: { 200: Ok(Endpoint) },
+      async (req) => {
+        const limit = req.query.limit ?? 25;
+        return cursorPage(await webhooks.listDeliveries(req.principal!.accountId, { ...req.query, limit }), limit);
       },
-    }, async (req) => ok(await webhooks.updateEndpoint(req.principal!.accountId, req.params.id, req.body)));
+    );
 
-    app.delete('/account/webhooks/:id', {
-      config: { access: WRITE },
-      schema: { tags: TAGS, summary: 'Delete a webhook endpoint; its pending deliveries are not sent', params: Id, response: { 200: Ok(Endpoint) } },
-    }, async (req) => ok(await webhooks.deleteEndpoint(req.principal!.accountId, req.params.id)));
-
-    app.post('/account/webhooks/:id/rotate-secret', {
-      config: { access: WRITE },
-      schema: {
-        tags: TAGS,
-        summary: 'Rotate the signing secret (the new one is returned once)',
-        description:
-          'No overlap: the old secret stops signing at once, and every attempt from now on (retries of earlier ' +
-          'deliveries included) is signed with the new one. To rotate without dropping deliveries, accept both ' +
-          'secrets in your receiver for a few minutes.',
-        params: Id,
-        response: { 200: Ok(WithSecret) },
+    app.get(
+      '/account/webhooks/deliveries/:deliveryId',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary: 'One delivery: its body and every attempt',
+          params: DeliveryId,
+          response: { 200: Ok(DeliveryDetail) },
+        },
       },
-    }, async (req) => {
-      const { endpoint, secret } = await webhooks.rotateSecret(req.principal!.accountId, req.params.id);
-      return ok({ ...endpoint, secret });
-    });
+      async (req) => ok(await webhooks.getDelivery(req.principal!.accountId, req.params.deliveryId)),
+    );
 
-    app.post('/account/webhooks/:id/test', {
-      config: { access: WRITE, rateLimit: { points: 5, seconds: 1 } },
-      schema: {
-        tags: TAGS,
-        summary: 'Send a test ping (event `ping`, empty `data`)',
-        description: 'Queued like any delivery and sent at once by the worker; follow it with GET /account/webhooks/deliveries/{deliveryId}.',
-        params: Id,
-        response: { 202: Ok(DeliveryDetail) },
+    app.post(
+      '/account/webhooks/deliveries/:deliveryId/resend',
+      {
+        config: { access: WRITE, rateLimit: { points: 10, seconds: 1 } },
+        schema: {
+          tags: TAGS,
+          summary: 'Resend a delivery',
+          description:
+            'Queues a new delivery of the same event to the same endpoint. It has a new id (`X-Webhook-Id`), so a ' +
+            'receiver that de-duplicates does not drop it, and `resentFrom` names the original. Signed with the current secret.',
+          params: DeliveryId,
+          response: { 202: Ok(DeliveryDetail) },
+        },
       },
-    }, async (req, reply) => reply.code(202).send(ok(await webhooks.sendTest(req.principal!.accountId, req.params.id))));
+      async (req, reply) =>
+        reply.code(202).send(ok(await webhooks.resend(req.principal!.accountId, req.params.deliveryId))),
+    );
 
-    app.get('/account/webhooks/:id/deliveries', {
-      config: { access: READ },
-      schema: { tags: TAGS, summary: 'Deliveries to one endpoint, newest first, with every attempt', params: Id, querystring: DeliveryQuery, response: { 200: CursorPage(Delivery) } },
-    }, async (req) => {
-      const limit = req.query.limit ?? 25;
-      return cursorPage(await webhooks.listDeliveries(req.principal!.accountId, { ...req.query, endpointId: req.params.id, limit }), limit);
-    });
+    app.get(
+      '/account/webhooks/:id',
+      {
+        config: { access: READ },
+        schema: { tags: TAGS, summary: 'One webhook endpoint', params: Id, response: { 200: Ok(Endpoint) } },
+      },
+      async (req) => ok(await webhooks.getEndpoint(req.principal!.accountId, req.params.id)),
+    );
+
+    app.patch(
+      '/account/webhooks/:id',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Change a webhook endpoint; `enabled: true` re-enables a disabled one',
+          params: Id,
+          body: Type.Object(
+            {
+              url: Type.Optional(Url),
+              events: Type.Optional(Events),
+              description: Type.Optional(Description),
+              enabled: Type.Optional(Type.Boolean()),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: Ok(Endpoint) },
+        },
+      },
+      async (req) => ok(await webhooks.updateEndpoint(req.principal!.accountId, req.params.id, req.body)),
+    );
+
+    app.delete(
+      '/account/webhooks/:id',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Delete a webhook endpoint; its pending deliveries are not sent',
+          params: Id,
+          response: { 200: Ok(Endpoint) },
+        },
+      },
+      async (req) => ok(await webhooks.deleteEndpoint(req.principal!.accountId, req.params.id)),
+    );
+
+    app.post(
+      '/account/webhooks/:id/rotate-secret',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Rotate the signing secret (the new one is returned once)',
+          description:
+            'No overlap: the old secret stops signing at once, and every attempt from now on (retries of earlier ' +
+            'deliveries included) is signed with the new one. To rotate without dropping deliveries, accept both ' +
+            'secrets in your receiver for a few minutes.',
+          params: Id,
+          response: { 200: Ok(WithSecret) },
+        },
+      },
+      async (req) => {
+        const { endpoint, secret } = await webhooks.rotateSecret(req.principal!.accountId, req.params.id);
+        return ok({ ...endpoint, secret });
+      },
+    );
+
+    app.post(
+      '/account/webhooks/:id/test',
+      {
+        config: { access: WRITE, rateLimit: { points: 5, seconds: 1 } },
+        schema: {
+          tags: TAGS,
+          summary: 'Send a test ping (event `ping`, empty `data`)',
+          description:
+            'Queued like any delivery and sent at once by the worker; follow it with GET /account/webhooks/deliveries/{deliveryId}.',
+          params: Id,
+          response: { 202: Ok(DeliveryDetail) },
+        },
+      },
+      async (req, reply) => reply.code(202).send(ok(await webhooks.sendTest(req.principal!.accountId, req.params.id))),
+    );
+
+    app.get(
+      '/account/webhooks/:id/deliveries',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary: 'Deliveries to one endpoint, newest first, with every attempt',
+          params: Id,
+          querystring: DeliveryQuery,
+          response: { 200: CursorPage(Delivery) },
+        },
+      },
+      async (req) => {
+        const limit = req.query.limit ?? 25;
+        return cursorPage(
+          await webhooks.listDeliveries(req.principal!.accountId, { ...req.query, endpointId: req.params.id, limit }),
+          limit,
+        );
+      },
+    );
   };
 }

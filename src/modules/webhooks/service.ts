@@ -29,7 +29,13 @@ export interface EndpointPatch {
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
 /** Endpoint management, the deliveries log, test pings and resends (spec "Events"). */
-export function createWebhooksService(deps: { sql: Sql; clock: Clock; log: Logger; config: Readonly<Config>; onQueued?: () => void }) {
+export function createWebhooksService(deps: {
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  config: Readonly<Config>;
+  onQueued?: () => void;
+}) {
   const { sql, clock, config } = deps;
   const repo = createWebhooksRepo();
   const wake = () => deps.onQueued?.();
@@ -108,7 +114,16 @@ export function createWebhooksService(deps: { sql: Sql; clock: Clock; log: Logge
         if ((await repo.countEndpoints(tx, accountId)) >= config.webhooks.max_endpoints_per_account) {
           throw ruleError(`At most ${config.webhooks.max_endpoints_per_account} webhook endpoints per account`);
         }
-        return repo.insertEndpoint(tx, { id: newId(), accountId, url, description: input.description ?? '', events, secret, createdAt: now, updatedAt: now });
+        return repo.insertEndpoint(tx, {
+          id: newId(),
+          accountId,
+          url,
+          description: input.description ?? '',
+          events,
+          secret,
+          createdAt: now,
+          updatedAt: now,
+        });
       });
       return { endpoint: presentEndpoint(row), secret };
     },
@@ -127,7 +142,8 @@ export function createWebhooksService(deps: { sql: Sql; clock: Clock; log: Logge
       return sql.begin(async (tx) => {
         const cur = await repo.getEndpoint(tx, accountId, id, true);
         if (!cur) throw notFound('Webhook endpoint');
-        const enable = patch.enabled === undefined || patch.enabled === (cur.status === 'active') ? undefined : patch.enabled;
+        const enable =
+          patch.enabled === undefined || patch.enabled === (cur.status === 'active') ? undefined : patch.enabled;
         const row = await repo.updateEndpoint(tx, id, {
           updatedAt: clock.now(),
           ...(url !== undefined ? { url } : {}),
@@ -155,12 +171,21 @@ export function createWebhooksService(deps: { sql: Sql; clock: Clock; log: Logge
     async sendTest(accountId: string, id: string) {
       const e = await owned(accountId, id);
       if (e.status !== 'active') throw ruleError('The endpoint is disabled; enable it before sending a test');
-      const deliveryId = await enqueueForEndpoint(sql, { accountId, endpointId: id, event: 'ping', data: {}, at: clock.now() });
+      const deliveryId = await enqueueForEndpoint(sql, {
+        accountId,
+        endpointId: id,
+        event: 'ping',
+        data: {},
+        at: clock.now(),
+      });
       wake();
       return this.getDelivery(accountId, deliveryId);
     },
 
-    async listDeliveries(accountId: string, q: { endpointId?: string; cursor?: string; limit: number; state?: string; event?: string }) {
+    async listDeliveries(
+      accountId: string,
+      q: { endpointId?: string; cursor?: string; limit: number; state?: string; event?: string },
+    ) {
       if (q.endpointId) await owned(accountId, q.endpointId);
       const rows = await repo.listDeliveries(sql, { accountId, ...q });
       return rows.map(presentDelivery);
@@ -179,7 +204,12 @@ export function createWebhooksService(deps: { sql: Sql; clock: Clock; log: Logge
       const e = await repo.getEndpoint(sql, accountId, d.endpointId);
       if (!e) throw ruleError('The endpoint of this delivery was deleted');
       if (e.status !== 'active') throw ruleError('The endpoint is disabled; enable it before resending');
-      const id = await enqueueForEndpoint(sql, { accountId, endpointId: d.endpointId, resendOf: d.id, at: clock.now() });
+      const id = await enqueueForEndpoint(sql, {
+        accountId,
+        endpointId: d.endpointId,
+        resendOf: d.id,
+        at: clock.now(),
+      });
       wake();
       return this.getDelivery(accountId, id);
     },

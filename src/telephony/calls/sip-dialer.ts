@@ -93,7 +93,14 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
       { ...opts.loopMarker.header },
       { name: 'Content-Type', value: 'application/sdp' },
     ];
-    return { kind: 'request', method: 'INVITE', uri: target, version: 'SIP/2.0', headers, body: Buffer.from(r.offerSdp) };
+    return {
+      kind: 'request',
+      method: 'INVITE',
+      uri: target,
+      version: 'SIP/2.0',
+      headers,
+      body: Buffer.from(r.offerSdp),
+    };
   }
 
   const later = (leg: Leg, ms: number, fn: () => void): unknown => {
@@ -158,14 +165,25 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
       }
       return;
     }
-    const challenge = res.status === 401 ? getHeader(res, 'www-authenticate') : res.status === 407 ? getHeader(res, 'proxy-authenticate') : undefined;
+    const challenge =
+      res.status === 401
+        ? getHeader(res, 'www-authenticate')
+        : res.status === 407
+          ? getHeader(res, 'proxy-authenticate')
+          : undefined;
     const ep = leg.req.endpoint;
     if (challenge !== undefined && !leg.authTried && !leg.local && ep.username && ep.password !== undefined) {
       leg.authTried = true;
       const next = buildInvite(leg.req, fromTagOf(invite) ?? stack.newTag(), callIdOf(invite), cseqOf(invite).seq + 1);
       next.headers.push({
         name: res.status === 401 ? 'Authorization' : 'Proxy-Authorization',
-        value: answerChallenge({ challenge, method: 'INVITE', uri: next.uri, username: ep.username, password: ep.password }),
+        value: answerChallenge({
+          challenge,
+          method: 'INVITE',
+          uri: next.uri,
+          username: ep.username,
+          password: ep.password,
+        }),
       });
       send(leg, next);
       return;
@@ -175,7 +193,8 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
 
   function onAnswer(leg: Leg, invite: SipRequest, res: SipResponse): void {
     const contact = stack.contactUri('api', leg.dest.transport);
-    const d = leg.dialog && leg.invite === invite ? leg.dialog : createUacDialog(invite, res, leg.dest.transport, contact);
+    const d =
+      leg.dialog && leg.invite === invite ? leg.dialog : createUacDialog(invite, res, leg.dest.transport, contact);
     const ack = dialogRequest(d, 'ACK', { cseq: cseqOf(invite).seq });
     void stack.sendAck(ack.req, ack.dest).catch((err: unknown) => opts.log.warn({ err }, 'ack failed'));
     if (leg.dialog) return; // a 2xx retransmission: re-ACKed above
@@ -214,9 +233,20 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
       const ep = r.endpoint;
       const dest: SipPeer = { transport: ep.transport === 'tcp' ? 'tcp' : 'udp', host: ep.host, port: ep.port };
       const leg: Leg = {
-        req: r, events, dest, invite: undefined as unknown as SipRequest, ct: undefined as unknown as ClientTransaction,
-        authTried: false, provisional: false, ringing: false, answered: false, dialog: null, local: false, done: false,
-        timers: [], onHungUp: [],
+        req: r,
+        events,
+        dest,
+        invite: undefined as unknown as SipRequest,
+        ct: undefined as unknown as ClientTransaction,
+        authTried: false,
+        provisional: false,
+        ringing: false,
+        answered: false,
+        dialog: null,
+        local: false,
+        done: false,
+        timers: [],
+        onHungUp: [],
       };
       legs.add(leg);
       send(leg, buildInvite(r, stack.newTag(), stack.newCallId(), 1));

@@ -24,7 +24,12 @@ export function createVoicePlane(opts: {
   onLegEnded(outcome: LegOutcome): void;
 }): VoicePlane {
   const plane: MediaPlane = createMediaPlane({ ...opts.media, log: opts.log });
-  const dialer = createSipDialer(opts.stack, { ...opts.dialer, log: opts.log.child({ plane: 'sip-dialer' }), loopMarker: opts.loopMarker, onLegEnded: opts.onLegEnded });
+  const dialer = createSipDialer(opts.stack, {
+    ...opts.dialer,
+    log: opts.log.child({ plane: 'sip-dialer' }),
+    loopMarker: opts.loopMarker,
+    onLegEnded: opts.onLegEnded,
+  });
   const engine = plane.createEngine(dialer);
   return {
     engine,

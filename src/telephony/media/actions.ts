@@ -177,7 +177,8 @@ export async function runActions(options: RunActionsOptions): Promise<ActionsOut
   // Every prompt starts rendering now, so each is ready when its turn comes and one prompt
   // follows another without a gap of silence.
   const prepared = actions.map((action) => {
-    const prompt = 'gather' in action ? render(action.gather) : 'say' in action || 'play' in action ? render(action) : null;
+    const prompt =
+      'gather' in action ? render(action.gather) : 'say' in action || 'play' in action ? render(action) : null;
     prompt?.catch(() => undefined); // awaited (and so reported) when its action runs
     return prompt;
   });

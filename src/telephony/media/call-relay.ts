@@ -22,7 +22,10 @@ export function createCallMediaRelay(relay: RtpRelay): CallMediaRelay {
   const twoWay: Record<RelaySideName, boolean> = { caller: true, callee: true };
   // Where each side's latest SDP sends its audio, and what its latest SDP changed, for undoing a refused offer.
   const target: Record<RelaySideName, string | null> = { caller: null, callee: null };
-  const undo: Record<RelaySideName, { twoWay: boolean; target: string | null; retarget: boolean } | null> = { caller: null, callee: null };
+  const undo: Record<RelaySideName, { twoWay: boolean; target: string | null; retarget: boolean } | null> = {
+    caller: null,
+    callee: null,
+  };
   let answered = false;
   const rearm = () => {
     if (answered) relay.arm(twoWay.caller && twoWay.callee);

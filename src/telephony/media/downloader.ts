@@ -115,12 +115,14 @@ export function createSafeDownloader(options: SafeDownloaderOptions = {}): SafeD
           if (status >= 300 && status < 400) return fail(refuse('URL redirects; redirects are not followed'));
           if (status !== 200) return fail(new MediaError('MEDIA_DOWNLOAD_FAILED', `URL answered HTTP ${status}`));
           const declared = Number(res.headers['content-length']);
-          if (Number.isFinite(declared) && declared > maxBytes) return fail(new MediaError('MEDIA_AUDIO_TOO_LARGE', `audio is larger than ${maxBytes} bytes`));
+          if (Number.isFinite(declared) && declared > maxBytes)
+            return fail(new MediaError('MEDIA_AUDIO_TOO_LARGE', `audio is larger than ${maxBytes} bytes`));
           const chunks: Buffer[] = [];
           let size = 0;
           res.on('data', (c: Buffer) => {
             size += c.length;
-            if (size > maxBytes) return fail(new MediaError('MEDIA_AUDIO_TOO_LARGE', `audio is larger than ${maxBytes} bytes`));
+            if (size > maxBytes)
+              return fail(new MediaError('MEDIA_AUDIO_TOO_LARGE', `audio is larger than ${maxBytes} bytes`));
             chunks.push(c);
           });
           res.on('end', () => {
@@ -128,7 +130,9 @@ export function createSafeDownloader(options: SafeDownloaderOptions = {}): SafeD
             settled = true;
             resolvePromise(new Uint8Array(Buffer.concat(chunks)));
           });
-          res.on('error', (err) => fail(new MediaError('MEDIA_DOWNLOAD_FAILED', 'download interrupted', { cause: err })));
+          res.on('error', (err) =>
+            fail(new MediaError('MEDIA_DOWNLOAD_FAILED', 'download interrupted', { cause: err })),
+          );
         },
       );
       req.on('timeout', () => fail(new MediaError('MEDIA_DOWNLOAD_FAILED', `no answer within ${timeoutMs} ms`)));

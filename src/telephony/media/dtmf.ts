@@ -38,7 +38,12 @@ export function parseTelephoneEvent(payload: Uint8Array): TelephoneEvent | null 
 }
 
 export function buildTelephoneEvent(ev: TelephoneEvent): Uint8Array {
-  return Uint8Array.of(ev.event & 0xff, (ev.end ? 0x80 : 0) | (ev.volume & 0x3f), (ev.duration >> 8) & 0xff, ev.duration & 0xff);
+  return Uint8Array.of(
+    ev.event & 0xff,
+    (ev.end ? 0x80 : 0) | (ev.volume & 0x3f),
+    (ev.duration >> 8) & 0xff,
+    ev.duration & 0xff,
+  );
 }
 
 interface SeenEvent {
@@ -61,7 +66,9 @@ const MEMORY = 32;
  * packet with that timestamp arriving after (by sequence number) the event's end is therefore a
  * new press, while a late packet from before the end is not.
  */
-export function createDtmfReceiver(onKey: (key: DtmfKey) => void): { handle(sequence: number, timestamp: number, payload: Uint8Array): void } {
+export function createDtmfReceiver(onKey: (key: DtmfKey) => void): {
+  handle(sequence: number, timestamp: number, payload: Uint8Array): void;
+} {
   const seen: SeenEvent[] = [];
   return {
     handle(sequence, timestamp, payload) {
@@ -73,7 +80,8 @@ export function createDtmfReceiver(onKey: (key: DtmfKey) => void): { handle(sequ
       if (prior) {
         const restarted = prior.endSequence !== null && !ev.end && sequenceAfter(sequence, prior.endSequence);
         if (!restarted) {
-          if (ev.end && (prior.endSequence === null || sequenceAfter(prior.endSequence, sequence))) prior.endSequence = sequence;
+          if (ev.end && (prior.endSequence === null || sequenceAfter(prior.endSequence, sequence)))
+            prior.endSequence = sequence;
           return;
         }
         prior.endSequence = null;

@@ -54,15 +54,17 @@ export interface MediaPlane {
 /** Builds the native media plane: RTP workers, TTS, MP3 decoding, downloader. */
 export function createMediaPlane(options: MediaPlaneOptions): MediaPlane {
   const { log } = options;
-  const pool = options.pool ?? createMediaPool({
-    workers: options.workers,
-    portMin: options.portMin,
-    portMax: options.portMax,
-    bindAddress: options.bindAddress,
-    advertiseAddress: options.advertiseAddress,
-    rtpTimeoutMs: options.rtpTimeoutMs,
-    log: log.child({ plane: 'media' }),
-  });
+  const pool =
+    options.pool ??
+    createMediaPool({
+      workers: options.workers,
+      portMin: options.portMin,
+      portMax: options.portMax,
+      bindAddress: options.bindAddress,
+      advertiseAddress: options.advertiseAddress,
+      rtpTimeoutMs: options.rtpTimeoutMs,
+      log: log.child({ plane: 'media' }),
+    });
   const tts = createTts({ log, cacheDir: options.ttsCacheDir });
   const mp3 = createMp3Decoder({ log });
   const renderer = createPromptRenderer({ tts, mp3 });

@@ -20,7 +20,8 @@ async function decode(req: Mp3Request): Promise<Mp3Response> {
     await decoder.reset();
   }
   const result = decoder.decode(req.data);
-  if (result.samplesDecoded === 0 || result.sampleRate === 0) return { id: req.id, error: 'no MPEG audio frames could be decoded' };
+  if (result.samplesDecoded === 0 || result.sampleRate === 0)
+    return { id: req.id, error: 'no MPEG audio frames could be decoded' };
   const pcm = floatToInt16(downmix(result.channelData.map((ch) => ch.subarray(0, result.samplesDecoded))));
   const audio = encodeG711(req.codec, resampleLinear(pcm, result.sampleRate, TELEPHONY_RATE));
   return { id: req.id, audio, sourceRate: result.sampleRate, channels: result.channelData.length };

@@ -11,7 +11,8 @@ export interface Mp3Request {
   codec: G711Codec;
 }
 
-export type Mp3Response = { id: number; audio: Uint8Array; sourceRate: number; channels: number } | { id: number; error: string };
+export type Mp3Response =
+  { id: number; audio: Uint8Array; sourceRate: number; channels: number } | { id: number; error: string };
 
 export interface Mp3DecoderOptions {
   log: Logger;
@@ -76,8 +77,10 @@ export function createMp3Decoder(options: Mp3DecoderOptions): Mp3Decoder {
   return {
     decode(mp3, codec) {
       if (closed) return Promise.reject(new MediaError('MEDIA_POOL_CLOSED', 'MP3 decoder is closed'));
-      if (mp3.length > maxBytes) return Promise.reject(new MediaError('MEDIA_AUDIO_TOO_LARGE', `MP3 is larger than ${maxBytes} bytes`));
-      if (!looksLikeMp3(mp3)) return Promise.reject(new MediaError('MEDIA_UNSUPPORTED_AUDIO', 'audio is not an MP3 file'));
+      if (mp3.length > maxBytes)
+        return Promise.reject(new MediaError('MEDIA_AUDIO_TOO_LARGE', `MP3 is larger than ${maxBytes} bytes`));
+      if (!looksLikeMp3(mp3))
+        return Promise.reject(new MediaError('MEDIA_UNSUPPORTED_AUDIO', 'audio is not an MP3 file'));
       const id = nextId++;
       return new Promise((resolve, reject) => {
         pending.set(id, { resolve, reject });

@@ -143,9 +143,20 @@ export function createNativeEngine(options: NativeEngineOptions): CallEngine {
       return session;
     };
 
-    async function run(actions: readonly CallAction[], onGathered?: (r: GatherResult) => void): Promise<ActionsOutcome> {
+    async function run(
+      actions: readonly CallAction[],
+      onGathered?: (r: GatherResult) => void,
+    ): Promise<ActionsOutcome> {
       const media = answeredSession();
-      return runActions({ media, actions, language: req.language ?? 'en', renderer, clock, signal: abort.signal, onGathered });
+      return runActions({
+        media,
+        actions,
+        language: req.language ?? 'en',
+        renderer,
+        clock,
+        signal: abort.signal,
+        onGathered,
+      });
     }
 
     const call: EngineCall = {
@@ -174,7 +185,11 @@ export function createNativeEngine(options: NativeEngineOptions): CallEngine {
         await run([{ pause: seconds }]);
       },
       runActions: (actions, opts) => run(actions, opts?.onGathered),
-      hangup: () => endLocally(state === 'answered' ? 'completed' : 'cancelled', state === 'answered' ? 'hung up by the platform' : 'cancelled before answer'),
+      hangup: () =>
+        endLocally(
+          state === 'answered' ? 'completed' : 'cancelled',
+          state === 'answered' ? 'hung up by the platform' : 'cancelled before answer',
+        ),
     };
     live.add(call);
 
@@ -200,12 +215,20 @@ export function createNativeEngine(options: NativeEngineOptions): CallEngine {
               s.acceptAnswer(answerSdp);
             } catch (err) {
               log.warn({ err }, 'answer SDP unusable');
-              void endLocally('failed', err instanceof MediaError && err.code === 'MEDIA_NO_COMMON_CODEC' ? 'no common codec' : 'unusable SDP answer');
+              void endLocally(
+                'failed',
+                err instanceof MediaError && err.code === 'MEDIA_NO_COMMON_CODEC'
+                  ? 'no common codec'
+                  : 'unusable SDP answer',
+              );
               return;
             }
             state = 'answered';
             answeredAt = now();
-            maxTimer = clock.setTimeout(() => void endLocally('max_duration', 'maximum duration reached'), req.maxDurationSec * 1000);
+            maxTimer = clock.setTimeout(
+              () => void endLocally('max_duration', 'maximum duration reached'),
+              req.maxDurationSec * 1000,
+            );
             emit('answered', answeredAt);
           },
           ended(info) {
@@ -217,7 +240,12 @@ export function createNativeEngine(options: NativeEngineOptions): CallEngine {
     };
     start().catch((err: unknown) => {
       log.error({ err }, 'call could not start');
-      finish('failed', 'local', null, err instanceof MediaError && err.code === 'MEDIA_NO_PORT' ? 'no media port free' : 'call could not start');
+      finish(
+        'failed',
+        'local',
+        null,
+        err instanceof MediaError && err.code === 'MEDIA_NO_PORT' ? 'no media port free' : 'call could not start',
+      );
     });
     return call;
   }

@@ -74,7 +74,8 @@ export interface WavAudio {
  */
 export function parseWav(buf: Uint8Array): WavAudio {
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  const tag = (off: number): string => String.fromCharCode(buf[off] ?? 0, buf[off + 1] ?? 0, buf[off + 2] ?? 0, buf[off + 3] ?? 0);
+  const tag = (off: number): string =>
+    String.fromCharCode(buf[off] ?? 0, buf[off + 1] ?? 0, buf[off + 2] ?? 0, buf[off + 3] ?? 0);
   if (buf.length < 12 || tag(0) !== 'RIFF' || tag(8) !== 'WAVE') throw new Error('not a RIFF/WAVE stream');
   let off = 12;
   let sampleRate = 0;

@@ -116,19 +116,31 @@ interface WorkerSlot {
   exited: Promise<void>;
 }
 
-const DEFAULTS = { bindAddress: '0.0.0.0', rtpTimeoutMs: 30_000, lateThresholdMs: 5, codecs: ['PCMU', 'PCMA'] as const };
+const DEFAULTS = {
+  bindAddress: '0.0.0.0',
+  rtpTimeoutMs: 30_000,
+  lateThresholdMs: 5,
+  codecs: ['PCMU', 'PCMA'] as const,
+};
 
 /** Starts the RTP workers. Bad options throw here rather than on the first call. */
 export function createMediaPool(options: MediaPoolOptions): MediaPool {
   const { workers, portMin, portMax, log } = options;
   if (!Number.isInteger(workers) || workers < 1) throw new RangeError('workers must be a positive integer');
-  if (!Number.isInteger(portMin) || !Number.isInteger(portMax) || portMin < 1024 || portMax > 65535 || portMax < portMin) {
+  if (
+    !Number.isInteger(portMin) ||
+    !Number.isInteger(portMax) ||
+    portMin < 1024 ||
+    portMax > 65535 ||
+    portMax < portMin
+  ) {
     throw new RangeError('portMin/portMax must be a range within 1024–65535');
   }
   const perWorker = Math.floor((portMax - portMin + 1) / workers);
   if (perWorker < 2) throw new RangeError('port range too small for the number of workers');
   const bindAddress = options.bindAddress ?? DEFAULTS.bindAddress;
-  const advertiseAddress = options.advertiseAddress ?? (bindAddress === '0.0.0.0' || bindAddress === '::' ? '127.0.0.1' : bindAddress);
+  const advertiseAddress =
+    options.advertiseAddress ?? (bindAddress === '0.0.0.0' || bindAddress === '::' ? '127.0.0.1' : bindAddress);
   const codecs = options.codecs ?? DEFAULTS.codecs;
   const workerUrl = siblingModule(import.meta.url, 'rtp-worker');
 
@@ -168,7 +180,12 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
       log.warn({ worker: slot.index, detail: msg.message }, 'rtp worker error');
       return;
     }
-    if (msg.type === 'relay-opened' || msg.type === 'relay-open-failed' || msg.type === 'relay-timeout' || msg.type === 'relay-closed') {
+    if (
+      msg.type === 'relay-opened' ||
+      msg.type === 'relay-open-failed' ||
+      msg.type === 'relay-timeout' ||
+      msg.type === 'relay-closed'
+    ) {
       const r = slot.relays.get(msg.relayId);
       if (!r) return;
       if (msg.type === 'relay-opened') r.opened(msg.callerPort, msg.calleePort);
@@ -180,13 +197,27 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
     const h = slot.sessions.get(msg.sessionId);
     if (!h) return;
     switch (msg.type) {
-      case 'opened': h.opened(msg.port); break;
-      case 'open-failed': h.openFailed(msg.message); break;
-      case 'played': h.played(msg.playId, msg.interrupted); break;
-      case 'dtmf-sent': h.dtmfSent(msg.requestId); break;
-      case 'dtmf': h.dtmf(msg.key); break;
-      case 'timeout': h.timeout(); break;
-      case 'closed': h.closed(); break;
+      case 'opened':
+        h.opened(msg.port);
+        break;
+      case 'open-failed':
+        h.openFailed(msg.message);
+        break;
+      case 'played':
+        h.played(msg.playId, msg.interrupted);
+        break;
+      case 'dtmf-sent':
+        h.dtmfSent(msg.requestId);
+        break;
+      case 'dtmf':
+        h.dtmf(msg.key);
+        break;
+      case 'timeout':
+        h.timeout();
+        break;
+      case 'closed':
+        h.closed();
+        break;
     }
   }
 
@@ -234,7 +265,12 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
       send({ type: 'open', sessionId: id, codec: requested, rtpTimeoutMs: opts.rtpTimeoutMs ?? null });
     });
 
-    const local = () => ({ address: advertiseAddress, port: localPort, codecs: [requested, ...codecs.filter((c) => c !== requested)], sessionId: String(id) });
+    const local = () => ({
+      address: advertiseAddress,
+      port: localPort,
+      codecs: [requested, ...codecs.filter((c) => c !== requested)],
+      sessionId: String(id),
+    });
     const startStream = (remote: RemoteMedia): void => {
       codec = remote.codec;
       send({ type: 'remote', sessionId: id, ...remote });
@@ -307,7 +343,8 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
     return session;
   }
 
-  const leastLoaded = (): WorkerSlot => slots.reduce((a, b) => (b.sessions.size + b.relays.size < a.sessions.size + a.relays.size ? b : a));
+  const leastLoaded = (): WorkerSlot =>
+    slots.reduce((a, b) => (b.sessions.size + b.relays.size < a.sessions.size + a.relays.size ? b : a));
 
   async function openRelay(opts: { timeoutMs?: number } = {}): Promise<RtpRelay> {
     if (closed) throw new MediaError('MEDIA_POOL_CLOSED', 'media pool is closed');

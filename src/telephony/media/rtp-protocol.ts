@@ -15,7 +15,15 @@ export interface RtpWorkerData {
 
 export type ToWorker =
   | { type: 'open'; sessionId: number; codec: G711Codec; rtpTimeoutMs: number | null }
-  | { type: 'remote'; sessionId: number; address: string; port: number; codec: G711Codec; payloadType: number; telephoneEventPt: number | null }
+  | {
+      type: 'remote';
+      sessionId: number;
+      address: string;
+      port: number;
+      codec: G711Codec;
+      payloadType: number;
+      telephoneEventPt: number | null;
+    }
   | { type: 'play'; sessionId: number; playId: number; audio: Uint8Array }
   | { type: 'stop'; sessionId: number }
   | { type: 'dtmf'; sessionId: number; requestId: number; keys: string; durationMs: number }

@@ -57,7 +57,13 @@ export interface RelayTableDeps {
 export function isPrivateAddress(address: string): boolean {
   if (isIP(address) === 4) {
     const [a = 0, b = 0] = address.split('.').map(Number);
-    return a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127) || (a === 169 && b === 254);
+    return (
+      a === 10 ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168) ||
+      (a === 100 && b >= 64 && b <= 127) ||
+      (a === 169 && b === 254)
+    );
   }
   const lower = address.toLowerCase();
   return isIP(address) === 6 && (lower.startsWith('fc') || lower.startsWith('fd') || lower.startsWith('fe80:'));
@@ -89,7 +95,15 @@ export function createRelayTable(deps: RelayTableDeps) {
     return kind === 'rtp' ? side.sdp : { address: side.sdp.address, port: side.sdp.port + 1 };
   };
 
-  const forward = (relay: Relay, from: Side, to: Side, kind: 'rtp' | 'rtcp', msg: Buffer, address: string, port: number): void => {
+  const forward = (
+    relay: Relay,
+    from: Side,
+    to: Side,
+    kind: 'rtp' | 'rtcp',
+    msg: Buffer,
+    address: string,
+    port: number,
+  ): void => {
     if (!admit(from, kind, address, port)) return;
     relay.lastPacket = process.hrtime.bigint();
     const target = targetOf(to, kind);
@@ -101,7 +115,8 @@ export function createRelayTable(deps: RelayTableDeps) {
   const watch = (relay: Relay, from: Side, to: Side): void => {
     from.pair.rtp.on('message', (msg, r) => forward(relay, from, to, 'rtp', msg, r.address, r.port));
     from.pair.rtcp.on('message', (msg, r) => forward(relay, from, to, 'rtcp', msg, r.address, r.port));
-    for (const s of [from.pair.rtp, from.pair.rtcp]) s.on('error', (err) => deps.post({ type: 'error', message: `relay ${relay.id} socket: ${err.message}` }));
+    for (const s of [from.pair.rtp, from.pair.rtcp])
+      s.on('error', (err) => deps.post({ type: 'error', message: `relay ${relay.id} socket: ${err.message}` }));
   };
 
   const checkTimeouts = (): void => {

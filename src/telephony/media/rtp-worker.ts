@@ -82,7 +82,13 @@ let nextPort = config.portMin + (config.portMin % 2);
 const lateThresholdNs = BigInt(Math.round(config.lateThresholdMs * 1e6));
 const timeoutNs = BigInt(Math.round(config.rtpTimeoutMs * 1e6));
 
-const stats: Omit<WorkerStats, 'sessions' | 'relays' | 'packetsRelayed'> = { framesSent: 0, lateFrames: 0, maxLatenessMs: 0, packetsReceived: 0, busyMs: 0 };
+const stats: Omit<WorkerStats, 'sessions' | 'relays' | 'packetsRelayed'> = {
+  framesSent: 0,
+  lateFrames: 0,
+  maxLatenessMs: 0,
+  packetsReceived: 0,
+  busyMs: 0,
+};
 
 let epoch = 0n;
 let slot = 0n;
@@ -128,7 +134,10 @@ async function allocatePair(): Promise<BoundPair | null> {
       const rtp = await allocatePort();
       if (!rtp) return null;
       usedPorts.add(rtp.port);
-      const rtcp = rtp.port + 1 <= config.portMax ? createSocket({ type: config.bindAddress.includes(':') ? 'udp6' : 'udp4' }) : null;
+      const rtcp =
+        rtp.port + 1 <= config.portMax
+          ? createSocket({ type: config.bindAddress.includes(':') ? 'udp6' : 'udp4' })
+          : null;
       if (rtcp && (await bindOne(rtcp, rtp.port + 1))) return { rtp: rtp.socket, rtcp, port: rtp.port };
       rtcp?.close();
       rtp.socket.close();
@@ -193,14 +202,24 @@ function receive(session: Session, msg: Buffer, from: string): void {
   if (!packet) return;
   stats.packetsReceived++;
   session.lastReceived = process.hrtime.bigint();
-  if (packet.payloadType === session.eventPt) session.receiver.handle(packet.sequence, packet.timestamp, packet.payload);
+  if (packet.payloadType === session.eventPt)
+    session.receiver.handle(packet.sequence, packet.timestamp, packet.payload);
 }
 
 function finishPlayback(session: Session, item: Playback, interrupted: boolean): void {
   post({ type: 'played', sessionId: session.id, playId: item.playId, interrupted });
 }
 
-function sendPacket(session: Session, payloadType: number, marker: boolean, timestamp: number, payload: Uint8Array, offset: number, length: number, padByte: number): void {
+function sendPacket(
+  session: Session,
+  payloadType: number,
+  marker: boolean,
+  timestamp: number,
+  payload: Uint8Array,
+  offset: number,
+  length: number,
+  padByte: number,
+): void {
   const buf = Buffer.allocUnsafe(RTP_HEADER_SIZE + length);
   buf[0] = 0x80;
   buf[1] = (marker ? 0x80 : 0) | payloadType;
@@ -232,7 +251,16 @@ function sendFrame(session: Session): void {
     if (key) key.gap--;
     const item = session.queue[0];
     if (item) {
-      sendPacket(session, session.payloadType, session.marker, session.timestamp, item.audio, item.offset, FRAME_SAMPLES, G711_SILENCE[session.codec]);
+      sendPacket(
+        session,
+        session.payloadType,
+        session.marker,
+        session.timestamp,
+        item.audio,
+        item.offset,
+        FRAME_SAMPLES,
+        G711_SILENCE[session.codec],
+      );
       item.offset += FRAME_SAMPLES;
       if (item.offset >= item.audio.length) {
         session.queue.shift();
@@ -368,7 +396,14 @@ port.on('message', (msg: ToWorker) => {
         post({ type: 'dtmf-sent', sessionId: msg.sessionId, requestId: msg.requestId });
         break;
       }
-      for (const k of keys) s.dtmf.push({ requestId: msg.requestId, packets: telephoneEventPackets(k, msg.durationMs), index: 0, timestamp: null, gap: 0 });
+      for (const k of keys)
+        s.dtmf.push({
+          requestId: msg.requestId,
+          packets: telephoneEventPackets(k, msg.durationMs),
+          index: 0,
+          timestamp: null,
+          gap: 0,
+        });
       break;
     }
     case 'close':
@@ -391,7 +426,11 @@ port.on('message', (msg: ToWorker) => {
       break;
     case 'stats':
     case 'reset-stats':
-      post({ type: 'stats', requestId: msg.requestId, stats: { sessions: sessions.size, ...stats, relays: relays.size(), packetsRelayed: relays.packetsRelayed() } });
+      post({
+        type: 'stats',
+        requestId: msg.requestId,
+        stats: { sessions: sessions.size, ...stats, relays: relays.size(), packetsRelayed: relays.packetsRelayed() },
+      });
       if (msg.type === 'reset-stats') {
         Object.assign(stats, { framesSent: 0, lateFrames: 0, maxLatenessMs: 0, packetsReceived: 0, busyMs: 0 });
         relays.resetStats();

@@ -20,7 +20,14 @@ export interface RelayedStream extends MediaTarget {
 }
 
 /** ICE would let the ends find each other around the relay; their candidates are dropped. */
-const ICE_ATTRIBUTES = ['candidates', 'iceUfrag', 'icePwd', 'iceOptions', 'endOfCandidates', 'remoteCandidates'] as const;
+const ICE_ATTRIBUTES = [
+  'candidates',
+  'iceUfrag',
+  'icePwd',
+  'iceOptions',
+  'endOfCandidates',
+  'remoteCandidates',
+] as const;
 
 function parseOrNull(sdp: string): SessionDescription | null {
   try {
@@ -31,7 +38,8 @@ function parseOrNull(sdp: string): SessionDescription | null {
   }
 }
 
-const relayedIndex = (desc: SessionDescription): number => desc.media.findIndex((m) => m.type === 'audio' && m.port !== 0);
+const relayedIndex = (desc: SessionDescription): number =>
+  desc.media.findIndex((m) => m.type === 'audio' && m.port !== 0);
 
 /** The audio target an SDP body names, and whether it asks for audio both ways (not held, not one-way). */
 export function relayedStream(sdp: string): RelayedStream | null {
@@ -62,7 +70,11 @@ export function rewriteForRelay(sdp: string, via: MediaTarget): string | null {
   const held = (m: MediaDescription): boolean => (m.connection?.ip ?? desc.connection?.ip) === '0.0.0.0';
   desc.media = desc.media.map((m, i) => {
     if (i !== index) return m.port === 0 ? m : { ...m, port: 0 };
-    const out: MediaDescription = { ...m, port: via.port, connection: held(m) ? { version: 4, ip: '0.0.0.0' } : connection };
+    const out: MediaDescription = {
+      ...m,
+      port: via.port,
+      connection: held(m) ? { version: 4, ip: '0.0.0.0' } : connection,
+    };
     // Our RTCP is on the relay port + 1; multiplexing (rtcp-mux) is kept: the relay forwards
     // whatever arrives on a port, RTP or RTCP.
     delete out.rtcp;

@@ -48,7 +48,11 @@ function baseDescription(local: LocalMedia, version: number): SessionDescription
   };
 }
 
-function audioSection(port: number, codecs: readonly { codec: G711Codec; pt: number }[], eventPt: number | null): MediaDescription {
+function audioSection(
+  port: number,
+  codecs: readonly { codec: G711Codec; pt: number }[],
+  eventPt: number | null,
+): MediaDescription {
   const rtp: MediaDescription['rtp'] = codecs.map(({ codec, pt }) => ({ payload: pt, codec, rate: 8000 }));
   const fmtp: MediaDescription['fmtp'] = [];
   if (eventPt !== null) {

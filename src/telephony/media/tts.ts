@@ -77,7 +77,8 @@ export function createTts(options: TtsOptions): Tts {
   const timeoutMs = options.timeoutMs ?? 15_000;
   const memoryBudget = options.memoryBytes ?? 64 * 1024 * 1024;
   const wpm = options.wordsPerMinute ?? 160;
-  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) throw new RangeError('maxConcurrent must be a positive integer');
+  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1)
+    throw new RangeError('maxConcurrent must be a positive integer');
   const log = options.log;
 
   const memory = new Map<string, Uint8Array>();
@@ -113,7 +114,9 @@ export function createTts(options: TtsOptions): Tts {
   function runEspeak(text: string, voice: string): Promise<Uint8Array> {
     return new Promise((resolve, reject) => {
       // Text goes in on stdin, never as an argument, so it cannot be read as an option.
-      const child = spawn(command, ['--stdout', '-b', '1', '-s', String(wpm), '-v', voice], { stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn(command, ['--stdout', '-b', '1', '-s', String(wpm), '-v', voice], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
       const chunks: Buffer[] = [];
       let size = 0;
       let stderr = '';
@@ -140,7 +143,10 @@ export function createTts(options: TtsOptions): Tts {
       child.on('close', (code) => {
         clearTimeout(timer);
         if (failed) return reject(failed);
-        if (code !== 0) return reject(new MediaError('MEDIA_TTS_FAILED', `${command} exited with ${code}: ${stderr.trim().slice(0, 200)}`));
+        if (code !== 0)
+          return reject(
+            new MediaError('MEDIA_TTS_FAILED', `${command} exited with ${code}: ${stderr.trim().slice(0, 200)}`),
+          );
         resolve(Buffer.concat(chunks));
       });
       child.stdin.on('error', () => {
@@ -201,7 +207,9 @@ export function createTts(options: TtsOptions): Tts {
       if (!isTtsLanguage(req.language)) throw new MediaError('MEDIA_BAD_LANGUAGE', 'unsupported speech language');
       const voice = req.voice ?? DEFAULT_VOICES[req.language];
       if (!VOICE_NAME.test(voice)) throw new MediaError('MEDIA_BAD_LANGUAGE', 'invalid voice name');
-      const key = createHash('sha256').update(JSON.stringify(['v1', wpm, req.text, voice, req.language, req.codec])).digest('hex');
+      const key = createHash('sha256')
+        .update(JSON.stringify(['v1', wpm, req.text, voice, req.language, req.codec]))
+        .digest('hex');
       const hit = memory.get(key);
       if (hit) {
         counters.memoryHits++;

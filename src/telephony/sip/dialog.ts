@@ -57,7 +57,12 @@ export function uriDestination(uri: SipUri, fallback: SipTransportName): SipPeer
 }
 
 /** The dialog a UAC holds after a 2xx to its INVITE (RFC 3261 §12.1.2). */
-export function createUacDialog(invite: SipRequest, res: SipResponse, transport: SipTransportName, contact: string): Dialog {
+export function createUacDialog(
+  invite: SipRequest,
+  res: SipResponse,
+  transport: SipTransportName,
+  contact: string,
+): Dialog {
   const to = parseNameAddr(getHeader(res, 'to') ?? '');
   const from = parseNameAddr(getHeader(invite, 'from') ?? '');
   const target = contactsOf(res)[0];
@@ -77,7 +82,13 @@ export function createUacDialog(invite: SipRequest, res: SipResponse, transport:
 }
 
 /** The dialog a UAS holds when it answers an INVITE with `localTag` (RFC 3261 §12.1.1). */
-export function createUasDialog(invite: SipRequest, localTag: string, transport: SipTransportName, contact: string, flow?: SipPeer): Dialog {
+export function createUasDialog(
+  invite: SipRequest,
+  localTag: string,
+  transport: SipTransportName,
+  contact: string,
+  flow?: SipPeer,
+): Dialog {
   const to = parseNameAddr(getHeader(invite, 'to') ?? '');
   to.params['tag'] = localTag;
   const target = contactsOf(invite)[0];
@@ -113,9 +124,17 @@ export function dialogRequest(
     { name: 'Max-Forwards', value: '70' },
   ];
   for (const r of d.routeSet) headers.push({ name: 'Route', value: r });
-  if (method !== 'BYE' && method !== 'ACK' && method !== 'CANCEL') headers.push({ name: 'Contact', value: `<${d.contact}>` });
+  if (method !== 'BYE' && method !== 'ACK' && method !== 'CANCEL')
+    headers.push({ name: 'Contact', value: `<${d.contact}>` });
   if (opts.headers) headers.push(...opts.headers);
-  const req: SipRequest = { kind: 'request', method, uri: d.remoteTarget, version: 'SIP/2.0', headers, body: opts.body ?? Buffer.alloc(0) };
+  const req: SipRequest = {
+    kind: 'request',
+    method,
+    uri: d.remoteTarget,
+    version: 'SIP/2.0',
+    headers,
+    body: opts.body ?? Buffer.alloc(0),
+  };
   const first = d.routeSet[0];
   const hop = first ? parseNameAddr(first).uri : parseUri(d.remoteTarget);
   return { req, dest: d.flow ?? uriDestination(hop, d.transport) };

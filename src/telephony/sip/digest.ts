@@ -5,7 +5,8 @@ import { formatDigest, parseDigest, SipParseError, type DigestParams } from './h
 export const md5 = (s: string): string => createHash('md5').update(s).digest('hex');
 
 /** HA1 as stored: MD5(username:realm:password). */
-export const computeHa1 = (username: string, realm: string, password: string): string => md5(`${username}:${realm}:${password}`);
+export const computeHa1 = (username: string, realm: string, password: string): string =>
+  md5(`${username}:${realm}:${password}`);
 
 export interface DigestServerOptions {
   /** Always the configured primary SIP host, whatever address the request came to. */
@@ -45,7 +46,8 @@ export function createDigestServer(opts: DigestServerOptions): DigestServer {
   const uses = new Map<string, { at: number; n: number }>();
   const maxTracked = 200_000;
 
-  const sign = (body: string): string => createHmac('sha256', opts.secret).update(body).digest('base64url').slice(0, 22);
+  const sign = (body: string): string =>
+    createHmac('sha256', opts.secret).update(body).digest('base64url').slice(0, 22);
 
   const mint = (): string => {
     const t = now();
@@ -109,7 +111,13 @@ export function createDigestServer(opts: DigestServerOptions): DigestServer {
 }
 
 /** Answers a supplier's 401/407 challenge (RFC 2617 §3.2.2), with qop=auth when offered. */
-export function answerChallenge(a: { challenge: string; method: string; uri: string; username: string; password: string }): string {
+export function answerChallenge(a: {
+  challenge: string;
+  method: string;
+  uri: string;
+  username: string;
+  password: string;
+}): string {
   const ch = parseDigest(a.challenge).params;
   const realm = ch['realm'] ?? '';
   const nonce = ch['nonce'] ?? '';

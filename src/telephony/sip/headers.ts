@@ -246,7 +246,8 @@ export function formatNameAddr(na: NameAddr): string {
 
 export function parseVia(text: string): Via {
   const s = text.trim();
-  const m = /^([A-Za-z0-9\-.!%*_+`'~]+\s*\/\s*[A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*([A-Za-z0-9\-.!%*_+`'~]+)\s+([^;]+)(.*)$/.exec(s);
+  const m =
+    /^([A-Za-z0-9\-.!%*_+`'~]+\s*\/\s*[A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*([A-Za-z0-9\-.!%*_+`'~]+)\s+([^;]+)(.*)$/.exec(s);
   if (!m) throw new SipParseError('bad Via');
   const protocol = (m[1] ?? '').replace(/\s+/g, '').toUpperCase();
   const transport = (m[2] ?? '').toUpperCase();

@@ -1,7 +1,20 @@
 /** Public surface of the SIP stack and trunk B2BUA (ARCHITECTURE "Why our own SIP stack"). */
-export { createSipTransport, type SipTransport, type SipTransportOptions, type SipPeer, type SipTransportName } from './transport.js';
+export {
+  createSipTransport,
+  type SipTransport,
+  type SipTransportOptions,
+  type SipPeer,
+  type SipTransportName,
+} from './transport.js';
 export { createSipStack, type SipStack, type SipStackOptions, type SipRequestHandler } from './stack.js';
-export { realTimers, DEFAULT_TIMERS, type SipTimers, type TimerValues, type ClientTransaction, type ServerTransaction } from './transaction.js';
+export {
+  realTimers,
+  DEFAULT_TIMERS,
+  type SipTimers,
+  type TimerValues,
+  type ClientTransaction,
+  type ServerTransaction,
+} from './transaction.js';
 export {
   createTrunkB2bua,
   orderEndpoints,

@@ -59,7 +59,17 @@ const COMPACT: Record<string, string> = {
 };
 
 /** Headers whose comma-separated values are separate entries (RFC 3261 §7.3.1). */
-const LIST_HEADERS = new Set(['via', 'contact', 'route', 'record-route', 'allow', 'supported', 'require', 'proxy-require', 'unsupported']);
+const LIST_HEADERS = new Set([
+  'via',
+  'contact',
+  'route',
+  'record-route',
+  'allow',
+  'supported',
+  'require',
+  'proxy-require',
+  'unsupported',
+]);
 
 /** Headers that may appear at most once; a second copy makes the request a 400 (RFC 4475 §3.1.2.x). */
 export const SINGLE_HEADERS = ['to', 'from', 'call-id', 'cseq', 'max-forwards', 'content-length', 'content-type'];
@@ -165,7 +175,12 @@ export interface ResponseOptions {
 }
 
 /** Builds a response copying Via, From, To, Call-ID, CSeq (RFC 3261 §8.2.6.2). */
-export function createResponse(req: SipRequest, status: number, reason: string, opts: ResponseOptions = {}): SipResponse {
+export function createResponse(
+  req: SipRequest,
+  status: number,
+  reason: string,
+  opts: ResponseOptions = {},
+): SipResponse {
   const headers: HeaderField[] = [];
   copyLines(req, headers, 'via');
   copyLines(req, headers, 'from');
@@ -183,7 +198,8 @@ export function createResponse(req: SipRequest, status: number, reason: string, 
 
 /** Serialises with a Content-Length matching the body (a stream transport needs it, RFC 3261 §18.3). */
 export function serialize(msg: SipMessage): Buffer {
-  const start = msg.kind === 'request' ? `${msg.method} ${msg.uri} ${msg.version}` : `${msg.version} ${msg.status} ${msg.reason}`;
+  const start =
+    msg.kind === 'request' ? `${msg.method} ${msg.uri} ${msg.version}` : `${msg.version} ${msg.status} ${msg.reason}`;
   let head = start + '\r\n';
   let sawLength = false;
   for (const h of msg.headers) {

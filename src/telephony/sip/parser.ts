@@ -159,7 +159,13 @@ function errorFor(head: Buffer, reason: string): SipParseError {
     const lines = head.toString('utf8').split(/\r?\n/);
     const startLine = lines.shift() ?? '';
     const isRequest = !startLine.startsWith('SIP/');
-    return new SipMessageError(reason, 400, isRequest, splitHeaders(lines), isRequest ? startLine.split(' ')[0] : undefined);
+    return new SipMessageError(
+      reason,
+      400,
+      isRequest,
+      splitHeaders(lines),
+      isRequest ? startLine.split(' ')[0] : undefined,
+    );
   } catch {
     return new SipParseError(reason);
   }

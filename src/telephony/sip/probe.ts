@@ -11,7 +11,11 @@ export interface ProbeResult {
   rttMs: number;
 }
 
-export function probeEndpoint(stack: SipStack, target: SipPeer, opts: { timeoutMs?: number } = {}): Promise<ProbeResult> {
+export function probeEndpoint(
+  stack: SipStack,
+  target: SipPeer,
+  opts: { timeoutMs?: number } = {},
+): Promise<ProbeResult> {
   const host = target.host.includes(':') ? `[${target.host}]` : target.host;
   const req: SipRequest = {
     kind: 'request',
@@ -36,7 +40,11 @@ export function probeEndpoint(stack: SipStack, target: SipPeer, opts: { timeoutM
       done = true;
       stack.timers.clear(timer);
       tx.terminate();
-      resolve({ ok: status !== null && status < 500 && status !== 408, status, rttMs: Math.round((performance.now() - started) * 10) / 10 });
+      resolve({
+        ok: status !== null && status < 500 && status !== 408,
+        status,
+        rttMs: Math.round((performance.now() - started) * 10) / 10,
+      });
     };
     const timer = stack.timers.set(() => finish(null), opts.timeoutMs ?? 2000);
     const tx = stack.sendRequest(req, target, {

@@ -28,7 +28,6 @@ import {
 } from './transaction.js';
 import { responseTarget, type SipPeer, type SipTransport, type SipTransportName } from './transport.js';
 
-
 // Tags, branches and Call-IDs come from one crypto buffer refilled in blocks: a call uses about ten,
 // and a random fill per value showed on the call-path profile.
 const RANDOM_BLOCK = 4096;
@@ -144,7 +143,8 @@ export function createSipStack(opts: SipStackOptions): SipStack {
   const newBranch = (): string => MAGIC + randomHex(12);
 
   // TLS has its own listener port; sent-by names the port a peer would open a new connection to.
-  const portFor = (t: SipTransportName): number => (t === 'tls' ? transport.tlsPort ?? transport.port : transport.port);
+  const portFor = (t: SipTransportName): number =>
+    t === 'tls' ? (transport.tlsPort ?? transport.port) : transport.port;
   const viaFor = (dest: SipPeer, branch: string): string =>
     `SIP/2.0/${dest.transport.toUpperCase()} ${transport.host}:${portFor(dest.transport)};branch=${branch};rport`;
 
@@ -161,10 +161,18 @@ export function createSipStack(opts: SipStackOptions): SipStack {
       if (n === 'via' && !viaDone) {
         headers.push({ name: 'Via', value: h.value.split(',')[0] as string });
         viaDone = true;
-      } else if (n === 'from' || n === 'to' || n === 'call-id' || n === 'route' || n === 'max-forwards') headers.push(h);
+      } else if (n === 'from' || n === 'to' || n === 'call-id' || n === 'route' || n === 'max-forwards')
+        headers.push(h);
     }
     headers.push({ name: 'CSeq', value: `${cseqOf(req).seq} CANCEL` });
-    const cancel: SipRequest = { kind: 'request', method: 'CANCEL', uri: req.uri, version: 'SIP/2.0', headers, body: Buffer.alloc(0) };
+    const cancel: SipRequest = {
+      kind: 'request',
+      method: 'CANCEL',
+      uri: req.uri,
+      version: 'SIP/2.0',
+      headers,
+      body: Buffer.alloc(0),
+    };
     const branch = topVia(cancel).params['branch'] ?? '';
     const tx = new ClientTransaction(ctx, `${branch}|CANCEL`, cancel, inv.dest, {
       onResponse: () => undefined,

@@ -41,7 +41,8 @@ export interface TransactionContext {
   returnRoutable?(peer: SipPeer): boolean;
 }
 
-export type TransactionState = 'calling' | 'trying' | 'proceeding' | 'completed' | 'accepted' | 'confirmed' | 'terminated';
+export type TransactionState =
+  'calling' | 'trying' | 'proceeding' | 'completed' | 'accepted' | 'confirmed' | 'terminated';
 
 export interface ClientTransactionHandlers {
   /** Every provisional and final response; in Accepted, 2xx retransmissions too (the TU re-ACKs them). */
@@ -198,7 +199,14 @@ export class ClientTransaction {
     }
     headers.push({ name: 'To', value: getHeader(res, 'to') ?? '' });
     headers.push({ name: 'CSeq', value: `${cseqOf(req).seq} ACK` });
-    const ack: SipRequest = { kind: 'request', method: 'ACK', uri: req.uri, version: 'SIP/2.0', headers, body: Buffer.alloc(0) };
+    const ack: SipRequest = {
+      kind: 'request',
+      method: 'ACK',
+      uri: req.uri,
+      version: 'SIP/2.0',
+      headers,
+      body: Buffer.alloc(0),
+    };
     this.ctx.send(ack, this.dest).catch(() => undefined);
   }
 

@@ -88,7 +88,7 @@ export function responseTarget(via: Via, transport: SipTransportName): SipPeer {
   const received = via.params['received'];
   const rport = via.params['rport'];
   const host = received ?? via.host;
-  const port = rport && /^\d+$/.test(rport) ? Number(rport) : via.port ?? 5060;
+  const port = rport && /^\d+$/.test(rport) ? Number(rport) : (via.port ?? 5060);
   return { transport, host: bareHost(host), port };
 }
 
@@ -116,7 +116,8 @@ export function badRequestFor(err: SipParseError): SipResponse | undefined {
     for (const h of err.headers) if (canonicalName(h.name) === name) headers.push({ ...h });
   }
   if (!headers.some((h) => canonicalName(h.name) === 'via')) return undefined;
-  const reason = err.status === 505 ? 'Version Not Supported' : `Bad Request (${err.reason.replace(/[^\x20-\x7e]/g, '?')})`;
+  const reason =
+    err.status === 505 ? 'Version Not Supported' : `Bad Request (${err.reason.replace(/[^\x20-\x7e]/g, '?')})`;
   return { kind: 'response', version: 'SIP/2.0', status: err.status, reason, headers, body: Buffer.alloc(0) };
 }
 
@@ -210,7 +211,12 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
   let tlsServer: tls.Server | undefined;
   if (opts.tls) {
     // A handshake never finished holds a descriptor like an idle connection does.
-    tlsServer = tls.createServer({ key: opts.tls.key, cert: opts.tls.cert, minVersion: 'TLSv1.2', handshakeTimeout: firstMessageMs });
+    tlsServer = tls.createServer({
+      key: opts.tls.key,
+      cert: opts.tls.cert,
+      minVersion: 'TLSv1.2',
+      handshakeTimeout: firstMessageMs,
+    });
     try {
       await listenTcp(tlsServer, opts.host, opts.tls.port);
     } catch (err) {
@@ -246,7 +252,11 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
       return false;
     }
     const refused = caps.admit(sock);
-    if (refused) log.debug({ peer: refused.ip, inbound: refused.open, fromIp: refused.fromIp }, 'sip tcp connection refused: over the connection cap');
+    if (refused)
+      log.debug(
+        { peer: refused.ip, inbound: refused.open, fromIp: refused.fromIp },
+        'sip tcp connection refused: over the connection cap',
+      );
     return refused === null;
   };
 
@@ -324,13 +334,18 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
               minVersion: 'TLSv1.2',
               // The certificate is checked against `servername` when one is given; SNI takes names
               // only, and without a name an IP address is checked against the certificate's IP SANs.
-              ...(dest.servername && !net.isIP(dest.servername) ? { servername: dest.servername }
-                : net.isIP(dest.host) ? {} : { servername: dest.host }),
+              ...(dest.servername && !net.isIP(dest.servername)
+                ? { servername: dest.servername }
+                : net.isIP(dest.host)
+                  ? {}
+                  : { servername: dest.host }),
             })
           : net.connect({ host: dest.host, port: dest.port });
       const timer = setTimeout(() => {
         sock.destroy();
-        reject(Object.assign(new Error(`sip ${t} connect to ${dest.host}:${dest.port} timed out`), { code: 'ETIMEDOUT' }));
+        reject(
+          Object.assign(new Error(`sip ${t} connect to ${dest.host}:${dest.port} timed out`), { code: 'ETIMEDOUT' }),
+        );
       }, connectTimeoutMs);
       const fail = (err: Error) => {
         clearTimeout(timer);
@@ -372,7 +387,9 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
       const buf = serialize(message);
       const host = bareHost(dest.host);
       if (dest.transport === 'udp') {
-        await new Promise<void>((resolve, reject) => udpSock.send(buf, dest.port, host, (err) => (err ? reject(err) : resolve())));
+        await new Promise<void>((resolve, reject) =>
+          udpSock.send(buf, dest.port, host, (err) => (err ? reject(err) : resolve())),
+        );
         return;
       }
       let sock = conns.get(connKey(dest.transport, host, dest.port));

@@ -13,8 +13,17 @@ t.test('200 wrong passwords from 20 addresses lock the e-mail with a growing del
   const password = 'the right password';
   await accounts.createAccount({ email, password });
   const login = async (ip: string, pw: string, who = email) => {
-    const r = await d.app.inject({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: ip, payload: { email: who, password: pw } });
-    return { status: r.statusCode, code: r.json().error?.code as string | undefined, retryAfter: r.headers['retry-after'] };
+    const r = await d.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      remoteAddress: ip,
+      payload: { email: who, password: pw },
+    });
+    return {
+      status: r.statusCode,
+      code: r.json().error?.code as string | undefined,
+      retryAfter: r.headers['retry-after'],
+    };
   };
 
   const results = [];
@@ -28,7 +37,10 @@ t.test('200 wrong passwords from 20 addresses lock the e-mail with a growing del
   const max = d.config.auth.login_max_failures_per_email;
   t.ok(failed >= max && failed <= max + 3, `${failed} guesses reached the password check (limit ${max})`);
   t.equal(limited.length, 200 - failed, 'every later guess refused with 429');
-  t.ok(limited.every((r) => r.code === 'RATE_LIMITED' && Number(r.retryAfter) >= 1), 'RATE_LIMITED with Retry-After');
+  t.ok(
+    limited.every((r) => r.code === 'RATE_LIMITED' && Number(r.retryAfter) >= 1),
+    'RATE_LIMITED with Retry-After',
+  );
 
   const locked = await login('10.0.1.1', password);
   t.equal(locked.status, 429, 'even the right password waits for the lock, from a new address');
@@ -56,13 +68,21 @@ t.test('200 wrong passwords from 20 addresses lock the e-mail with a growing del
 t.test('registration answers the same for a free and a taken e-mail', async (t) => {
   const d = await startTestDaemon(t);
   await d.modules.services.accounts.createAccount({ email: 'taken@example.test', password: 'a long password' });
-  const free = await d.https('POST', '/auth/register', { body: { email: 'free@example.test', password: 'a long password' } });
-  const taken = await d.https('POST', '/auth/register', { body: { email: 'Taken@example.test', password: 'another password' } });
+  const free = await d.https('POST', '/auth/register', {
+    body: { email: 'free@example.test', password: 'a long password' },
+  });
+  const taken = await d.https('POST', '/auth/register', {
+    body: { email: 'Taken@example.test', password: 'another password' },
+  });
   t.equal(free.status, 202);
   t.equal(taken.status, free.status);
   t.same(taken.json, free.json, 'same body');
-  const signIn = await d.https('POST', '/auth/login', { body: { email: 'free@example.test', password: 'a long password' } });
+  const signIn = await d.https('POST', '/auth/login', {
+    body: { email: 'free@example.test', password: 'a long password' },
+  });
   t.equal(signIn.status, 200, 'the new account signs in');
-  const stolen = await d.https('POST', '/auth/login', { body: { email: 'taken@example.test', password: 'another password' } });
+  const stolen = await d.https('POST', '/auth/login', {
+    body: { email: 'taken@example.test', password: 'another password' },
+  });
   t.equal(stolen.status, 401, 'the taken account keeps its password');
 });

@@ -26,10 +26,16 @@ t.test('one-time password: single use, enforced change, change-password revokes 
   const testKey = await d.https('GET', '/account', { token: d.firstStart!.testKey });
   t.equal(testKey.status, 200, 'the printed test key is not a session: it keeps working');
 
-  const wrong = await d.https('POST', '/auth/change-password', { token: session.accessToken, body: { currentPassword: 'not it', newPassword: 'a brand new password' } });
+  const wrong = await d.https('POST', '/auth/change-password', {
+    token: session.accessToken,
+    body: { currentPassword: 'not it', newPassword: 'a brand new password' },
+  });
   t.equal(wrong.status, 400);
   t.equal(wrong.json.error.code, 'VALIDATION_ERROR');
-  const changed = await d.https('POST', '/auth/change-password', { token: session.accessToken, body: { currentPassword: password, newPassword: 'a brand new password' } });
+  const changed = await d.https('POST', '/auth/change-password', {
+    token: session.accessToken,
+    body: { currentPassword: password, newPassword: 'a brand new password' },
+  });
   t.equal(changed.status, 200, changed.text);
   t.same(changed.json.data, { changed: true, revokedSessions: 0 });
   const me = await d.https('GET', '/account', { token: session.accessToken });
@@ -39,19 +45,28 @@ t.test('one-time password: single use, enforced change, change-password revokes 
 
   const other = (await login('a brand new password')).json.data;
   t.equal((await d.https('GET', '/account', { token: other.accessToken })).status, 200);
-  const second = await d.https('POST', '/auth/change-password', { token: session.accessToken, body: { currentPassword: 'a brand new password', newPassword: 'yet another password' } });
+  const second = await d.https('POST', '/auth/change-password', {
+    token: session.accessToken,
+    body: { currentPassword: 'a brand new password', newPassword: 'yet another password' },
+  });
   t.same(second.json.data, { changed: true, revokedSessions: 1 });
   t.equal((await d.https('GET', '/account', { token: other.accessToken })).status, 401, 'the other session ended');
   const refresh = await d.https('POST', '/auth/refresh', { body: { refreshToken: other.refreshToken } });
   t.equal(refresh.status, 401, 'and its refresh token with it');
-  t.equal((await d.https('POST', '/auth/refresh', { body: { refreshToken: session.refreshToken } })).status, 200, 'the current session still refreshes');
+  t.equal(
+    (await d.https('POST', '/auth/refresh', { body: { refreshToken: session.refreshToken } })).status,
+    200,
+    'the current session still refreshes',
+  );
 });
 
 t.test('the one-time password expires after one_time_password_hours', async (t) => {
   const clock = createManualClock(new Date());
   const d = await startTestDaemon(t, {}, { clock });
   clock.advance(d.config.auth.one_time_password_hours * 3600_000 + 1000);
-  const res = await d.https('POST', '/auth/login', { body: { email: d.firstStart!.email, password: d.firstStart!.password } });
+  const res = await d.https('POST', '/auth/login', {
+    body: { email: d.firstStart!.email, password: d.firstStart!.password },
+  });
   t.equal(res.status, 401);
   t.equal(res.json.error.code, 'UNAUTHORIZED');
 });
@@ -60,6 +75,8 @@ t.test('within its lifetime the one-time password signs in', async (t) => {
   const clock = createManualClock(new Date());
   const d = await startTestDaemon(t, {}, { clock });
   clock.advance(d.config.auth.one_time_password_hours * 3600_000 - 60_000);
-  const res = await d.https('POST', '/auth/login', { body: { email: d.firstStart!.email, password: d.firstStart!.password } });
+  const res = await d.https('POST', '/auth/login', {
+    body: { email: d.firstStart!.email, password: d.firstStart!.password },
+  });
   t.equal(res.status, 200, 'signed in');
 });

@@ -20,6 +20,10 @@ t.test('a password hashed at another cost still signs in', async (t) => {
   await h.sql`update accounts set password_hash = ${await hashPassword(password, DEFAULT_SCRYPT_COST)} where id = ${accountId}`;
   const login = await h.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } });
   t.equal(login.statusCode, 200, login.body);
-  const wrong = await h.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password: 'not the password' } });
+  const wrong = await h.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    payload: { email, password: 'not the password' },
+  });
   t.equal(wrong.statusCode, 401);
 });

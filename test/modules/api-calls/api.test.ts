@@ -15,10 +15,19 @@ t.test('validation, test-key simulation, record and history', async (t) => {
   const testKey = (await keys.create(operator.accountId, { mode: 'test' })).secret;
   const liveKey = (await keys.create(operator.accountId, { mode: 'live', scopes: ['voice:send'] })).secret;
   const smsKey = (await keys.create(operator.accountId, { mode: 'live', scopes: ['sms:send'] })).secret;
-  await ledger.grantTestCredit({ postingKey: `tc-${operator.accountId}`, accountId: operator.accountId, amount: '5.000000' });
+  await ledger.grantTestCredit({
+    postingKey: `tc-${operator.accountId}`,
+    accountId: operator.accountId,
+    amount: '5.000000',
+  });
 
   const post = (key: string, body: unknown) =>
-    d.app.inject({ method: 'POST', url: '/api/v1/comms/calls', headers: { authorization: `Bearer ${key}`, 'x-idempotency-key': randomUUID() }, payload: body as object });
+    d.app.inject({
+      method: 'POST',
+      url: '/api/v1/comms/calls',
+      headers: { authorization: `Bearer ${key}`, 'x-idempotency-key': randomUUID() },
+      payload: body as object,
+    });
   const base = { to: '+447000000001', from: '+15550001111' };
 
   t.test('action rules answer 400 VALIDATION_ERROR with the failing path', async (t) => {
@@ -26,7 +35,12 @@ t.test('validation, test-key simulation, record and history', async (t) => {
       ['eleven actions', Array.from({ length: 11 }, () => ({ pause: 1 })), {}, 'actions'],
       ['say over 500', [{ say: 'x'.repeat(501) }], {}, 'actions.0.say'],
       ['spoken text over 1,500 in all', Array.from({ length: 4 }, () => ({ say: 'y'.repeat(400) })), {}, 'actions'],
-      ['four play URLs', Array.from({ length: 4 }, (_, i) => ({ play: `https://example.com/${i}.mp3` })), {}, 'actions'],
+      [
+        'four play URLs',
+        Array.from({ length: 4 }, (_, i) => ({ play: `https://example.com/${i}.mp3` })),
+        {},
+        'actions',
+      ],
       ['six gathers', Array.from({ length: 6 }, () => ({ gather: {} })), {}, 'actions'],
       ['play over http', [{ play: 'http://example.com/a.mp3' }], {}, 'actions.0.play'],
       ['play URL too long', [{ play: `https://example.com/${'a'.repeat(2040)}` }], {}, 'actions.0.play'],
@@ -52,7 +66,10 @@ t.test('validation, test-key simulation, record and history', async (t) => {
       const body = r.json();
       t.equal(body.error.code, 'VALIDATION_ERROR', `${what}: code`);
       const paths = (body.error.details ?? []).map((x: { path: string }) => x.path);
-      t.ok(paths.some((p: string) => p === path || p.startsWith(path)), `${what}: path ${path} in ${JSON.stringify(paths)}`);
+      t.ok(
+        paths.some((p: string) => p === path || p.startsWith(path)),
+        `${what}: path ${path} in ${JSON.stringify(paths)}`,
+      );
     }
     const before = await ledger.balanceOf(operator.accountId);
     t.equal(before.testHeld, '0.000000', 'refused requests hold nothing');
@@ -87,7 +104,11 @@ t.test('validation, test-key simulation, record and history', async (t) => {
     t.equal(after.testCredit, (Number(before.testCredit) - 0.0014).toFixed(6), 'test credit pays');
     t.equal(after.testHeld, '0.000000', 'hold gone');
 
-    const got = await d.app.inject({ method: 'GET', url: `/api/v1/comms/calls/${c.callId}`, headers: { authorization: `Bearer ${liveKey}` } });
+    const got = await d.app.inject({
+      method: 'GET',
+      url: `/api/v1/comms/calls/${c.callId}`,
+      headers: { authorization: `Bearer ${liveKey}` },
+    });
     t.equal(got.statusCode, 200);
     const rec = got.json().data;
     t.equal(rec.callId, c.callId);
@@ -100,29 +121,55 @@ t.test('validation, test-key simulation, record and history', async (t) => {
     t.equal(rec.attempts.length, 1);
     t.ok(rec.hangupReason);
 
-    const cdrs = await d.sql`select status, simulated, buyer_cost::text as cost, call_group_id from cdrs where call_uuid = ${c.callId}`;
+    const cdrs =
+      await d.sql`select status, simulated, buyer_cost::text as cost, call_group_id from cdrs where call_uuid = ${c.callId}`;
     t.equal(cdrs.length, 1, 'one CDR');
     t.equal(cdrs[0]!['simulated'], true);
-    const events = await d.sql`select event, data from events where account_id = ${operator.accountId} and data->>'callId' = ${c.callId}`;
-    t.same(events.map((e) => e['event']), ['call.completed']);
+    const events =
+      await d.sql`select event, data from events where account_id = ${operator.accountId} and data->>'callId' = ${c.callId}`;
+    t.same(
+      events.map((e) => e['event']),
+      ['call.completed'],
+    );
 
-    const hist = await d.app.inject({ method: 'GET', url: '/api/v1/comms/calls?limit=5', headers: { authorization: `Bearer ${testKey}` } });
+    const hist = await d.app.inject({
+      method: 'GET',
+      url: '/api/v1/comms/calls?limit=5',
+      headers: { authorization: `Bearer ${testKey}` },
+    });
     t.equal(hist.statusCode, 200, hist.body);
-    const entries = hist.json().data as { relatedEntityType: string; relatedEntityId: string; amount: string; callId: string }[];
+    const entries = hist.json().data as {
+      relatedEntityType: string;
+      relatedEntityId: string;
+      amount: string;
+      callId: string;
+    }[];
     t.ok(entries.length >= 1);
     t.ok(entries.every((e) => e.relatedEntityType === 'api_call'));
     t.ok(entries.some((e) => e.relatedEntityId === c.callId && e.callId === c.callId && e.amount.startsWith('-')));
   });
 
   t.test('history is full-access only; another account cannot see the call', async (t) => {
-    const r = await d.app.inject({ method: 'GET', url: '/api/v1/comms/calls', headers: { authorization: `Bearer ${liveKey}` } });
+    const r = await d.app.inject({
+      method: 'GET',
+      url: '/api/v1/comms/calls',
+      headers: { authorization: `Bearer ${liveKey}` },
+    });
     t.equal(r.statusCode, 403);
     const made = await post(testKey, base);
     const other = await w.signUp();
     const otherKey = (await keys.create(other.accountId, { mode: 'live' })).secret;
-    const seen = await d.app.inject({ method: 'GET', url: `/api/v1/comms/calls/${made.json().data.callId}`, headers: { authorization: `Bearer ${otherKey}` } });
+    const seen = await d.app.inject({
+      method: 'GET',
+      url: `/api/v1/comms/calls/${made.json().data.callId}`,
+      headers: { authorization: `Bearer ${otherKey}` },
+    });
     t.equal(seen.statusCode, 404);
-    const unknown = await d.app.inject({ method: 'GET', url: `/api/v1/comms/calls/${randomUUID()}`, headers: { authorization: `Bearer ${liveKey}` } });
+    const unknown = await d.app.inject({
+      method: 'GET',
+      url: `/api/v1/comms/calls/${randomUUID()}`,
+      headers: { authorization: `Bearer ${liveKey}` },
+    });
     t.equal(unknown.statusCode, 404);
   });
 
@@ -134,7 +181,8 @@ t.test('validation, test-key simulation, record and history', async (t) => {
     t.equal(mine.statusCode, 200, mine.body);
     const subCall = mine.json().data.callId as string;
     const operatorCall = (await post(testKey, base)).json().data.callId as string;
-    const get = (key: string, id: string) => d.app.inject({ method: 'GET', url: `/api/v1/comms/calls/${id}`, headers: { authorization: `Bearer ${key}` } });
+    const get = (key: string, id: string) =>
+      d.app.inject({ method: 'GET', url: `/api/v1/comms/calls/${id}`, headers: { authorization: `Bearer ${key}` } });
     t.equal((await get(subKey, subCall)).statusCode, 200, 'own call');
     t.equal((await get(subKey, operatorCall)).statusCode, 404, "the operator's call is not the sub-account's");
     t.equal((await get(liveKey, subCall)).statusCode, 200, "the operator sees its sub-account's call");
@@ -145,7 +193,8 @@ t.test('validation, test-key simulation, record and history', async (t) => {
 
   t.test('POST /comms/voice-otp with a test key: initiated, simulated call, code never stored in clear', async (t) => {
     const r = await d.app.inject({
-      method: 'POST', url: '/api/v1/comms/voice-otp',
+      method: 'POST',
+      url: '/api/v1/comms/voice-otp',
       headers: { authorization: `Bearer ${testKey}`, 'x-idempotency-key': randomUUID() },
       payload: { to: '+447000000009', language: 'de', brand: 'Acme' },
     });
@@ -156,18 +205,28 @@ t.test('validation, test-key simulation, record and history', async (t) => {
     t.equal(v.language, 'de');
     t.equal(v.codeLength, 6, 'a 6-digit code is generated');
     t.equal(v.repeat, 2, 'read twice by default');
-    const rec = (await d.app.inject({ method: 'GET', url: `/api/v1/comms/calls/${v.callId}`, headers: { authorization: `Bearer ${testKey}` } })).json().data;
+    const rec = (
+      await d.app.inject({
+        method: 'GET',
+        url: `/api/v1/comms/calls/${v.callId}`,
+        headers: { authorization: `Bearer ${testKey}` },
+      })
+    ).json().data;
     t.equal(rec.simulated, true);
     t.equal(rec.mode, 'async');
     t.ok(rec.cost, 'cost on the call record');
     t.equal(rec.actions.filter((a: { say?: string }) => a.say !== undefined).length, 2);
-    t.notOk(rec.actions.some((a: { say?: string }) => a.say !== undefined && /\d/.test(a.say)), 'the digits are not in the record');
+    t.notOk(
+      rec.actions.some((a: { say?: string }) => a.say !== undefined && /\d/.test(a.say)),
+      'the digits are not in the record',
+    );
     const rows = await d.sql`select code_hash, code_length, call_id from voice_otps where id = ${v.voiceOtpId}`;
     t.equal(rows.length, 1);
     t.equal(rows[0]!['callId'], v.callId);
     t.match(rows[0]!['codeHash'], /^[0-9a-f]{64}$/);
     const bad = await d.app.inject({
-      method: 'POST', url: '/api/v1/comms/voice-otp',
+      method: 'POST',
+      url: '/api/v1/comms/voice-otp',
       headers: { authorization: `Bearer ${testKey}`, 'x-idempotency-key': randomUUID() },
       payload: { to: '+447000000009', code: '12', repeat: 4 },
     });

@@ -5,7 +5,8 @@ import { fixture, freePort, sipp, type SippRun } from '../../telephony/sip/sipp.
 
 /** sipp callees for the call tests: answering (optionally playing RFC 2833 digits) or refusing. */
 export const PCAPS = '/usr/share/sip-tester';
-export const available = existsSync('/usr/bin/sipp') && existsSync(`${PCAPS}/dtmf_2833_pound.pcap`) && existsSync('/usr/bin/espeak-ng');
+export const available =
+  existsSync('/usr/bin/sipp') && existsSync(`${PCAPS}/dtmf_2833_pound.pcap`) && existsSync('/usr/bin/espeak-ng');
 
 /**
  * The daemon's endpoint health check probes every supplier endpoint with OPTIONS, the first time
@@ -29,7 +30,8 @@ const OPTIONS_BRANCH = `  <label id="options"/>
     ]]>
   </send>
   <label id="done"/>`;
-const afterCall = (stop: boolean): string => `${stop ? '  <nop><action><exec int_cmd="stop_gracefully"/></action></nop>\n' : ''}  <nop next="done"/>\n${OPTIONS_BRANCH}`;
+const afterCall = (stop: boolean): string =>
+  `${stop ? '  <nop><action><exec int_cmd="stop_gracefully"/></action></nop>\n' : ''}  <nop next="done"/>\n${OPTIONS_BRANCH}`;
 
 /** How many calls a callee is started for; OPTIONS never count, the real calls stop it. */
 export const MANY = 100;
@@ -38,7 +40,11 @@ export const MANY = 100;
  * Callee: rings, answers with PCMU and telephone-event, runs `during` after the ACK, then takes our
  * BYE; `stop`: sipp exits after this call (a one-call peer, judged by its exit code).
  */
-export const callee = (expectUser: string, during = '', stop = true): string => `<?xml version="1.0" encoding="ISO-8859-1" ?>
+export const callee = (
+  expectUser: string,
+  during = '',
+  stop = true,
+): string => `<?xml version="1.0" encoding="ISO-8859-1" ?>
 <scenario name="api call callee">
 ${OPTIONS_FIRST}
   <recv request="INVITE">
@@ -104,7 +110,12 @@ ${afterCall(stop)}
 `;
 
 /** Refuses with `code` (after a 180 when `ring`); `stop` as for `callee`. */
-export const refuser = (code: number, text: string, ring = false, stop = true): string => `<?xml version="1.0" encoding="ISO-8859-1" ?>
+export const refuser = (
+  code: number,
+  text: string,
+  ring = false,
+  stop = true,
+): string => `<?xml version="1.0" encoding="ISO-8859-1" ?>
 <scenario name="api call refuser">
 ${OPTIONS_FIRST}
   <recv request="INVITE"/>
@@ -128,7 +139,13 @@ ${afterCall(stop)}
 
 /** RFC 2833 keys from the pcaps sip-tester ships, `afterMs` after the ACK, 350 ms apart. */
 export const keysAfter = (afterMs: number, keys: string[]): string =>
-  [`  <pause milliseconds="${afterMs}"/>`, ...keys.map((k) => `  <nop><action><exec play_pcap_audio="${PCAPS}/dtmf_2833_${k}.pcap"/></action></nop>\n  <pause milliseconds="350"/>`)].join('\n');
+  [
+    `  <pause milliseconds="${afterMs}"/>`,
+    ...keys.map(
+      (k) =>
+        `  <nop><action><exec play_pcap_audio="${PCAPS}/dtmf_2833_${k}.pcap"/></action></nop>\n  <pause milliseconds="350"/>`,
+    ),
+  ].join('\n');
 
 export const digits = (keys: string[]): string => keysAfter(2000, keys);
 
@@ -152,5 +169,5 @@ export async function exitOk(tt: Test, run: SippRun, what: string): Promise<void
 }
 
 /** The price a connected leg must cost: billable seconds at rate plus the 0.002/min platform fee. */
-export const expectedCost = (billable: number, rate: string): string => new Decimal(rate).plus('0.002').times(billable).div(60).toDecimalPlaces(6).toFixed(6);
-
+export const expectedCost = (billable: number, rate: string): string =>
+  new Decimal(rate).plus('0.002').times(billable).div(60).toDecimalPlaces(6).toFixed(6);

@@ -24,7 +24,11 @@ export interface ServiceWorld {
 }
 
 /** `rtpBase`: the first of 20 RTP ports this file may use (files run side by side). */
-export async function createServiceWorld(t: Test, rtpBase: number, media: Partial<Pick<MediaPlaneOptions, 'downloader'>> = {}): Promise<ServiceWorld> {
+export async function createServiceWorld(
+  t: Test,
+  rtpBase: number,
+  media: Partial<Pick<MediaPlaneOptions, 'downloader'>> = {},
+): Promise<ServiceWorld> {
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const w = await createWorld(t);
   const services = w.d.modules.services;
@@ -36,7 +40,14 @@ export async function createServiceWorld(t: Test, rtpBase: number, media: Partia
     stack,
     log,
     loopMarker: createLoopMarker('test secret'),
-    media: { workers: 1, portMin: rtpBase, portMax: rtpBase + 19, bindAddress: '127.0.0.1', ttsCacheDir: null, ...media },
+    media: {
+      workers: 1,
+      portMin: rtpBase,
+      portMax: rtpBase + 19,
+      bindAddress: '127.0.0.1',
+      ttsCacheDir: null,
+      ...media,
+    },
     dialer: { setupTimeoutMs: 1500 },
     onLegEnded: (o) => svc?.noteLeg(o),
   });
@@ -63,7 +74,10 @@ export async function createServiceWorld(t: Test, rtpBase: number, media: Partia
     caller,
     balance,
     events: async (id) =>
-      (await w.d.sql`select event, data from events where data->>'callId' = ${id} order by id`).map((e) => ({ event: e['event'] as string, data: e['data'] as Record<string, unknown> })),
+      (await w.d.sql`select event, data from events where data->>'callId' = ${id} order by id`).map((e) => ({
+        event: e['event'] as string,
+        data: e['data'] as Record<string, unknown>,
+      })),
     ended: (id, ms = 20_000) =>
       eventually(async () => {
         const c = await service.get(caller, id);
@@ -71,7 +85,11 @@ export async function createServiceWorld(t: Test, rtpBase: number, media: Partia
       }, ms),
     async settled(t, before, rec) {
       const after = await balance();
-      t.equal(new Decimal(before.balance).minus(after.balance).toFixed(6), rec['cost'], 'the balance moved by the cost');
+      t.equal(
+        new Decimal(before.balance).minus(after.balance).toFixed(6),
+        rec['cost'],
+        'the balance moved by the cost',
+      );
       t.equal(after.held, before.held, 'no hold left');
     },
   };

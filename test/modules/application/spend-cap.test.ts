@@ -12,22 +12,33 @@ t.test('a positive daily spend cap that would read as 0 is refused', async (t) =
   for (const tiny of [1e-7, '0.000001', 0.004]) {
     const r = await create(tiny);
     t.equal(r.status, 400, `${String(tiny)} refused`);
-    t.match(r.json.error, { code: 'VALIDATION_ERROR', details: [{ path: 'dailySpendCap', message: /0 \(no cap\) or at least 0.01/ }] });
+    t.match(r.json.error, {
+      code: 'VALIDATION_ERROR',
+      details: [{ path: 'dailySpendCap', message: /0 \(no cap\) or at least 0.01/ }],
+    });
   }
   // More than 6 places as a string is not a money form at all (bodies are not coerced to numbers).
   const sevenPlaces = await create('0.0000001');
   t.equal(sevenPlaces.status, 400);
-  t.match(sevenPlaces.json.error, { code: 'VALIDATION_ERROR', details: [{ path: 'dailySpendCap', message: /must match pattern/ }] });
+  t.match(sevenPlaces.json.error, {
+    code: 'VALIDATION_ERROR',
+    details: [{ path: 'dailySpendCap', message: /must match pattern/ }],
+  });
   const none = await create(0);
   t.equal(none.status, 201, none.text);
   t.equal(none.json.data.dailySpendCap, '0.00', 'an explicit 0 is "no cap"');
   const small = await create('0.01');
   t.equal(small.status, 201);
   t.equal(small.json.data.dailySpendCap, '0.01');
-  const [stored] = await d.sql<{ cap: string }[]>`select daily_spend_cap::text as cap from sub_accounts where account_id = ${small.json.data.id as string}`;
+  const [stored] = await d.sql<
+    { cap: string }[]
+  >`select daily_spend_cap::text as cap from sub_accounts where account_id = ${small.json.data.id as string}`;
   t.equal(stored!.cap, '0.010000');
 
-  const settings = await d.https('PUT', '/application/settings', { token: accessToken, body: { defaultDailySpendCap: 1e-7 } });
+  const settings = await d.https('PUT', '/application/settings', {
+    token: accessToken,
+    body: { defaultDailySpendCap: 1e-7 },
+  });
   t.equal(settings.status, 400);
   t.match(settings.json.error.details, [{ path: 'defaultDailySpendCap' }]);
 });

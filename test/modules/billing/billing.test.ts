@@ -28,18 +28,51 @@ t.test('balance, transactions (filters, cursor, CSV), summary, history and daily
   const buyer = await customer(d, 'buyer@example.com');
   const seller = await customer(d, 'seller@example.com');
 
-  await topups.topup({ accountId: buyer.id, amount: '150', source: 'wire', reference: 'wire "ACME", ref\nline 2', postingKey: 'wire-1' });
-  const replay = await topups.topup({ accountId: buyer.id, amount: '150', source: 'wire', reference: 'x', postingKey: 'wire-1' });
+  await topups.topup({
+    accountId: buyer.id,
+    amount: '150',
+    source: 'wire',
+    reference: 'wire "ACME", ref\nline 2',
+    postingKey: 'wire-1',
+  });
+  const replay = await topups.topup({
+    accountId: buyer.id,
+    amount: '150',
+    source: 'wire',
+    reference: 'x',
+    postingKey: 'wire-1',
+  });
   t.equal(replay.replayed, true, 'svcctl top-up is idempotent by posting key');
-  await ledger.charge({ postingKey: 'c1', accountId: buyer.id, sellerId: seller.id, amount: '1.200000', fee: '0.100000', relatedEntityType: 'call', callId: 'call-1' });
+  await ledger.charge({
+    postingKey: 'c1',
+    accountId: buyer.id,
+    sellerId: seller.id,
+    amount: '1.200000',
+    fee: '0.100000',
+    relatedEntityType: 'call',
+    callId: 'call-1',
+  });
   clock.advance(86400_000);
-  await ledger.charge({ postingKey: 'c2', accountId: buyer.id, sellerId: seller.id, amount: '0.500000', fee: '0.000500', relatedEntityType: 'sms' });
+  await ledger.charge({
+    postingKey: 'c2',
+    accountId: buyer.id,
+    sellerId: seller.id,
+    amount: '0.500000',
+    fee: '0.000500',
+    relatedEntityType: 'sms',
+  });
   await ledger.topup({ accountId: buyer.id, amount: '20', source: 'card', postingKey: 'card-1' });
   await ledger.hold({ postingKey: 'h1', accountId: buyer.id, amount: '3.000000', ttlSeconds: 600 });
 
   const bal = await get(d, '/account/balance', buyer.key);
   t.equal(bal.status, 200);
-  t.match(bal.json.data, { balance: '168.199500', held: '3.000000', available: '165.199500', creditLimit: '0.000000', testCredit: '0.000000' });
+  t.match(bal.json.data, {
+    balance: '168.199500',
+    held: '3.000000',
+    available: '165.199500',
+    creditLimit: '0.000000',
+    testCredit: '0.000000',
+  });
 
   const all = await get(d, '/billing/transactions?limit=2', buyer.key);
   t.equal(all.json.data.length, 2);
@@ -50,11 +83,16 @@ t.test('balance, transactions (filters, cursor, CSV), summary, history and daily
   const next = await get(d, `/billing/transactions?limit=10&cursor=${all.json.nextCursor}`, buyer.key);
   t.equal(next.json.data.length, 4, 'the rest on the next page');
   t.equal(next.json.hasMore, false);
-  const charge = next.json.data.find((x: { type: string; callId: string | null }) => x.type === 'charge' && x.callId === 'call-1');
+  const charge = next.json.data.find(
+    (x: { type: string; callId: string | null }) => x.type === 'charge' && x.callId === 'call-1',
+  );
   t.match(charge, { amount: '-1.200000', relatedEntityType: 'call', userId: buyer.id, ledger: 'balance' });
 
   const fees = await get(d, '/billing/transactions?type=platform_fee', buyer.key);
-  t.same(fees.json.data.map((x: { amount: string }) => x.amount), ['-0.000500', '-0.100000']);
+  t.same(
+    fees.json.data.map((x: { amount: string }) => x.amount),
+    ['-0.000500', '-0.100000'],
+  );
   const day1 = await get(d, '/billing/transactions?from=2026-05-10T00:00:00Z&to=2026-05-11T00:00:00Z', buyer.key);
   t.equal(day1.json.data.length, 3, 'from inclusive, to exclusive: the first day only');
   const bad = await get(d, '/billing/transactions?from=2026-05-11T00:00:00Z&to=2026-05-10T00:00:00Z', buyer.key);
@@ -67,20 +105,39 @@ t.test('balance, transactions (filters, cursor, CSV), summary, history and daily
   t.equal(rows.length, 6);
   const wire = rows.find((r) => r['type'] === 'topup' && r['amount'] === '150.000000');
   t.equal(wire?.['reference'], 'wire "ACME", ref\nline 2', 'quotes, commas and newlines survive a real CSV parser');
-  t.ok(rows.every((r) => /^-?\d+\.\d{6}$/.test(r['amount']!) && /^-?\d+\.\d{6}$/.test(r['balanceAfter']!)), 'money always 6 places');
+  t.ok(
+    rows.every((r) => /^-?\d+\.\d{6}$/.test(r['amount']!) && /^-?\d+\.\d{6}$/.test(r['balanceAfter']!)),
+    'money always 6 places',
+  );
 
   const sellerTx = await get(d, '/billing/transactions', seller.key);
-  t.same(sellerTx.json.data.map((x: { type: string; ledger: string }) => `${x.type}/${x.ledger}`), ['credit/earnings', 'credit/earnings']);
+  t.same(
+    sellerTx.json.data.map((x: { type: string; ledger: string }) => `${x.type}/${x.ledger}`),
+    ['credit/earnings', 'credit/earnings'],
+  );
 
   const sum = await get(d, '/billing/summary', buyer.key);
   t.same(sum.json.data, {
-    totalSpending: '1.800500', totalTransactions: 2, spendingToday: '0.500500', transactionsToday: 1,
-    activePurchases: 0, runningCampaigns: 0, totalCampaigns: 0,
-    totalEarnings: '0.000000', earnings30d: '0.000000', earningsToday: '0.000000',
-    availableBalance: '0.000000', heldBalance: '20.000000',
+    totalSpending: '1.800500',
+    totalTransactions: 2,
+    spendingToday: '0.500500',
+    transactionsToday: 1,
+    activePurchases: 0,
+    runningCampaigns: 0,
+    totalCampaigns: 0,
+    totalEarnings: '0.000000',
+    earnings30d: '0.000000',
+    earningsToday: '0.000000',
+    availableBalance: '0.000000',
+    heldBalance: '20.000000',
   });
   const sellerSum = await get(d, '/billing/summary', seller.key);
-  t.match(sellerSum.json.data, { totalEarnings: '1.700000', earningsToday: '0.500000', availableBalance: '1.700000', totalSpending: '0.000000' });
+  t.match(sellerSum.json.data, {
+    totalEarnings: '1.700000',
+    earningsToday: '0.500000',
+    availableBalance: '1.700000',
+    totalSpending: '0.000000',
+  });
 
   const hist = await get(d, '/billing/balance-history?days=3', buyer.key);
   t.same(hist.json.data.points, [
@@ -103,7 +160,14 @@ t.test('balance, transactions (filters, cursor, CSV), summary, history and daily
   await ledger.charge({ postingKey: 'low-3', accountId: low.id, amount: '0.600000' });
   const evs = await d.sql<{ event: string; data: { balance: string } }[]>`
     select event, data from events where account_id = ${low.id} order by event`;
-  t.same(evs.map((e) => [e.event, e.data.balance]), [['balance.low', '4.900000'], ['topup.confirmed', '6.000000']], 'once, not again below the threshold');
+  t.same(
+    evs.map((e) => [e.event, e.data.balance]),
+    [
+      ['balance.low', '4.900000'],
+      ['topup.confirmed', '6.000000'],
+    ],
+    'once, not again below the threshold',
+  );
 
   const empty = await get(d, '/billing/daily-spend', seller.key);
   t.equal(empty.json.data.hasData, false);

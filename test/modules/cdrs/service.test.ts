@@ -7,7 +7,9 @@ import { checkInvariants, ledgerFor, makeAccounts } from '../../ledger/helpers.j
 
 /** Entries by item: a batch posts every settlement before the markups, so its order (and balanceAfter) differs. */
 async function entriesOf(sql: Sql) {
-  return sql<{ kind: string; type: string; amount: string; reference: string | null; relatedEntityId: string | null }[]>`
+  return sql<
+    { kind: string; type: string; amount: string; reference: string | null; relatedEntityId: string | null }[]
+  >`
     select account_kind as kind, type, amount::text, reference, related_entity_id
     from entries where type <> 'topup' order by related_entity_id, type, account_kind, amount`;
 }
@@ -22,22 +24,47 @@ t.test('settleMany posts what settle posts one by one: settlements, markups and 
     const [operator, seller] = await makeAccounts(sql, 2);
     const [sub] = await makeAccounts(sql, 1, operator!);
     const [direct] = await makeAccounts(sql, 1);
-    for (const a of [sub!, direct!]) await ledger.topup({ accountId: a, amount: '10.000000', source: 'card', postingKey: `top-${a}` });
+    for (const a of [sub!, direct!])
+      await ledger.topup({ accountId: a, amount: '10.000000', source: 'card', postingKey: `top-${a}` });
     const items: Settlement[] = [];
     for (let i = 0; i < 6; i++) {
       const payer = i % 2 ? sub! : direct!;
       const hold = await ledger.hold({ postingKey: `h-${i}`, accountId: payer, amount: '1.000000', ttlSeconds: 60 });
       items.push({
-        key: `x:${i}`, holdId: hold.holdId, payer, operatorId: i % 2 ? operator! : null, sellerId: seller!,
+        key: `x:${i}`,
+        holdId: hold.holdId,
+        payer,
+        operatorId: i % 2 ? operator! : null,
+        sellerId: seller!,
         // Item 4 was not billed (no answer): its hold is released among the settlements.
-        charge: i === 4 ? null : { total: '0.300000', seller: '0.200000', fee: '0.050000', markup: i % 2 ? '0.050000' : '0', billableSeconds: 60 },
-        context: { reference: 'Voice call', relatedEntityType: 'sip_call', relatedEntityId: `c-${i}`, callId: `c-${i}` },
+        charge:
+          i === 4
+            ? null
+            : {
+                total: '0.300000',
+                seller: '0.200000',
+                fee: '0.050000',
+                markup: i % 2 ? '0.050000' : '0',
+                billableSeconds: 60,
+              },
+        context: {
+          reference: 'Voice call',
+          relatedEntityType: 'sip_call',
+          relatedEntityId: `c-${i}`,
+          callId: `c-${i}`,
+        },
       });
     }
-    const results = await sql.begin(async (tx) => (many ? cdrs.settleMany(tx, items) : Promise.all(items.map((s) => cdrs.settle(tx, s)))));
+    const results = await sql.begin(async (tx) =>
+      many ? cdrs.settleMany(tx, items) : Promise.all(items.map((s) => cdrs.settle(tx, s))),
+    );
     await checkInvariants(t, sql, many ? 'batch' : 'single');
     return {
-      results: results.map((r) => (isRefusal(r) ? r : { settled: r.settled?.type ?? null, markup: r.markup?.type ?? null, capReached: r.capReached })),
+      results: results.map((r) =>
+        isRefusal(r)
+          ? r
+          : { settled: r.settled?.type ?? null, markup: r.markup?.type ?? null, capReached: r.capReached },
+      ),
       entries: await entriesOf(sql),
       balances: [await ledger.balanceOf(sub!), await ledger.balanceOf(direct!), await ledger.balanceOf(operator!)],
     };
@@ -45,25 +72,75 @@ t.test('settleMany posts what settle posts one by one: settlements, markups and 
   const single = await run(false);
   const batch = await run(true);
   t.same(batch.results, single.results, 'the same outcome per item, in item order');
-  t.same(single.results.map((r) => 'settled' in r && r.markup !== null), [false, true, false, true, false, true], 'a markup only on the sub-account\'s billed items');
-  t.equal(single.results[4] && 'settled' in single.results[4] ? single.results[4].settled : 'x', null, 'the unbilled item released its hold');
+  t.same(
+    single.results.map((r) => 'settled' in r && r.markup !== null),
+    [false, true, false, true, false, true],
+    "a markup only on the sub-account's billed items",
+  );
+  t.equal(
+    single.results[4] && 'settled' in single.results[4] ? single.results[4].settled : 'x',
+    null,
+    'the unbilled item released its hold',
+  );
   t.same(batch.entries, single.entries, 'the same entries for each item');
   t.same(batch.balances, single.balances);
-  t.same(single.balances.map((b) => b.balance), ['9.100000', '9.500000', '0.000000'], 'the sub-account paid three markups, the unbilled call nothing');
+  t.same(
+    single.balances.map((b) => b.balance),
+    ['9.100000', '9.500000', '0.000000'],
+    'the sub-account paid three markups, the unbilled call nothing',
+  );
   t.equal(single.balances[2]!.payable, '0.150000', 'the operator is owed the three markups');
 });
 
 t.test('buildCdr: the money columns follow from what the leg billed', async (t) => {
   const at = new Date('2026-01-01T00:00:00Z');
   const leg = {
-    accountId: 'a', operatorId: null, sellerId: 's', callUuid: 'c', callGroupId: 'c', kind: 'voice' as const, source: 'api', routeId: 'r',
-    fromNumber: '1', toNumber: '2', cli: '1', status: 'completed', sipCode: 200, hangupCause: 'NORMAL_CLEARING', durationSeconds: 7,
-    segments: null, pddMs: null, mediaMode: null, answeredAt: at, endedAt: at, createdAt: at,
+    accountId: 'a',
+    operatorId: null,
+    sellerId: 's',
+    callUuid: 'c',
+    callGroupId: 'c',
+    kind: 'voice' as const,
+    source: 'api',
+    routeId: 'r',
+    fromNumber: '1',
+    toNumber: '2',
+    cli: '1',
+    status: 'completed',
+    sipCode: 200,
+    hangupCause: 'NORMAL_CLEARING',
+    durationSeconds: 7,
+    segments: null,
+    pddMs: null,
+    mediaMode: null,
+    answeredAt: at,
+    endedAt: at,
+    createdAt: at,
   };
   const billed = { total: '0.020000', seller: '0.015000', ratePerUnit: '0.100000', billableSeconds: 12 };
-  t.match(buildCdr({ ...leg, billed }), { direction: 'outbound', billedSeconds: 12, buyerCost: '0.020000', sellerCredit: '0.015000', ratePerUnit: '0.100000', simulated: false, isProbe: false });
-  t.match(buildCdr({ ...leg, billed, simulated: true }), { buyerCost: '0.020000', sellerCredit: '0.000000', simulated: true }, 'a simulated call credits no seller');
-  t.match(buildCdr({ ...leg, status: 'failed', billed: null }), { billedSeconds: 0, buyerCost: '0.000000', sellerCredit: '0.000000', ratePerUnit: null }, 'an unbilled voice leg');
-  t.match(buildCdr({ ...leg, kind: 'sms', durationSeconds: null, segments: 2, billed: { ...billed, billableSeconds: null } }), { billedSeconds: null, segments: 2 }, 'a message bills no seconds');
+  t.match(buildCdr({ ...leg, billed }), {
+    direction: 'outbound',
+    billedSeconds: 12,
+    buyerCost: '0.020000',
+    sellerCredit: '0.015000',
+    ratePerUnit: '0.100000',
+    simulated: false,
+    isProbe: false,
+  });
+  t.match(
+    buildCdr({ ...leg, billed, simulated: true }),
+    { buyerCost: '0.020000', sellerCredit: '0.000000', simulated: true },
+    'a simulated call credits no seller',
+  );
+  t.match(
+    buildCdr({ ...leg, status: 'failed', billed: null }),
+    { billedSeconds: 0, buyerCost: '0.000000', sellerCredit: '0.000000', ratePerUnit: null },
+    'an unbilled voice leg',
+  );
+  t.match(
+    buildCdr({ ...leg, kind: 'sms', durationSeconds: null, segments: 2, billed: { ...billed, billableSeconds: null } }),
+    { billedSeconds: null, segments: 2 },
+    'a message bills no seconds',
+  );
   t.equal(buildCdr({ ...leg, sellerId: '', billed: null }).sellerId, null, 'no seller id is null, never empty');
 });

@@ -5,18 +5,32 @@ import { bearer, buildTestApp } from '../../helpers/app.js';
 
 const probe: ApiModule = {
   routes(app: App) {
-    app.get('/probe/webhooks', { config: { access: { auth: 'required', scope: 'webhooks:write' } } }, async () => ok({ ok: true }));
-    app.get('/probe/history', { config: { access: { auth: 'required', fullAccessOnly: true } } }, async () => ok({ ok: true }));
-    app.get('/probe/switch', { config: { access: { auth: 'required', scope: 'switch:manage', denyTestKeys: true } } }, async () => ok({ ok: true }));
+    app.get('/probe/webhooks', { config: { access: { auth: 'required', scope: 'webhooks:write' } } }, async () =>
+      ok({ ok: true }),
+    );
+    app.get('/probe/history', { config: { access: { auth: 'required', fullAccessOnly: true } } }, async () =>
+      ok({ ok: true }),
+    );
+    app.get(
+      '/probe/switch',
+      { config: { access: { auth: 'required', scope: 'switch:manage', denyTestKeys: true } } },
+      async () => ok({ ok: true }),
+    );
   },
 };
 
 t.test('the scope matrix', async (t) => {
   const h = await buildTestApp(t, { extra: [probe] });
   const u = await h.signUp();
-  const get = (url: string, token: string) => h.app.inject({ method: 'GET', url: `/api/v1${url}`, headers: bearer(token) });
+  const get = (url: string, token: string) =>
+    h.app.inject({ method: 'GET', url: `/api/v1${url}`, headers: bearer(token) });
   const create = async (body: object) => {
-    const r = await h.app.inject({ method: 'POST', url: '/api/v1/account/api-keys', headers: bearer(u.session), payload: body });
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/api/v1/account/api-keys',
+      headers: bearer(u.session),
+      payload: body,
+    });
     t.equal(r.statusCode, 201, r.body);
     return r.json().data;
   };
@@ -52,24 +66,48 @@ t.test('the scope matrix', async (t) => {
 
   const listByKey = await get('/account/api-keys', full.key);
   t.equal(listByKey.statusCode, 403, 'keys are managed with a session only');
-  const mint = await h.app.inject({ method: 'POST', url: '/api/v1/account/api-keys', headers: bearer(full.key), payload: {} });
+  const mint = await h.app.inject({
+    method: 'POST',
+    url: '/api/v1/account/api-keys',
+    headers: bearer(full.key),
+    payload: {},
+  });
   t.equal(mint.statusCode, 403, 'a leaked key cannot mint keys');
 
   const list = await get('/account/api-keys', u.session);
   t.equal(list.json().data.length, 4);
   t.notMatch(list.body, new RegExp(full.key), 'secrets are never listed');
 
-  const narrow = await h.app.inject({ method: 'PATCH', url: `/api/v1/account/api-keys/${full.id}`, headers: bearer(u.session), payload: { scopes: ['account:read'] } });
+  const narrow = await h.app.inject({
+    method: 'PATCH',
+    url: `/api/v1/account/api-keys/${full.id}`,
+    headers: bearer(u.session),
+    payload: { scopes: ['account:read'] },
+  });
   t.equal(narrow.statusCode, 200);
   t.same(narrow.json().data.scopes, ['account:read']);
   t.equal((await get('/probe/history', full.key)).statusCode, 403, 'narrowed at once');
-  const widen = await h.app.inject({ method: 'PATCH', url: `/api/v1/account/api-keys/${full.id}`, headers: bearer(u.session), payload: { scopes: ['account:read', 'sms:send'] } });
+  const widen = await h.app.inject({
+    method: 'PATCH',
+    url: `/api/v1/account/api-keys/${full.id}`,
+    headers: bearer(u.session),
+    payload: { scopes: ['account:read', 'sms:send'] },
+  });
   t.equal(widen.statusCode, 400);
   t.match(widen.json().error.details[0].message, /sms:send/);
-  const widenHooks = await h.app.inject({ method: 'PATCH', url: `/api/v1/account/api-keys/${scoped.id}`, headers: bearer(u.session), payload: { scopes: ['sms:send', 'webhooks:write'] } });
+  const widenHooks = await h.app.inject({
+    method: 'PATCH',
+    url: `/api/v1/account/api-keys/${scoped.id}`,
+    headers: bearer(u.session),
+    payload: { scopes: ['sms:send', 'webhooks:write'] },
+  });
   t.equal(widenHooks.statusCode, 400, 'webhooks:write cannot be added later');
 
-  const revoke = await h.app.inject({ method: 'DELETE', url: `/api/v1/account/api-keys/${scoped.id}`, headers: bearer(u.session) });
+  const revoke = await h.app.inject({
+    method: 'DELETE',
+    url: `/api/v1/account/api-keys/${scoped.id}`,
+    headers: bearer(u.session),
+  });
   t.equal(revoke.statusCode, 200);
   t.equal((await get('/probe/history', scoped.key)).statusCode, 401, 'revoked at once');
 
@@ -77,7 +115,12 @@ t.test('the scope matrix', async (t) => {
   t.equal(usage.statusCode, 200);
   t.ok(usage.json().data[0].requests >= 3, 'requests counted per key');
 
-  const unknownScope = await h.app.inject({ method: 'POST', url: '/api/v1/account/api-keys', headers: bearer(u.session), payload: { scopes: ['nope:x'] } });
+  const unknownScope = await h.app.inject({
+    method: 'POST',
+    url: '/api/v1/account/api-keys',
+    headers: bearer(u.session),
+    payload: { scopes: ['nope:x'] },
+  });
   t.equal(unknownScope.statusCode, 400);
 });
 
@@ -87,7 +130,12 @@ t.test('API usage per key: counted, flushed together, added up', async (t) => {
   const h = await buildTestApp(t);
   const u = await h.signUp();
   const create = async (name: string) => {
-    const r = await h.app.inject({ method: 'POST', url: '/api/v1/account/api-keys', headers: bearer(u.session), payload: { name } });
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/api/v1/account/api-keys',
+      headers: bearer(u.session),
+      payload: { name },
+    });
     return r.json().data as { id: string; key: string };
   };
   const a = await create('a');
@@ -97,12 +145,16 @@ t.test('API usage per key: counted, flushed together, added up', async (t) => {
   const report = async () => {
     const r = await h.app.inject({ method: 'GET', url: '/api/v1/account/api-usage', headers: bearer(a.key) });
     t.equal(r.statusCode, 200, r.body);
-    return Object.fromEntries((r.json().data as { keyId: string; requests: number }[]).map((x) => [x.keyId, x.requests]));
+    return Object.fromEntries(
+      (r.json().data as { keyId: string; requests: number }[]).map((x) => [x.keyId, x.requests]),
+    );
   };
   // The report's own request is counted before its flush.
   t.same(await report(), { [a.id]: 3, [b.id]: 1 });
   await hit(b.key);
   t.same(await report(), { [a.id]: 4, [b.id]: 2 }, 'the second flush adds to the first');
-  const used = await h.sql<{ n: number }[]>`select count(*)::int as n from api_keys where id in (${a.id}, ${b.id}) and last_used_at is not null`;
+  const used = await h.sql<
+    { n: number }[]
+  >`select count(*)::int as n from api_keys where id in (${a.id}, ${b.id}) and last_used_at is not null`;
   t.equal(used[0]!.n, 2, 'last use recorded for both keys');
 });

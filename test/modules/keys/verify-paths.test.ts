@@ -9,7 +9,10 @@ import { startTestDaemon } from '../../helpers/daemon.js';
  */
 t.test('a known prefix with a wrong secret goes the same way as an unknown prefix', async (t) => {
   const d = await startTestDaemon(t, { auth: { credential_cache_seconds: 300 } });
-  const owner = await d.modules.services.accounts.createAccount({ email: 'keys@example.test', password: 'a long password' });
+  const owner = await d.modules.services.accounts.createAccount({
+    email: 'keys@example.test',
+    password: 'a long password',
+  });
   const { secret } = await d.modules.services.keys.create(owner.id, { mode: 'live' });
   t.equal((await d.https('GET', '/account', { token: secret })).status, 200, 'the valid key is now cached');
   const knownPrefixWrongSecret = secret.slice(0, 20) + 'x'.repeat(secret.length - 20);
@@ -36,7 +39,8 @@ t.test('a known prefix with a wrong secret goes the same way as an unknown prefi
   void answers[0]!.then(() => settled.push('known prefix'));
   void answers[1]!.then(() => settled.push('unknown prefix'));
   const deadline = Date.now() + 20_000;
-  while ((await waiting()) < 2 && settled.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+  while ((await waiting()) < 2 && settled.length === 0 && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 25));
   t.same(settled, [], 'no wrong key was answered without the database');
   t.equal(await waiting(), 2, 'both wrong keys wait on the same look-up');
   release();

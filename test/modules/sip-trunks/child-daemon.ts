@@ -3,13 +3,20 @@ import { createInterface } from 'node:readline';
 import type { DeepPartial } from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
 
-interface Teardown { teardown(fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 
 const CHILD = new URL('./crash-child.ts', import.meta.url).pathname;
 
 /** A daemon in its own process (crash-child.ts) that a crash test can SIGKILL mid-call. */
-export async function spawnChildDaemon(t: Teardown, overrides: DeepPartial<Config>): Promise<{ ports: Record<string, number>; kill(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(overrides)], { stdio: ['ignore', 'pipe', 'inherit'] });
+export async function spawnChildDaemon(
+  t: Teardown,
+  overrides: DeepPartial<Config>,
+): Promise<{ ports: Record<string, number>; kill(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(overrides)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const kill = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

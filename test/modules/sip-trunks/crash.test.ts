@@ -43,9 +43,25 @@ t.test('a daemon killed during live calls: the next start bills the answered one
   const sipPort = daemon.ports['sip']!;
 
   // One call answered and held, one ringing, on the daemon about to die.
-  await uac(t, sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '60000' }), answeredNumber, a.sipUsername, a.sipPassword);
-  await eventually(async () => (await sql`select 1 from calls where account_id = ${a.id} and status = 'answered'`).length > 0);
-  await uac(t, sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '100' }), ringingNumber, b.sipUsername, b.sipPassword);
+  await uac(
+    t,
+    sipPort,
+    uacScenario('uac-tail-answer.xml', { HOLD_MS: '60000' }),
+    answeredNumber,
+    a.sipUsername,
+    a.sipPassword,
+  );
+  await eventually(
+    async () => (await sql`select 1 from calls where account_id = ${a.id} and status = 'answered'`).length > 0,
+  );
+  await uac(
+    t,
+    sipPort,
+    uacScenario('uac-tail-answer.xml', { HOLD_MS: '100' }),
+    ringingNumber,
+    b.sipUsername,
+    b.sipPassword,
+  );
   await eventually(async () => (await sql`select 1 from calls where account_id = ${b.id}`).length > 0);
   await daemon.kill();
 
@@ -57,18 +73,35 @@ t.test('a daemon killed during live calls: the next start bills the answered one
   const again = await startDaemon(loadConfig({ overrides }), { log: pino({ level: 'silent' }) });
   t.teardown(() => again.stop());
 
-  const [ca] = await sql<{ id: string; status: string; hangupCause: string; billableSeconds: number; durationSeconds: number; cost: string; endedAt: Date | null }[]>`
+  const [ca] = await sql<
+    {
+      id: string;
+      status: string;
+      hangupCause: string;
+      billableSeconds: number;
+      durationSeconds: number;
+      cost: string;
+      endedAt: Date | null;
+    }[]
+  >`
     select id, status, hangup_cause, billable_seconds, duration_seconds, cost::text, ended_at from calls where account_id = ${a.id}`;
-  t.match(ca, { status: 'completed', hangupCause: 'crash', durationSeconds: 7, billableSeconds: 12, cost: '0.003140' }, '7 s billed as 12 s (6/6) at 0.015700/min');
+  t.match(
+    ca,
+    { status: 'completed', hangupCause: 'crash', durationSeconds: 7, billableSeconds: 12, cost: '0.003140' },
+    '7 s billed as 12 s (6/6) at 0.015700/min',
+  );
   t.ok(ca?.endedAt);
-  const [cb] = await sql<{ status: string; cost: string; endedAt: Date | null }[]>`select status, cost::text, ended_at from calls where account_id = ${b.id}`;
+  const [cb] = await sql<
+    { status: string; cost: string; endedAt: Date | null }[]
+  >`select status, cost::text, ended_at from calls where account_id = ${b.id}`;
   t.match(cb, { status: 'failed', cost: '0.000000' });
   t.ok(cb?.endedAt);
   const ba = await w.d.modules.services.ledger.balanceOf(a.id);
   t.same([ba.balance, ba.held], ['4.996860', '0.000000']);
   const bb = await w.d.modules.services.ledger.balanceOf(b.id);
   t.same([bb.balance, bb.held], ['5.000000', '0.000000']);
-  const [cdr] = await sql`select hangup_cause, billed_seconds, buyer_cost::text, seller_credit::text from cdrs where call_group_id = ${ca!.id}`;
+  const [cdr] =
+    await sql`select hangup_cause, billed_seconds, buyer_cost::text, seller_credit::text from cdrs where call_group_id = ${ca!.id}`;
   t.match(cdr, { hangupCause: 'crash', billedSeconds: 12, buyerCost: '0.003140', sellerCredit: '0.002740' });
   const [stillOpen] = await sql<{ n: string }[]>`select count(*)::text as n from holds where status = 'open'`;
   t.equal(stillOpen?.n, '0', 'no hold left open');

@@ -10,7 +10,10 @@ const up: ProbeResult = { ok: true, status: 200, rttMs: 1 };
 const down: ProbeResult = { ok: false, status: null, rttMs: 2000 };
 
 t.test('down after 3 failures in a row, up again after 2 successes', async (t) => {
-  let answer = new Map<string, ProbeResult>([['192.0.2.1', down], ['192.0.2.2', up]]);
+  let answer = new Map<string, ProbeResult>([
+    ['192.0.2.1', down],
+    ['192.0.2.2', up],
+  ]);
   let targets = [a, b, tls];
   const probed: string[] = [];
   const h = createEndpointHealth({
@@ -77,7 +80,14 @@ t.test('a probe that throws counts as a failure; concurrency is bounded', async 
 
 t.test('checkDue: each endpoint on its own interval and thresholds, else the defaults', async (t) => {
   let now = 1_000_000;
-  const own: HealthTarget = { host: '192.0.2.10', port: 5060, transport: 'udp', optionsIntervalSeconds: 10, failureThreshold: 1, recoveryThreshold: 3 };
+  const own: HealthTarget = {
+    host: '192.0.2.10',
+    port: 5060,
+    transport: 'udp',
+    optionsIntervalSeconds: 10,
+    failureThreshold: 1,
+    recoveryThreshold: 3,
+  };
   const plain: HealthTarget = { host: '192.0.2.11', port: 5060, transport: 'udp' };
   const probed: string[] = [];
   let answer: ProbeResult = down;

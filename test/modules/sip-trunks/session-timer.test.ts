@@ -15,12 +15,18 @@ t.test('RFC 4028 session timers on a trunk call', async (t) => {
     const uas = await uasAnswer(t, number);
     await w.route({ port: uas.port, prefix: '4480', rate: '0.013700' });
     const sub = await w.sub({ markupPct: '0', fund: '1.000000' });
-    const scenario = uacScenario('uac-tail-refresh.xml', { EXTRA_HEADERS: timerHeaders(4), SE: '4', REFRESH_MS: '1200' });
+    const scenario = uacScenario('uac-tail-refresh.xml', {
+      EXTRA_HEADERS: timerHeaders(4),
+      SE: '4',
+      REFRESH_MS: '1200',
+    });
     const run = await uac(t, w.sipPort, scenario, number, sub.sipUsername, sub.sipPassword);
     await expectExit(t, run, 'caller got Session-Expires, two refreshes answered, then a BYE from the exchange');
     await expectExit(t, uas, 'the supplier saw no refresh and got the BYE');
     const call = await eventually(async () => {
-      const [c] = await sql<{ id: string; hangupCause: string; durationSeconds: number; cost: string; status: string }[]>`
+      const [c] = await sql<
+        { id: string; hangupCause: string; durationSeconds: number; cost: string; status: string }[]
+      >`
         select id, hangup_cause, duration_seconds, cost::text, status from calls where account_id = ${sub.id} and ended_at is not null`;
       return c;
     });
@@ -38,11 +44,20 @@ t.test('RFC 4028 session timers on a trunk call', async (t) => {
     await w.route({ port: uas.port, prefix: '4481', rate: '0.013700' });
     const sub = await w.sub({ markupPct: '0', fund: '1.000000' });
     const headers = 'Supported: timer\n      Session-Expires: 4;refresher=uas';
-    const run = await uac(t, w.sipPort, uacScenario('uac-tail-refreshed.xml', { EXTRA_HEADERS: headers, SE: '4' }), number, sub.sipUsername, sub.sipPassword);
+    const run = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-refreshed.xml', { EXTRA_HEADERS: headers, SE: '4' }),
+      number,
+      sub.sipUsername,
+      sub.sipPassword,
+    );
     await expectExit(t, run, 'caller was refreshed at half the interval, answered, then hung up');
     await expectExit(t, uas, 'the supplier saw no refresh');
     const call = await eventually(async () => {
-      const [c] = await sql<{ hangupCause: string }[]>`select hangup_cause from calls where account_id = ${sub.id} and ended_at is not null`;
+      const [c] = await sql<
+        { hangupCause: string }[]
+      >`select hangup_cause from calls where account_id = ${sub.id} and ended_at is not null`;
       return c;
     });
     t.equal(call.hangupCause, 'caller-bye');
@@ -50,7 +65,11 @@ t.test('RFC 4028 session timers on a trunk call', async (t) => {
 
   await t.test('a Session-Expires below our Min-SE gets 422 with Min-SE, nothing planned', async (t) => {
     const sub = await w.sub({ fund: '1.000000' });
-    const scenario = uacScenario('uac-tail-final.xml', { EXTRA_HEADERS: timerHeaders(1), FINAL: '422', FINAL_CHECK: 'Min-SE: 2' });
+    const scenario = uacScenario('uac-tail-final.xml', {
+      EXTRA_HEADERS: timerHeaders(1),
+      FINAL: '422',
+      FINAL_CHECK: 'Min-SE: 2',
+    });
     const run = await uac(t, w.sipPort, scenario, '448000000002', sub.sipUsername, sub.sipPassword);
     await expectExit(t, run, 'caller got 422 with Min-SE: 2');
     const [n] = await sql<{ n: string }[]>`select count(*)::text as n from calls where account_id = ${sub.id}`;

@@ -13,7 +13,16 @@ import { createWorld, eventually, expectExit, uasAnswer } from './world.js';
 // Same money as trunk.test.ts: seller rate 0.013700, fee 0.002/min, 6/6 → 0.001570 for a short call;
 // the sub-account's 25% markup makes it 0.001963.
 
-const sdp = ['v=0', 'o=- 1 1 IN IP4 127.0.0.1', 's=-', 'c=IN IP4 127.0.0.1', 't=0 0', 'm=audio 40000 RTP/AVP 0', 'a=rtpmap:0 PCMU/8000', ''].join('\r\n');
+const sdp = [
+  'v=0',
+  'o=- 1 1 IN IP4 127.0.0.1',
+  's=-',
+  'c=IN IP4 127.0.0.1',
+  't=0 0',
+  'm=audio 40000 RTP/AVP 0',
+  'a=rtpmap:0 PCMU/8000',
+  '',
+].join('\r\n');
 
 function request(method: string, uri: string, headers: string[], body = ''): string {
   return [`${method} ${uri} SIP/2.0`, ...headers, `Content-Length: ${Buffer.byteLength(body)}`, '', body].join('\r\n');
@@ -26,23 +35,59 @@ const toTagOf = (m: SipMessage) => /;tag=([^;>\s]+)/.exec(getHeader(m, 'to') ?? 
  * A reseller's call in over TLS through the digest challenge to the daemon's 200 and ACK; `bye()`
  * hangs it up and waits for the 200.
  */
-async function tlsCall(t: { teardown(fn: () => unknown): void }, tlsPort: number, ca: string | Buffer, number: string, sub: { sipUsername: string; sipPassword: string }, tag: string) {
+async function tlsCall(
+  t: { teardown(fn: () => unknown): void },
+  tlsPort: number,
+  ca: string | Buffer,
+  number: string,
+  sub: { sipUsername: string; sipPassword: string },
+  tag: string,
+) {
   const c: TlsSipClient = await tlsSipClient(tlsPort, ca);
   t.teardown(() => c.close());
   const uri = `sip:${number}@127.0.0.1:${tlsPort};transport=tls`;
   const callId = `${tag}-${randomBytes(4).toString('hex')}`;
   const common = (cseq: string, via = branch()) => [
     `Via: SIP/2.0/TLS 127.0.0.1:${c.localPort};branch=${via};rport`,
-    `From: "Alice" <sip:15550001111@127.0.0.1>;tag=${tag}`, `Call-ID: ${callId}`, `CSeq: ${cseq}`, 'Max-Forwards: 70',
+    `From: "Alice" <sip:15550001111@127.0.0.1>;tag=${tag}`,
+    `Call-ID: ${callId}`,
+    `CSeq: ${cseq}`,
+    'Max-Forwards: 70',
   ];
   const contact = `Contact: <sip:15550001111@127.0.0.1:${c.localPort};transport=tls>`;
   const b1 = branch();
-  c.send(request('INVITE', uri, [...common('1 INVITE', b1), `To: <sip:${number}@127.0.0.1>`, contact, 'Content-Type: application/sdp'], sdp));
+  c.send(
+    request(
+      'INVITE',
+      uri,
+      [...common('1 INVITE', b1), `To: <sip:${number}@127.0.0.1>`, contact, 'Content-Type: application/sdp'],
+      sdp,
+    ),
+  );
   const challenge = await c.next(isResponse(401, 'INVITE'));
   c.send(request('ACK', uri, [...common('1 ACK', b1), `To: <sip:${number}@127.0.0.1>;tag=${toTagOf(challenge)}`]));
-  const auth = answerChallenge({ challenge: getHeader(challenge, 'www-authenticate')!, method: 'INVITE', uri, username: sub.sipUsername, password: sub.sipPassword });
+  const auth = answerChallenge({
+    challenge: getHeader(challenge, 'www-authenticate')!,
+    method: 'INVITE',
+    uri,
+    username: sub.sipUsername,
+    password: sub.sipPassword,
+  });
   const from = c.got.length;
-  c.send(request('INVITE', uri, [...common('2 INVITE'), `To: <sip:${number}@127.0.0.1>`, contact, `Authorization: ${auth}`, 'Content-Type: application/sdp'], sdp));
+  c.send(
+    request(
+      'INVITE',
+      uri,
+      [
+        ...common('2 INVITE'),
+        `To: <sip:${number}@127.0.0.1>`,
+        contact,
+        `Authorization: ${auth}`,
+        'Content-Type: application/sdp',
+      ],
+      sdp,
+    ),
+  );
   const ok = await c.next(isResponse(200, 'INVITE'), from, 10_000);
   const toTag = toTagOf(ok);
   c.send(request('ACK', uri, [...common('2 ACK'), `To: <sip:${number}@127.0.0.1>;tag=${toTag}`]));
@@ -71,10 +116,16 @@ t.test('SIP over TLS through the daemon', async (t) => {
   await t.test('OPTIONS over TLS answered on the same connection', async (t) => {
     const c = await tlsSipClient(tlsPort!, ca);
     t.teardown(() => c.close());
-    c.send(request('OPTIONS', `sip:127.0.0.1:${tlsPort};transport=tls`, [
-      `Via: SIP/2.0/TLS 127.0.0.1:${c.localPort};branch=${branch()};rport`,
-      'From: <sip:probe@127.0.0.1>;tag=o1', 'To: <sip:127.0.0.1>', 'Call-ID: tls-options-1', 'CSeq: 1 OPTIONS', 'Max-Forwards: 70',
-    ]));
+    c.send(
+      request('OPTIONS', `sip:127.0.0.1:${tlsPort};transport=tls`, [
+        `Via: SIP/2.0/TLS 127.0.0.1:${c.localPort};branch=${branch()};rport`,
+        'From: <sip:probe@127.0.0.1>;tag=o1',
+        'To: <sip:127.0.0.1>',
+        'Call-ID: tls-options-1',
+        'CSeq: 1 OPTIONS',
+        'Max-Forwards: 70',
+      ]),
+    );
     const res = await c.next(isResponse(200, 'OPTIONS'));
     t.match(getHeader(res, 'via'), /^SIP\/2\.0\/TLS .*received=127\.0\.0\.1/, 'Via transport TLS, received stamped');
   });
@@ -82,10 +133,16 @@ t.test('SIP over TLS through the daemon', async (t) => {
   await t.test('malformed request over TLS gets 400; plain text on the TLS port is dropped', async (t) => {
     const c = await tlsSipClient(tlsPort!, ca);
     t.teardown(() => c.close());
-    c.send(request('OPTIONS', 'sip:127.0.0.1', [
-      `Via: SIP/2.0/TLS 127.0.0.1:${c.localPort};branch=${branch()}`, 'From: <sip:a@127.0.0.1>;tag=1', 'To: <sip:b@127.0.0.1>',
-      'Call-ID: tls-bad-1', 'CSeq: 1 INVITE', 'Max-Forwards: 70',
-    ]));
+    c.send(
+      request('OPTIONS', 'sip:127.0.0.1', [
+        `Via: SIP/2.0/TLS 127.0.0.1:${c.localPort};branch=${branch()}`,
+        'From: <sip:a@127.0.0.1>;tag=1',
+        'To: <sip:b@127.0.0.1>',
+        'Call-ID: tls-bad-1',
+        'CSeq: 1 INVITE',
+        'Max-Forwards: 70',
+      ]),
+    );
     const bad = await c.next(isResponse(400));
     t.match((bad as SipResponse).reason, /CSeq method/);
     const { connect } = await import('node:net');
@@ -97,10 +154,16 @@ t.test('SIP over TLS through the daemon', async (t) => {
     t.pass('plain connection dropped');
     const again = await tlsSipClient(tlsPort!, ca);
     t.teardown(() => again.close());
-    again.send(request('OPTIONS', 'sip:127.0.0.1', [
-      `Via: SIP/2.0/TLS 127.0.0.1:${again.localPort};branch=${branch()}`, 'From: <sip:a@127.0.0.1>;tag=2', 'To: <sip:b@127.0.0.1>',
-      'Call-ID: tls-after-plain', 'CSeq: 1 OPTIONS', 'Max-Forwards: 70',
-    ]));
+    again.send(
+      request('OPTIONS', 'sip:127.0.0.1', [
+        `Via: SIP/2.0/TLS 127.0.0.1:${again.localPort};branch=${branch()}`,
+        'From: <sip:a@127.0.0.1>;tag=2',
+        'To: <sip:b@127.0.0.1>',
+        'Call-ID: tls-after-plain',
+        'CSeq: 1 OPTIONS',
+        'Max-Forwards: 70',
+      ]),
+    );
     await again.next(isResponse(200, 'OPTIONS'));
     t.pass('the TLS listener still answers after the plain connection');
   });
@@ -111,8 +174,14 @@ t.test('SIP over TLS through the daemon', async (t) => {
     await w.route({ port: uas.port, prefix: '441190', rate: '0.013700' });
     const sub = await w.sub({ markupPct: '25', fund: '10.000000' });
     const call1 = await tlsCall(t, tlsPort!, ca, number, sub, 'tlsfrom');
-    t.match(getHeader(call1.ok, 'contact'), new RegExp(`:${tlsPort};transport=tls>?`), 'our Contact names the TLS port and transport');
-    await eventually(async () => (await w.d.sql`select 1 from calls where account_id = ${sub.id} and status = 'answered'`).length > 0);
+    t.match(
+      getHeader(call1.ok, 'contact'),
+      new RegExp(`:${tlsPort};transport=tls>?`),
+      'our Contact names the TLS port and transport',
+    );
+    await eventually(
+      async () => (await w.d.sql`select 1 from calls where account_id = ${sub.id} and status = 'answered'`).length > 0,
+    );
     await call1.bye();
     await expectExit(t, uas, 'supplier answered and got the BYE');
 
@@ -131,7 +200,10 @@ t.test('SIP over TLS through the daemon', async (t) => {
 
   await t.test('trunk call out to a TLS supplier endpoint: certificate verified, answered, BYE over TLS', async (t) => {
     const log = pino({ level: 'silent' });
-    const far = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log, tls: { port: 0, ...supplierCert } }), log });
+    const far = createSipStack({
+      transport: await createSipTransport({ host: '127.0.0.1', port: 0, log, tls: { port: 0, ...supplierCert } }),
+      log,
+    });
     t.teardown(() => far.close());
     const seen: Array<{ method: string; transport: string; uri: string }> = [];
     far.onRequest((req, tx, src) => {
@@ -139,7 +211,10 @@ t.test('SIP over TLS through the daemon', async (t) => {
       if (req.method === 'INVITE') {
         tx.reply(200, 'OK', {
           toTag: far.newTag(),
-          headers: [{ name: 'Contact', value: `<${far.contactUri(undefined, 'tls')}>` }, { name: 'Content-Type', value: 'application/sdp' }],
+          headers: [
+            { name: 'Contact', value: `<${far.contactUri(undefined, 'tls')}>` },
+            { name: 'Content-Type', value: 'application/sdp' },
+          ],
           body: Buffer.from(sdp),
         });
       } else tx.reply(200, 'OK');
@@ -150,16 +225,30 @@ t.test('SIP over TLS through the daemon', async (t) => {
     const call2 = await tlsCall(t, tlsPort!, ca, number, sub, 'tlsout');
     await call2.bye();
     await eventually(async () => seen.some((s) => s.method === 'BYE'));
-    t.match(seen, [
-      { method: 'INVITE', transport: 'tls', uri: new RegExp(`^sip:${number}@127\\.0\\.0\\.1:${far.transport.tlsPort};transport=tls$`) },
-      { method: 'BYE', transport: 'tls' },
-    ], 'the supplier got the INVITE and the BYE over TLS');
+    t.match(
+      seen,
+      [
+        {
+          method: 'INVITE',
+          transport: 'tls',
+          uri: new RegExp(`^sip:${number}@127\\.0\\.0\\.1:${far.transport.tlsPort};transport=tls$`),
+        },
+        { method: 'BYE', transport: 'tls' },
+      ],
+      'the supplier got the INVITE and the BYE over TLS',
+    );
     const call = await eventually(async () => {
-      const [row] = await w.d.sql<{ status: string }[]>`select status from calls where account_id = ${sub.id} and ended_at is not null`;
+      const [row] = await w.d.sql<
+        { status: string }[]
+      >`select status from calls where account_id = ${sub.id} and ended_at is not null`;
       return row;
     });
     t.equal(call.status, 'completed');
     const legs = await w.d.sql`select sip_code from cdrs where account_id = ${sub.id}`;
-    t.same(legs.map((l) => l['sipCode']), [200], 'one leg, straight to the TLS supplier');
+    t.same(
+      legs.map((l) => l['sipCode']),
+      [200],
+      'one leg, straight to the TLS supplier',
+    );
   });
 });

@@ -23,7 +23,9 @@ const closedCall = async (w: World, accountId: string, seen: readonly string[]) 
   });
 
 const endedCalls = async (w: World, accountId: string) =>
-  (await w.d.sql<{ id: string }[]>`select id from calls where account_id = ${accountId} and ended_at is not null`).map((r) => r.id);
+  (await w.d.sql<{ id: string }[]>`select id from calls where account_id = ${accountId} and ended_at is not null`).map(
+    (r) => r.id,
+  );
 
 const balance = async (w: World, id: string) => w.d.modules.services.ledger.balanceOf(id);
 
@@ -37,7 +39,14 @@ t.test('SIP trunk calls end to end', async (t) => {
     const r = await w.route({ port: uas.port, prefix: '4411', rate: '0.013700' });
     const sub = await w.sub({ markupPct: '25', fund: '10.000000' });
     const opBefore = await balance(w, w.operator.accountId);
-    const run = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '1200' }), number, sub.sipUsername, sub.sipPassword);
+    const run = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-answer.xml', { HOLD_MS: '1200' }),
+      number,
+      sub.sipUsername,
+      sub.sipPassword,
+    );
     await expectExit(t, run, 'caller completed the call');
     await expectExit(t, uas, 'supplier answered and got the BYE');
     const call = await closedCall(w, sub.id, []);
@@ -59,16 +68,27 @@ t.test('SIP trunk calls end to end', async (t) => {
     const cdrs = await sql`select * from cdrs where call_group_id = ${call.id}`;
     t.equal(cdrs.length, 1);
     t.match(cdrs[0], {
-      accountId: sub.id, operatorId: w.operator.accountId, sellerId: w.seller.accountId, routeId: r.routeId, status: 'completed',
-      sipCode: 200, hangupCause: 'caller-bye', billedSeconds: 6, toNumber: number, fromNumber: '15550001111', source: 'trunk',
+      accountId: sub.id,
+      operatorId: w.operator.accountId,
+      sellerId: w.seller.accountId,
+      routeId: r.routeId,
+      status: 'completed',
+      sipCode: 200,
+      hangupCause: 'caller-bye',
+      billedSeconds: 6,
+      toNumber: number,
+      fromNumber: '15550001111',
+      source: 'trunk',
     });
     t.equal(String(cdrs[0]!['buyerCost']), '0.001963');
     t.equal(String(cdrs[0]!['sellerCredit']), '0.001370');
-    t.ok((cdrs[0]!['durationSeconds'] as number) >= 1 && (cdrs[0]!['durationSeconds'] as number) <= 3, 'duration about the 1.2 s held');
+    t.ok(
+      (cdrs[0]!['durationSeconds'] as number) >= 1 && (cdrs[0]!['durationSeconds'] as number) <= 3,
+      'duration about the 1.2 s held',
+    );
     const [h] = await sql<{ status: string }[]>`select status from holds where id = ${call.holdId}`;
     t.not(h?.status, 'open');
   });
-
 
   await t.test('whitelisted IP: no challenge, the operator pays without markup', async (t) => {
     const number = '441200000001';
@@ -77,7 +97,10 @@ t.test('SIP trunk calls end to end', async (t) => {
     const added = await w.api('POST', '/sip/trunk-ips', w.operator.token, { ip: '127.0.0.1', label: 'office' });
     t.equal(added.status, 201, added.text);
     const listed = await w.api('GET', '/sip/trunk-ips', w.operator.token);
-    t.same(listed.body.data.map((r: { ip: string }) => r.ip), ['127.0.0.1']);
+    t.same(
+      listed.body.data.map((r: { ip: string }) => r.ip),
+      ['127.0.0.1'],
+    );
     const before = await balance(w, w.operator.accountId);
     const seen = await endedCalls(w, w.operator.accountId);
     const run = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '300' }, false), number);
@@ -100,10 +123,21 @@ t.test('SIP trunk calls end to end', async (t) => {
     const creds = await w.api('POST', `/purchases/${r.purchaseId}/sip-credentials`, w.operator.token);
     t.equal(creds.status, 201, creds.text);
     t.match(creds.body.data.sipUsername, /^pur_/);
-    t.equal((await w.api('POST', `/purchases/${r.purchaseId}/sip-credentials`, w.seller.token)).status, 404, 'not the seller\'s purchase');
+    t.equal(
+      (await w.api('POST', `/purchases/${r.purchaseId}/sip-credentials`, w.seller.token)).status,
+      404,
+      "not the seller's purchase",
+    );
     const before = await balance(w, w.operator.accountId);
     const seen = await endedCalls(w, w.operator.accountId);
-    const run = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '300' }), number, creds.body.data.sipUsername, creds.body.data.sipPassword);
+    const run = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-answer.xml', { HOLD_MS: '300' }),
+      number,
+      creds.body.data.sipUsername,
+      creds.body.data.sipPassword,
+    );
     await expectExit(t, run, 'caller completed the call');
     await expectExit(t, uas, 'supplier answered');
     const call = await closedCall(w, w.operator.accountId, seen);
@@ -116,7 +150,14 @@ t.test('SIP trunk calls end to end', async (t) => {
 
   await t.test('wrong password: 403, no call planned', async (t) => {
     const sub = await w.sub({ fund: '1.000000' });
-    const run = await uac(t, w.sipPort, uacScenario('uac-tail-final.xml', { FINAL: '403' }), '441100000002', sub.sipUsername, 'not-the-password');
+    const run = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-final.xml', { FINAL: '403' }),
+      '441100000002',
+      sub.sipUsername,
+      'not-the-password',
+    );
     await expectExit(t, run, 'caller got 403');
     const [n] = await sql<{ n: string }[]>`select count(*)::text as n from calls where account_id = ${sub.id}`;
     t.equal(n?.n, '0');
@@ -124,11 +165,20 @@ t.test('SIP trunk calls end to end', async (t) => {
 
   await t.test('insufficient balance: 402, nothing held or charged', async (t) => {
     const sub = await w.sub({});
-    const run = await uac(t, w.sipPort, uacScenario('uac-tail-final.xml', { FINAL: '402' }), '441100000003', sub.sipUsername, sub.sipPassword);
+    const run = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-final.xml', { FINAL: '402' }),
+      '441100000003',
+      sub.sipUsername,
+      sub.sipPassword,
+    );
     await expectExit(t, run, 'caller got 402');
     const b = await balance(w, sub.id);
     t.same([b.balance, b.held], ['0.000000', '0.000000']);
-    const [n] = await sql<{ n: string }[]>`select (select count(*) from calls where account_id = ${sub.id}) + (select count(*) from holds h join ledger_accounts a on a.id = h.account_id where a.owner_id = ${sub.id}) as n`;
+    const [n] = await sql<
+      { n: string }[]
+    >`select (select count(*) from calls where account_id = ${sub.id}) + (select count(*) from holds h join ledger_accounts a on a.id = h.account_id where a.owner_id = ${sub.id}) as n`;
     t.equal(String(n?.n), '0');
   });
 
@@ -139,23 +189,47 @@ t.test('SIP trunk calls end to end', async (t) => {
     const cheap = await w.route({ port: bad.port, prefix: '4420', rate: '0.005000' });
     const dear = await w.route({ port: good.port, prefix: '4420', rate: '0.013700' });
     const sub = await w.sub({ markupPct: '0', fund: '5.000000' });
-    const run = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '300' }), number, sub.sipUsername, sub.sipPassword);
+    const run = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-answer.xml', { HOLD_MS: '300' }),
+      number,
+      sub.sipUsername,
+      sub.sipPassword,
+    );
     await expectExit(t, run, 'caller completed the call');
     await expectExit(t, bad, 'first supplier refused');
     await expectExit(t, good, 'second supplier answered');
     const call = await closedCall(w, sub.id, []);
-    t.equal(call.cost, '0.001570', 'billed at the connected route\'s price');
+    t.equal(call.cost, '0.001570', "billed at the connected route's price");
     t.equal((await balance(w, sub.id)).balance, '4.998430');
-    const legs = await sql<{ routeId: string; status: string; sipCode: number; buyerCost: string; callGroupId: string; pddMs: number | null }[]>`
+    const legs = await sql<
+      {
+        routeId: string;
+        status: string;
+        sipCode: number;
+        buyerCost: string;
+        callGroupId: string;
+        pddMs: number | null;
+      }[]
+    >`
       select route_id, status, sip_code, buyer_cost::text, call_group_id, pdd_ms from cdrs where call_group_id = ${call.id} order by created_at, id`;
     t.equal(legs.length, 2);
     t.match(legs[0], { routeId: cheap.routeId, sipCode: 503, buyerCost: '0.000000', callGroupId: call.id });
-    t.match(legs[1], { routeId: dear.routeId, sipCode: 200, status: 'completed', buyerCost: '0.001570', callGroupId: call.id });
+    t.match(legs[1], {
+      routeId: dear.routeId,
+      sipCode: 200,
+      status: 'completed',
+      buyerCost: '0.001570',
+      callGroupId: call.id,
+    });
     t.equal(legs[0]?.pddMs, null, 'a refusal without 18x has no post-dial delay');
     // The supplier sent 100 Trying, waited 300 ms, then rang: the 100 does not end the delay.
     t.ok((legs[1]?.pddMs ?? 0) >= 300, `post-dial delay counts to the 180 (${legs[1]?.pddMs} ms)`);
     const listed = await w.api('GET', '/billing/cdrs?limit=100', w.operator.token);
-    const row = listed.body.data.find((r: { callGroupId: string; sipCode: number }) => r.callGroupId === call.id && r.sipCode === 200);
+    const row = listed.body.data.find(
+      (r: { callGroupId: string; sipCode: number }) => r.callGroupId === call.id && r.sipCode === 200,
+    );
     t.equal(row?.pddMs, legs[1]?.pddMs, 'pddMs is in GET /billing/cdrs');
   });
 
@@ -166,14 +240,25 @@ t.test('SIP trunk calls end to end', async (t) => {
     await w.route({ port: busy.port, prefix: '4430', rate: '0.005000' });
     await w.route({ port: spare.port, prefix: '4430', rate: '0.013700' });
     const sub = await w.sub({ fund: '5.000000' });
-    const run = await uac(t, w.sipPort, uacScenario('uac-tail-final.xml', { FINAL: '486' }), number, sub.sipUsername, sub.sipPassword);
+    const run = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-final.xml', { FINAL: '486' }),
+      number,
+      sub.sipUsername,
+      sub.sipPassword,
+    );
     await expectExit(t, run, 'caller got 486');
     await expectExit(t, busy, 'first supplier said busy');
     const call = await closedCall(w, sub.id, []);
     t.equal(call.status, 'busy');
     t.equal(call.cost, '0.000000');
     const legs = await sql`select sip_code from cdrs where call_group_id = ${call.id}`;
-    t.same(legs.map((l) => l['sipCode']), [486], 'one leg only');
+    t.same(
+      legs.map((l) => l['sipCode']),
+      [486],
+      'one leg only',
+    );
     const b = await balance(w, sub.id);
     t.same([b.balance, b.held], ['5.000000', '0.000000']);
   });
@@ -184,9 +269,25 @@ t.test('SIP trunk calls end to end', async (t) => {
     await w.route({ port: uas.port, prefix: '4440', rate: '0.013700' });
     const sub = await w.sub({ fund: '5.000000', maxConcurrentCalls: 1 });
     const refusedBefore = w.d.modules.services.calls.refusals()['concurrency'] ?? 0;
-    const first = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '4000' }), number, sub.sipUsername, sub.sipPassword);
-    await eventually(async () => (await sql`select 1 from calls where account_id = ${sub.id} and status = 'answered'`).length > 0);
-    const second = await uac(t, w.sipPort, uacScenario('uac-tail-final.xml', { FINAL: '503' }), number, sub.sipUsername, sub.sipPassword);
+    const first = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-answer.xml', { HOLD_MS: '4000' }),
+      number,
+      sub.sipUsername,
+      sub.sipPassword,
+    );
+    await eventually(
+      async () => (await sql`select 1 from calls where account_id = ${sub.id} and status = 'answered'`).length > 0,
+    );
+    const second = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-final.xml', { FINAL: '503' }),
+      number,
+      sub.sipUsername,
+      sub.sipPassword,
+    );
     await expectExit(t, second, 'second call refused with 503');
     t.equal(w.d.modules.services.calls.refusals()['concurrency'], refusedBefore + 1, 'refusal counted');
     await expectExit(t, first, 'first call completed');
@@ -201,9 +302,25 @@ t.test('SIP trunk calls end to end', async (t) => {
     await w.route({ port: uas.port, prefix: '4441', rate: '0.013700', capacity: 1 });
     const sub = await w.sub({ fund: '5.000000' });
     const before = w.d.modules.services.calls.refusals()['capacity'] ?? 0;
-    const first = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '2500' }), number, sub.sipUsername, sub.sipPassword);
-    await eventually(async () => (await sql`select 1 from calls where account_id = ${sub.id} and status = 'answered'`).length > 0);
-    const second = await uac(t, w.sipPort, uacScenario('uac-tail-final.xml', { FINAL: '503' }), number, sub.sipUsername, sub.sipPassword);
+    const first = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-answer.xml', { HOLD_MS: '2500' }),
+      number,
+      sub.sipUsername,
+      sub.sipPassword,
+    );
+    await eventually(
+      async () => (await sql`select 1 from calls where account_id = ${sub.id} and status = 'answered'`).length > 0,
+    );
+    const second = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-final.xml', { FINAL: '503' }),
+      number,
+      sub.sipUsername,
+      sub.sipPassword,
+    );
     await expectExit(t, second, 'second call refused with 503');
     t.equal(w.d.modules.services.calls.refusals()['capacity'], before + 1, 'refusal counted');
     await expectExit(t, first, 'first call completed');
@@ -223,7 +340,9 @@ t.test('SIP trunk calls end to end', async (t) => {
     await expectExit(t, uas, 'the supplier got a BYE from the exchange');
     const call = await closedCall(w, sub.id, []);
     t.match(call, { status: 'completed', billableSeconds: 2, cost: '0.000523' });
-    const [c] = await sql<{ hangupCause: string; maxDurationSeconds: number }[]>`select hangup_cause, max_duration_seconds from calls where id = ${call.id}`;
+    const [c] = await sql<
+      { hangupCause: string; maxDurationSeconds: number }[]
+    >`select hangup_cause, max_duration_seconds from calls where id = ${call.id}`;
     t.match(c, { hangupCause: 'max-duration', maxDurationSeconds: 2 });
     const b = await balance(w, sub.id);
     t.same([b.balance, b.held], ['0.000077', '0.000000']);
@@ -258,13 +377,25 @@ ${auth}Content-Length: 0
     const nonce = /nonce="([^"]+)"/.exec(header)?.[1];
     t.ok(nonce, 'a nonce was offered');
     // A correct digest, but over a realm the client made up.
-    const elsewhere = answerChallenge({ challenge: header.replace(`realm="${realm}"`, 'realm="elsewhere.example"'), method: 'INVITE', uri, username: sub.sipUsername, password: sub.sipPassword });
+    const elsewhere = answerChallenge({
+      challenge: header.replace(`realm="${realm}"`, 'realm="elsewhere.example"'),
+      method: 'INVITE',
+      uri,
+      username: sub.sipUsername,
+      password: sub.sipPassword,
+    });
     peer.send(invite(2, `Authorization: ${elsewhere}\n`), w.sipPort);
     await until(() => challenges().length === 2);
     const second = challenges()[1]!;
     t.match(second, `nonce="${nonce}"`, 'the same nonce again');
     t.match(second, `realm="${realm}"`, 'with the primary realm');
-    const right = answerChallenge({ challenge: header, method: 'INVITE', uri, username: sub.sipUsername, password: sub.sipPassword });
+    const right = answerChallenge({
+      challenge: header,
+      method: 'INVITE',
+      uri,
+      username: sub.sipUsername,
+      password: sub.sipPassword,
+    });
     peer.send(invite(3, `Authorization: ${right}\n`), w.sipPort);
     await until(() => peer.got.some((m) => m.startsWith('SIP/2.0 404')));
     t.equal(challenges().length, 2, 'the same nonce was accepted with the right realm');
@@ -275,7 +406,15 @@ ${auth}Content-Length: 0
     const uas = await uasAnswer(t, number, 't1');
     const r = await w.route({ port: uas.port, prefix: '4414', rate: '0.013700', transport: 'tcp' });
     const sub = await w.sub({ markupPct: '0', fund: '1.000000' });
-    const run = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '300' }), number, sub.sipUsername, sub.sipPassword, 't1');
+    const run = await uac(
+      t,
+      w.sipPort,
+      uacScenario('uac-tail-answer.xml', { HOLD_MS: '300' }),
+      number,
+      sub.sipUsername,
+      sub.sipPassword,
+      't1',
+    );
     await expectExit(t, run, 'caller completed the call over TCP');
     await expectExit(t, uas, 'the TCP supplier answered and got the BYE');
     const call = await closedCall(w, sub.id, []);
@@ -285,42 +424,86 @@ ${auth}Content-Length: 0
     t.same(await balance(w, sub.id).then((b) => [b.balance, b.held]), ['0.998430', '0.000000']);
   });
 
-  await t.test('sub-account daily spend cap: reached by a call, the next is refused with 403 and counted', async (t) => {
-    const number = '444200000001';
-    const uas = await uasAnswer(t, number);
-    await w.route({ port: uas.port, prefix: '4442', rate: '0.013700' });
-    // One 6 s call costs 0.001963 with the 25% markup: past a 0.001 cap.
-    const sub = await w.sub({ markupPct: '25', fund: '5.000000', dailySpendCap: '0.001000' });
-    const run = await uac(t, w.sipPort, uacScenario('uac-tail-answer.xml', { HOLD_MS: '300' }), number, sub.sipUsername, sub.sipPassword);
-    await expectExit(t, run, 'the first call is allowed');
-    await expectExit(t, uas, 'supplier answered');
-    const call = await closedCall(w, sub.id, []);
-    t.equal(call.cost, '0.001963');
-    const view = await w.api('GET', `/application/sub-accounts/${sub.id}`, w.operator.token);
-    t.match(view.body.data, { autoSuspended: true, status: 'suspended' }, view.text);
-    const before = w.d.modules.services.calls.refusals()['daily-cap'] ?? 0;
-    const refusedRun = await uac(t, w.sipPort, uacScenario('uac-tail-final.xml', { FINAL: '403', FINAL_CHECK: 'Reason: SIP;cause=403;text="Daily spend cap' }), number, sub.sipUsername, sub.sipPassword);
-    await expectExit(t, refusedRun, 'the next call got 403 with the daily-cap Reason');
-    t.equal(w.d.modules.services.calls.refusals()['daily-cap'], before + 1, 'refusal counted');
-    const [n] = await sql<{ n: string }[]>`select count(*)::text as n from calls where account_id = ${sub.id}`;
-    t.equal(n?.n, '1', 'no call planned for the refused one');
-    t.same(await balance(w, sub.id).then((b) => [b.balance, b.held]), ['4.998037', '0.000000'], 'nothing held or charged');
-  });
+  await t.test(
+    'sub-account daily spend cap: reached by a call, the next is refused with 403 and counted',
+    async (t) => {
+      const number = '444200000001';
+      const uas = await uasAnswer(t, number);
+      await w.route({ port: uas.port, prefix: '4442', rate: '0.013700' });
+      // One 6 s call costs 0.001963 with the 25% markup: past a 0.001 cap.
+      const sub = await w.sub({ markupPct: '25', fund: '5.000000', dailySpendCap: '0.001000' });
+      const run = await uac(
+        t,
+        w.sipPort,
+        uacScenario('uac-tail-answer.xml', { HOLD_MS: '300' }),
+        number,
+        sub.sipUsername,
+        sub.sipPassword,
+      );
+      await expectExit(t, run, 'the first call is allowed');
+      await expectExit(t, uas, 'supplier answered');
+      const call = await closedCall(w, sub.id, []);
+      t.equal(call.cost, '0.001963');
+      const view = await w.api('GET', `/application/sub-accounts/${sub.id}`, w.operator.token);
+      t.match(view.body.data, { autoSuspended: true, status: 'suspended' }, view.text);
+      const before = w.d.modules.services.calls.refusals()['daily-cap'] ?? 0;
+      const refusedRun = await uac(
+        t,
+        w.sipPort,
+        uacScenario('uac-tail-final.xml', { FINAL: '403', FINAL_CHECK: 'Reason: SIP;cause=403;text="Daily spend cap' }),
+        number,
+        sub.sipUsername,
+        sub.sipPassword,
+      );
+      await expectExit(t, refusedRun, 'the next call got 403 with the daily-cap Reason');
+      t.equal(w.d.modules.services.calls.refusals()['daily-cap'], before + 1, 'refusal counted');
+      const [n] = await sql<{ n: string }[]>`select count(*)::text as n from calls where account_id = ${sub.id}`;
+      t.equal(n?.n, '1', 'no call planned for the refused one');
+      t.same(
+        await balance(w, sub.id).then((b) => [b.balance, b.held]),
+        ['4.998037', '0.000000'],
+        'nothing held or charged',
+      );
+    },
+  );
 
-  await t.test('sub-account daily spend cap reached by an SMS charge: the call\'s hold is refused by SQLSTATE, 403 and counted', async (t) => {
-    const number = '444300000001';
-    const uas = await uasAnswer(t, number);
-    await w.route({ port: uas.port, prefix: '4443', rate: '0.013700' });
-    const sub = await w.sub({ markupPct: '25', fund: '5.000000', dailySpendCap: '0.010000' });
-    // Spent outside the calls module: no call of this payer has seen the cap, so only the hold refuses.
-    const charged = await w.d.modules.services.ledger.charge({ postingKey: `cap-sms-${sub.id}`, accountId: sub.id, amount: '0.010000', relatedEntityType: 'sms' });
-    t.equal(charged.capReached, true);
-    const before = w.d.modules.services.calls.refusals()['daily-cap'] ?? 0;
-    const refusedRun = await uac(t, w.sipPort, uacScenario('uac-tail-final.xml', { FINAL: '403', FINAL_CHECK: 'Reason: SIP;cause=403;text="Daily spend cap' }), number, sub.sipUsername, sub.sipPassword);
-    await expectExit(t, refusedRun, 'the call got 403 with the daily-cap Reason');
-    t.equal(w.d.modules.services.calls.refusals()['daily-cap'], before + 1, 'counted as a daily cap, not as a balance refusal');
-    t.same(await balance(w, sub.id).then((b) => [b.balance, b.held]), ['4.990000', '0.000000'], 'nothing held or charged');
-  });
+  await t.test(
+    "sub-account daily spend cap reached by an SMS charge: the call's hold is refused by SQLSTATE, 403 and counted",
+    async (t) => {
+      const number = '444300000001';
+      const uas = await uasAnswer(t, number);
+      await w.route({ port: uas.port, prefix: '4443', rate: '0.013700' });
+      const sub = await w.sub({ markupPct: '25', fund: '5.000000', dailySpendCap: '0.010000' });
+      // Spent outside the calls module: no call of this payer has seen the cap, so only the hold refuses.
+      const charged = await w.d.modules.services.ledger.charge({
+        postingKey: `cap-sms-${sub.id}`,
+        accountId: sub.id,
+        amount: '0.010000',
+        relatedEntityType: 'sms',
+      });
+      t.equal(charged.capReached, true);
+      const before = w.d.modules.services.calls.refusals()['daily-cap'] ?? 0;
+      const refusedRun = await uac(
+        t,
+        w.sipPort,
+        uacScenario('uac-tail-final.xml', { FINAL: '403', FINAL_CHECK: 'Reason: SIP;cause=403;text="Daily spend cap' }),
+        number,
+        sub.sipUsername,
+        sub.sipPassword,
+      );
+      await expectExit(t, refusedRun, 'the call got 403 with the daily-cap Reason');
+      t.equal(
+        w.d.modules.services.calls.refusals()['daily-cap'],
+        before + 1,
+        'counted as a daily cap, not as a balance refusal',
+      );
+      t.same(
+        await balance(w, sub.id).then((b) => [b.balance, b.held]),
+        ['4.990000', '0.000000'],
+        'nothing held or charged',
+      );
+    },
+  );
 
   await t.test('GET /billing/cdrs: JSON pages and CSV', async (t) => {
     const page = await w.api('GET', '/billing/cdrs?limit=2', w.operator.token);
@@ -329,14 +512,25 @@ ${auth}Content-Length: 0
     t.equal(page.body.hasMore, true);
     const next = await w.api('GET', `/billing/cdrs?limit=100&cursor=${page.body.nextCursor}`, w.operator.token);
     const all = [...page.body.data, ...next.body.data];
-    const [n] = await sql<{ n: string }[]>`select count(*)::text as n from cdrs where account_id = ${w.operator.accountId} or operator_id = ${w.operator.accountId}`;
-    t.equal(String(all.length), n?.n, 'the operator sees its rows and its sub-accounts\'');
-    t.ok(all.every((r: { sellerCredit: string | null }) => r.sellerCredit === null), 'a buyer never sees sellerCredit');
+    const [n] = await sql<
+      { n: string }[]
+    >`select count(*)::text as n from cdrs where account_id = ${w.operator.accountId} or operator_id = ${w.operator.accountId}`;
+    t.equal(String(all.length), n?.n, "the operator sees its rows and its sub-accounts'");
+    t.ok(
+      all.every((r: { sellerCredit: string | null }) => r.sellerCredit === null),
+      'a buyer never sees sellerCredit',
+    );
     const sellerView = await w.api('GET', '/billing/cdrs?limit=100&kind=voice', w.seller.token);
     const answered = sellerView.body.data.filter((r: { status: string }) => r.status === 'completed');
     t.ok(answered.length >= 5);
-    t.ok(answered.every((r: { sellerCredit: string | null }) => r.sellerCredit !== null), 'the seller sees its credit');
-    t.ok(answered.every((r: { pddMs: number | null }) => Number.isInteger(r.pddMs) && (r.pddMs ?? -1) >= 0), 'every answered leg has a post-dial delay');
+    t.ok(
+      answered.every((r: { sellerCredit: string | null }) => r.sellerCredit !== null),
+      'the seller sees its credit',
+    );
+    t.ok(
+      answered.every((r: { pddMs: number | null }) => Number.isInteger(r.pddMs) && (r.pddMs ?? -1) >= 0),
+      'every answered leg has a post-dial delay',
+    );
     t.equal((await w.api('GET', '/billing/cdrs?kind=sms', w.operator.token)).body.data.length, 0);
     const csv = await w.api('GET', '/billing/cdrs?format=csv', w.operator.token);
     t.equal(csv.status, 200);

@@ -20,19 +20,39 @@ export interface World {
   seller: Party;
   operator: Party;
   sipPort: number;
-  api(method: string, url: string, token: string, payload?: unknown): Promise<{ status: number; body: any; text: string }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  api(
+    method: string,
+    url: string,
+    token: string,
+    payload?: unknown,
+  ): Promise<{ status: number; body: any; text: string }>; // eslint-disable-line @typescript-eslint/no-explicit-any
   signUp(): Promise<Party>;
   /** A voice route of the seller reaching `port`, rated for `prefix`, bought by the operator; returns route and purchase ids. */
   route(o: {
-    port: number; prefix: string; rate: string; increment?: string; capacity?: number; techPrefix?: string; transport?: 'udp' | 'tcp' | 'tls';
+    port: number;
+    prefix: string;
+    rate: string;
+    increment?: string;
+    capacity?: number;
+    techPrefix?: string;
+    transport?: 'udp' | 'tcp' | 'tls';
     /** The endpoint's host (default 127.0.0.1). */
     host?: string;
     mediaMode?: 'direct' | 'proxy';
   }): Promise<{ routeId: string; purchaseId: string }>;
-  sub(o?: { markupPct?: string; maxConcurrentCalls?: number; dailySpendCap?: string; fund?: string }): Promise<{ id: string; sipUsername: string; sipPassword: string }>;
+  sub(o?: {
+    markupPct?: string;
+    maxConcurrentCalls?: number;
+    dailySpendCap?: string;
+    fund?: string;
+  }): Promise<{ id: string; sipUsername: string; sipPassword: string }>;
 }
 
-export async function createWorld(t: Tt, overrides: Record<string, unknown> = {}, opts: { lookup?: Lookup } = {}): Promise<World> {
+export async function createWorld(
+  t: Tt,
+  overrides: Record<string, unknown> = {},
+  opts: { lookup?: Lookup } = {},
+): Promise<World> {
   // routeRequirement is not wired into buildMoneyModules yet (src/modules/index.ts): sub-accounts are made without the check.
   const d = await startTestDaemon(t, { billing: { require_route_for_sub_accounts: false }, ...overrides }, opts);
   const sipPort = d.ports['sip'];
@@ -62,19 +82,36 @@ export async function createWorld(t: Tt, overrides: Record<string, unknown> = {}
   };
   const seller = await signUp();
   const operator = await signUp();
-  await d.modules.services.ledger.topup({ accountId: operator.accountId, amount: '500.000000', source: 'wire', postingKey: `fund-${operator.accountId}` });
+  await d.modules.services.ledger.topup({
+    accountId: operator.accountId,
+    amount: '500.000000',
+    source: 'wire',
+    postingKey: `fund-${operator.accountId}`,
+  });
 
   const route: World['route'] = async (o) => {
     const created = await api('POST', '/routes', seller.token, {
-      type: 'voice', name: `route ${o.prefix} ${o.port}`, country: 'GB', billingIncrement: o.increment ?? '6/6',
+      type: 'voice',
+      name: `route ${o.prefix} ${o.port}`,
+      country: 'GB',
+      billingIncrement: o.increment ?? '6/6',
       ...(o.capacity ? { capacity: o.capacity } : {}),
       ...(o.mediaMode ? { mediaMode: o.mediaMode } : {}),
-      endpoints: [{ host: o.host ?? '127.0.0.1', port: o.port, transport: o.transport ?? 'udp', priority: 1, ...(o.techPrefix ? { techPrefix: o.techPrefix } : {}) }],
+      endpoints: [
+        {
+          host: o.host ?? '127.0.0.1',
+          port: o.port,
+          transport: o.transport ?? 'udp',
+          priority: 1,
+          ...(o.techPrefix ? { techPrefix: o.techPrefix } : {}),
+        },
+      ],
     });
     if (created.status !== 201) throw new Error(`route: ${created.text}`);
     const routeId = created.body.data.id as string;
     const sheet = await api('POST', `/routes/${routeId}/rates`, seller.token, {
-      format: 'csv', csv: `prefix,destination,rate,increment\n${o.prefix},UK test,${o.rate},${o.increment ?? '6/6'}\n`,
+      format: 'csv',
+      csv: `prefix,destination,rate,increment\n${o.prefix},UK test,${o.rate},${o.increment ?? '6/6'}\n`,
     });
     if (sheet.status !== 200) throw new Error(`rates: ${sheet.text}`);
     const bought = await api('POST', '/purchases', operator.token, { routeId });
@@ -103,23 +140,59 @@ export function uacScenario(tail: string, vars: Record<string, string> = {}, cha
     CHALLENGE_BLOCK: challenge ? fixture('uac-challenge.block') : '',
     AUTH_HEADER: challenge ? '[authentication]' : '',
     // Each extra line ends the line it is on: an empty line would end sipp's header block.
-    EXTRA_HEADERS: (vars['EXTRA_HEADERS'] ?? '').split('\n').filter(Boolean).map((l) => `${l.trim()}\n      `).join(''),
+    EXTRA_HEADERS: (vars['EXTRA_HEADERS'] ?? '')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => `${l.trim()}\n      `)
+      .join(''),
     TAIL: fill(fixture(tail), { HOLD_MS: '100', FINAL_CHECK: '.', ...vars }),
   });
 }
 
 /** A supplier that rings and answers; `ringAfterMs` sends 100 Trying and waits that long before the 180. */
-export const uasAnswer = (t: Tt, expectUser: string, transport: 'u1' | 't1' = 'u1', ringAfterMs = 0): Promise<SippRun> =>
-  sipp(t, fill(fixture('uas-answer.xml'), {
-    EXPECT_USER: expectUser,
-    BEFORE_RING: ringAfterMs ? fill(fixture('uas-trying-pause.block'), { PAUSE_MS: String(ringAfterMs) }) : '',
-  }), ['-t', transport]);
+export const uasAnswer = (
+  t: Tt,
+  expectUser: string,
+  transport: 'u1' | 't1' = 'u1',
+  ringAfterMs = 0,
+): Promise<SippRun> =>
+  sipp(
+    t,
+    fill(fixture('uas-answer.xml'), {
+      EXPECT_USER: expectUser,
+      BEFORE_RING: ringAfterMs ? fill(fixture('uas-trying-pause.block'), { PAUSE_MS: String(ringAfterMs) }) : '',
+    }),
+    ['-t', transport],
+  );
 
 export const uasFinal = (t: Tt, code: number, text: string, ring = false): Promise<SippRun> =>
-  sipp(t, fill(fixture('uas-final.xml'), { CODE: String(code), TEXT: text, PROVISIONAL_BLOCK: ring ? fixture('uas-180.block') : '' }), []);
+  sipp(
+    t,
+    fill(fixture('uas-final.xml'), {
+      CODE: String(code),
+      TEXT: text,
+      PROVISIONAL_BLOCK: ring ? fixture('uas-180.block') : '',
+    }),
+    [],
+  );
 
-export const uac = (t: Tt, sipPort: number, scenario: string, number: string, user = '', pass = '', transport: 'u1' | 't1' = 'u1'): Promise<SippRun> =>
-  sipp(t, scenario, [`127.0.0.1:${sipPort}`, '-s', number, ...(user ? ['-au', user, '-ap', pass] : []), '-t', transport]);
+export const uac = (
+  t: Tt,
+  sipPort: number,
+  scenario: string,
+  number: string,
+  user = '',
+  pass = '',
+  transport: 'u1' | 't1' = 'u1',
+): Promise<SippRun> =>
+  sipp(t, scenario, [
+    `127.0.0.1:${sipPort}`,
+    '-s',
+    number,
+    ...(user ? ['-au', user, '-ap', pass] : []),
+    '-t',
+    transport,
+  ]);
 
 export async function expectExit(t: Tt, run: SippRun, what: string): Promise<void> {
   const code = await run.exited;

@@ -20,19 +20,47 @@ t.test('SMPP and HTTPS supplier deliveries to a name that now resolves to loopba
   const port = (server.address() as AddressInfo).port;
   const guard = createTargetGuard({ lookup: async () => [{ address: '127.0.0.1', family: 4 }] });
   const gateway = createSupplierGateway({
-    log: pino({ level: 'silent' }), clock: systemClock, onReceipt: () => undefined,
-    options: { guard, bind: { responseTimeoutMs: 2000, queueTimeoutMs: 5000, reconnectMinMs: 60_000, reconnectMaxMs: 60_000 }, http: { timeoutMs: 2000, callbackBase: 'https://exchange.test/api/v1' } },
+    log: pino({ level: 'silent' }),
+    clock: systemClock,
+    onReceipt: () => undefined,
+    options: {
+      guard,
+      bind: { responseTimeoutMs: 2000, queueTimeoutMs: 5000, reconnectMinMs: 60_000, reconnectMaxMs: 60_000 },
+      http: { timeoutMs: 2000, callbackBase: 'https://exchange.test/api/v1' },
+    },
   });
   t.teardown(() => gateway.stop());
   const sms = { to: '447700900001', from: 'Sender', text: 'hello', reference: 'ref-1' };
 
-  const byName = await gateway.submit({ routeId: 'r-smpp', delivery: { kind: 'smpp', host: 'smsc.rebind.test', port, systemId: 's', password: 'p' } }, sms);
+  const byName = await gateway.submit(
+    { routeId: 'r-smpp', delivery: { kind: 'smpp', host: 'smsc.rebind.test', port, systemId: 's', password: 'p' } },
+    sms,
+  );
   t.match(byName, { status: 'error', reason: 'refused_target' }, 'the bind never came up');
-  const literal = await gateway.submit({ routeId: 'r-smpp-ip', delivery: { kind: 'smpp', host: '127.0.0.1', port, systemId: 's', password: 'p' } }, sms);
+  const literal = await gateway.submit(
+    { routeId: 'r-smpp-ip', delivery: { kind: 'smpp', host: '127.0.0.1', port, systemId: 's', password: 'p' } },
+    sms,
+  );
   t.match(literal, { status: 'error', reason: 'refused_target' });
-  const http = await gateway.submit({ routeId: 'r-http', delivery: { kind: 'http', url: `https://sms.rebind.test:${port}/send`, signingSecret: 'a-long-enough-secret' } }, sms);
-  t.same(http, { status: 'error', reason: 'http_refused_target', ambiguous: false }, 'refused before sending: not ambiguous, the next route may take it');
-  const ctl = await gateway.submit({ routeId: 'r-ctl', delivery: { kind: 'smpp', host: 'smsc.example.test', port, systemId: 's\r\nx', password: 'p' } }, sms);
+  const http = await gateway.submit(
+    {
+      routeId: 'r-http',
+      delivery: { kind: 'http', url: `https://sms.rebind.test:${port}/send`, signingSecret: 'a-long-enough-secret' },
+    },
+    sms,
+  );
+  t.same(
+    http,
+    { status: 'error', reason: 'http_refused_target', ambiguous: false },
+    'refused before sending: not ambiguous, the next route may take it',
+  );
+  const ctl = await gateway.submit(
+    {
+      routeId: 'r-ctl',
+      delivery: { kind: 'smpp', host: 'smsc.example.test', port, systemId: 's\r\nx', password: 'p' },
+    },
+    sms,
+  );
   t.same(ctl, { status: 'error', reason: 'invalid_bind_fields' });
   t.equal(connections, 0, 'the loopback listener saw no connection');
 });

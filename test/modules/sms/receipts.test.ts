@@ -23,8 +23,19 @@ t.test('receipts by supplier id, early receipts, expiry on an injected clock', a
   // A real bind to the SMSC (its own running clock); receipts reach the service without the
   // bind's reference, or are lost on cue.
   const bind = createSupplierBind({
-    host: '127.0.0.1', port: smsc.port, tls: false, systemId: 'sup1', password: 'pw1', bindType: 'transceiver',
-    tps: 200, windowSize: 10, responseTimeoutMs: 2000, log, clock: systemClock, reconnectMinMs: 20, reconnectMaxMs: 200,
+    host: '127.0.0.1',
+    port: smsc.port,
+    tls: false,
+    systemId: 'sup1',
+    password: 'pw1',
+    bindType: 'transceiver',
+    tps: 200,
+    windowSize: 10,
+    responseTimeoutMs: 2000,
+    log,
+    clock: systemClock,
+    reconnectMinMs: 20,
+    reconnectMaxMs: 200,
     onReceipt(r) {
       if (drop) dropped.push(r);
       else void svc!.onReceipt({ ...r, reference: null });
@@ -36,14 +47,23 @@ t.test('receipts by supplier id, early receipts, expiry on an injected clock', a
     stop: () => bind.stop(),
   };
   svc = createSmsService({
-    sql: h.sql, log, clock, ledger: h.services.ledger, routing: h.services.routing, application: h.services.application, cdrs: h.services.cdrs,
-    options: { receiptTtlMs: 3_600_000 }, gateway,
+    sql: h.sql,
+    log,
+    clock,
+    ledger: h.services.ledger,
+    routing: h.services.routing,
+    application: h.services.application,
+    cdrs: h.services.cdrs,
+    options: { receiptTtlMs: 3_600_000 },
+    gateway,
   });
   t.teardown(() => svc!.stop());
   const caller = { accountId: buyer.accountId, parentId: null, mode: 'live' as const };
   const row = async (id: string) =>
-    (await h.sql<{ status: string; errorCode: string | null; receiptDueAt: Date | null }[]>`
-      select status, error_code, receipt_due_at from messages where id = ${id}`)[0]!;
+    (
+      await h.sql<{ status: string; errorCode: string | null; receiptDueAt: Date | null }[]>`
+      select status, error_code, receipt_due_at from messages where id = ${id}`
+    )[0]!;
 
   t.test('a route that has returned no receipt: an overdue message stays sent', async (t) => {
     drop = true;
@@ -61,7 +81,9 @@ t.test('receipts by supplier id, early receipts, expiry on an injected clock', a
     const r = await svc!.send(caller, { to: '+13330001111', from: 'MyShop', message: 'hex and decimal' });
     t.equal(r.status, 'sent');
     const dlr = await smsc.waitFor(/^DLR \S+ DELIVRD/, 2);
-    const [stored] = await h.sql<{ ids: string[] }[]>`select supplier_message_ids as ids from messages where id = ${r.messageId}`;
+    const [stored] = await h.sql<
+      { ids: string[] }[]
+    >`select supplier_message_ids as ids from messages where id = ${r.messageId}`;
     t.not(dlr.split(' ')[1], stored!.ids[0], 'the receipt names the id in another form');
     await eventually(async () => (await row(r.messageId)).status === 'delivered');
     t.equal((await svc!.get(caller, r.messageId)).routeReturnsReceipts, true);
@@ -86,10 +108,15 @@ t.test('receipts by supplier id, early receipts, expiry on an injected clock', a
     t.equal(await svc!.sweepExpired(), 1);
     t.match(await row(r.messageId), { status: 'failed', errorCode: 'EXPIRED' });
     const view = await svc!.get(caller, r.messageId);
-    t.same(view.timeline.map((x) => x.status), ['queued', 'sent', 'failed']);
+    t.same(
+      view.timeline.map((x) => x.status),
+      ['queued', 'sent', 'failed'],
+    );
     t.equal(view.cost, '0.000000');
     t.equal((await w.balance(buyer.accountId)).balance, before.balance, 'refunded in full');
-    const [ev] = await h.sql<{ data: { errorCode: string } }[]>`select data from events where event = 'sms.failed' and data->>'messageId' = ${r.messageId}`;
+    const [ev] = await h.sql<
+      { data: { errorCode: string } }[]
+    >`select data from events where event = 'sms.failed' and data->>'messageId' = ${r.messageId}`;
     t.equal(ev!.data.errorCode, 'EXPIRED');
     // A late receipt after expiry changes nothing.
     drop = false;

@@ -19,12 +19,21 @@ t.test('routing cache follows every change that affects a send', async (t) => {
   t.teardown(() => h.services.routingCache.stop());
 
   // A second daemon's marketplace on the same database: it learns of changes only through NOTIFY.
-  const other = buildMarketplaceModule({ config: h.config, sql: h.sql, log: pino({ level: 'silent' }), clock: systemClock, redis: null, health: createHealthRegistry() });
+  const other = buildMarketplaceModule({
+    config: h.config,
+    sql: h.sql,
+    log: pino({ level: 'silent' }),
+    clock: systemClock,
+    redis: null,
+    health: createHealthRegistry(),
+  });
   const otherRoutes = other.modules.find((m) => m.name === 'marketplace')!;
   await otherRoutes.start!();
   t.teardown(() => otherRoutes.stop!());
   const otherOrder = async () =>
-    (await other.services.routing.candidatesFor({ accountId: buyer.accountId, number: '12025550123', type: 'sms' })).map((c) => c.routeId);
+    (
+      await other.services.routing.candidatesFor({ accountId: buyer.accountId, number: '12025550123', type: 'sms' })
+    ).map((c) => c.routeId);
 
   const key = (await h.services.keys.create(buyer.accountId, { mode: 'live', scopes: ['sms:send'] })).secret;
   const send = () => api('POST', '/comms/sms', key, { to: '+12025550123', from: 'MyShop', message: 'cache' });
@@ -36,24 +45,48 @@ t.test('routing cache follows every change that affects a send', async (t) => {
 
   const seller = await h.signUp();
   const cheap = await api('POST', '/routes', seller.session, {
-    type: 'sms', name: 'Cheaper SMSC', smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'sup1', password: 'pw1' },
+    type: 'sms',
+    name: 'Cheaper SMSC',
+    smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'sup1', password: 'pw1' },
   });
   t.equal(cheap.status, 201, JSON.stringify(cheap.body));
   const cheapId = cheap.body.data.id as string;
-  t.equal((await api('POST', `/routes/${cheapId}/rates`, seller.session, { format: 'csv', csv: 'prefix,destination,rate\n1,US test,0.005\n' })).status, 200);
+  t.equal(
+    (
+      await api('POST', `/routes/${cheapId}/rates`, seller.session, {
+        format: 'csv',
+        csv: 'prefix,destination,rate\n1,US test,0.005\n',
+      })
+    ).status,
+    200,
+  );
 
   t.test('a new purchase is used by the next send', async (t) => {
     const bought = await api('POST', '/purchases', buyer.session, { routeId: cheapId });
     t.equal(bought.status, 201);
     t.match((await send()).body.data, { status: 'sent', cost: '0.005500' }, 'cheapest first at once on this daemon');
-    t.same(await eventually(async () => { const o = await otherOrder(); return o.length === 2 ? o : null; }), [cheapId, w.routeId], 'second instance');
+    t.same(
+      await eventually(async () => {
+        const o = await otherOrder();
+        return o.length === 2 ? o : null;
+      }),
+      [cheapId, w.routeId],
+      'second instance',
+    );
   });
 
   t.test('a routing order change is used by the next send', async (t) => {
     const order = await api('PUT', '/purchases/routing-order', buyer.session, { routeIds: [w.routeId, cheapId] });
     t.equal(order.status, 200, JSON.stringify(order.body));
     t.match((await send()).body.data, { status: 'sent', cost: '0.010500' }, 'ordered route first at once');
-    t.same(await eventually(async () => { const o = await otherOrder(); return o[0] === w.routeId ? o : null; }), [w.routeId, cheapId], 'second instance');
+    t.same(
+      await eventually(async () => {
+        const o = await otherOrder();
+        return o[0] === w.routeId ? o : null;
+      }),
+      [w.routeId, cheapId],
+      'second instance',
+    );
   });
 
   t.test('a cancelled purchase is not used by the next send', async (t) => {
@@ -61,7 +94,14 @@ t.test('routing cache follows every change that affects a send', async (t) => {
     const p = (purchases.body.data as { id: string; routeId: string }[]).find((x) => x.routeId === w.routeId)!;
     t.equal((await api('POST', `/purchases/${p.id}/cancel`, buyer.session)).status, 200);
     t.match((await send()).body.data, { status: 'sent', cost: '0.005500' }, 'only the other route at once');
-    t.same(await eventually(async () => { const o = await otherOrder(); return o.length === 1 ? o : null; }), [cheapId], 'second instance');
+    t.same(
+      await eventually(async () => {
+        const o = await otherOrder();
+        return o.length === 1 ? o : null;
+      }),
+      [cheapId],
+      'second instance',
+    );
   });
 
   t.test('a delivery change is used by the next send', async (t) => {
@@ -73,12 +113,17 @@ t.test('routing cache follows every change that affects a send', async (t) => {
     });
     const changed = await api('POST', '/routes/my/bulk-sms-delivery', seller.session, {
       // HTTPS to a closed port is refused at once (an SMPP bind would keep retrying while the send waits).
-      routeIds: [cheapId], smsDelivery: { kind: 'http', url: `https://127.0.0.1:${closed}/sms` },
+      routeIds: [cheapId],
+      smsDelivery: { kind: 'http', url: `https://127.0.0.1:${closed}/sms` },
     });
     t.equal(changed.status, 200, JSON.stringify(changed.body));
     t.match((await send()).body.data, { status: 'failed', cost: '0.000000' }, 'the new (dead) delivery at once');
     const seen = await eventually(async () => {
-      const [c] = await other.services.routing.candidatesFor({ accountId: buyer.accountId, number: '12025550123', type: 'sms' });
+      const [c] = await other.services.routing.candidatesFor({
+        accountId: buyer.accountId,
+        number: '12025550123',
+        type: 'sms',
+      });
       return c?.smsDelivery?.['url'] === `https://127.0.0.1:${closed}/sms` ? c : null;
     });
     t.equal(seen.routeId, cheapId, 'second instance');
@@ -86,7 +131,10 @@ t.test('routing cache follows every change that affects a send', async (t) => {
 
   t.test('a change made in SQL reaches both through NOTIFY', async (t) => {
     await h.sql`update routes set status = 'paused' where id = ${cheapId}`;
-    const refused = await eventually(async () => { const r = await send(); return r.status === 400 ? r : null; });
+    const refused = await eventually(async () => {
+      const r = await send();
+      return r.status === 400 ? r : null;
+    });
     t.match(refused.body, { error: { message: /No purchased or own SMS route/ } });
     t.same(await eventually(async () => ((await otherOrder()).length === 0 ? [] : null)), [], 'second instance');
   });

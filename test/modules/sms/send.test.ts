@@ -13,10 +13,15 @@ t.test('SMS through the REST API to a real SMSC', async (t) => {
   const keys = h.services.keys;
   const newKey = async (mode: 'live' | 'test' = 'live', scopes: string[] | null = ['sms:send']) =>
     (await keys.create(buyer.accountId, { mode, ...(scopes ? { scopes } : {}) })).secret;
-  const send = async (body: Record<string, unknown>, key?: string) => api('POST', '/comms/sms', key ?? (await newKey()), body);
+  const send = async (body: Record<string, unknown>, key?: string) =>
+    api('POST', '/comms/sms', key ?? (await newKey()), body);
   const status = async (id: string) => (await api('GET', `/comms/sms/${id}`, buyer.session)).body.data;
   const events = async (id: string) =>
-    (await h.sql<{ event: string }[]>`select event from events where data->>'messageId' = ${id} order by created_at, event`).map((e) => e.event);
+    (
+      await h.sql<
+        { event: string }[]
+      >`select event from events where data->>'messageId' = ${id} order by created_at, event`
+    ).map((e) => e.event);
 
   t.test('delivered: charged once, CDR written, sms.sent then sms.delivered', async (t) => {
     const r = await send({ to: '+12025550123', from: 'MyShop', message: 'Hello {world}' });
@@ -24,12 +29,21 @@ t.test('SMS through the REST API to a real SMSC', async (t) => {
     const m = r.body.data;
     t.match(m, { to: '+12025550123', from: 'MyShop', status: 'sent', segments: 1, cost: '0.010500' });
     t.ok(Date.parse(m.submittedAt) > 0);
-    t.same(m.network, { mccMnc: null, name: null, networkPriceApplied: false }, 'no network data for this range: the country price');
+    t.same(
+      m.network,
+      { mccMnc: null, name: null, networkPriceApplied: false },
+      'no network data for this range: the country price',
+    );
     t.notOk('simulated' in m);
     const sub = await smsc.waitFor(/^SUBMIT 12025550123/);
     t.match(sub, /dc=0 esm=0 len=15 /, 'GSM-7 with escape pairs, data_coding 0 set by us');
-    const done = await eventually(async () => ((await status(m.messageId)).status === 'delivered' ? status(m.messageId) : null));
-    t.same(done.timeline.map((x: { status: string }) => x.status), ['queued', 'sent', 'delivered']);
+    const done = await eventually(async () =>
+      (await status(m.messageId)).status === 'delivered' ? status(m.messageId) : null,
+    );
+    t.same(
+      done.timeline.map((x: { status: string }) => x.status),
+      ['queued', 'sent', 'delivered'],
+    );
     t.equal(done.routeReturnsReceipts, true);
     t.equal(done.routeId, w.routeId);
     t.same(await events(m.messageId), ['sms.sent', 'sms.delivered']);
@@ -45,12 +59,16 @@ t.test('SMS through the REST API to a real SMSC', async (t) => {
     const before = await w.balance(buyer.accountId);
     const r = await send({ to: '+12025550124', from: '447700900999', message: 'x'.repeat(161) });
     t.match(r.body.data, { status: 'sent', segments: 2, cost: '0.021000' });
-    const done = await eventually(async () => ((await status(r.body.data.messageId)).status === 'delivered' ? true : null));
+    const done = await eventually(async () =>
+      (await status(r.body.data.messageId)).status === 'delivered' ? true : null,
+    );
     t.ok(done);
     t.equal(smsc.lines.filter((l) => l.startsWith('SUBMIT 12025550124')).length, 2, 'two wire parts');
     const after = await w.balance(buyer.accountId);
     t.equal(after.balance, (Number(before.balance) - 0.021).toFixed(6));
-    const [parts] = await h.sql<{ n: number }[]>`select count(*)::int as n from message_parts where message_id = ${r.body.data.messageId} and stat = 'DELIVRD'`;
+    const [parts] = await h.sql<
+      { n: number }[]
+    >`select count(*)::int as n from message_parts where message_id = ${r.body.data.messageId} and stat = 'DELIVRD'`;
     t.equal(parts!.n, 2);
   });
 
@@ -67,7 +85,11 @@ t.test('SMS through the REST API to a real SMSC', async (t) => {
     t.equal(after.balance, before.balance, 'the whole charge came back');
     const refunds = await h.sql<{ amount: string }[]>`
       select amount::text from entries where owner_id = ${buyer.accountId} and type = 'refund'`;
-    t.same(refunds.map((x) => x.amount).sort(), ['0.000500', '0.010000'], 'the seller part and the platform fee, each reversed');
+    t.same(
+      refunds.map((x) => x.amount).sort(),
+      ['0.000500', '0.010000'],
+      'the seller part and the platform fee, each reversed',
+    );
   });
 
   t.test('refused by the route: failed SELLER_REJECTED, not charged, hold released', async (t) => {
@@ -80,7 +102,10 @@ t.test('SMS through the REST API to a real SMSC', async (t) => {
     t.equal(after.held, '0.000000');
     t.same(await events(r.body.data.messageId), ['sms.failed']);
     const s = await status(r.body.data.messageId);
-    t.same(s.timeline.map((x: { status: string }) => x.status), ['queued', 'failed']);
+    t.same(
+      s.timeline.map((x: { status: string }) => x.status),
+      ['queued', 'failed'],
+    );
   });
 
   t.test('validation and balance refusals', async (t) => {
@@ -96,12 +121,20 @@ t.test('SMS through the REST API to a real SMSC', async (t) => {
       t.match(r.body.error.details, [{ path }]);
     }
     t.equal((await send({ to: '+12025550123', from: 'x', message: '' })).status, 400, 'empty message');
-    t.equal((await send({ to: '+12025550123', from: 'x', message: 'y'.repeat(1601) })).status, 400, 'over 1,600 characters');
+    t.equal(
+      (await send({ to: '+12025550123', from: 'x', message: 'y'.repeat(1601) })).status,
+      400,
+      'over 1,600 characters',
+    );
     const noRoute = await send({ to: '+33612345678', from: 'MyShop', message: 'x' });
     t.equal(noRoute.status, 400);
     t.match(noRoute.body.error.message, /route/);
     const voiceOnly = await newKey('live', ['voice:send']);
-    t.equal((await send({ to: '+12025550123', from: 'MyShop', message: 'x' }, voiceOnly)).status, 403, 'scope sms:send');
+    t.equal(
+      (await send({ to: '+12025550123', from: 'MyShop', message: 'x' }, voiceOnly)).status,
+      403,
+      'scope sms:send',
+    );
 
     const poor = await h.signUp();
     const bought = await api('POST', '/purchases', poor.session, { routeId: w.routeId });
@@ -111,12 +144,18 @@ t.test('SMS through the REST API to a real SMSC', async (t) => {
     t.equal(r.status, 400);
     t.equal(r.body.error.code, 'VALIDATION_ERROR');
     t.match(r.body.error.message, /^Insufficient balance/);
-    const [n] = await h.sql<{ n: number }[]>`select count(*)::int as n from messages where account_id = ${poor.accountId}`;
+    const [n] = await h.sql<
+      { n: number }[]
+    >`select count(*)::int as n from messages where account_id = ${poor.accountId}`;
     t.equal(n!.n, 0, 'nothing recorded for a refused send');
   });
 
   t.test('a test key simulates: no traffic, test credit only, simulated: true', async (t) => {
-    await h.services.ledger.grantTestCredit({ postingKey: `tc-${buyer.accountId}`, accountId: buyer.accountId, amount: '1.000000' });
+    await h.services.ledger.grantTestCredit({
+      postingKey: `tc-${buyer.accountId}`,
+      accountId: buyer.accountId,
+      amount: '1.000000',
+    });
     const before = await w.balance(buyer.accountId);
     const key = await newKey('test', null);
     const r = await api('POST', '/comms/sms', key, { to: '+12025550177', from: 'MyShop', message: 'simulated' });
@@ -125,7 +164,10 @@ t.test('SMS through the REST API to a real SMSC', async (t) => {
     const after = await w.balance(buyer.accountId);
     t.equal(after.balance, before.balance, 'live balance untouched');
     t.equal(after.testCredit, '0.989500');
-    t.notOk(smsc.lines.some((l) => l.startsWith('SUBMIT 12025550177')), 'nothing reached the SMSC');
+    t.notOk(
+      smsc.lines.some((l) => l.startsWith('SUBMIT 12025550177')),
+      'nothing reached the SMSC',
+    );
     const s = await status(r.body.data.messageId);
     t.equal(s.simulated, true);
   });
@@ -133,7 +175,9 @@ t.test('SMS through the REST API to a real SMSC', async (t) => {
   t.test('bulk: each recipient on its own', async (t) => {
     const before = await w.balance(buyer.accountId);
     const r = await api('POST', '/comms/sms/bulk', await newKey(), {
-      to: ['+12025550130', 'bad', '+19990000001', '+12025550131'], from: 'MyShop', message: 'bulk hello',
+      to: ['+12025550130', 'bad', '+19990000001', '+12025550131'],
+      from: 'MyShop',
+      message: 'bulk hello',
     });
     t.equal(r.status, 200, JSON.stringify(r.body));
     const d = r.body.data;
@@ -146,7 +190,17 @@ t.test('SMS through the REST API to a real SMSC', async (t) => {
     ]);
     const after = await w.balance(buyer.accountId);
     t.equal(after.balance, (Number(before.balance) - 0.021).toFixed(6), 'two charged, the refused one not');
-    t.equal((await api('POST', '/comms/sms/bulk', await newKey(), { to: Array.from({ length: 1001 }, () => '+12025550130'), from: 'x', message: 'y' })).status, 400, 'over 1,000 recipients');
+    t.equal(
+      (
+        await api('POST', '/comms/sms/bulk', await newKey(), {
+          to: Array.from({ length: 1001 }, () => '+12025550130'),
+          from: 'x',
+          message: 'y',
+        })
+      ).status,
+      400,
+      'over 1,000 recipients',
+    );
   });
 
   t.test('GET /comms/sms: full-access history of message entries; others see 404', async (t) => {

@@ -15,7 +15,10 @@ t.test('issue SMPP credentials over HTTPS and bind to the daemon', async (t) => 
   t.equal(bad.status, 400);
   t.equal(bad.json.error.code, 'VALIDATION_ERROR');
 
-  const res = await d.https('POST', '/account/smpp-credentials', { token: accessToken, body: { throughput: 20, allowedIps: ['127.0.0.1'] } });
+  const res = await d.https('POST', '/account/smpp-credentials', {
+    token: accessToken,
+    body: { throughput: 20, allowedIps: ['127.0.0.1'] },
+  });
   t.equal(res.status, 201, res.text);
   const creds = res.json.data;
   t.match(creds, { systemId: /^[A-Za-z0-9_-]{1,16}$/, password: String, throughput: 20 });
@@ -24,10 +27,17 @@ t.test('issue SMPP credentials over HTTPS and bind to the daemon', async (t) => 
   t.ok(port, 'the plain SMPP listener is up');
   const wrong = await connectPeer(port!);
   t.teardown(() => wrong.close());
-  t.equal((await wrong.request('bind_transceiver', { system_id: creds.systemId, password: 'nope' })).command_status, SMPP_STATUS.ESME_RBINDFAIL);
+  t.equal(
+    (await wrong.request('bind_transceiver', { system_id: creds.systemId, password: 'nope' })).command_status,
+    SMPP_STATUS.ESME_RBINDFAIL,
+  );
   const peer = await connectPeer(port!);
   t.teardown(() => peer.close());
-  t.equal((await peer.request('bind_transceiver', { system_id: creds.systemId, password: creds.password })).command_status, 0, 'bound');
+  t.equal(
+    (await peer.request('bind_transceiver', { system_id: creds.systemId, password: creds.password })).command_status,
+    0,
+    'bound',
+  );
   t.equal((await peer.request('enquire_link', {})).command_status, 0, 'enquire_link answered');
 
   const tlsPort = d.ports['smpp_tls'];

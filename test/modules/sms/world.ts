@@ -33,21 +33,33 @@ export async function createSmsWorld(t: Test, opts: { clock?: Clock; fund?: stri
   const seller = await h.signUp();
   const buyer = await h.signUp();
   const created = await api('POST', '/routes', seller.session, {
-    type: 'sms', name: 'Test SMSC', smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'sup1', password: 'pw1' },
+    type: 'sms',
+    name: 'Test SMSC',
+    smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'sup1', password: 'pw1' },
   });
   if (created.status !== 201) throw new Error(`route: ${JSON.stringify(created.body)}`);
   const routeId = created.body.data.id as string;
   const rates = await api('POST', `/routes/${routeId}/rates`, seller.session, {
-    format: 'csv', csv: 'prefix,destination,rate,mcc_mnc\n1,US test,0.010\n44,UK,0.030\n44,UK Voda,0.020,234-15\n',
+    format: 'csv',
+    csv: 'prefix,destination,rate,mcc_mnc\n1,US test,0.010\n44,UK,0.030\n44,UK Voda,0.020,234-15\n',
   });
   if (rates.status !== 200) throw new Error(`rates: ${JSON.stringify(rates.body)}`);
   const bought = await api('POST', '/purchases', buyer.session, { routeId });
   if (bought.status !== 201) throw new Error(`purchase: ${JSON.stringify(bought.body)}`);
   if (opts.fund !== '0') {
-    await h.services.ledger.topup({ accountId: buyer.accountId, amount: opts.fund ?? '10.000000', source: 'card', postingKey: `fund-${buyer.accountId}` });
+    await h.services.ledger.topup({
+      accountId: buyer.accountId,
+      amount: opts.fund ?? '10.000000',
+      source: 'card',
+      postingKey: `fund-${buyer.accountId}`,
+    });
   }
   return {
-    h, smsc, routeId, buyer, api,
+    h,
+    smsc,
+    routeId,
+    buyer,
+    api,
     balance: (id) => h.services.ledger.balanceOf(id),
   };
 }

@@ -12,10 +12,21 @@ t.test('Switch test-sms: the plan gate, real bind checks, and refused input', as
   const h = await buildTestApp(t);
   const op = await h.signUp();
   const post = async (token: string, payload: unknown) => {
-    const r = await h.app.inject({ method: 'POST', url: '/api/v1/switch/suppliers/test-sms', headers: bearer(token), payload: payload as object });
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/api/v1/switch/suppliers/test-sms',
+      headers: bearer(token),
+      payload: payload as object,
+    });
     return { status: r.statusCode, body: r.json() };
   };
-  const smpp = { smsDeliveryMethod: 'smpp', smppHost: '127.0.0.1', smppPort: smsc.port, smppSystemId: 'sup1', smppPassword: 'pw1' };
+  const smpp = {
+    smsDeliveryMethod: 'smpp',
+    smppHost: '127.0.0.1',
+    smppPort: smsc.port,
+    smppSystemId: 'sup1',
+    smppPassword: 'pw1',
+  };
 
   t.test('no Switch plan: 402, and no bind is tried', async (t) => {
     const binds = smsc.lines.length;
@@ -37,7 +48,14 @@ t.test('Switch test-sms: the plan gate, real bind checks, and refused input', as
     const r = await post(op.session, { ...smpp, smppBindType: 'transmitter', smppSystemType: 'SMPP', smppTps: 50 });
     t.equal(r.status, 200, JSON.stringify(r.body));
     t.match(r.body.data, { pass: true, via: 'smpp', message: 'bind and unbind succeeded' });
-    t.same(r.body.data.checks.map((c: { label: string; ok: boolean }) => [c.label, c.ok]), [['connect', true], ['bind', true], ['unbind', true]]);
+    t.same(
+      r.body.data.checks.map((c: { label: string; ok: boolean }) => [c.label, c.ok]),
+      [
+        ['connect', true],
+        ['bind', true],
+        ['unbind', true],
+      ],
+    );
     t.equal(smsc.lines.filter((l) => l.startsWith('SUBMIT')).length, submits, 'no submit_sm');
     t.notOk(JSON.stringify(r.body).includes('pw1'), 'the password is not echoed');
     const [stored] = await h.sql<{ n: string }[]>`select count(*)::text as n from routes`;
@@ -47,15 +65,33 @@ t.test('Switch test-sms: the plan gate, real bind checks, and refused input', as
   t.test('a wrong password fails at bind; a closed port at connect', async (t) => {
     const bad = await post(op.session, { ...smpp, smppPassword: 'wrong' });
     t.equal(bad.status, 200);
-    t.match(bad.body.data, { pass: false, via: 'smpp', checks: [{ label: 'connect', ok: true }, { label: 'bind', value: 'ESME_RBINDFAIL', ok: false }] });
+    t.match(bad.body.data, {
+      pass: false,
+      via: 'smpp',
+      checks: [
+        { label: 'connect', ok: true },
+        { label: 'bind', value: 'ESME_RBINDFAIL', ok: false },
+      ],
+    });
     const closed = await post(op.session, { ...smpp, smppPort: 1 });
     t.match(closed.body.data, { pass: false, checks: [{ label: 'connect', value: 'ECONNREFUSED', ok: false }] });
   });
 
   t.test('http: only a well-formed https URL passes; nothing is requested', async (t) => {
-    const good = await post(op.session, { smsDeliveryMethod: 'http', smsDeliveryUrl: 'https://sms.example.test/submit?token=secret' });
-    t.same(good.body.data, { pass: true, via: 'http', checks: [{ label: 'url', value: 'https://sms.example.test', ok: true }], message: 'Well-formed https URL (nothing was sent)' });
-    const plain = await post(op.session, { smsDeliveryMethod: 'http', smsDeliveryUrl: 'http://sms.example.test/submit' });
+    const good = await post(op.session, {
+      smsDeliveryMethod: 'http',
+      smsDeliveryUrl: 'https://sms.example.test/submit?token=secret',
+    });
+    t.same(good.body.data, {
+      pass: true,
+      via: 'http',
+      checks: [{ label: 'url', value: 'https://sms.example.test', ok: true }],
+      message: 'Well-formed https URL (nothing was sent)',
+    });
+    const plain = await post(op.session, {
+      smsDeliveryMethod: 'http',
+      smsDeliveryUrl: 'http://sms.example.test/submit',
+    });
     t.match(plain.body.data, { pass: false, checks: [{ label: 'url', value: 'http: URL', ok: false }] });
   });
 
@@ -66,10 +102,19 @@ t.test('Switch test-sms: the plan gate, real bind checks, and refused input', as
     t.same(missing.body.error.details.map((d: { path: string }) => d.path).sort(), ['smppPassword', 'smppSystemId']);
     const email = await post(op.session, { ...smpp, smppSystemId: 'ops@sup.test' });
     t.match(email.body.error, { code: 'VALIDATION_ERROR', details: [{ path: 'smppSystemId', message: /e-mail/ }] });
-    for (const [field, value] of [['smppSystemId', 'x'.repeat(17)], ['smppPort', 70000], ['smppTps', 0], ['smppBindType', 'receiver'], ['smppSystemType', 'x'.repeat(14)]] as const) {
+    for (const [field, value] of [
+      ['smppSystemId', 'x'.repeat(17)],
+      ['smppPort', 70000],
+      ['smppTps', 0],
+      ['smppBindType', 'receiver'],
+      ['smppSystemType', 'x'.repeat(14)],
+    ] as const) {
       const r = await post(op.session, { ...smpp, [field]: value });
       t.equal(r.status, 400, field);
-      t.ok(r.body.error.details.some((d: { path: string }) => d.path === field), `${field} named`);
+      t.ok(
+        r.body.error.details.some((d: { path: string }) => d.path === field),
+        `${field} named`,
+      );
     }
     const url = await post(op.session, { smsDeliveryMethod: 'http' });
     t.match(url.body.error.details, [{ path: 'smsDeliveryUrl' }]);

@@ -15,29 +15,62 @@ async function startFacilitator(t: { teardown(fn: () => unknown): void }) {
       seen.push({ path: req.url ?? '', body });
       res.setHeader('content-type', 'application/json');
       if (req.url === '/verify') {
-        res.end(JSON.stringify(valid ? { isValid: true, payer: '0xPAYER' } : { isValid: false, invalidReason: 'insufficient_funds' }));
+        res.end(
+          JSON.stringify(
+            valid ? { isValid: true, payer: '0xPAYER' } : { isValid: false, invalidReason: 'insufficient_funds' },
+          ),
+        );
       } else {
-        res.end(JSON.stringify({ success: true, transaction: '0xTX' + seen.length, network: body.paymentRequirements.network, payer: '0xPAYER' }));
+        res.end(
+          JSON.stringify({
+            success: true,
+            transaction: '0xTX' + seen.length,
+            network: body.paymentRequirements.network,
+            payer: '0xPAYER',
+          }),
+        );
       }
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, setValid: (v: boolean) => (valid = v) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen,
+    setValid: (v: boolean) => (valid = v),
+  };
 }
 
 const payment = (nonce: string) =>
-  Buffer.from(JSON.stringify({ x402Version: 1, scheme: 'exact', network: 'base-sepolia', payload: { signature: '0xsig', authorization: { nonce } } })).toString('base64');
+  Buffer.from(
+    JSON.stringify({
+      x402Version: 1,
+      scheme: 'exact',
+      network: 'base-sepolia',
+      payload: { signature: '0xsig', authorization: { nonce } },
+    }),
+  ).toString('base64');
 
 async function post(d: TestDaemon, url: string, key: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await d.app.inject({ method: 'POST', url: `/api/v1${url}`, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, payload: JSON.stringify(body) });
+  const res = await d.app.inject({
+    method: 'POST',
+    url: `/api/v1${url}`,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+    payload: JSON.stringify(body),
+  });
   return { status: res.statusCode, json: res.json(), headers: res.headers };
 }
 
 t.test('x402: 402 with requirements, verified and settled payment credited once; test keys refused', async (t) => {
   const fac = await startFacilitator(t);
   const d = await startTestDaemon(t, {
-    billing: { x402_facilitator_url: fac.url, x402_pay_to: '0xPAYTO', x402_network: 'base-sepolia', x402_min_amount: '1', x402_max_amount: '500' },
+    billing: {
+      x402_facilitator_url: fac.url,
+      x402_pay_to: '0xPAYTO',
+      x402_network: 'base-sepolia',
+      x402_min_amount: '1',
+      x402_max_amount: '500',
+    },
   });
   const { accounts, keys, ledger } = d.modules.services;
   const acct = await accounts.createAccount({ email: 'agent@example.com', password: 'correct horse battery' });
@@ -47,14 +80,28 @@ t.test('x402: 402 with requirements, verified and settled payment credited once;
   const first = await post(d, '/topups/x402', live, { amount: '12.5' });
   t.equal(first.status, 402);
   t.equal(first.json.x402Version, 1);
-  t.match(first.json.accepts[0], { scheme: 'exact', network: 'base-sepolia', maxAmountRequired: '12500000', payTo: '0xPAYTO' });
+  t.match(first.json.accepts[0], {
+    scheme: 'exact',
+    network: 'base-sepolia',
+    maxAmountRequired: '12500000',
+    payTo: '0xPAYTO',
+  });
   t.match(first.json.accepts[0].resource, /\/api\/v1\/topups\/x402$/);
   t.equal(fac.seen.length, 0, 'nothing sent to the facilitator without a payment');
 
   const paid = await post(d, '/topups/x402', live, { amount: '12.5' }, { 'x-payment': payment('n1') });
   t.equal(paid.status, 200, JSON.stringify(paid.json));
-  t.match(paid.json.data, { amount: '12.500000', balance: '12.500000', transaction: '0xTX2', payer: '0xPAYER', replayed: false });
-  t.same(fac.seen.map((s) => s.path), ['/verify', '/settle']);
+  t.match(paid.json.data, {
+    amount: '12.500000',
+    balance: '12.500000',
+    transaction: '0xTX2',
+    payer: '0xPAYER',
+    replayed: false,
+  });
+  t.same(
+    fac.seen.map((s) => s.path),
+    ['/verify', '/settle'],
+  );
   t.equal(fac.seen[0]!.body.paymentRequirements.maxAmountRequired, '12500000');
   t.equal(fac.seen[0]!.body.paymentPayload.payload.authorization.nonce, 'n1');
   const settlement = JSON.parse(Buffer.from(String(paid.headers['x-payment-response']), 'base64').toString());
@@ -88,10 +135,12 @@ t.test('invite codes grant test credit once per account', async (t) => {
   const code = await topups.createInviteCode({ amount: '25', maxRedemptions: 2 });
   t.match(code, { amount: '25.000000', maxRedemptions: 2 });
   t.match(code.code, /^INV-/);
-  const users = await Promise.all(['a', 'b', 'c'].map(async (n) => {
-    const a = await accounts.createAccount({ email: `${n}@example.com`, password: 'correct horse battery' });
-    return { id: a.id, key: (await keys.create(a.id, { mode: 'test' })).secret };
-  }));
+  const users = await Promise.all(
+    ['a', 'b', 'c'].map(async (n) => {
+      const a = await accounts.createAccount({ email: `${n}@example.com`, password: 'correct horse battery' });
+      return { id: a.id, key: (await keys.create(a.id, { mode: 'test' })).secret };
+    }),
+  );
   const r1 = await post(d, '/topups/invite-codes/redeem', users[0]!.key, { code: code.code });
   t.equal(r1.status, 200);
   t.match(r1.json.data, { amount: '25.000000', testCredit: '25.000000' });
@@ -104,6 +153,10 @@ t.test('invite codes grant test credit once per account', async (t) => {
   t.equal((await post(d, '/topups/invite-codes/redeem', users[2]!.key, { code: 'NOPE' })).status, 404);
   const b = await ledger.balanceOf(users[0]!.id);
   t.same([b.balance, b.testCredit], ['0.000000', '25.000000'], 'test credit only; the live balance never moves');
-  const bal = await d.app.inject({ method: 'GET', url: '/api/v1/account/balance', headers: { authorization: `Bearer ${users[0]!.key}` } });
+  const bal = await d.app.inject({
+    method: 'GET',
+    url: '/api/v1/account/balance',
+    headers: { authorization: `Bearer ${users[0]!.key}` },
+  });
   t.equal(bal.json().data.testCredit, '25.000000');
 });

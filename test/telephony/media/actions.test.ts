@@ -14,7 +14,10 @@ import { mpegLayer1Tone } from './helpers/mpeg-layer1.js';
 const log = pino({ level: 'silent' });
 const PORT_MIN = 46000 + (process.pid % 40) * 100;
 // Gather timeouts and pauses run ten times faster; the RTP clock stays real.
-const fastClock: ActionClock = { setTimeout: (fn, ms) => setTimeout(fn, ms / 10), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
+const fastClock: ActionClock = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms / 10),
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+};
 
 const pool = createMediaPool({ workers: 1, portMin: PORT_MIN, portMax: PORT_MIN + 99, bindAddress: '127.0.0.1', log });
 const tts = createTts({ log, cacheDir: null });
@@ -25,7 +28,10 @@ t.teardown(async () => {
   await mp3.close();
 });
 
-async function call(t: { teardown(fn: () => unknown): void }, codec: 'PCMU' | 'PCMA' = 'PCMU'): Promise<{ session: MediaSession; peer: RtpPeer }> {
+async function call(
+  t: { teardown(fn: () => unknown): void },
+  codec: 'PCMU' | 'PCMA' = 'PCMU',
+): Promise<{ session: MediaSession; peer: RtpPeer }> {
   const peer = await createRtpPeer();
   t.teardown(() => peer.close());
   const session = await pool.openSession({ codec });
@@ -49,7 +55,10 @@ function findAudio(packets: RtpPacket[], audio: Uint8Array, codecPt: number): nu
   return -1;
 }
 
-const nonSilent = (codecSilence: number) => (p: RtpPacket): boolean => p.payload.some((b) => Math.abs(b - codecSilence) > 2);
+const nonSilent =
+  (codecSilence: number) =>
+  (p: RtpPacket): boolean =>
+    p.payload.some((b) => Math.abs(b - codecSilence) > 2);
 
 t.test('say then play: the peer receives exactly the rendered G.711, in order, each frame 20 ms', async (t) => {
   const { session, peer } = await call(t, 'PCMA');
@@ -69,7 +78,10 @@ t.test('say then play: the peer receives exactly the rendered G.711, in order, e
   };
   await peer.waitFor(playArrived, 3000).catch(() => undefined);
   const packets = peer.packets.filter((p) => p.payloadType === 8);
-  t.ok(packets.every((p) => p.payload.length === 160), 'every packet carries one 20 ms PCMA frame');
+  t.ok(
+    packets.every((p) => p.payload.length === 160),
+    'every packet carries one 20 ms PCMA frame',
+  );
   const sayAt = findAudio(packets, spoken, 8);
   t.ok(sayAt >= 0, 'the whole say prompt arrived intact');
   const playAt = findAudio(packets.slice(sayAt + sayFrames), played, 8);
@@ -79,10 +91,20 @@ t.test('say then play: the peer receives exactly the rendered G.711, in order, e
   t.ok(gap >= 0 && gap <= 25, `play follows the say (gap ${gap} frames)`);
 });
 
-async function gatherCall(t: { teardown(fn: () => unknown): void }, spec: Extract<CallAction, { gather: unknown }>['gather'], press: (peer: RtpPeer, port: number) => Promise<void>): Promise<{ results: GatherResult[]; outcome: Awaited<ReturnType<typeof runActions>>; peer: RtpPeer }> {
+async function gatherCall(
+  t: { teardown(fn: () => unknown): void },
+  spec: Extract<CallAction, { gather: unknown }>['gather'],
+  press: (peer: RtpPeer, port: number) => Promise<void>,
+): Promise<{ results: GatherResult[]; outcome: Awaited<ReturnType<typeof runActions>>; peer: RtpPeer }> {
   const { session, peer } = await call(t);
   const results: GatherResult[] = [];
-  const running = runActions({ media: session, actions: [{ gather: spec }], renderer, clock: fastClock, onGathered: (r) => results.push(r) });
+  const running = runActions({
+    media: session,
+    actions: [{ gather: spec }],
+    renderer,
+    clock: fastClock,
+    onGathered: (r) => results.push(r),
+  });
   await press(peer, session.localPort);
   const outcome = await running;
   return { results, outcome, peer };
@@ -91,17 +113,24 @@ async function gatherCall(t: { teardown(fn: () => unknown): void }, spec: Extrac
 t.test('gather with the finish key: digits without the key, the prompt cut short', async (t) => {
   const prompt = 'Please enter your four digit PIN followed by the hash key';
   const full = await renderer.say(prompt, 'en', 'PCMU');
-  const { outcome, results, peer } = await gatherCall(t, { digits: 4, finishOnKey: '#', timeout: 5, say: prompt }, async (peer, port) => {
-    await peer.waitFor((p) => p.filter(nonSilent(0xff)).length >= 10);
-    // '7' arrives end-first, '3' has a duplicated start, '#' is plain.
-    peer.pressKey(port, '7', { timestamp: 8000, sequence: 100, order: [4, 2, 0, 1, 3] });
-    peer.pressKey(port, '3', { timestamp: 9600, sequence: 105, order: [0, 0, 1, 2, 3, 4] });
-    peer.pressKey(port, '#', { timestamp: 11200, sequence: 110 });
-  });
+  const { outcome, results, peer } = await gatherCall(
+    t,
+    { digits: 4, finishOnKey: '#', timeout: 5, say: prompt },
+    async (peer, port) => {
+      await peer.waitFor((p) => p.filter(nonSilent(0xff)).length >= 10);
+      // '7' arrives end-first, '3' has a duplicated start, '#' is plain.
+      peer.pressKey(port, '7', { timestamp: 8000, sequence: 100, order: [4, 2, 0, 1, 3] });
+      peer.pressKey(port, '3', { timestamp: 9600, sequence: 105, order: [0, 0, 1, 2, 3, 4] });
+      peer.pressKey(port, '#', { timestamp: 11200, sequence: 110 });
+    },
+  );
   t.same(outcome, { status: 'completed', gathered: [{ index: 0, digits: '73', status: 'received' }] });
   t.same(results, outcome.gathered, 'gathered event emitted');
   const audioFrames = peer.packets.filter(nonSilent(0xff)).length;
-  t.ok(audioFrames < full.length / 160 - 20, `prompt interrupted (${audioFrames} of ${Math.ceil(full.length / 160)} frames)`);
+  t.ok(
+    audioFrames < full.length / 160 - 20,
+    `prompt interrupted (${audioFrames} of ${Math.ceil(full.length / 160)} frames)`,
+  );
 });
 
 t.test('gather without a finish key ends at the digit count; "#" is then a digit', async (t) => {
@@ -151,18 +180,31 @@ t.test('a key on the second try is received; a finish key alone is no input for 
 t.test('pause, then hangup ends the script before later actions', async (t) => {
   const { session, peer } = await call(t);
   const started = performance.now();
-  const outcome = await runActions({ media: session, actions: [{ pause: 2 }, { hangup: true }, { say: 'never spoken' }], renderer, clock: fastClock });
+  const outcome = await runActions({
+    media: session,
+    actions: [{ pause: 2 }, { hangup: true }, { say: 'never spoken' }],
+    renderer,
+    clock: fastClock,
+  });
   const elapsed = performance.now() - started;
   t.same(outcome, { status: 'hangup', gathered: [] });
   t.ok(elapsed >= 190, `pause waited (${elapsed.toFixed(0)} ms at 10× speed)`);
   await peer.waitFor((p) => p.length >= 3);
-  t.ok(peer.packets.every((p) => p.payload.every((b) => b === 0xff)), 'only silence was sent');
+  t.ok(
+    peer.packets.every((p) => p.payload.every((b) => b === 0xff)),
+    'only silence was sent',
+  );
 });
 
 t.test('aborting (call ended) stops a gather at once', async (t) => {
   const { session, peer } = await call(t);
   const ac = new AbortController();
-  const running = runActions({ media: session, actions: [{ gather: { timeout: 30, say: 'Please wait for the menu' } }, { say: 'x' }], renderer, signal: ac.signal });
+  const running = runActions({
+    media: session,
+    actions: [{ gather: { timeout: 30, say: 'Please wait for the menu' } }, { say: 'x' }],
+    renderer,
+    signal: ac.signal,
+  });
   await peer.waitFor((p) => p.filter(nonSilent(0xff)).length >= 3);
   ac.abort();
   t.same(await running, { status: 'aborted', gathered: [] });

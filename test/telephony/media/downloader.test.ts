@@ -8,11 +8,21 @@ import { checkPlayUrl, createSafeDownloader, isPublicAddress } from '../../../sr
 
 const HOST = 'audio.example.test';
 
-async function startServer(t: { teardown(fn: () => unknown): void }): Promise<{ port: number; ca: string; hits: string[] }> {
+async function startServer(t: {
+  teardown(fn: () => unknown): void;
+}): Promise<{ port: number; ca: string; hits: string[] }> {
   const pems = await generate([{ name: 'commonName', value: HOST }], {
     keyType: 'ec',
     curve: 'P-256',
-    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: HOST }, { type: 7, ip: '127.0.0.1' }] }],
+    extensions: [
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 2, value: HOST },
+          { type: 7, ip: '127.0.0.1' },
+        ],
+      },
+    ],
   });
   const hits: string[] = [];
   const routes: Record<string, (res: ServerResponse) => void> = {
@@ -40,16 +50,36 @@ async function startServer(t: { teardown(fn: () => unknown): void }): Promise<{ 
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  t.teardown(() => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
   const address = server.address();
   return { port: typeof address === 'object' && address ? address.port : 0, ca: pems.cert, hits };
 }
 
 t.test('address policy: loopback, private, link-local, metadata, unique-local refused', async (t) => {
-  for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fc00::1', 'fd00:ec2::254', '::ffff:127.0.0.1', '::ffff:8.8.8.8', '224.0.0.1', 'not-an-ip']) {
+  for (const a of [
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.16.0.1',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '::1',
+    '::',
+    'fe80::1',
+    'fc00::1',
+    'fd00:ec2::254',
+    '::ffff:127.0.0.1',
+    '::ffff:8.8.8.8',
+    '224.0.0.1',
+    'not-an-ip',
+  ]) {
     t.notOk(isPublicAddress(a), `${a} refused`);
   }
   for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111']) t.ok(isPublicAddress(a), `${a} allowed`);
@@ -83,16 +113,44 @@ t.test('downloads over https from the resolved address, with the name used for T
 t.test('refusals and failures', async (t) => {
   const { port, ca, hits } = await startServer(t);
   const local = createSafeDownloader({ allowPrivateAddresses: true, ca });
-  await t.rejects(local.download(`https://127.0.0.1:${port}/redirect.mp3`), { code: 'MEDIA_DOWNLOAD_REFUSED', message: /redirect/ });
-  await t.rejects(local.download(`https://127.0.0.1:${port}/missing.mp3`), { code: 'MEDIA_DOWNLOAD_FAILED', message: /404/ });
+  await t.rejects(local.download(`https://127.0.0.1:${port}/redirect.mp3`), {
+    code: 'MEDIA_DOWNLOAD_REFUSED',
+    message: /redirect/,
+  });
+  await t.rejects(local.download(`https://127.0.0.1:${port}/missing.mp3`), {
+    code: 'MEDIA_DOWNLOAD_FAILED',
+    message: /404/,
+  });
   await t.rejects(local.download(`https://127.0.0.1:${port}/declared-big.mp3`), { code: 'MEDIA_AUDIO_TOO_LARGE' });
   await t.rejects(local.download(`https://127.0.0.1:${port}/streamed-big.mp3`), { code: 'MEDIA_AUDIO_TOO_LARGE' });
   const hitsBefore = hits.length;
-  const strict = createSafeDownloader({ ca, resolve: async () => [{ address: '8.8.8.8', family: 4 }, { address: '127.0.0.1', family: 4 }] });
-  await t.rejects(strict.download(`https://127.0.0.1:${port}/ok.mp3`), { code: 'MEDIA_DOWNLOAD_REFUSED' }, 'loopback literal');
-  await t.rejects(strict.download(`https://[::1]:${port}/ok.mp3`), { code: 'MEDIA_DOWNLOAD_REFUSED' }, 'IPv6 loopback literal');
-  await t.rejects(strict.download(`https://${HOST}:${port}/ok.mp3`), { code: 'MEDIA_DOWNLOAD_REFUSED' }, 'a name with one private answer');
-  await t.rejects(strict.download(`https://169.254.169.254/latest/meta-data/`), { code: 'MEDIA_DOWNLOAD_REFUSED' }, 'metadata address');
+  const strict = createSafeDownloader({
+    ca,
+    resolve: async () => [
+      { address: '8.8.8.8', family: 4 },
+      { address: '127.0.0.1', family: 4 },
+    ],
+  });
+  await t.rejects(
+    strict.download(`https://127.0.0.1:${port}/ok.mp3`),
+    { code: 'MEDIA_DOWNLOAD_REFUSED' },
+    'loopback literal',
+  );
+  await t.rejects(
+    strict.download(`https://[::1]:${port}/ok.mp3`),
+    { code: 'MEDIA_DOWNLOAD_REFUSED' },
+    'IPv6 loopback literal',
+  );
+  await t.rejects(
+    strict.download(`https://${HOST}:${port}/ok.mp3`),
+    { code: 'MEDIA_DOWNLOAD_REFUSED' },
+    'a name with one private answer',
+  );
+  await t.rejects(
+    strict.download(`https://169.254.169.254/latest/meta-data/`),
+    { code: 'MEDIA_DOWNLOAD_REFUSED' },
+    'metadata address',
+  );
   t.equal(hits.length, hitsBefore, 'nothing refused reached the server');
   const unresolvable = createSafeDownloader({ resolve: async () => Promise.reject(new Error('ENOTFOUND')) });
   await t.rejects(unresolvable.download('https://nowhere.invalid/a.mp3'), { code: 'MEDIA_DOWNLOAD_FAILED' });

@@ -1,8 +1,15 @@
 import t from 'tap';
-import { buildTelephoneEvent, createDtmfReceiver, keyToEvent, parseTelephoneEvent, telephoneEventPackets } from '../../../src/telephony/media/dtmf.js';
+import {
+  buildTelephoneEvent,
+  createDtmfReceiver,
+  keyToEvent,
+  parseTelephoneEvent,
+  telephoneEventPackets,
+} from '../../../src/telephony/media/dtmf.js';
 import type { DtmfKey } from '../../../src/telephony/media/dtmf.js';
 
-const ev = (event: number, end: boolean, duration: number): Uint8Array => buildTelephoneEvent({ event, end, volume: 10, duration });
+const ev = (event: number, end: boolean, duration: number): Uint8Array =>
+  buildTelephoneEvent({ event, end, volume: 10, duration });
 
 function collect(): { keys: DtmfKey[]; rx: ReturnType<typeof createDtmfReceiver> } {
   const keys: DtmfKey[] = [];
@@ -65,7 +72,13 @@ t.test('send: start with marker, growing durations, three end packets', async (t
   t.equal(parsed.length, 4 + 3);
   t.equal(parsed[0]?.marker, true);
   t.ok(parsed.slice(1).every((p) => !p.marker));
-  t.same(parsed.map((p) => p.duration), [160, 320, 480, 640, 800, 800, 800]);
-  t.same(parsed.map((p) => p.end), [false, false, false, false, true, true, true]);
+  t.same(
+    parsed.map((p) => p.duration),
+    [160, 320, 480, 640, 800, 800, 800],
+  );
+  t.same(
+    parsed.map((p) => p.end),
+    [false, false, false, false, true, true, true],
+  );
   t.ok(parsed.every((p) => p.event === 11));
 });

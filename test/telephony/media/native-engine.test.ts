@@ -13,9 +13,19 @@ import type { RtpPeer } from './helpers/rtp-peer.js';
 
 const log = pino({ level: 'silent' });
 const PORT_MIN = 50000 + (process.pid % 40) * 100;
-const fastClock: ActionClock = { setTimeout: (fn, ms) => setTimeout(fn, ms / 10), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
+const fastClock: ActionClock = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms / 10),
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+};
 
-const pool = createMediaPool({ workers: 1, portMin: PORT_MIN, portMax: PORT_MIN + 99, bindAddress: '127.0.0.1', log, rtpTimeoutMs: 400 });
+const pool = createMediaPool({
+  workers: 1,
+  portMin: PORT_MIN,
+  portMax: PORT_MIN + 99,
+  bindAddress: '127.0.0.1',
+  log,
+  rtpTimeoutMs: 400,
+});
 const mp3 = createMp3Decoder({ log });
 const renderer = createPromptRenderer({ tts: createTts({ log, cacheDir: null }), mp3 });
 t.teardown(async () => {
@@ -27,7 +37,11 @@ t.teardown(async () => {
  * Stands in for the SIP stack across the SignallingDialer seam: the far end is a real RTP
  * socket, and the test decides when it rings, answers, rejects or hangs up.
  */
-function fakeDialer(): { dialer: SignallingDialer; dialled: Promise<{ request: DialRequest; events: DialEvents }>; hangups: () => number } {
+function fakeDialer(): {
+  dialer: SignallingDialer;
+  dialled: Promise<{ request: DialRequest; events: DialEvents }>;
+  hangups: () => number;
+} {
   let hangups = 0;
   let resolveDial: (v: { request: DialRequest; events: DialEvents }) => void = () => undefined;
   const dialled = new Promise<{ request: DialRequest; events: DialEvents }>((resolve) => {
@@ -45,7 +59,13 @@ function fakeDialer(): { dialer: SignallingDialer; dialled: Promise<{ request: D
   };
 }
 
-const request: OriginateRequest = { callId: 'call-1', to: '+14155550100', from: '+14155550101', endpoint: { host: '127.0.0.1', port: 5060, transport: 'udp' }, maxDurationSec: 300 };
+const request: OriginateRequest = {
+  callId: 'call-1',
+  to: '+14155550100',
+  from: '+14155550101',
+  endpoint: { host: '127.0.0.1', port: 5060, transport: 'udp' },
+  maxDurationSec: 300,
+};
 
 async function peerFor(t: { teardown(fn: () => unknown): void }): Promise<RtpPeer> {
   const peer = await createRtpPeer();
@@ -74,8 +94,12 @@ t.test('ringing, answer, actions with a gather, then hangup by the platform', as
   const stopKeepAlive = peer.keepAlive(ourPort);
   t.teardown(stopKeepAlive);
   const gathered: unknown[] = [];
-  const running = call.runActions([{ say: 'Enter a digit' }, { gather: { digits: 2, timeout: 5 } }], { onGathered: (g) => gathered.push(g) });
-  await peer.waitFor((p) => p.filter((x) => x.payloadType === 8 && x.payload.some((b) => b !== 0xd5 && b !== 0x55)).length >= 5);
+  const running = call.runActions([{ say: 'Enter a digit' }, { gather: { digits: 2, timeout: 5 } }], {
+    onGathered: (g) => gathered.push(g),
+  });
+  await peer.waitFor(
+    (p) => p.filter((x) => x.payloadType === 8 && x.payload.some((b) => b !== 0xd5 && b !== 0x55)).length >= 5,
+  );
   // A key during the say interrupts it and is dropped; the gather then takes two keys.
   peer.pressKey(ourPort, '1', { timestamp: 100, sequence: 10 });
   // The say is cut short: silence follows. Only then does the gather listen.
@@ -153,7 +177,12 @@ t.test('maxDuration cuts the call off; an unusable answer fails it; close() ends
   const engine2 = createNativeEngine({ pool, dialer: fake2.dialer, renderer, log });
   const call2 = engine2.originate(request);
   const { events: sip2 } = await fake2.dialled;
-  sip2.answered(peer.answerSdp('PCMU').replace(/m=audio (\d+) RTP\/AVP 0 101/, 'm=audio $1 RTP/AVP 18 101').replace('a=rtpmap:0 PCMU/8000', 'a=rtpmap:18 G729/8000'));
+  sip2.answered(
+    peer
+      .answerSdp('PCMU')
+      .replace(/m=audio (\d+) RTP\/AVP 0 101/, 'm=audio $1 RTP/AVP 18 101')
+      .replace('a=rtpmap:0 PCMU/8000', 'a=rtpmap:18 G729/8000'),
+  );
   t.match(await call2.ended, { cause: 'failed', reason: 'no common codec' });
   t.equal(fake2.hangups(), 1);
 

@@ -49,7 +49,11 @@ t.test('downmix averages channels and wavToTelephony gives 8 kHz mono', async (t
   const m = downmix([Float32Array.of(1, 0.5), Float32Array.of(0, 0.5)]);
   t.same([...m], [0.5, 0.5]);
   t.same([...floatToInt16(Float32Array.of(1, -1, 0, 2))], [32767, -32768, 0, 32767]);
-  const stereo = wav(16000, 2, Array.from({ length: 3200 }, (_, i) => (i % 2 ? 1000 : 3000)));
+  const stereo = wav(
+    16000,
+    2,
+    Array.from({ length: 3200 }, (_, i) => (i % 2 ? 1000 : 3000)),
+  );
   const out = wavToTelephony(parseWav(stereo));
   t.equal(out.length, 800);
   t.equal(out[400], 2000);

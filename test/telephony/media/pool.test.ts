@@ -23,7 +23,10 @@ async function setup(t: { teardown(fn: () => unknown): void }, rtpTimeoutMs?: nu
 t.test('plays queued G.711 at one 20 ms frame per packet, then silence', async (t) => {
   const { peer, session } = await setup(t);
   await pool.stats({ reset: true });
-  t.ok(session.localPort >= PORT_MIN && session.localPort < PORT_MIN + 100 && session.localPort % 2 === 0, 'even port in range');
+  t.ok(
+    session.localPort >= PORT_MIN && session.localPort < PORT_MIN + 100 && session.localPort % 2 === 0,
+    'even port in range',
+  );
   t.match(session.offerSdp(), new RegExp(`m=audio ${session.localPort} RTP/AVP 0 8 101`));
   session.acceptAnswer(peer.answerSdp('PCMU'));
   const audio = Uint8Array.from({ length: 800 }, (_, i) => (i % 200) + 1); // 5 frames, no 0xff bytes
@@ -33,7 +36,10 @@ t.test('plays queued G.711 at one 20 ms frame per packet, then silence', async (
   const isAudio = (x: { payload: Uint8Array }): boolean => x.payload[0] !== 0xff;
   const packets = await peer.waitFor((p) => p.filter(isAudio).length >= 5 && p.length >= p.findIndex(isAudio) + 8);
   const elapsed = performance.now() - started;
-  t.ok(packets.every((p) => p.payloadType === 0 && p.payload.length === 160), 'PCMU, 160 bytes each');
+  t.ok(
+    packets.every((p) => p.payloadType === 0 && p.payload.length === 160),
+    'PCMU, 160 bytes each',
+  );
   for (let i = 1; i < packets.length; i++) {
     const a = packets[i - 1];
     const b = packets[i];
@@ -46,7 +52,10 @@ t.test('plays queued G.711 at one 20 ms frame per packet, then silence', async (
   const start = packets.findIndex((p) => p.payload[0] === 1);
   const sent = Buffer.concat(packets.slice(start, start + 5).map((p) => p.payload));
   t.same(sent, Buffer.from(audio), 'audio arrives intact and in order');
-  t.ok(packets.slice(start + 5).every((p) => p.payload.every((b) => b === 0xff)), 'silence after the prompt');
+  t.ok(
+    packets.slice(start + 5).every((p) => p.payload.every((b) => b === 0xff)),
+    'silence after the prompt',
+  );
   t.ok(elapsed >= 70, `five frames take about 100 ms of real time (${elapsed.toFixed(0)} ms)`);
   const [stats] = await pool.stats();
   t.ok((stats?.framesSent ?? 0) >= packets.length);
@@ -57,10 +66,12 @@ t.test('stop interrupts a prompt; received telephone-events reach onDtmf once ea
   const { peer, session } = await setup(t);
   session.acceptAnswer(peer.answerSdp('PCMU'));
   const keys: DtmfKey[] = [];
-  const gotTwo = new Promise<void>((resolve) => session.onDtmf((k) => {
-    keys.push(k);
-    if (keys.length === 2) resolve();
-  }));
+  const gotTwo = new Promise<void>((resolve) =>
+    session.onDtmf((k) => {
+      keys.push(k);
+      if (keys.length === 2) resolve();
+    }),
+  );
   const playing = session.play(new Uint8Array(8000 * 10).fill(0x55));
   await peer.waitFor((p) => p.some((x) => x.payload[0] === 0x55));
   peer.pressKey(session.localPort, '4', { timestamp: 16000, sequence: 500, order: [2, 0, 1, 3, 4, 4] });
@@ -78,9 +89,18 @@ t.test('sends keys as RFC 4733 events with three end packets', async (t) => {
   const events = await peer.waitFor((p) => p.filter((x) => x.payloadType === 96).length >= 2 * (2 + 3));
   const ev = events.filter((x) => x.payloadType === 96);
   const parsed = ev.map((x) => ({ ts: x.timestamp, m: x.marker, ...parseTelephoneEvent(x.payload) }));
-  t.same(parsed.map((p) => p.event), [1, 1, 1, 1, 1, 2, 2, 2, 2, 2]);
-  t.same(parsed.map((p) => p.end), [false, false, true, true, true, false, false, true, true, true]);
-  t.same(parsed.map((p) => p.m), [true, false, false, false, false, true, false, false, false, false]);
+  t.same(
+    parsed.map((p) => p.event),
+    [1, 1, 1, 1, 1, 2, 2, 2, 2, 2],
+  );
+  t.same(
+    parsed.map((p) => p.end),
+    [false, false, true, true, true, false, false, true, true, true],
+  );
+  t.same(
+    parsed.map((p) => p.m),
+    [true, false, false, false, false, true, false, false, false, false],
+  );
   t.equal(new Set(parsed.slice(0, 5).map((p) => p.ts)).size, 1, 'one timestamp per event');
   t.not(parsed[0]?.ts, parsed[5]?.ts);
   t.ok(events.filter((x) => x.payloadType === 8).length > 0, 'audio is PCMA after the answer');
@@ -91,10 +111,12 @@ t.test('reports a dead call when RTP stops arriving', async (t) => {
   session.acceptAnswer(peer.answerSdp('PCMU'));
   const stopKeepAlive = peer.keepAlive(session.localPort);
   let timedOut = false;
-  const dead = new Promise<void>((resolve) => session.onTimeout(() => {
-    timedOut = true;
-    resolve();
-  }));
+  const dead = new Promise<void>((resolve) =>
+    session.onTimeout(() => {
+      timedOut = true;
+      resolve();
+    }),
+  );
   await peer.waitFor((p) => p.length >= 30); // 600 ms alive without a timeout
   t.notOk(timedOut, 'no timeout while the peer sends');
   stopKeepAlive();

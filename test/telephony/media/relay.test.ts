@@ -10,7 +10,12 @@ const PORT_MIN = 46000 + (process.pid % 50) * 100;
 const pool = createMediaPool({ workers: 1, portMin: PORT_MIN, portMax: PORT_MIN + 99, bindAddress: '127.0.0.1', log });
 t.teardown(() => pool.close());
 
-interface Peer { port: number; got: { data: string; port: number }[]; send(data: string, port: number): void; close(): Promise<void> }
+interface Peer {
+  port: number;
+  got: { data: string; port: number }[];
+  send(data: string, port: number): void;
+  close(): Promise<void>;
+}
 
 async function peer(t: { teardown(fn: () => unknown): void }): Promise<Peer> {
   const sock = dgram.createSocket('udp4');
@@ -39,7 +44,10 @@ const settle = () => new Promise((r) => setTimeout(r, 100));
 t.test('packets cross both ways, RTP and RTCP, from the port facing the other side', async (t) => {
   const relay = await pool.openRelay();
   t.teardown(() => relay.close());
-  t.ok(relay.callerPort % 2 === 0 && relay.calleePort % 2 === 0 && relay.callerPort !== relay.calleePort, 'two even ports');
+  t.ok(
+    relay.callerPort % 2 === 0 && relay.calleePort % 2 === 0 && relay.callerPort !== relay.calleePort,
+    'two even ports',
+  );
   const caller = await peer(t);
   const callee = await peer(t);
   const callerRtcp = await peer(t);
@@ -57,7 +65,11 @@ t.test('packets cross both ways, RTP and RTCP, from the port facing the other si
   await settle();
   callerRtcp.send('rtcp from caller', relay.callerPort + 1);
   await until(() => calleeRtcp.got.length === 1, 'RTCP caller → callee');
-  t.same(calleeRtcp.got[0], { data: 'rtcp from caller', port: relay.calleePort + 1 }, 'from the callee-facing RTCP port');
+  t.same(
+    calleeRtcp.got[0],
+    { data: 'rtcp from caller', port: relay.calleePort + 1 },
+    'from the callee-facing RTCP port',
+  );
   t.equal(callee.got.length, 1, 'RTCP never reaches the RTP port');
   const stats = await pool.stats();
   t.ok((stats[0]?.packetsRelayed ?? 0) >= 2);
@@ -76,7 +88,11 @@ t.test('latching: the first source holds the side; a packet from elsewhere is dr
   await until(() => callee.got.length === 1, 'first packet relayed');
   intruder.send('injected', relay.callerPort);
   await settle();
-  t.same(callee.got.map((g) => g.data), ['first'], 'the intruder is not relayed');
+  t.same(
+    callee.got.map((g) => g.data),
+    ['first'],
+    'the intruder is not relayed',
+  );
   callee.send('back', relay.calleePort);
   await until(() => caller.got.length === 1, 'answer goes to the latched port, not the SDP port');
   t.equal(intruder.got.length, 0);
@@ -84,14 +100,18 @@ t.test('latching: the first source holds the side; a packet from elsewhere is dr
   relay.setRemote('caller', '127.0.0.1', 9);
   intruder.send('still not relayed', relay.callerPort);
   await settle();
-  t.same(callee.got.map((g) => g.data), ['first'], 'a repeated SDP does not reopen the latch');
+  t.same(
+    callee.got.map((g) => g.data),
+    ['first'],
+    'a repeated SDP does not reopen the latch',
+  );
   relay.setRemote('caller', '127.0.0.1', intruder.port);
   intruder.send('after re-invite', relay.callerPort);
   await until(() => callee.got.length === 2, 're-latched');
   t.equal(callee.got[1]?.data, 'after re-invite');
 });
 
-t.test('nothing goes to a side whose SDP is not known yet; an address other than the SDP\'s is refused', async (t) => {
+t.test("nothing goes to a side whose SDP is not known yet; an address other than the SDP's is refused", async (t) => {
   const relay = await pool.openRelay();
   t.teardown(() => relay.close());
   const caller = await peer(t);
@@ -128,7 +148,18 @@ t.test('private SDP addresses are callers behind NAT', async (t) => {
 });
 
 const sdp = (port: number, direction = 'sendrecv') =>
-  Buffer.from(['v=0', 'o=- 1 1 IN IP4 127.0.0.1', 's=-', 'c=IN IP4 127.0.0.1', 't=0 0', `m=audio ${port} RTP/AVP 0`, `a=${direction}`, ''].join('\r\n'));
+  Buffer.from(
+    [
+      'v=0',
+      'o=- 1 1 IN IP4 127.0.0.1',
+      's=-',
+      'c=IN IP4 127.0.0.1',
+      't=0 0',
+      `m=audio ${port} RTP/AVP 0`,
+      `a=${direction}`,
+      '',
+    ].join('\r\n'),
+  );
 
 t.test('a refused re-offer leaves the side where it was: its earlier target and latch', async (t) => {
   const relay = await pool.openRelay();
@@ -148,7 +179,11 @@ t.test('a refused re-offer leaves the side where it was: its earlier target and 
   await until(() => caller.got.length === 1, 'audio back at the earlier, latched address');
   moved.send('from the refused address', relay.callerPort);
   await settle();
-  t.same(callee.got.map((g) => g.data), ['before'], 'the refused address does not feed the call');
+  t.same(
+    callee.got.map((g) => g.data),
+    ['before'],
+    'the refused address does not feed the call',
+  );
   t.equal(moved.got.length, 0);
   // An accepted re-offer moves it; a refusal of a later offer that changed nothing moves nothing back.
   call.pass('caller', sdp(moved.port));

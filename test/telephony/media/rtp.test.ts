@@ -3,13 +3,23 @@ import { buildRtp, parseRtp, sequenceAfter } from '../../../src/telephony/media/
 
 t.test('build then parse gives the same packet', async (t) => {
   const payload = Uint8Array.from({ length: 160 }, (_, i) => i);
-  const buf = buildRtp({ payloadType: 8, marker: true, sequence: 65535, timestamp: 0xfffffff0, ssrc: 0xdeadbeef, payload });
+  const buf = buildRtp({
+    payloadType: 8,
+    marker: true,
+    sequence: 65535,
+    timestamp: 0xfffffff0,
+    ssrc: 0xdeadbeef,
+    payload,
+  });
   t.equal(buf.length, 172);
   t.equal(buf[0], 0x80);
   t.equal(buf[1], 0x88);
   const p = parseRtp(buf);
   t.ok(p);
-  t.same({ ...p, payload: [...(p?.payload ?? [])] }, { payloadType: 8, marker: true, sequence: 65535, timestamp: 0xfffffff0, ssrc: 0xdeadbeef, payload: [...payload] });
+  t.same(
+    { ...p, payload: [...(p?.payload ?? [])] },
+    { payloadType: 8, marker: true, sequence: 65535, timestamp: 0xfffffff0, ssrc: 0xdeadbeef, payload: [...payload] },
+  );
 });
 
 t.test('parse honours CSRCs, extension and padding; rejects junk', async (t) => {

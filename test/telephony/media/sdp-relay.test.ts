@@ -24,7 +24,11 @@ const offer = (o: { c?: string; mediaC?: string; port?: number; extra?: string; 
 t.test('the audio stream the SDP names, media-level address first', async (t) => {
   t.same(relayedStream(offer()), { address: '198.51.100.7', port: 49170, twoWay: true });
   t.same(relayedStream(offer({ mediaC: '203.0.113.9' })), { address: '203.0.113.9', port: 49170, twoWay: true });
-  t.same(relayedStream(offer({ extra: 'a=sendonly' })), { address: '198.51.100.7', port: 49170, twoWay: false }, 'on hold: one-way');
+  t.same(
+    relayedStream(offer({ extra: 'a=sendonly' })),
+    { address: '198.51.100.7', port: 49170, twoWay: false },
+    'on hold: one-way',
+  );
   t.equal(relayedStream(offer({ c: '0.0.0.0' })), null, 'old-style hold names no target');
   t.equal(relayedStream(offer({ port: 0 })), null, 'a disabled stream names no target');
   t.equal(relayedStream('not sdp at all'), null);
@@ -37,10 +41,10 @@ t.test('rewritten for the relay: only the audio address and port change', async 
   t.match(out, /\r\nm=audio 30000 RTP\/AVP 0 8 101\r\n/, 'audio port is the relay port; codecs kept');
   t.match(out, /a=rtpmap:101 telephone-event\/8000/, 'telephone-event kept');
   t.match(out, /o=alice 2890844526 2890844527 IN IP4 198\.51\.100\.7/, 'origin (and its version) kept');
-  t.notMatch(out, /a=rtcp:/, 'the end\'s RTCP port is not advertised');
+  t.notMatch(out, /a=rtcp:/, "the end's RTCP port is not advertised");
   t.notMatch(out, /a=candidate/, 'ICE candidates that would bypass the relay are dropped');
   t.match(out, /m=video 0 RTP\/AVP 31/, 'video refused with port 0: one audio stream is relayed');
-  t.notMatch(out, /198\.51\.100\.7 49170/, 'the end\'s media address is gone');
+  t.notMatch(out, /198\.51\.100\.7 49170/, "the end's media address is gone");
   t.ok(out.endsWith('\r\n'));
   const media = rewriteForRelay(offer({ mediaC: '203.0.113.9' }), { address: '192.0.2.1', port: 30002 }) ?? '';
   t.notMatch(media, /203\.0\.113\.9/, 'a media-level address is replaced too');

@@ -10,7 +10,10 @@ t.test('offer lists PCMU, PCMA and telephone-event/8000 on 101, no G.729', async
   const audio = d.media[0];
   t.equal(audio?.port, 40000);
   t.equal(audio?.payloads, '0 8 101');
-  t.same(audio?.rtp.map((r) => `${r.payload} ${r.codec}/${r.rate}`), ['0 PCMU/8000', '8 PCMA/8000', '101 telephone-event/8000']);
+  t.same(
+    audio?.rtp.map((r) => `${r.payload} ${r.codec}/${r.rate}`),
+    ['0 PCMU/8000', '8 PCMA/8000', '101 telephone-event/8000'],
+  );
   t.equal(audio?.fmtp[0]?.config, '0-16');
   t.equal(d.connection?.ip, '127.0.0.1');
   t.notMatch(sdp, /G729/);
@@ -57,6 +60,13 @@ t.test('no common codec, no audio and bad SDP are coded errors', async (t) => {
 });
 
 t.test('parseAnswer reads the callee answer to our offer', async (t) => {
-  const answer = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 6000 RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\n';
-  t.same(parseAnswer(answer, local), { address: '127.0.0.1', port: 6000, codec: 'PCMU', payloadType: 0, telephoneEventPt: TELEPHONE_EVENT_PT });
+  const answer =
+    'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 6000 RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\n';
+  t.same(parseAnswer(answer, local), {
+    address: '127.0.0.1',
+    port: 6000,
+    codec: 'PCMU',
+    payloadType: 0,
+    telephoneEventPt: TELEPHONE_EVENT_PT,
+  });
 });

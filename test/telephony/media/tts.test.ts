@@ -76,13 +76,20 @@ t.test('text starting with a dash is spoken, not read as an option', async (t) =
 t.test('bad language, bad voice and a failing program are coded errors', async (t) => {
   const dir = await tempDir(t);
   const tts = createTts({ log, cacheDir: null });
-  await t.rejects(tts.synthesize({ text: 'x', language: 'xx' as TtsLanguage, codec: 'PCMU' }), { code: 'MEDIA_BAD_LANGUAGE' });
-  await t.rejects(tts.synthesize({ text: 'x', language: 'en', voice: '--path=/etc', codec: 'PCMU' }), { code: 'MEDIA_BAD_LANGUAGE' });
+  await t.rejects(tts.synthesize({ text: 'x', language: 'xx' as TtsLanguage, codec: 'PCMU' }), {
+    code: 'MEDIA_BAD_LANGUAGE',
+  });
+  await t.rejects(tts.synthesize({ text: 'x', language: 'en', voice: '--path=/etc', codec: 'PCMU' }), {
+    code: 'MEDIA_BAD_LANGUAGE',
+  });
   const broken = join(dir, 'broken-tts');
   await writeFile(broken, '#!/bin/sh\necho boom >&2\nexit 3\n');
   await chmod(broken, 0o755);
   const failing = createTts({ log, cacheDir: null, command: broken });
-  await t.rejects(failing.synthesize({ text: 'hello', language: 'en', codec: 'PCMU' }), { code: 'MEDIA_TTS_FAILED', message: /exited with 3: boom/ });
+  await t.rejects(failing.synthesize({ text: 'hello', language: 'en', codec: 'PCMU' }), {
+    code: 'MEDIA_TTS_FAILED',
+    message: /exited with 3: boom/,
+  });
   const missing = createTts({ log, cacheDir: null, command: join(dir, 'no-such-program') });
   await t.rejects(missing.synthesize({ text: 'hello', language: 'en', codec: 'PCMU' }), { code: 'MEDIA_TTS_FAILED' });
 });

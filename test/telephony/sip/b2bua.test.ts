@@ -49,8 +49,10 @@ async function setup(
   const policy: TrunkPolicy = {
     resolveByIp: async (ip) => (o.whitelist && ip === '127.0.0.1' ? { accountId: 'acc_operator' } : null),
     lookupSipUser: async (username) => {
-      if (username === 'sub_abc') return { ha1: computeHa1('sub_abc', REALM, 'pw'), accountId: 'acc_reseller', subAccountId: 'sub_abc' };
-      if (username === 'pur_route7') return { ha1: computeHa1('pur_route7', REALM, 'pw7'), accountId: 'acc_reseller', purchaseId: 'pur_7' };
+      if (username === 'sub_abc')
+        return { ha1: computeHa1('sub_abc', REALM, 'pw'), accountId: 'acc_reseller', subAccountId: 'sub_abc' };
+      if (username === 'pur_route7')
+        return { ha1: computeHa1('pur_route7', REALM, 'pw7'), accountId: 'acc_reseller', purchaseId: 'pur_7' };
       return null;
     },
     planCall: async (input) => {
@@ -61,7 +63,15 @@ async function setup(
     onAnswered: () => resolveAnswered(),
     onCallEnded: (e) => resolveEnded(e),
   };
-  createTrunkB2bua({ stack, log: silentLog, clock: systemClock, realm: REALM, nonceSecret: 'test-secret', policy, setupTimeoutMs: 4000 });
+  createTrunkB2bua({
+    stack,
+    log: silentLog,
+    clock: systemClock,
+    realm: REALM,
+    nonceSecret: 'test-secret',
+    policy,
+    setupTimeoutMs: 4000,
+  });
   return { port: transport.port, ended, attempts, answered, timers, planned };
 }
 
@@ -80,12 +90,27 @@ function uac(tail: string, vars: Record<string, string> = {}, challenge = true):
   });
 }
 
-const uasAnswer = (t: TestT, expectUser = NUMBER) => sipp(t, fill(fixture('uas-answer.xml'), { EXPECT_USER: expectUser }), []);
+const uasAnswer = (t: TestT, expectUser = NUMBER) =>
+  sipp(t, fill(fixture('uas-answer.xml'), { EXPECT_USER: expectUser }), []);
 const uasFinal = (t: TestT, code: number, text: string, ring = false) =>
-  sipp(t, fill(fixture('uas-final.xml'), { CODE: String(code), TEXT: text, PROVISIONAL_BLOCK: ring ? fixture('uas-180.block') : '' }), []);
+  sipp(
+    t,
+    fill(fixture('uas-final.xml'), {
+      CODE: String(code),
+      TEXT: text,
+      PROVISIONAL_BLOCK: ring ? fixture('uas-180.block') : '',
+    }),
+    [],
+  );
 
-const caller = (t: TestT, b2buaPort: number, scenario: string, user = 'sub_abc', pass = 'pw', tp = 'u1'): Promise<SippRun> =>
-  sipp(t, scenario, [`127.0.0.1:${b2buaPort}`, '-s', NUMBER, '-au', user, '-ap', pass, '-t', tp]);
+const caller = (
+  t: TestT,
+  b2buaPort: number,
+  scenario: string,
+  user = 'sub_abc',
+  pass = 'pw',
+  tp = 'u1',
+): Promise<SippRun> => sipp(t, scenario, [`127.0.0.1:${b2buaPort}`, '-s', NUMBER, '-au', user, '-ap', pass, '-t', tp]);
 
 async function expectExit(t: TestT, run: SippRun, what: string): Promise<void> {
   const code = await run.exited;
@@ -93,20 +118,23 @@ async function expectExit(t: TestT, run: SippRun, what: string): Promise<void> {
 }
 
 for (const tp of ['u1', 't1'] as const) {
-  t.test(`digest over ${tp === 'u1' ? 'UDP' : 'TCP'}: answered call, tech prefix, caller ID and SDP passed through`, async (t) => {
-    const uas = await uasAnswer(t, `999${NUMBER}`);
-    const s = await setup(t, { candidates: [route('r1', uas.port, '999')] });
-    const uacRun = await caller(t, s.port, uac('uac-tail-answer.xml'), 'sub_abc', 'pw', tp);
-    await expectExit(t, uacRun, 'caller completed the call');
-    await expectExit(t, uas, 'supplier saw the prefixed number, caller ID and SDP');
-    const e = await s.ended;
-    t.equal(e.hangupCause, 'caller-bye');
-    t.equal(e.sipCode, 200);
-    t.same(e.attribution, { accountId: 'acc_reseller', via: 'digest', username: 'sub_abc', subAccountId: 'sub_abc' });
-    t.equal(e.routeId, 'r1');
-    t.ok(e.answeredAt);
-    t.same(s.planned, [{ to: NUMBER, from: '15550001111', accountId: 'acc_reseller' }]);
-  });
+  t.test(
+    `digest over ${tp === 'u1' ? 'UDP' : 'TCP'}: answered call, tech prefix, caller ID and SDP passed through`,
+    async (t) => {
+      const uas = await uasAnswer(t, `999${NUMBER}`);
+      const s = await setup(t, { candidates: [route('r1', uas.port, '999')] });
+      const uacRun = await caller(t, s.port, uac('uac-tail-answer.xml'), 'sub_abc', 'pw', tp);
+      await expectExit(t, uacRun, 'caller completed the call');
+      await expectExit(t, uas, 'supplier saw the prefixed number, caller ID and SDP');
+      const e = await s.ended;
+      t.equal(e.hangupCause, 'caller-bye');
+      t.equal(e.sipCode, 200);
+      t.same(e.attribution, { accountId: 'acc_reseller', via: 'digest', username: 'sub_abc', subAccountId: 'sub_abc' });
+      t.equal(e.routeId, 'r1');
+      t.ok(e.answeredAt);
+      t.same(s.planned, [{ to: NUMBER, from: '15550001111', accountId: 'acc_reseller' }]);
+    },
+  );
 }
 
 t.test('wrong password is refused with 403 and no call is planned', async (t) => {
@@ -134,22 +162,34 @@ ${auth}Content-Length: 0
   await until(() => peer.got.some((m) => m.startsWith('SIP/2.0 401')));
   const nonce = /nonce="([^"]+)"/.exec(peer.got.find((m) => m.startsWith('SIP/2.0 401')) ?? '')?.[1];
   t.ok(nonce);
-  peer.send(invite(`Authorization: Digest username="sub_abc", realm="elsewhere", nonce="${nonce}", uri="sip:127.0.0.1", response="00000000000000000000000000000000"\n`), s.port);
+  peer.send(
+    invite(
+      `Authorization: Digest username="sub_abc", realm="elsewhere", nonce="${nonce}", uri="sip:127.0.0.1", response="00000000000000000000000000000000"\n`,
+    ),
+    s.port,
+  );
   await until(() => peer.got.filter((m) => m.startsWith('SIP/2.0 401')).length === 2);
   const second = peer.got.filter((m) => m.startsWith('SIP/2.0 401'))[1] ?? '';
   t.match(second, `nonce="${nonce}"`);
   t.match(second, `realm="${REALM}"`);
 });
 
-t.test('one To tag for a call: the 401 and the 200 share it, so a BYE carrying the challenge\'s tag still hangs up', async (t) => {
-  // A UA that takes the tag of the last response it saw (sipp does) uses the 401's tag when a
-  // retransmitted 401 overtakes our 200 under load; that BYE must not get 481 and leave the call up.
-  const uas = await uasAnswer(t);
-  const s = await setup(t, { candidates: [route('r1', uas.port)] });
-  const peer = await rawUdpPeer();
-  t.teardown(() => peer.close());
-  const sdp = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 9 RTP/AVP 0\r\n';
-  const request = (method: string, cseq: number, extra = '', toTag = '') => `${method} sip:${NUMBER}@127.0.0.1:${s.port} SIP/2.0
+t.test(
+  "one To tag for a call: the 401 and the 200 share it, so a BYE carrying the challenge's tag still hangs up",
+  async (t) => {
+    // A UA that takes the tag of the last response it saw (sipp does) uses the 401's tag when a
+    // retransmitted 401 overtakes our 200 under load; that BYE must not get 481 and leave the call up.
+    const uas = await uasAnswer(t);
+    const s = await setup(t, { candidates: [route('r1', uas.port)] });
+    const peer = await rawUdpPeer();
+    t.teardown(() => peer.close());
+    const sdp = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 9 RTP/AVP 0\r\n';
+    const request = (
+      method: string,
+      cseq: number,
+      extra = '',
+      toTag = '',
+    ) => `${method} sip:${NUMBER}@127.0.0.1:${s.port} SIP/2.0
 Via: SIP/2.0/UDP 127.0.0.1:${peer.port};branch=z9hG4bK${Math.random().toString(36).slice(2)}
 From: "Alice" <sip:15550001111@127.0.0.1>;tag=a1
 To: <sip:${NUMBER}@127.0.0.1>${toTag ? `;tag=${toTag}` : ''}
@@ -160,25 +200,32 @@ ${extra}Content-Type: application/sdp
 Content-Length: ${Buffer.byteLength(sdp)}
 
 ${sdp}`;
-  const tagIn = (m: string) => /\r\nTo:[^\r]*;tag=([^;\r]+)/i.exec(m)?.[1];
-  peer.send(request('INVITE', 1), s.port);
-  await until(() => peer.got.some((m) => m.startsWith('SIP/2.0 401')));
-  const challenge = peer.got.find((m) => m.startsWith('SIP/2.0 401')) ?? '';
-  const challengeTag = tagIn(challenge);
-  t.ok(challengeTag);
-  const www = /\r\nWWW-Authenticate: ([^\r]+)/i.exec(challenge)?.[1] ?? '';
-  const auth = answerChallenge({ challenge: www, method: 'INVITE', uri: `sip:${NUMBER}@127.0.0.1:${s.port}`, username: 'sub_abc', password: 'pw' });
-  peer.send(request('INVITE', 2, `Authorization: ${auth}\n`), s.port);
-  await until(() => peer.got.some((m) => m.startsWith('SIP/2.0 200')), 8000);
-  const ok = peer.got.find((m) => m.startsWith('SIP/2.0 200')) ?? '';
-  t.equal(tagIn(ok), challengeTag, 'the 200 carries the tag the 401 did');
-  peer.send(request('ACK', 2, '', challengeTag).replace(/Content-Type[^]*$/, 'Content-Length: 0\n\n'), s.port);
-  peer.send(request('BYE', 3, '', challengeTag).replace(/Content-Type[^]*$/, 'Content-Length: 0\n\n'), s.port);
-  const e = await s.ended;
-  t.equal(e.hangupCause, 'caller-bye');
-  await until(() => peer.got.some((m) => /^SIP\/2\.0 200[^]*CSeq: 3 BYE/.test(m)));
-  await expectExit(t, uas, 'the supplier got its BYE');
-});
+    const tagIn = (m: string) => /\r\nTo:[^\r]*;tag=([^;\r]+)/i.exec(m)?.[1];
+    peer.send(request('INVITE', 1), s.port);
+    await until(() => peer.got.some((m) => m.startsWith('SIP/2.0 401')));
+    const challenge = peer.got.find((m) => m.startsWith('SIP/2.0 401')) ?? '';
+    const challengeTag = tagIn(challenge);
+    t.ok(challengeTag);
+    const www = /\r\nWWW-Authenticate: ([^\r]+)/i.exec(challenge)?.[1] ?? '';
+    const auth = answerChallenge({
+      challenge: www,
+      method: 'INVITE',
+      uri: `sip:${NUMBER}@127.0.0.1:${s.port}`,
+      username: 'sub_abc',
+      password: 'pw',
+    });
+    peer.send(request('INVITE', 2, `Authorization: ${auth}\n`), s.port);
+    await until(() => peer.got.some((m) => m.startsWith('SIP/2.0 200')), 8000);
+    const ok = peer.got.find((m) => m.startsWith('SIP/2.0 200')) ?? '';
+    t.equal(tagIn(ok), challengeTag, 'the 200 carries the tag the 401 did');
+    peer.send(request('ACK', 2, '', challengeTag).replace(/Content-Type[^]*$/, 'Content-Length: 0\n\n'), s.port);
+    peer.send(request('BYE', 3, '', challengeTag).replace(/Content-Type[^]*$/, 'Content-Length: 0\n\n'), s.port);
+    const e = await s.ended;
+    t.equal(e.hangupCause, 'caller-bye');
+    await until(() => peer.got.some((m) => /^SIP\/2\.0 200[^]*CSeq: 3 BYE/.test(m)));
+    await expectExit(t, uas, 'the supplier got its BYE');
+  },
+);
 
 t.test('purchase username; 486 is passed back and never retried', async (t) => {
   const busy = await uasFinal(t, 486, 'Busy Here');
@@ -190,7 +237,10 @@ t.test('purchase username; 486 is passed back and never retried', async (t) => {
   const e = await s.ended;
   t.equal(e.attribution.purchaseId, 'pur_7');
   t.equal(e.sipCode, 486);
-  t.same(e.attempts.map((a) => a.routeId), ['r1']);
+  t.same(
+    e.attempts.map((a) => a.routeId),
+    ['r1'],
+  );
   t.equal(spare.got.length, 0, 'second route never tried');
 });
 
@@ -208,7 +258,9 @@ t.test('failover leg by leg: silence, then 503, then answer', async (t) => {
   t.teardown(() => silent.close());
   const unavailable = await uasFinal(t, 503, 'Service Unavailable');
   const answer = await uasAnswer(t);
-  const s = await setup(t, { candidates: [route('r1', silent.port), route('r2', unavailable.port), route('r3', answer.port)] });
+  const s = await setup(t, {
+    candidates: [route('r1', silent.port), route('r2', unavailable.port), route('r3', answer.port)],
+  });
   const run = await caller(t, s.port, uac('uac-tail-answer.xml'));
   await until(() => silent.got.some((m) => m.startsWith('INVITE')), 5000);
   s.timers.advance(4000);
@@ -252,7 +304,10 @@ t.test('180 then 503: a ringing call never moves', async (t) => {
   const run = await caller(t, s.port, uac('uac-tail-final.xml', { FINAL: '503' }));
   await expectExit(t, run, 'caller got 503 after ringing');
   const e = await s.ended;
-  t.same(e.attempts.map((a) => [a.routeId, a.ringing]), [['r1', true]]);
+  t.same(
+    e.attempts.map((a) => [a.routeId, a.ringing]),
+    [['r1', true]],
+  );
   t.equal(spare.got.length, 0, 'no failover after 180');
 });
 
@@ -265,14 +320,27 @@ t.test('caller CANCEL cancels the supplier leg', async (t) => {
   const e = await s.ended;
   t.equal(e.hangupCause, 'caller-cancel');
   t.equal(e.sipCode, 487);
-  t.same(e.attempts.map((a) => a.outcome), ['cancelled']);
+  t.same(
+    e.attempts.map((a) => a.outcome),
+    ['cancelled'],
+  );
 });
 
 t.test("a supplier's digest challenge is answered with the endpoint credentials", async (t) => {
   const uas = await sipp(t, fixture('uas-auth.xml'), []);
   const cand: TrunkCandidate = {
     routeId: 'r1',
-    endpoints: [{ host: '127.0.0.1', port: uas.port, transport: 'udp', priority: 1, weight: 1, username: 'trunkuser', password: 'trunkpw' }],
+    endpoints: [
+      {
+        host: '127.0.0.1',
+        port: uas.port,
+        transport: 'udp',
+        priority: 1,
+        weight: 1,
+        username: 'trunkuser',
+        password: 'trunkpw',
+      },
+    ],
   };
   const s = await setup(t, { candidates: [cand] });
   const run = await caller(t, s.port, uac('uac-tail-answer.xml'));
@@ -301,14 +369,17 @@ t.test('a supplier re-INVITE is relayed to the caller and answered back', async 
   t.equal((await s.ended).hangupCause, 'caller-bye');
 });
 
-t.test('a supplier re-INVITE without SDP: the caller\'s offer goes back in the 200, the supplier\'s answer on in the ACK', async (t) => {
-  const uas = await sipp(t, fill(fixture('uas-reinvite-late.xml'), { EXPECT_USER: NUMBER }), []);
-  const s = await setup(t, { candidates: [route('r1', uas.port)] });
-  const run = await caller(t, s.port, uac('uac-tail-reinvite-late.xml', { ANSWER_CHECK: 'a=sendonly' }));
-  await expectExit(t, run, "caller got the supplier's answer in the ACK");
-  await expectExit(t, uas, "supplier got the caller's offer in the 200");
-  t.equal((await s.ended).hangupCause, 'caller-bye');
-});
+t.test(
+  "a supplier re-INVITE without SDP: the caller's offer goes back in the 200, the supplier's answer on in the ACK",
+  async (t) => {
+    const uas = await sipp(t, fill(fixture('uas-reinvite-late.xml'), { EXPECT_USER: NUMBER }), []);
+    const s = await setup(t, { candidates: [route('r1', uas.port)] });
+    const run = await caller(t, s.port, uac('uac-tail-reinvite-late.xml', { ANSWER_CHECK: 'a=sendonly' }));
+    await expectExit(t, run, "caller got the supplier's answer in the ACK");
+    await expectExit(t, uas, "supplier got the caller's offer in the 200");
+    t.equal((await s.ended).hangupCause, 'caller-bye');
+  },
+);
 
 t.test('session timer: max duration sends BYE to both sides', async (t) => {
   const uas = await uasAnswer(t);
@@ -326,7 +397,11 @@ t.test('session timer: max duration sends BYE to both sides', async (t) => {
 t.test('OPTIONS to the daemon is answered 200; probe of a silent endpoint fails', async (t) => {
   const s = await setup(t, { candidates: [] });
   const timers = createFakeTimers();
-  const prober = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }), log: silentLog, timers });
+  const prober = createSipStack({
+    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
+    log: silentLog,
+    timers,
+  });
   t.teardown(() => prober.close());
   const { probeEndpoint } = await import('../../../src/telephony/sip/probe.js');
   const ok = await probeEndpoint(prober, { transport: 'udp', host: '127.0.0.1', port: s.port });
@@ -337,7 +412,11 @@ t.test('OPTIONS to the daemon is answered 200; probe of a silent endpoint fails'
   t.equal(tcp.status, 200, 'over TCP too');
   const silent = await rawUdpPeer();
   t.teardown(() => silent.close());
-  const pending = probeEndpoint(prober, { transport: 'udp', host: '127.0.0.1', port: silent.port }, { timeoutMs: 1000 });
+  const pending = probeEndpoint(
+    prober,
+    { transport: 'udp', host: '127.0.0.1', port: silent.port },
+    { timeoutMs: 1000 },
+  );
   await until(() => silent.got.length === 1);
   timers.advance(1000);
   t.same(await pending, { ok: false, status: null, rttMs: (await pending).rttMs });
@@ -349,6 +428,12 @@ t.test('endpoint order: priority first, then weight', async (t) => {
     { host: 'b', port: 1, transport: 'udp' as const, priority: 1, weight: 1 },
     { host: 'c', port: 1, transport: 'udp' as const, priority: 1, weight: 3 },
   ];
-  t.same(orderEndpoints(eps, () => 0).map((e) => e.host), ['b', 'c', 'a']);
-  t.same(orderEndpoints(eps, () => 1).map((e) => e.host), ['c', 'b', 'a']);
+  t.same(
+    orderEndpoints(eps, () => 0).map((e) => e.host),
+    ['b', 'c', 'a'],
+  );
+  t.same(
+    orderEndpoints(eps, () => 1).map((e) => e.host),
+    ['c', 'b', 'a'],
+  );
 });

@@ -80,7 +80,11 @@ t.test('SIP TCP: connections over the per-source and total caps are closed; HTTP
 
   const st = await d.https('GET', '/status');
   t.equal(st.status, 200, 'the HTTPS API answers while SIP is at its cap');
-  t.equal(d.app.server.maxConnections, d.config.http.max_connections, 'the HTTPS listener has its own connection budget');
+  t.equal(
+    d.app.server.maxConnections,
+    d.config.http.max_connections,
+    'the HTTPS listener has its own connection budget',
+  );
 
   // Admitted connections that have spoken stay usable, and a closed one frees its slot.
   t.equal(await probe(socks[0]!, 20), 'answered');
@@ -108,6 +112,10 @@ t.test('SIP TCP/TLS: a connection that sends no complete SIP message is closed a
   const closed = Promise.all([silent, partial, tlsSilent].map((s) => (s.destroyed ? undefined : closedOf(s))));
   let bound: NodeJS.Timeout | undefined;
   const gaveUp = new Promise<'open'>((r) => (bound = setTimeout(() => r('open'), 60_000)));
-  t.equal(await Promise.race([closed.then(() => 'closed' as const), gaveUp]), 'closed', 'silent, partial and TLS-silent connections closed');
+  t.equal(
+    await Promise.race([closed.then(() => 'closed' as const), gaveUp]),
+    'closed',
+    'silent, partial and TLS-silent connections closed',
+  );
   clearTimeout(bound);
 });

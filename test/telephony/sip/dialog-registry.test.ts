@@ -13,7 +13,9 @@ import { rawUdpPeer, silentLog, until } from './helpers.js';
 
 const OFFER = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 0\r\n';
 
-async function udpStack(tt: { teardown(fn: () => Promise<void>): void }): Promise<{ stack: SipStack; transport: SipTransport; sent: SipResponse[] }> {
+async function udpStack(tt: {
+  teardown(fn: () => Promise<void>): void;
+}): Promise<{ stack: SipStack; transport: SipTransport; sent: SipResponse[] }> {
   const transport = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog });
   const sent: SipResponse[] = [];
   const send = transport.send.bind(transport);
@@ -38,68 +40,95 @@ Content-Length: 0
 
 `;
 
-t.test('the stack of the daemon (trunk B2BUA, then the API dialer): the far end\'s BYE reaches only the dialer; an unknown dialog gets one 481', async (t) => {
-  const a = await udpStack(t);
-  // The order the daemon builds them in: the trunk B2BUA first, the API call dialer after it.
-  createTrunkB2bua({
-    stack: a.stack, log: silentLog, clock: systemClock, realm: 'sip.exchange.test', nonceSecret: 'test-secret',
-    policy: {
-      resolveByIp: async () => null,
-      lookupSipUser: async () => null,
-      planCall: async () => ({ reject: { status: 403, reason: 'Forbidden' } }),
-      onCallEnded: () => undefined,
-    },
-  });
-  const outcomes: LegOutcome[] = [];
-  const dialer = createSipDialer(a.stack, { log: silentLog, loopMarker: createLoopMarker('test secret'), onLegEnded: (o) => outcomes.push(o) });
-  // A later user of the stack: what reaches it is what was broadcast to every user.
-  const chained: SipRequest[] = [];
-  a.stack.onRequest((req, _tx, _src, next) => {
-    chained.push(req);
-    next();
-  });
-
-  // The callee: a second stack that answers the dialer's INVITE, then hangs up.
-  const b = await udpStack(t);
-  let invite: SipRequest | undefined;
-  const calleeTag = b.stack.newTag();
-  b.stack.onRequest((req, tx) => {
-    invite = req;
-    tx.reply(200, 'OK', {
-      toTag: calleeTag,
-      headers: [{ name: 'Contact', value: `<${b.stack.contactUri('callee', 'udp')}>` }, { name: 'Content-Type', value: 'application/sdp' }],
-      body: Buffer.from(OFFER),
+t.test(
+  "the stack of the daemon (trunk B2BUA, then the API dialer): the far end's BYE reaches only the dialer; an unknown dialog gets one 481",
+  async (t) => {
+    const a = await udpStack(t);
+    // The order the daemon builds them in: the trunk B2BUA first, the API call dialer after it.
+    createTrunkB2bua({
+      stack: a.stack,
+      log: silentLog,
+      clock: systemClock,
+      realm: 'sip.exchange.test',
+      nonceSecret: 'test-secret',
+      policy: {
+        resolveByIp: async () => null,
+        lookupSipUser: async () => null,
+        planCall: async () => ({ reject: { status: 403, reason: 'Forbidden' } }),
+        onCallEnded: () => undefined,
+      },
     });
-  });
+    const outcomes: LegOutcome[] = [];
+    const dialer = createSipDialer(a.stack, {
+      log: silentLog,
+      loopMarker: createLoopMarker('test secret'),
+      onLegEnded: (o) => outcomes.push(o),
+    });
+    // A later user of the stack: what reaches it is what was broadcast to every user.
+    const chained: SipRequest[] = [];
+    a.stack.onRequest((req, _tx, _src, next) => {
+      chained.push(req);
+      next();
+    });
 
-  let ended: { sipStatus: number | null; reason: string } | undefined;
-  let answered = false;
-  dialer.dial(
-    { callId: 'api-1', to: '+447000000001', from: '+15550001111', offerSdp: OFFER, endpoint: { host: '127.0.0.1', port: b.transport.port, transport: 'udp' } },
-    { ringing: () => undefined, answered: () => void (answered = true), ended: (e) => void (ended = e) },
-  );
-  await until(() => answered, 10_000);
-  t.equal(a.stack.dialogCount(), 1, 'the answered leg registered its dialog');
+    // The callee: a second stack that answers the dialer's INVITE, then hangs up.
+    const b = await udpStack(t);
+    let invite: SipRequest | undefined;
+    const calleeTag = b.stack.newTag();
+    b.stack.onRequest((req, tx) => {
+      invite = req;
+      tx.reply(200, 'OK', {
+        toTag: calleeTag,
+        headers: [
+          { name: 'Contact', value: `<${b.stack.contactUri('callee', 'udp')}>` },
+          { name: 'Content-Type', value: 'application/sdp' },
+        ],
+        body: Buffer.from(OFFER),
+      });
+    });
 
-  const d = createUasDialog(invite!, calleeTag, 'udp', b.stack.contactUri('callee', 'udp'));
-  const { req, dest } = dialogRequest(d, 'BYE');
-  let byeAnswer: number | undefined;
-  b.stack.sendRequest(req, dest, { onResponse: (r) => void (byeAnswer = r.status), onTimeout: () => void (byeAnswer = 0) });
-  await until(() => byeAnswer !== undefined && ended !== undefined, 10_000);
-  t.equal(byeAnswer, 200, 'the dialer answered the BYE');
-  t.same(ended, { sipStatus: null, reason: 'the called party hung up' });
-  t.equal(outcomes.length, 1);
-  t.same(chained.filter((r) => tagOf(toOf(r)) !== undefined), [], 'no other user of the stack saw the in-dialog BYE');
-  t.equal(a.sent.filter((r) => r.status === 481).length, 0, 'nobody else answered it with 481');
-  t.equal(a.stack.dialogCount(), 0, 'the ended leg left the registry');
+    let ended: { sipStatus: number | null; reason: string } | undefined;
+    let answered = false;
+    dialer.dial(
+      {
+        callId: 'api-1',
+        to: '+447000000001',
+        from: '+15550001111',
+        offerSdp: OFFER,
+        endpoint: { host: '127.0.0.1', port: b.transport.port, transport: 'udp' },
+      },
+      { ringing: () => undefined, answered: () => void (answered = true), ended: (e) => void (ended = e) },
+    );
+    await until(() => answered, 10_000);
+    t.equal(a.stack.dialogCount(), 1, 'the answered leg registered its dialog');
 
-  const peer = await rawUdpPeer();
-  t.teardown(() => peer.close());
-  peer.send(bye('unknown-1', a.transport.port, 'notours'), a.transport.port);
-  await until(() => peer.got.some((m) => m.startsWith('SIP/2.0 481 ')), 10_000);
-  t.equal(a.sent.filter((r) => r.status === 481).length, 1, 'exactly one 481 for a dialog nobody owns');
-  t.equal(chained.length, 1, 'the request went down the chain to its end');
-});
+    const d = createUasDialog(invite!, calleeTag, 'udp', b.stack.contactUri('callee', 'udp'));
+    const { req, dest } = dialogRequest(d, 'BYE');
+    let byeAnswer: number | undefined;
+    b.stack.sendRequest(req, dest, {
+      onResponse: (r) => void (byeAnswer = r.status),
+      onTimeout: () => void (byeAnswer = 0),
+    });
+    await until(() => byeAnswer !== undefined && ended !== undefined, 10_000);
+    t.equal(byeAnswer, 200, 'the dialer answered the BYE');
+    t.same(ended, { sipStatus: null, reason: 'the called party hung up' });
+    t.equal(outcomes.length, 1);
+    t.same(
+      chained.filter((r) => tagOf(toOf(r)) !== undefined),
+      [],
+      'no other user of the stack saw the in-dialog BYE',
+    );
+    t.equal(a.sent.filter((r) => r.status === 481).length, 0, 'nobody else answered it with 481');
+    t.equal(a.stack.dialogCount(), 0, 'the ended leg left the registry');
+
+    const peer = await rawUdpPeer();
+    t.teardown(() => peer.close());
+    peer.send(bye('unknown-1', a.transport.port, 'notours'), a.transport.port);
+    await until(() => peer.got.some((m) => m.startsWith('SIP/2.0 481 ')), 10_000);
+    t.equal(a.sent.filter((r) => r.status === 481).length, 1, 'exactly one 481 for a dialog nobody owns');
+    t.equal(chained.length, 1, 'the request went down the chain to its end');
+  },
+);
 
 t.test('an owner hands a request back with next(); an unregistered dialog falls through to the 481', async (t) => {
   const a = await udpStack(t);
@@ -110,16 +139,25 @@ t.test('an owner hands a request back with next(); an unregistered dialog falls 
     if (req.method === 'INFO') return void tx.reply(200, 'OK');
     next();
   });
-  const off = a.stack.registerDialog({ callId: 'owned-1', localTag: 'ours1', remoteTag: 'peer1' }, (req, tx, _src, next) => {
-    owned.push(req.method);
-    if (req.method === 'BYE') return void tx.reply(200, 'OK');
-    next();
-  });
+  const off = a.stack.registerDialog(
+    { callId: 'owned-1', localTag: 'ours1', remoteTag: 'peer1' },
+    (req, tx, _src, next) => {
+      owned.push(req.method);
+      if (req.method === 'BYE') return void tx.reply(200, 'OK');
+      next();
+    },
+  );
   const peer = await rawUdpPeer();
   t.teardown(() => peer.close());
   const send = (method: string, branch: string, fromTag = 'peer1') =>
-    peer.send(bye('owned-1', a.transport.port, 'ours1').replace(/^BYE /, `${method} `).replace('CSeq: 2 BYE', `CSeq: 2 ${method}`)
-      .replace('branch=z9hG4bKowned-1', `branch=z9hG4bK${branch}`).replace('tag=peer1', `tag=${fromTag}`), a.transport.port);
+    peer.send(
+      bye('owned-1', a.transport.port, 'ours1')
+        .replace(/^BYE /, `${method} `)
+        .replace('CSeq: 2 BYE', `CSeq: 2 ${method}`)
+        .replace('branch=z9hG4bKowned-1', `branch=z9hG4bK${branch}`)
+        .replace('tag=peer1', `tag=${fromTag}`),
+      a.transport.port,
+    );
   const answers = (n: number) => until(() => peer.got.length >= n, 10_000);
 
   send('INFO', 'b1');

@@ -10,8 +10,18 @@ function setup() {
   return { server, advance: (ms: number) => (now += ms) };
 }
 
-const creds = (server: ReturnType<typeof createDigestServer>, challenge: string, o: { password?: string; realm?: string; uri?: string } = {}) => {
-  const value = answerChallenge({ challenge, method: 'INVITE', uri: o.uri ?? 'sip:127.0.0.1:5060', username: 'sub_abc', password: o.password ?? 'pw' });
+const creds = (
+  server: ReturnType<typeof createDigestServer>,
+  challenge: string,
+  o: { password?: string; realm?: string; uri?: string } = {},
+) => {
+  const value = answerChallenge({
+    challenge,
+    method: 'INVITE',
+    uri: o.uri ?? 'sip:127.0.0.1:5060',
+    username: 'sub_abc',
+    password: o.password ?? 'pw',
+  });
   const d = server.parseCredentials(value);
   if (!d) throw new Error('unparsed');
   if (o.realm) d.params['realm'] = o.realm;
@@ -52,7 +62,13 @@ t.test('nonces are bounded in time and use, and must be signed', async (t) => {
 });
 
 t.test('client answers qop=auth challenges', async (t) => {
-  const value = answerChallenge({ challenge: 'Digest realm="r", nonce="n", qop="auth,auth-int", opaque="o"', method: 'INVITE', uri: 'sip:x@y', username: 'u', password: 'p' });
+  const value = answerChallenge({
+    challenge: 'Digest realm="r", nonce="n", qop="auth,auth-int", opaque="o"',
+    method: 'INVITE',
+    uri: 'sip:x@y',
+    username: 'u',
+    password: 'p',
+  });
   const p = parseDigest(value).params;
   t.equal(p['qop'], 'auth');
   t.equal(p['opaque'], 'o');

@@ -44,7 +44,12 @@ export async function until(pred: () => boolean, ms = 3000): Promise<void> {
 }
 
 /** A raw UDP peer that records what it receives. */
-export async function rawUdpPeer(): Promise<{ port: number; got: string[]; send(text: string, port: number): void; close(): Promise<void> }> {
+export async function rawUdpPeer(): Promise<{
+  port: number;
+  got: string[];
+  send(text: string, port: number): void;
+  close(): Promise<void>;
+}> {
   const sock = dgram.createSocket('udp4');
   const got: string[] = [];
   sock.on('message', (m) => got.push(m.toString('utf8')));

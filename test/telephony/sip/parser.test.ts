@@ -1,6 +1,11 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { createStreamFramer, parseMessage, SipParseError, type SipMessageError } from '../../../src/telephony/sip/parser.js';
+import {
+  createStreamFramer,
+  parseMessage,
+  SipParseError,
+  type SipMessageError,
+} from '../../../src/telephony/sip/parser.js';
 import {
   callIdOf,
   contactsOf,
@@ -53,7 +58,10 @@ t.test('escapes, unusual tokens, IPv6', async (t) => {
   t.equal(callIdOf(req('esc01')), 'esc01.239409asdfakjkn23onasd0-3234');
   t.equal(headerValues(req('esc02'), 'contact').length, 2, 'C%6Fntact is not Contact');
   t.equal(parseUri(req('semiuri').uri).user, 'user;par=u%40example.net');
-  t.same(vias(req('transports')).map((v) => v.transport), ['UDP', 'SCTP', 'TLS', 'UNKNOWN', 'TCP']);
+  t.same(
+    vias(req('transports')).map((v) => v.transport),
+    ['UDP', 'SCTP', 'TLS', 'UNKNOWN', 'TCP'],
+  );
   t.equal(fromOf(req('lwsdisp')).displayName, 'caller');
   const v6 = req('ipv6');
   t.equal(parseUri(v6.uri).host, '[2001:db8::10]');
@@ -94,7 +102,9 @@ t.test('serialize round-trips and fixes Content-Length', async (t) => {
 });
 
 t.test('digest header round trip', async (t) => {
-  const d = parseDigest('Digest username="bob", realm="sip.example.com", nonce="a,b", uri="sip:x@y", response="00", algorithm=MD5');
+  const d = parseDigest(
+    'Digest username="bob", realm="sip.example.com", nonce="a,b", uri="sip:x@y", response="00", algorithm=MD5',
+  );
   t.equal(d.params['nonce'], 'a,b');
   t.same(parseDigest(formatDigest(d)), d);
 });
@@ -107,7 +117,9 @@ t.test('stream framing splits, joins and limits', async (t) => {
   t.equal(frames.filter((x) => x.message).length, 2);
   const big = createStreamFramer().push(Buffer.from('INVITE sip:a@b SIP/2.0\r\nContent-Length: 99999999\r\n\r\n'));
   t.equal(big[0]?.error?.reason, 'body too large');
-  const noLen = createStreamFramer().push(Buffer.from('OPTIONS sip:a@b SIP/2.0\r\nVia: SIP/2.0/TCP h;branch=z9hG4bK1\r\n\r\n'));
+  const noLen = createStreamFramer().push(
+    Buffer.from('OPTIONS sip:a@b SIP/2.0\r\nVia: SIP/2.0/TCP h;branch=z9hG4bK1\r\n\r\n'),
+  );
   t.equal(noLen[0]?.error?.reason, 'missing Content-Length');
   t.equal((noLen[0]?.error as SipMessageError).headers.length, 1);
 });

@@ -34,7 +34,8 @@ async function optionsOnce(port: number): Promise<string | null> {
 
 t.test('sipp() resolves only once sipp holds its port', async (t) => {
   const runs = await Promise.all([1, 2, 3].map(() => sipp(t, optionsUas(200), [])));
-  for (const run of runs) t.equal(await optionsOnce(run.port), 'SIP/2.0 200 OK', `sipp on ${run.port} answered the first datagram`);
+  for (const run of runs)
+    t.equal(await optionsOnce(run.port), 'SIP/2.0 200 OK', `sipp on ${run.port} answered the first datagram`);
   for (const run of runs) t.equal(await run.exited, 0);
 });
 

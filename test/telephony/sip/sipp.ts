@@ -112,7 +112,12 @@ const BIND_FAILURE = /Unable to bind|Address already in use/;
  * sipp holds its port; if another process took the port first (sipp exits with a bind error), starts
  * again on a fresh port, so a peer never waits on a sipp that is not there.
  */
-export async function sipp(t: Teardown, scenario: string, args: string[], opts: { calls?: number; timeout?: string; /** First port to try (tests of this helper). */ port?: number } = {}): Promise<SippRun> {
+export async function sipp(
+  t: Teardown,
+  scenario: string,
+  args: string[],
+  opts: { calls?: number; timeout?: string; /** First port to try (tests of this helper). */ port?: number } = {},
+): Promise<SippRun> {
   const dir = mkdtempSync(join(tmpdir(), 'sipp-'));
   const file = join(dir, 'scenario.xml');
   writeFileSync(file, scenario);
@@ -127,10 +132,29 @@ export async function sipp(t: Teardown, scenario: string, args: string[], opts: 
   });
   for (let attempt = 1; ; attempt++) {
     const port = attempt === 1 && opts.port ? opts.port : await freePort();
-    const child = spawn('sipp', [...args, '-sf', file, '-i', '127.0.0.1', '-p', String(port), '-m', String(opts.calls ?? 1), '-nostdin', '-timeout', opts.timeout ?? '15s', '-timeout_error', '-nd'], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      'sipp',
+      [
+        ...args,
+        '-sf',
+        file,
+        '-i',
+        '127.0.0.1',
+        '-p',
+        String(port),
+        '-m',
+        String(opts.calls ?? 1),
+        '-nostdin',
+        '-timeout',
+        opts.timeout ?? '15s',
+        '-timeout_error',
+        '-nd',
+      ],
+      {
+        cwd: dir,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

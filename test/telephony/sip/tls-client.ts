@@ -14,7 +14,12 @@ export interface TestCert {
  * `name`, for that DNS name only (no IP address), so only a check against the name accepts it.
  */
 export async function testCert(name?: string): Promise<TestCert> {
-  const altNames = name ? [{ type: 2, value: name }] : [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }];
+  const altNames = name
+    ? [{ type: 2, value: name }]
+    : [
+        { type: 2, value: 'localhost' },
+        { type: 7, ip: '127.0.0.1' },
+      ];
   const pems = await generate([{ name: 'commonName', value: name ?? 'localhost' }], {
     keyType: 'ec',
     curve: 'P-256',
@@ -74,5 +79,9 @@ export async function tlsSipClient(port: number, ca: string | Buffer): Promise<T
   };
 }
 
-export const isResponse = (status: number, method?: string) => (m: SipMessage): m is SipResponse =>
-  m.kind === 'response' && m.status === status && (method === undefined || m.headers.some((h) => /^cseq$/i.test(h.name) && h.value.endsWith(method)));
+export const isResponse =
+  (status: number, method?: string) =>
+  (m: SipMessage): m is SipResponse =>
+    m.kind === 'response' &&
+    m.status === status &&
+    (method === undefined || m.headers.some((h) => /^cseq$/i.test(h.name) && h.value.endsWith(method)));

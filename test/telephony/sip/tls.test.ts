@@ -67,15 +67,25 @@ t.test('outbound TLS: verified against the trusted CA, refused without it', asyn
     t.equal(src.transport, 'tls');
     tx.reply(200, 'OK', { toTag: farStack.newTag() });
   });
-  const trusting = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog, tlsCa: [cert.cert] }), log: silentLog });
-  const strict = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }), log: silentLog });
+  const trusting = createSipStack({
+    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog, tlsCa: [cert.cert] }),
+    log: silentLog,
+  });
+  const strict = createSipStack({
+    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
+    log: silentLog,
+  });
   t.teardown(async () => {
     await Promise.all([farStack.close(), trusting.close(), strict.close()]);
   });
   const target: SipPeer = { transport: 'tls', host: '127.0.0.1', port: far.tlsPort! };
   const r = await probeEndpoint(trusting, target, { timeoutMs: 2000 });
   t.same({ ok: r.ok, status: r.status }, { ok: true, status: 200 }, 'OPTIONS over TLS answered');
-  t.equal(trusting.contactUri('b2bua', 'tls'), `sip:b2bua@127.0.0.1:${trusting.transport.port};transport=tls`, 'no TLS listener: the main port');
+  t.equal(
+    trusting.contactUri('b2bua', 'tls'),
+    `sip:b2bua@127.0.0.1:${trusting.transport.port};transport=tls`,
+    'no TLS listener: the main port',
+  );
   t.equal(farStack.contactUri(undefined, 'tls'), `sip:127.0.0.1:${far.tlsPort};transport=tls`);
   const refused = await probeEndpoint(strict, target, { timeoutMs: 1000 });
   t.equal(refused.ok, false, 'a certificate the system CAs do not vouch for is refused');

@@ -42,7 +42,8 @@ m=video 3227 RTP/AVP 31
 a=rtpmap:31 LPC
 `),
   // 3.1.1.2 Wide Range of Valid Characters
-  intmeth: crlf(`!interesting-Method0123456789_*+\`.%indeed'~ sip:1_unusual.URI~(to-be!sure)&isn't+it$/crazy?,/;;*:&it+has=1,weird!*pas$wo~d_too.(doesn't-it)@example.com SIP/2.0
+  intmeth:
+    crlf(`!interesting-Method0123456789_*+\`.%indeed'~ sip:1_unusual.URI~(to-be!sure)&isn't+it$/crazy?,/;;*:&it+has=1,weird!*pas$wo~d_too.(doesn't-it)@example.com SIP/2.0
 Via: SIP/2.0/TCP host1.example.com;branch=z9hG4bK-.!%66*_+\`'~
 To: "BEL:\\\x07 NUL:\\\x00 DEL:\\\x7f" <sip:1_unusual.URI~(to-be!sure)&isn't+it$/crazy?,/;;*@example.com>
 From: token1~\` token2'+_ token3*%!.- <sip:mundane@example.com>;fromParam''~+*_!.-%="работающий";tag=_token~1'+\`*%!-.
@@ -231,7 +232,9 @@ Content-Length: 0
 /** Invalid messages with the status a server answers (0: dropped, e.g. a response). */
 export const invalid: Record<string, { msg: Buffer; status: number }> = {
   // 3.1.2.1 Extraneous Header Field Separators
-  badinv01: { status: 400, msg: crlf(`INVITE sip:user@example.com SIP/2.0
+  badinv01: {
+    status: 400,
+    msg: crlf(`INVITE sip:user@example.com SIP/2.0
 To: sip:j.user@example.com
 From: sip:caller@example.net;;tag=134161461246
 Max-Forwards: 7
@@ -241,9 +244,12 @@ Via: SIP/2.0/UDP 192.0.2.15;;,;,,
 Contact: "Joe" <sip:joe@example.org>;;;;
 Content-Length: 0
 
-`) },
+`),
+  },
   // 3.1.2.2 Content Length Larger Than Message
-  clerr: { status: 400, msg: crlf(`INVITE sip:user@example.com SIP/2.0
+  clerr: {
+    status: 400,
+    msg: crlf(`INVITE sip:user@example.com SIP/2.0
 Max-Forwards: 80
 To: sip:j.user@example.com
 From: sip:caller@example.net;tag=93942939o2
@@ -256,9 +262,12 @@ Content-Length: 9999
 
 v=0
 o=mhandley 29739 7272939 IN IP4 192.0.2.155
-`) },
+`),
+  },
   // 3.1.2.3 Negative Content-Length
-  ncl: { status: 400, msg: crlf(`INVITE sip:user@example.com SIP/2.0
+  ncl: {
+    status: 400,
+    msg: crlf(`INVITE sip:user@example.com SIP/2.0
 Max-Forwards: 254
 To: sip:j.user@example.com
 From: sip:caller@example.net;tag=32394234
@@ -270,9 +279,12 @@ Content-Type: application/sdp
 Content-Length: -999
 
 v=0
-`) },
+`),
+  },
   // 3.1.2.4 Request Scalar Fields with Overlarge Values
-  scalar02: { status: 400, msg: crlf(`REGISTER sip:example.com SIP/2.0
+  scalar02: {
+    status: 400,
+    msg: crlf(`REGISTER sip:example.com SIP/2.0
 Via: SIP/2.0/TCP host129.example.com;branch=z9hG4bK342sdfoi3
 To: <sip:user@example.com>
 From: <sip:user@example.com>;tag=239232jh3
@@ -283,9 +295,12 @@ Expires: 1000000000000000000000000000000000000000000000000
 Contact: <sip:user@host129.example.com>;expires=280297596632815
 Content-Length: 0
 
-`) },
+`),
+  },
   // 3.1.2.5 Response Scalar Fields with Overlarge Values
-  scalarlg: { status: 0, msg: crlf(`SIP/2.0 503 Service Unavailable
+  scalarlg: {
+    status: 0,
+    msg: crlf(`SIP/2.0 503 Service Unavailable
 Via: SIP/2.0/TCP host129.example.com;branch=z9hG4bKzzxdiwo34sw;received=192.0.2.129
 To: <sip:user@example.com>
 From: <sip:other@example.net>;tag=2easdjfejw
@@ -295,9 +310,12 @@ Retry-After: 949302838503028349304023988
 Warning: 1812 overture "In Progress"
 Content-Length: 0
 
-`) },
+`),
+  },
   // 3.1.2.6 Unterminated Quoted String in Display Name
-  quotbal: { status: 400, msg: crlf(`INVITE sip:user@example.com SIP/2.0
+  quotbal: {
+    status: 400,
+    msg: crlf(`INVITE sip:user@example.com SIP/2.0
 To: "Mr. J. User <sip:j.user@example.com>
 From: sip:caller@example.net;tag=93334
 Max-Forwards: 10
@@ -308,9 +326,12 @@ Via: SIP/2.0/UDP 192.0.2.59:5050;branch=z9hG4bKkdjuw39234
 Content-Type: application/sdp
 Content-Length: 0
 
-`) },
+`),
+  },
   // 3.1.2.7 <> Enclosing Request-URI
-  ltgtruri: { status: 400, msg: crlf(`INVITE <sip:user@example.com> SIP/2.0
+  ltgtruri: {
+    status: 400,
+    msg: crlf(`INVITE <sip:user@example.com> SIP/2.0
 To: sip:user@example.com
 From: sip:caller@example.net;tag=39291
 Max-Forwards: 23
@@ -321,9 +342,12 @@ Contact: <sip:caller@host5.example.net>
 Content-Type: application/sdp
 Content-Length: 0
 
-`) },
+`),
+  },
   // 3.1.2.8 Malformed SIP Request-URI (embedded LWS)
-  lwsruri: { status: 400, msg: crlf(`INVITE sip:user@example.com; lr SIP/2.0
+  lwsruri: {
+    status: 400,
+    msg: crlf(`INVITE sip:user@example.com; lr SIP/2.0
 To: sip:user@example.com;tag=3xfe-9921883-z9f
 From: sip:caller@example.net;tag=231413434
 Max-Forwards: 5
@@ -333,9 +357,12 @@ Via: SIP/2.0/UDP 192.0.2.1:5060;branch=z9hG4bKkdjuw2395
 Contact: <sip:caller@host1.example.net>
 Content-Length: 0
 
-`) },
+`),
+  },
   // 3.1.2.9 Multiple SP Separating Request-Line Elements
-  lwsstart: { status: 400, msg: crlf(`INVITE  sip:user@example.com  SIP/2.0
+  lwsstart: {
+    status: 400,
+    msg: crlf(`INVITE  sip:user@example.com  SIP/2.0
 Max-Forwards: 8
 To: sip:user@example.com
 From: sip:caller@example.net;tag=8814
@@ -345,9 +372,12 @@ Via: SIP/2.0/UDP host1.example.com;branch=z9hG4bKkdjuw3923
 Contact: <sip:caller@host1.example.net>
 Content-Length: 0
 
-`) },
+`),
+  },
   // 3.1.2.10 SP Characters at End of Request-Line
-  trws: { status: 400, msg: crlf(`OPTIONS sip:remote-target@example.com SIP/2.0  
+  trws: {
+    status: 400,
+    msg: crlf(`OPTIONS sip:remote-target@example.com SIP/2.0  
 Via: SIP/2.0/TCP host1.example.com;branch=z9hG4bK299342093
 To: <sip:remote-target@example.com>
 From: <sip:local-resource@example.com>;tag=329429089
@@ -357,9 +387,12 @@ CSeq: 238923 OPTIONS
 Max-Forwards: 70
 Content-Length: 0
 
-`) },
+`),
+  },
   // 3.1.2.11 Escaped Headers in SIP Request-URI
-  escruri: { status: 400, msg: crlf(`INVITE sip:user@example.com?Route=%3Csip:example.com%3E SIP/2.0
+  escruri: {
+    status: 400,
+    msg: crlf(`INVITE sip:user@example.com?Route=%3Csip:example.com%3E SIP/2.0
 To: sip:user@example.com
 From: sip:caller@example.net;tag=341518
 Max-Forwards: 7
@@ -369,9 +402,12 @@ CSeq: 149209342 INVITE
 Via: SIP/2.0/UDP host-of-the-hour.example.com;branch=z9hG4bKkdjuw
 Content-Length: 0
 
-`) },
+`),
+  },
   // 3.1.2.13 Failure to Enclose name-addr URI in <>
-  regbadct: { status: 400, msg: crlf(`REGISTER sip:example.com SIP/2.0
+  regbadct: {
+    status: 400,
+    msg: crlf(`REGISTER sip:example.com SIP/2.0
 To: sip:user@example.com
 From: sip:user@example.com;tag=998332
 Max-Forwards: 70
@@ -381,9 +417,12 @@ Via: SIP/2.0/UDP 135.180.130.133:5060;branch=z9hG4bKkdjuw
 Contact: sip:user@example.com?Route=%3Csip:sip.example.com%3E
 l: 0
 
-`) },
+`),
+  },
   // 3.1.2.14 Spaces within addr-spec
-  badaspec: { status: 400, msg: crlf(`OPTIONS sip:user@example.org SIP/2.0
+  badaspec: {
+    status: 400,
+    msg: crlf(`OPTIONS sip:user@example.org SIP/2.0
 Via: SIP/2.0/UDP host4.example.com:5060;branch=z9hG4bKkdju43234
 Max-Forwards: 70
 From: "Bell, Alexander" <sip:a.g.bell@example.com>;tag=433423
@@ -393,9 +432,12 @@ Accept: application/sdp
 CSeq: 3923239 OPTIONS
 l: 0
 
-`) },
+`),
+  },
   // 3.1.2.15 Non-token Characters in Display Name
-  baddn: { status: 400, msg: crlf(`OPTIONS sip:t.watson@example.org SIP/2.0
+  baddn: {
+    status: 400,
+    msg: crlf(`OPTIONS sip:t.watson@example.org SIP/2.0
 Via: SIP/2.0/UDP c.example.com:5060;branch=z9hG4bKkdjuw
 Max-Forwards: 70
 From: Bell, Alexander <sip:a.g.bell@example.com>;tag=43
@@ -405,9 +447,12 @@ Accept: application/sdp
 CSeq: 3923239 OPTIONS
 l: 0
 
-`) },
+`),
+  },
   // 3.1.2.16 Unknown Protocol Version
-  badvers: { status: 505, msg: crlf(`OPTIONS sip:t.watson@example.org SIP/7.0
+  badvers: {
+    status: 505,
+    msg: crlf(`OPTIONS sip:t.watson@example.org SIP/7.0
 Via:     SIP/7.0/UDP c.example.com;branch=z9hG4bKkdjuw
 Max-Forwards:     70
 From:    A. Bell <sip:a.g.bell@example.com>;tag=qweoiqpe
@@ -416,9 +461,12 @@ Call-ID: badvers.31417@c.example.com
 CSeq:    1 OPTIONS
 l: 0
 
-`) },
+`),
+  },
   // 3.1.2.17 Start Line and CSeq Method Mismatch
-  mismatch01: { status: 400, msg: crlf(`OPTIONS sip:user@example.com SIP/2.0
+  mismatch01: {
+    status: 400,
+    msg: crlf(`OPTIONS sip:user@example.com SIP/2.0
 To: sip:j.user@example.com
 From: sip:caller@example.net;tag=34525
 Max-Forwards: 6
@@ -427,9 +475,12 @@ CSeq: 8 INVITE
 Via: SIP/2.0/UDP host.example.com;branch=z9hG4bKkdjuw
 l: 0
 
-`) },
+`),
+  },
   // 3.1.2.18 Unknown Method with CSeq Method Mismatch
-  mismatch02: { status: 400, msg: crlf(`NEWMETHOD sip:user@example.com SIP/2.0
+  mismatch02: {
+    status: 400,
+    msg: crlf(`NEWMETHOD sip:user@example.com SIP/2.0
 To: sip:j.user@example.com
 From: sip:caller@example.net;tag=34525
 Max-Forwards: 6
@@ -440,9 +491,12 @@ Via: SIP/2.0/UDP host.example.net;branch=z9hG4bKkdjuw
 Content-Type: application/sdp
 l: 0
 
-`) },
+`),
+  },
   // 3.1.2.19 Overlarge Response Code
-  bigcode: { status: 0, msg: crlf(`SIP/2.0 4294967301 better not break the receiver
+  bigcode: {
+    status: 0,
+    msg: crlf(`SIP/2.0 4294967301 better not break the receiver
 Via: SIP/2.0/UDP 192.0.2.105;branch=z9hG4bK2398ndaoe
 Call-ID: bigcode.asdof3uj203asdnf3429uasdhfas3ehjasdfas9i
 CSeq: 353494 INVITE
@@ -451,17 +505,23 @@ To: <sip:user@example.edu>;tag=902jndnke3
 Content-Length: 0
 Contact: <sip:user@host105.example.com>
 
-`) },
+`),
+  },
   // 3.1.4.x insuf: missing Call-ID, From and To
-  insuf: { status: 400, msg: crlf(`INVITE sip:user@example.com SIP/2.0
+  insuf: {
+    status: 400,
+    msg: crlf(`INVITE sip:user@example.com SIP/2.0
 CSeq: 193942 INVITE
 Via: SIP/2.0/UDP 192.0.2.95;branch=z9hG4bKkdj.insuf
 Content-Type: application/sdp
 l: 0
 
-`) },
+`),
+  },
   // 3.1.4.x multi01: several single-valued headers repeated
-  multi01: { status: 400, msg: crlf(`INVITE sip:user@company.com SIP/2.0
+  multi01: {
+    status: 400,
+    msg: crlf(`INVITE sip:user@company.com SIP/2.0
 Contact: <sip:caller@host25.example.net>
 Via: SIP/2.0/UDP 192.0.2.25;branch=z9hG4bKkdjuw
 Max-Forwards: 70
@@ -475,9 +535,12 @@ To: sip:other@example.net
 From: sip:caller@example.net;tag=2923420123
 l: 0
 
-`) },
+`),
+  },
   // 3.1.4.x mcl01: multiple Content-Length values
-  mcl01: { status: 400, msg: crlf(`OPTIONS sip:user@example.com SIP/2.0
+  mcl01: {
+    status: 400,
+    msg: crlf(`OPTIONS sip:user@example.com SIP/2.0
 Via: SIP/2.0/UDP host5.example.net;branch=z9hG4bK293423
 To: sip:user@example.com
 From: sip:other@example.net;tag=3923942
@@ -489,5 +552,6 @@ Content-Length: 5
 Content-Type: text/plain
 
 There's no way to know how many octets are supposed to be here.
-`) },
+`),
+  },
 };

@@ -7,8 +7,16 @@ import { createFakeTimers, rawUdpPeer, silentLog, until } from './helpers.js';
 
 async function pair(t: { teardown(fn: () => Promise<void>): void }) {
   const timers = createFakeTimers();
-  const a = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }), log: silentLog, timers });
-  const b = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }), log: silentLog, timers });
+  const a = createSipStack({
+    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
+    log: silentLog,
+    timers,
+  });
+  const b = createSipStack({
+    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
+    log: silentLog,
+    timers,
+  });
   t.teardown(async () => {
     await a.close();
     await b.close();
@@ -41,10 +49,14 @@ t.test('non-INVITE: request, response, retransmission absorbed', async (t) => {
     tx.reply(200, 'OK', { toTag: 'b1' });
   });
   const res: SipResponse[] = [];
-  a.sendRequest(request(a, 'OPTIONS', b.transport.port), { transport: 'udp', host: '127.0.0.1', port: b.transport.port }, {
-    onResponse: (r) => res.push(r),
-    onTimeout: () => t.fail('timeout'),
-  });
+  a.sendRequest(
+    request(a, 'OPTIONS', b.transport.port),
+    { transport: 'udp', host: '127.0.0.1', port: b.transport.port },
+    {
+      onResponse: (r) => res.push(r),
+      onTimeout: () => t.fail('timeout'),
+    },
+  );
   await until(() => res.length === 1);
   t.equal(res[0]?.status, 200);
   t.equal(seen, 1);
@@ -52,17 +64,25 @@ t.test('non-INVITE: request, response, retransmission absorbed', async (t) => {
 
 t.test('INVITE client: Timer A doubles, Timer B times out', async (t) => {
   const timers = createFakeTimers();
-  const a = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }), log: silentLog, timers });
+  const a = createSipStack({
+    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
+    log: silentLog,
+    timers,
+  });
   const peer = await rawUdpPeer();
   t.teardown(async () => {
     await a.close();
     await peer.close();
   });
   let timedOut = false;
-  a.sendRequest(request(a, 'INVITE', peer.port), { transport: 'udp', host: '127.0.0.1', port: peer.port }, {
-    onResponse: () => undefined,
-    onTimeout: () => (timedOut = true),
-  });
+  a.sendRequest(
+    request(a, 'INVITE', peer.port),
+    { transport: 'udp', host: '127.0.0.1', port: peer.port },
+    {
+      onResponse: () => undefined,
+      onTimeout: () => (timedOut = true),
+    },
+  );
   await until(() => peer.got.length === 1);
   timers.advance(500);
   await until(() => peer.got.length === 2);
@@ -81,10 +101,14 @@ t.test('INVITE: 486 is ACKed by the client transaction; server confirmed', async
     st = tx;
   });
   const res: number[] = [];
-  a.sendRequest(request(a, 'INVITE', b.transport.port), { transport: 'udp', host: '127.0.0.1', port: b.transport.port }, {
-    onResponse: (r) => res.push(r.status),
-    onTimeout: () => t.fail('timeout'),
-  });
+  a.sendRequest(
+    request(a, 'INVITE', b.transport.port),
+    { transport: 'udp', host: '127.0.0.1', port: b.transport.port },
+    {
+      onResponse: (r) => res.push(r.status),
+      onTimeout: () => t.fail('timeout'),
+    },
+  );
   await until(() => st !== undefined);
   // A TU slower than 200 ms: the stack says 100 Trying meanwhile.
   timers.advance(200);
@@ -103,10 +127,14 @@ t.test('CANCEL: 200 to CANCEL, 487 to INVITE, TU told', async (t) => {
     tx.reply(180, 'Ringing', { toTag: 'r1' });
   });
   const res: number[] = [];
-  const ct = a.sendRequest(request(a, 'INVITE', b.transport.port), { transport: 'udp', host: '127.0.0.1', port: b.transport.port }, {
-    onResponse: (r) => res.push(r.status),
-    onTimeout: () => t.fail('timeout'),
-  });
+  const ct = a.sendRequest(
+    request(a, 'INVITE', b.transport.port),
+    { transport: 'udp', host: '127.0.0.1', port: b.transport.port },
+    {
+      onResponse: (r) => res.push(r.status),
+      onTimeout: () => t.fail('timeout'),
+    },
+  );
   ct.cancel();
   await until(() => res.includes(487));
   t.ok(cancelled);
@@ -128,28 +156,43 @@ t.test('2xx retransmitted by the server until the ACK (RFC 6026 Accepted)', asyn
   timers.advance(500);
   await until(() => oks.length === 2);
   t.pass('2xx retransmitted and passed up in Accepted');
-  const ack: SipRequest = { ...request(a, 'ACK', b.transport.port), headers: req.headers.filter((h) => h.name !== 'Via' && h.name !== 'CSeq' && h.name !== 'To') };
+  const ack: SipRequest = {
+    ...request(a, 'ACK', b.transport.port),
+    headers: req.headers.filter((h) => h.name !== 'Via' && h.name !== 'CSeq' && h.name !== 'To'),
+  };
   ack.headers.push({ name: 'To', value: '<sip:bob@127.0.0.1>;tag=ok1' }, { name: 'CSeq', value: '1 ACK' });
   await a.sendAck(ack, dest);
   await until(() => acked);
   timers.advance(4000);
   // Barrier: anything sent by the advance above arrives before the answer to this OPTIONS.
   let barrier = false;
-  a.sendRequest(request(a, 'OPTIONS', b.transport.port), dest, { onResponse: () => (barrier = true), onTimeout: () => t.fail('timeout') });
+  a.sendRequest(request(a, 'OPTIONS', b.transport.port), dest, {
+    onResponse: () => (barrier = true),
+    onTimeout: () => t.fail('timeout'),
+  });
   await until(() => barrier);
   t.equal(oks.length, 2, 'no retransmission after ACK');
 });
 
 t.test('UDP INVITE refusals: sent once to an unverified source, retransmitted once it has ACKed our tag', async (t) => {
   const timers = createFakeTimers();
-  const b = createSipStack({ transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }), log: silentLog, timers });
+  const b = createSipStack({
+    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
+    log: silentLog,
+    timers,
+  });
   const peer = await rawUdpPeer();
   t.teardown(async () => {
     await b.close();
     await peer.close();
   });
   b.onRequest((_req, tx) => void tx.reply(401, 'Unauthorized', { toTag: 'ours1' }));
-  const invite = (branch: string, callId: string, method = 'INVITE', toTag = '') => `${method} sip:bob@127.0.0.1:${b.transport.port} SIP/2.0
+  const invite = (
+    branch: string,
+    callId: string,
+    method = 'INVITE',
+    toTag = '',
+  ) => `${method} sip:bob@127.0.0.1:${b.transport.port} SIP/2.0
 Via: SIP/2.0/UDP 127.0.0.1:${peer.port};branch=z9hG4bK${branch};rport
 From: <sip:alice@127.0.0.1>;tag=a1
 To: <sip:bob@127.0.0.1>${toTag ? `;tag=${toTag}` : ''}
@@ -166,7 +209,11 @@ Content-Length: 0
   // Barrier: a second request's answer arrives after anything the advance above sent.
   peer.send(invite('u2', 'c2'), b.transport.port);
   await until(() => peer.got.some((m) => m.includes('Call-ID: c2')));
-  t.equal(peer.got.filter((m) => m.includes('Call-ID: c1')).length, 1, 'no Timer G retransmission to an unverified source');
+  t.equal(
+    peer.got.filter((m) => m.includes('Call-ID: c1')).length,
+    1,
+    'no Timer G retransmission to an unverified source',
+  );
 
   // An ACK with our To tag proves the address reads what we send: retransmission is back.
   peer.send(invite('u2', 'c2', 'ACK', 'ours1'), b.transport.port);

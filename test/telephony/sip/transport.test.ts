@@ -63,7 +63,17 @@ t.test('TCP: framing, connection reuse, oversize closes with 400', async (t) => 
   const first = got[0];
   t.equal(first?.port, sock.localPort);
   // A response to that peer goes over the same connection.
-  await tr.send({ kind: 'response', version: 'SIP/2.0', status: 200, reason: 'OK', headers: [{ name: 'Via', value: 'SIP/2.0/TCP 127.0.0.1' }], body: Buffer.alloc(0) }, { transport: 'tcp', host: '127.0.0.1', port: sock.localPort ?? 0 });
+  await tr.send(
+    {
+      kind: 'response',
+      version: 'SIP/2.0',
+      status: 200,
+      reason: 'OK',
+      headers: [{ name: 'Via', value: 'SIP/2.0/TCP 127.0.0.1' }],
+      body: Buffer.alloc(0),
+    },
+    { transport: 'tcp', host: '127.0.0.1', port: sock.localPort ?? 0 },
+  );
   await until(() => rx.includes('200 OK'));
   t.pass('reply over the inbound connection');
   const closed = new Promise((r) => sock.once('close', r));
@@ -90,13 +100,23 @@ t.test('outbound TLS: a peer that never finishes the handshake fails the send af
   const port = (silent.address() as net.AddressInfo).port;
   const tr = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog, connectTimeoutMs: 300 });
   t.teardown(() => tr.close());
-  const msg = { kind: 'request' as const, method: 'OPTIONS', uri: 'sip:probe@127.0.0.1', version: 'SIP/2.0', headers: [{ name: 'Via', value: 'SIP/2.0/TLS 127.0.0.1;branch=z9hG4bKtls1' }], body: Buffer.alloc(0) };
+  const msg = {
+    kind: 'request' as const,
+    method: 'OPTIONS',
+    uri: 'sip:probe@127.0.0.1',
+    version: 'SIP/2.0',
+    headers: [{ name: 'Via', value: 'SIP/2.0/TLS 127.0.0.1;branch=z9hG4bKtls1' }],
+    body: Buffer.alloc(0),
+  };
   const dest = { transport: 'tls' as const, host: '127.0.0.1', port };
   const started = Date.now();
   // Two sends at once share one connection attempt, and both fail with it.
   const results = await Promise.allSettled([tr.send(msg, dest), tr.send(msg, dest)]);
   const elapsed = Date.now() - started;
-  t.same(results.map((r) => r.status), ['rejected', 'rejected']);
+  t.same(
+    results.map((r) => r.status),
+    ['rejected', 'rejected'],
+  );
   t.match((results[0] as PromiseRejectedResult).reason, { code: 'ETIMEDOUT' });
   t.ok(elapsed >= 250 && elapsed < 3000, `failed after ${elapsed} ms`);
   t.equal(accepted.length, 1, 'one connection for both sends');
@@ -106,11 +126,30 @@ t.test('outbound TLS: a peer that never finishes the handshake fails the send af
 
 t.test('reloadTls: new listener certificate and outbound trust for new connections, without a restart', async (t) => {
   const [cert1, cert2] = [await testCert(), await testCert()];
-  const server = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog, tls: { port: 0, key: cert1.key, cert: cert1.cert } });
+  const server = await createSipTransport({
+    host: '127.0.0.1',
+    port: 0,
+    log: silentLog,
+    tls: { port: 0, key: cert1.key, cert: cert1.cert },
+  });
   t.teardown(() => server.close());
   const got: SipMessage[] = [];
   server.onMessage((m) => got.push(m));
-  const msg = (branch: string) => ({ kind: 'request' as const, method: 'OPTIONS', uri: 'sip:probe@127.0.0.1', version: 'SIP/2.0', headers: [{ name: 'Via', value: `SIP/2.0/TLS 127.0.0.1;branch=z9hG4bK${branch}` }, { name: 'Call-ID', value: branch }, { name: 'CSeq', value: '1 OPTIONS' }, { name: 'From', value: '<sip:a@127.0.0.1>;tag=1' }, { name: 'To', value: '<sip:b@127.0.0.1>' }, { name: 'Max-Forwards', value: '70' }], body: Buffer.alloc(0) });
+  const msg = (branch: string) => ({
+    kind: 'request' as const,
+    method: 'OPTIONS',
+    uri: 'sip:probe@127.0.0.1',
+    version: 'SIP/2.0',
+    headers: [
+      { name: 'Via', value: `SIP/2.0/TLS 127.0.0.1;branch=z9hG4bK${branch}` },
+      { name: 'Call-ID', value: branch },
+      { name: 'CSeq', value: '1 OPTIONS' },
+      { name: 'From', value: '<sip:a@127.0.0.1>;tag=1' },
+      { name: 'To', value: '<sip:b@127.0.0.1>' },
+      { name: 'Max-Forwards', value: '70' },
+    ],
+    body: Buffer.alloc(0),
+  });
   const dest = { transport: 'tls' as const, host: '127.0.0.1', port: server.tlsPort! };
 
   const client = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog });

@@ -13,7 +13,12 @@ async function udpFrom(address: string) {
   return {
     got,
     send: (text: string, to: number) => sock.send(Buffer.from(text.replace(/\r?\n/g, '\r\n')), to, '127.0.0.1'),
-    invite: (callId: string, branch: string, sipPort: number, extra = '') => `INVITE sip:+14155550100@127.0.0.1:${sipPort} SIP/2.0
+    invite: (
+      callId: string,
+      branch: string,
+      sipPort: number,
+      extra = '',
+    ) => `INVITE sip:+14155550100@127.0.0.1:${sipPort} SIP/2.0
 Via: SIP/2.0/UDP ${address}:${port};branch=z9hG4bK${branch};rport
 From: <sip:caller@${address}>;tag=from-${callId}
 To: <sip:+14155550100@127.0.0.1>
@@ -23,7 +28,12 @@ Max-Forwards: 70
 ${extra}Content-Length: 0
 
 `,
-    ack: (callId: string, branch: string, toTag: string, sipPort: number) => `ACK sip:+14155550100@127.0.0.1:${sipPort} SIP/2.0
+    ack: (
+      callId: string,
+      branch: string,
+      toTag: string,
+      sipPort: number,
+    ) => `ACK sip:+14155550100@127.0.0.1:${sipPort} SIP/2.0
 Via: SIP/2.0/UDP ${address}:${port};branch=z9hG4bK${branch};rport
 From: <sip:caller@${address}>;tag=from-${callId}
 To: <sip:+14155550100@127.0.0.1>;tag=${toTag}
@@ -37,7 +47,8 @@ Content-Length: 0
   };
 }
 
-const challenges = (got: string[], callId: string) => got.filter((m) => /^SIP\/2\.0 401 /.test(m) && m.includes(`Call-ID: ${callId}\r\n`));
+const challenges = (got: string[], callId: string) =>
+  got.filter((m) => /^SIP\/2\.0 401 /.test(m) && m.includes(`Call-ID: ${callId}\r\n`));
 
 t.test('UDP INVITE without auth from an unverified source: one 401, never retransmitted', async (t) => {
   // A small T1 shortens Timer G's schedule (T1, 2T1, 4T1, ... up to 64*T1).

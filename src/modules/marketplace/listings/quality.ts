@@ -17,11 +17,25 @@ export const QUALITY_TTL_MS = 60_000;
 const answeredSql = (sql: Sql) => sql`(status in ('answered', 'completed') or sip_code between 200 and 299)`;
 
 type Win = WindowStats['window'] | 'all';
-interface WinRow { routeId: string; win: Win; calls: number; buyers: number; answered: number; effective: number; seconds: string; pdd: number | null }
+interface WinRow {
+  routeId: string;
+  win: Win;
+  calls: number;
+  buyers: number;
+  answered: number;
+  effective: number;
+  seconds: string;
+  pdd: number | null;
+}
 
 const statsOf = (win: WindowStats['window'], r: WinRow): WindowStats => ({
-  window: win, calls: r.calls, buyers: r.buyers, answered: r.answered, networkEffective: r.effective,
-  totalAnsweredSeconds: Number(r.seconds), medianPddMs: r.pdd === null ? 0 : Math.round(Number(r.pdd)),
+  window: win,
+  calls: r.calls,
+  buyers: r.buyers,
+  answered: r.answered,
+  networkEffective: r.effective,
+  totalAnsweredSeconds: Number(r.seconds),
+  medianPddMs: r.pdd === null ? 0 : Math.round(Number(r.pdd)),
 });
 
 /**
@@ -37,7 +51,10 @@ const statsOf = (win: WindowStats['window'], r: WinRow): WindowStats => ({
  * cannot come from day sums: a route with at most 1,000 calls uses its all-time sums; only a route
  * with more, whose 7- and 30-day windows both fall short, is read from `cdrs` (its last 1,000 legs).
  */
-export function createCdrQualitySource(deps: { sql: Sql; clock: Clock; ttlMs?: number }): { quality: QualitySource; activity: MarketActivity } {
+export function createCdrQualitySource(deps: { sql: Sql; clock: Clock; ttlMs?: number }): {
+  quality: QualitySource;
+  activity: MarketActivity;
+} {
   const { sql, clock } = deps;
   const ttl = deps.ttlMs ?? QUALITY_TTL_MS;
   const cache = new Map<string, { at: number; value: MeasuredQuality | null }>();
@@ -53,23 +70,41 @@ export function createCdrQualitySource(deps: { sql: Sql; clock: Clock; ttlMs?: n
       return { win, since, firstDay: since.toISOString().slice(0, 10), wholeFrom };
     });
     const unionAll = (parts: PendingQuery<Row[]>[]) => parts.reduce((acc, part) => sql`${acc} union all ${part}`);
-    const partials = bounds.flatMap((b) => (b.since === null ? [] : [sql`
+    const partials = bounds.flatMap((b) =>
+      b.since === null
+        ? []
+        : [
+            sql`
       select ${b.win}::text as win, c.route_id, c.account_id, c.pdd_ms, c.duration_seconds,
         ${answeredSql(sql)} as answered,
         (${answeredSql(sql)} or status in ('busy', 'no_answer', 'declined') or sip_code in (486, 487, 600, 603)) as effective
       from cdrs c
       where c.route_id = any(${idList}::uuid[]) and c.kind = 'voice' and not c.is_probe and not c.simulated
-        and c.created_at > ${b.since} and c.created_at < ${b.wholeFrom} and c.created_at <= ${now}`]));
-    const part = partials.length > 0 ? unionAll(partials) : sql`
+        and c.created_at > ${b.since} and c.created_at < ${b.wholeFrom} and c.created_at <= ${now}`,
+          ],
+    );
+    const part =
+      partials.length > 0
+        ? unionAll(partials)
+        : sql`
       select null::text as win, null::uuid as route_id, null::uuid as account_id, null::int as pdd_ms, null::int as duration_seconds,
         false as answered, false as effective where false`;
-    const days = (b: (typeof bounds)[number], alias: PendingQuery<Row[]>) => (b.firstDay === null ? sql`` : sql`and ${alias}.day > ${b.firstDay}::date`);
-    const wholeDays = unionAll(bounds.map((b) => sql`
+    const days = (b: (typeof bounds)[number], alias: PendingQuery<Row[]>) =>
+      b.firstDay === null ? sql`` : sql`and ${alias}.day > ${b.firstDay}::date`;
+    const wholeDays = unionAll(
+      bounds.map(
+        (b) => sql`
       select ${b.win}::text as win, q.route_id, q.account_id, q.calls, q.answered, q.effective, q.answered_seconds
-      from route_quality_daily q where q.route_id = any(${idList}::uuid[]) ${days(b, sql`q`)}`));
-    const wholePdds = unionAll(bounds.map((b) => sql`
+      from route_quality_daily q where q.route_id = any(${idList}::uuid[]) ${days(b, sql`q`)}`,
+      ),
+    );
+    const wholePdds = unionAll(
+      bounds.map(
+        (b) => sql`
       select ${b.win}::text as win, p.route_id, p.pdd_ms, p.calls as n
-      from route_pdd_daily p where p.route_id = any(${idList}::uuid[]) ${days(b, sql`p`)}`));
+      from route_pdd_daily p where p.route_id = any(${idList}::uuid[]) ${days(b, sql`p`)}`,
+      ),
+    );
     return sql<WinRow[]>`
     with part as (${part}),
     per_buyer as (
@@ -139,7 +174,9 @@ export function createCdrQualitySource(deps: { sql: Sql; clock: Clock; ttlMs?: n
     const older: string[] = [];
     for (const id of ids) {
       const m = byRoute.get(id) ?? {};
-      const recent = measuredFrom([m['7d'], m['30d']].flatMap((r, i) => (r === undefined ? [] : [statsOf(i === 0 ? '7d' : '30d', r)])));
+      const recent = measuredFrom(
+        [m['7d'], m['30d']].flatMap((r, i) => (r === undefined ? [] : [statsOf(i === 0 ? '7d' : '30d', r)])),
+      );
       if (recent !== null) out.set(id, recent);
       else older.push(id);
     }
@@ -187,7 +224,8 @@ export function createCdrQualitySource(deps: { sql: Sql; clock: Clock; ttlMs?: n
   let lastActivity: { at: number; since: number; value: { calls: number; answered: number } } | null = null;
   const activity: MarketActivity = async (since) => {
     const now = clock.now().getTime();
-    if (lastActivity !== null && now - lastActivity.at < ttl && Math.abs(lastActivity.since - since.getTime()) < ttl) return lastActivity.value;
+    if (lastActivity !== null && now - lastActivity.at < ttl && Math.abs(lastActivity.since - since.getTime()) < ttl)
+      return lastActivity.value;
     // Whole days from the day summaries, the partly covered first day from cdrs (as fromSummaries).
     const [row] = await sql<{ calls: number; answered: number }[]>`
       with b as (select (${since}::timestamptz at time zone 'UTC')::date as first_day)

@@ -76,16 +76,37 @@ const ROUTE_COLUMNS = (sql: Db) => sql`
 
 export async function insertRoute(db: Db, r: NewRoute, endpoints: Omit<EndpointRow, 'routeId'>[]): Promise<void> {
   await db`insert into routes ${db({
-    id: r.id, seller_id: r.sellerId, type: r.type, name: r.name, country: r.country, visibility: r.visibility,
-    expected_asr: r.expectedAsr, expected_acd: r.expectedAcd, expected_pdd: r.expectedPdd, cli_type: r.cliType,
-    billing_increment: r.billingIncrement, capacity: r.capacity, max_cps: r.maxCps, notice_days: r.noticeDays, media_mode: r.mediaMode,
+    id: r.id,
+    seller_id: r.sellerId,
+    type: r.type,
+    name: r.name,
+    country: r.country,
+    visibility: r.visibility,
+    expected_asr: r.expectedAsr,
+    expected_acd: r.expectedAcd,
+    expected_pdd: r.expectedPdd,
+    cli_type: r.cliType,
+    billing_increment: r.billingIncrement,
+    capacity: r.capacity,
+    max_cps: r.maxCps,
+    notice_days: r.noticeDays,
+    media_mode: r.mediaMode,
     sms_delivery: r.smsDelivery === null ? null : db.json(r.smsDelivery),
   })}`;
   await db`insert into rate_decks (route_id) values (${r.id})`;
   for (const e of endpoints) {
     await db`insert into route_endpoints ${db({
-      id: e.id, route_id: r.id, host: e.host, port: e.port, transport: e.transport, tech_prefix: e.techPrefix,
-      username: e.username, password: e.password, priority: e.priority, weight: e.weight, label: e.label,
+      id: e.id,
+      route_id: r.id,
+      host: e.host,
+      port: e.port,
+      transport: e.transport,
+      tech_prefix: e.techPrefix,
+      username: e.username,
+      password: e.password,
+      priority: e.priority,
+      weight: e.weight,
+      label: e.label,
     })}`;
   }
 }
@@ -129,16 +150,23 @@ export interface ListFilter {
 export async function listRoutes(sql: Sql, f: ListFilter): Promise<{ rows: RouteRow[]; total: number }> {
   const where = sql`
     r.status = 'active'
-    ${f.ownOnly ? sql`and r.seller_id = ${f.viewerId}` : sql`and (r.visibility = 'public' or r.seller_id = ${f.viewerId}
-      or exists (select 1 from route_access a where a.route_id = r.id and a.account_id = ${f.viewerId}))`}
+    ${
+      f.ownOnly
+        ? sql`and r.seller_id = ${f.viewerId}`
+        : sql`and (r.visibility = 'public' or r.seller_id = ${f.viewerId}
+      or exists (select 1 from route_access a where a.route_id = r.id and a.account_id = ${f.viewerId}))`
+    }
     ${f.type ? sql`and r.type = ${f.type}` : sql``}
     ${f.country ? sql`and r.country = ${f.country}` : sql``}
     ${f.minStatedAsr !== undefined ? sql`and r.expected_asr >= ${f.minStatedAsr}` : sql``}`;
   const order =
-    f.sort === 'price_asc' ? sql`lowest_rate::numeric asc nulls last, id`
-    : f.sort === 'price_desc' ? sql`lowest_rate::numeric desc nulls last, id`
-    : f.sort === 'stated_asr_desc' ? sql`expected_asr::numeric desc nulls last, id`
-    : sql`id desc`;
+    f.sort === 'price_asc'
+      ? sql`lowest_rate::numeric asc nulls last, id`
+      : f.sort === 'price_desc'
+        ? sql`lowest_rate::numeric desc nulls last, id`
+        : f.sort === 'stated_asr_desc'
+          ? sql`expected_asr::numeric desc nulls last, id`
+          : sql`id desc`;
   const rows = await sql<(RouteRow & { total: string })[]>`
     select * from (
       select ${ROUTE_COLUMNS(sql)}, count(*) over () as total
@@ -159,7 +187,10 @@ export async function endpointsFor(sql: Sql, routeIds: readonly string[]): Promi
 }
 
 /** SMS delivery details including secrets: for the delivery path only, never for a response. */
-export async function smsDeliveryFor(sql: Sql, routeIds: readonly string[]): Promise<Map<string, Record<string, unknown>>> {
+export async function smsDeliveryFor(
+  sql: Sql,
+  routeIds: readonly string[],
+): Promise<Map<string, Record<string, unknown>>> {
   if (routeIds.length === 0) return new Map();
   const rows = await sql<{ id: string; smsDelivery: Record<string, unknown> | null }[]>`
     select id, sms_delivery from routes where id = any(${sql.array(routeIds as string[])}::uuid[])`;
@@ -226,7 +257,19 @@ export async function ratesPage(
 }
 
 export async function scheduledChanges(sql: Sql, routeId: string, after: Date, purchaseId: string | null = null) {
-  return sql<{ id: string; prefix: string; mccMnc: string; kind: 'increase' | 'removal'; oldRate: string | null; newRate: string | null; effectiveAt: Date; status: string; acceptedAt: Date | null }[]>`
+  return sql<
+    {
+      id: string;
+      prefix: string;
+      mccMnc: string;
+      kind: 'increase' | 'removal';
+      oldRate: string | null;
+      newRate: string | null;
+      effectiveAt: Date;
+      status: string;
+      acceptedAt: Date | null;
+    }[]
+  >`
     select c.id, c.prefix, c.mcc_mnc, c.kind, c.old_rate::numeric(20,6)::text as old_rate, c.new_rate::numeric(20,6)::text as new_rate,
       c.effective_at, c.status, a.accepted_at
     from rate_changes c
@@ -258,8 +301,23 @@ export interface DeckWrite {
   /** ids of rows to close, with the time each closes */
   closeIds: string[];
   closeAt: Date[];
-  insert: { prefix: string; mccMnc: string; destination: string; rate: string; increment: string; effectiveFrom: Date }[];
-  changes: { id: string; prefix: string; mccMnc: string; kind: 'increase' | 'removal'; oldRate: string | null; newRate: string | null; effectiveAt: Date }[];
+  insert: {
+    prefix: string;
+    mccMnc: string;
+    destination: string;
+    rate: string;
+    increment: string;
+    effectiveFrom: Date;
+  }[];
+  changes: {
+    id: string;
+    prefix: string;
+    mccMnc: string;
+    kind: 'increase' | 'removal';
+    oldRate: string | null;
+    newRate: string | null;
+    effectiveAt: Date;
+  }[];
 }
 
 /**
@@ -276,7 +334,11 @@ export async function lockDeckForUpload(tx: Db, routeId: string, now: Date): Pro
 
 /** Writes an upload's plan in the caller's transaction and announces the new version. */
 export async function writeDeck(
-  tx: Db, routeId: string, w: DeckWrite, now: Date, liveCount: number,
+  tx: Db,
+  routeId: string,
+  w: DeckWrite,
+  now: Date,
+  liveCount: number,
   load: { onLoaded?: (rows: number) => void; signal?: AbortSignal } = {},
 ): Promise<string> {
   if (w.closeIds.length > 0) {
@@ -323,7 +385,9 @@ export async function writeDeck(
 export const DECK_CHANNEL = 'svc_rate_deck';
 
 export async function bumpDeck(db: Db, routeId: string): Promise<void> {
-  const [deck] = await db<{ version: string }[]>`update rate_decks set version = version + 1 where route_id = ${routeId} returning version::text`;
+  const [deck] = await db<
+    { version: string }[]
+  >`update rate_decks set version = version + 1 where route_id = ${routeId} returning version::text`;
   if (deck) await db`select pg_notify(${DECK_CHANNEL}, ${`${routeId}:${deck.version}`})`;
 }
 
@@ -344,7 +408,16 @@ export async function cancelScheduledChange(tx: Db, routeId: string, changeId: s
 
 /** Per country and type: public active routes and their cheapest country row in force (list price, no fee). */
 export async function marketDestinations(sql: Sql, at: Date) {
-  return sql<{ country: string; type: 'voice' | 'sms'; routes: number; lowest: string; lowestDestination: string; lowestPrefix: string }[]>`
+  return sql<
+    {
+      country: string;
+      type: 'voice' | 'sms';
+      routes: number;
+      lowest: string;
+      lowestDestination: string;
+      lowestPrefix: string;
+    }[]
+  >`
     select r.country, r.type, count(distinct r.id)::int as routes,
       min(x.rate)::numeric(20,6)::text as lowest,
       (array_agg(x.destination order by x.rate, x.prefix))[1] as lowest_destination,
@@ -358,10 +431,18 @@ export async function marketDestinations(sql: Sql, at: Date) {
 
 /** Counts over public active routes for the marketplace summary (list prices, no fee). */
 export async function marketSummary(sql: Sql, at: Date, since: Date) {
-  const [row] = await sql<{
-    routes: number; voiceRoutes: number; smsRoutes: number; destinations: number; capacity: string | null;
-    avgAsr: string | null; avgAcd: string | null; avgPrice: string | null;
-  }[]>`
+  const [row] = await sql<
+    {
+      routes: number;
+      voiceRoutes: number;
+      smsRoutes: number;
+      destinations: number;
+      capacity: string | null;
+      avgAsr: string | null;
+      avgAcd: string | null;
+      avgPrice: string | null;
+    }[]
+  >`
     with pub as (
       select r.id, r.type, r.country, r.capacity, r.expected_asr, r.expected_acd,
         (select min(x.rate) from rate_rows x where x.route_id = r.id and x.mcc_mnc = ''
@@ -386,10 +467,19 @@ export async function marketSummary(sql: Sql, at: Date, since: Date) {
 
 /** Rows in force of public active routes of one country and type, for a destination's page. */
 export async function marketRows(sql: Sql, country: string, type: 'voice' | 'sms', at: Date) {
-  return sql<{
-    routeId: string; cliType: string | null; billingIncrement: string; expectedAsr: string | null; expectedAcd: string | null;
-    prefix: string; destination: string; rate: string; increment: string;
-  }[]>`
+  return sql<
+    {
+      routeId: string;
+      cliType: string | null;
+      billingIncrement: string;
+      expectedAsr: string | null;
+      expectedAcd: string | null;
+      prefix: string;
+      destination: string;
+      rate: string;
+      increment: string;
+    }[]
+  >`
     select r.id as route_id, r.cli_type, r.billing_increment, r.expected_asr::text as expected_asr, r.expected_acd::text as expected_acd,
       x.prefix, x.destination, x.rate::numeric(20,6)::text as rate, x.increment
     from routes r
@@ -409,8 +499,17 @@ export async function findOwnEndpoint(db: Db, id: string, sellerId: string): Pro
 
 export async function insertEndpoint(db: Db, e: EndpointRow): Promise<void> {
   await db`insert into route_endpoints ${db({
-    id: e.id, route_id: e.routeId, host: e.host, port: e.port, transport: e.transport, tech_prefix: e.techPrefix,
-    username: e.username, password: e.password, priority: e.priority, weight: e.weight, label: e.label,
+    id: e.id,
+    route_id: e.routeId,
+    host: e.host,
+    port: e.port,
+    transport: e.transport,
+    tech_prefix: e.techPrefix,
+    username: e.username,
+    password: e.password,
+    priority: e.priority,
+    weight: e.weight,
+    label: e.label,
   })}`;
 }
 
@@ -435,24 +534,48 @@ export async function ownRoutesOfType(db: Db, sellerId: string, type: 'voice' | 
 }
 
 /** Puts one endpoint on many routes: replacing their endpoints, or added beside them. */
-export async function setEndpointOnRoutes(db: Db, routeIds: readonly string[], e: Omit<EndpointRow, 'id' | 'routeId'>, mode: 'replace' | 'add', ids: readonly string[]) {
-  if (mode === 'replace') await db`delete from route_endpoints where route_id = any(${db.array(routeIds as string[])}::uuid[])`;
+export async function setEndpointOnRoutes(
+  db: Db,
+  routeIds: readonly string[],
+  e: Omit<EndpointRow, 'id' | 'routeId'>,
+  mode: 'replace' | 'add',
+  ids: readonly string[],
+) {
+  if (mode === 'replace')
+    await db`delete from route_endpoints where route_id = any(${db.array(routeIds as string[])}::uuid[])`;
   await db`
     insert into route_endpoints (id, route_id, host, port, transport, tech_prefix, username, password, priority, weight, label)
     select x.id, x.route_id, ${e.host}, ${e.port}, ${e.transport}, ${e.techPrefix}, ${e.username}, ${e.password}, ${e.priority}, ${e.weight}, ${e.label}
     from unnest(${db.array(ids as string[])}::uuid[], ${db.array(routeIds as string[])}::uuid[]) as x(id, route_id)`;
 }
 
-export async function setSmsDelivery(db: Db, routeIds: readonly string[], delivery: Record<string, string | number | boolean | null>, at: Date) {
+export async function setSmsDelivery(
+  db: Db,
+  routeIds: readonly string[],
+  delivery: Record<string, string | number | boolean | null>,
+  at: Date,
+) {
   await db`update routes set sms_delivery = ${db.json(delivery)}, updated_at = ${at} where id = any(${db.array(routeIds as string[])}::uuid[])`;
 }
 
 /** Per own route: the facts listing health is judged on. */
 export async function listingHealth(sql: Sql, sellerId: string, at: Date) {
-  return sql<{
-    id: string; name: string; type: 'voice' | 'sms'; status: string; visibility: string; rateCount: number; endpoints: number;
-    hasSmsDelivery: boolean; expectedAsr: string | null; purchases: number; scheduledChanges: number; uploadedAt: Date | null;
-  }[]>`
+  return sql<
+    {
+      id: string;
+      name: string;
+      type: 'voice' | 'sms';
+      status: string;
+      visibility: string;
+      rateCount: number;
+      endpoints: number;
+      hasSmsDelivery: boolean;
+      expectedAsr: string | null;
+      purchases: number;
+      scheduledChanges: number;
+      uploadedAt: Date | null;
+    }[]
+  >`
     select r.id, r.name, r.type, r.status, r.visibility, coalesce(d.row_count, 0)::int as rate_count,
       (select count(*)::int from route_endpoints e where e.route_id = r.id) as endpoints,
       (r.sms_delivery is not null) as has_sms_delivery, r.expected_asr::text as expected_asr,

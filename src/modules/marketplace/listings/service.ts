@@ -5,12 +5,24 @@ import type { Sql } from '../../../db/connection.js';
 import { AppError, conflict, notFound, ruleError, validationError } from '../../../http/errors.js';
 import type { Clock } from '../../../platform/clock.js';
 import { newId } from '../../../platform/ids.js';
-import { REFUSED_MESSAGE, supplierGuardFrom, TargetRefusedError, type TargetGuard } from '../../../platform/outbound-guard.js';
+import {
+  REFUSED_MESSAGE,
+  supplierGuardFrom,
+  TargetRefusedError,
+  type TargetGuard,
+} from '../../../platform/outbound-guard.js';
 import type { SelfAddresses } from '../../../platform/self-addresses.js';
 import { bindFieldProblems } from '../../../messaging/bind-fields.js';
 import { Decimal } from 'decimal.js';
 import {
-  countCsvRows, createPlatformFee, parseIncrement, parseRateSheetCsvSliced, parseRateSheetJsonSliced, planRateChangesSteps, round6, toMoney,
+  countCsvRows,
+  createPlatformFee,
+  parseIncrement,
+  parseRateSheetCsvSliced,
+  parseRateSheetJsonSliced,
+  planRateChangesSteps,
+  round6,
+  toMoney,
 } from '../../../rating/index.js';
 import type { NewSheetEntry, PlatformFee, SheetResult } from '../../../rating/index.js';
 import { runSliced, STEP_ITEMS, type Slicing, type Steps } from '../../../platform/cooperative.js';
@@ -87,14 +99,17 @@ const MAX_SORTED = 10_000;
 export const MAX_BULK_ROUTES = 5000;
 const MAX_ENDPOINTS_PER_ROUTE = 10;
 const LOW_MEASURED_ASR = 0.2;
-const HOSTNAME_RE = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const HOSTNAME_RE =
+  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 /** Whether a SIP or SMPP target is well formed: an IP address (IPv6 bare or in brackets) or a DNS name, and a port. */
 export function targetProblems(host: string, port: number, path: string): { path: string; message: string }[] {
   const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
   const out: { path: string; message: string }[] = [];
-  if (isIP(bare) === 0 && (bare !== host || !HOSTNAME_RE.test(host) || /^[\d.]+$/.test(host))) out.push({ path: `${path}/host`, message: 'must be an IP address or a DNS name' });
-  if (!Number.isInteger(port) || port < 1 || port > 65535) out.push({ path: `${path}/port`, message: 'must be 1 to 65535' });
+  if (isIP(bare) === 0 && (bare !== host || !HOSTNAME_RE.test(host) || /^[\d.]+$/.test(host)))
+    out.push({ path: `${path}/host`, message: 'must be an IP address or a DNS name' });
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    out.push({ path: `${path}/port`, message: 'must be 1 to 65535' });
   return out;
 }
 const cmpStr = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -109,7 +124,11 @@ export interface SipProbeResult {
  * Sends one OPTIONS to a UDP, TCP or TLS endpoint; null when this daemon's SIP plane is not running
  * (not listening yet, or a daemon built without one).
  */
-export type SipProbe = (target: { host: string; port: number; transport: 'udp' | 'tcp' | 'tls' }) => Promise<SipProbeResult> | null;
+export type SipProbe = (target: {
+  host: string;
+  port: number;
+  transport: 'udp' | 'tcp' | 'tls';
+}) => Promise<SipProbeResult> | null;
 
 /** Why a probe result refuses a bulk write, in words for the seller. */
 const probeProblem = (r: SipProbeResult): string =>
@@ -117,8 +136,17 @@ const probeProblem = (r: SipProbeResult): string =>
 
 /** Sorts of GET /routes; the measured ones are ordered in memory (see listRoutes). */
 export const ROUTE_SORTS = [
-  'newest', 'price_asc', 'price_desc', 'stated_asr_desc',
-  'measured_asr_desc', 'measured_asr_asc', 'measured_acd_desc', 'measured_acd_asc', 'ner_desc', 'ner_asc', 'quality_desc',
+  'newest',
+  'price_asc',
+  'price_desc',
+  'stated_asr_desc',
+  'measured_asr_desc',
+  'measured_asr_asc',
+  'measured_acd_desc',
+  'measured_acd_asc',
+  'ner_desc',
+  'ner_asc',
+  'quality_desc',
 ] as const;
 export type RouteSort = (typeof ROUTE_SORTS)[number];
 const MEASURED_SORTS: ReadonlySet<RouteSort> = new Set(ROUTE_SORTS.slice(4));
@@ -128,13 +156,24 @@ export type ListFilterIn = Omit<repo.ListFilter, 'sort'> & { sort: RouteSort };
 export function platformFeeFrom(config: Readonly<Config>): PlatformFee {
   const b = config.billing;
   if (b.platform_fee_mode === 'percent') return createPlatformFee({ kind: 'percent', percent: b.platform_fee_percent });
-  return createPlatformFee({ kind: 'absolute', perMinute: b.platform_fee_voice_per_minute, perMessage: b.platform_fee_sms_per_message });
+  return createPlatformFee({
+    kind: 'absolute',
+    perMinute: b.platform_fee_voice_per_minute,
+    perMessage: b.platform_fee_sms_per_message,
+  });
 }
 
 /** Listings, delivery details, rate decks (spec "Routes"); owns routes, route_endpoints, rate_* and route_access. */
 export function createRoutesService(deps: {
-  sql: Sql; clock: Clock; log: Logger; config: Readonly<Config>; decks?: DeckCache; quality?: QualitySource; routingCache?: RoutingCache;
-  self?: SelfAddresses; guard?: TargetGuard;
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  config: Readonly<Config>;
+  decks?: DeckCache;
+  quality?: QualitySource;
+  routingCache?: RoutingCache;
+  self?: SelfAddresses;
+  guard?: TargetGuard;
   /** Bulk SIP endpoint changes probe the endpoint once with it; without it they check the form only. */
   sipProbe?: SipProbe;
 }) {
@@ -149,9 +188,22 @@ export function createRoutesService(deps: {
   const measuredView = (m: MeasuredQuality | null | undefined) =>
     m === null || m === undefined
       ? null
-      : { asr: r2(m.asr * 100), acd: r2(m.acd), ner: r2(m.ner * 100), medianPddMs: m.medianPddMs, calls: m.calls, buyers: m.buyers, window: m.window };
+      : {
+          asr: r2(m.asr * 100),
+          acd: r2(m.acd),
+          ner: r2(m.ner * 100),
+          medianPddMs: m.medianPddMs,
+          calls: m.calls,
+          buyers: m.buyers,
+          window: m.window,
+        };
 
-  const present = (r: RouteRow, viewerId: string, endpoints: EndpointRow[] = [], measured: MeasuredQuality | null = null) => {
+  const present = (
+    r: RouteRow,
+    viewerId: string,
+    endpoints: EndpointRow[] = [],
+    measured: MeasuredQuality | null = null,
+  ) => {
     const own = r.sellerId === viewerId;
     return {
       id: r.id,
@@ -177,8 +229,16 @@ export function createRoutesService(deps: {
       // Delivery details only for the seller, and never the secrets.
       endpoints: own
         ? endpoints.map((e) => ({
-            id: e.id, host: e.host, port: e.port, transport: e.transport, techPrefix: e.techPrefix, username: e.username,
-            hasPassword: e.password !== null && e.password !== '', priority: e.priority, weight: e.weight, label: e.label,
+            id: e.id,
+            host: e.host,
+            port: e.port,
+            transport: e.transport,
+            techPrefix: e.techPrefix,
+            username: e.username,
+            hasPassword: e.password !== null && e.password !== '',
+            priority: e.priority,
+            weight: e.weight,
+            label: e.label,
           }))
         : null,
       smsDeliveryKind: own ? r.smsDeliveryKind : null,
@@ -192,12 +252,15 @@ export function createRoutesService(deps: {
       errors.push({ path: '/billingIncrement', message: 'must be <first>/<next> in seconds, e.g. 60/60 or 30/6' });
     }
     if (input.type === 'voice') {
-      if (!input.endpoints || input.endpoints.length === 0) errors.push({ path: '/endpoints', message: 'a voice route needs at least one SIP endpoint' });
+      if (!input.endpoints || input.endpoints.length === 0)
+        errors.push({ path: '/endpoints', message: 'a voice route needs at least one SIP endpoint' });
       if (input.smsDelivery) errors.push({ path: '/smsDelivery', message: 'only SMS routes have SMS delivery' });
     } else {
-      if (!input.smsDelivery) errors.push({ path: '/smsDelivery', message: 'an SMS route needs SMPP or HTTPS delivery' });
+      if (!input.smsDelivery)
+        errors.push({ path: '/smsDelivery', message: 'an SMS route needs SMPP or HTTPS delivery' });
       if (input.mediaMode === 'proxy') errors.push({ path: '/mediaMode', message: 'only voice routes carry media' });
-      if (input.endpoints && input.endpoints.length > 0) errors.push({ path: '/endpoints', message: 'only voice routes have SIP endpoints' });
+      if (input.endpoints && input.endpoints.length > 0)
+        errors.push({ path: '/endpoints', message: 'only voice routes have SIP endpoints' });
       if (input.smsDelivery?.kind === 'http' && !/^https:\/\//i.test(input.smsDelivery.url)) {
         errors.push({ path: '/smsDelivery/url', message: 'must be an https URL' });
       }
@@ -205,13 +268,16 @@ export function createRoutesService(deps: {
     if (errors.length > 0) throw validationError(errors);
   };
 
-
   /**
    * Supplier targets a seller saves must be public addresses (or in the operator's private
    * networks), and never the exchange itself: checked here, and again at every connection (DNS
    * can change). A name that does not resolve now is left to the connection's check.
    */
-  const targetRefusals = async (endpoints: readonly { host: string; port?: number | undefined }[], sms: SmsDeliveryInput | undefined, at: { endpoints: (i: number) => string; sms: string }) => {
+  const targetRefusals = async (
+    endpoints: readonly { host: string; port?: number | undefined }[],
+    sms: SmsDeliveryInput | undefined,
+    at: { endpoints: (i: number) => string; sms: string },
+  ) => {
     const out: { path: string; message: string }[] = [];
     const refused = async (host: string, port: number): Promise<boolean> => {
       try {
@@ -222,11 +288,13 @@ export function createRoutesService(deps: {
       }
     };
     for (const [i, e] of endpoints.entries()) {
-      if (await refused(e.host, e.port ?? 5060)) out.push({ path: `${at.endpoints(i)}/host`, message: REFUSED_MESSAGE });
+      if (await refused(e.host, e.port ?? 5060))
+        out.push({ path: `${at.endpoints(i)}/host`, message: REFUSED_MESSAGE });
     }
     if (sms?.kind === 'smpp') {
       if (await refused(sms.host, sms.port)) out.push({ path: `${at.sms}/host`, message: REFUSED_MESSAGE });
-      for (const f of bindFieldProblems(sms)) out.push({ path: `${at.sms}/${f}`, message: 'must not hold control characters' });
+      for (const f of bindFieldProblems(sms))
+        out.push({ path: `${at.sms}/${f}`, message: 'must not hold control characters' });
     } else if (sms?.kind === 'http') {
       let u: URL | null;
       try {
@@ -234,7 +302,8 @@ export function createRoutesService(deps: {
       } catch {
         u = null;
       }
-      if (u && (await refused(u.hostname, u.port ? Number(u.port) : 443))) out.push({ path: `${at.sms}/url`, message: REFUSED_MESSAGE });
+      if (u && (await refused(u.hostname, u.port ? Number(u.port) : 443)))
+        out.push({ path: `${at.sms}/url`, message: REFUSED_MESSAGE });
     }
     return out;
   };
@@ -246,27 +315,47 @@ export function createRoutesService(deps: {
   const parseWhen = (text: string | undefined): Date | null => {
     if (text === undefined) return null;
     const d = new Date(text);
-    if (Number.isNaN(d.getTime())) throw validationError([{ path: '/increaseEffectiveAt', message: 'must be a date-time' }]);
+    if (Number.isNaN(d.getTime()))
+      throw validationError([{ path: '/increaseEffectiveAt', message: 'must be a date-time' }]);
     return d;
   };
 
-  // eslint-disable-next-line require-yield -- the rows are already made: steps that end at once
-  const asSteps = (rows: readonly NewSheetEntry[]) => function* (): Steps<readonly NewSheetEntry[]> {
-    return rows;
-  };
+  // The rows are already made: steps that end at once.
+  const asSteps = (rows: readonly NewSheetEntry[]) =>
+    // eslint-disable-next-line require-yield
+    function* (): Steps<readonly NewSheetEntry[]> {
+      return rows;
+    };
 
   // Turning the rows in force and a sheet into the deck's writes: steps, so a 500,000-row deck
   // never holds the event loop for more than a slice.
-  function* planWrite(route: RouteRow, live: repo.LiveRateRow[], rows: readonly NewSheetEntry[], now: Date, increaseAt: Date | null) {
+  function* planWrite(
+    route: RouteRow,
+    live: repo.LiveRateRow[],
+    rows: readonly NewSheetEntry[],
+    now: Date,
+    increaseAt: Date | null,
+  ) {
     const idByKey = new Map<string, string>();
     const active: NewSheetEntry[] = [];
     for (let i = 0; i < live.length; i++) {
       const r = live[i]!;
       idByKey.set(`${r.prefix}|${r.mccMnc}`, r.id);
-      active.push({ prefix: r.prefix, destination: r.destination, rate: r.rate, increment: parseIncrement(r.increment)!, mccMnc: r.mccMnc === '' ? null : r.mccMnc, effectiveAt: null });
+      active.push({
+        prefix: r.prefix,
+        destination: r.destination,
+        rate: r.rate,
+        increment: parseIncrement(r.increment)!,
+        mccMnc: r.mccMnc === '' ? null : r.mccMnc,
+        effectiveAt: null,
+      });
       if (i % STEP_ITEMS === STEP_ITEMS - 1) yield;
     }
-    const plan = yield* planRateChangesSteps(active, rows, { now: () => now, noticeDays: route.noticeDays, increaseEffectiveAt: increaseAt });
+    const plan = yield* planRateChangesSteps(active, rows, {
+      now: () => now,
+      noticeDays: route.noticeDays,
+      increaseEffectiveAt: increaseAt,
+    });
     const write: repo.DeckWrite = { closeIds: [], closeAt: [], insert: [], changes: [] };
     const counts = { increase: 0, decrease: 0, new: 0, removal: 0, update: 0, unchanged: 0 };
     let step = 0;
@@ -280,10 +369,25 @@ export function createRoutesService(deps: {
         write.closeAt.push(c.effectiveAt);
       }
       if (c.after !== null) {
-        write.insert.push({ prefix: c.prefix, mccMnc: mcc, destination: c.after.destination, rate: c.after.rate, increment: c.after.increment.text, effectiveFrom: c.effectiveAt });
+        write.insert.push({
+          prefix: c.prefix,
+          mccMnc: mcc,
+          destination: c.after.destination,
+          rate: c.after.rate,
+          increment: c.after.increment.text,
+          effectiveFrom: c.effectiveAt,
+        });
       }
       if ((c.kind === 'increase' || c.kind === 'removal') && c.effectiveAt.getTime() > now.getTime()) {
-        write.changes.push({ id: newId(), prefix: c.prefix, mccMnc: mcc, kind: c.kind, oldRate: c.before?.rate ?? null, newRate: c.after?.rate ?? null, effectiveAt: c.effectiveAt });
+        write.changes.push({
+          id: newId(),
+          prefix: c.prefix,
+          mccMnc: mcc,
+          kind: c.kind,
+          oldRate: c.before?.rate ?? null,
+          newRate: c.after?.rate ?? null,
+          effectiveAt: c.effectiveAt,
+        });
       }
     }
     return { write, counts };
@@ -337,24 +441,37 @@ export function createRoutesService(deps: {
   type SheetSource = { format: 'csv'; csv: string } | { format: 'json'; rows: unknown[] };
   const sheetSource = (upload: SheetUpload): SheetSource => {
     if (upload.format === 'csv') {
-      if (typeof upload.csv !== 'string') throw validationError([{ path: '/csv', message: 'required when format is csv' }]);
+      if (typeof upload.csv !== 'string')
+        throw validationError([{ path: '/csv', message: 'required when format is csv' }]);
       return { format: 'csv', csv: upload.csv };
     }
-    if (!Array.isArray(upload.rows)) throw validationError([{ path: '/rows', message: 'required when format is json' }]);
+    if (!Array.isArray(upload.rows))
+      throw validationError([{ path: '/rows', message: 'required when format is json' }]);
     return { format: 'json', rows: upload.rows };
   };
 
   /** Parses and checks a sheet a slice at a time (see platform/cooperative.ts). */
-  const parseSheet = (route: RouteRow, source: SheetSource, extra: { onProgress?: (rows: number) => void }): Promise<SheetResult> => {
+  const parseSheet = (
+    route: RouteRow,
+    source: SheetSource,
+    extra: { onProgress?: (rows: number) => void },
+  ): Promise<SheetResult> => {
     const opts = { type: route.type, defaultIncrement: parseIncrement(route.billingIncrement)!, ...extra };
     const slicing = { sliceMs, signal: stopping.signal };
-    return source.format === 'csv' ? parseRateSheetCsvSliced(source.csv, opts, slicing) : parseRateSheetJsonSliced(source.rows, opts, slicing);
+    return source.format === 'csv'
+      ? parseRateSheetCsvSliced(source.csv, opts, slicing)
+      : parseRateSheetJsonSliced(source.rows, opts, slicing);
   };
 
   /** VALIDATION_ERROR listing every bad row (`path` is `line <n>`). */
   const sheetErrors = (sheet: SheetResult) => {
-    const shown = sheet.errors.slice(0, MAX_REPORTED_ERRORS).map((e) => ({ path: `line ${e.line}`, message: e.reason }));
-    return validationError(shown, `Rate sheet has ${sheet.errors.length} bad row${sheet.errors.length === 1 ? '' : 's'}`);
+    const shown = sheet.errors
+      .slice(0, MAX_REPORTED_ERRORS)
+      .map((e) => ({ path: `line ${e.line}`, message: e.reason }));
+    return validationError(
+      shown,
+      `Rate sheet has ${sheet.errors.length} bad row${sheet.errors.length === 1 ? '' : 's'}`,
+    );
   };
 
   /**
@@ -369,7 +486,9 @@ export function createRoutesService(deps: {
       const p = latest;
       latest = {};
       last = Date.now();
-      writing = writing.then(() => jobs.updateJob(sql, jobId, p)).catch((err: unknown) => log.error({ err, jobId }, 'rate sheet job progress not saved'));
+      writing = writing
+        .then(() => jobs.updateJob(sql, jobId, p))
+        .catch((err: unknown) => log.error({ err, jobId }, 'rate sheet job progress not saved'));
     };
     return {
       report(p: jobs.JobProgress, now = false) {
@@ -383,7 +502,12 @@ export function createRoutesService(deps: {
     };
   };
 
-  const runJob = async (jobId: string, route: RouteRow, source: SheetSource, increaseAt: Date | null): Promise<void> => {
+  const runJob = async (
+    jobId: string,
+    route: RouteRow,
+    source: SheetSource,
+    increaseAt: Date | null,
+  ): Promise<void> => {
     const progress = progressWriter(jobId);
     const jobLog = log.child({ jobId, routeId: route.id });
     try {
@@ -391,7 +515,12 @@ export function createRoutesService(deps: {
       const sheet = await parseSheet(route, source, { onProgress: (rows) => progress.report({ rowsParsed: rows }) });
       if (sheet.errors.length > 0) {
         await progress.flush();
-        await jobs.finishJob(sql, jobId, { ok: false, errors: sheet.errors, errorCount: sheet.errors.length }, clock.now());
+        await jobs.finishJob(
+          sql,
+          jobId,
+          { ok: false, errors: sheet.errors, errorCount: sheet.errors.length },
+          clock.now(),
+        );
         jobLog.info({ errors: sheet.errors.length }, 'rate sheet job refused bad rows');
         return;
       }
@@ -404,22 +533,44 @@ export function createRoutesService(deps: {
       await jobs.finishJob(sql, jobId, { ok: true, result, rows: result.rows }, clock.now());
     } catch (err) {
       await progress.flush();
-      const reason = err instanceof AppError ? err.message : stopping.signal.aborted ? 'interrupted: the daemon stopped; upload the sheet again' : 'internal error';
+      const reason =
+        err instanceof AppError
+          ? err.message
+          : stopping.signal.aborted
+            ? 'interrupted: the daemon stopped; upload the sheet again'
+            : 'internal error';
       if (!(err instanceof AppError) && !stopping.signal.aborted) jobLog.error({ err }, 'rate sheet job failed');
-      await jobs.finishJob(sql, jobId, { ok: false, errors: [{ line: 0, reason }], errorCount: 1 }, clock.now())
+      await jobs
+        .finishJob(sql, jobId, { ok: false, errors: [{ line: 0, reason }], errorCount: 1 }, clock.now())
         .catch((e: unknown) => jobLog.error({ err: e }, 'rate sheet job outcome not saved'));
     }
   };
 
-
   const endpointOf = (e: EndpointInput, id: string, routeId: string): EndpointRow => ({
-    id, routeId, host: e.host, port: e.port ?? 5060, transport: e.transport ?? 'udp', techPrefix: e.techPrefix ?? '',
-    username: e.username === undefined || e.username === '' ? null : e.username, password: e.password === undefined || e.password === '' ? null : e.password,
-    priority: e.priority ?? 1, weight: e.weight ?? 100, label: e.label === undefined || e.label === '' ? null : e.label,
+    id,
+    routeId,
+    host: e.host,
+    port: e.port ?? 5060,
+    transport: e.transport ?? 'udp',
+    techPrefix: e.techPrefix ?? '',
+    username: e.username === undefined || e.username === '' ? null : e.username,
+    password: e.password === undefined || e.password === '' ? null : e.password,
+    priority: e.priority ?? 1,
+    weight: e.weight ?? 100,
+    label: e.label === undefined || e.label === '' ? null : e.label,
   });
   const endpointView = (e: EndpointRow) => ({
-    id: e.id, routeId: e.routeId, host: e.host, port: e.port, transport: e.transport, techPrefix: e.techPrefix, username: e.username,
-    hasPassword: e.password !== null && e.password !== '', priority: e.priority, weight: e.weight, label: e.label,
+    id: e.id,
+    routeId: e.routeId,
+    host: e.host,
+    port: e.port,
+    transport: e.transport,
+    techPrefix: e.techPrefix,
+    username: e.username,
+    hasPassword: e.password !== null && e.password !== '',
+    priority: e.priority,
+    weight: e.weight,
+    label: e.label,
   });
   const bulkTargets = async (sellerId: string, type: 'voice' | 'sms', ids: string[] | undefined) => {
     if (ids !== undefined && new Set(ids).size !== ids.length) throw ruleError('A route appears twice');
@@ -435,23 +586,46 @@ export function createRoutesService(deps: {
 
     async createRoute(sellerId: string, input: RouteInput) {
       checkInput(input);
-      await refuseTargets(input.endpoints ?? [], input.smsDelivery, { endpoints: (i) => `/endpoints/${i}`, sms: '/smsDelivery' });
+      await refuseTargets(input.endpoints ?? [], input.smsDelivery, {
+        endpoints: (i) => `/endpoints/${i}`,
+        sms: '/smsDelivery',
+      });
       const id = newId();
       const endpoints = (input.endpoints ?? []).map((e) => ({
-        id: newId(), host: e.host, port: e.port ?? 5060, transport: e.transport ?? 'udp', techPrefix: e.techPrefix ?? '',
-        username: e.username ?? null, password: e.password ?? null, priority: e.priority ?? 1, weight: e.weight ?? 100,
+        id: newId(),
+        host: e.host,
+        port: e.port ?? 5060,
+        transport: e.transport ?? 'udp',
+        techPrefix: e.techPrefix ?? '',
+        username: e.username ?? null,
+        password: e.password ?? null,
+        priority: e.priority ?? 1,
+        weight: e.weight ?? 100,
         label: e.label === undefined || e.label === '' ? null : e.label,
       }));
       await sql.begin(async (tx) => {
-        await repo.insertRoute(tx, {
-          id, sellerId, type: input.type, name: input.name, country: input.country ?? null, visibility: input.visibility ?? 'public',
-          expectedAsr: input.expectedAsr === undefined ? null : String(input.expectedAsr),
-          expectedAcd: input.expectedAcd === undefined ? null : String(input.expectedAcd),
-          expectedPdd: input.expectedPdd ?? null, cliType: input.cliType ?? null,
-          billingIncrement: parseIncrement(input.billingIncrement ?? '60/60')!.text,
-          capacity: input.capacity ?? null, maxCps: input.maxCps ?? null, noticeDays: input.noticeDays ?? 7,
-          mediaMode: input.mediaMode ?? 'direct', smsDelivery: input.smsDelivery ? { ...input.smsDelivery } : null,
-        }, endpoints);
+        await repo.insertRoute(
+          tx,
+          {
+            id,
+            sellerId,
+            type: input.type,
+            name: input.name,
+            country: input.country ?? null,
+            visibility: input.visibility ?? 'public',
+            expectedAsr: input.expectedAsr === undefined ? null : String(input.expectedAsr),
+            expectedAcd: input.expectedAcd === undefined ? null : String(input.expectedAcd),
+            expectedPdd: input.expectedPdd ?? null,
+            cliType: input.cliType ?? null,
+            billingIncrement: parseIncrement(input.billingIncrement ?? '60/60')!.text,
+            capacity: input.capacity ?? null,
+            maxCps: input.maxCps ?? null,
+            noticeDays: input.noticeDays ?? 7,
+            mediaMode: input.mediaMode ?? 'direct',
+            smsDelivery: input.smsDelivery ? { ...input.smsDelivery } : null,
+          },
+          endpoints,
+        );
         await repo.bumpDeck(tx, id);
       });
       // A new own route joins the seller's usable set: seen by this daemon's next request, not only after NOTIFY.
@@ -464,12 +638,21 @@ export function createRoutesService(deps: {
     async updateRoute(sellerId: string, id: string, patch: RoutePatch) {
       const r = await repo.findOwnRoute(sql, id, sellerId);
       if (r === undefined) throw notFound('Route');
-      if (patch.mediaMode === 'proxy' && r.type !== 'voice') throw validationError([{ path: '/mediaMode', message: 'only voice routes carry media' }]);
+      if (patch.mediaMode === 'proxy' && r.type !== 'voice')
+        throw validationError([{ path: '/mediaMode', message: 'only voice routes carry media' }]);
       const text = (v: number | null | undefined) => (v === undefined ? undefined : v === null ? null : String(v));
-      const fields = Object.fromEntries(Object.entries({
-        name: patch.name, expected_asr: text(patch.expectedAsr), expected_acd: text(patch.expectedAcd), expected_pdd: patch.expectedPdd,
-        cli_type: patch.cliType, capacity: patch.capacity, max_cps: patch.maxCps, media_mode: patch.mediaMode,
-      }).filter(([, v]) => v !== undefined)) as Record<string, string | number | null>;
+      const fields = Object.fromEntries(
+        Object.entries({
+          name: patch.name,
+          expected_asr: text(patch.expectedAsr),
+          expected_acd: text(patch.expectedAcd),
+          expected_pdd: patch.expectedPdd,
+          cli_type: patch.cliType,
+          capacity: patch.capacity,
+          max_cps: patch.maxCps,
+          media_mode: patch.mediaMode,
+        }).filter(([, v]) => v !== undefined),
+      ) as Record<string, string | number | null>;
       if (Object.keys(fields).length > 0) await repo.updateRoute(sql, id, fields);
       // The call path's route terms: this daemon's next call sees the change, not only after NOTIFY.
       deps.routingCache?.routeChanged(id);
@@ -493,14 +676,23 @@ export function createRoutesService(deps: {
       if (!MEASURED_SORTS.has(f.sort)) {
         const { rows, total } = await repo.listRoutes(sql, { ...f, sort: f.sort as repo.ListFilter['sort'] });
         const m = await quality(rows.map((r) => r.id));
-        return { rows: rows.map((r) => present(r, f.viewerId, [], m.get(r.id) ?? null)), total, limit: f.limit, offset: f.offset };
+        return {
+          rows: rows.map((r) => present(r, f.viewerId, [], m.get(r.id) ?? null)),
+          total,
+          limit: f.limit,
+          offset: f.offset,
+        };
       }
       const { rows, total } = await repo.listRoutes(sql, { ...f, sort: 'newest', limit: MAX_SORTED, offset: 0 });
       const m = await quality(rows.map((r) => r.id));
       const key = (r: RouteRow): number | null => {
         const q = m.get(r.id) ?? null;
         if (f.sort === 'quality_desc') {
-          return qualityScore(q, { expectedAsr: num(r.expectedAsr), expectedAcd: num(r.expectedAcd), expectedPdd: r.expectedPdd });
+          return qualityScore(q, {
+            expectedAsr: num(r.expectedAsr),
+            expectedAcd: num(r.expectedAcd),
+            expectedPdd: r.expectedPdd,
+          });
         }
         if (q === null) return null;
         return f.sort.startsWith('measured_asr') ? q.asr : f.sort.startsWith('measured_acd') ? q.acd : q.ner;
@@ -512,7 +704,12 @@ export function createRoutesService(deps: {
         return (desc ? b.k - a.k : a.k - b.k) || cmpStr(a.r.id, b.r.id);
       });
       const page = keyed.slice(f.offset, f.offset + f.limit);
-      return { rows: page.map(({ r }) => present(r, f.viewerId, [], m.get(r.id) ?? null)), total, limit: f.limit, offset: f.offset };
+      return {
+        rows: page.map(({ r }) => present(r, f.viewerId, [], m.get(r.id) ?? null)),
+        total,
+        limit: f.limit,
+        offset: f.offset,
+      };
     },
 
     /**
@@ -525,7 +722,10 @@ export function createRoutesService(deps: {
      * `acquireUploadSlot`, released here whatever the outcome; without it one is taken here.
      */
     async uploadSheet(
-      sellerId: string, routeId: string, upload: SheetUpload, slot?: () => void,
+      sellerId: string,
+      routeId: string,
+      upload: SheetUpload,
+      slot?: () => void,
     ): Promise<{ kind: 'applied'; result: UploadResult } | { kind: 'job'; job: SheetJob }> {
       const release = slot ?? gate.acquire(sellerId);
       let route: RouteRow | undefined;
@@ -585,7 +785,9 @@ export function createRoutesService(deps: {
       const failed = await jobs.failStaleJobs(sql, clock.now());
       if (failed > 0) log.warn({ jobs: failed }, 'rate sheet jobs of a stopped daemon marked failed');
       heartbeatTimer = setInterval(() => {
-        jobs.heartbeat(sql, [...running.keys()]).catch((err: unknown) => log.error({ err }, 'rate sheet job heartbeat failed'));
+        jobs
+          .heartbeat(sql, [...running.keys()])
+          .catch((err: unknown) => log.error({ err }, 'rate sheet job heartbeat failed'));
       }, jobs.JOB_HEARTBEAT_MS);
       heartbeatTimer.unref();
     },
@@ -603,25 +805,42 @@ export function createRoutesService(deps: {
      * a sheet: increases wait for `increaseEffectiveAt` or the notice period, decreases apply at once;
      * like any new sheet it supersedes changes scheduled earlier. A rate may not go below zero.
      */
-    async flatRateChange(sellerId: string, routeId: string, input: { amount?: string; percent?: number; increaseEffectiveAt?: string }) {
+    async flatRateChange(
+      sellerId: string,
+      routeId: string,
+      input: { amount?: string; percent?: number; increaseEffectiveAt?: string },
+    ) {
       const route = await repo.findOwnRoute(sql, routeId, sellerId);
       if (route === undefined) throw notFound('Route');
-      if ((input.amount === undefined) === (input.percent === undefined)) throw ruleError('Give exactly one of amount or percent');
+      if ((input.amount === undefined) === (input.percent === undefined))
+        throw ruleError('Give exactly one of amount or percent');
       const increaseAt = parseWhen(input.increaseEffectiveAt);
       const amount = input.amount === undefined ? null : new Decimal(input.amount);
       const factor = input.percent === undefined ? null : new Decimal(input.percent).div(100).plus(1);
-      if ((amount !== null && amount.isZero()) || (factor !== null && factor.eq(1))) throw ruleError('A flat change of zero changes nothing');
-      return applyPlan(route, function* (live) {
-        const rows: NewSheetEntry[] = [];
-        for (const r of live) {
-          if (rows.length % STEP_ITEMS === STEP_ITEMS - 1) yield;
-          const old = new Decimal(r.rate);
-          const next = round6(amount !== null ? old.plus(amount) : old.times(factor!));
-          if (next.isNegative()) throw ruleError(`The change would make the rate of prefix ${r.prefix} negative`);
-          rows.push({ prefix: r.prefix, destination: r.destination, rate: toMoney(next), increment: parseIncrement(r.increment)!, mccMnc: r.mccMnc === '' ? null : r.mccMnc, effectiveAt: null });
-        }
-        return rows;
-      }, increaseAt);
+      if ((amount !== null && amount.isZero()) || (factor !== null && factor.eq(1)))
+        throw ruleError('A flat change of zero changes nothing');
+      return applyPlan(
+        route,
+        function* (live) {
+          const rows: NewSheetEntry[] = [];
+          for (const r of live) {
+            if (rows.length % STEP_ITEMS === STEP_ITEMS - 1) yield;
+            const old = new Decimal(r.rate);
+            const next = round6(amount !== null ? old.plus(amount) : old.times(factor!));
+            if (next.isNegative()) throw ruleError(`The change would make the rate of prefix ${r.prefix} negative`);
+            rows.push({
+              prefix: r.prefix,
+              destination: r.destination,
+              rate: toMoney(next),
+              increment: parseIncrement(r.increment)!,
+              mccMnc: r.mccMnc === '' ? null : r.mccMnc,
+              effectiveAt: null,
+            });
+          }
+          return rows;
+        },
+        increaseAt,
+      );
     },
 
     async rates(routeId: string, viewerId: string, q: { prefix?: string; limit: number; offset: number }) {
@@ -630,10 +849,16 @@ export function createRoutesService(deps: {
       const page = await repo.ratesPage(sql, routeId, clock.now(), q);
       return {
         rows: page.rows.map((x) => ({
-          prefix: x.prefix, destination: x.destination, rate: x.rate, billingIncrement: x.increment,
-          mccMnc: x.mccMnc === '' ? null : x.mccMnc, effectiveFrom: iso(x.effectiveFrom)!,
+          prefix: x.prefix,
+          destination: x.destination,
+          rate: x.rate,
+          billingIncrement: x.increment,
+          mccMnc: x.mccMnc === '' ? null : x.mccMnc,
+          effectiveFrom: iso(x.effectiveFrom)!,
         })),
-        total: page.total, limit: q.limit, offset: q.offset,
+        total: page.total,
+        limit: q.limit,
+        offset: q.offset,
       };
     },
 
@@ -662,8 +887,15 @@ export function createRoutesService(deps: {
     async upcomingChanges(routeId: string, purchaseId: string | null = null) {
       const rows = await repo.scheduledChanges(sql, routeId, clock.now(), purchaseId);
       return rows.map((c) => ({
-        id: c.id, prefix: c.prefix, mccMnc: c.mccMnc === '' ? null : c.mccMnc, kind: c.kind, oldRate: c.oldRate, newRate: c.newRate,
-        effectiveAt: iso(c.effectiveAt)!, status: c.status, acceptedAt: iso(c.acceptedAt),
+        id: c.id,
+        prefix: c.prefix,
+        mccMnc: c.mccMnc === '' ? null : c.mccMnc,
+        kind: c.kind,
+        oldRate: c.oldRate,
+        newRate: c.newRate,
+        effectiveAt: iso(c.effectiveAt)!,
+        status: c.status,
+        acceptedAt: iso(c.acceptedAt),
       }));
     },
 
@@ -716,7 +948,8 @@ export function createRoutesService(deps: {
       const e = endpointOf(input, newId(), route.id);
       await sql.begin(async (tx) => {
         await tx`select 1 from routes where id = ${route.id} for update`;
-        if ((await repo.countEndpoints(tx, route.id)) >= MAX_ENDPOINTS_PER_ROUTE) throw ruleError(`A route has at most ${MAX_ENDPOINTS_PER_ROUTE} SIP endpoints`);
+        if ((await repo.countEndpoints(tx, route.id)) >= MAX_ENDPOINTS_PER_ROUTE)
+          throw ruleError(`A route has at most ${MAX_ENDPOINTS_PER_ROUTE} SIP endpoints`);
         await repo.insertEndpoint(tx, e);
       });
       // The call path's endpoint cache: this daemon's next call sees it, not only after NOTIFY.
@@ -757,50 +990,95 @@ export function createRoutesService(deps: {
      * reports it instead. A daemon without a running SIP plane gives the form check only
      * (`method` `form`). `dryRun` writes nothing.
      */
-    async bulkSipEndpoint(sellerId: string, input: { routeIds?: string[]; endpoint: EndpointInput; mode?: 'replace' | 'add'; dryRun?: boolean }) {
+    async bulkSipEndpoint(
+      sellerId: string,
+      input: { routeIds?: string[]; endpoint: EndpointInput; mode?: 'replace' | 'add'; dryRun?: boolean },
+    ) {
       const host = input.endpoint.host;
       const port = input.endpoint.port ?? 5060;
       const transport = input.endpoint.transport ?? 'udp';
       const problems = targetProblems(host, port, '/endpoint');
-      if (problems.length === 0) problems.push(...(await targetRefusals([{ host, port }], undefined, { endpoints: () => '/endpoint', sms: '' })));
+      if (problems.length === 0)
+        problems.push(
+          ...(await targetRefusals([{ host, port }], undefined, { endpoints: () => '/endpoint', sms: '' })),
+        );
       const { found, notFoundIds } = await bulkTargets(sellerId, 'voice', input.routeIds);
-      let check: { ok: boolean; method: 'form' | 'options'; problems: { path: string; message: string }[]; status?: number | null; rttMs?: number } =
-        { ok: problems.length === 0, method: 'form', problems };
-      const probing = check.ok && sipProbe !== null
-        ? sipProbe({ host: host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host, port, transport })
-        : null;
+      let check: {
+        ok: boolean;
+        method: 'form' | 'options';
+        problems: { path: string; message: string }[];
+        status?: number | null;
+        rttMs?: number;
+      } = { ok: problems.length === 0, method: 'form', problems };
+      const probing =
+        check.ok && sipProbe !== null
+          ? sipProbe({ host: host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host, port, transport })
+          : null;
       if (probing !== null) {
         const r = await probing;
-        check = { ok: r.ok, method: 'options', status: r.status, rttMs: r.rttMs, problems: r.ok ? [] : [{ path: '/endpoint', message: probeProblem(r) }] };
+        check = {
+          ok: r.ok,
+          method: 'options',
+          status: r.status,
+          rttMs: r.rttMs,
+          problems: r.ok ? [] : [{ path: '/endpoint', message: probeProblem(r) }],
+        };
         if (!r.ok && !input.dryRun) {
           log.info({ sellerId, status: r.status }, 'bulk SIP endpoint refused: probe failed');
-          throw new AppError('VALIDATION_ERROR', `The endpoint ${probeProblem(r)}; no route was changed`, check.problems);
+          throw new AppError(
+            'VALIDATION_ERROR',
+            `The endpoint ${probeProblem(r)}; no route was changed`,
+            check.problems,
+          );
         }
       }
       const mode = input.mode ?? 'replace';
       if (check.ok && !input.dryRun && found.length > 0) {
         const e = endpointOf(input.endpoint, '', '');
-        await sql.begin((tx) => repo.setEndpointOnRoutes(tx, found, e, mode, found.map(() => newId())));
+        await sql.begin((tx) =>
+          repo.setEndpointOnRoutes(
+            tx,
+            found,
+            e,
+            mode,
+            found.map(() => newId()),
+          ),
+        );
         for (const id of found) deps.routingCache?.routeChanged(id);
         log.info({ sellerId, routes: found.length, mode, check: check.method }, 'bulk SIP endpoint applied');
       }
-      return { dryRun: input.dryRun ?? false, mode, check, matched: found.length, updated: check.ok && !input.dryRun ? found.length : 0, routeIds: found, notFound: notFoundIds };
+      return {
+        dryRun: input.dryRun ?? false,
+        mode,
+        check,
+        matched: found.length,
+        updated: check.ok && !input.dryRun ? found.length : 0,
+        routeIds: found,
+        notFound: notFoundIds,
+      };
     },
 
     /** SMS delivery onto many own SMS routes; same rules as bulkSipEndpoint (form checked once, dry run). */
-    async bulkSmsDelivery(sellerId: string, input: { routeIds?: string[]; smsDelivery: SmsDeliveryInput; dryRun?: boolean }) {
+    async bulkSmsDelivery(
+      sellerId: string,
+      input: { routeIds?: string[]; smsDelivery: SmsDeliveryInput; dryRun?: boolean },
+    ) {
       const d = input.smsDelivery;
-      const problems = d.kind === 'smpp'
-        ? targetProblems(d.host, d.port, '/smsDelivery')
-        : (() => {
-            try {
-              const u = new URL(d.url);
-              return u.protocol === 'https:' && u.hostname !== '' ? [] : [{ path: '/smsDelivery/url', message: 'must be an https URL' }];
-            } catch {
-              return [{ path: '/smsDelivery/url', message: 'must be an https URL' }];
-            }
-          })();
-      if (problems.length === 0) problems.push(...(await targetRefusals([], d, { endpoints: () => '', sms: '/smsDelivery' })));
+      const problems =
+        d.kind === 'smpp'
+          ? targetProblems(d.host, d.port, '/smsDelivery')
+          : (() => {
+              try {
+                const u = new URL(d.url);
+                return u.protocol === 'https:' && u.hostname !== ''
+                  ? []
+                  : [{ path: '/smsDelivery/url', message: 'must be an https URL' }];
+              } catch {
+                return [{ path: '/smsDelivery/url', message: 'must be an https URL' }];
+              }
+            })();
+      if (problems.length === 0)
+        problems.push(...(await targetRefusals([], d, { endpoints: () => '', sms: '/smsDelivery' })));
       const check = { ok: problems.length === 0, method: 'form' as const, problems };
       const { found, notFoundIds } = await bulkTargets(sellerId, 'sms', input.routeIds);
       if (check.ok && !input.dryRun && found.length > 0) {
@@ -808,7 +1086,14 @@ export function createRoutesService(deps: {
         for (const id of found) deps.routingCache?.routeChanged(id);
         log.info({ sellerId, routes: found.length, kind: d.kind }, 'bulk SMS delivery applied');
       }
-      return { dryRun: input.dryRun ?? false, check, matched: found.length, updated: check.ok && !input.dryRun ? found.length : 0, routeIds: found, notFound: notFoundIds };
+      return {
+        dryRun: input.dryRun ?? false,
+        check,
+        matched: found.length,
+        updated: check.ok && !input.dryRun ? found.length : 0,
+        routeIds: found,
+        notFound: notFoundIds,
+      };
     },
 
     /**
@@ -828,16 +1113,33 @@ export function createRoutesService(deps: {
         if (r.expectedAsr === null) issues.push('no_stated_asr');
         if (measured !== null && measured.asr < LOW_MEASURED_ASR) issues.push('low_measured_asr');
         return {
-          routeId: r.id, name: r.name, type: r.type, status: r.status, visibility: r.visibility, rateCount: r.rateCount,
-          endpoints: r.endpoints, activePurchases: r.purchases, scheduledChanges: r.scheduledChanges, ratesUploadedAt: iso(r.uploadedAt),
-          measured: measuredView(measured), issues, healthy: issues.length === 0,
+          routeId: r.id,
+          name: r.name,
+          type: r.type,
+          status: r.status,
+          visibility: r.visibility,
+          rateCount: r.rateCount,
+          endpoints: r.endpoints,
+          activePurchases: r.purchases,
+          scheduledChanges: r.scheduledChanges,
+          ratesUploadedAt: iso(r.uploadedAt),
+          measured: measuredView(measured),
+          issues,
+          healthy: issues.length === 0,
         };
       });
-      return { routes: out.length, healthy: out.filter((r) => r.healthy).length, withIssues: out.filter((r) => !r.healthy).length, listings: out };
+      return {
+        routes: out.length,
+        healthy: out.filter((r) => r.healthy).length,
+        withIssues: out.filter((r) => !r.healthy).length,
+        listings: out,
+      };
     },
 
-    endpointsFor: (routeIds: readonly string[]) => deps.routingCache?.endpointsFor(routeIds) ?? repo.endpointsFor(sql, routeIds),
-    smsDeliveryFor: (routeIds: readonly string[]) => deps.routingCache?.smsDeliveryFor(routeIds) ?? repo.smsDeliveryFor(sql, routeIds),
+    endpointsFor: (routeIds: readonly string[]) =>
+      deps.routingCache?.endpointsFor(routeIds) ?? repo.endpointsFor(sql, routeIds),
+    smsDeliveryFor: (routeIds: readonly string[]) =>
+      deps.routingCache?.smsDeliveryFor(routeIds) ?? repo.smsDeliveryFor(sql, routeIds),
     conflictIfOwn(route: RouteRow, accountId: string) {
       if (route.sellerId === accountId) throw conflict('Own routes need no purchase: they are used as they are');
     },

@@ -19,7 +19,13 @@ export interface DestinationItem {
 export const DESTINATIONS_TTL_MS = 600_000;
 
 const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
-const slugOf = (name: string): string => name.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+const slugOf = (name: string): string =>
+  name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
 
 function dialCode(iso: string): string {
   try {
@@ -46,7 +52,11 @@ function isoBySlug(slug: string, isos: readonly string[]): string | undefined {
 function operatorOf(destination: string, country: string): string {
   let rest = destination.trim();
   if (rest.toLowerCase().startsWith(country.toLowerCase())) rest = rest.slice(country.length);
-  return rest.replace(/\b(mobile|cellular|gsm|fixed|landline|proper|other|others)\b/gi, ' ').replace(/[-–,()]+/g, ' ').replace(/\s+/g, ' ').trim();
+  return rest
+    .replace(/\b(mobile|cellular|gsm|fixed|landline|proper|other|others)\b/gi, ' ')
+    .replace(/[-–,()]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /** Markets reads over the public catalogue (list prices before the platform fee). */
@@ -74,8 +84,13 @@ export function createMarketsService(deps: { clock: Clock; routes: RoutesService
         const code = dialCode(r.country);
         const name = regionNames.of(r.country) ?? r.country;
         const item: DestinationItem = {
-          slug: slugOf(name), country: name, countryCode: code, routes: r.routes, lowest: r.lowest,
-          lowestBand: bandOf(r.lowestDestination, r.lowestPrefix, code), unit: r.type === 'voice' ? 'min' : 'msg',
+          slug: slugOf(name),
+          country: name,
+          countryCode: code,
+          routes: r.routes,
+          lowest: r.lowest,
+          lowestBand: bandOf(r.lowestDestination, r.lowestPrefix, code),
+          unit: r.type === 'voice' ? 'min' : 'msg',
         };
         (r.type === 'voice' ? voice : sms).push(item);
       }
@@ -132,14 +147,31 @@ export function createMarketsService(deps: { clock: Clock; routes: RoutesService
       const list = await this.destinations();
       const items = type === 'voice' ? list.voice : list.sms;
       const item = items.find((i) => i.slug === slug);
-      const iso = item === undefined ? undefined : isoBySlug(item.slug, (await deps.routes.marketDestinations()).map((r) => r.country));
+      const iso =
+        item === undefined
+          ? undefined
+          : isoBySlug(
+              item.slug,
+              (await deps.routes.marketDestinations()).map((r) => r.country),
+            );
       const rows = iso === undefined ? [] : await deps.routes.marketRows(iso, type);
       if (item === undefined || iso === undefined || rows.length === 0) throw notFound('Destination');
       const code = dialCode(iso);
       const min = (a: string | null, b: string): string => (a === null || new Decimal(b).lt(a) ? b : a);
       const bands = new Map<string, { from: string; routes: Set<string> }>();
       const operators = new Map<string, { from: string; routes: Set<string> }>();
-      const perRoute = new Map<string, { from: string; mobileFrom: string | null; high: string; cliType: string | null; billingIncrement: string; asr: string | null; acd: string | null }>();
+      const perRoute = new Map<
+        string,
+        {
+          from: string;
+          mobileFrom: string | null;
+          high: string;
+          cliType: string | null;
+          billingIncrement: string;
+          asr: string | null;
+          acd: string | null;
+        }
+      >();
       const breakouts = new Set<string>();
       let highest: string | null = null;
       for (const r of rows) {
@@ -157,14 +189,25 @@ export function createMarketsService(deps: { clock: Clock; routes: RoutesService
           operators.set(op, o);
         }
         breakouts.add(r.destination);
-        const pr = perRoute.get(r.routeId) ?? { from: r.rate, mobileFrom: null, high: r.rate, cliType: r.cliType, billingIncrement: r.billingIncrement, asr: r.expectedAsr, acd: r.expectedAcd };
+        const pr = perRoute.get(r.routeId) ?? {
+          from: r.rate,
+          mobileFrom: null,
+          high: r.rate,
+          cliType: r.cliType,
+          billingIncrement: r.billingIncrement,
+          asr: r.expectedAsr,
+          acd: r.expectedAcd,
+        };
         pr.from = min(pr.from, r.rate);
         if (band === 'mobile') pr.mobileFrom = min(pr.mobileFrom, r.rate);
         perRoute.set(r.routeId, pr);
       }
       const byFrom = <T extends { from: string }>(a: T, b: T): number => new Decimal(a.from).cmp(b.from);
-      const ops = [...operators].filter(([, o]) => o.routes.size >= 2).map(([name, o]) => ({ name, from: o.from, routes: o.routes.size }))
-        .sort((a, b) => byFrom(a, b) || a.name.localeCompare(b.name)).slice(0, MAX_OPERATORS);
+      const ops = [...operators]
+        .filter(([, o]) => o.routes.size >= 2)
+        .map(([name, o]) => ({ name, from: o.from, routes: o.routes.size }))
+        .sort((a, b) => byFrom(a, b) || a.name.localeCompare(b.name))
+        .slice(0, MAX_OPERATORS);
       const opNames = new Set(ops.map((o) => o.name));
       const routesList = [...perRoute.values()];
       const zone = code.slice(0, 1);
@@ -172,18 +215,31 @@ export function createMarketsService(deps: { clock: Clock; routes: RoutesService
         ...item,
         type,
         highest: highest!,
-        bands: [...bands].map(([key, b]) => ({ key, from: b.from, routes: b.routes.size })).sort((a, b) => byFrom(a, b) || a.key.localeCompare(b.key)),
+        bands: [...bands]
+          .map(([key, b]) => ({ key, from: b.from, routes: b.routes.size }))
+          .sort((a, b) => byFrom(a, b) || a.key.localeCompare(b.key)),
         operators: ops,
         cliTypes: [...new Set(routesList.map((r) => r.cliType).filter((c): c is string => c !== null))].sort(),
         increments: [...new Set(rows.map((r) => r.increment))].sort(),
         routesWithStatedAsr: routesList.filter((r) => r.asr !== null).length,
         otherBreakouts: [...breakouts].filter((d) => !opNames.has(operatorOf(d, item.country))).length,
-        topRoutes: routesList.sort(byFrom).slice(0, TOP_ROUTES).map((r, i) => ({
-          rank: i + 1, from: r.from, mobileFrom: r.mobileFrom, cliType: r.cliType, billingIncrement: r.billingIncrement, routeType: type,
-          statedAsr: r.asr === null ? null : Number(r.asr), statedAcd: r.acd === null ? null : Number(r.acd),
-        })),
-        related: items.filter((i) => i.slug !== slug && zone !== '' && i.countryCode.startsWith(zone))
-          .sort((a, b) => new Decimal(a.lowest).cmp(b.lowest) || a.slug.localeCompare(b.slug)).slice(0, MAX_RELATED)
+        topRoutes: routesList
+          .sort(byFrom)
+          .slice(0, TOP_ROUTES)
+          .map((r, i) => ({
+            rank: i + 1,
+            from: r.from,
+            mobileFrom: r.mobileFrom,
+            cliType: r.cliType,
+            billingIncrement: r.billingIncrement,
+            routeType: type,
+            statedAsr: r.asr === null ? null : Number(r.asr),
+            statedAcd: r.acd === null ? null : Number(r.acd),
+          })),
+        related: items
+          .filter((i) => i.slug !== slug && zone !== '' && i.countryCode.startsWith(zone))
+          .sort((a, b) => new Decimal(a.lowest).cmp(b.lowest) || a.slug.localeCompare(b.slug))
+          .slice(0, MAX_RELATED)
           .map((i) => ({ slug: i.slug, country: i.country, lowest: i.lowest })),
       };
     },

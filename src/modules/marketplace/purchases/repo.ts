@@ -39,7 +39,11 @@ export async function insert(db: Db, id: string, accountId: string, routeId: str
   return res.count === 1;
 }
 
-export async function list(sql: Sql, accountId: string, q: { status?: 'active' | 'cancelled'; cursor?: string; limit: number }) {
+export async function list(
+  sql: Sql,
+  accountId: string,
+  q: { status?: 'active' | 'cancelled'; cursor?: string; limit: number },
+) {
   return sql<PurchaseRow[]>`
     select ${COLUMNS(sql)} from purchases p join routes r on r.id = p.route_id
     left join routing_orders o on o.account_id = p.account_id and o.route_id = p.route_id
@@ -50,7 +54,8 @@ export async function list(sql: Sql, accountId: string, q: { status?: 'active' |
 }
 
 export async function cancel(db: Db, id: string, accountId: string, at: Date): Promise<boolean> {
-  const res = await db`update purchases set status = 'cancelled', cancelled_at = ${at} where id = ${id} and account_id = ${accountId} and status = 'active'`;
+  const res =
+    await db`update purchases set status = 'cancelled', cancelled_at = ${at} where id = ${id} and account_id = ${accountId} and status = 'active'`;
   if (res.count === 1) {
     await db`delete from routing_orders o using purchases p where p.id = ${id} and o.account_id = p.account_id and o.route_id = p.route_id`;
   }

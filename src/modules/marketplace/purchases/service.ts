@@ -22,7 +22,13 @@ const present = (p: PurchaseRow) => ({
 export type PurchaseView = ReturnType<typeof present>;
 
 /** Buying routes and the buyer's routing order; owns purchases and routing_orders. */
-export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logger; routes: RoutesService; routingCache?: RoutingCache }) {
+export function createPurchasesService(deps: {
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  routes: RoutesService;
+  routingCache?: RoutingCache;
+}) {
   const { sql, clock, routes } = deps;
 
   return {
@@ -83,7 +89,8 @@ export function createPurchasesService(deps: { sql: Sql; clock: Clock; log: Logg
       return { purchaseId: p.id, routeId: p.routeId, accepted };
     },
 
-    usableRoutes: (accountId: string, type: 'voice' | 'sms') => deps.routingCache?.usableRoutes(accountId, type) ?? repo.usableRoutes(sql, accountId, type),
+    usableRoutes: (accountId: string, type: 'voice' | 'sms') =>
+      deps.routingCache?.usableRoutes(accountId, type) ?? repo.usableRoutes(sql, accountId, type),
     /** The same, read from the database: for rare checks that must see a change made a moment ago (the cache follows NOTIFY). */
     usableRoutesNow: (accountId: string, type: 'voice' | 'sms') => repo.usableRoutes(sql, accountId, type),
 

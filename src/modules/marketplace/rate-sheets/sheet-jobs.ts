@@ -54,11 +54,23 @@ interface JobRow {
 }
 
 const present = (r: JobRow): SheetJob => ({
-  jobId: r.id, routeId: r.routeId, status: r.status, rowsTotal: r.rowsTotal, rowsParsed: r.rowsParsed, rowsLoaded: r.rowsLoaded,
-  errorCount: r.errorCount, errors: r.errors, result: r.result, createdAt: r.createdAt.toISOString(), finishedAt: r.finishedAt?.toISOString() ?? null,
+  jobId: r.id,
+  routeId: r.routeId,
+  status: r.status,
+  rowsTotal: r.rowsTotal,
+  rowsParsed: r.rowsParsed,
+  rowsLoaded: r.rowsLoaded,
+  errorCount: r.errorCount,
+  errors: r.errors,
+  result: r.result,
+  createdAt: r.createdAt.toISOString(),
+  finishedAt: r.finishedAt?.toISOString() ?? null,
 });
 
-export async function createJob(db: Db, job: { id: string; routeId: string; accountId: string; rowsTotal: number; now: Date }): Promise<SheetJob> {
+export async function createJob(
+  db: Db,
+  job: { id: string; routeId: string; accountId: string; rowsTotal: number; now: Date },
+): Promise<SheetJob> {
   const [row] = await db<JobRow[]>`
     insert into rate_sheet_jobs (id, route_id, account_id, rows_total, created_at)
     values (${job.id}, ${job.routeId}, ${job.accountId}, ${job.rowsTotal}, ${job.now})
@@ -93,7 +105,14 @@ export async function updateJob(db: Db, id: string, p: JobProgress): Promise<voi
     where id = ${id} and finished_at is null`;
 }
 
-export async function finishJob(db: Db, id: string, end: { ok: true; result: UploadSummary; rows: number } | { ok: false; errors: readonly SheetError[]; errorCount: number }, now: Date): Promise<void> {
+export async function finishJob(
+  db: Db,
+  id: string,
+  end:
+    | { ok: true; result: UploadSummary; rows: number }
+    | { ok: false; errors: readonly SheetError[]; errorCount: number },
+  now: Date,
+): Promise<void> {
   if (end.ok) {
     await db`
       update rate_sheet_jobs set status = 'completed', rows_parsed = ${end.rows}, rows_loaded = ${end.rows},
@@ -108,7 +127,8 @@ export async function finishJob(db: Db, id: string, end: { ok: true; result: Upl
 }
 
 export async function heartbeat(db: Db, ids: readonly string[]): Promise<void> {
-  if (ids.length > 0) await db`update rate_sheet_jobs set heartbeat_at = now() where id in ${db(ids as string[])} and finished_at is null`;
+  if (ids.length > 0)
+    await db`update rate_sheet_jobs set heartbeat_at = now() where id in ${db(ids as string[])} and finished_at is null`;
 }
 
 /**
@@ -135,7 +155,9 @@ export function createUploadGate(limits: { perAccount: number; total: number }) 
     acquire(accountId: string): () => void {
       const mine = perAccount.get(accountId) ?? 0;
       if (mine >= limits.perAccount) {
-        throw tooMany(`At most ${limits.perAccount} rate sheet upload${limits.perAccount === 1 ? '' : 's'} per account at once; retry when the one in progress has finished`);
+        throw tooMany(
+          `At most ${limits.perAccount} rate sheet upload${limits.perAccount === 1 ? '' : 's'} per account at once; retry when the one in progress has finished`,
+        );
       }
       if (total >= limits.total) throw tooMany('Too many rate sheet uploads in progress; retry shortly');
       perAccount.set(accountId, mine + 1);
@@ -154,4 +176,5 @@ export function createUploadGate(limits: { perAccount: number; total: number }) 
 }
 
 const RETRY_AFTER_SECONDS = 5;
-const tooMany = (message: string) => new AppError('RATE_LIMITED', message, undefined, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+const tooMany = (message: string) =>
+  new AppError('RATE_LIMITED', message, undefined, { 'retry-after': String(RETRY_AFTER_SECONDS) });

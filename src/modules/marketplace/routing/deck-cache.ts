@@ -57,7 +57,10 @@ export function createDeckCache(deps: {
     const rows = await liveRows(sql, meta.routeId, now);
     // Rows as read: an empty mccMnc is a country row to the index. A large deck is built a slice
     // at a time so a 500,000-row rebuild (here and on every peer) never stalls the event loop.
-    const index = rows.length < SLICED_BUILD_ROWS ? createPrefixIndex(rows) : await createPrefixIndexSliced(rows, { sliceMs: deps.sliceMs ?? 10 });
+    const index =
+      rows.length < SLICED_BUILD_ROWS
+        ? createPrefixIndex(rows)
+        : await createPrefixIndexSliced(rows, { sliceMs: deps.sliceMs ?? 10 });
     const next = await nextTransition(sql, meta.routeId, now);
     if (next === null) due.delete(meta.routeId);
     else due.set(meta.routeId, next.getTime());
@@ -115,7 +118,8 @@ export function createDeckCache(deps: {
     publicRoutes(type) {
       if (publicCache === null) {
         publicCache = { voice: [], sms: [] };
-        for (const m of metas.values()) if (m.visibility === 'public' && m.status === 'active') publicCache[m.type].push(m);
+        for (const m of metas.values())
+          if (m.visibility === 'public' && m.status === 'active') publicCache[m.type].push(m);
       }
       return publicCache[type];
     },

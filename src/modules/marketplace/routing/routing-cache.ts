@@ -10,7 +10,13 @@ export const ROUTING_CHANNEL = 'svc_routing';
 export const ROUTING_CACHE_TTL_MS = 60_000;
 
 /** What the call path's limits need of a route (seller, capacity, calls per second). */
-export interface RouteTerms { id: string; sellerId: string; capacity: number | null; maxCps: number | null; mediaMode: 'direct' | 'proxy' }
+export interface RouteTerms {
+  id: string;
+  sellerId: string;
+  capacity: number | null;
+  maxCps: number | null;
+  mediaMode: 'direct' | 'proxy';
+}
 
 /**
  * What routing reads per call or message, kept in process: each buyer's usable routes (purchases,
@@ -36,7 +42,10 @@ export interface RoutingCache {
   stop(): Promise<void>;
 }
 
-interface Entry<T> { at: number; value: Promise<T> }
+interface Entry<T> {
+  at: number;
+  value: Promise<T>;
+}
 
 export function createRoutingCache(deps: {
   sql: Sql;
@@ -66,7 +75,12 @@ export function createRoutingCache(deps: {
   };
 
   /** Per-route entries: one read for every route not held, each missing route's entry sharing it. */
-  const perRoute = async <T>(map: Map<string, Entry<T>>, routeIds: readonly string[], loadMany: (ids: readonly string[]) => Promise<Map<string, T>>, none: T): Promise<T[]> => {
+  const perRoute = async <T>(
+    map: Map<string, Entry<T>>,
+    routeIds: readonly string[],
+    loadMany: (ids: readonly string[]) => Promise<Map<string, T>>,
+    none: T,
+  ): Promise<T[]> => {
     if (!listener.listening) {
       const m = await loadMany(routeIds);
       return routeIds.map((id) => m.get(id) ?? none);
@@ -98,7 +112,9 @@ export function createRoutingCache(deps: {
     return m;
   };
   const loadTerms = async (ids: readonly string[]) => {
-    const rows = await sql<RouteTerms[]>`select id, seller_id, capacity, max_cps, media_mode from routes where id = any(${sql.array(ids as string[])}::uuid[])`;
+    const rows = await sql<
+      RouteTerms[]
+    >`select id, seller_id, capacity, max_cps, media_mode from routes where id = any(${sql.array(ids as string[])}::uuid[])`;
     return new Map(rows.map((r) => [r.id, r]));
   };
 

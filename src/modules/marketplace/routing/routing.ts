@@ -23,7 +23,10 @@ export interface CandidateQuery {
   mccMnc?: string | null;
 }
 
-export type SipEndpoint = Pick<EndpointRow, 'id' | 'host' | 'port' | 'transport' | 'techPrefix' | 'username' | 'password' | 'priority' | 'weight'> & {
+export type SipEndpoint = Pick<
+  EndpointRow,
+  'id' | 'host' | 'port' | 'transport' | 'techPrefix' | 'username' | 'password' | 'priority' | 'weight'
+> & {
   /** The checked address to send to, pinned when the candidate was made; `host` stays the name (TLS checks the certificate against it). */
   address?: string;
 };
@@ -57,8 +60,12 @@ export type { QualitySource } from './smart-routing.js';
 const noMeasurements: QualitySource = async () => new Map();
 
 export function normaliseNumber(number: string): string {
-  const digits = number.replace(/[\s\-().]/g, '').replace(/^\+/, '').replace(/^00/, '');
-  if (!/^\d{1,15}$/.test(digits)) throw validationError([{ path: 'number', message: 'must be an E.164 number: up to 15 digits' }]);
+  const digits = number
+    .replace(/[\s\-().]/g, '')
+    .replace(/^\+/, '')
+    .replace(/^00/, '');
+  if (!/^\d{1,15}$/.test(digits))
+    throw validationError([{ path: 'number', message: 'must be an E.164 number: up to 15 digits' }]);
   return digits;
 }
 
@@ -69,7 +76,10 @@ export function normaliseNumber(number: string): string {
  * SIP credentials, the failover order and the rate-change notices).
  */
 export function createRouting(deps: {
-  config: Readonly<Config>; routes: RoutesService; purchases: PurchasesService; quality?: QualitySource;
+  config: Readonly<Config>;
+  routes: RoutesService;
+  purchases: PurchasesService;
+  quality?: QualitySource;
   /** SIP endpoints are checked at every call (DNS can change since they were saved) and pinned to the checked address. */
   guard?: TargetGuard;
 }) {
@@ -114,11 +124,25 @@ export function createRouting(deps: {
       if (q.type === 'sms') {
         const p = priceSms(index, digits, q.mccMnc ?? null, fee);
         if (p === undefined) continue;
-        priced.push({ u, meta, match: p.network ?? p.country, price: p.buyerRate, sellerRate: p.sellerRate, basis: p.basis });
+        priced.push({
+          u,
+          meta,
+          match: p.network ?? p.country,
+          price: p.buyerRate,
+          sellerRate: p.sellerRate,
+          basis: p.basis,
+        });
       } else {
         const m = index.lookup(digits);
         if (m === undefined) continue;
-        priced.push({ u, meta, match: m, price: buyerRate(m.rateDecimal, fee, 'min'), sellerRate: m.rateDecimal, basis: null });
+        priced.push({
+          u,
+          meta,
+          match: m,
+          price: buyerRate(m.rateDecimal, fee, 'min'),
+          sellerRate: m.rateDecimal,
+          basis: null,
+        });
       }
     }
     if (priced.length === 0) return [];
@@ -199,7 +223,11 @@ export function createRouting(deps: {
     async routeFor(q: CandidateQuery) {
       const [first, ...rest] = await candidatesFor(q);
       if (first === undefined) throw notFound('Route for this number');
-      return { number: normaliseNumber(q.number), route: view(first, 1), backups: rest.slice(0, 2).map((c, i) => view(c, i + 2)) };
+      return {
+        number: normaliseNumber(q.number),
+        route: view(first, 1),
+        backups: rest.slice(0, 2).map((c, i) => view(c, i + 2)),
+      };
     },
 
     /**
@@ -208,7 +236,14 @@ export function createRouting(deps: {
      * call to a number starting with that prefix would try them. Each route is priced at its own
      * longest prefix covering the destination prefix; country prices only.
      */
-    async failover(q: { accountId: string; type: 'voice' | 'sms'; strategy: Strategy; prefix?: string; limit: number; offset: number }) {
+    async failover(q: {
+      accountId: string;
+      type: 'voice' | 'sms';
+      strategy: Strategy;
+      prefix?: string;
+      limit: number;
+      offset: number;
+    }) {
       await decks.ensureLoaded();
       const fee = platformFeeFrom(deps.config);
       const unit = q.type === 'voice' ? 'min' : 'msg';
@@ -226,32 +261,51 @@ export function createRouting(deps: {
       }
       const all = [...prefixes].sort();
       const page = all.slice(q.offset, q.offset + q.limit);
-      const measured = page.length === 0 ? new Map<string, MeasuredQuality | null>() : await quality(usable.map((x) => x.u.routeId));
-      const scores = new Map(usable.map((x) => [x.u.routeId, qualityScore(measured.get(x.u.routeId) ?? null, {
-        expectedAsr: x.meta.expectedAsr === null ? null : Number(x.meta.expectedAsr),
-        expectedAcd: x.meta.expectedAcd === null ? null : Number(x.meta.expectedAcd),
-        expectedPdd: x.meta.expectedPdd,
-      })]));
+      const measured =
+        page.length === 0 ? new Map<string, MeasuredQuality | null>() : await quality(usable.map((x) => x.u.routeId));
+      const scores = new Map(
+        usable.map((x) => [
+          x.u.routeId,
+          qualityScore(measured.get(x.u.routeId) ?? null, {
+            expectedAsr: x.meta.expectedAsr === null ? null : Number(x.meta.expectedAsr),
+            expectedAcd: x.meta.expectedAcd === null ? null : Number(x.meta.expectedAcd),
+            expectedPdd: x.meta.expectedPdd,
+          }),
+        ]),
+      );
       const rows = page.map((prefix) => {
         const items = usable.flatMap((x) => {
           const m = x.index.lookup(prefix);
-          return m === undefined ? [] : [{ x, m, routeId: x.u.routeId, position: x.u.position, price: buyerRate(m.rateDecimal, fee, unit), quality: scores.get(x.u.routeId)! }];
+          return m === undefined
+            ? []
+            : [
+                {
+                  x,
+                  m,
+                  routeId: x.u.routeId,
+                  position: x.u.position,
+                  price: buyerRate(m.rateDecimal, fee, unit),
+                  quality: scores.get(x.u.routeId)!,
+                },
+              ];
         });
-        const ranked = rankRoutes(items, q.strategy).slice(0, 3).map(({ item, score, reason }, i) => ({
-          rank: i + 1,
-          routeId: item.routeId,
-          routeName: item.x.meta.name,
-          own: item.x.u.own,
-          purchaseId: item.x.u.purchaseId,
-          matchedPrefix: item.m.prefix,
-          destination: item.m.destination,
-          price: toMoney(item.price),
-          billingIncrement: item.m.increment.text,
-          rateBasis: q.type === 'sms' ? 'country' : null,
-          quality: Math.round(item.quality * 10_000) / 10_000,
-          score,
-          reason,
-        }));
+        const ranked = rankRoutes(items, q.strategy)
+          .slice(0, 3)
+          .map(({ item, score, reason }, i) => ({
+            rank: i + 1,
+            routeId: item.routeId,
+            routeName: item.x.meta.name,
+            own: item.x.u.own,
+            purchaseId: item.x.u.purchaseId,
+            matchedPrefix: item.m.prefix,
+            destination: item.m.destination,
+            price: toMoney(item.price),
+            billingIncrement: item.m.increment.text,
+            rateBasis: q.type === 'sms' ? 'country' : null,
+            quality: Math.round(item.quality * 10_000) / 10_000,
+            score,
+            reason,
+          }));
         return { prefix, destination: ranked[0]!.destination, first: ranked[0]!, backups: ranked.slice(1) };
       });
       return { type: q.type, strategy: q.strategy, rows, total: all.length, limit: q.limit, offset: q.offset };
@@ -265,11 +319,22 @@ export function createRouting(deps: {
       const digits = normaliseNumber(number);
       await decks.ensureLoaded();
       const fee = platformFeeFrom(deps.config);
-      const out: { destination: string; matchedPrefix: string; rate: Decimal; billingIncrement: string; cliType: string | null; exchangeScore: number }[] = [];
+      const out: {
+        destination: string;
+        matchedPrefix: string;
+        rate: Decimal;
+        billingIncrement: string;
+        cliType: string | null;
+        exchangeScore: number;
+      }[] = [];
       for (const meta of decks.publicRoutes(type)) {
         const m = decks.registry.get(meta.routeId)?.lookup(digits);
         if (m === undefined) continue;
-        const stated = { expectedAsr: meta.expectedAsr === null ? null : Number(meta.expectedAsr), expectedAcd: meta.expectedAcd === null ? null : Number(meta.expectedAcd), expectedPdd: meta.expectedPdd };
+        const stated = {
+          expectedAsr: meta.expectedAsr === null ? null : Number(meta.expectedAsr),
+          expectedAcd: meta.expectedAcd === null ? null : Number(meta.expectedAcd),
+          expectedPdd: meta.expectedPdd,
+        };
         out.push({
           destination: m.destination,
           matchedPrefix: m.prefix,

@@ -124,16 +124,24 @@ export function rankRoutes<T extends Rankable>(items: readonly T[], strategy: St
     return 0.5 * ratio + 0.5 * i.quality;
   };
   let sorted: T[];
-  if (strategy === 'cheapest') sorted = rest.sort((a, b) => a.price.cmp(b.price) || b.quality - a.quality || cmpId(a, b));
-  else if (strategy === 'best_quality') sorted = rest.sort((a, b) => b.quality - a.quality || a.price.cmp(b.price) || cmpId(a, b));
+  if (strategy === 'cheapest')
+    sorted = rest.sort((a, b) => a.price.cmp(b.price) || b.quality - a.quality || cmpId(a, b));
+  else if (strategy === 'best_quality')
+    sorted = rest.sort((a, b) => b.quality - a.quality || a.price.cmp(b.price) || cmpId(a, b));
   else sorted = rest.sort((a, b) => balanced(b) - balanced(a) || a.price.cmp(b.price) || cmpId(a, b));
   const round = (x: number): number => Math.round(x * 10_000) / 10_000;
   return [
     ...ordered.map((item) => ({ item, score: item.position!, reason: `routing order position ${item.position}` })),
     ...sorted.map((item) => {
-      if (strategy === 'cheapest') return { item, score: round(item.price.toNumber()), reason: 'cheapest: price ascending' };
-      if (strategy === 'best_quality') return { item, score: round(item.quality), reason: 'best_quality: quality score descending' };
-      return { item, score: round(balanced(item)), reason: 'balanced: 0.5·(cheapest price/price) + 0.5·quality, descending' };
+      if (strategy === 'cheapest')
+        return { item, score: round(item.price.toNumber()), reason: 'cheapest: price ascending' };
+      if (strategy === 'best_quality')
+        return { item, score: round(item.quality), reason: 'best_quality: quality score descending' };
+      return {
+        item,
+        score: round(balanced(item)),
+        reason: 'balanced: 0.5·(cheapest price/price) + 0.5·quality, descending',
+      };
     }),
   ];
 }

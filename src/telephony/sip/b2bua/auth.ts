@@ -7,11 +7,20 @@ import type { ServerTransaction } from '../transaction.js';
 import type { SipPeer } from '../transport.js';
 import type { B2buaContext, CallAttribution } from './types.js';
 
-export async function authenticate(ctx: B2buaContext, req: SipRequest, tx: ServerTransaction, source: SipPeer, tag: string): Promise<CallAttribution | undefined> {
+export async function authenticate(
+  ctx: B2buaContext,
+  req: SipRequest,
+  tx: ServerTransaction,
+  source: SipPeer,
+  tag: string,
+): Promise<CallAttribution | undefined> {
   const byIp = await ctx.policy.resolveByIp(source.host);
   if (byIp) return { accountId: byIp.accountId, via: 'ip' };
   const challenge = (c?: { nonce?: string; stale?: boolean }): void => {
-    tx.reply(401, 'Unauthorized', { toTag: tag, headers: [{ name: 'WWW-Authenticate', value: ctx.digest.challenge(c) }] });
+    tx.reply(401, 'Unauthorized', {
+      toTag: tag,
+      headers: [{ name: 'WWW-Authenticate', value: ctx.digest.challenge(c) }],
+    });
   };
   const creds = ctx.digest.parseCredentials(getHeader(req, 'authorization') ?? getHeader(req, 'proxy-authorization'));
   if (!creds) return void challenge();

@@ -9,7 +9,13 @@ import { byeBoth, finish } from './teardown.js';
 import { ALLOW, type B2buaContext, type Call } from './types.js';
 
 /** An in-dialog request on either side of an answered call: the stack routes it here by dialog. */
-export function onInDialog(ctx: B2buaContext, call: Call, side: 'in' | 'out', req: SipRequest, tx: ServerTransaction): void {
+export function onInDialog(
+  ctx: B2buaContext,
+  call: Call,
+  side: 'in' | 'out',
+  req: SipRequest,
+  tx: ServerTransaction,
+): void {
   const { stack } = ctx;
   if (req.method === 'BYE') {
     tx.reply(200, 'OK');
@@ -36,7 +42,8 @@ export function onInDialog(ctx: B2buaContext, call: Call, side: 'in' | 'out', re
   });
   const seq = cseqOf(out).seq;
   const ackOther = (a: { body: Buffer; type: string | undefined }) => {
-    const headers: HeaderField[] = a.type !== undefined && a.body.length ? [{ name: 'Content-Type', value: a.type }] : [];
+    const headers: HeaderField[] =
+      a.type !== undefined && a.body.length ? [{ name: 'Content-Type', value: a.type }] : [];
     const ack = dialogRequest(other, 'ACK', { cseq: seq, body: a.body, headers });
     void stack.sendAck(ack.req, ack.dest).catch(() => undefined);
   };
@@ -77,7 +84,11 @@ export function onInDialog(ctx: B2buaContext, call: Call, side: 'in' | 'out', re
       const rct = getHeader(res, 'content-type');
       const resBody = offerAnswer && res.status < 300 ? sdpVia(call, call.leg, receiver, res.body) : res.body;
       const headers: HeaderField[] = rct !== undefined && resBody.length ? [{ name: 'Content-Type', value: rct }] : [];
-      if (req.method === 'INVITE') headers.push({ name: 'Contact', value: `<${call.inDialog === other ? (call.leg?.dialog?.contact ?? '') : (call.inDialog?.contact ?? '')}>` });
+      if (req.method === 'INVITE')
+        headers.push({
+          name: 'Contact',
+          value: `<${call.inDialog === other ? (call.leg?.dialog?.contact ?? '') : (call.inDialog?.contact ?? '')}>`,
+        });
       if (offerAnswer && res.status < 300) {
         // A media change that went through refreshes the caller's session as well (RFC 4028 §10).
         if (side === 'in') {
@@ -114,7 +125,8 @@ function answerRefresh(ctx: B2buaContext, call: Call, req: SipRequest, tx: Serve
   }
   call.session = n.terms;
   const headers: HeaderField[] = [...sessionHeaders(call)];
-  if (req.method === 'INVITE') headers.push({ name: 'Contact', value: `<${call.inDialog?.contact ?? ''}>` }, { name: 'Allow', value: ALLOW });
+  if (req.method === 'INVITE')
+    headers.push({ name: 'Contact', value: `<${call.inDialog?.contact ?? ''}>` }, { name: 'Allow', value: ALLOW });
   // A re-INVITE always gets SDP (the answer, or our offer when it had none); an UPDATE only when it offered.
   const sdp = req.method === 'INVITE' || req.body.length ? call.sdpToCaller : undefined;
   if (sdp?.type !== undefined) headers.push({ name: 'Content-Type', value: sdp.type });

@@ -45,7 +45,12 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     log,
     clock,
     policy: opts.policy,
-    digest: createDigestServer({ realm: opts.realm, secret: opts.nonceSecret, ...opts.digest, now: () => clock.now().getTime() }),
+    digest: createDigestServer({
+      realm: opts.realm,
+      secret: opts.nonceSecret,
+      ...opts.digest,
+      now: () => clock.now().getTime(),
+    }),
     loop: opts.loopMarker ?? createLoopMarker(opts.nonceSecret),
     setupTimeoutMs: opts.setupTimeoutMs ?? 4000,
     noAnswerMs: opts.noAnswerMs ?? 90_000,
@@ -54,7 +59,10 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
     media: opts.media,
     calls: new Set<Call>(),
     dialogTagOf: (req: SipRequest): string =>
-      createHmac('sha256', tagSecret).update(`${callIdOf(req)}\0${tagOf(fromOf(req)) ?? ''}`).digest('hex').slice(0, 16),
+      createHmac('sha256', tagSecret)
+        .update(`${callIdOf(req)}\0${tagOf(fromOf(req)) ?? ''}`)
+        .digest('hex')
+        .slice(0, 16),
   };
 
   // Requests of answered calls reach their call through the stack's dialog registry; what comes
@@ -69,7 +77,13 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
         });
         return;
       case 'OPTIONS':
-        tx.reply(200, 'OK', { toTag: stack.newTag(), headers: [{ name: 'Allow', value: ALLOW }, { name: 'Accept', value: 'application/sdp' }] });
+        tx.reply(200, 'OK', {
+          toTag: stack.newTag(),
+          headers: [
+            { name: 'Allow', value: ALLOW },
+            { name: 'Accept', value: 'application/sdp' },
+          ],
+        });
         return;
       case 'BYE':
         tx.reply(481, 'Call/Transaction Does Not Exist');

@@ -11,7 +11,12 @@ import { closeRelay } from './media.js';
 import { failToCaller } from './teardown.js';
 import { mask, type B2buaContext, type Call } from './types.js';
 
-export async function onInvite(ctx: B2buaContext, req: SipRequest, tx: ServerTransaction, source: SipPeer): Promise<void> {
+export async function onInvite(
+  ctx: B2buaContext,
+  req: SipRequest,
+  tx: ServerTransaction,
+  source: SipPeer,
+): Promise<void> {
   let cancelledEarly = false;
   const holder: { call?: Call } = {};
   tx.onCancel = () => {
@@ -41,7 +46,10 @@ export async function onInvite(ctx: B2buaContext, req: SipRequest, tx: ServerTra
   const negotiated = negotiateSession(req, ctx.sessionPolicy);
   if ('reject' in negotiated) {
     // Before planning, so a too-short interval holds no money and no slot.
-    tx.reply(422, 'Session Interval Too Small', { toTag: tag, headers: [{ name: 'Min-SE', value: String(negotiated.reject.minSe) }] });
+    tx.reply(422, 'Session Interval Too Small', {
+      toTag: tag,
+      headers: [{ name: 'Min-SE', value: String(negotiated.reject.minSe) }],
+    });
     return;
   }
   const from = fromOf(req).uri.user ?? '';
@@ -51,7 +59,9 @@ export async function onInvite(ctx: B2buaContext, req: SipRequest, tx: ServerTra
   if ('reject' in plan) {
     tx.reply(plan.reject.status, plan.reject.reason, {
       toTag: tag,
-      headers: [{ name: 'Reason', value: `SIP;cause=${plan.reject.status};text="${plan.reject.reason.replace(/"/g, "'")}"` }],
+      headers: [
+        { name: 'Reason', value: `SIP;cause=${plan.reject.status};text="${plan.reject.reason.replace(/"/g, "'")}"` },
+      ],
     });
     return;
   }

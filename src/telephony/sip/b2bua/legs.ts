@@ -1,7 +1,17 @@
 /** Outbound legs to suppliers: the INVITE, digest answers, failover across routes, ringing, answer. */
 import { answerChallenge } from '../digest.js';
 import { createUacDialog, createUasDialog, dialogRequest } from '../dialog.js';
-import { callIdOf, cseqOf, fromOf, getHeader, maxForwardsOf, tagOf, type HeaderField, type SipRequest, type SipResponse } from '../message.js';
+import {
+  callIdOf,
+  cseqOf,
+  fromOf,
+  getHeader,
+  maxForwardsOf,
+  tagOf,
+  type HeaderField,
+  type SipRequest,
+  type SipResponse,
+} from '../message.js';
 import type { ClientTransaction } from '../transaction.js';
 import type { SipPeer } from '../transport.js';
 import { shouldFailover } from '../../failover.js';
@@ -13,7 +23,15 @@ import { armSession, sessionHeaders } from './session.js';
 import { byeBoth, failToCaller, finish, recordAttempt } from './teardown.js';
 import { ALLOW, type B2buaContext, type Call, type Leg, type TrunkCandidate, type TrunkEndpoint } from './types.js';
 
-function buildLegInvite(ctx: B2buaContext, call: Call, ep: TrunkEndpoint, fromTag: string, outCallId: string, cseq: number, body: Buffer): SipRequest {
+function buildLegInvite(
+  ctx: B2buaContext,
+  call: Call,
+  ep: TrunkEndpoint,
+  fromTag: string,
+  outCallId: string,
+  cseq: number,
+  body: Buffer,
+): SipRequest {
   const host = ep.host.includes(':') ? `[${ep.host}]` : ep.host;
   const user = `${ep.techPrefix ?? ''}${call.to}`;
   const target = `sip:${user}@${host}:${ep.port}${ep.transport === 'udp' ? '' : `;transport=${ep.transport}`}`;
@@ -35,17 +53,36 @@ function buildLegInvite(ctx: B2buaContext, call: Call, ep: TrunkEndpoint, fromTa
   return { kind: 'request', method: 'INVITE', uri: target, version: 'SIP/2.0', headers, body };
 }
 
-export function startLeg(ctx: B2buaContext, call: Call, index: number, routeId: string, ep: TrunkEndpoint, proxied: boolean, auth?: { challenge: string; header: string; prev: Leg }): void {
+export function startLeg(
+  ctx: B2buaContext,
+  call: Call,
+  index: number,
+  routeId: string,
+  ep: TrunkEndpoint,
+  proxied: boolean,
+  auth?: { challenge: string; header: string; prev: Leg },
+): void {
   const fromTag = auth ? (tagOf(fromOf(auth.prev.req)) ?? ctx.stack.newTag()) : ctx.stack.newTag();
   const outCallId = auth ? callIdOf(auth.prev.req) : ctx.stack.newCallId();
   // Each leg gets the caller's offer afresh: the relay learns the caller's address again (unchanged) and the leg sees the relay's port.
   const body = proxied && call.relay ? call.relay.pass('caller', call.inReq.body) : call.inReq.body;
   const req = buildLegInvite(ctx, call, ep, fromTag, outCallId, auth ? cseqOf(auth.prev.req).seq + 1 : 1, body);
   if (auth) {
-    const value = answerChallenge({ challenge: auth.challenge, method: 'INVITE', uri: req.uri, username: ep.username ?? '', password: ep.password ?? '' });
+    const value = answerChallenge({
+      challenge: auth.challenge,
+      method: 'INVITE',
+      uri: req.uri,
+      username: ep.username ?? '',
+      password: ep.password ?? '',
+    });
     req.headers.push({ name: auth.header, value });
   }
-  const dest: SipPeer = { transport: ep.transport, host: ep.host, port: ep.port, ...(ep.servername ? { servername: ep.servername } : {}) };
+  const dest: SipPeer = {
+    transport: ep.transport,
+    host: ep.host,
+    port: ep.port,
+    ...(ep.servername ? { servername: ep.servername } : {}),
+  };
   const leg: Leg = {
     index,
     routeId,
@@ -70,7 +107,11 @@ export function startLeg(ctx: B2buaContext, call: Call, index: number, routeId: 
   });
 }
 
-export function tryNext(ctx: B2buaContext, call: Call, last?: { status: number; reason: string; res?: SipResponse }): void {
+export function tryNext(
+  ctx: B2buaContext,
+  call: Call,
+  last?: { status: number; reason: string; res?: SipResponse },
+): void {
   if (call.ended) return;
   if (call.cancelled) return finish(ctx, call, 'caller-cancel', 487);
   const limit = Math.min(ctx.maxRoutes, call.candidates.length);
@@ -91,14 +132,16 @@ function onLegNoResponse(ctx: B2buaContext, call: Call, leg: Leg): void {
   // Nothing came back before any provisional: the leg is abandoned (a late 1xx gets a CANCEL).
   leg.ct.cancel();
   recordAttempt(ctx, call, leg, null, 'no response', 'timeout');
-  if (!shouldFailover({ sipStatus: null, noResponse: true, ringing: leg.ringing })) return failToCaller(ctx, call, 408, 'Request Timeout');
+  if (!shouldFailover({ sipStatus: null, noResponse: true, ringing: leg.ringing }))
+    return failToCaller(ctx, call, 408, 'Request Timeout');
   tryNext(ctx, call, { status: 408, reason: 'Request Timeout' });
 }
 
 function onLegResponse(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse): void {
   const current = call.leg === leg && !leg.ended && !call.ended;
   // 100 Trying only says the supplier got the INVITE; post-dial delay ends when the far end alerts or answers.
-  if (current && !leg.alertedAt && ((res.status >= 180 && res.status < 190) || (res.status >= 200 && res.status < 300))) leg.alertedAt = ctx.clock.now();
+  if (current && !leg.alertedAt && ((res.status >= 180 && res.status < 190) || (res.status >= 200 && res.status < 300)))
+    leg.alertedAt = ctx.clock.now();
   if (res.status >= 200 && res.status < 300) {
     if (!current && !(call.leg === leg && call.answeredAt)) {
       // A late answer on an abandoned leg: acknowledge and hang it up.
@@ -120,13 +163,24 @@ function onLegResponse(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse
     if (!call.ringing) later(ctx, call, ctx.noAnswerMs, () => onNoAnswer(ctx, call));
     leg.ringing = true;
     call.ringing = true;
-    const headers: HeaderField[] = [{ name: 'Contact', value: `<${ctx.stack.contactUri(undefined, call.source.transport)}>` }];
+    const headers: HeaderField[] = [
+      { name: 'Contact', value: `<${ctx.stack.contactUri(undefined, call.source.transport)}>` },
+    ];
     const ct = getHeader(res, 'content-type');
     if (ct !== undefined && res.body.length) headers.push({ name: 'Content-Type', value: ct });
-    call.inTx.reply(res.status, res.reason, { toTag: call.localTag, headers, body: sdpVia(call, leg, 'callee', res.body) });
+    call.inTx.reply(res.status, res.reason, {
+      toTag: call.localTag,
+      headers,
+      body: sdpVia(call, leg, 'callee', res.body),
+    });
     return;
   }
-  const challenge = res.status === 401 ? getHeader(res, 'www-authenticate') : res.status === 407 ? getHeader(res, 'proxy-authenticate') : undefined;
+  const challenge =
+    res.status === 401
+      ? getHeader(res, 'www-authenticate')
+      : res.status === 407
+        ? getHeader(res, 'proxy-authenticate')
+        : undefined;
   if (challenge !== undefined && !leg.authTried && leg.endpoint.username && leg.endpoint.password !== undefined) {
     leg.ended = true;
     if (leg.setupTimer !== undefined) ctx.stack.timers.clear(leg.setupTimer);
@@ -191,7 +245,16 @@ function onLegAnswered(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse
   armSession(ctx, call);
   call.log.info({ routeId: leg.routeId, attempt: leg.index }, 'trunk call answered');
   const answeredAt = call.answeredAt;
-  if (ctx.policy.onAnswered) notify(ctx, 'onAnswered', () => ctx.policy.onAnswered?.({ callGroupId: call.callGroupId, callId: call.callId, routeId: leg.routeId, answeredAt, attempt: leg.index }));
+  if (ctx.policy.onAnswered)
+    notify(ctx, 'onAnswered', () =>
+      ctx.policy.onAnswered?.({
+        callGroupId: call.callGroupId,
+        callId: call.callId,
+        routeId: leg.routeId,
+        answeredAt,
+        attempt: leg.index,
+      }),
+    );
   if (call.maxDurationSeconds > 0) {
     later(ctx, call, call.maxDurationSeconds * 1000, () => {
       if (call.ended) return;

@@ -14,7 +14,14 @@ function copyHeaders(res: SipResponse, names: string[]): HeaderField[] {
   return out;
 }
 
-export function recordAttempt(ctx: B2buaContext, call: Call, leg: Leg, sipCode: number | null, reason: string, outcome: AttemptRecord['outcome']): void {
+export function recordAttempt(
+  ctx: B2buaContext,
+  call: Call,
+  leg: Leg,
+  sipCode: number | null,
+  reason: string,
+  outcome: AttemptRecord['outcome'],
+): void {
   if (leg.ended) return;
   leg.ended = true;
   if (leg.setupTimer !== undefined) ctx.stack.timers.clear(leg.setupTimer);
@@ -43,7 +50,15 @@ export function finish(ctx: B2buaContext, call: Call, hangupCause: HangupCause, 
   for (const h of call.timers) ctx.stack.timers.clear(h);
   for (const off of call.unregister.splice(0)) off();
   const leg = call.leg;
-  if (leg && !leg.ended) recordAttempt(ctx, call, leg, call.answeredAt ? 200 : sipCode, hangupCause, call.answeredAt ? 'answered' : 'cancelled');
+  if (leg && !leg.ended)
+    recordAttempt(
+      ctx,
+      call,
+      leg,
+      call.answeredAt ? 200 : sipCode,
+      hangupCause,
+      call.answeredAt ? 'answered' : 'cancelled',
+    );
   closeRelay(call);
   const endedAt = ctx.clock.now();
   const event: CallEndedEvent = {
@@ -61,12 +76,22 @@ export function finish(ctx: B2buaContext, call: Call, hangupCause: HangupCause, 
     routeId: call.answeredAt && leg ? leg.routeId : null,
     attempts: call.attempts,
   };
-  call.log.info({ hangupCause, sipCode: event.sipCode, durationMs: event.durationMs, attempts: call.attempts.length }, 'trunk call ended');
+  call.log.info(
+    { hangupCause, sipCode: event.sipCode, durationMs: event.durationMs, attempts: call.attempts.length },
+    'trunk call ended',
+  );
   notify(ctx, 'onCallEnded', () => ctx.policy.onCallEnded(event));
 }
 
 /** Tells the caller the call failed, passing the supplier's status, Reason and Retry-After through. */
-export function failToCaller(ctx: B2buaContext, call: Call, status: number, reason: string, res?: SipResponse, cause: HangupCause = 'failed'): void {
+export function failToCaller(
+  ctx: B2buaContext,
+  call: Call,
+  status: number,
+  reason: string,
+  res?: SipResponse,
+  cause: HangupCause = 'failed',
+): void {
   const headers = res ? copyHeaders(res, ['Reason', 'Retry-After', 'Warning']) : [];
   call.inTx.reply(status, reason, { toTag: call.localTag, headers });
   finish(ctx, call, cause, status);

@@ -79,7 +79,15 @@ export interface AttemptRecord {
 }
 
 export type HangupCause =
-  | 'caller-bye' | 'callee-bye' | 'max-duration' | 'caller-cancel' | 'failed' | 'no-answer' | 'ack-timeout' | 'shutdown' | 'session-expired'
+  | 'caller-bye'
+  | 'callee-bye'
+  | 'max-duration'
+  | 'caller-cancel'
+  | 'failed'
+  | 'no-answer'
+  | 'ack-timeout'
+  | 'shutdown'
+  | 'session-expired'
   | 'media-timeout';
 
 export interface CallEndedEvent {
@@ -105,10 +113,18 @@ export interface TrunkPolicy {
   /** A whitelisted source IP: no digest needed. */
   resolveByIp(sourceIp: string): Promise<{ accountId: string } | null>;
   /** A bare `sub_…` or a purchase SIP username; HA1 over the fixed realm. */
-  lookupSipUser(username: string): Promise<{ ha1: string; accountId: string; subAccountId?: string; purchaseId?: string } | null>;
+  lookupSipUser(
+    username: string,
+  ): Promise<{ ha1: string; accountId: string; subAccountId?: string; purchaseId?: string } | null>;
   planCall(input: PlanCallInput): Promise<CallPlan>;
   onAttemptEnded?(attempt: AttemptRecord): void | Promise<void>;
-  onAnswered?(event: { callGroupId: string; callId: string; routeId: string; answeredAt: Date; attempt: number }): void | Promise<void>;
+  onAnswered?(event: {
+    callGroupId: string;
+    callId: string;
+    routeId: string;
+    answeredAt: Date;
+    attempt: number;
+  }): void | Promise<void>;
   onCallEnded(event: CallEndedEvent): void | Promise<void>;
 }
 

@@ -13,23 +13,57 @@ t.test('measured quality from CDRs: 50 calls from two buyers, 7 days then 30 day
   const b1 = await h.signUp();
   const b2 = await h.signUp();
   const call = async (method: string, url: string, token: string, payload?: unknown) => {
-    const r = await h.app.inject({ method: method as 'GET', url: `/api/v1${url}`, headers: bearer(token), ...(payload === undefined ? {} : { payload: payload as object }) });
+    const r = await h.app.inject({
+      method: method as 'GET',
+      url: `/api/v1${url}`,
+      headers: bearer(token),
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    });
     return { status: r.statusCode, body: r.json() as { data: any; error: any } }; // eslint-disable-line @typescript-eslint/no-explicit-any
   };
   const route = async (name: string, expectedAsr: number) => {
-    const r = await call('POST', '/routes', seller.session, { type: 'voice', name, country: 'GB', expectedAsr, endpoints: [{ host: '192.0.2.1' }] });
+    const r = await call('POST', '/routes', seller.session, {
+      type: 'voice',
+      name,
+      country: 'GB',
+      expectedAsr,
+      endpoints: [{ host: '192.0.2.1' }],
+    });
     t.equal(r.status, 201);
-    await call('POST', `/routes/${r.body.data.id}/rates`, seller.session, { format: 'csv', csv: 'prefix,destination,rate\n44,UK,0.010\n' });
+    await call('POST', `/routes/${r.body.data.id}/rates`, seller.session, {
+      format: 'csv',
+      csv: 'prefix,destination,rate\n44,UK,0.010\n',
+    });
     return r.body.data.id as string;
   };
-  const [A, B, C, D, E] = [await route('A', 90), await route('B', 40), await route('C', 40), await route('D', 40), await route('E', 40)];
+  const [A, B, C, D, E] = [
+    await route('A', 90),
+    await route('B', 40),
+    await route('C', 40),
+    await route('D', 40),
+    await route('E', 40),
+  ];
 
   /** `n` voice legs on a route by a buyer, `ageDays` old: the first `answered` answered for 90 s, the rest busy. */
-  const cdrs = async (routeId: string, accountId: string, n: number, answered: number, ageDays: number, extra: Record<string, unknown> = {}) => {
+  const cdrs = async (
+    routeId: string,
+    accountId: string,
+    n: number,
+    answered: number,
+    ageDays: number,
+    extra: Record<string, unknown> = {},
+  ) => {
     const rows = Array.from({ length: n }, (_, i) => ({
-      id: newId(), account_id: accountId, kind: 'voice', route_id: routeId, created_at: new Date(NOW.getTime() - ageDays * DAY - i * 1000),
-      status: i < answered ? 'completed' : i % 2 === 0 ? 'busy' : 'failed', sip_code: i < answered ? 200 : i % 2 === 0 ? 486 : 503,
-      duration_seconds: i < answered ? 90 : 0, pdd_ms: 1000, ...extra,
+      id: newId(),
+      account_id: accountId,
+      kind: 'voice',
+      route_id: routeId,
+      created_at: new Date(NOW.getTime() - ageDays * DAY - i * 1000),
+      status: i < answered ? 'completed' : i % 2 === 0 ? 'busy' : 'failed',
+      sip_code: i < answered ? 200 : i % 2 === 0 ? 486 : 503,
+      duration_seconds: i < answered ? 90 : 0,
+      pdd_ms: 1000,
+      ...extra,
     }));
     await h.sql`insert into cdrs ${h.sql(rows)}`;
   };
@@ -54,7 +88,8 @@ t.test('measured quality from CDRs: 50 calls from two buyers, 7 days then 30 day
   t.match(await measured(D), { asr: 50, calls: 60, window: '30d' });
   t.match(await measured(E), { asr: 100, calls: 63, window: 'latest' });
 
-  const ids = async (sort: string) => (await call('GET', `/routes?sort=${sort}`, b1.session)).body.data.rows.map((r: { id: string }) => r.id);
+  const ids = async (sort: string) =>
+    (await call('GET', `/routes?sort=${sort}`, b1.session)).body.data.rows.map((r: { id: string }) => r.id);
   const desc = await ids('measured_asr_desc');
   t.same(desc.slice(0, 3), [E, C, D], 'measured ASR descending');
   t.same(desc.slice(3).sort(), [A, B].sort(), 'routes without measured figures last');
@@ -63,7 +98,10 @@ t.test('measured quality from CDRs: 50 calls from two buyers, 7 days then 30 day
   t.same((await ids('measured_acd_asc')).slice(0, 3), [C, D, E].sort(), 'equal ACDs tie on id');
   t.equal((await ids('quality_desc'))[0], E);
   const page = await call('GET', '/routes?sort=measured_asr_desc&limit=2&offset=1', b1.session);
-  t.same(page.body.data.rows.map((r: { id: string }) => r.id), [C, D]);
+  t.same(
+    page.body.data.rows.map((r: { id: string }) => r.id),
+    [C, D],
+  );
   t.equal(page.body.data.total, 5);
 
   // Smart Routing uses the measured figures: C 0.45·0.8 + 0.25·0.3 + 0.2·0.92 + 0.1·0.9 = 0.709;
@@ -71,7 +109,13 @@ t.test('measured quality from CDRs: 50 calls from two buyers, 7 days then 30 day
   await call('POST', '/purchases', b1.session, { routeId: A });
   await call('POST', '/purchases', b1.session, { routeId: C });
   const res = await call('GET', '/routes/resolve?number=4420&strategy=best_quality', b1.session);
-  t.same(res.body.data.routes.map((r: { routeId: string; quality: number }) => [r.routeId, r.quality]), [[C, 0.709], [A, 0.588]]);
+  t.same(
+    res.body.data.routes.map((r: { routeId: string; quality: number }) => [r.routeId, r.quality]),
+    [
+      [C, 0.709],
+      [A, 0.588],
+    ],
+  );
 
   // Cached for a minute, then measured again.
   await cdrs(A, b2.accountId, 1, 1, 0);

@@ -25,7 +25,18 @@ const prng = (seed: number) => () => {
  */
 async function reference(sql: Sql, ids: string[], now: Date): Promise<Map<string, MeasuredQuality | null>> {
   const answered = sql`(status in ('answered', 'completed') or sip_code between 200 and 299)`;
-  const rows = await sql<{ routeId: string; win: WindowStats['window']; calls: number; buyers: number; answered: number; effective: number; seconds: string; pdd: number | null }[]>`
+  const rows = await sql<
+    {
+      routeId: string;
+      win: WindowStats['window'];
+      calls: number;
+      buyers: number;
+      answered: number;
+      effective: number;
+      seconds: string;
+      pdd: number | null;
+    }[]
+  >`
     with c as (
       select route_id, account_id, created_at, duration_seconds, pdd_ms, ${answered} as answered,
         (${answered} or status in ('busy', 'no_answer', 'declined') or sip_code in (486, 487, 600, 603)) as effective,
@@ -47,10 +58,19 @@ async function reference(sql: Sql, ids: string[], now: Date): Promise<Map<string
   for (const id of ids) {
     const windows = (['7d', '30d', 'latest'] as const).flatMap((win) => {
       const r = rows.find((x) => x.routeId === id && x.win === win);
-      return r === undefined ? [] : [{
-        window: win, calls: r.calls, buyers: r.buyers, answered: r.answered, networkEffective: r.effective,
-        totalAnsweredSeconds: Number(r.seconds), medianPddMs: r.pdd === null ? 0 : Math.round(Number(r.pdd)),
-      }];
+      return r === undefined
+        ? []
+        : [
+            {
+              window: win,
+              calls: r.calls,
+              buyers: r.buyers,
+              answered: r.answered,
+              networkEffective: r.effective,
+              totalAnsweredSeconds: Number(r.seconds),
+              medianPddMs: r.pdd === null ? 0 : Math.round(Number(r.pdd)),
+            },
+          ];
     });
     out.set(id, measuredFrom(windows));
   }
@@ -58,7 +78,15 @@ async function reference(sql: Sql, ids: string[], now: Date): Promise<Map<string
 }
 
 const STATUSES: [string, number | null][] = [
-  ['completed', 200], ['answered', 200], ['busy', 486], ['no_answer', 487], ['declined', 603], ['failed', 503], ['failed', 480], ['cancelled', null], [null as unknown as string, 200],
+  ['completed', 200],
+  ['answered', 200],
+  ['busy', 486],
+  ['no_answer', 487],
+  ['declined', 603],
+  ['failed', 503],
+  ['failed', 480],
+  ['cancelled', null],
+  [null as unknown as string, 200],
 ];
 
 t.test('route quality from the day summaries equals the whole-history CDR scan on random CDRs', async (t) => {
@@ -74,11 +102,17 @@ t.test('route quality from the day summaries equals the whole-history CDR scan o
       Array.from({ length: n }, () => {
         const [status, sip] = pick(STATUSES);
         return {
-          id: newId(), account_id: buyers[Math.floor(rnd() * buyerCount)]!, kind: rnd() < 0.05 ? 'sms' : 'voice', route_id: routeId,
+          id: newId(),
+          account_id: buyers[Math.floor(rnd() * buyerCount)]!,
+          kind: rnd() < 0.05 ? 'sms' : 'voice',
+          route_id: routeId,
           created_at: new Date(NOW.getTime() - (minAge + rnd() * (maxAge - minAge)) * DAY),
-          status, sip_code: sip, duration_seconds: rnd() < 0.1 ? null : Math.floor(rnd() * 300),
+          status,
+          sip_code: sip,
+          duration_seconds: rnd() < 0.1 ? null : Math.floor(rnd() * 300),
           pdd_ms: rnd() < 0.2 ? null : pick([800, 1000, 1200, 2500, Math.floor(rnd() * 5000)]),
-          is_probe: rnd() < 0.05, simulated: rnd() < 0.05,
+          is_probe: rnd() < 0.05,
+          simulated: rnd() < 0.05,
         };
       });
     const all = [
@@ -105,12 +139,20 @@ t.test('route quality from the day summaries equals the whole-history CDR scan o
     const got = await quality(routes);
     t.same(Object.fromEntries(got), Object.fromEntries(want), `seed ${seed}: every route as the CDR scan`);
     t.ok([...want.values()].filter((m) => m !== null).length >= 3, `seed ${seed}: some routes qualify`);
-    t.match(want.get(routes[10]!), { window: 'latest', calls: LATEST_CALLS }, 'the latest 1,000 calls of a busy old route');
+    t.match(
+      want.get(routes[10]!),
+      { window: 'latest', calls: LATEST_CALLS },
+      'the latest 1,000 calls of a busy old route',
+    );
     t.equal(want.get(routes[11]!), null, 'many calls from one buyer never qualify');
 
     // A day later the windows have moved; the summaries need no refresh.
     clock.advance(DAY + 3_600_000);
-    t.same(Object.fromEntries(await quality(routes)), Object.fromEntries(await reference(sql, routes, clock.now())), `seed ${seed}: a day later`);
+    t.same(
+      Object.fromEntries(await quality(routes)),
+      Object.fromEntries(await reference(sql, routes, clock.now())),
+      `seed ${seed}: a day later`,
+    );
   }
 
   const drift = await sql`
@@ -123,6 +165,8 @@ t.test('route quality from the day summaries equals the whole-history CDR scan o
     from cdrs where kind = 'voice' and not is_probe and not simulated and route_id is not null group by 1, 2, 3`;
   t.same(drift, [], 'the day summaries equal a recount of cdrs');
   await sql`truncate cdrs`;
-  const [left] = await sql<{ n: number }[]>`select (select count(*) from route_quality_daily) + (select count(*) from route_pdd_daily) as n`;
+  const [left] = await sql<
+    { n: number }[]
+  >`select (select count(*) from route_quality_daily) + (select count(*) from route_pdd_daily) as n`;
   t.equal(Number(left?.n), 0, 'emptying cdrs empties the summaries');
 });

@@ -16,7 +16,11 @@ export interface RtpPeer {
   waitFor(predicate: (packets: RtpPacket[]) => boolean, timeoutMs?: number): Promise<RtpPacket[]>;
   send(target: number, packet: RtpPacket): void;
   /** Sends one key press as start, continuation and three end packets (in the order given). */
-  pressKey(target: number, key: string, opts: { timestamp: number; sequence: number; order?: number[]; eventPt?: number }): void;
+  pressKey(
+    target: number,
+    key: string,
+    opts: { timestamp: number; sequence: number; order?: number[]; eventPt?: number },
+  ): void;
   /** Keeps the stream alive by sending a silent PCMU packet every 20 ms. */
   keepAlive(target: number): () => void;
   close(): Promise<void>;
@@ -79,13 +83,27 @@ export async function createRtpPeer(): Promise<RtpPeer> {
       for (const i of order ?? [0, 1, 2, 3, 4]) {
         const p = list[i];
         if (!p) continue;
-        peer.send(target, { payloadType: eventPt, marker: p.marker, sequence: p.sequence, timestamp, ssrc, payload: buildTelephoneEvent({ event, end: p.end, volume: 10, duration: p.duration }) });
+        peer.send(target, {
+          payloadType: eventPt,
+          marker: p.marker,
+          sequence: p.sequence,
+          timestamp,
+          ssrc,
+          payload: buildTelephoneEvent({ event, end: p.end, volume: 10, duration: p.duration }),
+        });
       }
     },
     keepAlive(target) {
       let seq = 1;
       const timer = setInterval(() => {
-        peer.send(target, { payloadType: 0, marker: false, sequence: seq++, timestamp: seq * 160, ssrc, payload: new Uint8Array(160).fill(0xff) });
+        peer.send(target, {
+          payloadType: 0,
+          marker: false,
+          sequence: seq++,
+          timestamp: seq * 160,
+          ssrc,
+          payload: new Uint8Array(160).fill(0xff),
+        });
       }, 20);
       return () => clearInterval(timer);
     },

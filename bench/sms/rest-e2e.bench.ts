@@ -121,6 +121,8 @@ try {
       limits: { default_per_second: 1_000_000 },
       database: { url: admin.replace(/\/[^/]*$/, `/${dbName}`), pool_max: Number(process.env['BENCH_POOL'] ?? 20) },
       sms: { bind_tps: 100_000, bind_window_size: 100 },
+      // The bench SMSC listens on loopback: an operator's private interconnect, as far as the outbound guard knows.
+      security: { private_supplier_networks: ['127.0.0.0/8'] },
     },
   });
   phase('raw measured');

@@ -1,0 +1,241 @@
+import type { Logger } from 'pino';
+import type { Sql } from '../../db/connection.js';
+import { isRefusal, refusalError } from '../../ledger/ledger.js';
+import type { CallEndedEvent, TrunkPolicy } from '../../telephony/sip/b2bua/index.js';
+import {
+  buildCdr,
+  chargeLeg,
+  voiceBilled,
+  type CdrInsert,
+  type CdrsService,
+  type LegCharge,
+  type Settlement,
+} from '../cdrs/index.js';
+import type { LiveCall, LiveCalls } from './live-calls.js';
+import type { PayerHints } from './payer-hints.js';
+import type { CallsRepo, FinishRow } from './repo.js';
+import type { Slots } from './slots.js';
+import { createWindowBatcher } from './window-batcher.js';
+
+/** Plain words for the hang-up causes the trunk B2BUA reports. */
+export const HANGUP_REASONS: Record<string, string> = {
+  'caller-bye': 'The caller hung up',
+  'callee-bye': 'The called party hung up',
+  'max-duration': 'The call reached its maximum duration (balance or limit)',
+  'caller-cancel': 'The caller cancelled before answer',
+  failed: 'No route could connect the call',
+  'no-answer': 'No answer',
+  'ack-timeout': 'The caller never confirmed the answer',
+  shutdown: 'The exchange was shutting down',
+  'session-expired': 'The caller stopped refreshing the session (RFC 4028 session timer)',
+  'media-timeout': 'No audio either way through the media relay for the RTP timeout',
+  crash: 'The exchange restarted during the call; billed to the last time it was seen',
+};
+
+/** A call's settlement: the route's seller paid its rate, the platform its fee, the rest of the hold released. */
+export function callSettlement(
+  call: { id: string; payer: string; holdId: string; operatorId: string | null },
+  sellerId: string | null,
+  charge: LegCharge | null,
+): Settlement {
+  return {
+    key: `call:${call.id}`,
+    holdId: call.holdId,
+    payer: call.payer,
+    operatorId: call.operatorId,
+    sellerId,
+    charge,
+    context: {
+      reference: 'Voice call',
+      relatedEntityType: 'sip_call',
+      relatedEntityId: call.id,
+      callId: call.id,
+    },
+  };
+}
+
+/** One ended trunk call's writes: its call row, one CDR per leg, and the money. */
+interface Finish {
+  call: LiveCall;
+  routeId: string | null;
+  row: FinishRow;
+  cdrs: CdrInsert[];
+  charge: LegCharge | null;
+}
+
+/**
+ * The end of a live trunk call: its answered mark, then its settlement (or release), its call row
+ * and one CDR per leg. Marks and finishes of a few ms share one statement and one commit; the
+ * finishes go through the cdrs service's `settleMany`.
+ */
+export function createFinishing(deps: {
+  sql: Sql;
+  log: Logger;
+  repo: CallsRepo;
+  cdrs: CdrsService;
+  live: LiveCalls;
+  slots: Slots;
+  hints: PayerHints;
+  /** How long answered marks and call finishes wait for others to share their statement and commit. */
+  batchWindowMs: number;
+}) {
+  const { sql, log, repo, live } = deps;
+
+  // Answered marks of a few ms share one UPDATE: the crash reconcile bills from answeredAt, and a
+  // crash within the window loses only what a crash before a single mark's commit always lost.
+  const answers = createWindowBatcher<{ id: string; routeId: string; answeredAt: Date }>({
+    windowMs: deps.batchWindowMs,
+    maxBatch: 500,
+    async run(marks) {
+      try {
+        await repo.markAnsweredMany(marks);
+      } catch (err) {
+        if (marks.length === 1) throw err;
+        log.debug({ err, calls: marks.length }, 'answered marks batch failed: written one by one');
+        const each = await Promise.allSettled(marks.map((m) => repo.markAnsweredMany([m])));
+        const failed = each.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+        if (failed) throw failed.reason;
+      }
+    },
+  });
+
+  const onAnswered: NonNullable<TrunkPolicy['onAnswered']> = async (e) => {
+    const marked = answers.add({ id: e.callGroupId, routeId: e.routeId, answeredAt: e.answeredAt });
+    const call = live.get(e.callGroupId);
+    if (call) call.marked = marked.catch(() => undefined);
+    await marked;
+  };
+
+  /**
+   * Settles the hold (or releases it) and writes the call and its CDRs in one transaction: the
+   * calls ended within a few ms share it (one commit, one CDR statement), each still all or nothing.
+   */
+  async function onCallEnded(e: CallEndedEvent) {
+    const call = live.get(e.callGroupId);
+    if (!call) {
+      log.warn({ callGroupId: e.callGroupId }, 'call ended that this daemon did not plan');
+      return;
+    }
+    const route = e.routeId ? call.priced.get(e.routeId) : undefined;
+    // The session timer fires at maxDuration; the BYE's few ms past it must not bill (or hold) one more block.
+    const duration = Math.min(Math.ceil(e.durationMs / 1000), call.maxDurationSeconds);
+    const charge = route && e.answeredAt ? chargeLeg(route, duration, call.markupPct) : null;
+    const status = e.answeredAt
+      ? 'completed'
+      : e.sipCode === 486 || e.sipCode === 600
+        ? 'busy'
+        : e.hangupCause === 'no-answer' || e.sipCode === 480 || e.sipCode === 487
+          ? 'no_answer'
+          : 'failed';
+    const endedAt = e.endedAt;
+    const cdrs: CdrInsert[] = e.attempts.map((a) => {
+      const connected = a.outcome === 'answered' && a.routeId === e.routeId && charge !== null;
+      const priced = call.priced.get(a.routeId);
+      return buildCdr({
+        accountId: call.payer,
+        operatorId: call.operatorId,
+        sellerId: priced?.sellerId ?? null,
+        callUuid: e.callGroupId,
+        callGroupId: e.callGroupId,
+        kind: 'voice',
+        source: 'trunk',
+        routeId: a.routeId,
+        fromNumber: e.from,
+        toNumber: e.to,
+        cli: e.from,
+        status: connected ? 'completed' : a.outcome === 'answered' ? 'completed' : a.outcome,
+        sipCode: a.sipCode,
+        hangupCause: connected ? e.hangupCause : a.reason,
+        durationSeconds: connected ? duration : 0,
+        segments: null,
+        pddMs: a.pddMs,
+        mediaMode: priced?.mediaMode ?? null,
+        billed: connected ? voiceBilled(charge) : null,
+        answeredAt: connected ? e.answeredAt : null,
+        endedAt,
+        createdAt: a.startedAt,
+      });
+    });
+    const row: FinishRow = {
+      id: e.callGroupId,
+      status,
+      routeId: e.routeId,
+      sipCode: e.sipCode,
+      hangupCause: e.hangupCause,
+      hangupReason: HANGUP_REASONS[e.hangupCause] ?? e.hangupCause,
+      durationSeconds: e.answeredAt ? duration : 0,
+      billableSeconds: charge?.billableSeconds ?? 0,
+      cost: charge?.total ?? '0.000000',
+      billingIncrement: route?.increment.text ?? null,
+      ratePerMinute: charge?.ratePerMinute ?? null,
+      attempts: e.attempts.map((a, i) => ({
+        attempt: i + 1,
+        routeId: a.routeId,
+        status: a.outcome,
+        sipResponseCode: a.sipCode,
+        hangupCause: a.reason,
+      })),
+      answeredAt: e.answeredAt,
+      endedAt,
+    };
+    await call.marked;
+    // Never rejects: a call whose writes failed is logged and left to the orphan reconcile.
+    await finishes.add({ call, routeId: e.routeId, row, cdrs, charge });
+    live.delete(e.callGroupId);
+    await deps.slots.release(call.slots);
+  }
+
+  /** One transaction for a batch of ended calls; when it fails, each call again in its own. */
+  async function finishBatch(items: Finish[]) {
+    // Payer order, then call order: two daemons' batches lock ledger and call rows in the same order.
+    items.sort((a, b) =>
+      a.call.payer < b.call.payer ? -1 : a.call.payer > b.call.payer ? 1 : a.row.id < b.row.id ? -1 : 1,
+    );
+    try {
+      await sql.begin(async (tx) => {
+        // Ending the rows first takes their locks (waiting out a heartbeat's); a call a stale-call
+        // reconcile on another daemon ended meanwhile is left out: that one settled it.
+        const ended = await repo.finishCalls(
+          tx,
+          items.map((f) => f.row),
+        );
+        const mine = items.filter((f) => ended.has(f.row.id));
+        // Pipelined on the transaction's connection: one round trip instead of one per statement. The
+        // ledger last, so the payer's balance row (every call of that payer waits on it) stays locked shortest.
+        // Two or more settlements go in one ledger_settle_many (each payer's row moved once).
+        const [, settled] = await Promise.all([
+          deps.cdrs.insertCdrs(
+            tx,
+            mine.flatMap((f) => f.cdrs),
+          ),
+          deps.cdrs.settleMany(
+            tx,
+            // The call is still live here (it leaves `live` once its finish is written).
+            mine.map((f) => callSettlement(f.call, f.call.priced.get(f.routeId ?? '')?.sellerId ?? null, f.charge)),
+          ),
+        ]);
+        // A refusal cannot come from a hold that covers the call; if one does, the batch rolls back
+        // and each call is written on its own, where the settle's own error is logged.
+        const refused = settled.find(isRefusal);
+        if (refused) throw refusalError(refused);
+        settled.forEach((r, i) => {
+          if (!isRefusal(r) && r.capReached) deps.hints.capReached(mine[i]!.call.payer);
+        });
+      });
+      return;
+    } catch (err) {
+      if (items.length === 1) {
+        // Left open in the database: the next housekeeping pass reconciles it as this node's orphan.
+        log.error({ err, callGroupId: items[0]!.row.id }, 'call settlement failed; left to the orphan reconcile');
+        return;
+      }
+      log.debug({ err, calls: items.length }, 'call finish batch rolled back: calls written one by one');
+    }
+    for (const f of items) await finishBatch([f]);
+  }
+  const finishes = createWindowBatcher<Finish>({ windowMs: deps.batchWindowMs, maxBatch: 100, run: finishBatch });
+
+  return { onAnswered, onCallEnded };
+}
+
+export type Finishing = ReturnType<typeof createFinishing>;

@@ -1,0 +1,27 @@
+import type { Decimal } from 'decimal.js';
+import type { PricedRoute } from '../cdrs/index.js';
+
+/** A route a live call may take, priced as its hold was: what its end and its CDRs bill from. */
+export type PricedLeg = PricedRoute & { sellerId: string; mediaMode: 'direct' | 'proxy' };
+
+/** A trunk call this daemon planned and has not finished. */
+export interface LiveCall {
+  id: string;
+  payer: string;
+  operatorId: string | null;
+  holdId: string;
+  maxDurationSeconds: number;
+  slots: string[];
+  markupPct: Decimal;
+  priced: Map<string, PricedLeg>;
+  /** The answered-mark update in flight: the settlement waits for it rather than finding the row locked. */
+  marked?: Promise<unknown>;
+  /** When the hold expires unless extended (ms since epoch). */
+  holdUntil: number;
+}
+
+/**
+ * This daemon's live trunk calls by call group id, shared by admission (in before the call row
+ * exists), finishing (out once settled), the heartbeat and the orphan reconcile (which skips them).
+ */
+export type LiveCalls = Map<string, LiveCall>;

@@ -80,6 +80,12 @@ export function createCounters(redis: Redis | null, node: string, now: () => num
       },
     };
   }
+  // A defined command goes as EVALSHA (ioredis loads the script on NOSCRIPT): one admission sends
+  // a 40-byte digest, not the script text.
+  redis.defineCommand('svcAcquireSlot', { numberOfKeys: 3, lua: ACQUIRE });
+  const acquireSlot = (redis as unknown as { svcAcquireSlot(...args: string[]): Promise<unknown> }).svcAcquireSlot.bind(
+    redis,
+  );
   const hash = (key: string) => `svc:cc:${key}`;
   const nodes = 'svc:cc:nodes';
   const total = async (key: string) => {
@@ -103,9 +109,7 @@ export function createCounters(redis: Redis | null, node: string, now: () => num
     // concurrent callers all see each other's provisional slots: 50 at once against a limit of 20
     // all counted 50 and all gave up, with no call live.
     async acquire(key, limit) {
-      const got = await redis.eval(
-        ACQUIRE,
-        3,
+      const got = await acquireSlot(
         hash(key),
         nodes,
         `svc:cc:keys:${node}`,

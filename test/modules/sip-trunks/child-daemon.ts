@@ -1,10 +1,41 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { DeepPartial } from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
+import { TEST_NETWORKS, TEST_SCRYPT_COST } from '../../helpers/daemon.js';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
+}
+
+/**
+ * The settings of a second daemon on an existing test database: loopback on free ports, its own
+ * state directory (its own node id, kept across a restart with the same settings), `extra` merged on top.
+ */
+export function childDaemonConfig(
+  t: Teardown,
+  databaseUrl: string,
+  extra: DeepPartial<Config> = {},
+): DeepPartial<Config> {
+  const state = mkdtempSync(join(tmpdir(), 'svc-child-state-'));
+  t.teardown(() => rmSync(state, { recursive: true, force: true }));
+  return {
+    paths: { state },
+    log: { level: 'silent' },
+    http: { host: '127.0.0.1', port: 0 },
+    database: { url: databaseUrl, pool_max: 4 },
+    sip: { host: '127.0.0.1', port: 0, tls_port: 0, options_interval_seconds: 3600 },
+    smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
+    metrics: { host: '127.0.0.1', port: 0 },
+    billing: { require_route_for_sub_accounts: false },
+    // The suppliers are sipp on loopback: the outbound guard lets them through only when allowed.
+    security: { private_supplier_networks: TEST_NETWORKS, private_trunk_networks: TEST_NETWORKS },
+    auth: { scrypt_cost: TEST_SCRYPT_COST },
+    ...extra,
+  };
 }
 
 const CHILD = new URL('./crash-child.ts', import.meta.url).pathname;

@@ -13,7 +13,7 @@ interface Teardown {
 
 /**
  * The settings of a second daemon on an existing test database: loopback on free ports, its own
- * state directory (its own node id, kept across a restart with the same settings), `extra` merged on top.
+ * state directory (its own node id, kept across a restart with the same settings), `extra` merged on top section by section.
  */
 export function childDaemonConfig(
   t: Teardown,
@@ -22,7 +22,7 @@ export function childDaemonConfig(
 ): DeepPartial<Config> {
   const state = mkdtempSync(join(tmpdir(), 'svc-child-state-'));
   t.teardown(() => rmSync(state, { recursive: true, force: true }));
-  return {
+  const base: Record<string, Record<string, unknown>> = {
     paths: { state },
     log: { level: 'silent' },
     http: { host: '127.0.0.1', port: 0 },
@@ -34,8 +34,13 @@ export function childDaemonConfig(
     // The suppliers are sipp on loopback: the outbound guard lets them through only when allowed.
     security: { private_supplier_networks: TEST_NETWORKS, private_trunk_networks: TEST_NETWORKS },
     auth: { scrypt_cost: TEST_SCRYPT_COST },
-    ...extra,
   };
+  // Section by section, so `extra` changing one SIP setting keeps the daemon on loopback port 0.
+  const merged: Record<string, unknown> = { ...base };
+  for (const [section, values] of Object.entries(extra as Record<string, Record<string, unknown> | undefined>)) {
+    merged[section] = { ...base[section], ...values };
+  }
+  return merged as DeepPartial<Config>;
 }
 
 const CHILD = new URL('./crash-child.ts', import.meta.url).pathname;
@@ -44,7 +49,7 @@ const CHILD = new URL('./crash-child.ts', import.meta.url).pathname;
 export async function spawnChildDaemon(
   t: Teardown,
   overrides: DeepPartial<Config>,
-): Promise<{ ports: Record<string, number>; kill(): Promise<void> }> {
+): Promise<{ pid: number; ports: Record<string, number>; kill(): Promise<void> }> {
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(overrides)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -58,5 +63,5 @@ export async function spawnChildDaemon(
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', () => reject(new Error('child daemon exited before listening')));
   });
-  return { ports: JSON.parse(first) as Record<string, number>, kill };
+  return { pid: child.pid ?? -1, ports: JSON.parse(first) as Record<string, number>, kill };
 }

@@ -1,0 +1,41 @@
+import { join } from 'node:path';
+import type { Test } from 'tap';
+import type { AsteriskSettings } from '../../../src/telephony/asterisk/index.js';
+import { asteriskBin, NO_ASTERISK, startAsterisk } from '../../helpers/asterisk.js';
+import { freePort } from '../../telephony/sip/sipp.js';
+
+/**
+ * The call engines every calls-and-media case runs against: one table of cases, two engines. The
+ * Asterisk one runs against a private Asterisk started from `asterisk/` (test/helpers/asterisk.ts)
+ * and is skipped, with the reason tap reports, where none is installed.
+ */
+export type EngineName = 'native' | 'asterisk';
+
+export const ENGINES: readonly { name: EngineName; skip: string | false }[] = [
+  { name: 'native', skip: false },
+  { name: 'asterisk', skip: asteriskBin ? false : NO_ASTERISK },
+];
+
+/** What `createVoicePlane` takes for this engine: nothing for native, a started farm of one for Asterisk. */
+export async function engineOptions(t: Test, engine: EngineName): Promise<{ asterisk?: AsteriskSettings }> {
+  if (engine === 'native') return {};
+  const sipPort = await freePort();
+  const ast = await startAsterisk({ exchangeSip: { host: '127.0.0.1', port: sipPort } });
+  t.teardown(() => ast.stop());
+  return {
+    asterisk: {
+      hosts: [{ url: ast.ariUrl, username: ast.username, password: ast.password, app: ast.app }],
+      sip_bind: '127.0.0.1',
+      sip_port: sipPort,
+      sip_advertise: '',
+      pjsip_endpoint: 'svc-exchange',
+      prompt_dir: join(ast.dir, 'prompts'),
+      prompt_dir_remote: '',
+      request_timeout_ms: 5000,
+      health_interval_ms: 1000,
+      health_failures: 2,
+      reconnect_max_ms: 2000,
+      leg_timeout_ms: 5000,
+    },
+  };
+}

@@ -158,7 +158,8 @@ export function createAriHost(opts: AriHostOptions): AriHost {
         log.warn('ARI websocket dropped; reconnecting');
       });
       c.on('WebSocketConnected', () => {
-        if (socketOpen) return;
+        // The first open is reported once `start` resolves, below; this is for reconnects.
+        if (socketOpen || client !== self) return;
         socketOpen = true;
         publish();
         log.info('ARI websocket reconnected');

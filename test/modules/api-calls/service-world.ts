@@ -1,6 +1,6 @@
 /**
- * The call service over its own SIP stack on 127.0.0.1 and the native media plane, against a
- * whole test daemon (ledger, routing, CDRs, outbox): what the live call tests share.
+ * The call service over its own SIP stack on 127.0.0.1 and a call engine (native by default, or
+ * Asterisk over ARI), against a whole test daemon (ledger, routing, CDRs, outbox): what the live call tests share.
  */
 import { Decimal } from 'decimal.js';
 import { pino } from 'pino';
@@ -10,6 +10,7 @@ import { createVoicePlane } from '../../../src/telephony/calls/voice-plane.js';
 import type { MediaPlaneOptions } from '../../../src/telephony/media/index.js';
 import { createLoopMarker, createSipStack, createSipTransport } from '../../../src/telephony/sip/index.js';
 import { createWorld, eventually, type World } from '../sip-trunks/world.js';
+import { engineOptions, type EngineName } from './engines.js';
 
 export interface ServiceWorld {
   w: World;
@@ -28,6 +29,7 @@ export async function createServiceWorld(
   t: Test,
   rtpBase: number,
   media: Partial<Pick<MediaPlaneOptions, 'downloader'>> = {},
+  engine: EngineName = 'native',
 ): Promise<ServiceWorld> {
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const w = await createWorld(t);
@@ -50,6 +52,7 @@ export async function createServiceWorld(
     },
     dialer: { setupTimeoutMs: 1500 },
     onLegEnded: (o) => svc?.noteLeg(o),
+    ...(await engineOptions(t, engine)),
   });
   t.teardown(() => plane.close());
   svc = createApiCallsService({

@@ -71,8 +71,10 @@ function run(bin: string, args: string[]): Promise<string> {
 export interface StartAsteriskOptions {
   /** Where the exchange's Asterisk-facing SIP listener is (the aor contact and the identify match). */
   exchangeSip: { host: string; port: number };
-  /** First RTP port (20 ports are used). */
+  /** First RTP port (25 ports are used). */
   rtpStart?: number;
+  /** The ARI password (hosts of one farm share it); random when not given. */
+  password?: string;
 }
 
 export async function startAsterisk(options: StartAsteriskOptions): Promise<PrivateAsterisk> {
@@ -81,7 +83,7 @@ export async function startAsterisk(options: StartAsteriskOptions): Promise<Priv
   const dir = await mkdtemp(join(tmpdir(), 'svc-asterisk-'));
   const [httpPort, sipPort] = [await freePort(), await freePort()];
   const rtpStart = options.rtpStart ?? 20000 + (process.pid % 400) * 26;
-  const password = randomBytes(12).toString('hex');
+  const password = options.password ?? randomBytes(12).toString('hex');
   const ex = options.exchangeSip;
   const edits: Record<string, (text: string) => string> = {
     'http.conf': (s) => s.replace(/^bindport = .*$/m, `bindport = ${httpPort}`),

@@ -140,6 +140,14 @@ export function createAriHost(opts: AriHostOptions): AriHost {
     connecting = true;
     let c: AriClient | null = null;
     try {
+      // ari-client's Swagger loader throws from an HTTP callback (an uncaught exception) when the
+      // resource list answers other than 200; only a host that serves it to us now is handed over.
+      const docs = await fetch(`${base}/ari/api-docs/resources.json`, {
+        headers: { authorization: auth },
+        signal: AbortSignal.timeout(opts.requestTimeoutMs),
+      });
+      await docs.body?.cancel();
+      if (!docs.ok) throw new AriRequestError(`ARI resource list on ${name} answered ${docs.status}`, docs.status);
       c = await withTimeout('connect', ari.connect(base, opts.username, opts.password));
       const self = c;
       c.on('*', (event: AriEvent) => {

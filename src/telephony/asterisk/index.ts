@@ -37,6 +37,12 @@ export interface AsteriskFarm {
 export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): AsteriskFarm {
   if (settings.hosts.length === 0) throw new Error('[media] engine = "asterisk" needs at least one [[asterisk.hosts]]');
   if (!settings.prompt_dir) throw new Error('[asterisk] prompt_dir is empty');
+  // ari-client keeps one set of REST credentials per process (swagger-client's global authorization),
+  // so hosts with different users would be sent each other's passwords.
+  const [first] = settings.hosts;
+  if (first && settings.hosts.some((h) => h.username !== first.username || h.password !== first.password)) {
+    throw new Error('[asterisk] every host must use the same ARI username and password');
+  }
   const metrics = asteriskMetrics();
   const flog = log.child({ plane: 'asterisk' });
   const hosts = settings.hosts.map((h) =>

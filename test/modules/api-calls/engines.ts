@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import type { AsteriskSettings } from '../../../src/telephony/asterisk/index.js';
-import { asteriskBin, NO_ASTERISK, startAsterisk } from '../../helpers/asterisk.js';
+import { asteriskBin, NO_ASTERISK, startAsterisk, type PrivateAsterisk } from '../../helpers/asterisk.js';
 import { freePort } from '../../telephony/sip/sipp.js';
 
 /**
@@ -22,20 +22,27 @@ export async function engineOptions(t: Test, engine: EngineName): Promise<{ aste
   const sipPort = await freePort();
   const ast = await startAsterisk({ exchangeSip: { host: '127.0.0.1', port: sipPort } });
   t.teardown(() => ast.stop());
+  return { asterisk: asteriskSettings(sipPort, join(ast.dir, 'prompts'), [ast]) };
+}
+
+/** Settings for a farm of started Asterisks (all pointed at `sipPort`), with the tests' short timers. */
+export function asteriskSettings(
+  sipPort: number,
+  promptDir: string,
+  hosts: readonly Pick<PrivateAsterisk, 'ariUrl' | 'username' | 'password' | 'app'>[],
+): AsteriskSettings {
   return {
-    asterisk: {
-      hosts: [{ url: ast.ariUrl, username: ast.username, password: ast.password, app: ast.app }],
-      sip_bind: '127.0.0.1',
-      sip_port: sipPort,
-      sip_advertise: '',
-      pjsip_endpoint: 'svc-exchange',
-      prompt_dir: join(ast.dir, 'prompts'),
-      prompt_dir_remote: '',
-      request_timeout_ms: 5000,
-      health_interval_ms: 1000,
-      health_failures: 2,
-      reconnect_max_ms: 2000,
-      leg_timeout_ms: 5000,
-    },
+    hosts: hosts.map((h) => ({ url: h.ariUrl, username: h.username, password: h.password, app: h.app })),
+    sip_bind: '127.0.0.1',
+    sip_port: sipPort,
+    sip_advertise: '',
+    pjsip_endpoint: 'svc-exchange',
+    prompt_dir: promptDir,
+    prompt_dir_remote: '',
+    request_timeout_ms: 2000,
+    health_interval_ms: 500,
+    health_failures: 2,
+    reconnect_max_ms: 1000,
+    leg_timeout_ms: 5000,
   };
 }

@@ -6,6 +6,7 @@ import { Decimal } from 'decimal.js';
 import { pino } from 'pino';
 import type { Test } from 'tap';
 import { createApiCallsService, type ApiCallsService } from '../../../src/modules/api-calls/service.js';
+import type { AsteriskSettings } from '../../../src/telephony/asterisk/index.js';
 import { createVoicePlane } from '../../../src/telephony/calls/voice-plane.js';
 import type { MediaPlaneOptions } from '../../../src/telephony/media/index.js';
 import { createLoopMarker, createSipStack, createSipTransport } from '../../../src/telephony/sip/index.js';
@@ -29,7 +30,8 @@ export async function createServiceWorld(
   t: Test,
   rtpBase: number,
   media: Partial<Pick<MediaPlaneOptions, 'downloader'>> = {},
-  engine: EngineName = 'native',
+  /** A named engine, or Asterisk settings a test built itself (several hosts, a proxy in front of ARI). */
+  engine: EngineName | { asterisk: AsteriskSettings } = 'native',
 ): Promise<ServiceWorld> {
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const w = await createWorld(t);
@@ -52,7 +54,7 @@ export async function createServiceWorld(
     },
     dialer: { setupTimeoutMs: 1500 },
     onLegEnded: (o) => svc?.noteLeg(o),
-    ...(await engineOptions(t, engine)),
+    ...(typeof engine === 'string' ? await engineOptions(t, engine) : engine),
   });
   t.teardown(() => plane.close());
   svc = createApiCallsService({

@@ -317,6 +317,8 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
         void endLocally(cause, reason);
       },
       resync(channelState) {
+        // A channel still being originated may not be listed yet: only placed legs are judged.
+        if (!uas) return;
         if (channelState === null) {
           channelGone = true;
           asteriskEnded('the channel was gone after the ARI connection came back');

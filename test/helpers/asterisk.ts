@@ -71,8 +71,10 @@ function run(bin: string, args: string[]): Promise<string> {
 export interface StartAsteriskOptions {
   /** Where the exchange's Asterisk-facing SIP listener is (the aor contact and the identify match). */
   exchangeSip: { host: string; port: number };
-  /** First RTP port (25 ports are used). */
+  /** First RTP port. */
   rtpStart?: number;
+  /** RTP ports from `rtpStart` (default 25: a dozen calls, RTP and RTCP each). */
+  rtpPorts?: number;
   /** The ARI password (hosts of one farm share it); random when not given. */
   password?: string;
 }
@@ -94,7 +96,9 @@ export async function startAsterisk(options: StartAsteriskOptions): Promise<Priv
         .replace(/^contact = .*$/m, `contact = sip:${ex.host}:${ex.port}`)
         .replace(/^match = .*$/m, `match = ${ex.host}`),
     'rtp.conf': (s) =>
-      s.replace(/^rtpstart = .*$/m, `rtpstart = ${rtpStart}`).replace(/^rtpend = .*$/m, `rtpend = ${rtpStart + 24}`),
+      s
+        .replace(/^rtpstart = .*$/m, `rtpstart = ${rtpStart}`)
+        .replace(/^rtpend = .*$/m, `rtpend = ${rtpStart + (options.rtpPorts ?? 25) - 1}`),
     'modules.conf': (s) => s,
     'extensions.conf': (s) => s,
     'logger.conf': (s) => s,

@@ -116,7 +116,7 @@ export function createAriHost(opts: AriHostOptions): AriHost {
       if (err instanceof AriRequestError) throw err;
       const e = err as { message?: unknown } | null;
       throw new AriRequestError(
-        `ARI ${operation} on ${name} failed: ${typeof e?.message === 'string' ? e.message : String(err)}`,
+        `ARI ${operation} on ${name} failed: ${(typeof e?.message === 'string' ? e.message : String(err)).slice(0, 200)}`,
         statusOf(err),
       );
     } finally {

@@ -25,6 +25,12 @@ export async function engineOptions(t: Test, engine: EngineName): Promise<{ aste
   return { asterisk: asteriskSettings(sipPort, join(ast.dir, 'prompts'), [ast]) };
 }
 
+/** Daemon config overrides for this engine (`[media]`, `[asterisk]`), Asterisk started when needed. */
+export async function engineConfig(t: Test, engine: EngineName): Promise<Record<string, unknown>> {
+  const { asterisk } = await engineOptions(t, engine);
+  return asterisk ? { media: { engine: 'asterisk' }, asterisk } : {};
+}
+
 /** Settings for a farm of started Asterisks (all pointed at `sipPort`), with the tests' short timers. */
 export function asteriskSettings(
   sipPort: number,

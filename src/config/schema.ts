@@ -125,6 +125,32 @@ export const ConfigSchema = Type.Object({
     advertise_address: Type.String({ default: '' }),
     timeout_ms: Type.Integer({ minimum: 1000, maximum: 600000, default: 30000 }),
   }),
+  media: Type.Object({
+    /** Where the media of calls the platform places runs: our RTP workers, or an Asterisk farm over ARI. */
+    engine: Type.Union([Type.Literal('native'), Type.Literal('asterisk')], { default: 'native' }),
+  }),
+  asterisk: Type.Object({
+    hosts: Type.Array(
+      Type.Object({
+        url: Type.String({ pattern: '^https?://[^/?#]+/?$' }),
+        username: Type.String({ minLength: 1 }),
+        password: Type.String({ minLength: 1 }),
+        app: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$', default: 'svc-exchange' }),
+      }),
+      { default: [], maxItems: 64 },
+    ),
+    sip_bind: Type.String({ default: '127.0.0.1' }),
+    sip_port: Port(5080),
+    sip_advertise: Type.String({ default: '' }),
+    pjsip_endpoint: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$', default: 'svc-exchange' }),
+    prompt_dir: Type.String({ default: '' }),
+    prompt_dir_remote: Type.String({ default: '' }),
+    request_timeout_ms: Type.Integer({ minimum: 100, maximum: 60000, default: 5000 }),
+    health_interval_ms: Type.Integer({ minimum: 100, maximum: 60000, default: 5000 }),
+    health_failures: Type.Integer({ minimum: 1, maximum: 100, default: 2 }),
+    reconnect_max_ms: Type.Integer({ minimum: 100, maximum: 600000, default: 30000 }),
+    leg_timeout_ms: Type.Integer({ minimum: 500, maximum: 60000, default: 5000 }),
+  }),
   metrics: Type.Object({
     enabled: Type.Boolean({ default: true }),
     host: Type.String({ default: '127.0.0.1' }),

@@ -39,6 +39,11 @@ export const SubscribableEvents = [
   'call.gathered',
   'sms.delivered',
   'sms.failed',
+  // Verify (docs/verify.md): a code sent, approved, locked after five wrong tries, canceled.
+  'verify.started',
+  'verify.approved',
+  'verify.max_attempts',
+  'verify.canceled',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

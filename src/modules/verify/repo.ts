@@ -113,7 +113,9 @@ export function createVerifyRepo(db: Db) {
     },
 
     async get(id: string, accountId: string): Promise<VerificationRow | null> {
-      const [r] = await db<VerificationRow[]>`select * from verifications where id = ${id} and account_id = ${accountId}`;
+      const [r] = await db<
+        VerificationRow[]
+      >`select * from verifications where id = ${id} and account_id = ${accountId}`;
       return r ?? null;
     },
 

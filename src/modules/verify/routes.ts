@@ -7,9 +7,12 @@ import type { Requester, VerifyService } from './service.js';
 
 const TAGS = ['Verify'];
 const Channel = Type.Union([Type.Literal('sms'), Type.Literal('voice')]);
-const Language = Type.Union(SMS_LANGUAGES.map((l) => Type.Literal(l)), {
-  description: 'voice: en, es, fr, de, pt, hi; SMS also ar (sent as UCS-2)',
-});
+const Language = Type.Union(
+  SMS_LANGUAGES.map((l) => Type.Literal(l)),
+  {
+    description: 'voice: en, es, fr, de, pt, hi; SMS also ar (sent as UCS-2)',
+  },
+);
 const Status = Type.Union([
   Type.Literal('pending'),
   Type.Literal('approved'),

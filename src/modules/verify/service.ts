@@ -135,11 +135,17 @@ export function createVerifyService(deps: VerifyDeps) {
       const call = await deps.calls.voiceOtp(
         { accountId: who.accountId, parentId: who.parentId, mode: who.mode },
         // Arabic was refused before anything was written.
-        { to: `+${v.to}`, code: v.code, language: isVoiceLanguage(v.language) ? v.language : 'en', brand: v.brand ?? undefined },
+        {
+          to: `+${v.to}`,
+          code: v.code,
+          language: isVoiceLanguage(v.language) ? v.language : 'en',
+          brand: v.brand ?? undefined,
+        },
       );
       return { callId: call.callId };
     } catch (err) {
-      const reason = refused ?? (err instanceof AppError ? `${err.code}: ${err.message}`.slice(0, 300) : 'INTERNAL_ERROR');
+      const reason =
+        refused ?? (err instanceof AppError ? `${err.code}: ${err.message}`.slice(0, 300) : 'INTERNAL_ERROR');
       await repo.markFailed(sql, v.id, reason, clock.now()).catch((e: unknown) => {
         log.warn({ err: e, verificationId: v.id }, 'verification not marked failed');
       });
@@ -155,7 +161,10 @@ export function createVerifyService(deps: VerifyDeps) {
       const problems = [];
       if (!isE164(to)) problems.push({ path: 'to', message: 'must be an E.164 number' });
       if (input.channel === 'voice' && !isVoiceLanguage(language))
-        problems.push({ path: 'language', message: 'voice codes are read in en, es, fr, de, pt or hi; ar is SMS only' });
+        problems.push({
+          path: 'language',
+          message: 'voice codes are read in en, es, fr, de, pt or hi; ar is SMS only',
+        });
       if (problems.length) throw validationError(problems);
       const codeLength = input.codeLength ?? 6;
       const code = newCode(codeLength);
@@ -185,7 +194,13 @@ export function createVerifyService(deps: VerifyDeps) {
         await emit(tx, {
           accountId: who.accountId,
           event: 'verify.started',
-          data: { verificationId: id, to: `+${digits}`, channel: input.channel, expiresAt: expiresAt.toISOString(), ...carried },
+          data: {
+            verificationId: id,
+            to: `+${digits}`,
+            channel: input.channel,
+            expiresAt: expiresAt.toISOString(),
+            ...carried,
+          },
         });
       });
       return {
@@ -262,7 +277,12 @@ export function createVerifyService(deps: VerifyDeps) {
 
     async list(
       who: { accountId: string },
-      q: { cursor?: string | undefined; status?: VerificationStatus | undefined; to?: string | undefined; limit: number },
+      q: {
+        cursor?: string | undefined;
+        status?: VerificationStatus | undefined;
+        to?: string | undefined;
+        limit: number;
+      },
     ) {
       const now = clock.now();
       const to = q.to?.replace(/[\s\-+]/g, '');

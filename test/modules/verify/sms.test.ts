@@ -42,7 +42,9 @@ t.test('Verify by SMS through a real SMSC', async (t) => {
     const text = await received(to);
     t.match(text, /^Your Acme verification code is: \d{6}$/);
     const code = codeIn(text);
-    const stored = await h.sql<{ codeHash: string }[]>`select code_hash from verifications where id = ${v.verificationId}`;
+    const stored = await h.sql<
+      { codeHash: string }[]
+    >`select code_hash from verifications where id = ${v.verificationId}`;
     t.not(stored[0]!.codeHash, code);
     t.notOk(stored[0]!.codeHash.includes(code), 'only a hash is stored');
 

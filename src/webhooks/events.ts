@@ -39,8 +39,7 @@ export const SubscribableEvents = [
   'call.gathered',
   'sms.delivered',
   'sms.failed',
-  // Verify (docs/verify.md): a code sent, approved, locked after five wrong tries, canceled.
-  'verify.started',
+  // Verify (docs/verify.md): a code approved, locked after five wrong tries, canceled.
   'verify.approved',
   'verify.max_attempts',
   'verify.canceled',

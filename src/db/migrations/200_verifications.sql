@@ -29,3 +29,13 @@ create table verifications (
 -- GET /verify pages newest first; the per-number send limits look back an hour.
 create index verifications_account_idx on verifications (account_id, id desc);
 create index verifications_number_idx on verifications (account_id, to_number, created_at desc);
+
+-- The codes sent to each number of an account in the last hour, newest first (at most the hourly
+-- limit): one row per number, so the spacing and hourly limits are checked and taken in one
+-- statement, the row lock serialising concurrent starts for the same number.
+create table verification_sends (
+  account_id uuid not null references accounts (id),
+  to_number text not null,
+  sent_at timestamptz[] not null,
+  primary key (account_id, to_number)
+);

@@ -34,51 +34,50 @@ export type NewVerification = Omit<
 export function createVerifyRepo(db: Db) {
   return {
     /**
-     * Serialises starts for one number of one account until the transaction ends, so two
-     * concurrent starts cannot both pass the spacing and hourly limits.
+     * Takes a send slot of the number and writes the verification, in one statement: the slot's
+     * row lock makes concurrent starts for one number wait for each other and re-check the limits
+     * against what the first one took. Returns false, writing nothing, when a limit refuses.
      */
-    async lockNumber(tx: Db, accountId: string, toNumber: string): Promise<void> {
-      await tx`select pg_advisory_xact_lock(hashtextextended(${`verify:${accountId}:${toNumber}`}, 0))`;
+    async reserve(v: NewVerification, limits: { spacingSeconds: number; perHour: number }): Promise<boolean> {
+      const now = v.createdAt;
+      const spaced = new Date(now.getTime() - limits.spacingSeconds * 1000);
+      const hour = new Date(now.getTime() - 3_600_000);
+      const rows = await db`
+        with slot as (
+          insert into verification_sends as s (account_id, to_number, sent_at)
+          values (${v.accountId}, ${v.toNumber}, array[${now}::timestamptz])
+          on conflict (account_id, to_number) do update
+          set sent_at = array[${now}::timestamptz] || array(
+                select t from unnest(s.sent_at) t where t > ${hour} order by t desc limit ${limits.perHour - 1})
+          where not exists (select 1 from unnest(s.sent_at) t where t > ${spaced})
+            and (select count(*) from unnest(s.sent_at) t where t > ${hour}) < ${limits.perHour}
+          returning 1
+        ), superseded as (
+          update verifications set status = 'canceled', failure = 'superseded', updated_at = ${now}
+          where account_id = ${v.accountId} and to_number = ${v.toNumber} and status = 'pending'
+            and exists (select 1 from slot)
+        )
+        insert into verifications (id, account_id, to_number, channel, language, brand, code_length, code_hash, status,
+                                   max_attempts, expires_at, simulated, created_at, updated_at)
+        select ${v.id}, ${v.accountId}, ${v.toNumber}, ${v.channel}, ${v.language}, ${v.brand}, ${v.codeLength},
+               ${v.codeHash}, ${v.status}, ${v.maxAttempts}, ${v.expiresAt}, ${v.simulated}, ${now}, ${now}
+        where exists (select 1 from slot)
+        returning 1`;
+      return rows.length === 1;
     },
 
-    /** Creation times of codes that went out (or are going out) to the number since `since`, newest first. */
-    async sentSince(tx: Db, accountId: string, toNumber: string, since: Date): Promise<Date[]> {
-      const rows = await tx<{ createdAt: Date }[]>`
-        select created_at from verifications
-        where account_id = ${accountId} and to_number = ${toNumber} and created_at > ${since}
-          and status <> 'failed'
-        order by created_at desc`;
-      return rows.map((r) => r.createdAt);
+    /** Send times still inside the hour (newest first), to say when the number has room again. */
+    async sendTimes(accountId: string, toNumber: string): Promise<Date[]> {
+      const [r] = await db<{ sentAt: Date[] }[]>`
+        select sent_at from verification_sends where account_id = ${accountId} and to_number = ${toNumber}`;
+      return (r?.sentAt ?? []).map((d) => new Date(d)).sort((a, b) => b.getTime() - a.getTime());
     },
 
-    async insert(tx: Db, v: NewVerification): Promise<void> {
-      const row = { ...v, updatedAt: v.createdAt };
-      await tx`insert into verifications ${tx(
-        row,
-        'id',
-        'accountId',
-        'toNumber',
-        'channel',
-        'language',
-        'brand',
-        'codeLength',
-        'codeHash',
-        'status',
-        'maxAttempts',
-        'expiresAt',
-        'simulated',
-        'createdAt',
-        'updatedAt',
-      )}`;
-    },
-
-    /** Earlier pending codes of the number: a new code replaces them, so only one can be guessed at a time. */
-    async supersede(tx: Db, accountId: string, toNumber: string, exceptId: string, at: Date): Promise<string[]> {
-      const rows = await tx<{ id: string }[]>`
-        update verifications set status = 'canceled', failure = 'superseded', updated_at = ${at}
-        where account_id = ${accountId} and to_number = ${toNumber} and status = 'pending' and id <> ${exceptId}
-        returning id`;
-      return rows.map((r) => r.id);
+    /** A code that never went out gives its slot back. */
+    async releaseSlot(accountId: string, toNumber: string, at: Date): Promise<void> {
+      await db`
+        update verification_sends set sent_at = array_remove(sent_at, ${at}::timestamptz)
+        where account_id = ${accountId} and to_number = ${toNumber}`;
     },
 
     async carriedBy(db2: Db, id: string, ref: { messageId?: string; callId?: string }, at: Date): Promise<void> {

@@ -14,7 +14,13 @@ import { emit } from '../../webhooks/emit.js';
 import type { ApiCallsService } from '../api-calls/service.js';
 import type { SmsService } from '../sms/service.js';
 import { isVoiceLanguage, smsText, type VerifyLanguage } from './messages.js';
-import { createVerifyRepo, type Channel, type VerificationRow, type VerificationStatus } from './repo.js';
+import {
+  createVerifyRepo,
+  type Channel,
+  type NewVerification,
+  type VerificationRow,
+  type VerificationStatus,
+} from './repo.js';
 
 export const MAX_ATTEMPTS = 5;
 const HOUR_MS = 3_600_000;
@@ -89,33 +95,32 @@ export function createVerifyService(deps: VerifyDeps) {
     approvedAt: r.approvedAt?.toISOString() ?? null,
   });
 
-  /**
-   * The spacing and hourly limits of one number, under a lock on that number, with the new row
-   * written in the same transaction: two starts at once cannot both see room for one more code.
-   */
-  async function reserve(row: Parameters<typeof repo.insert>[1]): Promise<void> {
+  /** The spacing and hourly limits of one number, taken with the new row in one statement (repo.reserve). */
+  async function reserve(row: NewVerification): Promise<void> {
     const { spacingSeconds, perNumberPerHour } = deps.limits;
-    await sql.begin(async (tx) => {
-      await repo.lockNumber(tx, row.accountId, row.toNumber);
-      const now = row.createdAt.getTime();
-      const recent = await repo.sentSince(tx, row.accountId, row.toNumber, new Date(now - HOUR_MS));
-      const last = recent[0];
-      if (last && now - last.getTime() < spacingSeconds * 1000) {
-        throw rateLimited(Math.ceil((last.getTime() + spacingSeconds * 1000 - now) / 1000));
-      }
-      if (recent.length >= perNumberPerHour) {
-        const oldest = recent[perNumberPerHour - 1]!;
-        throw rateLimited(Math.max(1, Math.ceil((oldest.getTime() + HOUR_MS - now) / 1000)));
-      }
-      await repo.insert(tx, row);
-      await repo.supersede(tx, row.accountId, row.toNumber, row.id, row.createdAt);
-    });
+    if (await repo.reserve(row, { spacingSeconds, perHour: perNumberPerHour })) return;
+    const now = row.createdAt.getTime();
+    const times = await repo.sendTimes(row.accountId, row.toNumber);
+    const last = times[0];
+    const spacedUntil = last ? last.getTime() + spacingSeconds * 1000 : 0;
+    const inHour = times.filter((d) => d.getTime() > now - HOUR_MS);
+    const roomAt = inHour.length >= perNumberPerHour ? inHour[perNumberPerHour - 1]!.getTime() + HOUR_MS : 0;
+    throw rateLimited(Math.max(1, Math.ceil((Math.max(spacedUntil, roomAt) - now) / 1000)));
   }
 
   /** Sends the code; returns what carried it, or throws after marking the verification failed. */
   async function deliver(
     who: Requester,
-    v: { id: string; to: string; channel: Channel; language: VerifyLanguage; brand: string | null; code: string },
+    v: {
+      id: string;
+      accountId: string;
+      to: string;
+      channel: Channel;
+      language: VerifyLanguage;
+      brand: string | null;
+      code: string;
+      at: Date;
+    },
   ): Promise<{ messageId: string } | { callId: string }> {
     let refused: string | null = null;
     try {
@@ -146,9 +151,11 @@ export function createVerifyService(deps: VerifyDeps) {
     } catch (err) {
       const reason =
         refused ?? (err instanceof AppError ? `${err.code}: ${err.message}`.slice(0, 300) : 'INTERNAL_ERROR');
-      await repo.markFailed(sql, v.id, reason, clock.now()).catch((e: unknown) => {
-        log.warn({ err: e, verificationId: v.id }, 'verification not marked failed');
-      });
+      // A code that never went out does not count against the number.
+      await Promise.all([
+        repo.markFailed(sql, v.id, reason, clock.now()),
+        repo.releaseSlot(v.accountId, v.to, v.at),
+      ]).catch((e: unknown) => log.warn({ err: e, verificationId: v.id }, 'failed verification not recorded'));
       throw err;
     }
   }
@@ -188,21 +195,18 @@ export function createVerifyService(deps: VerifyDeps) {
         simulated: who.mode === 'test',
         createdAt: now,
       });
-      const carried = await deliver(who, { id, to: digits, channel: input.channel, language, brand, code });
-      await sql.begin(async (tx) => {
-        await repo.carriedBy(tx, id, carried, clock.now());
-        await emit(tx, {
-          accountId: who.accountId,
-          event: 'verify.started',
-          data: {
-            verificationId: id,
-            to: `+${digits}`,
-            channel: input.channel,
-            expiresAt: expiresAt.toISOString(),
-            ...carried,
-          },
-        });
+      const carried = await deliver(who, {
+        id,
+        accountId: who.accountId,
+        to: digits,
+        channel: input.channel,
+        language,
+        brand,
+        code,
+        at: now,
       });
+      // No event of its own: the SMS (sms.sent) or the call (call.*) that carried the code has them.
+      await repo.carriedBy(sql, id, carried, clock.now());
       return {
         verificationId: id,
         to: `+${digits}`,

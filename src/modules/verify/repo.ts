@@ -25,10 +25,8 @@ export interface VerificationRow {
   approvedAt: Date | null;
 }
 
-export type NewVerification = Omit<
-  VerificationRow,
-  'attempts' | 'messageId' | 'callId' | 'failure' | 'approvedAt' | 'updatedAt'
->;
+/** `messageId`: the SMS's id, chosen before it is sent so the row names it from the start. */
+export type NewVerification = Omit<VerificationRow, 'attempts' | 'callId' | 'failure' | 'approvedAt' | 'updatedAt'>;
 
 /** The verifications table; the verify module is its only writer. */
 export function createVerifyRepo(db: Db) {
@@ -58,9 +56,9 @@ export function createVerifyRepo(db: Db) {
             and exists (select 1 from slot)
         )
         insert into verifications (id, account_id, to_number, channel, language, brand, code_length, code_hash, status,
-                                   max_attempts, expires_at, simulated, created_at, updated_at)
+                                   max_attempts, expires_at, simulated, message_id, created_at, updated_at)
         select ${v.id}, ${v.accountId}, ${v.toNumber}, ${v.channel}, ${v.language}, ${v.brand}, ${v.codeLength},
-               ${v.codeHash}, ${v.status}, ${v.maxAttempts}, ${v.expiresAt}, ${v.simulated}, ${now}, ${now}
+               ${v.codeHash}, ${v.status}, ${v.maxAttempts}, ${v.expiresAt}, ${v.simulated}, ${v.messageId}, ${now}, ${now}
         where exists (select 1 from slot)
         returning 1`;
       return rows.length === 1;
@@ -80,15 +78,16 @@ export function createVerifyRepo(db: Db) {
         where account_id = ${accountId} and to_number = ${toNumber}`;
     },
 
-    async carriedBy(db2: Db, id: string, ref: { messageId?: string; callId?: string }, at: Date): Promise<void> {
-      await db2`
-        update verifications
-        set message_id = ${ref.messageId ?? null}, call_id = ${ref.callId ?? null}, updated_at = ${at}
-        where id = ${id}`;
+    async calledBy(id: string, callId: string, at: Date): Promise<void> {
+      await db`update verifications set call_id = ${callId}, updated_at = ${at} where id = ${id}`;
     },
 
-    async markFailed(db2: Db, id: string, failure: string, at: Date): Promise<void> {
-      await db2`update verifications set status = 'failed', failure = ${failure}, updated_at = ${at} where id = ${id}`;
+    async markFailed(id: string, failure: string, messageKept: boolean, at: Date): Promise<void> {
+      await db`
+        update verifications
+        set status = 'failed', failure = ${failure}, updated_at = ${at},
+            message_id = case when ${messageKept} then message_id end
+        where id = ${id}`;
     },
 
     /** The row locked for a check or a cancel (inside the caller's transaction). */

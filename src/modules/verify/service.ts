@@ -113,6 +113,7 @@ export function createVerifyService(deps: VerifyDeps) {
     who: Requester,
     v: {
       id: string;
+      messageId: string | null;
       accountId: string;
       to: string;
       channel: Channel;
@@ -127,7 +128,12 @@ export function createVerifyService(deps: VerifyDeps) {
       if (v.channel === 'sms') {
         const sent = await deps.sms.send(
           { accountId: who.accountId, parentId: who.parentId, mode: who.mode, source: 'api' },
-          { to: `+${v.to}`, from: deps.smsSender, message: smsText(v.language, v.code, v.brand) },
+          {
+            to: `+${v.to}`,
+            from: deps.smsSender,
+            message: smsText(v.language, v.code, v.brand),
+            ...(v.messageId ? { messageId: v.messageId } : {}),
+          },
         );
         if (sent.status === 'failed') {
           refused = sent.errorCode ?? 'UNDELIVERABLE';
@@ -152,8 +158,9 @@ export function createVerifyService(deps: VerifyDeps) {
       const reason =
         refused ?? (err instanceof AppError ? `${err.code}: ${err.message}`.slice(0, 300) : 'INTERNAL_ERROR');
       // A code that never went out does not count against the number.
+      // A refused message is on record (GET /comms/sms/{id}); one that was never made is not.
       await Promise.all([
-        repo.markFailed(sql, v.id, reason, clock.now()),
+        repo.markFailed(v.id, reason, refused !== null, clock.now()),
         repo.releaseSlot(v.accountId, v.to, v.at),
       ]).catch((e: unknown) => log.warn({ err: e, verificationId: v.id }, 'failed verification not recorded'));
       throw err;
@@ -176,6 +183,7 @@ export function createVerifyService(deps: VerifyDeps) {
       const codeLength = input.codeLength ?? 6;
       const code = newCode(codeLength);
       const id = newId();
+      const messageId = input.channel === 'sms' ? newId() : null;
       const now = clock.now();
       const brand = input.brand?.trim() || null;
       const digits = to.replace(/^\+/, '');
@@ -193,10 +201,12 @@ export function createVerifyService(deps: VerifyDeps) {
         maxAttempts: MAX_ATTEMPTS,
         expiresAt,
         simulated: who.mode === 'test',
+        messageId,
         createdAt: now,
       });
       const carried = await deliver(who, {
         id,
+        messageId,
         accountId: who.accountId,
         to: digits,
         channel: input.channel,
@@ -206,7 +216,7 @@ export function createVerifyService(deps: VerifyDeps) {
         at: now,
       });
       // No event of its own: the SMS (sms.sent) or the call (call.*) that carried the code has them.
-      await repo.carriedBy(sql, id, carried, clock.now());
+      if ('callId' in carried) await repo.calledBy(id, carried.callId, clock.now());
       return {
         verificationId: id,
         to: `+${digits}`,

@@ -70,6 +70,14 @@ function newCode(length: number): string {
 const effectiveStatus = (r: VerificationRow, now: Date): VerificationStatus =>
   r.status === 'pending' && r.expiresAt.getTime() <= now.getTime() ? 'expired' : r.status;
 
+/** The caller's verification to change: a test key may change only the simulated ones it started. */
+function mine(who: Requester, r: VerificationRow | null): VerificationRow {
+  if (!r) throw notFound('Verification');
+  if (who.mode === 'test' && !r.simulated)
+    throw new AppError('TEST_KEY_NOT_ALLOWED', 'A test key can check or cancel only simulated verifications');
+  return r;
+}
+
 export function createVerifyService(deps: VerifyDeps) {
   const { sql, clock, log } = deps;
   const repo = createVerifyRepo(sql);
@@ -234,8 +242,7 @@ export function createVerifyService(deps: VerifyDeps) {
     /** POST /verify/check: one attempt against the code; an approved code cannot be used again. */
     async check(who: Requester, input: { verificationId: string; code: string }) {
       return sql.begin(async (tx) => {
-        const r = await repo.forUpdate(tx, input.verificationId, who.accountId);
-        if (!r) throw notFound('Verification');
+        const r = mine(who, await repo.forUpdate(tx, input.verificationId, who.accountId));
         const now = clock.now();
         const status = effectiveStatus(r, now);
         if (status === 'approved') throw conflict('This verification was already approved: a code is used once');
@@ -267,8 +274,7 @@ export function createVerifyService(deps: VerifyDeps) {
     /** POST /verify/{id}/cancel: a pending code stops working at once. */
     async cancel(who: Requester, id: string) {
       return sql.begin(async (tx) => {
-        const r = await repo.forUpdate(tx, id, who.accountId);
-        if (!r) throw notFound('Verification');
+        const r = mine(who, await repo.forUpdate(tx, id, who.accountId));
         const now = clock.now();
         const status = effectiveStatus(r, now);
         if (status !== 'pending') throw conflict(`Only a pending verification can be canceled; this one is ${status}`);

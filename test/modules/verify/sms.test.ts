@@ -1,3 +1,4 @@
+import { Decimal } from 'decimal.js';
 import t from 'tap';
 import { checkInvariants } from '../../ledger/helpers.js';
 import { createSmsWorld } from '../sms/world.js';
@@ -208,8 +209,16 @@ t.test('Verify by SMS through a real SMSC', async (t) => {
       status: 'approved',
       attemptsRemaining: 4,
     });
+    const live = (await start({ to: number(), channel: 'sms' })).body.data;
+    const refused = await check(live.verificationId, '123456', testKey);
+    t.equal(refused.status, 403, 'a test key cannot check a live verification');
+    t.equal(refused.body.error.code, 'TEST_KEY_NOT_ALLOWED');
     const after = await w.balance(buyer.accountId);
-    t.equal(after.balance, before.balance, 'live balance untouched');
+    t.equal(
+      after.balance,
+      new Decimal(before.balance).minus('0.010500').toFixed(6),
+      'only the live code was paid live',
+    );
     t.equal(after.testCredit, '0.989500');
     t.notOk(
       smsc.lines.some((l) => l.startsWith(`SUBMIT ${to.slice(1)}`)),

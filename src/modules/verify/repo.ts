@@ -71,6 +71,12 @@ export function createVerifyRepo(db: Db) {
       return (r?.sentAt ?? []).map((d) => new Date(d)).sort((a, b) => b.getTime() - a.getTime());
     },
 
+    /** Numbers with no code in the last hour: their slots say nothing any more. */
+    async pruneSends(before: Date): Promise<number> {
+      const r = await db`delete from verification_sends where sent_at[1] < ${before}`;
+      return r.count;
+    },
+
     /** A code that never went out gives its slot back. */
     async releaseSlot(accountId: string, toNumber: string, at: Date): Promise<void> {
       await db`

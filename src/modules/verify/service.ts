@@ -176,6 +176,9 @@ export function createVerifyService(deps: VerifyDeps) {
   }
 
   return {
+    /** Forgets numbers whose last code is more than an hour old (slots are prepended, so `sent_at[1]` is the newest). */
+    pruneSends: () => repo.pruneSends(new Date(clock.now().getTime() - HOUR_MS)),
+
     /** POST /verify/start. */
     async start(who: Requester, input: StartInput) {
       const to = input.to.trim().replace(/[\s-]/g, '');

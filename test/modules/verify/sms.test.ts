@@ -24,10 +24,24 @@ t.test('Verify by SMS through a real SMSC', async (t) => {
   const key = (await h.services.keys.create(buyer.accountId, { mode: 'live', scopes: ['verify:write'] })).secret;
   let n = 0;
   const number = () => `+1202555${String(1000 + n++).padStart(4, '0')}`;
-  const start = (body: Record<string, unknown>, k = key) => api('POST', '/verify/start', k, body);
+  // Starts take turns over several keys: each may start 10 a second, and the tests start faster.
+  const starters = [key];
+  for (let i = 0; i < 5; i++)
+    starters.push((await h.services.keys.create(buyer.accountId, { mode: 'live', scopes: ['verify:write'] })).secret);
+  let turn = 0;
+  const start = (body: Record<string, unknown>, k = starters[turn++ % starters.length]!) =>
+    api('POST', '/verify/start', k, body);
   const check = (verificationId: string, code: string, k = key) =>
     api('POST', '/verify/check', k, { verificationId, code });
-  const received = async (to: string) => submittedText(await smsc.waitFor(new RegExp(`^SUBMIT ${to.slice(1)} `)));
+  /** The SMSC's submit line for `to`; a send that never reaches it fails the test instead of hanging it. */
+  const submitLine = (to: string) =>
+    Promise.race([
+      smsc.waitFor(new RegExp(`^SUBMIT ${to.slice(1)} `)),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`no submit for ${to}: ${smsc.lines.slice(-5).join(' | ')}`)), 15_000).unref(),
+      ),
+    ]);
+  const received = async (to: string) => submittedText(await submitLine(to));
 
   t.test('the code arrives at the supplier, a wrong code is denied, the right one approved once', async (t) => {
     const before = await w.balance(buyer.accountId);
@@ -73,6 +87,27 @@ t.test('Verify by SMS through a real SMSC', async (t) => {
       ['verify.approved'],
     );
     await checkInvariants(t, h.sql);
+  });
+
+  t.test('a replay with the same idempotency key returns the first verification and sends once', async (t) => {
+    const to = number();
+    const send = () =>
+      h.app.inject({
+        method: 'POST',
+        url: '/api/v1/verify/start',
+        headers: { authorization: `Bearer ${key}`, 'x-idempotency-key': `replay-${to}` },
+        payload: { to, channel: 'sms' },
+      });
+    const first = await send();
+    const second = await send();
+    t.equal(first.statusCode, 200);
+    t.equal(second.statusCode, 200, 'not the 30-second spacing: the first answer again');
+    t.equal(second.json().data.verificationId, first.json().data.verificationId);
+    await submitLine(to);
+    t.equal(smsc.lines.filter((l) => l.startsWith(`SUBMIT ${to.slice(1)} `)).length, 1, 'one SMS');
+    t.equal((await h.sql`select 1 from verifications where to_number = ${to.slice(1)}`).length, 1, 'one verification');
+    await h.sql`update verification_sends set sent_at = array[now() - interval '2 hours'] where to_number = ${to.slice(1)}`;
+    t.ok((await h.services.verify.pruneSends()) >= 1, 'a number with no code in the hour is forgotten');
   });
 
   t.test('five wrong codes lock the verification; the right code then fails too', async (t) => {
@@ -134,7 +169,7 @@ t.test('Verify by SMS through a real SMSC', async (t) => {
     const started = await start({ to, channel: 'sms', language: 'ar' });
     t.equal(started.status, 200, JSON.stringify(started.body));
     const v = started.body.data;
-    const line = await smsc.waitFor(new RegExp(`^SUBMIT ${to.slice(1)} `));
+    const line = await submitLine(to);
     t.match(line, / dc=8 /, 'data_coding 8 (UCS-2)');
     const text = submittedText(line);
     t.match(text, /^رمز التحقق الخاص بك هو: \d{6}$/);
@@ -159,7 +194,9 @@ t.test('Verify by SMS through a real SMSC', async (t) => {
 
   t.test('cancel, list, scopes, validation and not found', async (t) => {
     const to = number();
-    const v = (await start({ to, channel: 'sms' })).body.data;
+    const started = await start({ to, channel: 'sms' });
+    t.equal(started.status, 200, JSON.stringify(started.body));
+    const v = started.body.data;
     const code = codeIn(await received(to));
     const c = await api('POST', `/verify/${v.verificationId}/cancel`, key);
     t.equal(c.status, 200);

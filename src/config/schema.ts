@@ -160,6 +160,11 @@ export const ConfigSchema = Type.Object({
     otp_caller_id: Type.String({ pattern: `^(${E164_PATTERN_BODY})?$`, default: '' }),
     max_api_calls_per_account: Type.Integer({ minimum: 0, maximum: 100000, default: 20 }),
   }),
+  verify: Type.Object({
+    sms_sender: Type.String({ minLength: 1, maxLength: 15, default: 'Verify' }),
+    codes_per_number_per_hour: Type.Integer({ minimum: 1, maximum: 5, default: 5 }),
+    code_spacing_seconds: Type.Integer({ minimum: 30, maximum: 3600, default: 30 }),
+  }),
   billing: Type.Object({
     platform_fee_mode: Type.Union([Type.Literal('absolute'), Type.Literal('percent')], { default: 'absolute' }),
     platform_fee_voice_per_minute: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '0.002000' }),

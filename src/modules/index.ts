@@ -15,6 +15,8 @@ import { buildSipTrunksModule } from './sip-trunks/index.js';
 import { buildApiCallsModule } from './api-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
+import { buildVerifyModule } from './verify/index.js';
+import { buildLookupModule } from './lookup/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
@@ -108,6 +110,10 @@ export async function buildModules(coreIn: CoreDeps) {
     application: money.services.application,
     cdrs: cdrs.service,
   });
+  // Verify: codes over the SMS send path or a voice one-time-code call.
+  const verify = buildVerifyModule(core, { sms: sms.service, calls: commsCalls.service });
+  // Number lookup: offline numbering, range and risk data with the caller's cheapest route prices.
+  const lookup = buildLookupModule(core, { routing: marketplace.services.routing });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
   const status = buildStatusModule(core);
@@ -125,6 +131,8 @@ export async function buildModules(coreIn: CoreDeps) {
     calls.module,
     commsCalls.module,
     sms.module,
+    verify.module,
+    lookup.module,
     switchModule.module,
   ];
 
@@ -142,6 +150,8 @@ export async function buildModules(coreIn: CoreDeps) {
       commsCalls: commsCalls.service,
       sms: sms.service,
       smppCredentials: sms.smppCredentials,
+      verify: verify.service,
+      lookup: lookup.service,
       switchSubscriptions: switchModule.subscriptions,
     },
     list,

@@ -39,6 +39,10 @@ export const SubscribableEvents = [
   'call.gathered',
   'sms.delivered',
   'sms.failed',
+  // Verify (docs/verify.md): a code approved, locked after five wrong tries, canceled.
+  'verify.approved',
+  'verify.max_attempts',
+  'verify.canceled',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

@@ -11,9 +11,16 @@ const SIMULATED = new Set([
   'POST /comms/sms/bulk',
   'POST /application/sub-accounts',
   'POST /application/sub-accounts/bulk',
+  'POST /verify/start',
 ]);
 // Checking unsaved SMS delivery stores nothing; an invite code grants test credit only.
-const SERVED = new Set(['POST /switch/suppliers/test-sms', 'POST /topups/invite-codes/redeem']);
+// A test key checks and cancels only the simulated verifications it started.
+const SERVED = new Set([
+  'POST /switch/suppliers/test-sms',
+  'POST /topups/invite-codes/redeem',
+  'POST /verify/check',
+  'POST /verify/{id}/cancel',
+]);
 
 async function account(d: TestDaemon, email: string) {
   const a = await d.modules.services.accounts.createAccount({ email, password: 'correct horse battery' });

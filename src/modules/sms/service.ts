@@ -53,6 +53,8 @@ export interface SendInput {
   strategy?: Strategy | undefined;
   /** SMPP input: the ids the earlier parts of a concatenated submit were answered with (each gets a receipt). */
   customerPartIds?: string[] | undefined;
+  /** The message's id when the caller recorded it first (a verification names its SMS); a new UUIDv7 otherwise. */
+  messageId?: string | undefined;
 }
 
 export interface Sender {
@@ -319,7 +321,7 @@ export function createSmsService(deps: SmsDeps) {
     const priced = await price(s, input, to, network, seg.segments);
     const source = s.source ?? 'api';
     const ctx = { reference: 'SMS', relatedEntityType: source === 'smpp' ? 'smpp_sms' : 'api_sms' };
-    const id = newId();
+    const id = input.messageId ?? newId();
     const queuedAt = clock.now();
     const test = s.mode === 'test';
     const base = {

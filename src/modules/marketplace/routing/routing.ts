@@ -8,6 +8,7 @@ import type { PurchasesService } from '../purchases/service.js';
 import type { EndpointRow } from '../listings/repo.js';
 import { platformFeeFrom } from '../listings/service.js';
 import type { RoutesService } from '../listings/service.js';
+import { cheapestVisible } from './cheapest-visible.js';
 import { qualityScore, rankRoutes } from './smart-routing.js';
 import type { MeasuredQuality, QualitySource, Strategy } from './smart-routing.js';
 
@@ -202,6 +203,10 @@ export function createRouting(deps: {
 
   return {
     candidatesFor,
+
+    /** GET /lookup/{number}: the cheapest public, own or purchased route covering a number. */
+    cheapestVisible: (q: Parameters<typeof cheapestVisible>[1]) =>
+      cheapestVisible({ decks, purchases, fee: platformFeeFrom(deps.config) }, q),
 
     /** GET /routes/resolve: the order Smart Routing would use, explained. */
     async resolve(q: CandidateQuery) {

@@ -134,6 +134,12 @@ export const ConfigSchema = Type.Object({
     otp_caller_id: Type.String({ pattern: `^(${E164_PATTERN_BODY})?$`, default: '' }),
     max_api_calls_per_account: Type.Integer({ minimum: 0, maximum: 100000, default: 20 }),
   }),
+  route_checks: Type.Object({
+    caller_id: Type.String({ pattern: `^(${E164_PATTERN_BODY})?$`, default: '' }),
+    hold_ms: Type.Integer({ minimum: 500, maximum: 10000, default: 2000 }),
+    ring_timeout_ms: Type.Integer({ minimum: 5000, maximum: 120000, default: 30000 }),
+    ring_me_ring_ms: Type.Integer({ minimum: 2000, maximum: 60000, default: 20000 }),
+  }),
   billing: Type.Object({
     platform_fee_mode: Type.Union([Type.Literal('absolute'), Type.Literal('percent')], { default: 'absolute' }),
     platform_fee_voice_per_minute: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '0.002000' }),

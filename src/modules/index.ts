@@ -15,6 +15,7 @@ import { buildSipTrunksModule } from './sip-trunks/index.js';
 import { buildApiCallsModule } from './api-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
+import { buildRouteChecksModule } from './route-checks/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
@@ -108,6 +109,14 @@ export async function buildModules(coreIn: CoreDeps) {
     application: money.services.application,
     cdrs: cdrs.service,
   });
+  // Route checks: short real calls over the API calls' engine, counted against the calls module's limits.
+  const routeChecks = buildRouteChecksModule(core, {
+    ledger: money.services.ledger,
+    routes: marketplace.services.routes,
+    purchases,
+    calls: commsCalls.service,
+    admission: calls.service,
+  });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
   const status = buildStatusModule(core);
@@ -125,6 +134,7 @@ export async function buildModules(coreIn: CoreDeps) {
     calls.module,
     commsCalls.module,
     sms.module,
+    routeChecks.module,
     switchModule.module,
   ];
 
@@ -141,6 +151,7 @@ export async function buildModules(coreIn: CoreDeps) {
       calls: calls.service,
       commsCalls: commsCalls.service,
       sms: sms.service,
+      routeChecks: routeChecks.service,
       smppCredentials: sms.smppCredentials,
       switchSubscriptions: switchModule.subscriptions,
     },

@@ -16,6 +16,7 @@ import { buildApiCallsModule } from './api-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
 import { buildRouteChecksModule } from './route-checks/index.js';
+import { buildCliTestsModule } from './cli-tests/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
@@ -117,6 +118,13 @@ export async function buildModules(coreIn: CoreDeps) {
     calls: commsCalls.service,
     admission: calls.service,
   });
+  // Caller-ID tests on handsets: calls through the route checks' view of routes, observed on the SIP plane.
+  const cliTests = buildCliTestsModule(core, {
+    ledger: money.services.ledger,
+    sip,
+    routeChecks: routeChecks.service,
+    calls: commsCalls.service,
+  });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
   const status = buildStatusModule(core);
@@ -135,6 +143,7 @@ export async function buildModules(coreIn: CoreDeps) {
     commsCalls.module,
     sms.module,
     routeChecks.module,
+    cliTests.module,
     switchModule.module,
   ];
 
@@ -152,6 +161,7 @@ export async function buildModules(coreIn: CoreDeps) {
       commsCalls: commsCalls.service,
       sms: sms.service,
       routeChecks: routeChecks.service,
+      cliTests: cliTests.service,
       smppCredentials: sms.smppCredentials,
       switchSubscriptions: switchModule.subscriptions,
     },

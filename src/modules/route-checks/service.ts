@@ -482,6 +482,22 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
   return {
     repo,
 
+    /**
+     * A route the account may use, as a check call sees it: the listing (404 when not visible),
+     * whether its deck covers a number, and the endpoint a call would go to. Caller-ID tests call through it.
+     */
+    async target(accountId: string, routeId: string) {
+      await routes.decks.ensureLoaded();
+      const route = await visible(routeId, accountId);
+      return {
+        route,
+        name: cleanRouteName(route.name),
+        covers: (digits: string): boolean => routes.decks.registry.get(routeId)?.lookup(digits) !== undefined,
+        destination: (digits: string): string | null => routes.decks.registry.get(routeId)?.lookup(digits)?.destination ?? null,
+        endpoint: (): Promise<RouteEndpoint | null> => endpointOf(routeId),
+      };
+    },
+
     /** POST /routes/check. */
     async start(
       who: Checker,

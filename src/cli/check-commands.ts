@@ -56,3 +56,51 @@ registerCommand({
   },
   render: (r) => `removed test line ${String(r['number'])}`,
 });
+
+// The caller-ID test handsets: numbers hosted on this exchange that tests call through a route.
+
+registerCommand({
+  words: ['handset', 'add'],
+  summary: 'register a caller-ID test handset (a number whose calls arrive at this exchange)',
+  options: {
+    number: { type: 'string', required: true, description: 'E.164 number of the handset' },
+    country: { type: 'string', required: true, description: 'ISO 3166 alpha-2 country, e.g. GB' },
+    label: { type: 'string', description: 'what the handset is' },
+  },
+  async run(ctx, o) {
+    const h = await ctx.services.cliTests.addHandset({
+      number: String(o['number']),
+      country: String(o['country']).toUpperCase(),
+      label: typeof o['label'] === 'string' ? o['label'] : null,
+    });
+    return { id: h.id, number: `+${h.number}`, country: h.country, label: h.label };
+  },
+  render: (r) => `handset ${String(r['number'])} (${String(r['country'])}) ${String(r['id'])}`,
+});
+
+registerCommand({
+  words: ['handset', 'list'],
+  summary: 'list the caller-ID test handsets',
+  options: {},
+  async run(ctx) {
+    const handsets = await ctx.services.cliTests.handsets();
+    return {
+      handsets: handsets.map((h) => ({ id: h.id, number: `+${h.number}`, country: h.country, label: h.label })),
+    };
+  },
+  render: (r) =>
+    (r['handsets'] as { id: string; number: string; country: string; label: string | null }[])
+      .map((h) => `${h.number}\t${h.country}\t${h.id}${h.label ? `\t${h.label}` : ''}`)
+      .join('\n') || 'no handsets',
+});
+
+registerCommand({
+  words: ['handset', 'remove'],
+  summary: 'remove a caller-ID test handset by id or number',
+  options: { handset: { type: 'string', required: true, description: 'the handset id or its E.164 number' } },
+  async run(ctx, o) {
+    const h = await ctx.services.cliTests.removeHandset(String(o['handset']));
+    return { id: h.id, number: `+${h.number}` };
+  },
+  render: (r) => `removed handset ${String(r['number'])}`,
+});

@@ -493,7 +493,8 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
         route,
         name: cleanRouteName(route.name),
         covers: (digits: string): boolean => routes.decks.registry.get(routeId)?.lookup(digits) !== undefined,
-        destination: (digits: string): string | null => routes.decks.registry.get(routeId)?.lookup(digits)?.destination ?? null,
+        destination: (digits: string): string | null =>
+          routes.decks.registry.get(routeId)?.lookup(digits)?.destination ?? null,
         endpoint: (): Promise<RouteEndpoint | null> => endpointOf(routeId),
       };
     },

@@ -139,6 +139,8 @@ export const ConfigSchema = Type.Object({
     hold_ms: Type.Integer({ minimum: 500, maximum: 10000, default: 2000 }),
     ring_timeout_ms: Type.Integer({ minimum: 5000, maximum: 120000, default: 30000 }),
     ring_me_ring_ms: Type.Integer({ minimum: 2000, maximum: 60000, default: 20000 }),
+    sms_sender: Type.String({ pattern: '^[A-Za-z0-9 ]{1,11}$', default: 'RouteCheck' }),
+    sms_numeric_sender: Type.String({ pattern: '^[0-9]{1,15}$', default: '10000' }),
   }),
   cli_tests: Type.Object({
     cost_per_test: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '0.500000' }),

@@ -117,6 +117,7 @@ export async function buildModules(coreIn: CoreDeps) {
     purchases,
     calls: commsCalls.service,
     admission: calls.service,
+    sms: sms.service,
   });
   // Caller-ID tests on handsets: calls through the route checks' view of routes, observed on the SIP plane.
   const cliTests = buildCliTestsModule(core, {

@@ -25,8 +25,8 @@ create table route_checks (
   completed_at timestamptz
 );
 create index route_checks_account_idx on route_checks (account_id, id desc);
--- Ring-me limits count checks per rung number (all accounts) and per account per day.
-create index route_checks_ring_me_idx on route_checks (number, created_at) where mode = 'ring_me';
+-- Ring-me and test SMS limits count checks per number (all accounts) and per account per day.
+create index route_checks_number_idx on route_checks (number, created_at) where mode in ('ring_me', 'sms');
 
 create table route_check_legs (
   check_id uuid not null references route_checks (id) on delete cascade,
@@ -61,8 +61,7 @@ create table route_check_legs (
   accepted_at timestamptz,
   receipt_at timestamptz,
   route_returns_receipts boolean,
-  -- Test SMS: the message the SMS plane sent, so its receipt finds this row.
-  sms_message_id uuid,
+  -- Test SMS: the postings that paid it, refunded when its receipt says failed.
+  charge_posting_ids uuid[],
   primary key (check_id, position)
 );
-create index route_check_legs_sms_idx on route_check_legs (sms_message_id) where sms_message_id is not null;

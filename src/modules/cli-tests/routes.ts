@@ -349,7 +349,7 @@ export function cliTestsRoutes(svc: CliTestsService) {
       {
         config: { access: { auth: 'session' } },
         schema: {
-          tags: ['Operator'],
+          hide: true,
           summary: 'Caller-ID test handsets (platform operator)',
           response: { 200: Ok(Type.Array(Handset)) },
         },
@@ -364,7 +364,7 @@ export function cliTestsRoutes(svc: CliTestsService) {
       {
         config: { access: { auth: 'session' } },
         schema: {
-          tags: ['Operator'],
+          hide: true,
           summary:
             'Register a test handset: a number hosted on this exchange, observed as calls arrive (platform operator)',
           body: Type.Object(
@@ -388,7 +388,7 @@ export function cliTestsRoutes(svc: CliTestsService) {
       {
         config: { access: { auth: 'session' } },
         schema: {
-          tags: ['Operator'],
+          hide: true,
           summary: 'Remove a test handset (platform operator)',
           params: IdParams,
           response: { 200: Ok(Handset) },

@@ -20,6 +20,7 @@ export function buildRouteChecksModule(
     purchases: PurchasesService;
     calls: RouteChecksDeps['calls'];
     admission: RouteChecksDeps['admission'];
+    sms: RouteChecksDeps['sms'];
   },
 ) {
   const service = createRouteChecksService({

@@ -63,7 +63,9 @@ export type NewLeg = Pick<
 
 /** The leg fields a finished check call (or receipt) writes. */
 export type LegUpdate = Partial<
-  Omit<LegRow, 'checkId' | 'position' | 'routeId' | 'routeName' | 'country' | 'ownRoute'> & { smsMessageId: string }
+  Omit<LegRow, 'checkId' | 'position' | 'routeId' | 'routeName' | 'country' | 'ownRoute'> & {
+    chargePostingIds: string[];
+  }
 >;
 
 const LEG_COLUMNS = `check_id, position, route_id, route_name, country, own_route, result, message, check_type, destination,

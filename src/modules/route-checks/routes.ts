@@ -145,6 +145,31 @@ export function routeChecksRoutes(svc: RouteChecksService) {
       async (req, reply) => reply.code(202).send(ok(await svc.start(checker(req.principal!), req.body))),
     );
 
+    app.post(
+      '/routes/check/sms',
+      {
+        config: { access: { auth: 'required', scope: 'sms:send', testKeys: 'simulate' }, idempotent: true },
+        schema: {
+          tags: TAGS,
+          summary: 'Send one fixed test message over exactly one SMS listing to your own mobile',
+          description:
+            'Fixed text ending in a 4-character reference, fixed sender (numeric on numeric-only routes), never via Smart Routing. ' +
+            "Refused with 400: number not covered, premium-rate, satellite, special-service or short-code ranges. Billed the route's " +
+            'one-message price plus fee from test credit first; a refused message is not charged, a failed receipt is refunded, ' +
+            'own listing free. 3 test messages per number an hour (all accounts), 5 numbers and 20 messages per account a day (429).',
+          body: Type.Object(
+            {
+              routeId: Uuid('an SMS listing'),
+              number: Type.String({ minLength: 1, maxLength: 32, description: 'your own mobile, E.164' }),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 202: CheckStarted },
+        },
+      },
+      async (req, reply) => reply.code(202).send(ok(await svc.startSms(checker(req.principal!), req.body))),
+    );
+
     app.get(
       '/routes/check/coverage',
       {
@@ -266,7 +291,7 @@ export function routeChecksRoutes(svc: RouteChecksService) {
       {
         config: { access: { auth: 'session' } },
         schema: {
-          tags: ['Operator'],
+          hide: true,
           summary: 'Route-check test lines (platform operator)',
           response: { 200: Ok(Type.Array(TestLineView)) },
         },
@@ -281,7 +306,7 @@ export function routeChecksRoutes(svc: RouteChecksService) {
       {
         config: { access: { auth: 'session' } },
         schema: {
-          tags: ['Operator'],
+          hide: true,
           summary: 'Register a self-answering test line (platform operator)',
           body: Type.Object(
             {
@@ -305,7 +330,7 @@ export function routeChecksRoutes(svc: RouteChecksService) {
       {
         config: { access: { auth: 'session' } },
         schema: {
-          tags: ['Operator'],
+          hide: true,
           summary: 'Remove a test line (platform operator)',
           params: IdParams,
           response: { 200: Ok(TestLineView) },

@@ -8,13 +8,13 @@ import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Sql, TransactionSql } from '../../db/connection.js';
-import { AppError, conflict, notFound, ruleError, SqlState, validationError } from '../../http/errors.js';
+import { AppError, conflict, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { isE164 } from '../../platform/e164.js';
 import { newId } from '../../platform/ids.js';
 import type { TargetGuard } from '../../platform/outbound-guard.js';
-import { buyerRate, toMoney, type PrefixIndex } from '../../rating/index.js';
+import { buyerRate, type PrefixIndex } from '../../rating/index.js';
 import type { LegOutcome } from '../../telephony/calls/sip-dialer.js';
 import type { CallEngine, RouteEndpoint } from '../../telephony/engine.js';
 import { orderEndpoints } from '../../telephony/sip/b2bua/index.js';
@@ -23,6 +23,9 @@ import type { RouteRow } from '../marketplace/listings/repo.js';
 import { platformFeeFrom, type RoutesService } from '../marketplace/listings/service.js';
 import type { PurchasesService } from '../marketplace/purchases/service.js';
 import type { ApiAdmission } from '../sip-trunks/service.js';
+import type { SmsService } from '../sms/service.js';
+import { chargeTestCreditFirst } from './billing.js';
+import { createSmsCheck } from './sms-check.js';
 import { dialOnce, type DialKind } from './dial.js';
 import { destinationRefusal, lineTypeOf } from './destinations.js';
 import type { CheckLimiter } from './limiter.js';
@@ -53,6 +56,8 @@ export interface RouteChecksDeps {
     releaseApiCall(slots: string[]): Promise<void>;
   };
   limiter: CheckLimiter;
+  /** The SMS plane's test send (exactly one listing, receipts back to the check). */
+  sms: Pick<SmsService, 'sendTest'>;
 }
 
 /** Spec "Limits", route checks: ring-me numbers. */
@@ -290,73 +295,25 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
     };
   }
 
-  /**
-   * Charges a connected leg: test credit first, the rest from the balance (spec rule 4). The test
-   * credit part is the platform's grant and is booked as platform revenue in test mode; the seller
-   * is paid its share of the part the balance pays.
-   */
-  async function chargeLegOf(
-    tx: TransactionSql,
-    who: Checker,
-    checkId: string,
-    leg: PlannedLeg,
-    seconds: number,
-  ): Promise<{ billableSeconds: number; cost: string; paidFrom: 'test_credit' | 'balance' | 'mixed' | null }> {
+  /** A connected leg's charge (rule 4): the route rate plus fee for its billable seconds; own listings free. */
+  async function chargeLegOf(tx: TransactionSql, who: Checker, checkId: string, leg: PlannedLeg, seconds: number) {
     const c = chargeLeg(
       { price: leg.price, sellerRate: leg.sellerRate, increment: leg.increment! },
       seconds,
       new Decimal(0),
     );
-    const total = new Decimal(c.total);
-    if (leg.ownRoute || total.lte(0)) return { billableSeconds: c.billableSeconds, cost: '0.000000', paidFrom: null };
-    const b = await ledger.balanceOf(who.accountId, tx);
-    const testAvailable = Decimal.max(new Decimal(b.testCredit).minus(b.testHeld), 0);
-    const fromTest = Decimal.min(testAvailable, total);
-    const fromBalance = total.minus(fromTest);
-    const context = {
-      reference: 'Route check call',
-      relatedEntityType: 'route_check',
-      relatedEntityId: checkId,
-    };
-    if (fromTest.gt(0)) {
-      await ledger.charge(
-        {
-          ...context,
-          postingKey: `routecheck:${checkId}:${leg.position}:test`,
+    const billed = leg.ownRoute
+      ? { cost: '0.000000', paidFrom: null }
+      : await chargeTestCreditFirst({ ledger, log }, tx, {
           accountId: who.accountId,
-          amount: toMoney(fromTest),
-          mode: 'test',
-          sellerId: null,
-        },
-        tx,
-      );
-    }
-    let charged = fromTest;
-    if (fromBalance.gt(0)) {
-      const seller = Decimal.min(new Decimal(c.seller), fromBalance);
-      try {
-        await tx.savepoint((sp) =>
-          ledger.charge(
-            {
-              ...context,
-              postingKey: `routecheck:${checkId}:${leg.position}:charge`,
-              accountId: who.accountId,
-              sellerId: leg.sellerId,
-              amount: toMoney(seller),
-              fee: toMoney(fromBalance.minus(seller)),
-            },
-            sp,
-          ),
-        );
-        charged = total;
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code !== SqlState.INSUFFICIENT_BALANCE && code !== SqlState.DAILY_CAP) throw err;
-        log.warn({ checkId, position: leg.position }, 'route check leg not charged: insufficient balance');
-      }
-    }
-    const paidFrom = charged.lte(0) ? null : fromTest.gt(0) ? (fromBalance.gt(0) ? 'mixed' : 'test_credit') : 'balance';
-    return { billableSeconds: c.billableSeconds, cost: toMoney(charged), paidFrom };
+          key: `routecheck:${checkId}:${leg.position}`,
+          total: new Decimal(c.total),
+          seller: new Decimal(c.seller),
+          sellerId: leg.sellerId,
+          reference: 'Route check call',
+          checkId,
+        });
+    return { billableSeconds: c.billableSeconds, cost: billed.cost, paidFrom: billed.paidFrom };
   }
 
   async function finishLeg(checkId: string, update: Parameters<typeof repo.updateLeg>[3], position: number) {
@@ -479,8 +436,28 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
     return checkView(c, await repo.legs([id]));
   }
 
+  const smsCheck = createSmsCheck({
+    sql,
+    log,
+    clock,
+    config,
+    ledger,
+    routes,
+    repo,
+    sms: deps.sms,
+    visible: (routeId, accountId) => routes.visibleRoute(routeId, accountId),
+    cleanName: cleanRouteName,
+    track: (p) => {
+      running.add(p);
+      void p.finally(() => running.delete(p));
+    },
+  });
+
   return {
     repo,
+
+    /** POST /routes/check/sms. */
+    startSms: (who: Checker, body: { routeId: string; number: string }) => smsCheck.start(who, body),
 
     /**
      * A route the account may use, as a check call sees it: the listing (404 when not visible),

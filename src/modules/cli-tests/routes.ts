@@ -343,13 +343,13 @@ export function cliTestsRoutes(svc: CliTestsService) {
       async (req, reply) => reply.code(201).send(ok(await svc.retry(tester(req.principal!), req.params.id))),
     );
 
-    // Operator: the test handsets.
+    // Operator (session of the platform operator, role admin): the test handsets.
     app.get(
       '/operator/cli-handsets',
       {
         config: { access: { auth: 'session' } },
         schema: {
-          hide: true,
+          tags: TAGS,
           summary: 'Caller-ID test handsets (platform operator)',
           response: { 200: Ok(Type.Array(Handset)) },
         },
@@ -364,7 +364,7 @@ export function cliTestsRoutes(svc: CliTestsService) {
       {
         config: { access: { auth: 'session' } },
         schema: {
-          hide: true,
+          tags: TAGS,
           summary:
             'Register a test handset: a number hosted on this exchange, observed as calls arrive (platform operator)',
           body: Type.Object(
@@ -388,7 +388,7 @@ export function cliTestsRoutes(svc: CliTestsService) {
       {
         config: { access: { auth: 'session' } },
         schema: {
-          hide: true,
+          tags: TAGS,
           summary: 'Remove a test handset (platform operator)',
           params: IdParams,
           response: { 200: Ok(Handset) },

@@ -285,13 +285,13 @@ export function routeChecksRoutes(svc: RouteChecksService) {
       async (req) => ok(await svc.purchase(req.principal!.accountId, req.params.id)),
     );
 
-    // Operator: the public self-answering test lines checks call.
+    // Operator (session of the platform operator, role admin): the public self-answering test lines checks call.
     app.get(
       '/operator/route-test-lines',
       {
         config: { access: { auth: 'session' } },
         schema: {
-          hide: true,
+          tags: TAGS,
           summary: 'Route-check test lines (platform operator)',
           response: { 200: Ok(Type.Array(TestLineView)) },
         },
@@ -306,7 +306,7 @@ export function routeChecksRoutes(svc: RouteChecksService) {
       {
         config: { access: { auth: 'session' } },
         schema: {
-          hide: true,
+          tags: TAGS,
           summary: 'Register a self-answering test line (platform operator)',
           body: Type.Object(
             {
@@ -330,7 +330,7 @@ export function routeChecksRoutes(svc: RouteChecksService) {
       {
         config: { access: { auth: 'session' } },
         schema: {
-          hide: true,
+          tags: TAGS,
           summary: 'Remove a test line (platform operator)',
           params: IdParams,
           response: { 200: Ok(TestLineView) },

@@ -75,6 +75,14 @@ const TEST_COLUMNS = `id, account_id, batch_id, route_id, blend_route_id, displa
 
 export const FINAL: readonly TestStatus[] = ['completed', 'failed', 'not_tested', 'cancelled'];
 
+/** Tests not yet dispatched (scheduled or pending) among `which` are cancelled; how many. */
+async function cancelOpen(db: Db, which: ReturnType<Db>, now: Date): Promise<number> {
+  const res = await db`update cli_tests set status = 'cancelled', completed_at = ${now},
+      result_notes = 'Cancelled before the route was called'
+    where ${which} and status in ('scheduled', 'pending')`;
+  return res.count;
+}
+
 export function createCliTestsRepo(sql: Sql) {
   return {
     async addHandset(h: Omit<HandsetRow, 'createdAt'>, now: Date): Promise<HandsetRow> {
@@ -171,12 +179,14 @@ export function createCliTestsRepo(sql: Sql) {
           and not exists (select 1 from cli_tests where batch_id = b.id
                           and status in ('scheduled', 'pending', 'dispatching', 'in_progress'))`;
     },
+    /** Cancels one test not yet dispatched; false when it was dispatched meanwhile. */
+    async cancelTest(id: string, now: Date): Promise<boolean> {
+      return (await cancelOpen(sql, sql`id = ${id}`, now)) > 0;
+    },
     async cancelBatch(db: Db, batchId: string, now: Date): Promise<number> {
-      const res = await db`update cli_tests set status = 'cancelled', completed_at = ${now},
-          result_notes = 'Cancelled before the route was called'
-        where batch_id = ${batchId} and status in ('scheduled', 'pending')`;
+      const n = await cancelOpen(db, db`batch_id = ${batchId}`, now);
       await db`update cli_test_batches set status = 'cancelled', completed_at = ${now} where id = ${batchId} and status = 'running'`;
-      return res.count;
+      return n;
     },
   };
 }

@@ -565,9 +565,7 @@ export function createCliTestsService(deps: CliTestsDeps) {
     async cancel(accountId: string, id: string) {
       const t = await mustOwnTest(accountId, id);
       if (t.status !== 'scheduled' && t.status !== 'pending') throw conflict(`The test is already ${t.status}`);
-      const res = await sql`update cli_tests set status = 'cancelled', completed_at = ${clock.now()},
-          result_notes = 'Cancelled before the route was called' where id = ${id} and status in ('scheduled', 'pending')`;
-      if (res.count === 0) throw conflict('The test was dispatched meanwhile');
+      if (!(await repo.cancelTest(id, clock.now()))) throw conflict('The test was dispatched meanwhile');
       return view((await repo.test(id))!);
     },
 

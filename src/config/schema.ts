@@ -165,6 +165,23 @@ export const ConfigSchema = Type.Object({
     codes_per_number_per_hour: Type.Integer({ minimum: 1, maximum: 5, default: 5 }),
     code_spacing_seconds: Type.Integer({ minimum: 30, maximum: 3600, default: 30 }),
   }),
+  route_checks: Type.Object({
+    caller_id: Type.String({ pattern: `^(${E164_PATTERN_BODY})?$`, default: '' }),
+    hold_ms: Type.Integer({ minimum: 500, maximum: 10000, default: 2000 }),
+    ring_timeout_ms: Type.Integer({ minimum: 5000, maximum: 120000, default: 30000 }),
+    ring_me_ring_ms: Type.Integer({ minimum: 2000, maximum: 60000, default: 20000 }),
+    sms_sender: Type.String({ pattern: '^[A-Za-z0-9 ]{1,11}$', default: 'RouteCheck' }),
+    sms_numeric_sender: Type.String({ pattern: '^[0-9]{1,15}$', default: '10000' }),
+  }),
+  cli_tests: Type.Object({
+    cost_per_test: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '0.500000' }),
+    hourly_cap: Type.Integer({ minimum: 1, maximum: 10000, default: 30 }),
+    max_batch_routes: Type.Integer({ minimum: 2, maximum: 100, default: 20 }),
+    max_parallel: Type.Integer({ minimum: 1, maximum: 50, default: 2 }),
+    gap_seconds: Type.Integer({ minimum: 0, maximum: 300, default: 5 }),
+    ring_ms: Type.Integer({ minimum: 200, maximum: 30000, default: 3000 }),
+    caller_id: Type.String({ pattern: `^(${E164_PATTERN_BODY})?$`, default: '' }),
+  }),
   billing: Type.Object({
     platform_fee_mode: Type.Union([Type.Literal('absolute'), Type.Literal('percent')], { default: 'absolute' }),
     platform_fee_voice_per_minute: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '0.002000' }),

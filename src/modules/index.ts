@@ -17,6 +17,8 @@ import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
 import { buildVerifyModule } from './verify/index.js';
 import { buildLookupModule } from './lookup/index.js';
+import { buildRouteChecksModule } from './route-checks/index.js';
+import { buildCliTestsModule } from './cli-tests/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
@@ -114,6 +116,22 @@ export async function buildModules(coreIn: CoreDeps) {
   const verify = buildVerifyModule(core, { sms: sms.service, calls: commsCalls.service });
   // Number lookup: offline numbering, range and risk data with the caller's cheapest route prices.
   const lookup = buildLookupModule(core, { routing: marketplace.services.routing });
+  // Route checks: short real calls over the API calls' engine, counted against the calls module's limits.
+  const routeChecks = buildRouteChecksModule(core, {
+    ledger: money.services.ledger,
+    routes: marketplace.services.routes,
+    purchases,
+    calls: commsCalls.service,
+    admission: calls.service,
+    sms: sms.service,
+  });
+  // Caller-ID tests on handsets: calls through the route checks' view of routes, observed on the SIP plane.
+  const cliTests = buildCliTestsModule(core, {
+    ledger: money.services.ledger,
+    sip,
+    routeChecks: routeChecks.service,
+    calls: commsCalls.service,
+  });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
   const status = buildStatusModule(core);
@@ -133,6 +151,8 @@ export async function buildModules(coreIn: CoreDeps) {
     sms.module,
     verify.module,
     lookup.module,
+    routeChecks.module,
+    cliTests.module,
     switchModule.module,
   ];
 
@@ -149,6 +169,8 @@ export async function buildModules(coreIn: CoreDeps) {
       calls: calls.service,
       commsCalls: commsCalls.service,
       sms: sms.service,
+      routeChecks: routeChecks.service,
+      cliTests: cliTests.service,
       smppCredentials: sms.smppCredentials,
       verify: verify.service,
       lookup: lookup.service,

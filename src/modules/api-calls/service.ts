@@ -16,6 +16,7 @@ import type { VoicePlane } from '../../telephony/calls/voice-plane.js';
 import type {
   CallAction,
   CallEnd,
+  CallEngine,
   CallLanguage,
   EngineCall,
   GatherResult,
@@ -861,6 +862,17 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     /** Told by the SIP dialer how each leg ended (the failover rule needs "no response" and "ringing"). */
     noteLeg(outcome: LegOutcome): void {
       legOutcomes.set(outcome.callId, outcome);
+    },
+    /**
+     * The same engine and SIP stack for calls other modules place themselves (route checks), so
+     * there is one SIP plane; null while it is not listening. `takeLeg` hands over (and forgets)
+     * how one of their legs ended.
+     */
+    engine: (): CallEngine | null => deps.voice()?.engine ?? null,
+    takeLeg(callId: string): LegOutcome | undefined {
+      const o = legOutcomes.get(callId);
+      legOutcomes.delete(callId);
+      return o;
     },
     /** GET /comms/calls/{id}: the caller's own call, or one of its sub-accounts' (not the other way round). */
     async get(viewer: { accountId: string }, id: string) {

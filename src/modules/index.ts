@@ -15,6 +15,7 @@ import { buildSipTrunksModule } from './sip-trunks/index.js';
 import { buildApiCallsModule } from './api-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
+import { buildNumbersModule } from './numbers/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
@@ -110,6 +111,16 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
+  // Phone numbers: catalogue, inventory, orders, renewals and routing of rented numbers.
+  const numbers = buildNumbersModule(core, {
+    ledger: money.services.ledger,
+    accounts,
+    // wired to compliance at merge
+    kyc: { isVerified: async () => false },
+    subAccountOf: async (operatorId, subAccountId) =>
+      (await money.services.application.get(operatorId, subAccountId)).id,
+    sipProbe: (target) => sip.probe(target, { timeoutMs: core.config.numbers.endpoint_probe_timeout_ms }),
+  });
   const status = buildStatusModule(core);
 
   const list: Module[] = [
@@ -126,6 +137,7 @@ export async function buildModules(coreIn: CoreDeps) {
     commsCalls.module,
     sms.module,
     switchModule.module,
+    numbers.module,
   ];
 
   return {
@@ -143,6 +155,7 @@ export async function buildModules(coreIn: CoreDeps) {
       sms: sms.service,
       smppCredentials: sms.smppCredentials,
       switchSubscriptions: switchModule.subscriptions,
+      numbers: numbers.service,
     },
     list,
   };

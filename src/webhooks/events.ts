@@ -39,6 +39,13 @@ export const SubscribableEvents = [
   'call.gathered',
   'sms.delivered',
   'sms.failed',
+  // Phone numbers (issue 22): a rented number's life, and a seller's listing request reviewed.
+  'number.purchased',
+  'number.activated',
+  'number.renewed',
+  'number.suspended',
+  'number.released',
+  'number.listing_request.reviewed',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

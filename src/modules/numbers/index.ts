@@ -83,9 +83,11 @@ export function buildNumbersModule(
       inventoryRoutes({ inventory, listing })(app);
     },
     start() {
-      // The summary is computed once the daemon is up (`ready: false` until then), then kept fresh.
-      void refreshSummary();
+      // The first summary waits for the start to settle (`ready: false` until then), then is kept fresh.
+      const first = setTimeout(() => void refreshSummary(), settings.summary_first_delay_seconds * 1000);
+      first.unref();
       loops.push(
+        { stop: async () => clearTimeout(first) },
         every(settings.summary_refresh_seconds * 1000, refreshSummary),
         every(
           settings.renewal_interval_seconds * 1000,

@@ -40,6 +40,8 @@ export interface BulkItemResult {
   error: { code: string; message: string } | null;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 const isBalanceRefusal = (err: unknown) => {
   const code = (err as { code?: unknown } | null)?.code;
   return code === SqlState.INSUFFICIENT_BALANCE || code === SqlState.DAILY_CAP;
@@ -103,6 +105,9 @@ export function createOrders(deps: {
 
   async function buy(callerId: string, input: BuyInput): Promise<DidView> {
     const owner = input.subAccountId ? await deps.subAccountOf(callerId, input.subAccountId) : callerId;
+    // Ids are up to 64 characters on the wire (spec); ours are UUIDs, so anything else names nothing.
+    if (!UUID.test(input.groupId)) throw notFound('Catalogue group');
+    if (!UUID.test(input.skuId)) throw notFound('SKU');
     const group = await catalogRepo.group(sql, input.groupId);
     if (!group || group.status !== 'active') throw notFound('Catalogue group');
     const sku = (await catalogRepo.skusOf(sql, [group.groupId])).find((s) => s.skuId === input.skuId);

@@ -276,7 +276,7 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
     app.post(
       '/dids/:id/check-endpoint',
       {
-        config: { access: { ...WRITE, testKeys: 'allow' } },
+        config: { access: WRITE },
         schema: {
           tags: TAGS,
           summary: 'Check the SIP endpoint (then the backup) with OPTIONS; stores endpointReachable and endpointCause',

@@ -120,6 +120,7 @@ export async function buildModules(coreIn: CoreDeps) {
     subAccountOf: async (operatorId, subAccountId) =>
       (await money.services.application.get(operatorId, subAccountId)).id,
     sipProbe: (target) => sip.probe(target, { timeoutMs: core.config.numbers.endpoint_probe_timeout_ms }),
+    smsSend: (sender, input) => sms.service.send(sender, input),
   });
   const status = buildStatusModule(core);
 

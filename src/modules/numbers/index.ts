@@ -7,18 +7,21 @@ import type { AccountsService } from '../accounts/service.js';
 import { createCatalog } from './catalog.js';
 import { createInventory } from './inventory.js';
 import { createListingRequests } from './listing.js';
+import { createNumberMessages, type SmsSend } from './messages.js';
 import { createNumberManagement, type SipProbe } from './manage.js';
 import { createOrders, type KycCheck, type SubAccountOf } from './orders.js';
 import { createRenewals } from './renewals.js';
 import { didRoutes } from './routes-dids.js';
 import { inventoryRoutes } from './routes-inventory.js';
+import { messageRoutes } from './routes-messages.js';
 import { storeRoutes } from './routes-store.js';
 
 /**
  * Phone numbers (issue 22): the catalogue and sellers' inventory, listing requests, buying,
  * provisioning, the renewal job, routing and the number reads. `kyc` answers whether an owner's
  * identity is verified (Compliance); `subAccountOf` resolves a caller's sub-account (Application
- * Manager); `sipProbe` sends the OPTIONS of endpoint checks over the SIP plane.
+ * Manager); `sipProbe` sends the OPTIONS of endpoint checks over the SIP plane; `smsSend` is the SMS
+ * send path that messages from a number go through.
  */
 export function buildNumbersModule(
   core: CoreDeps,
@@ -28,6 +31,7 @@ export function buildNumbersModule(
     kyc: KycCheck;
     subAccountOf: SubAccountOf;
     sipProbe: SipProbe;
+    smsSend: SmsSend;
   },
 ) {
   const { sql, clock, config } = core;
@@ -65,6 +69,8 @@ export function buildNumbersModule(
     probeTimeoutMs: settings.endpoint_probe_timeout_ms,
   });
 
+  const messages = createNumberMessages({ sql, clock, log, manage, smsSend: deps.smsSend });
+
   const loops: { stop(): Promise<void> }[] = [];
   const guarded = (what: string, fn: () => Promise<unknown>) => async () => {
     try {
@@ -81,6 +87,7 @@ export function buildNumbersModule(
       storeRoutes({ catalog, listing, store })(app);
       didRoutes({ orders, manage, store })(app);
       inventoryRoutes({ inventory, listing })(app);
+      messageRoutes(messages)(app);
     },
     start() {
       // The first summary waits for the start to settle (`ready: false` until then), then is kept fresh.
@@ -104,7 +111,7 @@ export function buildNumbersModule(
       await orders.settled();
     },
   };
-  const service = { catalog, inventory, listing, orders, renewals, manage };
+  const service = { catalog, inventory, listing, orders, renewals, manage, messages };
   return { module, service };
 }
 

@@ -121,6 +121,11 @@ export async function buildModules(coreIn: CoreDeps) {
       (await money.services.application.get(operatorId, subAccountId)).id,
     sipProbe: (target) => sip.probe(target, { timeoutMs: core.config.numbers.endpoint_probe_timeout_ms }),
     smsSend: (sender, input) => sms.service.send(sender, input),
+    routeSecret: (routeId) => sms.service.httpSigningSecret(routeId),
+    sellerSmsRoute: async (routeId, sellerId) => {
+      const r = await marketplace.services.routes.visibleRoute(routeId, sellerId);
+      return r?.sellerId === sellerId && r.type === 'sms';
+    },
   });
   const status = buildStatusModule(core);
 

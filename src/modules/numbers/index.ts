@@ -5,6 +5,7 @@ import { supplierGuardFrom } from '../../platform/outbound-guard.js';
 import { every } from '../../platform/periodic.js';
 import type { AccountsService } from '../accounts/service.js';
 import { createCatalog } from './catalog.js';
+import { createInboundSms, type SellerSmsRoute } from './inbound-sms.js';
 import { createInventory } from './inventory.js';
 import { createListingRequests } from './listing.js';
 import { createNumberMessages, type SmsSend } from './messages.js';
@@ -12,6 +13,7 @@ import { createNumberManagement, type SipProbe } from './manage.js';
 import { createOrders, type KycCheck, type SubAccountOf } from './orders.js';
 import { createRenewals } from './renewals.js';
 import { didRoutes } from './routes-dids.js';
+import { inboundRoutes, type RouteSecret } from './routes-inbound.js';
 import { inventoryRoutes } from './routes-inventory.js';
 import { messageRoutes } from './routes-messages.js';
 import { storeRoutes } from './routes-store.js';
@@ -21,7 +23,8 @@ import { storeRoutes } from './routes-store.js';
  * provisioning, the renewal job, routing and the number reads. `kyc` answers whether an owner's
  * identity is verified (Compliance); `subAccountOf` resolves a caller's sub-account (Application
  * Manager); `sipProbe` sends the OPTIONS of endpoint checks over the SIP plane; `smsSend` is the SMS
- * send path that messages from a number go through.
+ * send path that messages from a number go through; `routeSecret` and `sellerSmsRoute` authenticate a
+ * seller's inbound SMS callback by its SMS route.
  */
 export function buildNumbersModule(
   core: CoreDeps,
@@ -32,6 +35,8 @@ export function buildNumbersModule(
     subAccountOf: SubAccountOf;
     sipProbe: SipProbe;
     smsSend: SmsSend;
+    routeSecret: RouteSecret;
+    sellerSmsRoute: SellerSmsRoute;
   },
 ) {
   const { sql, clock, config } = core;
@@ -70,6 +75,7 @@ export function buildNumbersModule(
   });
 
   const messages = createNumberMessages({ sql, clock, log, manage, smsSend: deps.smsSend });
+  const inbound = createInboundSms({ sql, clock, log, sellerSmsRoute: deps.sellerSmsRoute });
 
   const loops: { stop(): Promise<void> }[] = [];
   const guarded = (what: string, fn: () => Promise<unknown>) => async () => {
@@ -88,6 +94,12 @@ export function buildNumbersModule(
       didRoutes({ orders, manage, store })(app);
       inventoryRoutes({ inventory, listing })(app);
       messageRoutes(messages)(app);
+      inboundRoutes({
+        inbound,
+        routeSecret: deps.routeSecret,
+        clock,
+        toleranceSec: config.sms.receipt_callback_tolerance_seconds,
+      })(app);
     },
     start() {
       // The first summary waits for the start to settle (`ready: false` until then), then is kept fresh.
@@ -111,7 +123,7 @@ export function buildNumbersModule(
       await orders.settled();
     },
   };
-  const service = { catalog, inventory, listing, orders, renewals, manage, messages };
+  const service = { catalog, inventory, listing, orders, renewals, manage, messages, inbound };
   return { module, service };
 }
 

@@ -7,6 +7,7 @@ import { CliUsageError, commands, type CommandSpec } from './commands.js';
 import { openContext } from './context.js';
 import './extra-commands.js';
 import './check-commands.js';
+import './number-commands.js';
 
 function usage(): string {
   const lines = commands.map((c) => {

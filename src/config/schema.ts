@@ -214,6 +214,16 @@ export const ConfigSchema = Type.Object({
     max_endpoints_per_account: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
     ca_file: Type.String({ default: '' }),
   }),
+  numbers: Type.Object({
+    store_enabled: Type.Boolean({ default: true }),
+    store_disabled_message: Type.String({ maxLength: 500, default: 'Phone numbers are coming soon.' }),
+    platform_fee_percent: Type.String({ pattern: '^\\d{1,2}(\\.\\d{1,3})?$', default: '10' }),
+    summary_refresh_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 1200 }),
+    summary_first_delay_seconds: Type.Integer({ minimum: 0, maximum: 3600, default: 30 }),
+    renewal_interval_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 300 }),
+    provision_interval_seconds: Type.Integer({ minimum: 1, maximum: 3600, default: 30 }),
+    endpoint_probe_timeout_ms: Type.Integer({ minimum: 100, maximum: 10000, default: 2000 }),
+  }),
   security: Type.Object({
     private_supplier_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),
     private_trunk_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),

@@ -11,6 +11,8 @@ export const ErrorCodes = {
   MISSING_TOKEN: 401,
   SWITCH_SUBSCRIPTION_REQUIRED: 402,
   FORBIDDEN: 403,
+  // A number purchase where the catalogue group needs verified identity (spec "Errors").
+  KYC_REQUIRED: 403,
   TEST_KEY_NOT_ALLOWED: 403,
   PASSWORD_CHANGE_REQUIRED: 403,
   NOT_FOUND: 404,

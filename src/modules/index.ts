@@ -19,6 +19,7 @@ import { buildVerifyModule } from './verify/index.js';
 import { buildLookupModule } from './lookup/index.js';
 import { buildRouteChecksModule } from './route-checks/index.js';
 import { buildCliTestsModule } from './cli-tests/index.js';
+import { buildNumbersModule } from './numbers/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
@@ -134,6 +135,22 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
+  // Phone numbers: catalogue, inventory, orders, renewals and routing of rented numbers.
+  const numbers = buildNumbersModule(core, {
+    ledger: money.services.ledger,
+    accounts,
+    // wired to compliance at merge
+    kyc: { isVerified: async () => false },
+    subAccountOf: async (operatorId, subAccountId) =>
+      (await money.services.application.get(operatorId, subAccountId)).id,
+    sipProbe: (target) => sip.probe(target, { timeoutMs: core.config.numbers.endpoint_probe_timeout_ms }),
+    smsSend: (sender, input) => sms.service.send(sender, input),
+    routeSecret: (routeId) => sms.service.httpSigningSecret(routeId),
+    sellerSmsRoute: async (routeId, sellerId) => {
+      const r = await marketplace.services.routes.visibleRoute(routeId, sellerId);
+      return r?.sellerId === sellerId && r.type === 'sms';
+    },
+  });
   const status = buildStatusModule(core);
 
   const list: Module[] = [
@@ -154,6 +171,7 @@ export async function buildModules(coreIn: CoreDeps) {
     routeChecks.module,
     cliTests.module,
     switchModule.module,
+    numbers.module,
   ];
 
   return {
@@ -175,6 +193,7 @@ export async function buildModules(coreIn: CoreDeps) {
       verify: verify.service,
       lookup: lookup.service,
       switchSubscriptions: switchModule.subscriptions,
+      numbers: numbers.service,
     },
     list,
   };

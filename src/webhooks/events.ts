@@ -43,6 +43,13 @@ export const SubscribableEvents = [
   'verify.approved',
   'verify.max_attempts',
   'verify.canceled',
+  // Phone numbers (docs/numbers.md): a rented number's life, and a seller's listing request reviewed.
+  'number.purchased',
+  'number.activated',
+  'number.renewed',
+  'number.suspended',
+  'number.released',
+  'number.listing_request.reviewed',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

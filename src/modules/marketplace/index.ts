@@ -12,6 +12,9 @@ import { routesRoutes } from './listings/routes.js';
 import { createRouting } from './routing/routing.js';
 import type { QualitySource } from './routing/routing.js';
 import { createRoutesService, type SipProbe } from './listings/service.js';
+import { createBlendCache } from './blends/blend-cache.js';
+import { blendsRoutes } from './blends/routes.js';
+import { createBlendsService } from './blends/service.js';
 
 export type { Candidate, CandidateQuery, QualitySource, SipEndpoint } from './routing/routing.js';
 export { createCdrQualitySource } from './listings/quality.js';
@@ -40,24 +43,29 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
   const routes = createRoutesService({ ...core, decks, quality, routingCache, guard, sipProbe: opts.sipProbe });
   const purchases = createPurchasesService({ ...core, routes, routingCache });
   const markets = createMarketsService({ clock: core.clock, routes, activity: cdrQuality.activity });
-  const routing = createRouting({ config: core.config, routes, purchases, quality, guard });
+  const blendCache = createBlendCache({ sql: core.sql, log: core.log.child({ module: 'route-blends' }) });
+  const routing = createRouting({ config: core.config, routes, purchases, quality, guard, blends: blendCache });
+  const blends = createBlendsService({ ...core, routes, purchases, routing, cache: blendCache, routingCache });
   const modules: Module[] = [
     {
       name: 'marketplace',
       routes: routesRoutes(routes, routing),
       start: async () => {
         await routingCache.start();
+        await blendCache.start();
         await decks.start();
         await routes.startSheetJobs();
       },
       stop: async () => {
         await routes.stopSheetJobs();
         await decks.stop();
+        await blendCache.stop();
         await routingCache.stop();
       },
     },
     { name: 'purchases', routes: purchasesRoutes(purchases, routing) },
     { name: 'markets', routes: marketsRoutes(markets) },
+    { name: 'route-blends', routes: blendsRoutes(blends) },
   ];
-  return { modules, services: { routes, purchases, routing, markets, routingCache } };
+  return { modules, services: { routes, purchases, routing, markets, routingCache, blends } };
 }

@@ -22,6 +22,8 @@ export interface RouteRow {
   createdAt: Date;
   rateCount: number;
   lowestRate: string | null;
+  /** A route blend (marketplace/blends): no deck or delivery of its own. */
+  blend: boolean;
 }
 
 export interface NewRoute {
@@ -72,6 +74,7 @@ const ROUTE_COLUMNS = (sql: Db) => sql`
   r.cli_type, r.billing_increment, r.capacity, r.max_cps, r.notice_days, r.media_mode,
   r.sms_delivery->>'kind' as sms_delivery_kind, r.created_at,
   coalesce(d.row_count, 0) as rate_count,
+  exists (select 1 from route_blends b where b.route_id = r.id) as blend,
   (select min(x.rate)::numeric(20,6)::text from rate_rows x where x.route_id = r.id and x.effective_to is null and x.mcc_mnc = '') as lowest_rate`;
 
 export async function insertRoute(db: Db, r: NewRoute, endpoints: Omit<EndpointRow, 'routeId'>[]): Promise<void> {

@@ -213,6 +213,7 @@ export function createRoutesService(deps: {
       visibility: r.visibility,
       status: r.status,
       own,
+      blend: r.blend,
       expectedAsr: num(r.expectedAsr),
       expectedAcd: num(r.expectedAcd),
       expectedPdd: r.expectedPdd,
@@ -918,6 +919,11 @@ export function createRoutesService(deps: {
       const r = await repo.findOwnRoute(sql, routeId, sellerId);
       if (r === undefined) throw notFound('Route');
       if (accountId === sellerId) throw ruleError('The seller always has access to its own route');
+      // A blend holding routes the seller bought is for the seller's own traffic (blends/service.ts).
+      const [lent] =
+        await sql`select 1 from route_blend_members m join routes x on x.id = m.member_id where m.blend_id = ${routeId} and x.seller_id <> ${sellerId} limit 1`;
+      if (lent !== undefined)
+        throw ruleError('A blend holding routes you bought is for your own traffic: it cannot be granted to others');
       const [acct] = await sql`select 1 from accounts where id = ${accountId}`;
       if (acct === undefined) throw notFound('Account');
       await sql`insert into route_access (route_id, account_id) values (${routeId}, ${accountId}) on conflict do nothing`;

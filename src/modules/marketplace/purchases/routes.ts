@@ -31,6 +31,7 @@ const Pick = Type.Object({
   routeName: Type.String(),
   own: Type.Boolean(),
   purchaseId: Nullable(Uuid()),
+  blendId: Type.Optional(Nullable(Uuid('set when the route carries traffic as a member of a blend the caller uses'))),
   matchedPrefix: Type.String(),
   destination: Type.String(),
   price: Money(),

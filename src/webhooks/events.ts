@@ -39,6 +39,19 @@ export const SubscribableEvents = [
   'call.gathered',
   'sms.delivered',
   'sms.failed',
+  // Marketplace (issue 23): offers traded after `offer.received`, access to private listings,
+  // buyer-seller messages, route reports and rate increases buyers are given notice of.
+  'offer.accepted',
+  'offer.declined',
+  'offer.expired',
+  'route.access_requested',
+  'route.access_decided',
+  'route.message_received',
+  'route.report_received',
+  'route.report_answered',
+  'route.report_resolved',
+  'route.suspended',
+  'route.rate_increase_scheduled',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

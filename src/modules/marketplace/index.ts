@@ -15,6 +15,9 @@ import { createRoutesService, type SipProbe } from './listings/service.js';
 import { createBlendCache } from './blends/blend-cache.js';
 import { blendsRoutes } from './blends/routes.js';
 import { createBlendsService } from './blends/service.js';
+import { createPrivateRateCache } from './offers/private-rates.js';
+import { offersRoutes } from './offers/routes.js';
+import { createOffersService } from './offers/service.js';
 
 export type { Candidate, CandidateQuery, QualitySource, SipEndpoint } from './routing/routing.js';
 export { createCdrQualitySource } from './listings/quality.js';
@@ -44,8 +47,24 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
   const purchases = createPurchasesService({ ...core, routes, routingCache });
   const markets = createMarketsService({ clock: core.clock, routes, activity: cdrQuality.activity });
   const blendCache = createBlendCache({ sql: core.sql, log: core.log.child({ module: 'route-blends' }) });
-  const routing = createRouting({ config: core.config, routes, purchases, quality, guard, blends: blendCache });
+  const privateRates = createPrivateRateCache({
+    sql: core.sql,
+    clock: core.clock,
+    log: core.log.child({ module: 'private-rates' }),
+  });
+  const routing = createRouting({
+    config: core.config,
+    clock: core.clock,
+    routes,
+    purchases,
+    quality,
+    guard,
+    blends: blendCache,
+    privateRates,
+  });
   const blends = createBlendsService({ ...core, routes, purchases, routing, cache: blendCache, routingCache });
+  const offers = createOffersService({ ...core, routes, blends: blendCache, privateRates });
+  let offerSweep: NodeJS.Timeout | undefined;
   const modules: Module[] = [
     {
       name: 'marketplace',
@@ -53,12 +72,14 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
       start: async () => {
         await routingCache.start();
         await blendCache.start();
+        await privateRates.start();
         await decks.start();
         await routes.startSheetJobs();
       },
       stop: async () => {
         await routes.stopSheetJobs();
         await decks.stop();
+        await privateRates.stop();
         await blendCache.stop();
         await routingCache.stop();
       },
@@ -66,6 +87,18 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
     { name: 'purchases', routes: purchasesRoutes(purchases, routing) },
     { name: 'markets', routes: marketsRoutes(markets) },
     { name: 'route-blends', routes: blendsRoutes(blends) },
+    {
+      name: 'offers',
+      routes: offersRoutes(offers),
+      start: async () => {
+        // Open offers past their time are expired (and both sides told) once a minute.
+        offerSweep = setInterval(() => {
+          offers.expireDue().catch((err: unknown) => core.log.error({ err }, 'offer expiry sweep failed'));
+        }, 60_000);
+        offerSweep.unref();
+      },
+      stop: async () => clearInterval(offerSweep),
+    },
   ];
-  return { modules, services: { routes, purchases, routing, markets, routingCache, blends } };
+  return { modules, services: { routes, purchases, routing, markets, routingCache, blends, offers } };
 }

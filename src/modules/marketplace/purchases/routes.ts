@@ -32,6 +32,9 @@ const Pick = Type.Object({
   own: Type.Boolean(),
   purchaseId: Nullable(Uuid()),
   blendId: Type.Optional(Nullable(Uuid('set when the route carries traffic as a member of a blend the caller uses'))),
+  offerId: Type.Optional(
+    Nullable(Uuid("set when the caller's private rate from this accepted offer priced the route")),
+  ),
   matchedPrefix: Type.String(),
   destination: Type.String(),
   price: Money(),

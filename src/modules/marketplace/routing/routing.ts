@@ -5,6 +5,8 @@ import { buyerRate, priceSms, toMoney } from '../../../rating/index.js';
 import type { BillingIncrement, PlatformFee, RateMatch } from '../../../rating/index.js';
 import type { Blend, BlendCache } from '../blends/blend-cache.js';
 import { orderMembers } from '../blends/rules.js';
+import type { PrivateRateCache } from '../offers/private-rates.js';
+import type { Clock } from '../../../platform/clock.js';
 import type { DeckMeta } from '../listings/repo.js';
 import type { TargetGuard } from '../../../platform/outbound-guard.js';
 import type { PurchasesService } from '../purchases/service.js';
@@ -43,6 +45,8 @@ export interface Candidate {
   purchaseId: string | null;
   /** Set when the route is a member of a blend the buyer uses: the price is the member's plus the blend's margin. */
   blendId?: string;
+  /** Set when the buyer's private rate from this accepted offer priced the route. */
+  offerId?: string;
   matchedPrefix: string;
   destination: string;
   /** Buyer price per minute (voice) or per segment (SMS): seller rate plus platform fee. */
@@ -110,6 +114,9 @@ export function createRouting(deps: {
   blends: BlendCache;
   /** Draws the percent rule's member (tests pin it). */
   random?: () => number;
+  /** Buyers' private rates from accepted offers, used in place of the deck's rate. */
+  privateRates?: PrivateRateCache;
+  clock?: Clock;
 }) {
   const { routes, purchases, blends } = deps;
   const random = deps.random ?? Math.random;
@@ -229,7 +236,9 @@ export function createRouting(deps: {
     const fee = platformFeeFrom(deps.config);
     const mccMnc = q.mccMnc ?? null;
     const inBlends = await blends.blendsAmong(usable.map((u) => u.routeId));
-    const plain = [];
+    const privates = deps.privateRates ? await deps.privateRates.forAccount(q.accountId) : undefined;
+    const now = deps.clock?.now() ?? new Date();
+    const plain: (Priced & { u: (typeof usable)[number]; offerId?: string })[] = [];
     const blended: { u: (typeof usable)[number]; blend: Blend }[] = [];
     for (const u of usable) {
       const blend = inBlends.get(u.routeId);
@@ -238,13 +247,25 @@ export function createRouting(deps: {
         continue;
       }
       const p = priceRoute(u.routeId, digits, q.type, mccMnc, fee, null);
-      if (p !== undefined) plain.push({ u, ...p });
+      if (p === undefined) continue;
+      // A private rate replaces the deck's rate for numbers under its prefix; the deck still decides coverage and increment.
+      const own = privates?.size ? deps.privateRates!.lookup(privates.get(u.routeId), digits, now) : undefined;
+      if (own === undefined) plain.push({ u, ...p });
+      else
+        plain.push({
+          u,
+          ...p,
+          sellerRate: own.rate,
+          price: buyerRate(own.rate, fee, q.type === 'voice' ? 'min' : 'msg'),
+          offerId: own.offerId,
+        });
     }
     if (plain.length === 0 && blended.length === 0) return [];
     const memberIds = blended.flatMap((b) => b.blend.members.map((m) => m.routeId));
     const measured = await quality([...plain.map((p) => p.routeId), ...memberIds]);
     const scoreOf = (routeId: string, meta: DeckMeta) => qualityScore(measured.get(routeId) ?? null, statedOf(meta));
     type Item = Priced & {
+      offerId?: string;
       u: (typeof usable)[number];
       position: number | null;
       quality: number;
@@ -269,7 +290,7 @@ export function createRouting(deps: {
     // A blend's members follow one another in its rule's order; a route met twice (bought alone and in a blend) is tried once.
     const seen = new Set<string>();
     const expanded: {
-      item: Priced;
+      item: Priced & { offerId?: string };
       quality: number;
       u: Item['u'];
       blend: Blend | null;
@@ -301,6 +322,7 @@ export function createRouting(deps: {
       own: u.own,
       purchaseId: u.purchaseId,
       ...(blend === null ? {} : { blendId: blend.id }),
+      ...(item.offerId === undefined ? {} : { offerId: item.offerId }),
       matchedPrefix: item.match.prefix,
       destination: item.match.destination,
       price: item.price,
@@ -323,6 +345,7 @@ export function createRouting(deps: {
     own: c.own,
     purchaseId: c.purchaseId,
     blendId: c.blendId ?? null,
+    offerId: c.offerId ?? null,
     matchedPrefix: c.matchedPrefix,
     destination: c.destination,
     price: toMoney(c.price),

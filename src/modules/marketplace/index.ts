@@ -15,6 +15,8 @@ import { createRoutesService, type SipProbe } from './listings/service.js';
 import { createBlendCache } from './blends/blend-cache.js';
 import { blendsRoutes } from './blends/routes.js';
 import { createBlendsService } from './blends/service.js';
+import { accessRoutes } from './access/routes.js';
+import { createAccessService } from './access/service.js';
 import { createPrivateRateCache } from './offers/private-rates.js';
 import { offersRoutes } from './offers/routes.js';
 import { createOffersService } from './offers/service.js';
@@ -65,6 +67,7 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
   const blends = createBlendsService({ ...core, routes, purchases, routing, cache: blendCache, routingCache });
   const offers = createOffersService({ ...core, routes, blends: blendCache, privateRates });
   let offerSweep: NodeJS.Timeout | undefined;
+  const access = createAccessService({ ...core, routes, routingCache });
   const modules: Module[] = [
     {
       name: 'marketplace',
@@ -87,6 +90,7 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
     { name: 'purchases', routes: purchasesRoutes(purchases, routing) },
     { name: 'markets', routes: marketsRoutes(markets) },
     { name: 'route-blends', routes: blendsRoutes(blends) },
+    { name: 'route-access', routes: accessRoutes(access) },
     {
       name: 'offers',
       routes: offersRoutes(offers),

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../../../config/schema.js';
-import type { Sql } from '../../../db/connection.js';
+import type { Db, Sql } from '../../../db/connection.js';
 import { AppError, conflict, notFound, ruleError, validationError } from '../../../http/errors.js';
 import type { Clock } from '../../../platform/clock.js';
 import { newId } from '../../../platform/ids.js';
@@ -915,18 +915,18 @@ export function createRoutesService(deps: {
     marketRows: (country: string, type: 'voice' | 'sms') => repo.marketRows(sql, country, type, clock.now()),
 
     /** Makes a private route visible to and buyable by another account. */
-    async grantAccess(sellerId: string, routeId: string, accountId: string) {
-      const r = await repo.findOwnRoute(sql, routeId, sellerId);
+    async grantAccess(sellerId: string, routeId: string, accountId: string, db: Db = sql) {
+      const r = await repo.findOwnRoute(db, routeId, sellerId);
       if (r === undefined) throw notFound('Route');
       if (accountId === sellerId) throw ruleError('The seller always has access to its own route');
       // A blend holding routes the seller bought is for the seller's own traffic (blends/service.ts).
       const [lent] =
-        await sql`select 1 from route_blend_members m join routes x on x.id = m.member_id where m.blend_id = ${routeId} and x.seller_id <> ${sellerId} limit 1`;
+        await db`select 1 from route_blend_members m join routes x on x.id = m.member_id where m.blend_id = ${routeId} and x.seller_id <> ${sellerId} limit 1`;
       if (lent !== undefined)
         throw ruleError('A blend holding routes you bought is for your own traffic: it cannot be granted to others');
-      const [acct] = await sql`select 1 from accounts where id = ${accountId}`;
+      const [acct] = await db`select 1 from accounts where id = ${accountId}`;
       if (acct === undefined) throw notFound('Account');
-      await sql`insert into route_access (route_id, account_id) values (${routeId}, ${accountId}) on conflict do nothing`;
+      await db`insert into route_access (route_id, account_id) values (${routeId}, ${accountId}) on conflict do nothing`;
       return { routeId, accountId };
     },
 

@@ -16,6 +16,8 @@ import { createBlendCache } from './blends/blend-cache.js';
 import { blendsRoutes } from './blends/routes.js';
 import { createBlendsService } from './blends/service.js';
 import { accessRoutes } from './access/routes.js';
+import { messagesRoutes } from './messages/routes.js';
+import { createMessagesService } from './messages/service.js';
 import { createAccessService } from './access/service.js';
 import { createPrivateRateCache } from './offers/private-rates.js';
 import { offersRoutes } from './offers/routes.js';
@@ -68,6 +70,7 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
   const offers = createOffersService({ ...core, routes, blends: blendCache, privateRates });
   let offerSweep: NodeJS.Timeout | undefined;
   const access = createAccessService({ ...core, routes, routingCache });
+  const messages = createMessagesService({ ...core, routes });
   const modules: Module[] = [
     {
       name: 'marketplace',
@@ -91,6 +94,7 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
     { name: 'markets', routes: marketsRoutes(markets) },
     { name: 'route-blends', routes: blendsRoutes(blends) },
     { name: 'route-access', routes: accessRoutes(access) },
+    { name: 'route-messages', routes: messagesRoutes(messages) },
     {
       name: 'offers',
       routes: offersRoutes(offers),

@@ -17,6 +17,8 @@ import { blendsRoutes } from './blends/routes.js';
 import { createBlendsService } from './blends/service.js';
 import { accessRoutes } from './access/routes.js';
 import { messagesRoutes } from './messages/routes.js';
+import { reportsRoutes } from './reports/routes.js';
+import { createReportsService } from './reports/service.js';
 import { createMessagesService } from './messages/service.js';
 import { createAccessService } from './access/service.js';
 import { createPrivateRateCache } from './offers/private-rates.js';
@@ -71,6 +73,7 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
   let offerSweep: NodeJS.Timeout | undefined;
   const access = createAccessService({ ...core, routes, routingCache });
   const messages = createMessagesService({ ...core, routes });
+  const reports = createReportsService({ ...core, routes, routingCache });
   const modules: Module[] = [
     {
       name: 'marketplace',
@@ -95,6 +98,7 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
     { name: 'route-blends', routes: blendsRoutes(blends) },
     { name: 'route-access', routes: accessRoutes(access) },
     { name: 'route-messages', routes: messagesRoutes(messages) },
+    { name: 'route-reports', routes: reportsRoutes(reports) },
     {
       name: 'offers',
       routes: offersRoutes(offers),

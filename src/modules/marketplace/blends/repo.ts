@@ -15,7 +15,7 @@ export interface BlendRow {
   type: 'voice' | 'sms';
   name: string;
   visibility: 'public' | 'private';
-  status: 'active' | 'paused' | 'deleted';
+  status: 'active' | 'paused' | 'suspended' | 'deleted';
   strategy: BlendStrategy;
   margin: string;
   createdAt: Date;

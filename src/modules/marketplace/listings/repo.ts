@@ -8,7 +8,7 @@ export interface RouteRow {
   name: string;
   country: string | null;
   visibility: 'public' | 'private';
-  status: 'active' | 'paused' | 'deleted';
+  status: 'active' | 'paused' | 'suspended' | 'deleted';
   expectedAsr: string | null;
   expectedAcd: string | null;
   expectedPdd: number | null;
@@ -225,7 +225,7 @@ export interface DeckMeta {
   type: 'voice' | 'sms';
   name: string;
   visibility: 'public' | 'private';
-  status: 'active' | 'paused' | 'deleted';
+  status: 'active' | 'paused' | 'suspended' | 'deleted';
   cliType: string | null;
   billingIncrement: string;
   expectedAsr: string | null;
@@ -577,6 +577,8 @@ export async function listingHealth(sql: Sql, sellerId: string, at: Date) {
       purchases: number;
       scheduledChanges: number;
       uploadedAt: Date | null;
+      openReports: number;
+      upheldReports: number;
     }[]
   >`
     select r.id, r.name, r.type, r.status, r.visibility, coalesce(d.row_count, 0)::int as rate_count,
@@ -584,7 +586,9 @@ export async function listingHealth(sql: Sql, sellerId: string, at: Date) {
       (r.sms_delivery is not null) as has_sms_delivery, r.expected_asr::text as expected_asr,
       (select count(*)::int from purchases p where p.route_id = r.id and p.status = 'active') as purchases,
       (select count(*)::int from rate_changes c where c.route_id = r.id and c.status = 'scheduled' and c.effective_at > ${at}) as scheduled_changes,
-      d.uploaded_at
+      d.uploaded_at,
+      (select count(*)::int from route_reports x where x.route_id = r.id and x.status in ('open', 'answered', 'escalated')) as open_reports,
+      (select count(*)::int from route_reports x where x.route_id = r.id and x.status = 'upheld' and x.decided_at > ${at}::timestamptz - interval '90 days') as upheld_reports
     from routes r left join rate_decks d on d.route_id = r.id
     where r.seller_id = ${sellerId} and r.status <> 'deleted'
     order by r.id desc limit 10000`;

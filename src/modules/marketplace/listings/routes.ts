@@ -397,7 +397,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
           tags: TAGS,
           summary: "The caller's listings with what keeps each from selling well",
           description:
-            'Issues: `no_rates`, `no_delivery` (voice without SIP endpoints, SMS without delivery), `paused`, `no_stated_asr`, `low_measured_asr` (measured ASR under 20%). `healthy` when none applies.',
+            'Issues: `no_rates`, `no_delivery` (voice without SIP endpoints, SMS without delivery), `paused`, `suspended` (by the operator), `no_stated_asr`, `low_measured_asr` (measured ASR under 20%), `open_reports`, `upheld_reports` (upheld in the last 90 days). `healthy` when none applies.',
           response: {
             200: Ok(
               Type.Object({
@@ -415,6 +415,10 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
                     endpoints: Type.Integer(),
                     activePurchases: Type.Integer(),
                     scheduledChanges: Type.Integer(),
+                    openReports: Type.Integer({ description: 'route reports still open' }),
+                    upheldReports: Type.Integer({
+                      description: 'route reports the operator upheld in the last 90 days',
+                    }),
                     ratesUploadedAt: Nullable(DateTime()),
                     measured: Route.properties.measured,
                     issues: Type.Array(Type.String()),

@@ -1116,6 +1116,10 @@ export function createRoutesService(deps: {
         if (r.rateCount === 0) issues.push('no_rates');
         if (r.type === 'voice' ? r.endpoints === 0 : !r.hasSmsDelivery) issues.push('no_delivery');
         if (r.status === 'paused') issues.push('paused');
+        if (r.status === 'suspended') issues.push('suspended');
+        // Route reports (marketplace/reports): still open, and upheld by the operator in the last 90 days.
+        if (r.openReports > 0) issues.push('open_reports');
+        if (r.upheldReports > 0) issues.push('upheld_reports');
         if (r.expectedAsr === null) issues.push('no_stated_asr');
         if (measured !== null && measured.asr < LOW_MEASURED_ASR) issues.push('low_measured_asr');
         return {
@@ -1128,6 +1132,8 @@ export function createRoutesService(deps: {
           endpoints: r.endpoints,
           activePurchases: r.purchases,
           scheduledChanges: r.scheduledChanges,
+          openReports: r.openReports,
+          upheldReports: r.upheldReports,
           ratesUploadedAt: iso(r.uploadedAt),
           measured: measuredView(measured),
           issues,

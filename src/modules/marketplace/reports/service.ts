@@ -121,6 +121,56 @@ export function createReportsService(deps: {
     return r;
   };
 
+  const closeByReporter = async (
+    v: Viewer,
+    id: string,
+    status: 'resolved' | 'withdrawn',
+    from: readonly ReportStatus[],
+  ) => {
+    await sql.begin(async (tx) => {
+      const r = await acting(tx, v, id, 'reporter', from);
+      await move(tx, id, { status, decided_at: clock.now() });
+      await emit(tx, {
+        accountId: r.sellerId,
+        event: 'route.report_resolved',
+        data: { reportId: id, routeId: r.routeId, outcome: status },
+      });
+    });
+    return present((await load(sql, id))!, 'reporter');
+  };
+
+  /**
+   * Writes a listing's suspension (or its end) and tells the seller and every buyer holding a
+   * purchase (`route.suspended`); this daemon's caches see it at once, peers on the routes trigger's
+   * NOTIFY and the deck notification (the deck's listing facts carry the status).
+   */
+  const setSuspension = async (
+    route: { id: string; sellerId: string; name: string },
+    s: { status: 'suspended' | 'active'; reason: string | null; at: Date | null },
+  ) => {
+    await sql.begin(async (tx) => {
+      await tx`
+        update routes set status = ${s.status}, suspended_reason = ${s.reason}, suspended_at = ${s.at}, updated_at = ${clock.now()}
+        where id = ${route.id}`;
+      await bumpDeck(tx, route.id);
+      const buyers = await tx<{ accountId: string }[]>`
+        select distinct account_id from purchases where route_id = ${route.id} and status in ('active', 'paused')`;
+      for (const accountId of [route.sellerId, ...buyers.map((b) => b.accountId)])
+        await emit(tx, {
+          accountId,
+          event: 'route.suspended',
+          data: {
+            routeId: route.id,
+            routeName: route.name,
+            suspended: s.status === 'suspended',
+            ...(s.reason === null ? {} : { reason: s.reason }),
+          },
+        });
+    });
+    deps.routingCache?.routeChanged(route.id);
+    await deps.routes.decks.reload(route.id);
+  };
+
   return {
     async create(
       reporterId: string,
@@ -213,18 +263,9 @@ export function createReportsService(deps: {
     },
 
     /** The reporter accepts the seller's answer: resolved; the seller is told. */
-    async resolve(v: Viewer, id: string) {
-      await sql.begin(async (tx) => {
-        const r = await acting(tx, v, id, 'reporter', ['answered']);
-        await move(tx, id, { status: 'resolved', decided_at: clock.now() });
-        await emit(tx, {
-          accountId: r.sellerId,
-          event: 'route.report_resolved',
-          data: { reportId: id, routeId: r.routeId, outcome: 'resolved' },
-        });
-      });
-      return this.get(v, id);
-    },
+    resolve: (v: Viewer, id: string) => closeByReporter(v, id, 'resolved', ['answered']),
+    /** The reporter withdraws an open report; the seller is told. */
+    withdraw: (v: Viewer, id: string) => closeByReporter(v, id, 'withdrawn', OPEN),
 
     /** The reporter asks the operator to decide (unanswered, or not satisfied with the answer). */
     async escalate(v: Viewer, id: string, note: string | null) {
@@ -233,19 +274,6 @@ export function createReportsService(deps: {
         await move(tx, id, { status: 'escalated', ...(note === null ? {} : { outcome_note: note }) });
       });
       log.info({ reportId: id }, 'route report escalated');
-      return this.get(v, id);
-    },
-
-    async withdraw(v: Viewer, id: string) {
-      await sql.begin(async (tx) => {
-        const r = await acting(tx, v, id, 'reporter', OPEN);
-        await move(tx, id, { status: 'withdrawn', decided_at: clock.now() });
-        await emit(tx, {
-          accountId: r.sellerId,
-          event: 'route.report_resolved',
-          data: { reportId: id, routeId: r.routeId, outcome: 'withdrawn' },
-        });
-      });
       return this.get(v, id);
     },
 
@@ -274,20 +302,7 @@ export function createReportsService(deps: {
       if (route === undefined) throw notFound('Route');
       if (route.status === 'suspended') throw conflict('The listing is already suspended');
       const now = clock.now();
-      await sql.begin(async (tx) => {
-        await tx`update routes set status = 'suspended', suspended_reason = ${reason}, suspended_at = ${now}, updated_at = ${now} where id = ${routeId}`;
-        // Peers rebuild the deck's listing facts (status) on the deck notification.
-        await bumpDeck(tx, routeId);
-        const buyers = await tx<{ accountId: string }[]>`
-          select distinct account_id from purchases where route_id = ${routeId} and status in ('active', 'paused')`;
-        for (const accountId of [route.sellerId, ...buyers.map((b) => b.accountId)])
-          await emit(tx, {
-            accountId,
-            event: 'route.suspended',
-            data: { routeId, routeName: route.name, suspended: true, reason },
-          });
-      });
-      await this.afterStatusChange(routeId);
+      await setSuspension(route, { status: 'suspended', reason, at: now });
       log.warn({ routeId }, 'listing suspended by the operator');
       return { routeId, status: 'suspended' as const, reason, suspendedAt: now.toISOString() };
     },
@@ -298,26 +313,8 @@ export function createReportsService(deps: {
       const route = await routeRow(routeId);
       if (route === undefined) throw notFound('Route');
       if (route.status !== 'suspended') throw conflict('The listing is not suspended');
-      await sql.begin(async (tx) => {
-        await tx`update routes set status = 'active', suspended_reason = null, suspended_at = null, updated_at = ${clock.now()} where id = ${routeId}`;
-        await bumpDeck(tx, routeId);
-        const buyers = await tx<{ accountId: string }[]>`
-          select distinct account_id from purchases where route_id = ${routeId} and status in ('active', 'paused')`;
-        for (const accountId of [route.sellerId, ...buyers.map((b) => b.accountId)])
-          await emit(tx, {
-            accountId,
-            event: 'route.suspended',
-            data: { routeId, routeName: route.name, suspended: false },
-          });
-      });
-      await this.afterStatusChange(routeId);
+      await setSuspension(route, { status: 'active', reason: null, at: null });
       return { routeId, status: 'active' as const, reason: null, suspendedAt: null };
-    },
-
-    /** This daemon's caches see the status at once (peers follow the routes trigger's NOTIFY and the deck reload). */
-    async afterStatusChange(routeId: string) {
-      deps.routingCache?.routeChanged(routeId);
-      await deps.routes.decks.reload(routeId);
     },
   };
 }

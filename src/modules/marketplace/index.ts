@@ -17,6 +17,8 @@ import { blendsRoutes } from './blends/routes.js';
 import { createBlendsService } from './blends/service.js';
 import { accessRoutes } from './access/routes.js';
 import { messagesRoutes } from './messages/routes.js';
+import { createSheetReads } from './rate-sheets/reads.js';
+import { rateSheetRoutes } from './rate-sheets/routes.js';
 import { reportsRoutes } from './reports/routes.js';
 import { createReportsService } from './reports/service.js';
 import { createMessagesService } from './messages/service.js';
@@ -99,6 +101,7 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
     { name: 'route-access', routes: accessRoutes(access) },
     { name: 'route-messages', routes: messagesRoutes(messages) },
     { name: 'route-reports', routes: reportsRoutes(reports) },
+    { name: 'rate-sheets', routes: rateSheetRoutes(routes, createSheetReads({ ...core, routes })) },
     {
       name: 'offers',
       routes: offersRoutes(offers),

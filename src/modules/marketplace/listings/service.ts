@@ -26,6 +26,7 @@ import {
 } from '../../../rating/index.js';
 import type { NewSheetEntry, PlatformFee, SheetResult } from '../../../rating/index.js';
 import { runSliced, STEP_ITEMS, type Slicing, type Steps } from '../../../platform/cooperative.js';
+import { emit } from '../../../webhooks/emit.js';
 import * as jobs from '../rate-sheets/sheet-jobs.js';
 import type { SheetJob } from '../rate-sheets/sheet-jobs.js';
 import * as repo from './repo.js';
@@ -395,6 +396,34 @@ export function createRoutesService(deps: {
   }
 
   /**
+   * Buyers holding a purchase of the route are told of increases and removals scheduled by a sheet
+   * or a flat change (`route.rate_increase_scheduled`), in the transaction that schedules them: the
+   * notice period runs from then. The seller's identity is not in the event.
+   */
+  const noticeBuyers = async (tx: Db, route: RouteRow, changes: repo.DeckWrite['changes']) => {
+    if (changes.length === 0) return;
+    const buyers = await tx<{ accountId: string; purchaseId: string }[]>`
+      select account_id, id as purchase_id from purchases where route_id = ${route.id} and status in ('active', 'paused')`;
+    if (buyers.length === 0) return;
+    const increases = changes.filter((c) => c.kind === 'increase').length;
+    const first = changes.reduce((m, c) => (c.effectiveAt < m ? c.effectiveAt : m), changes[0]!.effectiveAt);
+    for (const b of buyers)
+      await emit(tx, {
+        accountId: b.accountId,
+        event: 'route.rate_increase_scheduled',
+        data: {
+          routeId: route.id,
+          routeName: route.name,
+          purchaseId: b.purchaseId,
+          increases,
+          removals: changes.length - increases,
+          firstEffectiveAt: first.toISOString(),
+          noticeDays: route.noticeDays,
+        },
+      });
+  };
+
+  /**
    * Replaces a deck with the rows `next` makes from the rows in force, in one transaction under the
    * deck's lock: decreases, new destinations and harmless updates now, increases and removals at
    * `increaseAt` or after the route's notice period (rating/rate-changes.ts). The index is rebuilt
@@ -413,6 +442,7 @@ export function createRoutesService(deps: {
       const rows = await runSliced(next(live), { sliceMs, ...load });
       const { write, counts } = await runSliced(planWrite(route, live, rows, now, increaseAt), { sliceMs, ...load });
       const version = await repo.writeDeck(tx, routeId, write, now, rows.length, load);
+      await noticeBuyers(tx, route, write.changes);
       return { version, counts, scheduled: write.changes.length, rows: rows.length };
     });
     await decks.reload(routeId);
@@ -764,6 +794,55 @@ export function createRoutesService(deps: {
       });
       running.set(job.jobId, run);
       return { kind: 'job', job };
+    },
+
+    /**
+     * What an upload would do, without saving: every bad row, or the counts of the changes it would
+     * make against the rates in force now (increases and removals scheduled per the notice rule).
+     * Under the same upload slot as an upload, and never a job: large sheets are parsed a slice at a time.
+     */
+    async validateSheet(sellerId: string, routeId: string, upload: SheetUpload, slot: () => void) {
+      try {
+        const route = await repo.findOwnRoute(sql, routeId, sellerId);
+        if (route === undefined) throw notFound('Route');
+        const source = sheetSource(upload);
+        const increaseAt = parseWhen(upload.increaseEffectiveAt);
+        const sheet = await parseSheet(route, source, {});
+        const errors = sheet.errors.slice(0, MAX_REPORTED_ERRORS).map((e) => ({ line: e.line, reason: e.reason }));
+        if (sheet.errors.length > 0)
+          return {
+            valid: false,
+            rows: sheet.rows.length + sheet.errors.length,
+            errorCount: sheet.errors.length,
+            errors,
+            changes: null,
+          };
+        const now = clock.now();
+        const live = await repo.liveRows(sql, routeId, now);
+        const { write, counts } = await runSliced(planWrite(route, live, sheet.rows, now, increaseAt), { sliceMs });
+        const firstIncreaseAt = write.changes.reduce<Date | null>(
+          (m, c) => (m === null || c.effectiveAt < m ? c.effectiveAt : m),
+          null,
+        );
+        return {
+          valid: true,
+          rows: sheet.rows.length,
+          errorCount: 0,
+          errors,
+          changes: {
+            increases: counts.increase,
+            decreases: counts.decrease,
+            newDestinations: counts.new,
+            removals: counts.removal,
+            updates: counts.update,
+            unchanged: counts.unchanged,
+            scheduledChanges: write.changes.length,
+            firstScheduledAt: iso(firstIncreaseAt),
+          },
+        };
+      } finally {
+        slot();
+      }
     },
 
     /**

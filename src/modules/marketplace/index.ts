@@ -12,6 +12,8 @@ import { routesRoutes } from './listings/routes.js';
 import { createRouting } from './routing/routing.js';
 import type { QualitySource } from './routing/routing.js';
 import { createRoutesService, type SipProbe } from './listings/service.js';
+import { createListingLifecycle } from './listings/lifecycle.js';
+import { lifecycleRoutes } from './listings/lifecycle-routes.js';
 import { createBlendCache } from './blends/blend-cache.js';
 import { blendsRoutes } from './blends/routes.js';
 import { createBlendsService } from './blends/service.js';
@@ -101,6 +103,7 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
     { name: 'route-access', routes: accessRoutes(access) },
     { name: 'route-messages', routes: messagesRoutes(messages) },
     { name: 'route-reports', routes: reportsRoutes(reports) },
+    { name: 'listing-lifecycle', routes: lifecycleRoutes(createListingLifecycle({ ...core, routes, routingCache })) },
     { name: 'rate-sheets', routes: rateSheetRoutes(routes, createSheetReads({ ...core, routes })) },
     {
       name: 'offers',

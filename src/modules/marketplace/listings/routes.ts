@@ -35,7 +35,7 @@ const EndpointIn = Type.Object(
   { additionalProperties: false },
 );
 
-const SmsDeliveryIn = Type.Union([
+export const SmsDeliveryIn = Type.Union([
   Type.Object(
     {
       kind: Type.Literal('smpp'),
@@ -176,6 +176,9 @@ const Route = Type.Object({
   smsDeliveryKind: Nullable(Type.String({ description: 'own routes only: smpp or http' })),
   createdAt: DateTime(),
 });
+
+/** The listing as the API shows it (other listing operations answer with it). */
+export const RouteSchema = Route;
 
 const RateRow = Type.Object({
   prefix: Type.String(),

@@ -50,6 +50,19 @@ export const SubscribableEvents = [
   'number.suspended',
   'number.released',
   'number.listing_request.reviewed',
+  // Marketplace (docs/marketplace.md): offers traded after `offer.received`, access to private listings,
+  // buyer-seller messages, route reports and rate increases buyers are given notice of.
+  'offer.accepted',
+  'offer.declined',
+  'offer.expired',
+  'route.access_requested',
+  'route.access_decided',
+  'route.message_received',
+  'route.report_received',
+  'route.report_answered',
+  'route.report_resolved',
+  'route.suspended',
+  'route.rate_increase_scheduled',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

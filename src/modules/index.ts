@@ -16,6 +16,7 @@ import { buildApiCallsModule } from './api-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
+import { createMailer } from '../platform/mailer.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
 // As the calls module's route test and health probes: a silent endpoint costs the seller 2 s.
@@ -35,7 +36,9 @@ export async function buildModules(coreIn: CoreDeps) {
     leaseSeconds: core.config.limits.idempotency_lease_seconds,
     ttlHours: core.config.limits.idempotency_ttl_hours,
   });
-  const accountsModule = await buildAccountsModule(core);
+  // Account e-mail: the [mail] SMTP server, else .eml files under <state>/mail/.
+  const mailer = await createMailer(core);
+  const accountsModule = await buildAccountsModule(core, { mailer });
   const accounts = accountsModule.service;
   const keysModule = buildKeysModule(core);
   const keys = keysModule.service;
@@ -114,6 +117,7 @@ export async function buildModules(coreIn: CoreDeps) {
 
   const list: Module[] = [
     status.module,
+    { name: 'mail', stop: () => mailer.close() },
     accountsModule.module,
     keysModule.module,
     webhooks.module,
@@ -132,6 +136,8 @@ export async function buildModules(coreIn: CoreDeps) {
     idempotency,
     services: {
       accounts,
+      accountSecurity: accountsModule.security,
+      mailer,
       keys,
       webhooks: webhooks.service,
       webhookWorker: webhooks.worker,

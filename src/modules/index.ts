@@ -3,6 +3,7 @@ import type { CoreDeps } from '../platform/core.js';
 import { createSelfAddresses } from '../platform/self-addresses.js';
 import type { Module } from '../platform/module.js';
 import { buildAccountsModule } from './accounts/index.js';
+import { buildComplianceModule } from './compliance/index.js';
 import { buildApplicationModule } from './application/index.js';
 import { buildBillingModule, buildLedger } from './billing/index.js';
 import { buildKeysModule } from './keys/index.js';
@@ -40,6 +41,10 @@ export async function buildModules(coreIn: CoreDeps) {
   const mailer = await createMailer(core);
   const accountsModule = await buildAccountsModule(core, { mailer });
   const accounts = accountsModule.service;
+  // Identity verification: number purchases and payouts ask `requireVerified` (KYC_REQUIRED).
+  const compliance = buildComplianceModule(core, {
+    parentOf: async (id) => (await accounts.getAccount(id))?.parentId ?? null,
+  });
   const keysModule = buildKeysModule(core);
   const keys = keysModule.service;
   // Early: other modules emit events with `emit` from src/webhooks/emit.ts inside their transactions.
@@ -119,6 +124,7 @@ export async function buildModules(coreIn: CoreDeps) {
     status.module,
     { name: 'mail', stop: () => mailer.close() },
     accountsModule.module,
+    compliance.module,
     keysModule.module,
     webhooks.module,
     ...money.modules,
@@ -137,6 +143,7 @@ export async function buildModules(coreIn: CoreDeps) {
     services: {
       accounts,
       accountSecurity: accountsModule.security,
+      compliance: compliance.service,
       mailer,
       keys,
       webhooks: webhooks.service,

@@ -39,6 +39,10 @@ export const SubscribableEvents = [
   'call.gathered',
   'sms.delivered',
   'sms.failed',
+  // Identity verification decisions and support replies (issue 24); they also feed the in-app notifications.
+  'kyc.verified',
+  'kyc.rejected',
+  'support_ticket.replied',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

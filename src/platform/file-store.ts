@@ -5,6 +5,9 @@ import { sha256Hex } from './ids.js';
 /** Content types accepted for uploaded documents and attachments, told by their first bytes. */
 export type StoredType = 'application/pdf' | 'image/png' | 'image/jpeg' | 'image/webp' | 'text/plain';
 
+/** Control bytes other than tab, LF and CR. */
+const isControlByte = (b: number) => (b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) || b === 0x7f;
+
 const startsWith = (buf: Buffer, bytes: number[], at = 0) => bytes.every((b, i) => buf[at + i] === b);
 
 /**
@@ -18,12 +21,7 @@ export function sniffType(buf: Buffer): StoredType | null {
   if (startsWith(buf, [0xff, 0xd8, 0xff])) return 'image/jpeg';
   if (startsWith(buf, [0x52, 0x49, 0x46, 0x46]) && startsWith(buf, [0x57, 0x45, 0x42, 0x50], 8)) return 'image/webp';
   const text = buf.toString('utf8');
-  if (
-    buf.length > 0 &&
-    Buffer.from(text, 'utf8').equals(buf) &&
-    !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text)
-  )
-    return 'text/plain';
+  if (buf.length > 0 && Buffer.from(text, 'utf8').equals(buf) && !buf.some(isControlByte)) return 'text/plain';
   return null;
 }
 
@@ -38,8 +36,9 @@ export function decodeBase64(text: string): Buffer | null {
 /** A file name safe to show and to put in Content-Disposition: no path, no control or quote characters. */
 export function cleanFileName(name: string): string {
   const base = name.split(/[\\/]/).pop() ?? '';
-  const clean = base
-    .replace(/[\u0000-\u001f\u007f"\\;]/g, '')
+  const clean = [...base]
+    .filter((c) => c.charCodeAt(0) > 0x1f && c.charCodeAt(0) !== 0x7f && !'"\\;'.includes(c))
+    .join('')
     .trim()
     .slice(0, 120);
   return clean || 'file';

@@ -4,6 +4,7 @@ import { createSelfAddresses } from '../platform/self-addresses.js';
 import type { Module } from '../platform/module.js';
 import { buildAccountsModule } from './accounts/index.js';
 import { buildComplianceModule } from './compliance/index.js';
+import { buildNotificationsModule } from './notifications/index.js';
 import { buildApplicationModule } from './application/index.js';
 import { buildBillingModule, buildLedger } from './billing/index.js';
 import { buildKeysModule } from './keys/index.js';
@@ -119,6 +120,8 @@ export async function buildModules(coreIn: CoreDeps) {
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
   const status = buildStatusModule(core);
+  // The in-app feed, filled from the outbox events every module above emits.
+  const notifications = buildNotificationsModule(core, { mailer });
 
   const list: Module[] = [
     status.module,
@@ -136,6 +139,7 @@ export async function buildModules(coreIn: CoreDeps) {
     commsCalls.module,
     sms.module,
     switchModule.module,
+    notifications.module,
   ];
 
   return {
@@ -144,6 +148,7 @@ export async function buildModules(coreIn: CoreDeps) {
       accounts,
       accountSecurity: accountsModule.security,
       compliance: compliance.service,
+      notifications: notifications.service,
       mailer,
       keys,
       webhooks: webhooks.service,

@@ -119,7 +119,13 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
-  const status = buildStatusModule(core);
+  // Readiness of the planes the status page shows that register no probe of their own.
+  core.health.register('media', async () => {
+    const pool = media.running();
+    if (!pool) return { ok: true, started: false };
+    return { ok: (await pool.stats()).length > 0, started: true };
+  });
+  const status = buildStatusModule(core, { mailer });
   // The in-app feed, filled from the outbox events every module above emits.
   const notifications = buildNotificationsModule(core, { mailer });
 
@@ -149,6 +155,7 @@ export async function buildModules(coreIn: CoreDeps) {
       accountSecurity: accountsModule.security,
       compliance: compliance.service,
       notifications: notifications.service,
+      status: status.service,
       mailer,
       keys,
       webhooks: webhooks.service,

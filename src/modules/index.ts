@@ -5,11 +5,13 @@ import type { Module } from '../platform/module.js';
 import { buildAccountsModule } from './accounts/index.js';
 import { buildComplianceModule } from './compliance/index.js';
 import { buildNotificationsModule } from './notifications/index.js';
+import { buildOnboardingModule } from './onboarding/index.js';
 import { buildApplicationModule } from './application/index.js';
 import { buildBillingModule, buildLedger } from './billing/index.js';
 import { buildKeysModule } from './keys/index.js';
 import { buildMarketplaceModule } from './marketplace/index.js';
 import { buildStatusModule } from './status/index.js';
+import { buildSystemModule } from './system/index.js';
 import { buildTopupsModule } from './topups/index.js';
 import { buildWebhooksModule } from './webhooks/index.js';
 import { buildCdrsModule } from './cdrs/index.js';
@@ -126,11 +128,23 @@ export async function buildModules(coreIn: CoreDeps) {
     return { ok: (await pool.stats()).length > 0, started: true };
   });
   const status = buildStatusModule(core, { mailer });
+  const system = buildSystemModule(core);
+  // The getting-started checklist asks each step's owner.
+  const onboarding = buildOnboardingModule(core, {
+    probes: {
+      verify_email: async (id) => (await accountsModule.security.emailStatus(id).catch(() => null))?.verified ?? false,
+      top_up: async (id) => (await money.services.billing.transactions(id, { type: 'topup' }, 1)).length > 0,
+      buy_route: async (id) => (await purchases.list(id, { limit: 1 })).length > 0,
+      create_api_key: async (id) => (await keys.list(id)).some((k) => k.revokedAt === null),
+      first_traffic: async (id) => (await cdrs.service.listCdrs({ viewerId: id, limit: 1 })).length > 0,
+    },
+  });
   // The in-app feed, filled from the outbox events every module above emits.
   const notifications = buildNotificationsModule(core, { mailer });
 
   const list: Module[] = [
     status.module,
+    system.module,
     { name: 'mail', stop: () => mailer.close() },
     accountsModule.module,
     compliance.module,
@@ -146,6 +160,7 @@ export async function buildModules(coreIn: CoreDeps) {
     sms.module,
     switchModule.module,
     notifications.module,
+    onboarding.module,
   ];
 
   return {
@@ -156,6 +171,8 @@ export async function buildModules(coreIn: CoreDeps) {
       compliance: compliance.service,
       notifications: notifications.service,
       status: status.service,
+      system: system.service,
+      onboarding: onboarding.service,
       mailer,
       keys,
       webhooks: webhooks.service,

@@ -6,6 +6,7 @@ import { buildAccountsModule } from './accounts/index.js';
 import { buildComplianceModule } from './compliance/index.js';
 import { buildNotificationsModule } from './notifications/index.js';
 import { buildOnboardingModule } from './onboarding/index.js';
+import { buildSupportModule } from './support/index.js';
 import { buildApplicationModule } from './application/index.js';
 import { buildBillingModule, buildLedger } from './billing/index.js';
 import { buildKeysModule } from './keys/index.js';
@@ -129,6 +130,7 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   const status = buildStatusModule(core, { mailer });
   const system = buildSystemModule(core);
+  const support = buildSupportModule(core);
   // The getting-started checklist asks each step's owner.
   const onboarding = buildOnboardingModule(core, {
     probes: {
@@ -161,6 +163,7 @@ export async function buildModules(coreIn: CoreDeps) {
     switchModule.module,
     notifications.module,
     onboarding.module,
+    support.module,
   ];
 
   return {
@@ -173,6 +176,7 @@ export async function buildModules(coreIn: CoreDeps) {
       status: status.service,
       system: system.service,
       onboarding: onboarding.service,
+      support: support.service,
       mailer,
       keys,
       webhooks: webhooks.service,

@@ -3,11 +3,16 @@ import type { CoreDeps } from '../platform/core.js';
 import { createSelfAddresses } from '../platform/self-addresses.js';
 import type { Module } from '../platform/module.js';
 import { buildAccountsModule } from './accounts/index.js';
+import { buildComplianceModule } from './compliance/index.js';
+import { buildNotificationsModule } from './notifications/index.js';
+import { buildOnboardingModule } from './onboarding/index.js';
+import { buildSupportModule } from './support/index.js';
 import { buildApplicationModule } from './application/index.js';
 import { buildBillingModule, buildLedger } from './billing/index.js';
 import { buildKeysModule } from './keys/index.js';
 import { buildMarketplaceModule } from './marketplace/index.js';
 import { buildStatusModule } from './status/index.js';
+import { buildSystemModule } from './system/index.js';
 import { buildTopupsModule } from './topups/index.js';
 import { buildWebhooksModule } from './webhooks/index.js';
 import { buildCdrsModule } from './cdrs/index.js';
@@ -21,6 +26,7 @@ import { buildRouteChecksModule } from './route-checks/index.js';
 import { buildCliTestsModule } from './cli-tests/index.js';
 import { buildNumbersModule } from './numbers/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
+import { createMailer } from '../platform/mailer.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
 // As the calls module's route test and health probes: a silent endpoint costs the seller 2 s.
@@ -40,8 +46,14 @@ export async function buildModules(coreIn: CoreDeps) {
     leaseSeconds: core.config.limits.idempotency_lease_seconds,
     ttlHours: core.config.limits.idempotency_ttl_hours,
   });
-  const accountsModule = await buildAccountsModule(core);
+  // Account e-mail: the [mail] SMTP server, else .eml files under <state>/mail/.
+  const mailer = await createMailer(core);
+  const accountsModule = await buildAccountsModule(core, { mailer });
   const accounts = accountsModule.service;
+  // Identity verification: number purchases and payouts ask `requireVerified` (KYC_REQUIRED).
+  const compliance = buildComplianceModule(core, {
+    parentOf: async (id) => (await accounts.getAccount(id))?.parentId ?? null,
+  });
   const keysModule = buildKeysModule(core);
   const keys = keysModule.service;
   // Early: other modules emit events with `emit` from src/webhooks/emit.ts inside their transactions.
@@ -139,8 +151,8 @@ export async function buildModules(coreIn: CoreDeps) {
   const numbers = buildNumbersModule(core, {
     ledger: money.services.ledger,
     accounts,
-    // wired to compliance at merge
-    kyc: { isVerified: async () => false },
+    // Catalogue groups that require identity ask the compliance records (KYC_REQUIRED).
+    kyc: compliance.service,
     subAccountOf: async (operatorId, subAccountId) =>
       (await money.services.application.get(operatorId, subAccountId)).id,
     sipProbe: (target) => sip.probe(target, { timeoutMs: core.config.numbers.endpoint_probe_timeout_ms }),
@@ -151,11 +163,34 @@ export async function buildModules(coreIn: CoreDeps) {
       return r?.sellerId === sellerId && r.type === 'sms';
     },
   });
-  const status = buildStatusModule(core);
+  // Readiness of the planes the status page shows that register no probe of their own.
+  core.health.register('media', async () => {
+    const pool = media.running();
+    if (!pool) return { ok: true, started: false };
+    return { ok: (await pool.stats()).length > 0, started: true };
+  });
+  const status = buildStatusModule(core, { mailer });
+  const system = buildSystemModule(core);
+  const support = buildSupportModule(core);
+  // The getting-started checklist asks each step's owner.
+  const onboarding = buildOnboardingModule(core, {
+    probes: {
+      verify_email: async (id) => (await accountsModule.security.emailStatus(id).catch(() => null))?.verified ?? false,
+      top_up: async (id) => (await money.services.billing.transactions(id, { type: 'topup' }, 1)).length > 0,
+      buy_route: async (id) => (await purchases.list(id, { limit: 1 })).length > 0,
+      create_api_key: async (id) => (await keys.list(id)).some((k) => k.revokedAt === null),
+      first_traffic: async (id) => (await cdrs.service.listCdrs({ viewerId: id, limit: 1 })).length > 0,
+    },
+  });
+  // The in-app feed, filled from the outbox events every module above emits.
+  const notifications = buildNotificationsModule(core, { mailer });
 
   const list: Module[] = [
     status.module,
+    system.module,
+    { name: 'mail', stop: () => mailer.close() },
     accountsModule.module,
+    compliance.module,
     keysModule.module,
     webhooks.module,
     ...money.modules,
@@ -172,12 +207,23 @@ export async function buildModules(coreIn: CoreDeps) {
     cliTests.module,
     switchModule.module,
     numbers.module,
+    notifications.module,
+    onboarding.module,
+    support.module,
   ];
 
   return {
     idempotency,
     services: {
       accounts,
+      accountSecurity: accountsModule.security,
+      compliance: compliance.service,
+      notifications: notifications.service,
+      status: status.service,
+      system: system.service,
+      onboarding: onboarding.service,
+      support: support.service,
+      mailer,
       keys,
       webhooks: webhooks.service,
       webhookWorker: webhooks.worker,

@@ -63,6 +63,10 @@ export const SubscribableEvents = [
   'route.report_resolved',
   'route.suspended',
   'route.rate_increase_scheduled',
+  // Identity verification decisions and support replies (issue 24); they also feed the in-app notifications.
+  'kyc.verified',
+  'kyc.rejected',
+  'support_ticket.replied',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

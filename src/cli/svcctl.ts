@@ -6,6 +6,7 @@ import { AppError } from '../http/errors.js';
 import { CliUsageError, commands, type CommandSpec } from './commands.js';
 import { openContext } from './context.js';
 import './extra-commands.js';
+import './money-commands.js';
 
 function usage(): string {
   const lines = commands.map((c) => {

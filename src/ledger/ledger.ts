@@ -486,6 +486,15 @@ export function createLedger(deps: LedgerDeps) {
       };
     },
 
+    /** Seller earnings credited since `since`, net of refunds reversed (what a payout hold period keeps back). */
+    async earningsSince(ownerId: string, since: Date, db: Db = sql): Promise<string> {
+      const [row] = await db<{ s: string }[]>`
+        select coalesce(sum(amount), 0)::text as s from entries
+        where owner_id = ${ownerId} and account_kind = 'seller_payable' and type in ('credit', 'refund_reversal')
+          and created_at >= ${since}`;
+      return money6(row!.s);
+    },
+
     /** Whether a daily cap has the account suspended on the current UTC day. */
     async capSuspended(accountId: string, db: Db = sql): Promise<boolean> {
       const [row] = await db<{ s: boolean }[]>`

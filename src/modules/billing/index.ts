@@ -37,11 +37,16 @@ export function buildLedger(
  */
 export function buildBillingModule(
   core: CoreDeps,
-  deps: { ledger: Ledger; application: Pick<ApplicationService, 'reconcileDailyCaps'> },
+  deps: {
+    ledger: Ledger;
+    application: Pick<ApplicationService, 'reconcileDailyCaps'>;
+    /** Seller earnings withdrawable now (the payouts' rule): the summary's `availableBalance`. */
+    withdrawable: (accountId: string) => Promise<string>;
+  },
 ) {
   const { config, log } = core;
   const { ledger, application } = deps;
-  const service = createBillingService({ ...core, ledger });
+  const service = createBillingService({ ...core, ledger, withdrawable: deps.withdrawable });
   let loops: { stop(): Promise<void> }[] = [];
   // The block the next summarize starts from: null until this daemon's first summarize (see 111).
   let summarizedTo: number | null = null;

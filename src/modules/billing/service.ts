@@ -37,6 +37,7 @@ export function createBillingService(deps: {
   log: Logger;
   config: Readonly<Config>;
   ledger: Ledger;
+  withdrawable: (accountId: string) => Promise<string>;
 }) {
   const { clock, ledger } = deps;
   const repo = createBillingRepo(deps.sql);
@@ -89,7 +90,7 @@ export function createBillingService(deps: {
     async summary(accountId: string) {
       const now = clock.now();
       const s = await repo.summary(accountId, now, deps.config.billing.card_chargeback_hold_days);
-      const b = await ledger.balanceOf(accountId);
+      const availableBalance = await deps.withdrawable(accountId);
       return {
         totalSpending: money6(s['totalSpending']),
         totalTransactions: Number(s['totalTransactions']),
@@ -102,7 +103,7 @@ export function createBillingService(deps: {
         totalEarnings: money6(s['totalEarnings']),
         earnings30d: money6(s['earnings30d']),
         earningsToday: money6(s['earningsToday']),
-        availableBalance: b.payable,
+        availableBalance,
         heldBalance: money6(s['heldBalance']),
       };
     },

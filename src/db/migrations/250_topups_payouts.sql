@@ -22,6 +22,8 @@ create table topups (
   stripe_client_secret text,
   posting_id uuid,
   chargeback_posting_id uuid,
+  -- What a chargeback could not take from the balance yet: taken from the account's next credits.
+  chargeback_outstanding numeric(20, 6) not null default 0 check (chargeback_outstanding >= 0.0),
   failure_reason text,
   card_brand text,
   card_last4 text,
@@ -86,15 +88,18 @@ create table payouts (
 create index payouts_account_id on payouts (account_id, id desc);
 create index payouts_pending on payouts (account_id) where status = 'pending_approval';
 
--- A card chargeback is taken by the card network whatever the balance holds: unlike
--- ledger_chargeback (an operator's reversal, refused past the available balance) this one posts
--- the whole disputed amount and may leave the balance below zero, which stops further spending.
+-- A card chargeback is taken by the card network whatever the balance holds. The balance never
+-- goes below what its credit limit allows (ledger_accounts' check), so this takes what is
+-- available now and reports the rest as outstanding, which the caller takes from later credits.
+-- Unlike ledger_chargeback (an operator's reversal) it never refuses. Nothing to take: no posting.
 create function ledger_card_chargeback(p_key text, p_owner uuid, p_amount numeric, p_reference text, p_at timestamptz)
 returns jsonb
 language plpgsql as $$
 declare
   c record;
   v_acct bigint;
+  a ledger_accounts;
+  v_take numeric;
   v_after numeric;
 begin
   perform ledger_amount(p_amount, 'amount');
@@ -102,10 +107,16 @@ begin
   if c.o_result is not null then return c.o_result; end if;
   v_acct := ledger_acct(p_owner, 'customer');
   perform ledger_lock(array[v_acct]);
-  v_after := ledger_entry(c.o_id, v_acct, 'chargeback', -p_amount, p_at, p_reference, 'topup');
-  perform ledger_entry(c.o_id, ledger_platform('chargebacks'), 'chargeback', p_amount, p_at, p_reference, 'topup');
+  select * into a from ledger_accounts where id = v_acct;
+  v_take := least(p_amount, greatest(ledger_available(a), 0));
+  if v_take <= 0 then
+    return jsonb_build_object('type', 'chargeback', 'accountId', p_owner, 'amount', ledger_money(0),
+      'outstanding', ledger_money(p_amount), 'balanceAfter', ledger_money(a.balance), 'postingId', null, 'replayed', false);
+  end if;
+  v_after := ledger_entry(c.o_id, v_acct, 'chargeback', -v_take, p_at, p_reference, 'topup');
+  perform ledger_entry(c.o_id, ledger_platform('chargebacks'), 'chargeback', v_take, p_at, p_reference, 'topup');
   return ledger_finish(c.o_id, p_key, jsonb_build_object('type', 'chargeback', 'accountId', p_owner,
-    'amount', ledger_money(p_amount), 'balanceAfter', ledger_money(v_after)));
+    'amount', ledger_money(v_take), 'outstanding', ledger_money(p_amount - v_take), 'balanceAfter', ledger_money(v_after)));
 end $$;
 
 -- A dispute the merchant won: the card network returns the money taken by the chargeback.

@@ -7,6 +7,7 @@ import { Money } from '../../ledger/money.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
+import type { Chargebacks } from './chargebacks.js';
 import type { CardGateway, StripeDispute, StripeEvent, StripePaymentIntent } from './stripe-gateway.js';
 import type { TopupRow, TopupsRepo } from './repo.js';
 
@@ -26,6 +27,7 @@ export interface CardDeps {
   config: Readonly<Config>;
   ledger: Ledger;
   repo: TopupsRepo;
+  chargebacks: Chargebacks;
   gateway: CardGateway | null;
   identity: BillingIdentity;
   email: (accountId: string) => Promise<string | null>;
@@ -87,6 +89,7 @@ export function createCardTopups(deps: CardDeps) {
       },
       tx,
     );
+    await deps.chargebacks.recover(tx, t.accountId);
     const now = clock.now();
     const row = await repo.markCredited(tx, t.id, {
       creditedAmount: amount,
@@ -133,27 +136,26 @@ export function createCardTopups(deps: CardDeps) {
     const amount = fromCents(d.amount);
     const at = clock.now();
     if (!closed) {
-      const [row] = await tx<{ r: { postingId: string; balanceAfter: string } }[]>`
-        select ledger_card_chargeback(${`dispute:${d.id}`}, ${t.accountId}::uuid, ${amount}::numeric,
-                                      ${`card dispute ${d.id}`}, ${at}) as r`;
-      await repo.setChargeback(tx, t.id, 'disputed', row!.r.postingId, at);
+      const r = await deps.chargebacks.open(tx, t, d.id, amount);
       await emit(tx, {
         accountId: t.accountId,
         event: 'topup.chargeback',
-        data: { topupId: t.id, amount, reason: d.reason, balance: row!.r.balanceAfter },
+        data: {
+          topupId: t.id,
+          amount,
+          taken: r.amount,
+          outstanding: r.outstanding,
+          reason: d.reason,
+          balance: r.balanceAfter,
+        },
         at,
       });
-      return;
-    }
-    if (d.status === 'won') {
-      const [row] = await tx<{ r: { postingId: string; balanceAfter: string } }[]>`
-        select ledger_card_chargeback_won(${`dispute-won:${d.id}`}, ${t.accountId}::uuid, ${amount}::numeric,
-                                          ${`card dispute ${d.id} won`}, ${at}) as r`;
-      await repo.setChargeback(tx, t.id, 'succeeded', row!.r.postingId, at);
+    } else if (d.status === 'won') {
+      const r = await deps.chargebacks.won(tx, t, d.id, amount);
       await emit(tx, {
         accountId: t.accountId,
         event: 'topup.chargeback_reversed',
-        data: { topupId: t.id, amount, balance: row!.r.balanceAfter },
+        data: { topupId: t.id, amount, returned: r.returned, ...(r.balanceAfter ? { balance: r.balanceAfter } : {}) },
         at,
       });
     } else if (d.status === 'lost') {

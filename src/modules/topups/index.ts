@@ -4,6 +4,7 @@ import type { CoreDeps } from '../../platform/core.js';
 import type { Module } from '../../platform/module.js';
 import { every } from '../../platform/periodic.js';
 import { createAutoRecharge } from './auto-recharge.js';
+import { createChargebacks } from './chargebacks.js';
 import { createCardTopups, type BillingIdentity } from './card.js';
 import { paymentRoutes } from './payment-routes.js';
 import { createTopupsRepo } from './repo.js';
@@ -31,9 +32,10 @@ export function buildTopupsModule(
   const { config, log } = core;
   const b = config.billing;
   const repo = createTopupsRepo(core.sql);
-  const service = createTopupsService({ ...core, ledger: deps.ledger, repo });
+  const chargebacks = createChargebacks({ clock: core.clock, repo });
+  const service = createTopupsService({ ...core, ledger: deps.ledger, repo, chargebacks });
   const gateway = deps.gateway === undefined ? createStripeGateway(b) : deps.gateway;
-  const base = { ...core, ledger: deps.ledger, repo };
+  const base = { ...core, ledger: deps.ledger, repo, chargebacks };
   const card = createCardTopups({
     ...base,
     log: log.child({ module: 'topups' }),

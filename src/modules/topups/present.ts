@@ -35,6 +35,7 @@ export const Topup = Type.Object({
   clientSecret: Nullable(
     Type.String({ description: 'card, while pending: confirm the payment with Stripe.js using this' }),
   ),
+  chargebackOutstanding: MoneySchema('a chargeback the balance could not cover yet: taken from the next credits'),
   failureReason: Nullable(Type.String()),
   receiptNumber: Nullable(Type.String({ description: 'set once credited' })),
   transactionId: Nullable(Uuid('the ledger transaction of the credit')),
@@ -58,6 +59,7 @@ export function presentTopup(t: TopupRow) {
     reference: t.reference,
     card: t.cardLast4 ? { brand: t.cardBrand, last4: t.cardLast4 } : null,
     clientSecret: t.status === 'pending' ? t.stripeClientSecret : null,
+    chargebackOutstanding: Money.parse(t.chargebackOutstanding).toString(),
     failureReason: t.failureReason,
     receiptNumber: receiptNumber(t.receiptNumber),
     transactionId: t.postingId,

@@ -17,6 +17,7 @@ export interface TopupRow {
   stripeClientSecret: string | null;
   postingId: string | null;
   chargebackPostingId: string | null;
+  chargebackOutstanding: string;
   failureReason: string | null;
   cardBrand: string | null;
   cardLast4: string | null;
@@ -80,8 +81,9 @@ export interface SavedCard {
 }
 
 export function createTopupsRepo(sql: Sql) {
-  const select = (db: Db) =>
-    db`select ${db(COLUMNS as unknown as string[])}, amount::text, credited_amount::text, receipt_number::text from topups`;
+  const cols = (db: Db) =>
+    db`${db(COLUMNS as unknown as string[])}, amount::text, credited_amount::text, receipt_number::text, chargeback_outstanding::text`;
+  const select = (db: Db) => db`select ${cols(db)} from topups`;
 
   return {
     async insert(db: Db, t: NewTopup): Promise<TopupRow> {
@@ -89,7 +91,7 @@ export function createTopupsRepo(sql: Sql) {
         insert into topups (id, account_id, method, origin, amount, status, reference, expires_at, created_at, updated_at)
         values (${t.id}, ${t.accountId}, ${t.method}, ${t.origin}, ${t.amount}::numeric, ${t.status}, ${t.reference ?? null},
                 ${t.expiresAt ?? null}, ${t.at}, ${t.at})
-        returning ${db(COLUMNS as unknown as string[])}, amount::text, credited_amount::text, receipt_number::text`;
+        returning ${cols(db)}`;
       return row!;
     },
 
@@ -150,7 +152,7 @@ export function createTopupsRepo(sql: Sql) {
                card_brand = coalesce(${c.card?.brand ?? null}, card_brand), card_last4 = coalesce(${c.card?.last4 ?? null}, card_last4),
                failure_reason = null, completed_at = ${c.at}, updated_at = ${c.at}
         where id = ${id}
-        returning ${db(COLUMNS as unknown as string[])}, amount::text, credited_amount::text, receipt_number::text`;
+        returning ${cols(db)}`;
       return row!;
     },
 
@@ -160,8 +162,19 @@ export function createTopupsRepo(sql: Sql) {
                updated_at = ${at} where id = ${id}`;
     },
 
-    async setChargeback(db: Db, id: string, status: TopupStatus, postingId: string, at: Date) {
-      await db`update topups set status = ${status}, chargeback_posting_id = ${postingId}, updated_at = ${at} where id = ${id}`;
+    async chargeback(
+      db: Db,
+      id: string,
+      c: { status: TopupStatus; postingId: string | null; outstanding: string; at: Date },
+    ) {
+      await db`update topups set status = ${c.status}, chargeback_posting_id = ${c.postingId},
+               chargeback_outstanding = ${c.outstanding}::numeric, updated_at = ${c.at} where id = ${id}`;
+    },
+
+    /** The account's top-ups with chargebacks still to take, oldest first, locked. */
+    async lockOutstanding(db: Db, accountId: string): Promise<TopupRow[]> {
+      return db<TopupRow[]>`${select(db)} where account_id = ${accountId} and chargeback_outstanding > 0
+                            order by id for update`;
     },
 
     /** Wire references past their expiry become `expired`; returns how many. */

@@ -6,6 +6,7 @@ import type { Ledger, TopupSource } from '../../ledger/ledger.js';
 import { Money, MoneyError } from '../../ledger/money.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId, randomToken, sha256Hex } from '../../platform/ids.js';
+import type { Chargebacks } from './chargebacks.js';
 import type { TopupsRepo } from './repo.js';
 
 /** x402 `PaymentRequirements` (protocol version 1, scheme "exact"). */
@@ -52,6 +53,7 @@ export function createTopupsService(deps: {
   config: Readonly<Config>;
   ledger: Ledger;
   repo: TopupsRepo;
+  chargebacks: Chargebacks;
 }) {
   const { sql, ledger, clock, config, repo } = deps;
 
@@ -61,6 +63,7 @@ export function createTopupsService(deps: {
     t: { accountId: string; method: 'card' | 'wire' | 'crypto' | 'x402'; origin: 'customer' | 'operator' },
     r: { postingId: string; amount: string; reference: string | null },
   ) {
+    await deps.chargebacks.recover(db, t.accountId);
     const at = clock.now();
     const row = await repo.insert(db, {
       id: newId(),

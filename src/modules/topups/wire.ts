@@ -7,6 +7,7 @@ import { Money } from '../../ledger/money.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import type { BillingIdentity } from './card.js';
+import type { Chargebacks } from './chargebacks.js';
 import type { TopupsRepo } from './repo.js';
 
 export const WIRE_MIN = '100.00';
@@ -41,6 +42,7 @@ export function createWireTopups(deps: {
   config: Readonly<Config>;
   ledger: Ledger;
   repo: TopupsRepo;
+  chargebacks: Chargebacks;
   identity: BillingIdentity;
 }) {
   const { sql, clock, ledger, repo } = deps;
@@ -111,6 +113,7 @@ export function createWireTopups(deps: {
           },
           tx,
         );
+        await deps.chargebacks.recover(tx, t.accountId);
         return repo.markCredited(tx, t.id, {
           creditedAmount: received.toString(),
           postingId: r.postingId,

@@ -486,12 +486,12 @@ export function createLedger(deps: LedgerDeps) {
       };
     },
 
-    /** Seller earnings credited since `since`, net of refunds reversed (what a payout hold period keeps back). */
+    /** Seller earnings credited after `since`, net of refunds reversed (what a payout hold period keeps back). */
     async earningsSince(ownerId: string, since: Date, db: Db = sql): Promise<string> {
       const [row] = await db<{ s: string }[]>`
         select coalesce(sum(amount), 0)::text as s from entries
         where owner_id = ${ownerId} and account_kind = 'seller_payable' and type in ('credit', 'refund_reversal')
-          and created_at >= ${since}`;
+          and created_at > ${since}`;
       return money6(row!.s);
     },
 

@@ -66,19 +66,25 @@ export async function buildModules(coreIn: CoreDeps) {
     // wired to compliance at merge
     kyc: { isVerified: async () => false },
   });
+  // The account as receipts, invoices and statements name it.
+  const billingIdentity = async (id: string) => {
+    const a = await accounts.repo.byId(id);
+    return { accountId: id, email: a?.email ?? null, name: a?.label ?? null };
+  };
+  const topups = buildTopupsModule(core, {
+    ledger,
+    identity: billingIdentity,
+    email: async (id) => (await accounts.repo.byId(id))?.email ?? null,
+  });
+  // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by billing exports and the planes below.
+  const cdrs = buildCdrsModule(core, { ledger });
   const billing = buildBillingModule(core, {
     ledger,
     application: application.service,
     withdrawable: (id) => payouts.service.withdrawable(id),
-  });
-  const topups = buildTopupsModule(core, {
-    ledger,
-    // Frozen into each credited top-up's receipt.
-    identity: async (id) => {
-      const a = await accounts.repo.byId(id);
-      return { accountId: id, email: a?.email ?? null, name: a?.label ?? null };
-    },
-    email: async (id) => (await accounts.repo.byId(id))?.email ?? null,
+    topups: topups.service.credited,
+    cdrs: cdrs.service,
+    holder: billingIdentity,
   });
   const money = {
     services: {
@@ -101,8 +107,6 @@ export async function buildModules(coreIn: CoreDeps) {
     rtpTimeoutMs: rtp.timeout_ms,
     log: core.log.child({ plane: 'media' }),
   });
-  // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the three planes below.
-  const cdrs = buildCdrsModule(core, { ledger: money.services.ledger });
   // SIP trunks in, supplier routes out.
   const calls = buildSipTrunksModule(core, {
     accounts,

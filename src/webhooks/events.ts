@@ -47,6 +47,8 @@ export const SubscribableEvents = [
   'payout.requested',
   'payout.paid',
   'payout.rejected',
+  'billing.spending_alert',
+  'billing.export_completed',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

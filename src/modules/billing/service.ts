@@ -11,7 +11,7 @@ import { createBillingRepo, type TransactionFilter, type TransactionRow } from '
 
 export const CSV_MAX_ROWS = 10_000;
 
-const CSV_COLUMNS = [
+export const CSV_COLUMNS = [
   'id',
   'userId',
   'type',
@@ -24,9 +24,9 @@ const CSV_COLUMNS = [
   'callId',
   'createdAt',
 ] as const;
-const CSV_NUMERIC = ['amount', 'balanceAfter'] as const;
+export const CSV_NUMERIC = ['amount', 'balanceAfter'] as const;
 
-const present = (r: TransactionRow) => ({ ...r, createdAt: r.createdAt.toISOString() });
+export const presentTransaction = (r: TransactionRow) => ({ ...r, createdAt: r.createdAt.toISOString() });
 
 /** Display figures of charts are plain JSON numbers (spec "Conventions": money). */
 const display = (s: string | null) => (s === null ? 0 : Number(money6(s)));
@@ -64,7 +64,7 @@ export function createBillingService(deps: {
 
     async transactions(accountId: string, f: TransactionFilter, limit: number) {
       checkRange(f);
-      return (await repo.transactions(accountId, f, limit + 1)).map(present);
+      return (await repo.transactions(accountId, f, limit + 1)).map(presentTransaction);
     },
 
     /** CSV of up to 10,000 transactions, newest first, produced while rows are read. */
@@ -75,7 +75,7 @@ export function createBillingService(deps: {
         try {
           await repo.eachTransactionBatch(accountId, f, CSV_MAX_ROWS, async (rows) => {
             for (const r of rows) {
-              if (!out.write(present(r))) await new Promise<void>((resolve) => out.once('drain', resolve));
+              if (!out.write(presentTransaction(r))) await new Promise<void>((resolve) => out.once('drain', resolve));
             }
           });
           out.end();

@@ -1,7 +1,10 @@
 import type { Ledger } from '../../ledger/index.js';
 import type { CoreDeps } from '../../platform/core.js';
 import type { Module } from '../../platform/module.js';
+import { cdrReportRoutes } from './report-routes.js';
+import { createCdrReports } from './reports.js';
 import { cdrsRoutes } from './routes.js';
+export { cdrCsv } from './routes.js';
 import { createCdrsService } from './service.js';
 
 /**
@@ -10,7 +13,14 @@ import { createCdrsService } from './service.js';
  */
 export function buildCdrsModule(core: CoreDeps, deps: { ledger: Ledger }) {
   const service = createCdrsService({ sql: core.sql, ledger: deps.ledger });
-  const module: Module = { name: 'cdrs', routes: cdrsRoutes(service) };
+  const reports = cdrReportRoutes(createCdrReports(core.sql), core.clock);
+  const module: Module = {
+    name: 'cdrs',
+    routes: (app) => {
+      cdrsRoutes(service)(app);
+      reports(app);
+    },
+  };
   return { module, service };
 }
 

@@ -33,7 +33,7 @@ export function buildTopupsModule(
   const b = config.billing;
   const repo = createTopupsRepo(core.sql);
   const chargebacks = createChargebacks({ clock: core.clock, repo });
-  const service = createTopupsService({ ...core, ledger: deps.ledger, repo, chargebacks });
+  const service = createTopupsService({ ...core, ledger: deps.ledger, repo, chargebacks, identity: deps.identity });
   const gateway = deps.gateway === undefined ? createStripeGateway(b) : deps.gateway;
   const base = { ...core, ledger: deps.ledger, repo, chargebacks };
   const card = createCardTopups({
@@ -85,5 +85,13 @@ export function buildTopupsModule(
       await Promise.all(loops.map((l) => l.stop()));
     },
   };
-  return { module, service: { ...service, card, wire, autoRecharge: auto, housekeeping } };
+  /** Credited top-ups, for their invoices (the billing module renders them). */
+  const credited = {
+    list: (accountId: string, cursor: string | undefined, max: number) => repo.listCredited(accountId, cursor, max),
+    async one(accountId: string, id: string) {
+      const t = await repo.byId(core.sql, accountId, id);
+      return t && t.receiptNumber !== null ? t : null;
+    },
+  };
+  return { module, service: { ...service, card, wire, autoRecharge: auto, housekeeping, credited } };
 }

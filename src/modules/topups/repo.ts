@@ -130,6 +130,14 @@ export function createTopupsRepo(sql: Sql) {
         order by id desc limit ${max}`;
     },
 
+    /** Credited top-ups (they have a receipt), newest first: the invoices of top-ups. */
+    async listCredited(accountId: string, cursor: string | undefined, max: number): Promise<TopupRow[]> {
+      return sql<TopupRow[]>`
+        ${select(sql)} where account_id = ${accountId} and receipt_number is not null
+          ${cursor ? sql`and id < ${cursor}` : sql``}
+        order by id desc limit ${max}`;
+    },
+
     async setIntent(db: Db, id: string, intentId: string, clientSecret: string | null, at: Date) {
       await db`update topups set stripe_payment_intent = ${intentId}, stripe_client_secret = ${clientSecret}, updated_at = ${at}
                where id = ${id}`;

@@ -6,6 +6,7 @@ import type { Ledger, TopupSource } from '../../ledger/ledger.js';
 import { Money, MoneyError } from '../../ledger/money.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId, randomToken, sha256Hex } from '../../platform/ids.js';
+import type { BillingIdentity } from './card.js';
 import type { Chargebacks } from './chargebacks.js';
 import type { TopupsRepo } from './repo.js';
 
@@ -54,6 +55,7 @@ export function createTopupsService(deps: {
   ledger: Ledger;
   repo: TopupsRepo;
   chargebacks: Chargebacks;
+  identity: BillingIdentity;
 }) {
   const { sql, ledger, clock, config, repo } = deps;
 
@@ -77,7 +79,7 @@ export function createTopupsService(deps: {
     await repo.markCredited(db, row.id, {
       creditedAmount: r.amount,
       postingId: r.postingId,
-      billedTo: { accountId: t.accountId, ...(r.reference ? { paymentReference: r.reference } : {}) },
+      billedTo: await deps.identity(t.accountId),
       at,
     });
   }

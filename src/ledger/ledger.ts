@@ -289,6 +289,23 @@ export function createLedger(deps: LedgerDeps) {
       return row!.r;
     },
 
+    /** A sub-account's own money back to its operator (at most its balance less open holds). */
+    async transferBack(
+      input: {
+        postingKey: string;
+        subAccountId: string;
+        operatorId: string;
+        amount: string;
+        reference?: string | null;
+      },
+      db: Db = sql,
+    ): Promise<PostingResult & { toBalanceAfter: string }> {
+      const [row] = await db<{ r: PostingResult & { toBalanceAfter: string } }[]>`
+        select ledger_transfer_back(${input.postingKey}, ${input.subAccountId}::uuid, ${input.operatorId}::uuid,
+                                    ${input.amount}::numeric, ${str(input.reference)}, ${clock.now()}) as r`;
+      return row!.r;
+    },
+
     async grantTestCredit(
       input: { postingKey: string; accountId: string; amount: string; reference?: string | null },
       db: Db = sql,

@@ -51,6 +51,9 @@ export async function buildModules(coreIn: CoreDeps) {
   const { purchases } = marketplace.services;
   // The ledger and the modules over it; balance and sub-account events go to the webhooks outbox.
   const { ledger, events } = buildLedger(core);
+  // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the Application Manager,
+  // billing exports and the planes below.
+  const cdrs = buildCdrsModule(core, { ledger });
   const application = buildApplicationModule(core, {
     ledger,
     accounts,
@@ -60,6 +63,7 @@ export async function buildModules(coreIn: CoreDeps) {
     routeRequirement: async (operatorId) =>
       (await purchases.usableRoutesNow(operatorId, 'voice')).length > 0 ||
       (await purchases.usableRoutesNow(operatorId, 'sms')).length > 0,
+    cdrs: { listCdrs: (f) => cdrs.service.listCdrs(f), dailyUsage: (...a) => cdrs.reports.dailyUsage(...a) },
   });
   const payouts = buildPayoutsModule(core, {
     ledger,
@@ -76,8 +80,6 @@ export async function buildModules(coreIn: CoreDeps) {
     identity: billingIdentity,
     email: async (id) => (await accounts.repo.byId(id))?.email ?? null,
   });
-  // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by billing exports and the planes below.
-  const cdrs = buildCdrsModule(core, { ledger });
   const billing = buildBillingModule(core, {
     ledger,
     application: application.service,

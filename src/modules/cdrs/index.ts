@@ -5,6 +5,7 @@ import { cdrReportRoutes } from './report-routes.js';
 import { createCdrReports } from './reports.js';
 import { cdrsRoutes } from './routes.js';
 export { cdrCsv } from './routes.js';
+export type { CdrReports } from './reports.js';
 import { createCdrsService } from './service.js';
 
 /**
@@ -13,15 +14,16 @@ import { createCdrsService } from './service.js';
  */
 export function buildCdrsModule(core: CoreDeps, deps: { ledger: Ledger }) {
   const service = createCdrsService({ sql: core.sql, ledger: deps.ledger });
-  const reports = cdrReportRoutes(createCdrReports(core.sql), core.clock);
+  const reports = createCdrReports(core.sql);
+  const reportRoutes = cdrReportRoutes(reports, core.clock);
   const module: Module = {
     name: 'cdrs',
     routes: (app) => {
       cdrsRoutes(service)(app);
-      reports(app);
+      reportRoutes(app);
     },
   };
-  return { module, service };
+  return { module, service, reports };
 }
 
 export {

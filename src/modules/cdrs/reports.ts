@@ -53,6 +53,51 @@ export function createCdrReports(db: Db) {
       return { items, days, attribution: 'partial' as const };
     },
 
+    /** An account's calls, messages, billed minutes and spend per UTC day over the last `days`. */
+    async dailyUsage(accountId: string, now: Date, days: number) {
+      const rows = await db<
+        { date: string; calls: string; answered: string; sms: string; seconds: string; spend: string }[]
+      >`
+        with d as (
+          select generate_series((${now}::timestamptz at time zone 'UTC')::date - (${days}::int - 1),
+                                 (${now}::timestamptz at time zone 'UTC')::date, '1 day')::date as day),
+        c as (
+          select (created_at at time zone 'UTC')::date as day,
+                 count(*) filter (where kind = 'voice') as calls,
+                 count(*) filter (where kind = 'voice' and answered_at is not null) as answered,
+                 count(*) filter (where kind = 'sms') as sms,
+                 coalesce(sum(billed_seconds) filter (where kind = 'voice'), 0) as seconds,
+                 coalesce(sum(buyer_cost), 0) as spend
+          from cdrs
+          where account_id = ${accountId} and not is_probe and not simulated
+            and created_at >= ((${now}::timestamptz at time zone 'UTC')::date - (${days}::int - 1))::timestamp at time zone 'UTC'
+          group by 1)
+        select to_char(d.day, 'YYYY-MM-DD') as date, coalesce(c.calls, 0)::text as calls, coalesce(c.answered, 0)::text as answered,
+               coalesce(c.sms, 0)::text as sms, coalesce(c.seconds, 0)::text as seconds, coalesce(c.spend, 0)::text as spend
+        from d left join c on c.day = d.day order by d.day`;
+      const points = rows.map((r) => ({
+        date: r.date,
+        calls: Number(r.calls),
+        answered: Number(r.answered),
+        sms: Number(r.sms),
+        minutes: round(Number(r.seconds) / 60, 2),
+        spend: money6(r.spend),
+      }));
+      const spend = points.reduce((a, p) => a.plus(p.spend), Money.zero).toString();
+      const sum = (k: 'calls' | 'answered' | 'sms' | 'minutes') => points.reduce((a, p) => a + p[k], 0);
+      return {
+        days,
+        totals: {
+          calls: sum('calls'),
+          answered: sum('answered'),
+          sms: sum('sms'),
+          minutes: round(sum('minutes'), 2),
+          spend,
+        },
+        points,
+      };
+    },
+
     /** The buyer's traffic per destination country in [from, to). */
     async usageByCountry(accountId: string, from: Date, to: Date) {
       const rows = await db<

@@ -8,7 +8,7 @@ t.test('sub-account lifecycle: suspend, resume, transfer back, keys, SIP, usage,
   const svc = d.modules.services;
   const op = await svc.accounts.createAccount({ email: 'manage-op@example.test', password: 'correct horse battery' });
   const token = (await svc.accounts.login('manage-op@example.test', 'correct horse battery', {})).accessToken;
-  const other = await svc.accounts.createAccount({
+  await svc.accounts.createAccount({
     email: 'manage-other@example.test',
     password: 'correct horse battery',
   });

@@ -45,7 +45,10 @@ export function buildApplicationModule(
     name: 'application',
     routes: (app) => {
       applicationRoutes(service)(app);
-      manageRoutes(lifecycle)(app);
+      manageRoutes(lifecycle, async (operatorId) => {
+        const s = await service.settings(operatorId);
+        return { operatorId, brandName: s.brandName, brandColor: s.brandColor, brandLogoUrl: s.brandLogoUrl };
+      })(app);
     },
   };
   return { module, service: Object.assign(service, { lifecycle }) };

@@ -47,10 +47,43 @@ function scopesFor(p: Principal, requested: string[] | undefined): string[] | un
   return want;
 }
 
+export interface Brand {
+  operatorId: string;
+  brandName: string | null;
+  brandColor: string | null;
+  brandLogoUrl: string | null;
+}
+
 const idemKey = (h: string | string[] | undefined) => (typeof h === 'string' && h !== '' ? `idem:${h}` : newId());
 
-export function manageRoutes(life: SubAccountLifecycle) {
+export function manageRoutes(life: SubAccountLifecycle, brandOf: (operatorId: string) => Promise<Brand>) {
   return (app: App) => {
+    app.get(
+      '/application/brand',
+      {
+        config: { access: { auth: 'required', scope: 'account:read' } },
+        schema: {
+          tags,
+          summary: "The white-label brand a sub-account's customers see: its operator's brand settings",
+          description:
+            "Called with a sub-account's key (a customer portal built on it), it answers the operator's `brandName`, " +
+            '`brandColor` and `brandLogoUrl`; called by an operator, its own. Set them with `PUT /application/settings`. ' +
+            'Sub-account statements and invoices carry the brand name as issuer.',
+          response: {
+            200: Ok(
+              Type.Object({
+                operatorId: Uuid(),
+                brandName: Nullable(Type.String()),
+                brandColor: Nullable(Type.String()),
+                brandLogoUrl: Nullable(Type.String()),
+              }),
+            ),
+          },
+        },
+      },
+      async (req) => ok(await brandOf(req.principal!.parentId ?? req.principal!.accountId)),
+    );
+
     app.post(
       '/application/sub-accounts/:id/suspend',
       {

@@ -109,6 +109,10 @@ t.test('sub-account lifecycle: suspend, resume, transfer back, keys, SIP, usage,
   t.equal(cdrs.json.hasMore, true);
   t.equal(cdrs.json.data[0].kind, 'sms', 'newest first');
 
+  await call('PUT', '/application/settings', { brandName: 'Acme Voice', brandColor: '#112233' });
+  const brand = await d.https('GET', '/application/brand', { token: subKey });
+  t.same(brand.json.data, { operatorId: op.id, brandName: 'Acme Voice', brandColor: '#112233', brandLogoUrl: null });
+
   const closed = await call('DELETE', `/application/sub-accounts/${sub.id}`);
   t.equal(closed.status, 200, closed.text);
   t.match(closed.json.data, { status: 'closed', returnedAmount: '19.500000', operatorBalance: '100.000000' });

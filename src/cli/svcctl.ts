@@ -8,6 +8,7 @@ import { openContext } from './context.js';
 import './extra-commands.js';
 import './check-commands.js';
 import './number-commands.js';
+import './money-commands.js';
 
 function usage(): string {
   const lines = commands.map((c) => {

@@ -11,6 +11,7 @@ import { buildApplicationModule } from './application/index.js';
 import { buildBillingModule, buildLedger } from './billing/index.js';
 import { buildKeysModule } from './keys/index.js';
 import { buildMarketplaceModule } from './marketplace/index.js';
+import { buildPayoutsModule } from './payouts/index.js';
 import { buildStatusModule } from './status/index.js';
 import { buildSystemModule } from './system/index.js';
 import { buildTopupsModule } from './topups/index.js';
@@ -67,6 +68,9 @@ export async function buildModules(coreIn: CoreDeps) {
   const { purchases } = marketplace.services;
   // The ledger and the modules over it; balance and sub-account events go to the webhooks outbox.
   const { ledger, events } = buildLedger(core);
+  // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the Application Manager,
+  // billing exports and the planes below.
+  const cdrs = buildCdrsModule(core, { ledger });
   const application = buildApplicationModule(core, {
     ledger,
     accounts,
@@ -76,12 +80,40 @@ export async function buildModules(coreIn: CoreDeps) {
     routeRequirement: async (operatorId) =>
       (await purchases.usableRoutesNow(operatorId, 'voice')).length > 0 ||
       (await purchases.usableRoutesNow(operatorId, 'sms')).length > 0,
+    cdrs: { listCdrs: (f) => cdrs.service.listCdrs(f), dailyUsage: (...a) => cdrs.reports.dailyUsage(...a) },
   });
-  const billing = buildBillingModule(core, { ledger, application: application.service });
-  const topups = buildTopupsModule(core, { ledger });
+  const payouts = buildPayoutsModule(core, {
+    ledger,
+    // A payout needs verified identity (compliance records).
+    kyc: compliance.service,
+  });
+  // The account as receipts, invoices and statements name it.
+  const billingIdentity = async (id: string) => {
+    const a = await accounts.repo.byId(id);
+    return { accountId: id, email: a?.email ?? null, name: a?.label ?? null };
+  };
+  const topups = buildTopupsModule(core, {
+    ledger,
+    identity: billingIdentity,
+    email: async (id) => (await accounts.repo.byId(id))?.email ?? null,
+  });
+  const billing = buildBillingModule(core, {
+    ledger,
+    application: application.service,
+    withdrawable: (id) => payouts.service.withdrawable(id),
+    topups: topups.service.credited,
+    cdrs: cdrs.service,
+    holder: billingIdentity,
+  });
   const money = {
-    services: { ledger, billing: billing.service, topups: topups.service, application: application.service },
-    modules: [billing.module, topups.module, application.module],
+    services: {
+      ledger,
+      billing: billing.service,
+      topups: topups.service,
+      application: application.service,
+      payouts: payouts.service,
+    },
+    modules: [billing.module, topups.module, payouts.module, application.module],
   };
   // One RTP port range and its workers for API calls and relayed trunk media, started on first use.
   const { rtp } = core.config;
@@ -94,8 +126,6 @@ export async function buildModules(coreIn: CoreDeps) {
     rtpTimeoutMs: rtp.timeout_ms,
     log: core.log.child({ plane: 'media' }),
   });
-  // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the three planes below.
-  const cdrs = buildCdrsModule(core, { ledger: money.services.ledger });
   // SIP trunks in, supplier routes out.
   const calls = buildSipTrunksModule(core, {
     accounts,

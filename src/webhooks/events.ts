@@ -67,6 +67,16 @@ export const SubscribableEvents = [
   'kyc.verified',
   'kyc.rejected',
   'support_ticket.replied',
+  // Top-ups and payouts beyond the spec's list: what a user of a card-funded account is told.
+  'topup.failed',
+  'topup.chargeback',
+  'topup.chargeback_reversed',
+  'auto_recharge.failed',
+  'payout.requested',
+  'payout.paid',
+  'payout.rejected',
+  'billing.spending_alert',
+  'billing.export_completed',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

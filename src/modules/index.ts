@@ -15,6 +15,7 @@ import { buildSipTrunksModule } from './sip-trunks/index.js';
 import { buildApiCallsModule } from './api-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
+import { buildDncModule } from './dnc/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
@@ -110,6 +111,8 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
+  // Do-not-call lists, checked by the dialer at dial time.
+  const dnc = buildDncModule(core);
   const status = buildStatusModule(core);
 
   const list: Module[] = [
@@ -126,6 +129,7 @@ export async function buildModules(coreIn: CoreDeps) {
     commsCalls.module,
     sms.module,
     switchModule.module,
+    dnc.module,
   ];
 
   return {
@@ -143,6 +147,7 @@ export async function buildModules(coreIn: CoreDeps) {
       sms: sms.service,
       smppCredentials: sms.smppCredentials,
       switchSubscriptions: switchModule.subscriptions,
+      dnc: dnc.service,
     },
     list,
   };

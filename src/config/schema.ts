@@ -166,6 +166,12 @@ export const ConfigSchema = Type.Object({
     max_endpoints_per_account: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
     ca_file: Type.String({ default: '' }),
   }),
+  dialer: Type.Object({
+    tick_ms: Type.Integer({ minimum: 20, maximum: 10000, default: 250 }),
+    call_poll_ms: Type.Integer({ minimum: 50, maximum: 10000, default: 1000 }),
+    platform_fee_per_call: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '0' }),
+    max_numbers_per_campaign: Type.Integer({ minimum: 1, maximum: 10000000, default: 1000000 }),
+  }),
   security: Type.Object({
     private_supplier_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),
     private_trunk_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),

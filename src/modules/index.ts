@@ -16,6 +16,7 @@ import { buildApiCallsModule } from './api-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
 import { buildDncModule } from './dnc/index.js';
+import { buildDialerModule } from './dialer/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
@@ -113,6 +114,17 @@ export async function buildModules(coreIn: CoreDeps) {
   const switchModule = buildSwitchModule(core);
   // Do-not-call lists, checked by the dialer at dial time.
   const dnc = buildDncModule(core);
+  // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
+  const dialer = buildDialerModule(core, {
+    accounts,
+    application: money.services.application,
+    ledger: money.services.ledger,
+    routing: marketplace.services.routing,
+    usableRoutesNow: (accountId, type) => purchases.usableRoutesNow(accountId, type),
+    commsCalls: commsCalls.service,
+    sms: sms.service,
+    dnc: dnc.service,
+  });
   const status = buildStatusModule(core);
 
   const list: Module[] = [
@@ -130,6 +142,8 @@ export async function buildModules(coreIn: CoreDeps) {
     sms.module,
     switchModule.module,
     dnc.module,
+    // After the call and SMS planes, so it stops placing calls before they stop.
+    dialer.module,
   ];
 
   return {
@@ -148,6 +162,7 @@ export async function buildModules(coreIn: CoreDeps) {
       smppCredentials: sms.smppCredentials,
       switchSubscriptions: switchModule.subscriptions,
       dnc: dnc.service,
+      dialer: dialer.service,
     },
     list,
   };

@@ -17,6 +17,8 @@ create index dialer_cli_sets_account_idx on dialer_cli_sets (account_id, id desc
 create table dialer_campaigns (
   id uuid primary key,
   account_id uuid not null references accounts (id),
+  -- The operator of a sub-account that owns the campaign (its calls bill as the sub-account's).
+  parent_id uuid,
   route_id uuid not null,
   name text not null,
   kind text not null check (kind in ('voice', 'sms')),
@@ -52,6 +54,9 @@ create table dialer_campaigns (
   total_duration_seconds bigint not null default 0,
   -- Round-robin position over the caller IDs.
   cli_cursor bigint not null default 0,
+  -- The daemon running the campaign and until when its claim holds (renewed while it runs).
+  runner_node text,
+  runner_until timestamptz,
   schedule_at timestamptz,
   started_at timestamptz,
   completed_at timestamptz,

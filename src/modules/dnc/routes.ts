@@ -113,7 +113,8 @@ export function dncRoutes(dnc: DncService) {
 
     await app.register(async (scope) => {
       acceptCsvStream(scope);
-      scope.post(
+      // The child scope keeps the TypeBox provider at run time; only its static type is the plain instance.
+      (scope as unknown as App).post(
         '/dnc/import',
         {
           config: { access: WRITE },

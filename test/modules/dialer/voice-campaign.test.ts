@@ -216,13 +216,14 @@ t.test('voice campaigns against sipp', { skip: available ? false : 'sipp or espe
   });
 
   t.test('maxSpend: the campaign pauses before a call could take spend past it', async (t) => {
-    // A 30 s call at 0.012 + 0.002 per minute can cost 0.007000 at most: 0.02 funds two calls in flight, not three.
+    // A 30 s call at 0.012 + 0.002 per minute can cost 0.007000 at most: 0.008 funds one call in flight, and
+    // once a few short calls are settled, not even that.
     const created = await api('POST', '/dialer/campaigns', {
       name: 'Budget',
       routeId,
       concurrency: 4,
       maxCallDuration: 30,
-      maxSpend: '0.020000',
+      maxSpend: '0.008000',
       cliSetId: clis.body.data.id,
       actions: [{ say: 'Hi' }, { hangup: true }],
     });
@@ -236,8 +237,17 @@ t.test('voice campaigns against sipp', { skip: available ? false : 'sipp or espe
       return r.body.data.status === 'paused' ? r.body.data : null;
     }, 60_000);
     t.equal(paused.statusReason, 'max_spend_reached');
-    t.ok(new Decimal(paused.spent).lte('0.020000'), `spent ${paused.spent} never above maxSpend`);
-    t.ok(paused.numbersAnswered >= 2, 'calls were placed until the budget could not fund another');
+    t.ok(new Decimal(paused.spent).lte('0.008000'), `spent ${paused.spent} never above maxSpend`);
+    t.ok(new Decimal(paused.spent).plus('0.007000').gt('0.008000'), 'paused only when another call could overrun');
+    t.ok(
+      paused.numbersAnswered >= 1 && paused.numbersAnswered < 8,
+      'calls were placed until the budget could not fund another',
+    );
+    const [max] = await d.sql<{ n: number }[]>`
+      select count(*)::int as n from dialer_attempts a join dialer_attempts b
+        on a.campaign_id = b.campaign_id and a.id <> b.id and a.started_at < b.ended_at and b.started_at < a.ended_at
+      where a.campaign_id = ${id}`;
+    t.equal(max!.n, 0, 'never two calls in flight when the budget funds one');
     const [inFlight] = await d.sql<
       { n: number }[]
     >`select count(*)::int as n from dialer_numbers where campaign_id = ${id} and state = 'dialing'`;

@@ -11,6 +11,13 @@ const SIMULATED = new Set([
   'POST /comms/sms/bulk',
   'POST /application/sub-accounts',
   'POST /application/sub-accounts/bulk',
+  // A test key's campaigns are test campaigns (simulated, test credit); it cannot change a live one.
+  'POST /dialer/campaigns',
+  'PUT /dialer/campaigns/{id}',
+  'DELETE /dialer/campaigns/{id}',
+  'POST /dialer/campaigns/{id}/control',
+  'POST /dialer/campaigns/{id}/numbers',
+  'POST /dialer/campaigns/{id}/contacts/import',
 ]);
 // Checking unsaved SMS delivery stores nothing; an invite code grants test credit only.
 const SERVED = new Set(['POST /switch/suppliers/test-sms', 'POST /topups/invite-codes/redeem']);

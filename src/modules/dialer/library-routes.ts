@@ -6,8 +6,8 @@ import type { Clock } from '../../platform/clock.js';
 import type { LibraryService } from './library.js';
 
 const TAGS = ['Dialer'];
-// Saved records, not traffic: a test key keeps the same templates, lists and caller-ID sets.
-const WRITE = { auth: 'required', scope: 'dialer:write', testKeys: 'allow' } as const;
+// Saved records live campaigns use: a test key reads them, only live credentials change them.
+const WRITE = { auth: 'required', scope: 'dialer:write' } as const;
 const FULL = { auth: 'required', fullAccessOnly: true } as const;
 const Id = Type.Object({ id: Uuid() });
 const E164 = Type.String({ maxLength: 32, description: 'E.164' });

@@ -7,8 +7,8 @@ import { cursorPage, CursorQuery } from '../../http/pagination.js';
 import { DNC_IMPORT_MAX, type DncService } from './service.js';
 
 const TAGS = ['Do not call'];
-// Lists are account data, not traffic: a test key reads and edits the same list the live key does.
-const WRITE = { auth: 'required', scope: 'dialer:write', testKeys: 'allow' } as const;
+// A test key reads the list; changing it would change what live campaigns may dial, so it is refused.
+const WRITE = { auth: 'required', scope: 'dialer:write' } as const;
 const READ = { auth: 'required', scope: 'dialer:write' } as const;
 
 const Entry = Type.Object({

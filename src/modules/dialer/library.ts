@@ -110,10 +110,10 @@ export function createLibraryService(deps: { sql: Sql; clock: Clock }) {
           const part = rows.slice(i, i + 5000);
           await tx`
             insert into dialer_contacts (list_id, position, number, name, fields)
-            select ${id}::uuid, p, number, name, fields
+            select ${id}::uuid, p, number, name, fields::jsonb
             from unnest(${part.map((_, j) => i + j)}::int[], ${part.map((r) => r.number)}::text[],
                         ${part.map((r) => r.name) as string[]}::text[],
-                        ${part.map((r) => (r.fields ? JSON.stringify(r.fields) : null)) as string[]}::jsonb[])
+                        ${part.map((r) => (r.fields ? JSON.stringify(r.fields) : null)) as string[]}::text[])
                  as t (p, number, name, fields)`;
         }
       });

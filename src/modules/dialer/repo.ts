@@ -153,9 +153,9 @@ export function createDialerRepo(sql: Sql) {
       if (rows.length === 0) return 0;
       const r = await tx`
         insert into dialer_numbers (campaign_id, number, name, fields)
-        select ${campaignId}::uuid, number, name, fields
+        select ${campaignId}::uuid, number, name, fields::jsonb
         from unnest(${rows.map((x) => x.number)}::text[], ${rows.map((x) => x.name) as string[]}::text[],
-                    ${rows.map((x) => (x.fields ? JSON.stringify(x.fields) : null)) as string[]}::jsonb[])
+                    ${rows.map((x) => (x.fields ? JSON.stringify(x.fields) : null)) as string[]}::text[])
              as t (number, name, fields)
         on conflict (campaign_id, number) do nothing`;
       if (r.count > 0) {

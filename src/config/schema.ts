@@ -172,6 +172,18 @@ export const ConfigSchema = Type.Object({
     platform_fee_per_call: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '0' }),
     max_numbers_per_campaign: Type.Integer({ minimum: 1, maximum: 10000000, default: 1000000 }),
   }),
+  ai: Type.Object({
+    chat_url: Type.String({ default: '' }),
+    chat_api_key: Type.String({ default: '' }),
+    chat_model: Type.String({ default: 'gpt-4o-mini' }),
+    stt_url: Type.String({ default: '' }),
+    stt_api_key: Type.String({ default: '' }),
+    stt_model: Type.String({ default: 'whisper-1' }),
+    tts_url: Type.String({ default: '' }),
+    tts_api_key: Type.String({ default: '' }),
+    tts_model: Type.String({ default: 'tts-1' }),
+    request_timeout_ms: Type.Integer({ minimum: 100, maximum: 120000, default: 20000 }),
+  }),
   security: Type.Object({
     private_supplier_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),
     private_trunk_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),

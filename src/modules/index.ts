@@ -17,6 +17,7 @@ import { buildSmsModule } from './sms/index.js';
 import { buildSwitchModule } from './switch/index.js';
 import { buildDncModule } from './dnc/index.js';
 import { buildDialerModule } from './dialer/index.js';
+import { buildAiAgentsModule } from './ai-agents/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
@@ -125,6 +126,8 @@ export async function buildModules(coreIn: CoreDeps) {
     sms: sms.service,
     dnc: dnc.service,
   });
+  // AI voice agents over the [ai] providers.
+  const aiAgents = buildAiAgentsModule(core);
   const status = buildStatusModule(core);
 
   const list: Module[] = [
@@ -144,6 +147,7 @@ export async function buildModules(coreIn: CoreDeps) {
     dnc.module,
     // After the call and SMS planes, so it stops placing calls before they stop.
     dialer.module,
+    aiAgents.module,
   ];
 
   return {
@@ -163,6 +167,7 @@ export async function buildModules(coreIn: CoreDeps) {
       switchSubscriptions: switchModule.subscriptions,
       dnc: dnc.service,
       dialer: dialer.service,
+      aiAgents: aiAgents.service,
     },
     list,
   };

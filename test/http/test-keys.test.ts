@@ -20,7 +20,14 @@ const SIMULATED = new Set([
   'POST /dialer/campaigns/{id}/contacts/import',
 ]);
 // Checking unsaved SMS delivery stores nothing; an invite code grants test credit only.
-const SERVED = new Set(['POST /switch/suppliers/test-sms', 'POST /topups/invite-codes/redeem']);
+const SERVED = new Set([
+  'POST /switch/suppliers/test-sms',
+  'POST /topups/invite-codes/redeem',
+  // AI agent drafts, voice previews and one-turn simulations save nothing and bill nothing.
+  'POST /ai-agents/draft',
+  'POST /ai-agents/voices/preview',
+  'POST /ai-agents/{id}/simulate',
+]);
 
 async function account(d: TestDaemon, email: string) {
   const a = await d.modules.services.accounts.createAccount({ email, password: 'correct horse battery' });

@@ -115,6 +115,8 @@ export async function buildModules(coreIn: CoreDeps) {
   const switchModule = buildSwitchModule(core);
   // Do-not-call lists, checked by the dialer at dial time.
   const dnc = buildDncModule(core);
+  // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant.
+  const aiAgents = buildAiAgentsModule(core);
   // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
   const dialer = buildDialerModule(core, {
     accounts,
@@ -125,9 +127,8 @@ export async function buildModules(coreIn: CoreDeps) {
     commsCalls: commsCalls.service,
     sms: sms.service,
     dnc: dnc.service,
+    chat: aiAgents.chat,
   });
-  // AI voice agents over the [ai] providers.
-  const aiAgents = buildAiAgentsModule(core);
   const status = buildStatusModule(core);
 
   const list: Module[] = [

@@ -8,15 +8,17 @@ import { createAiAgentsService } from './service.js';
 export function buildAiAgentsModule(core: CoreDeps) {
   const ai = core.config.ai;
   const timeoutMs = ai.request_timeout_ms;
+  const chat = ai.chat_url ? createChatProvider({ url: ai.chat_url, apiKey: ai.chat_api_key, timeoutMs }) : null;
   const service = createAiAgentsService({
     sql: core.sql,
     clock: core.clock,
     config: core.config,
-    chat: ai.chat_url ? createChatProvider({ url: ai.chat_url, apiKey: ai.chat_api_key, timeoutMs }) : null,
+    chat,
     speech: ai.tts_url
       ? createSpeechProvider({ url: ai.tts_url, apiKey: ai.tts_api_key, timeoutMs, model: ai.tts_model })
       : null,
   });
   const module: Module = { name: 'ai-agents', routes: aiAgentsRoutes(service) };
-  return { module, service };
+  // The chat model is shared with the dialer's assistant (POST /dialer/agent/ask).
+  return { module, service, chat };
 }

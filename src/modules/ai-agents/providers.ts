@@ -8,6 +8,10 @@ import { AppError } from '../../http/errors.js';
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
+  /** An assistant turn that called tools (sent back so the model sees its own calls). */
+  toolCalls?: ChatReply['toolCalls'];
+  /** A tool result: the id of the call it answers. */
+  toolCallId?: string;
 }
 
 export interface ChatTool {
@@ -18,7 +22,7 @@ export interface ChatTool {
 
 export interface ChatReply {
   content: string;
-  toolCalls: { name: string; arguments: Record<string, unknown> }[];
+  toolCalls: { id: string; name: string; arguments: Record<string, unknown> }[];
 }
 
 export interface ChatProvider {
@@ -78,7 +82,20 @@ export function createChatProvider(ep: Endpoint): ChatProvider {
         '/chat/completions',
         {
           model: req.model,
-          messages: req.messages,
+          messages: req.messages.map((m) => ({
+            role: m.role,
+            content: m.content,
+            ...(m.toolCalls?.length
+              ? {
+                  tool_calls: m.toolCalls.map((c) => ({
+                    id: c.id,
+                    type: 'function',
+                    function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+                  })),
+                }
+              : {}),
+            ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
+          })),
           ...(req.tools?.length
             ? {
                 tools: req.tools.map((t) => ({
@@ -100,13 +117,17 @@ export function createChatProvider(ep: Endpoint): ChatProvider {
       const message = body.choices?.[0]?.message;
       if (!message) throw unavailable('chat model');
       const calls = Array.isArray(message.tool_calls)
-        ? (message.tool_calls as { function?: { name?: unknown; arguments?: unknown } }[])
+        ? (message.tool_calls as { id?: unknown; function?: { name?: unknown; arguments?: unknown } }[])
         : [];
       return {
         content: typeof message.content === 'string' ? message.content : '',
         toolCalls: calls
           .filter((c) => typeof c.function?.name === 'string')
-          .map((c) => ({ name: c.function!.name as string, arguments: parseArguments(c.function!.arguments) })),
+          .map((c, i) => ({
+            id: typeof c.id === 'string' ? c.id : `call_${i}`,
+            name: c.function!.name as string,
+            arguments: parseArguments(c.function!.arguments),
+          })),
       };
     },
   };

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
+import { ChatHistory } from './history.js';
 import { CursorPage, DateTime, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
 import { AGENT_TOOLS, type AiAgentsService } from './service.js';
@@ -223,18 +224,7 @@ export function aiAgentsRoutes(svc: AiAgentsService) {
           params: Id,
           body: Type.Object(
             {
-              history: Type.Optional(
-                Type.Array(
-                  Type.Object(
-                    {
-                      role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),
-                      content: Type.String({ maxLength: 4000 }),
-                    },
-                    { additionalProperties: false },
-                  ),
-                  { maxItems: 100 },
-                ),
-              ),
+              history: Type.Optional(ChatHistory(4000)),
               message: Type.String({ minLength: 1, maxLength: 2000 }),
             },
             { additionalProperties: false },

@@ -11,7 +11,9 @@ import type { ApiCallsService } from '../api-calls/service.js';
 import type { ApplicationService } from '../application/service.js';
 import type { Routing } from '../marketplace/routing/routing.js';
 import type { SmsService } from '../sms/service.js';
+import type { ChatProvider } from '../ai-agents/providers.js';
 import { createDialerAnalytics } from './analytics.js';
+import { createDialerAssistant, type AssistantDnc } from './assistant.js';
 import { createCampaignsService } from './campaigns.js';
 import { createLibraryService } from './library.js';
 import { libraryRoutes } from './library-routes.js';
@@ -34,7 +36,9 @@ export function buildDialerModule(
     usableRoutesNow(accountId: string, type: 'voice' | 'sms'): Promise<{ routeId: string }[]>;
     commsCalls: ApiCallsService;
     sms: SmsService;
-    dnc: { blockedAmong(accountId: string, numbers: string[]): Promise<Set<string>> };
+    dnc: AssistantDnc & { blockedAmong(accountId: string, numbers: string[]): Promise<Set<string>> };
+    /** The `[ai]` chat model (null when not configured), for the dialer assistant. */
+    chat: ChatProvider | null;
   },
 ) {
   const { sql, clock, config } = core;
@@ -149,7 +153,14 @@ export function buildDialerModule(
 
   const library = createLibraryService({ sql, clock });
   const analytics = createDialerAnalytics(sql);
-  const routes = campaignRoutes({ campaigns, library, analytics, repo });
+  const ask = createDialerAssistant({
+    chat: deps.chat,
+    model: config.ai.chat_model,
+    campaigns,
+    analytics,
+    dnc: deps.dnc,
+  });
+  const routes = campaignRoutes({ campaigns, library, analytics, repo, ask });
   const saved = libraryRoutes(library, clock);
 
   const module: Module = {

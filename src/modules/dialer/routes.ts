@@ -1,11 +1,13 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
+import { ChatHistory } from '../ai-agents/history.js';
 import type { Principal } from '../../http/access.js';
 import { acceptCsvStream, isStream } from '../../http/csv-body.js';
 import { CursorPage, DateTime, Ok, Uuid, ok } from '../../http/envelope.js';
 import { AppError, badRequest } from '../../http/errors.js';
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
 import type { DialerAnalytics } from './analytics.js';
+import type { DialerAssistant } from './assistant.js';
 import type { CampaignsService } from './campaigns.js';
 import type { LibraryService } from './library.js';
 import type { DialerRepo } from './repo.js';
@@ -22,6 +24,7 @@ export interface DialerRouteDeps {
   library: LibraryService;
   analytics: DialerAnalytics;
   repo: DialerRepo;
+  ask: DialerAssistant;
 }
 
 /**
@@ -301,6 +304,41 @@ export function campaignRoutes(d: DialerRouteDeps) {
         const c = await campaigns.mustGet(req.principal!.accountId, req.params.id);
         return ok(await d.analytics.campaign(c));
       },
+    );
+
+    app.post(
+      '/dialer/agent/ask',
+      {
+        config: { access: WRITE, rateLimit: { points: 20, seconds: 60 } },
+        schema: {
+          tags: TAGS,
+          summary:
+            "Ask the dialer assistant: answers from the account's data and performs the dialer actions asked for",
+          description:
+            'The `[ai]` chat model with tools over the dialer: list campaigns, read one, its analytics and the overview, ' +
+            'start/pause/stop a campaign, check and add do-not-call numbers. Each tool call is reported in `actions` with ' +
+            '`ok` and `write`; the same rules apply as to the operations themselves. Pass the returned `history` back with ' +
+            'the next message. Without `[ai] chat_url`: 400 naming the setting.',
+          body: Type.Object(
+            {
+              message: Type.String({ minLength: 1, maxLength: 4000 }),
+              history: Type.Optional(ChatHistory(8000)),
+            },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: Ok(
+              Type.Object({
+                reply: Type.String(),
+                actions: Type.Array(Type.Object({ tool: Type.String(), ok: Type.Boolean(), write: Type.Boolean() })),
+                suggestions: Type.Array(Type.String()),
+                history: Type.Array(Type.Object({ role: Type.String(), content: Type.String() })),
+              }),
+            ),
+          },
+        },
+      },
+      async (req) => ok(await d.ask(req.principal!.accountId, req.body)),
     );
 
     app.get(

@@ -1,74 +1,32 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { startTestDaemon, type TestDaemon } from '../../helpers/daemon.js';
+import { startChatServer, toolCall, type ChatRequest } from './chat-server.js';
 
-interface ChatRequest {
-  model: string;
-  messages: { role: string; content: string }[];
-  tools?: { function: { name: string } }[];
-  response_format?: { type: string };
-}
-
-/** A local server speaking the OpenAI chat completions protocol with scripted answers. */
-async function chatServer(t: { teardown(fn: () => unknown): void }) {
-  const seen: ChatRequest[] = [];
-  const read = async (req: IncomingMessage) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatRequest;
-  };
-  const server = createServer((req, res) => {
-    void (async () => {
-      if (
-        req.method !== 'POST' ||
-        req.url !== '/v1/chat/completions' ||
-        req.headers.authorization !== 'Bearer sk-local'
-      ) {
-        res.writeHead(404).end();
-        return;
-      }
-      const body = await read(req);
-      seen.push(body);
-      const last = body.messages[body.messages.length - 1]!.content.toLowerCase();
-      let message: Record<string, unknown>;
-      if (body.response_format?.type === 'json_object') {
-        message = {
-          role: 'assistant',
-          content: JSON.stringify({
-            name: 'Dental reminder',
-            firstMessage: 'Hi, this is Smile Dental calling about your appointment.',
-            systemPrompt: 'You confirm dental appointments.',
-            guardrails: 'Never give medical advice.',
-            suggestedTools: ['end', 'capture', 'fly'],
-          }),
-        };
-      } else {
-        const call = (name: string, args: unknown) => ({
-          id: randomUUID(),
-          type: 'function',
-          function: { name, arguments: JSON.stringify(args) },
-        });
-        const tools: unknown[] = [];
-        if (last.includes('goodbye')) tools.push(call('end_call', { reason: 'done' }));
-        if (last.includes('human')) tools.push(call('transfer_call', { number: '+447700900000' }));
-        if (last.includes('my name is')) tools.push(call('capture', { fields: { name: 'Ada' } }));
-        message = {
-          role: 'assistant',
-          content: last.includes('goodbye') ? 'Goodbye!' : 'Sure, I can help.',
-          ...(tools.length ? { tool_calls: tools } : {}),
-        };
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message, finish_reason: 'stop' }] }),
-      );
-    })();
+/** Scripted answers: a draft in JSON mode, else tool calls by keywords of the last message. */
+function chatServer(t: { teardown(fn: () => unknown): void }) {
+  return startChatServer(t, (body: ChatRequest) => {
+    const last = body.messages[body.messages.length - 1]!.content.toLowerCase();
+    if (body.response_format?.type === 'json_object') {
+      return {
+        content: JSON.stringify({
+          name: 'Dental reminder',
+          firstMessage: 'Hi, this is Smile Dental calling about your appointment.',
+          systemPrompt: 'You confirm dental appointments.',
+          guardrails: 'Never give medical advice.',
+          suggestedTools: ['end', 'capture', 'fly'],
+        }),
+      };
+    }
+    const tools: unknown[] = [];
+    if (last.includes('goodbye')) tools.push(toolCall('end_call', { reason: 'done' }));
+    if (last.includes('human')) tools.push(toolCall('transfer_call', { number: '+447700900000' }));
+    if (last.includes('my name is')) tools.push(toolCall('capture', { fields: { name: 'Ada' } }));
+    return {
+      content: last.includes('goodbye') ? 'Goodbye!' : 'Sure, I can help.',
+      ...(tools.length ? { tool_calls: tools } : {}),
+    };
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
 }
 
 async function keyFor(d: TestDaemon) {

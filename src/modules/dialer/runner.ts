@@ -406,10 +406,12 @@ export function createCampaignRunner(deps: RunnerDeps) {
       if (candidates.length === 0) return; // every caller ID is at its daily cap: wait for the next UTC day
     }
     const cliOf = new Map(candidates.map((d, i) => [d.id, clis[i] ?? null]));
+    // Stamped now, not at the start of the step: the slots were counted after the awaits above.
+    const claimedAt = clock.now();
     const claims = await repo.claim(
       c.id,
       candidates.map((d) => d.id),
-      now,
+      claimedAt,
     );
     for (const claim of claims) {
       const f: InFlight = {
@@ -417,11 +419,11 @@ export function createCampaignRunner(deps: RunnerDeps) {
         cli: cliOf.get(claim.id) ?? null,
         reserve: reserves.get(claim.id) ?? new Decimal(0),
         callId: null,
-        startedAt: now,
+        startedAt: claimedAt,
         pollAt: Number.POSITIVE_INFINITY,
       };
       r.inFlight.set(claim.id, f);
-      r.lastStart = now.getTime();
+      r.lastStart = claimedAt.getTime();
       const camp = c;
       track(
         launch(camp, r, f).catch((err: unknown) =>

@@ -26,6 +26,9 @@ import { buildLookupModule } from './lookup/index.js';
 import { buildRouteChecksModule } from './route-checks/index.js';
 import { buildCliTestsModule } from './cli-tests/index.js';
 import { buildNumbersModule } from './numbers/index.js';
+import { buildDncModule } from './dnc/index.js';
+import { buildDialerModule } from './dialer/index.js';
+import { buildAiAgentsModule } from './ai-agents/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createMailer } from '../platform/mailer.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
@@ -214,6 +217,22 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // The in-app feed, filled from the outbox events every module above emits.
   const notifications = buildNotificationsModule(core, { mailer });
+  // Do-not-call lists, checked by the dialer at dial time.
+  const dnc = buildDncModule(core);
+  // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant.
+  const aiAgents = buildAiAgentsModule(core);
+  // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
+  const dialer = buildDialerModule(core, {
+    accounts,
+    application: money.services.application,
+    ledger: money.services.ledger,
+    routing: marketplace.services.routing,
+    usableRoutesNow: (accountId, type) => purchases.usableRoutesNow(accountId, type),
+    commsCalls: commsCalls.service,
+    sms: sms.service,
+    dnc: dnc.service,
+    chat: aiAgents.chat,
+  });
 
   const list: Module[] = [
     status.module,
@@ -240,6 +259,10 @@ export async function buildModules(coreIn: CoreDeps) {
     notifications.module,
     onboarding.module,
     support.module,
+    dnc.module,
+    // After the call and SMS planes, so it stops placing calls before they stop.
+    dialer.module,
+    aiAgents.module,
   ];
 
   return {
@@ -270,6 +293,9 @@ export async function buildModules(coreIn: CoreDeps) {
       lookup: lookup.service,
       switchSubscriptions: switchModule.subscriptions,
       numbers: numbers.service,
+      dnc: dnc.service,
+      dialer: dialer.service,
+      aiAgents: aiAgents.service,
     },
     list,
   };

@@ -12,6 +12,13 @@ const SIMULATED = new Set([
   'POST /application/sub-accounts',
   'POST /application/sub-accounts/bulk',
   'POST /verify/start',
+  // A test key's campaigns are test campaigns (simulated, test credit); it cannot change a live one.
+  'POST /dialer/campaigns',
+  'PUT /dialer/campaigns/{id}',
+  'DELETE /dialer/campaigns/{id}',
+  'POST /dialer/campaigns/{id}/control',
+  'POST /dialer/campaigns/{id}/numbers',
+  'POST /dialer/campaigns/{id}/contacts/import',
 ]);
 // Checking unsaved SMS delivery stores nothing; an invite code grants test credit only.
 // A test key checks and cancels only the simulated verifications it started.
@@ -20,6 +27,10 @@ const SERVED = new Set([
   'POST /topups/invite-codes/redeem',
   'POST /verify/check',
   'POST /verify/{id}/cancel',
+  // AI agent drafts, voice previews and one-turn simulations save nothing and bill nothing.
+  'POST /ai-agents/draft',
+  'POST /ai-agents/voices/preview',
+  'POST /ai-agents/{id}/simulate',
 ]);
 
 async function account(d: TestDaemon, email: string) {

@@ -1,0 +1,24 @@
+import type { CoreDeps } from '../../platform/core.js';
+import type { Module } from '../../platform/module.js';
+import { createChatProvider, createSpeechProvider } from './providers.js';
+import { aiAgentsRoutes } from './routes.js';
+import { createAiAgentsService } from './service.js';
+
+/** AI voice agents: records, voices and previews, drafts and one-turn simulations over the `[ai]` providers. */
+export function buildAiAgentsModule(core: CoreDeps) {
+  const ai = core.config.ai;
+  const timeoutMs = ai.request_timeout_ms;
+  const chat = ai.chat_url ? createChatProvider({ url: ai.chat_url, apiKey: ai.chat_api_key, timeoutMs }) : null;
+  const service = createAiAgentsService({
+    sql: core.sql,
+    clock: core.clock,
+    config: core.config,
+    chat,
+    speech: ai.tts_url
+      ? createSpeechProvider({ url: ai.tts_url, apiKey: ai.tts_api_key, timeoutMs, model: ai.tts_model })
+      : null,
+  });
+  const module: Module = { name: 'ai-agents', routes: aiAgentsRoutes(service) };
+  // The chat model is shared with the dialer's assistant (POST /dialer/agent/ask).
+  return { module, service, chat };
+}

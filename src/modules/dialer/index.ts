@@ -1,0 +1,181 @@
+import { Decimal } from 'decimal.js';
+import { chargeLeg } from '../cdrs/index.js';
+import type { Ledger } from '../../ledger/index.js';
+import { isLedgerRefusal } from '../../http/errors.js';
+import { countSegments } from '../../messaging/segments.js';
+import type { CoreDeps } from '../../platform/core.js';
+import type { Module } from '../../platform/module.js';
+import { loadNodeId } from '../../platform/node-id.js';
+import type { AccountsService } from '../accounts/service.js';
+import type { ApiCallsService } from '../api-calls/service.js';
+import type { ApplicationService } from '../application/service.js';
+import type { Routing } from '../marketplace/routing/routing.js';
+import type { SmsService } from '../sms/service.js';
+import type { ChatProvider } from '../ai-agents/providers.js';
+import { createDialerAnalytics } from './analytics.js';
+import { createDialerAssistant, type AssistantDnc } from './assistant.js';
+import { createCampaignsService } from './campaigns.js';
+import { createLibraryService } from './library.js';
+import { libraryRoutes } from './library-routes.js';
+import { createDialerRepo, type CampaignRow } from './repo.js';
+import { campaignRoutes } from './routes.js';
+import { createCampaignRunner, type Outcome, type Payer } from './runner.js';
+
+/**
+ * The dialer: campaigns over the API call plane (voice) and the SMS plane, their numbers, imports,
+ * runner, analytics, and the saved templates, contact lists and caller-ID sets. Numbers on the
+ * account's do-not-call list are never dialled or messaged (asked at dial time).
+ */
+export function buildDialerModule(
+  core: CoreDeps,
+  deps: {
+    accounts: AccountsService;
+    application: ApplicationService;
+    ledger: Ledger;
+    routing: Routing;
+    usableRoutesNow(accountId: string, type: 'voice' | 'sms'): Promise<{ routeId: string }[]>;
+    commsCalls: ApiCallsService;
+    sms: SmsService;
+    dnc: AssistantDnc & { blockedAmong(accountId: string, numbers: string[]): Promise<Set<string>> };
+    /** The `[ai]` chat model (null when not configured), for the dialer assistant. */
+    chat: ChatProvider | null;
+  },
+) {
+  const { sql, clock, config } = core;
+  const log = core.log.child({ module: 'dialer' });
+  const repo = createDialerRepo(sql);
+
+  /** Sub-accounts buy over their operator's routes (as the call and SMS paths do). */
+  const routeOwner = async (accountId: string) =>
+    (await deps.accounts.accountForAuth(accountId))?.parentId ?? accountId;
+
+  async function markupOf(c: CampaignRow): Promise<Decimal> {
+    if (!c.parentId) return new Decimal(0);
+    const sub = await deps.application.get(c.parentId, c.accountId);
+    const settings = await deps.application.settings(c.parentId);
+    return new Decimal(sub.markupPct ?? settings.defaultMarkupPct ?? 0);
+  }
+
+  const outcomeOfCall = (r: Record<string, unknown>): Outcome => ({
+    status: r['status'] as string,
+    callId: r['callId'] as string,
+    sipCode: (r['sipResponseCode'] as number | null | undefined) ?? null,
+    cause: (r['hangupCause'] as string | null | undefined) ?? null,
+    durationSeconds: (r['durationSeconds'] as number | null | undefined) ?? 0,
+    cost: (r['cost'] as string | null | undefined) ?? '0.000000',
+    endedAt: r['endedAt'] || r['completedAt'] ? new Date((r['endedAt'] ?? r['completedAt']) as string) : null,
+  });
+
+  let runnerWake = () => {};
+  const campaigns = createCampaignsService({
+    repo,
+    clock,
+    log,
+    config,
+    async routeUsable(accountId, routeId, kind) {
+      const routes = await deps.usableRoutesNow(await routeOwner(accountId), kind);
+      return routes.some((r) => r.routeId === routeId);
+    },
+    wake: () => runnerWake(),
+  });
+
+  const runner = createCampaignRunner({
+    repo,
+    clock,
+    log,
+    config,
+    node: loadNodeId(config.paths.state),
+    blockedAmong: (accountId, numbers) => deps.dnc.blockedAmong(accountId, numbers),
+    async placeCall(payer: Payer, input) {
+      const r = await deps.commsCalls.place(payer, {
+        ...input,
+        async: true,
+        language: input.language as 'en',
+        actions: input.actions as never,
+      });
+      const data = r.data;
+      return { callId: data['callId'] as string, final: data['completedAt'] ? outcomeOfCall(data) : null };
+    },
+    async callOutcome(accountId, callId) {
+      const rec = await deps.commsCalls.get({ accountId }, callId);
+      return rec['endedAt'] ? outcomeOfCall(rec) : null;
+    },
+    async sendSms(payer, input) {
+      const r = await deps.sms.send({ ...payer, source: 'api' }, input);
+      return {
+        status: r.status,
+        callId: null,
+        sipCode: null,
+        cause: r.status === 'failed' ? (r.errorCode ?? 'SMS_FAILED') : null,
+        durationSeconds: 0,
+        cost: r.cost,
+        endedAt: null,
+      };
+    },
+    async worstCase(c, number) {
+      try {
+        const [best] = await deps.routing.candidatesFor({
+          accountId: c.parentId ?? c.accountId,
+          number,
+          type: c.kind,
+          routeId: c.routeId,
+        });
+        if (!best) return null;
+        const markup = await markupOf(c);
+        if (c.kind === 'voice') return new Decimal(chargeLeg(best, c.maxCallDuration, markup).total);
+        const { segments } = countSegments(c.messageBody ?? '');
+        return best.price.times(segments).times(markup.plus(100)).div(100).toDecimalPlaces(6, Decimal.ROUND_UP);
+      } catch {
+        return null;
+      }
+    },
+    async chargeFee(c, key, callId) {
+      const input = {
+        postingKey: key,
+        accountId: c.accountId,
+        amount: c.platformFeePerCall,
+        reference: 'Dialer platform fee',
+        relatedEntityType: 'dialer_campaign',
+        relatedEntityId: c.id,
+        callId,
+      };
+      try {
+        if (c.environment === 'test') await deps.ledger.chargeTest(input);
+        else await deps.ledger.charge({ ...input, sellerId: null });
+        return true;
+      } catch (err) {
+        if (isLedgerRefusal(err)) return false;
+        throw err;
+      }
+    },
+  });
+  runnerWake = () => runner.wake();
+
+  const library = createLibraryService({ sql, clock });
+  const analytics = createDialerAnalytics(sql);
+  const ask = createDialerAssistant({
+    chat: deps.chat,
+    model: config.ai.chat_model,
+    campaigns,
+    analytics,
+    dnc: deps.dnc,
+  });
+  const routes = campaignRoutes({ campaigns, library, analytics, repo, ask });
+  const saved = libraryRoutes(library, clock);
+
+  const module: Module = {
+    name: 'dialer',
+    async routes(app) {
+      await routes(app);
+      saved(app);
+    },
+    async start() {
+      await repo.failStaleImports(clock.now());
+      runner.start();
+    },
+    stop: () => runner.stop(),
+  };
+  return { module, service: { campaigns, library, runner } };
+}
+
+export type DialerService = ReturnType<typeof buildDialerModule>['service'];

@@ -1,0 +1,485 @@
+import { Decimal } from 'decimal.js';
+import type { Logger } from 'pino';
+import type { Config } from '../../config/schema.js';
+import type { Db } from '../../db/connection.js';
+import { AppError, fromSqlState } from '../../http/errors.js';
+import type { Clock } from '../../platform/clock.js';
+import { newId } from '../../platform/ids.js';
+import { emit } from '../../webhooks/emit.js';
+import { pickCallerIds } from './caller-ids.js';
+import type { CampaignRow, DialerRepo, NumberClaim } from './repo.js';
+import { inWindow } from './window.js';
+
+/** The paying side of a campaign's traffic, as the call and SMS planes take it. */
+export interface Payer {
+  accountId: string;
+  parentId: string | null;
+  mode: 'live' | 'test';
+}
+
+/** How one attempt ended, read from the call record or the send result. */
+export interface Outcome {
+  /** Call: completed, no_answer, busy, failed; SMS: sent, failed. */
+  status: string;
+  callId: string | null;
+  sipCode: number | null;
+  cause: string | null;
+  durationSeconds: number;
+  cost: string;
+  endedAt: Date | null;
+}
+
+export interface RunnerDeps {
+  repo: DialerRepo;
+  clock: Clock;
+  log: Logger;
+  config: Readonly<Config>;
+  /** This daemon's id: a campaign is run by one daemon at a time. */
+  node: string;
+  blockedAmong(accountId: string, numbers: string[]): Promise<Set<string>>;
+  /** Places an asynchronous call (POST /comms/calls semantics); a test payer's call is simulated and final at once. */
+  placeCall(
+    payer: Payer,
+    input: { to: string; from: string; routeId: string; maxDuration: number; language: string; actions: unknown[] },
+  ): Promise<{ callId: string; final: Outcome | null }>;
+  /** The call's outcome once it ended, else null. */
+  callOutcome(accountId: string, callId: string): Promise<Outcome | null>;
+  sendSms(payer: Payer, input: { to: string; from: string; message: string; routeId: string }): Promise<Outcome>;
+  /** The most one attempt to `number` can cost on the campaign's route (null: no rate covers it). */
+  worstCase(c: CampaignRow, number: string): Promise<Decimal | null>;
+  /** Charges the campaign's per-call platform fee (idempotent on `key`); false when the balance refused it. */
+  chargeFee(c: CampaignRow, key: string, callId: string | null): Promise<boolean>;
+}
+
+interface InFlight {
+  claim: NumberClaim;
+  cli: string | null;
+  reserve: Decimal;
+  callId: string | null;
+  startedAt: Date;
+  pollAt: number;
+}
+
+interface Running {
+  id: string;
+  inFlight: Map<string, InFlight>;
+  lastStart: number;
+  recovered: boolean;
+}
+
+/** Outcomes worth another attempt after `retryDelayMinutes` (spec: no-answer, busy, failure). */
+const RETRYABLE: ReadonlySet<string> = new Set(['no_answer', 'busy', 'failed']);
+const CLAIM_SECONDS = 30;
+const CLAIM_EVERY_MS = 5000;
+/** A limit said "not now" (capacity, CPS, the account's concurrent calls): the number waits this long. */
+const LIMIT_RETRY_MS = 3000;
+
+const startOfUtcDay = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
+
+/**
+ * Runs the campaigns of the account base: claims running campaigns for this daemon, places calls
+ * and sends within windows, pacing, caller-ID caps and budget, records each attempt's outcome
+ * with the campaign counters in one transaction, and picks up after a crash from what the
+ * database holds (numbers in `dialing` carry the call they placed).
+ */
+export function createCampaignRunner(deps: RunnerDeps) {
+  const { repo, clock, log } = deps;
+  const { sql } = repo;
+  const running = new Map<string, Running>();
+  let timer: NodeJS.Timeout | null = null;
+  let busy = false;
+  let stopped = true;
+  let lastClaim = 0;
+  const tasks = new Set<Promise<unknown>>();
+
+  const track = (p: Promise<unknown>) => {
+    tasks.add(p);
+    void p.finally(() => tasks.delete(p));
+  };
+
+  /** Calls in flight per caller ID across this daemon's campaigns of an account (they count toward caps). */
+  function inFlightClis(accountId: string, campaigns: Map<string, CampaignRow>): Map<string, number> {
+    const m = new Map<string, number>();
+    for (const r of running.values()) {
+      if (campaigns.get(r.id)?.accountId !== accountId) continue;
+      for (const f of r.inFlight.values()) if (f.cli) m.set(f.cli, (m.get(f.cli) ?? 0) + 1);
+    }
+    return m;
+  }
+
+  async function record(c: CampaignRow, r: Running, f: InFlight, o: Outcome): Promise<void> {
+    const now = clock.now();
+    const answered = o.status === 'completed' || o.status === 'sent';
+    let fee = new Decimal(0);
+    let refused = false;
+    if (answered && new Decimal(c.platformFeePerCall).gt(0)) {
+      if (await deps.chargeFee(c, `dialer:${c.id}:${f.claim.id}:${f.claim.attempts}:fee`, o.callId)) {
+        fee = new Decimal(c.platformFeePerCall);
+      } else refused = true;
+    }
+    const retry = !answered && RETRYABLE.has(o.status) && f.claim.attempts < c.maxAttempts;
+    const spent = new Decimal(o.cost).plus(fee);
+    await sql.begin(async (tx) => {
+      const moved = await repo.finishNumber(tx, c.id, f.claim.id, {
+        state: answered ? 'answered' : retry ? 'pending' : 'failed',
+        nextAt: retry ? new Date(now.getTime() + c.retryDelayMinutes * 60_000) : null,
+        status: o.status,
+        cause: o.cause,
+        callId: o.callId,
+        durationSeconds: o.durationSeconds,
+        spent: spent.toFixed(6),
+        now,
+      });
+      if (!moved) return;
+      await repo.insertAttempt(tx, {
+        id: newId(),
+        campaignId: c.id,
+        accountId: c.accountId,
+        number: f.claim.number,
+        attempt: f.claim.attempts,
+        callId: o.callId,
+        cli: f.cli,
+        status: o.status,
+        sipCode: o.sipCode,
+        cause: o.cause,
+        durationSeconds: o.durationSeconds,
+        cost: o.cost,
+        fee: fee.toFixed(6),
+        startedAt: f.startedAt,
+        endedAt: o.endedAt ?? now,
+      });
+      if (refused) await pause(tx, c.id, 'insufficient_balance', now);
+      else if (c.maxSpend !== null) {
+        await tx`update dialer_campaigns set status = 'paused', status_reason = 'max_spend_reached', updated_at = ${now}
+                 where id = ${c.id} and status = 'running' and spent >= max_spend`;
+      }
+    });
+    r.inFlight.delete(f.claim.id);
+  }
+
+  async function pause(db: Db, id: string, reason: string, now: Date) {
+    await db`update dialer_campaigns set status = 'paused', status_reason = ${reason}, updated_at = ${now}
+             where id = ${id} and status = 'running'`;
+  }
+
+  /** Numbers a stopped or dead daemon left dialling: follow their calls, or count the attempt as lost. */
+  async function recover(c: CampaignRow, r: Running): Promise<void> {
+    for (const n of await repo.dialing(c.id)) {
+      if (r.inFlight.has(n.id)) continue;
+      const f: InFlight = {
+        claim: n,
+        cli: null,
+        reserve: new Decimal(0),
+        callId: n.lastCallId,
+        startedAt: clock.now(),
+        pollAt: 0,
+      };
+      r.inFlight.set(n.id, f);
+      if (!n.lastCallId) {
+        // Whether the call went out is unknown: the attempt counts, so the number is never called beyond maxAttempts.
+        await record(c, r, f, {
+          status: 'failed',
+          callId: null,
+          sipCode: null,
+          cause: 'INTERRUPTED',
+          durationSeconds: 0,
+          cost: '0.000000',
+          endedAt: null,
+        });
+      }
+    }
+  }
+
+  async function launch(c: CampaignRow, r: Running, f: InFlight): Promise<void> {
+    const payer: Payer = { accountId: c.accountId, parentId: c.parentId, mode: c.environment };
+    const to = `+${f.claim.number}`;
+    try {
+      if (c.kind === 'sms') {
+        const o = await deps.sendSms(payer, { to, from: c.senderId!, message: c.messageBody!, routeId: c.routeId });
+        await record(c, r, f, o);
+        return;
+      }
+      const placed = await deps.placeCall(payer, {
+        to,
+        from: `+${f.cli!}`,
+        routeId: c.routeId,
+        maxDuration: c.maxCallDuration,
+        language: c.language,
+        actions: c.actions,
+      });
+      f.callId = placed.callId;
+      if (placed.final) await record(c, r, f, placed.final);
+      else {
+        await repo.noteCall(f.claim.id, placed.callId);
+        f.pollAt = Date.now() + deps.config.dialer.call_poll_ms;
+      }
+    } catch (caught) {
+      const now = clock.now();
+      // Ledger refusals arrive as database errors (SQLSTATE); the HTTP layer maps them the same way.
+      const code = (caught as { code?: unknown } | null)?.code;
+      const err =
+        caught instanceof AppError
+          ? caught
+          : typeof code === 'string'
+            ? (fromSqlState(code, caught instanceof Error ? caught.message : '') ?? caught)
+            : caught;
+      if (err instanceof AppError && (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE')) {
+        await repo.unclaim(c.id, f.claim, new Date(now.getTime() + LIMIT_RETRY_MS));
+        r.inFlight.delete(f.claim.id);
+        return;
+      }
+      if (
+        err instanceof AppError &&
+        err.code === 'VALIDATION_ERROR' &&
+        err.message.startsWith('Insufficient balance')
+      ) {
+        await repo.unclaim(c.id, f.claim, now);
+        r.inFlight.delete(f.claim.id);
+        await pause(sql, c.id, 'insufficient_balance', now);
+        return;
+      }
+      if (!(err instanceof AppError)) log.error({ err, campaignId: c.id }, 'campaign attempt failed');
+      else log.info({ campaignId: c.id, code: err.code, message: err.message }, 'campaign attempt refused');
+      await record(c, r, f, {
+        status: 'failed',
+        callId: f.callId,
+        sipCode: null,
+        cause: err instanceof AppError ? 'ROUTE_UNAVAILABLE' : 'INTERNAL_ERROR',
+        durationSeconds: 0,
+        cost: '0.000000',
+        endedAt: now,
+      });
+    }
+  }
+
+  async function poll(c: CampaignRow, r: Running): Promise<void> {
+    const t = Date.now();
+    for (const f of r.inFlight.values()) {
+      if (!f.callId || f.pollAt > t) continue;
+      f.pollAt = t + deps.config.dialer.call_poll_ms;
+      const o = await deps.callOutcome(c.accountId, f.callId);
+      if (o) await record(c, r, f, o);
+    }
+  }
+
+  async function complete(c: CampaignRow, now: Date): Promise<void> {
+    await sql.begin(async (tx) => {
+      const done = await tx`
+        update dialer_campaigns set status = 'completed', status_reason = 'all_numbers_done', completed_at = ${now}, updated_at = ${now}
+        where id = ${c.id} and status = 'running'
+          and not exists (select 1 from dialer_numbers where campaign_id = ${c.id} and state in ('pending', 'dialing'))`;
+      if (done.count === 0) return;
+      const fresh = (await repo.campaign(tx, null, c.id))!;
+      await emit(tx, {
+        accountId: c.accountId,
+        event: 'campaign.completed',
+        data: {
+          campaignId: c.id,
+          name: c.name,
+          stopped: false,
+          numbersDialed: fresh.numbersDialed,
+          numbersAnswered: fresh.numbersAnswered,
+          numbersFailed: fresh.numbersFailed,
+          spent: fresh.spent,
+        },
+        at: now,
+      });
+    });
+  }
+
+  async function step(r: Running, campaigns: Map<string, CampaignRow>): Promise<void> {
+    let c = campaigns.get(r.id);
+    if (!c) {
+      running.delete(r.id);
+      return;
+    }
+    const now = clock.now();
+    if (!r.recovered) {
+      r.recovered = true;
+      await recover(c, r);
+    }
+    await poll(c, r);
+    if (c.status === 'ready') {
+      if (c.scheduleAt && c.scheduleAt > now) return;
+      await sql.begin(async (tx) => {
+        const moved =
+          await tx`update dialer_campaigns set status = 'running', started_at = coalesce(started_at, ${now}), updated_at = ${now}
+                               where id = ${r.id} and status = 'ready'`;
+        if (moved.count > 0) {
+          await emit(tx, {
+            accountId: c!.accountId,
+            event: 'campaign.started',
+            data: {
+              campaignId: c!.id,
+              name: c!.name,
+              kind: c!.kind,
+              resumed: false,
+              environment: c!.environment,
+              scheduled: true,
+            },
+            at: now,
+          });
+        }
+      });
+      c = (await repo.campaign(sql, null, r.id))!;
+      campaigns.set(r.id, c);
+    }
+    if (c.status !== 'running') {
+      if (r.inFlight.size === 0) {
+        running.delete(r.id);
+        await repo.releaseRunner(r.id, deps.node);
+      }
+      return;
+    }
+    if (c.windowStartHour !== null && c.windowEndHour !== null) {
+      const w = { startHour: c.windowStartHour, endHour: c.windowEndHour, tz: c.windowTz ?? 'UTC' };
+      if (!inWindow(now, w)) return;
+    }
+    let free = c.concurrency - r.inFlight.size;
+    if (free <= 0) return;
+    if (c.callInterval > 0) {
+      if (now.getTime() - r.lastStart < c.callInterval) return;
+      free = 1;
+    }
+    const due = await repo.due(c.id, now, free);
+    if (due.length === 0) {
+      if (r.inFlight.size === 0) await complete(c, now);
+      return;
+    }
+    // Checked at dial time, so an entry added while the campaign runs applies to its next call.
+    const blocked = await deps.blockedAmong(
+      c.accountId,
+      due.map((d) => d.number),
+    );
+    await repo.block(
+      c.id,
+      due.filter((d) => blocked.has(d.number)).map((d) => d.id),
+      now,
+    );
+    let candidates = due.filter((d) => !blocked.has(d.number));
+    if (candidates.length === 0) return;
+
+    // The budget: settled spend plus the most every call in flight can still cost, never above maxSpend.
+    const reserves = new Map<string, Decimal>();
+    if (c.maxSpend !== null) {
+      const limit = new Decimal(c.maxSpend);
+      let committed = new Decimal(c.spent);
+      for (const f of r.inFlight.values()) committed = committed.plus(f.reserve);
+      const fee = new Decimal(c.platformFeePerCall);
+      const fits: typeof candidates = [];
+      for (const d of candidates) {
+        const worst = ((await deps.worstCase(c, d.number)) ?? new Decimal(0)).plus(fee);
+        if (committed.plus(worst).gt(limit)) break;
+        committed = committed.plus(worst);
+        reserves.set(d.id, worst);
+        fits.push(d);
+      }
+      if (fits.length === 0) {
+        if (r.inFlight.size === 0) await pause(sql, c.id, 'max_spend_reached', now);
+        return;
+      }
+      candidates = fits;
+    }
+
+    let clis: (string | null)[] = candidates.map(() => null);
+    if (c.kind === 'voice') {
+      const set = c.cliSetId ? await repo.cliSet(c.accountId, c.cliSetId) : null;
+      if (!set || set.clis.length === 0) {
+        await pause(sql, c.id, 'no_caller_ids', now);
+        return;
+      }
+      const used = await repo.cliUsage(c.accountId, startOfUtcDay(now));
+      for (const [cli, n] of inFlightClis(c.accountId, campaigns)) used.set(cli, (used.get(cli) ?? 0) + n);
+      const strategy = c.cliStrategy as Parameters<typeof pickCallerIds>[2];
+      const cursor =
+        (strategy?.strategy ?? 'round_robin') === 'round_robin' ? await repo.takeCliCursor(c.id, candidates.length) : 0;
+      clis = pickCallerIds(
+        set.clis.map((x) => x.replace(/^\+/, '')),
+        candidates.map((d) => d.number),
+        strategy,
+        used,
+        cursor,
+      );
+      const withCli = candidates.map((d, i) => ({ d, cli: clis[i] ?? null })).filter((x) => x.cli !== null);
+      candidates = withCli.map((x) => x.d);
+      clis = withCli.map((x) => x.cli);
+      if (candidates.length === 0) return; // every caller ID is at its daily cap: wait for the next UTC day
+    }
+    const cliOf = new Map(candidates.map((d, i) => [d.id, clis[i] ?? null]));
+    // Stamped now, not at the start of the step: the slots were counted after the awaits above.
+    const claimedAt = clock.now();
+    const claims = await repo.claim(
+      c.id,
+      candidates.map((d) => d.id),
+      claimedAt,
+    );
+    for (const claim of claims) {
+      const f: InFlight = {
+        claim,
+        cli: cliOf.get(claim.id) ?? null,
+        reserve: reserves.get(claim.id) ?? new Decimal(0),
+        callId: null,
+        startedAt: claimedAt,
+        pollAt: Number.POSITIVE_INFINITY,
+      };
+      r.inFlight.set(claim.id, f);
+      r.lastStart = claimedAt.getTime();
+      const camp = c;
+      track(
+        launch(camp, r, f).catch((err: unknown) =>
+          log.error({ err, campaignId: camp.id }, 'campaign attempt not recorded'),
+        ),
+      );
+    }
+  }
+
+  async function tick(): Promise<void> {
+    if (busy || stopped) return;
+    busy = true;
+    try {
+      const now = clock.now();
+      if (Date.now() - lastClaim >= CLAIM_EVERY_MS) {
+        lastClaim = Date.now();
+        for (const id of await repo.claimRunnable(deps.node, now, CLAIM_SECONDS)) {
+          if (!running.has(id)) running.set(id, { id, inFlight: new Map(), lastStart: 0, recovered: false });
+        }
+      }
+      if (running.size === 0) return;
+      const rows = await Promise.all([...running.keys()].map((id) => repo.campaign(sql, null, id)));
+      const campaigns = new Map(rows.filter((x): x is CampaignRow => x !== null).map((c) => [c.id, c]));
+      for (const r of [...running.values()]) {
+        if (stopped) break;
+        try {
+          await step(r, campaigns);
+        } catch (err) {
+          log.error({ err, campaignId: r.id }, 'campaign step failed');
+        }
+      }
+    } finally {
+      busy = false;
+    }
+  }
+
+  return {
+    start() {
+      stopped = false;
+      timer = setInterval(() => void tick(), deps.config.dialer.tick_ms);
+      timer.unref();
+    },
+    /** A campaign was started: look for it now rather than at the next claim round. */
+    wake() {
+      lastClaim = 0;
+      void tick();
+    },
+    /** Stops placing calls; attempts being recorded finish. Calls in flight are followed again after a restart. */
+    async stop() {
+      stopped = true;
+      if (timer) clearInterval(timer);
+      await Promise.allSettled([...tasks]);
+    },
+    /** For tests: campaigns this daemon runs and their calls in flight. */
+    snapshot: () => [...running.values()].map((r) => ({ id: r.id, inFlight: r.inFlight.size })),
+  };
+}
+
+export type CampaignRunner = ReturnType<typeof createCampaignRunner>;

@@ -89,7 +89,13 @@ export function lookupRoutes(svc: LookupService) {
         },
       },
       async (req) =>
-        ok(await svc.lookup(req.params.number, req.principal ? { accountId: req.principal.accountId } : null)),
+        ok(
+          await svc.lookup(
+            req.params.number,
+            // A sub-account sends over its operator's routes, so it sees those.
+            req.principal ? { accountId: req.principal.parentId ?? req.principal.accountId } : null,
+          ),
+        ),
     );
   };
 }

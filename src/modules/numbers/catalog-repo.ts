@@ -154,8 +154,12 @@ export interface SearchHitRow {
  * migration 220 (prefix, reversed prefix, trigrams); `limit + 1` rows so the caller can tell truncation.
  */
 export async function search(sql: Sql, q: SearchQuery): Promise<SearchHitRow[]> {
+  // Prefix ranges with the text_pattern_ops operators, not LIKE: the driver prepares statements, and
+  // a generic plan cannot turn `like $1` into an index range, while `~>=~ $1 and ~<~ $2` it can; the
+  // same operators give the index's order, so a search stops after `limit + 1` rows.
+  const upper = (p: string) => p.slice(0, -1) + String.fromCharCode(p.charCodeAt(p.length - 1) + 1);
+  const reversed = [...q.pattern].reverse().join('');
   const esc = q.pattern.replace(/[\\%_]/g, (m) => `\\${m}`);
-  const reversed = [...esc].reverse().join('');
   const text = q.text?.trim() ?? '';
   const like = `%${text.replace(/[\\%_]/g, (m) => `\\${m}`)}%`;
   const patternCond =
@@ -164,10 +168,17 @@ export async function search(sql: Sql, q: SearchQuery): Promise<SearchHitRow[]> 
       : q.match === 'exact'
         ? sql`and n.local_part = ${q.pattern}`
         : q.match === 'starts_with'
-          ? sql`and n.local_part like ${esc + '%'}`
+          ? sql`and n.local_part ~>=~ ${q.pattern} and n.local_part ~<~ ${upper(q.pattern)}`
           : q.match === 'ends_with'
-            ? sql`and reverse(n.local_part) like ${reversed + '%'}`
+            ? sql`and reverse(n.local_part) ~>=~ ${reversed} and reverse(n.local_part) ~<~ ${upper(reversed)}`
             : sql`and n.local_part like ${'%' + esc + '%'}`;
+  // A contains search (trigram bitmap) is left unordered rather than sorting every match.
+  const order =
+    q.pattern !== '' && (q.match === 'starts_with' || q.match === 'exact')
+      ? sql`order by n.local_part using ~<~`
+      : q.pattern !== '' && q.match === 'ends_with'
+        ? sql`order by reverse(n.local_part) using ~<~`
+        : sql``;
   return sql<SearchHitRow[]>`
     select n.id, n.number, n.local_part, n.vanity, g.id as group_id, c.name as country, c.id as country_id,
            c.country_code, c.prefix as country_prefix, g.city, g.area_prefix, g.type_id, t.name as type_name
@@ -182,7 +193,7 @@ export async function search(sql: Sql, q: SearchQuery): Promise<SearchHitRow[]> 
       ${q.typeId ? sql`and g.type_id = ${q.typeId}` : sql``}
       ${text ? sql`and (c.name ilike ${like} or g.city ilike ${like} or t.name ilike ${like})` : sql``}
       and exists (select 1 from did_skus s where s.group_id = g.id and s.status = 'active')
-    order by n.local_part
+    ${order}
     limit ${q.limit + 1}`;
 }
 

@@ -212,10 +212,7 @@ t.test('listing request, operator approval, inventory import and every catalogue
   t.equal(starts.json.scannedPages, 1);
   t.equal(starts.json.truncated, false);
   const ends = await search('pattern=7462&match=ends_with');
-  t.same(
-    ends.json.data.hits.map((h: { number: string }) => h.number),
-    ['441612837462', '491512837462'],
-  );
+  t.same(ends.json.data.hits.map((h: { number: string }) => h.number).sort(), ['441612837462', '491512837462']);
   const exact = await search('pattern=12345678&match=exact');
   t.equal(exact.json.data.hits.length, 0, 'exact compares the whole local part');
   const exact2 = await search('pattern=712345678&match=exact');

@@ -36,6 +36,10 @@ export function buildApiCallsModule(
   },
 ) {
   const { config, log } = core;
+  // Found at start rather than on the first call, which would otherwise fail with a 500.
+  if (config.media.engine === 'asterisk' && config.asterisk.hosts.length === 0) {
+    throw new Error('config: [media] engine = "asterisk" needs at least one [[asterisk.hosts]] entry');
+  }
   let voice: VoicePlane | null = null;
   const service = createApiCallsService({
     ...core,

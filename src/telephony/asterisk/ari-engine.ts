@@ -1,21 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { AriEvent } from 'ari-client';
 import type { Logger } from 'pino';
-import type {
-  ActionsOutcome,
-  CallAction,
-  CallEnd,
-  CallEndCause,
-  CallEngine,
-  CallState,
-  EngineCall,
-  EngineCallEvents,
-  GatherResult,
-  OriginateRequest,
-} from '../engine.js';
-import { realClock, runActions, type ActionClock, type ActionMedia, type PromptRenderer } from '../media/actions.js';
+import type { CallEnd, CallEndCause, CallEngine, CallState, EngineCall, OriginateRequest } from '../engine.js';
+import { realClock, type ActionClock, type ActionMedia, type PromptRenderer } from '../media/actions.js';
+import { createCallEvents, endThenHangUp, engineCall, notAnswered } from '../media/engine-call.js';
 import { isDtmfKey, type DtmfKey } from '../media/dtmf.js';
-import { MediaError } from '../media/errors.js';
 import { causeForStatus, type SignallingDialer, type SignallingLeg } from '../media/native-engine.js';
 import type { AriHost } from './ari-host.js';
 import type { AsteriskLeg, LegListener } from './leg-listener.js';
@@ -54,8 +43,6 @@ export interface AsteriskEngineOptions {
 
 /** How long Asterisk lets an originated channel ring; the exchange's dialer ends no-answer legs first. */
 const ORIGINATE_TIMEOUT_S = 300;
-
-type Listeners = { [E in keyof EngineCallEvents]: EngineCallEvents[E][] };
 
 /** What the engine keeps per call to route ARI events and end it from outside. */
 interface LiveCall {
@@ -151,7 +138,8 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
 
   function originate(req: OriginateRequest): EngineCall {
     const log = options.log.child({ callId: req.callId });
-    const listeners: Listeners = { ringing: [], answered: [], ended: [] };
+    const events = createCallEvents(log);
+    const emit = events.emit;
     const abort = new AbortController();
     let state: CallState = 'dialling';
     let host: AriHost | null = null;
@@ -171,16 +159,6 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
     const stopped = new Set<string>();
     let current: string | null = null;
     const keyListeners = new Set<(key: DtmfKey) => void>();
-
-    function emit<E extends keyof EngineCallEvents>(event: E, ...args: Parameters<EngineCallEvents[E]>): void {
-      for (const l of listeners[event]) {
-        try {
-          (l as (...a: Parameters<EngineCallEvents[E]>) => void)(...args);
-        } catch (err) {
-          log.error({ err, event }, 'call event listener failed');
-        }
-      }
-    }
 
     const hangupChannel = (): void => {
       const h = host;
@@ -216,14 +194,7 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
 
     async function endLocally(cause: CallEndCause, reason: string): Promise<CallEnd> {
       if (endResult) return endResult;
-      const l = leg;
-      const result = finish(cause, 'local', null, reason);
-      try {
-        await l?.hangup();
-      } catch (err) {
-        log.warn({ err }, 'signalling hangup failed');
-      }
-      return result;
+      return endThenHangUp(() => finish(cause, 'local', null, reason), leg, log);
     }
 
     function inStasis(): void {
@@ -243,7 +214,7 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
       async play(audio) {
         const h = host;
         const id = channelId;
-        if (state !== 'answered' || !h || !id) throw new MediaError('MEDIA_SESSION_CLOSED', 'call is not answered');
+        if (state !== 'answered' || !h || !id) throw notAnswered();
         const uri = await prompts.publish(audio);
         if (endResult) return { interrupted: true };
         const playbackId = randomUUID();
@@ -430,53 +401,21 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
       if (!endResult) finish('failed', 'local', null, 'no Asterisk host could take the call');
     }
 
-    async function run(
-      actions: readonly CallAction[],
-      onGathered?: (r: GatherResult) => void,
-    ): Promise<ActionsOutcome> {
-      if (state !== 'answered') throw new MediaError('MEDIA_SESSION_CLOSED', 'call is not answered');
-      return runActions({
-        media,
-        actions,
-        language: req.language ?? 'en',
-        renderer,
-        clock,
-        signal: abort.signal,
-        onGathered,
-      });
-    }
-
-    const call: EngineCall = {
+    const call: EngineCall = engineCall({
       callId: req.callId,
-      get state() {
-        return state;
-      },
+      state: () => state,
       ended,
-      on(event, listener) {
-        listeners[event].push(listener);
+      events,
+      media: () => {
+        if (state !== 'answered') throw notAnswered();
+        return media;
       },
-      async speak(text, opts) {
-        if (state !== 'answered') throw new MediaError('MEDIA_SESSION_CLOSED', 'call is not answered');
-        return media.play(await renderer.say(text, opts?.language ?? req.language ?? 'en', media.codec));
-      },
-      async play(mp3) {
-        if (state !== 'answered') throw new MediaError('MEDIA_SESSION_CLOSED', 'call is not answered');
-        return media.play(await renderer.play(mp3, media.codec));
-      },
-      async gather(spec) {
-        const outcome = await run([{ gather: spec }]);
-        return outcome.gathered[0] ?? { index: 0, digits: null, status: 'no_input' };
-      },
-      async pause(seconds) {
-        await run([{ pause: seconds }]);
-      },
-      runActions: (actions, opts) => run(actions, opts?.onGathered),
-      hangup: () =>
-        endLocally(
-          state === 'answered' ? 'completed' : 'cancelled',
-          state === 'answered' ? 'hung up by the platform' : 'cancelled before answer',
-        ),
-    };
+      renderer,
+      language: req.language ?? 'en',
+      clock,
+      signal: abort.signal,
+      endLocally,
+    });
     entry.call = call;
     live.add(entry);
     start().catch((err: unknown) => {

@@ -151,6 +151,8 @@ export function createAriHost(opts: AriHostOptions): AriHost {
       c = await withTimeout('connect', ari.connect(base, opts.username, opts.password));
       const self = c;
       c.on('*', (event: AriEvent) => {
+        // Only the current connection speaks: a replaced one still retrying must not double events.
+        if (client !== self) return;
         for (const l of eventListeners) {
           try {
             l(event);
@@ -229,7 +231,16 @@ export function createAriHost(opts: AriHostOptions): AriHost {
       if (lost) {
         lost = false;
         // Whatever the client held is stale after an outage: a fresh connection, fresh events.
-        if (!connecting && !socketOpen) scheduleConnect();
+        if (!connecting && !socketOpen) {
+          const old = client;
+          client = null;
+          try {
+            old?.stop();
+          } catch {
+            // its socket is already down
+          }
+          scheduleConnect();
+        }
       }
     } else {
       failures++;

@@ -1,18 +1,15 @@
 import type { Logger } from 'pino';
 import type {
-  ActionsOutcome,
-  CallAction,
   CallEnd,
   CallEndCause,
   CallEngine,
   CallState,
   EngineCall,
-  EngineCallEvents,
-  GatherResult,
   OriginateRequest,
   RouteEndpoint,
 } from '../engine.js';
-import { realClock, runActions } from './actions.js';
+import { realClock } from './actions.js';
+import { createCallEvents, endThenHangUp, engineCall, notAnswered } from './engine-call.js';
 import type { ActionClock, PromptRenderer } from './actions.js';
 import { MediaError } from './errors.js';
 import type { G711Codec } from './g711.js';
@@ -76,8 +73,6 @@ export function causeForStatus(status: number | null): CallEndCause {
   return 'failed';
 }
 
-type Listeners = { [E in keyof EngineCallEvents]: EngineCallEvents[E][] };
-
 export function createNativeEngine(options: NativeEngineOptions): CallEngine {
   const { pool, dialer, renderer } = options;
   const clock = options.clock ?? realClock;
@@ -86,7 +81,8 @@ export function createNativeEngine(options: NativeEngineOptions): CallEngine {
 
   function originate(req: OriginateRequest): EngineCall {
     const log = options.log.child({ callId: req.callId });
-    const listeners: Listeners = { ringing: [], answered: [], ended: [] };
+    const events = createCallEvents(log);
+    const emit = events.emit;
     const abort = new AbortController();
     let state: CallState = 'dialling';
     let session: MediaSession | null = null;
@@ -98,16 +94,6 @@ export function createNativeEngine(options: NativeEngineOptions): CallEngine {
       resolveEnded = resolve;
     });
     let endResult: CallEnd | null = null;
-
-    function emit<E extends keyof EngineCallEvents>(event: E, ...args: Parameters<EngineCallEvents[E]>): void {
-      for (const l of listeners[event]) {
-        try {
-          (l as (...a: Parameters<EngineCallEvents[E]>) => void)(...args);
-        } catch (err) {
-          log.error({ err, event }, 'call event listener failed');
-        }
-      }
-    }
 
     /** Ends the call once; later calls return the first result. */
     function finish(cause: CallEndCause, by: 'local' | 'remote', sipStatus: number | null, reason: string): CallEnd {
@@ -128,69 +114,24 @@ export function createNativeEngine(options: NativeEngineOptions): CallEngine {
 
     async function endLocally(cause: CallEndCause, reason: string): Promise<CallEnd> {
       if (endResult) return endResult;
-      const l = leg;
-      const result = finish(cause, 'local', null, reason);
-      try {
-        await l?.hangup();
-      } catch (err) {
-        log.warn({ err }, 'signalling hangup failed');
-      }
-      return result;
+      return endThenHangUp(() => finish(cause, 'local', null, reason), leg, log);
     }
 
-    const answeredSession = (): MediaSession => {
-      if (state !== 'answered' || !session) throw new MediaError('MEDIA_SESSION_CLOSED', 'call is not answered');
-      return session;
-    };
-
-    async function run(
-      actions: readonly CallAction[],
-      onGathered?: (r: GatherResult) => void,
-    ): Promise<ActionsOutcome> {
-      const media = answeredSession();
-      return runActions({
-        media,
-        actions,
-        language: req.language ?? 'en',
-        renderer,
-        clock,
-        signal: abort.signal,
-        onGathered,
-      });
-    }
-
-    const call: EngineCall = {
+    const call: EngineCall = engineCall({
       callId: req.callId,
-      get state() {
-        return state;
-      },
+      state: () => state,
       ended,
-      on(event, listener) {
-        listeners[event].push(listener);
+      events,
+      media: () => {
+        if (state !== 'answered' || !session) throw notAnswered();
+        return session;
       },
-      async speak(text, opts) {
-        const media = answeredSession();
-        const audio = await renderer.say(text, opts?.language ?? req.language ?? 'en', media.codec);
-        return media.play(audio);
-      },
-      async play(mp3) {
-        const media = answeredSession();
-        return media.play(await renderer.play(mp3, media.codec));
-      },
-      async gather(spec) {
-        const outcome = await run([{ gather: spec }]);
-        return outcome.gathered[0] ?? { index: 0, digits: null, status: 'no_input' };
-      },
-      async pause(seconds) {
-        await run([{ pause: seconds }]);
-      },
-      runActions: (actions, opts) => run(actions, opts?.onGathered),
-      hangup: () =>
-        endLocally(
-          state === 'answered' ? 'completed' : 'cancelled',
-          state === 'answered' ? 'hung up by the platform' : 'cancelled before answer',
-        ),
-    };
+      renderer,
+      language: req.language ?? 'en',
+      clock,
+      signal: abort.signal,
+      endLocally,
+    });
     live.add(call);
 
     const start = async (): Promise<void> => {

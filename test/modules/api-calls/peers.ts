@@ -1,5 +1,5 @@
 import { Decimal } from 'decimal.js';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
@@ -174,7 +174,10 @@ function keyPcap(key: string, position: number): string {
     }
     off += 16 + incl;
   }
-  mkdirSync(keyDir, { recursive: true });
+  if (!existsSync(keyDir)) {
+    mkdirSync(keyDir, { recursive: true });
+    process.once('exit', () => rmSync(keyDir, { recursive: true, force: true }));
+  }
   writeFileSync(path, pcap);
   return path;
 }

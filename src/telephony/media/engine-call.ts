@@ -1,0 +1,120 @@
+import type { Logger } from 'pino';
+import type {
+  ActionsOutcome,
+  CallAction,
+  CallEnd,
+  CallEndCause,
+  CallLanguage,
+  CallState,
+  EngineCall,
+  EngineCallEvents,
+  GatherResult,
+} from '../engine.js';
+import { runActions, type ActionClock, type ActionMedia, type PromptRenderer } from './actions.js';
+import { MediaError } from './errors.js';
+
+/**
+ * What every engine's call shares once it has a media stream: the event listeners, and the media
+ * operations of `EngineCall` (speak, play, gather, pause, the action script, hangup) over the
+ * stream. Each engine keeps only how it places, answers and ends a call.
+ */
+
+type Listeners = { [E in keyof EngineCallEvents]: EngineCallEvents[E][] };
+
+export interface CallEvents {
+  on<E extends keyof EngineCallEvents>(event: E, listener: EngineCallEvents[E]): void;
+  emit<E extends keyof EngineCallEvents>(event: E, ...args: Parameters<EngineCallEvents[E]>): void;
+}
+
+/** Listeners called in order; one that throws is logged and does not stop the others. */
+export function createCallEvents(log: Logger): CallEvents {
+  const listeners: Listeners = { ringing: [], answered: [], ended: [] };
+  return {
+    on(event, listener) {
+      listeners[event].push(listener);
+    },
+    emit(event, ...args) {
+      for (const l of listeners[event]) {
+        try {
+          (l as (...a: typeof args) => void)(...args);
+        } catch (err) {
+          log.error({ err, event }, 'call event listener failed');
+        }
+      }
+    },
+  };
+}
+
+export interface EngineCallParts {
+  callId: string;
+  state(): CallState;
+  ended: Promise<CallEnd>;
+  events: CallEvents;
+  /** The answered call's media; throws (MEDIA_SESSION_CLOSED) otherwise. */
+  media(): ActionMedia;
+  renderer: PromptRenderer;
+  language: CallLanguage;
+  clock: ActionClock;
+  /** Aborted when the call ends: a running script stops at once. */
+  signal: AbortSignal;
+  endLocally(cause: CallEndCause, reason: string): Promise<CallEnd>;
+}
+
+/** Ends the call (once, by `end`), then takes its signalling leg down; a failed hangup is only logged. */
+export async function endThenHangUp(
+  end: () => CallEnd,
+  leg: { hangup(): Promise<void> } | null,
+  log: Logger,
+): Promise<CallEnd> {
+  const result = end();
+  try {
+    await leg?.hangup();
+  } catch (err) {
+    log.warn({ err }, 'signalling hangup failed');
+  }
+  return result;
+}
+
+export const notAnswered = (): MediaError => new MediaError('MEDIA_SESSION_CLOSED', 'call is not answered');
+
+export function engineCall(p: EngineCallParts): EngineCall {
+  function run(actions: readonly CallAction[], onGathered?: (r: GatherResult) => void): Promise<ActionsOutcome> {
+    return runActions({
+      media: p.media(),
+      actions,
+      language: p.language,
+      renderer: p.renderer,
+      clock: p.clock,
+      signal: p.signal,
+      onGathered,
+    });
+  }
+  return {
+    callId: p.callId,
+    get state() {
+      return p.state();
+    },
+    ended: p.ended,
+    on: (event, listener) => p.events.on(event, listener),
+    async speak(text, opts) {
+      const media = p.media();
+      return media.play(await p.renderer.say(text, opts?.language ?? p.language, media.codec));
+    },
+    async play(mp3) {
+      const media = p.media();
+      return media.play(await p.renderer.play(mp3, media.codec));
+    },
+    async gather(spec) {
+      const outcome = await run([{ gather: spec }]);
+      return outcome.gathered[0] ?? { index: 0, digits: null, status: 'no_input' };
+    },
+    async pause(seconds) {
+      await run([{ pause: seconds }]);
+    },
+    runActions: (actions, opts) => run(actions, opts?.onGathered),
+    hangup: () =>
+      p.state() === 'answered'
+        ? p.endLocally('completed', 'hung up by the platform')
+        : p.endLocally('cancelled', 'cancelled before answer'),
+  };
+}

@@ -312,7 +312,7 @@ export function createCliTestsService(deps: CliTestsDeps) {
       }
       try {
         await repo.updateTest(sql, t.id, { status: 'in_progress', testNumber: handset.number, handsetId: handset.id });
-        const started = clock.now().getTime();
+        let started = clock.now().getTime();
         const arrival = deps.observer.expect(handset.number, CALL_TIMEOUT_MS);
         const legId = `cli-${t.id}`;
         const call = engine.originate({
@@ -324,6 +324,9 @@ export function createCliTestsService(deps: CliTestsDeps) {
         });
         let ringMs: number | null = null;
         let answerMs: number | null = null;
+        call.on('dialling', (at) => {
+          started = at.getTime();
+        });
         call.on('ringing', () => {
           ringMs ??= clock.now().getTime() - started;
         });

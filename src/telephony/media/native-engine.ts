@@ -86,7 +86,7 @@ export function createNativeEngine(options: NativeEngineOptions): CallEngine {
 
   function originate(req: OriginateRequest): EngineCall {
     const log = options.log.child({ callId: req.callId });
-    const listeners: Listeners = { ringing: [], answered: [], ended: [] };
+    const listeners: Listeners = { dialling: [], ringing: [], answered: [], ended: [] };
     const abort = new AbortController();
     let state: CallState = 'dialling';
     let session: MediaSession | null = null;
@@ -201,6 +201,7 @@ export function createNativeEngine(options: NativeEngineOptions): CallEngine {
       }
       session = s;
       s.onTimeout(() => void endLocally('media_timeout', 'no audio from the far end'));
+      emit('dialling', now());
       leg = dialer.dial(
         { callId: req.callId, to: req.to, from: req.from, endpoint: req.endpoint, offerSdp: s.offerSdp() },
         {

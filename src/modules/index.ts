@@ -177,6 +177,7 @@ export async function buildModules(coreIn: CoreDeps) {
     sip,
     routeChecks: routeChecks.service,
     calls: commsCalls.service,
+    admission: calls.service,
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);

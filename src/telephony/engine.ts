@@ -100,6 +100,8 @@ export interface CallEnd {
 export type CallState = 'dialling' | 'ringing' | 'answered' | 'ended';
 
 export interface EngineCallEvents {
+  /** The INVITE is about to leave (media is ready): where post-dial delay starts. */
+  dialling: (at: Date) => void;
   ringing: () => void;
   answered: (at: Date) => void;
   ended: (end: CallEnd) => void;

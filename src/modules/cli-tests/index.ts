@@ -16,7 +16,13 @@ const DUE_LOOP_MS = 5000;
  */
 export function buildCliTestsModule(
   core: CoreDeps,
-  deps: { ledger: Ledger; sip: SipPlane; routeChecks: RouteChecksService; calls: CliTestsDeps['calls'] },
+  deps: {
+    ledger: Ledger;
+    sip: SipPlane;
+    routeChecks: RouteChecksService;
+    calls: CliTestsDeps['calls'];
+    admission: CliTestsDeps['admission'];
+  },
 ) {
   const log = core.log.child({ module: 'cli-tests' });
   const observer = createCliObserver({
@@ -33,13 +39,15 @@ export function buildCliTestsModule(
     ledger: deps.ledger,
     routeChecks: deps.routeChecks,
     calls: deps.calls,
+    admission: deps.admission,
     observer,
   });
   let timer: NodeJS.Timeout | undefined;
   const module: Module = {
     name: 'cli-tests',
     routes: cliTestsRoutes(service),
-    start() {
+    async start() {
+      await service.recover();
       timer = setInterval(
         () =>
           void service

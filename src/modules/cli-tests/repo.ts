@@ -152,6 +152,19 @@ export function createCliTestsRepo(sql: Sql) {
       return Number(row!.n);
     },
 
+    /** Tests a stopped daemon left mid-call (a call ends within a minute): failed, nothing charged. */
+    async failAbandoned(olderThan: Date, now: Date): Promise<string[]> {
+      const rows = await sql<
+        { batchId: string | null }[]
+      >`update cli_tests set status = 'failed', completed_at = ${now},
+          failure_cause = 'INTERRUPTED', result_notes = 'The test was interrupted; nothing was charged'
+        where status in ('dispatching', 'in_progress') and dispatched_at < ${olderThan} returning batch_id`;
+      return [...new Set(rows.map((r) => r.batchId).filter((b): b is string => b !== null))];
+    },
+    /** Pending tests no daemon has called for a while (their daemon stopped before calling). */
+    stalePending: (olderThan: Date) =>
+      sql<{ id: string }[]>`select id from cli_tests where status = 'pending' and created_at < ${olderThan}
+        order by id limit 500`,
     async insertBatch(db: Db, b: Omit<BatchRow, 'completedAt'>): Promise<void> {
       await db`insert into cli_test_batches (id, account_id, status, display_cli, route_ids, created_at)
         values (${b.id}, ${b.accountId}, ${b.status}, ${b.displayCli}, ${db.array(b.routeIds)}::uuid[], ${b.createdAt})`;

@@ -16,6 +16,7 @@ import { newId } from '../../platform/ids.js';
 import type { LegOutcome } from '../../telephony/calls/sip-dialer.js';
 import type { CallEngine } from '../../telephony/engine.js';
 import type { RouteChecksService } from '../route-checks/service.js';
+import type { ApiAdmission } from '../sip-trunks/service.js';
 import type { CliObserver } from './observer.js';
 import { createCliTestsRepo, FINAL, type BatchRow, type HandsetRow, type NewTest, type TestRow } from './repo.js';
 
@@ -32,6 +33,11 @@ export interface CliTestsDeps {
   ledger: Ledger;
   routeChecks: Pick<RouteChecksService, 'target'>;
   calls: { engine(): CallEngine | null; takeLeg(callId: string): LegOutcome | undefined };
+  /** The calls module's counters (route capacity and CPS, the account's API calls). */
+  admission: {
+    admitApiCall(o: { payer: string; maxApiCalls: number; routeIds: readonly string[] }): Promise<ApiAdmission>;
+    releaseApiCall(slots: string[]): Promise<void>;
+  };
   observer: CliObserver;
 }
 
@@ -265,73 +271,121 @@ export function createCliTestsService(deps: CliTestsDeps) {
       return;
     }
     await onHandset(handset.id, async () => {
-      await repo.updateTest(sql, t.id, { status: 'in_progress', testNumber: handset.number, handsetId: handset.id });
-      const started = clock.now().getTime();
-      const arrival = deps.observer.expect(handset.number, CALL_TIMEOUT_MS);
-      const legId = `cli-${t.id}`;
-      const call = engine.originate({
-        callId: legId,
-        to: handset.number,
-        from: digits(t.displayCli),
-        endpoint,
-        maxDurationSec: 10,
-      });
-      let ringMs: number | null = null;
-      let answerMs: number | null = null;
-      call.on('ringing', () => {
-        ringMs ??= clock.now().getTime() - started;
-      });
-      call.on('answered', (at) => {
-        answerMs = at.getTime() - started;
-        void call.hangup().catch(() => undefined);
-      });
-      const giveUp = setTimeout(() => void call.hangup().catch(() => undefined), CALL_TIMEOUT_MS);
-      const end = await call.ended;
-      clearTimeout(giveUp);
-      const leg = deps.calls.takeLeg(legId);
-      const arrived = await Promise.race([arrival, sleep(500).then(() => null)]);
-      const rang = ringMs !== null || answerMs !== null || leg?.ringing === true || arrived !== null;
-      const sipCode = end.answeredAt ? 200 : (end.sipStatus ?? leg?.sipStatus ?? null);
-      if (arrived) {
-        const seen = arrived.pai ?? arrived.from;
-        const match = seen !== null && seen === digits(t.displayCli);
+      // A test call takes a slot of the route's capacity and CPS, and of the account's API calls, like any call.
+      let slots: string[];
+      try {
+        const admitted = await deps.admission.admitApiCall({
+          payer: t.accountId,
+          maxApiCalls: config.voice.max_api_calls_per_account,
+          routeIds: [t.routeId!],
+        });
+        if (!admitted.ok) {
+          const route = admitted.cause === 'capacity' || admitted.cause === 'cps';
+          await finish(
+            t,
+            {
+              status: 'failed',
+              testNumber: handset.number,
+              failureCause: route ? 'ROUTE_AT_CAPACITY' : 'ACCOUNT_CALL_LIMIT',
+              resultNotes: route
+                ? 'The route is carrying its maximum calls right now'
+                : 'Your account is at its limit of calls in progress',
+            },
+            false,
+          );
+          return;
+        }
+        slots = admitted.slots;
+      } catch (err) {
+        log.warn({ err, testId: t.id }, 'caller-ID test: call limiter unreachable');
         await finish(
           t,
           {
-            status: 'completed',
-            rang: true,
-            ringMs: ringMs ?? arrived.at.getTime() - started,
-            answerMs,
-            sipCode,
-            reportedCli: seen === null ? null : `+${seen}`,
-            displayedCorrectly: match,
-            resultNotes: match
-              ? 'The handset showed the caller ID as sent'
-              : seen === null
-                ? 'The handset showed no caller ID'
-                : 'The handset showed a different caller ID',
+            status: 'failed',
+            testNumber: handset.number,
+            failureCause: 'LIMITER_UNAVAILABLE',
+            resultNotes: 'The call limiter cannot be reached',
           },
-          true,
+          false,
         );
         return;
       }
-      await finish(
-        t,
-        {
-          status: 'failed',
+      try {
+        await repo.updateTest(sql, t.id, { status: 'in_progress', testNumber: handset.number, handsetId: handset.id });
+        let started = clock.now().getTime();
+        const arrival = deps.observer.expect(handset.number, CALL_TIMEOUT_MS);
+        const legId = `cli-${t.id}`;
+        const call = engine.originate({
+          callId: legId,
+          to: handset.number,
+          from: digits(t.displayCli),
+          endpoint,
+          maxDurationSec: 10,
+        });
+        let ringMs: number | null = null;
+        let answerMs: number | null = null;
+        call.on('dialling', (at) => {
+          started = at.getTime();
+        });
+        call.on('ringing', () => {
+          ringMs ??= clock.now().getTime() - started;
+        });
+        call.on('answered', (at) => {
+          answerMs = at.getTime() - started;
+          void call.hangup().catch(() => undefined);
+        });
+        const giveUp = setTimeout(() => void call.hangup().catch(() => undefined), CALL_TIMEOUT_MS);
+        const end = await call.ended;
+        clearTimeout(giveUp);
+        const leg = deps.calls.takeLeg(legId);
+        const arrived = await Promise.race([arrival, sleep(500).then(() => null)]);
+        const rang = ringMs !== null || answerMs !== null || leg?.ringing === true || arrived !== null;
+        const sipCode = end.answeredAt ? 200 : (end.sipStatus ?? leg?.sipStatus ?? null);
+        if (arrived) {
+          const seen = arrived.pai ?? arrived.from;
+          const match = seen !== null && seen === digits(t.displayCli);
+          await finish(
+            t,
+            {
+              status: 'completed',
+              rang: true,
+              ringMs: ringMs ?? arrived.at.getTime() - started,
+              answerMs,
+              sipCode,
+              reportedCli: seen === null ? null : `+${seen}`,
+              displayedCorrectly: match,
+              resultNotes: match
+                ? 'The handset showed the caller ID as sent'
+                : seen === null
+                  ? 'The handset showed no caller ID'
+                  : 'The handset showed a different caller ID',
+            },
+            true,
+          );
+          return;
+        }
+        await finish(
+          t,
+          {
+            status: 'failed',
+            rang,
+            ringMs,
+            answerMs,
+            sipCode,
+            failureCause: rang ? 'CLI_NOT_OBSERVED' : leg?.noResponse ? 'NO_RESPONSE' : 'ROUTE_REFUSED',
+            resultNotes: rang
+              ? 'The route signalled ringing but the call never reached the handset'
+              : sipCode
+                ? `The route refused the call (SIP ${sipCode})`
+                : 'The route did not respond',
+          },
           rang,
-          ringMs,
-          answerMs,
-          sipCode,
-          failureCause: rang ? 'CLI_NOT_OBSERVED' : leg?.noResponse ? 'NO_RESPONSE' : 'ROUTE_REFUSED',
-          resultNotes: rang
-            ? 'The route signalled ringing but the call never reached the handset'
-            : sipCode
-              ? `The route refused the call (SIP ${sipCode})`
-              : 'The route did not respond',
-        },
-        rang,
-      );
+        );
+      } finally {
+        await deps.admission
+          .releaseApiCall(slots)
+          .catch((err: unknown) => log.warn({ err }, 'test call slots not released'));
+      }
     });
   }
 
@@ -702,6 +756,18 @@ export function createCliTestsService(deps: CliTestsDeps) {
       if (b.status !== 'running') throw conflict(`The batch is already ${b.status}`);
       await sql.begin((tx) => repo.cancelBatch(tx, id, clock.now()));
       return batchView((await repo.batch(id))!);
+    },
+
+    /**
+     * Module start: tests a stopped daemon left mid-call are failed; pending ones (never called)
+     * are dispatched again, and batches whose tests are all final complete.
+     */
+    async recover(): Promise<void> {
+      const now = clock.now();
+      const batches = await repo.failAbandoned(new Date(now.getTime() - 10 * 60_000), now);
+      for (const b of batches) await repo.finishBatchIfDone(sql, b, now);
+      const pending = await repo.stalePending(new Date(now.getTime() - 10 * 60_000));
+      launch(pending.map((p) => p.id));
     },
 
     /** Dispatches scheduled tests that are due (the module's loop). */

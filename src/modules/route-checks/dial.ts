@@ -45,7 +45,8 @@ export interface DialRequest {
  * timers here only decide when we end the call; what happened comes from the engine's events.
  */
 export async function dialOnce(r: DialRequest): Promise<DialObservation> {
-  const started = r.now().getTime();
+  // Post-dial delay and answer time count from the INVITE, not from setting up the media before it.
+  let started = r.now().getTime();
   const call = r.engine.originate({
     callId: r.legId,
     to: r.to,
@@ -58,6 +59,9 @@ export async function dialOnce(r: DialRequest): Promise<DialObservation> {
   let answerMs: number | null = null;
   const timers: NodeJS.Timeout[] = [];
   const after = (ms: number) => timers.push(setTimeout(() => void call.hangup().catch(() => undefined), ms));
+  call.on('dialling', (at) => {
+    started = at.getTime();
+  });
   call.on('ringing', () => {
     if (ringMs !== null) return;
     ringMs = r.now().getTime() - started;

@@ -39,6 +39,10 @@ export function buildRouteChecksModule(
   const module: Module = {
     name: 'route-checks',
     routes: routeChecksRoutes(service),
+    async start() {
+      const n = await service.closeAbandoned();
+      if (n > 0) core.log.warn({ legs: n }, 'route checks left running by a stopped daemon closed as inconclusive');
+    },
     stop: () => service.stop(),
   };
   return { module, service };

@@ -126,6 +126,22 @@ export function createRouteChecksRepo(sql: Sql) {
       return res.count > 0;
     },
 
+    /**
+     * Checks left running by a daemon that stopped mid-check (a check ends within a minute): their
+     * open legs become `inconclusive`, nothing is counted against the routes, and the checks end.
+     */
+    async closeAbandoned(db: Db, olderThan: Date, now: Date): Promise<number> {
+      const legs = await db`update route_check_legs l set result = 'inconclusive', completed_at = ${now},
+          message = 'The check was interrupted; nothing is counted against the route.'
+        from route_checks c
+        where c.id = l.check_id and c.status = 'running' and c.created_at < ${olderThan}
+          and l.result in ('pending', 'checking')`;
+      await db`update route_checks c set status = 'done', completed_at = ${now},
+          total_cost = (select coalesce(sum(cost), 0) from route_check_legs where check_id = c.id)
+        where c.status = 'running' and c.created_at < ${olderThan}`;
+      return legs.count;
+    },
+
     /** A later receipt moved a leg's cost: the check's total follows it. */
     async refreshTotal(db: Db, checkId: string): Promise<void> {
       await db`update route_checks c set total_cost = (select coalesce(sum(cost), 0) from route_check_legs where check_id = c.id)

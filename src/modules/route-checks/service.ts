@@ -64,6 +64,9 @@ export interface RouteChecksDeps {
 export const RING_ME_PER_NUMBER_HOUR = 3;
 export const RING_ME_NUMBERS_PER_DAY = 3;
 
+/** A check older than this that is still running was left by a daemon that stopped (checks take under a minute). */
+const ABANDONED_AFTER_MS = 10 * 60_000;
+
 const PASSED: ReadonlySet<LegResult> = new Set(['working', 'accepts', 'delivered']);
 const OPEN: ReadonlySet<LegResult> = new Set(['pending', 'checking']);
 
@@ -673,6 +676,9 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
       if (!row) throw notFound('Test line');
       return row;
     },
+
+    /** Closes checks a stopped daemon left running (module start). */
+    closeAbandoned: () => repo.closeAbandoned(sql, new Date(clock.now().getTime() - ABANDONED_AFTER_MS), clock.now()),
 
     /** Ends the check calls in progress and waits for their verdicts and charges. */
     async stop() {

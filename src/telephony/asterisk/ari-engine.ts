@@ -317,6 +317,7 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
         channelGone = true;
         asteriskEnded('Asterisk hung up its leg');
       });
+      emit('dialling', now());
       leg = dialer.dial(
         { callId: req.callId, to: req.to, from: req.from, endpoint: req.endpoint, offerSdp: legOnAsterisk.offerSdp },
         {

@@ -28,7 +28,7 @@ export interface CallEvents {
 
 /** Listeners called in order; one that throws is logged and does not stop the others. */
 export function createCallEvents(log: Logger): CallEvents {
-  const listeners: Listeners = { ringing: [], answered: [], ended: [] };
+  const listeners: Listeners = { dialling: [], ringing: [], answered: [], ended: [] };
   return {
     on(event, listener) {
       listeners[event].push(listener);

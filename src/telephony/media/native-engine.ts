@@ -142,6 +142,7 @@ export function createNativeEngine(options: NativeEngineOptions): CallEngine {
       }
       session = s;
       s.onTimeout(() => void endLocally('media_timeout', 'no audio from the far end'));
+      emit('dialling', now());
       leg = dialer.dial(
         { callId: req.callId, to: req.to, from: req.from, endpoint: req.endpoint, offerSdp: s.offerSdp() },
         {

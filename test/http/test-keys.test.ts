@@ -19,6 +19,12 @@ const SIMULATED = new Set([
   'POST /dialer/campaigns/{id}/control',
   'POST /dialer/campaigns/{id}/numbers',
   'POST /dialer/campaigns/{id}/contacts/import',
+  // Route checks and caller-ID tests of a test key: an instant simulated result, test credit only.
+  'POST /routes/check',
+  'POST /routes/check/sms',
+  'POST /cli-tests',
+  'POST /cli-tests/batches',
+  'POST /cli-tests/{id}/retry',
 ]);
 // Checking unsaved SMS delivery stores nothing; an invite code grants test credit only.
 // A test key checks and cancels only the simulated verifications it started.
@@ -31,6 +37,10 @@ const SERVED = new Set([
   'POST /ai-agents/draft',
   'POST /ai-agents/voices/preview',
   'POST /ai-agents/{id}/simulate',
+  // Previews and exports read; they change nothing live.
+  'POST /routes/{id}/rates/validate',
+  'POST /cli-tests/batches/preview',
+  'POST /billing/exports',
 ]);
 
 async function account(d: TestDaemon, email: string) {

@@ -295,7 +295,7 @@ export function cliTestsRoutes(svc: CliTestsService) {
     app.post(
       '/cli-tests/batches/:id/cancel',
       {
-        config: { access: { ...DIALER, testKeys: 'allow' } },
+        config: { access: DIALER },
         schema: {
           tags: TAGS,
           summary: 'Cancel a batch: routes not yet called are stopped',
@@ -318,7 +318,7 @@ export function cliTestsRoutes(svc: CliTestsService) {
     app.post(
       '/cli-tests/:id/cancel',
       {
-        config: { access: { ...DIALER, testKeys: 'allow' } },
+        config: { access: DIALER },
         schema: {
           tags: TAGS,
           summary: 'Cancel a scheduled or pending test (a recurring series stops with it)',

@@ -168,12 +168,6 @@ export function createAccountSecurityService(deps: {
         .catch((err: unknown) => log.error({ err, accountId: a.id }, 'password reset e-mail failed'));
     },
 
-    async checkResetToken(token: string) {
-      const row = await repo.peekToken('password_reset', sha256Hex(token), clock.now());
-      if (!row) return { valid: false, email: null, expiresAt: null };
-      return { valid: true, email: maskEmail(row.email), expiresAt: row.expiresAt.toISOString() };
-    },
-
     /** Sets a new password from a reset token; every session of the account ends. */
     async resetPassword(token: string, newPassword: string, meta: { ip?: string; userAgent?: string }) {
       const now = clock.now();

@@ -69,3 +69,20 @@ export function createFileStore(stateDir: string, area: string) {
 }
 
 export type FileStore = ReturnType<typeof createFileStore>;
+
+/**
+ * An uploaded file sent as base64 in JSON: decoded, size-checked and typed by its bytes. Returns
+ * the problem for `path` instead of the file when it is refused.
+ */
+export function decodeUpload(
+  contentBase64: string,
+  opts: { maxBytes: number; allowed: readonly StoredType[] },
+): { bytes: Buffer; type: StoredType } | { problem: string } {
+  const bytes = decodeBase64(contentBase64);
+  if (!bytes || bytes.length === 0) return { problem: 'must be non-empty standard base64' };
+  if (bytes.length > opts.maxBytes) return { problem: `must decode to at most ${opts.maxBytes} bytes` };
+  const type = sniffType(bytes);
+  if (!type || !opts.allowed.includes(type))
+    return { problem: `must be one of ${opts.allowed.join(', ')} (told by its bytes)` };
+  return { bytes, type };
+}

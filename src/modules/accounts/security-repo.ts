@@ -43,12 +43,6 @@ export function createSecurityRepo(db: Db) {
         insert into auth_tokens (id, account_id, purpose, token_hash, email, created_at, expires_at)
         values (${t.id}, ${t.accountId}, ${t.purpose}, ${t.tokenHash}, ${t.email}, ${t.now}, ${t.expiresAt})`;
     },
-    async peekToken(purpose: TokenPurpose, tokenHash: string, now: Date) {
-      const [row] = await db<{ accountId: string; email: string; expiresAt: Date }[]>`
-        select account_id, email, expires_at from auth_tokens
-        where token_hash = ${tokenHash} and purpose = ${purpose} and used_at is null and expires_at > ${now}`;
-      return row;
-    },
     /** Uses a token once: the row for the one caller that found it unused and unexpired. */
     async useToken(purpose: TokenPurpose, tokenHash: string, now: Date, tx: Db = db) {
       const [row] = await tx<{ accountId: string; email: string }[]>`

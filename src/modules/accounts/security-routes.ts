@@ -50,21 +50,6 @@ export function accountSecurityRoutes(security: AccountSecurityService, loginLim
     });
     const mailLimit = { points: 5, seconds: 3600 };
 
-    app.get(
-      '/auth/email',
-      {
-        config: { access: { auth: 'session' } },
-        schema: {
-          tags: TAGS,
-          summary: 'Whether the account e-mail address is verified',
-          response: {
-            200: Ok(Type.Object({ email: Type.String(), verified: Type.Boolean(), verifiedAt: Nullable(DateTime()) })),
-          },
-        },
-      },
-      async (req) => ok(await security.emailStatus(req.principal!.accountId)),
-    );
-
     app.post(
       '/auth/email/verification',
       {
@@ -122,28 +107,6 @@ export function accountSecurityRoutes(security: AccountSecurityService, loginLim
     );
 
     app.post(
-      '/auth/password/reset/check',
-      {
-        config: { access: { auth: 'public' }, rateLimit: { points: loginLimit, seconds: 60 } },
-        schema: {
-          tags: TAGS,
-          summary: 'Whether a password reset token still works (before showing the new-password form)',
-          body: Type.Object({ token: Token }, { additionalProperties: false }),
-          response: {
-            200: Ok(
-              Type.Object({
-                valid: Type.Boolean(),
-                email: Nullable(Type.String({ description: 'masked' })),
-                expiresAt: Nullable(DateTime()),
-              }),
-            ),
-          },
-        },
-      },
-      async (req) => ok(await security.checkResetToken(req.body.token)),
-    );
-
-    app.post(
       '/auth/password/reset',
       {
         config: { access: { auth: 'public' }, rateLimit: { points: loginLimit, seconds: 60 } },
@@ -161,12 +124,34 @@ export function accountSecurityRoutes(security: AccountSecurityService, loginLim
     );
 
     app.get(
-      '/auth/2fa',
+      '/auth/security',
       {
         config: { access: { auth: 'session' } },
-        schema: { tags: TAGS, summary: 'Two-factor sign-in state', response: { 200: Ok(TwoFactorStatus) } },
+        schema: {
+          tags: TAGS,
+          summary: 'Security state of the account: e-mail verification and two-factor sign-in',
+          response: {
+            200: Ok(
+              Type.Object({
+                email: Type.Object({
+                  address: Type.String(),
+                  verified: Type.Boolean(),
+                  verifiedAt: Nullable(DateTime()),
+                }),
+                twoFactor: TwoFactorStatus,
+              }),
+            ),
+          },
+        },
       },
-      async (req) => ok(await security.twoFactorStatus(req.principal!.accountId)),
+      async (req) => {
+        const id = req.principal!.accountId;
+        const [email, twoFactor] = await Promise.all([security.emailStatus(id), security.twoFactorStatus(id)]);
+        return ok({
+          email: { address: email.email, verified: email.verified, verifiedAt: email.verifiedAt },
+          twoFactor,
+        });
+      },
     );
 
     app.post(

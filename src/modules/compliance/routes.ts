@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
+import { sendDownload } from '../../http/download.js';
 import { CursorPage, DateTime, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { isOperator, requireOperator } from '../../http/operator.js';
 import { CursorQuery, cursorPage } from '../../http/pagination.js';
@@ -129,12 +130,7 @@ export function complianceRoutes(compliance: ComplianceService, maxDocumentBytes
           accountId: p.accountId,
           operator: isOperator(p),
         });
-        return reply
-          .type(doc.contentType)
-          .header('content-disposition', `attachment; filename="${doc.fileName}"`)
-          .header('x-content-type-options', 'nosniff')
-          .header('cache-control', 'private, no-store')
-          .send(bytes);
+        return sendDownload(reply, doc, bytes);
       },
     );
 

@@ -3,7 +3,7 @@ import type { Config } from '../../config/schema.js';
 import type { Sql } from '../../db/connection.js';
 import { AppError, conflict, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
-import { cleanFileName, decodeBase64, sniffType, type FileStore } from '../../platform/file-store.js';
+import { cleanFileName, decodeUpload, type FileStore } from '../../platform/file-store.js';
 import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
 import {
@@ -109,16 +109,12 @@ export function createComplianceService(deps: {
 
     /** Stores one document after checking its size and, by its bytes, its type. */
     async addDocument(accountId: string, input: { kind: DocumentKind; fileName: string; contentBase64: string }) {
-      const bytes = decodeBase64(input.contentBase64);
-      if (!bytes || bytes.length === 0)
-        throw validationError([{ path: 'contentBase64', message: 'must be non-empty standard base64' }]);
-      if (bytes.length > config.compliance.max_document_bytes)
-        throw validationError([
-          { path: 'contentBase64', message: `must decode to at most ${config.compliance.max_document_bytes} bytes` },
-        ]);
-      const type = sniffType(bytes);
-      if (type !== 'application/pdf' && type !== 'image/png' && type !== 'image/jpeg' && type !== 'image/webp')
-        throw validationError([{ path: 'contentBase64', message: 'must be a PDF, PNG, JPEG or WebP file' }]);
+      const file = decodeUpload(input.contentBase64, {
+        maxBytes: config.compliance.max_document_bytes,
+        allowed: ['application/pdf', 'image/png', 'image/jpeg', 'image/webp'],
+      });
+      if ('problem' in file) throw validationError([{ path: 'contentBase64', message: file.problem }]);
+      const { bytes, type } = file;
       const id = newId();
       const now = clock.now();
       const stored = await files.save(accountId, id, bytes);

@@ -6,8 +6,7 @@ import type { NotificationsService } from './service.js';
 
 const TAGS = ['Notifications'];
 const READ = { auth: 'required', scope: 'account:read' } as const;
-// Marking read changes only the account's own feed, never live traffic: test keys may do it.
-const WRITE = { auth: 'required', scope: 'account:write', testKeys: 'allow' } as const;
+const WRITE = { auth: 'required', scope: 'account:write' } as const;
 const Notification = Type.Object({
   id: Uuid(),
   kind: Type.String({

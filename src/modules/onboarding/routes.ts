@@ -4,8 +4,7 @@ import { DateTime, Nullable, Ok, ok } from '../../http/envelope.js';
 import { STEP_KEYS, type OnboardingService } from './service.js';
 
 const TAGS = ['Onboarding'];
-// Skipping or hiding checklist steps changes only the account's own dashboard: test keys may.
-const WRITE = { auth: 'required', scope: 'account:write', testKeys: 'allow' } as const;
+const WRITE = { auth: 'required', scope: 'account:write' } as const;
 const StepKey = Type.Union(STEP_KEYS.map((k) => Type.Literal(k)));
 const Checklist = Type.Object({
   steps: Type.Array(

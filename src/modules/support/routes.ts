@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
+import { sendDownload } from '../../http/download.js';
 import { CursorPage, DateTime, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { isOperator } from '../../http/operator.js';
 import { CursorQuery, cursorPage } from '../../http/pagination.js';
@@ -192,12 +193,7 @@ export function supportRoutes(support: SupportService, limits: { maxAttachmentBy
           req.params.attachmentId,
           viewer(req.principal!),
         );
-        return reply
-          .type(attachment.contentType)
-          .header('content-disposition', `attachment; filename="${attachment.fileName}"`)
-          .header('x-content-type-options', 'nosniff')
-          .header('cache-control', 'private, no-store')
-          .send(bytes);
+        return sendDownload(reply, attachment, bytes);
       },
     );
   };

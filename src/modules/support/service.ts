@@ -3,10 +3,18 @@ import type { Config } from '../../config/schema.js';
 import type { Db, Sql } from '../../db/connection.js';
 import { conflict, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
-import { cleanFileName, decodeBase64, sniffType, type FileStore } from '../../platform/file-store.js';
+import { cleanFileName, decodeUpload, type FileStore, type StoredType } from '../../platform/file-store.js';
 import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
 import { createSupportRepo, type AttachmentRow, type TicketRow, type TicketStatus } from './repo.js';
+
+const ATTACHMENT_TYPES: readonly StoredType[] = [
+  'application/pdf',
+  'image/png',
+  'image/jpeg',
+  'image/webp',
+  'text/plain',
+];
 
 export interface AttachmentInput {
   fileName: string;
@@ -60,13 +68,9 @@ export function createSupportService(deps: {
         { path: 'attachments', message: `at most ${limits.max_attachments_per_message} per message` },
       ]);
     return inputs.map((a, i) => {
-      const path = `attachments/${i}/contentBase64`;
-      const bytes = decodeBase64(a.contentBase64);
-      if (!bytes || bytes.length === 0) throw validationError([{ path, message: 'must be non-empty standard base64' }]);
-      if (bytes.length > limits.max_attachment_bytes)
-        throw validationError([{ path, message: `must decode to at most ${limits.max_attachment_bytes} bytes` }]);
-      const type = sniffType(bytes);
-      if (!type) throw validationError([{ path, message: 'must be a PDF, PNG, JPEG, WebP or plain text file' }]);
+      const file = decodeUpload(a.contentBase64, { maxBytes: limits.max_attachment_bytes, allowed: ATTACHMENT_TYPES });
+      if ('problem' in file) throw validationError([{ path: `attachments/${i}/contentBase64`, message: file.problem }]);
+      const { bytes, type } = file;
       return { id: newId(), fileName: cleanFileName(a.fileName), type, bytes };
     });
   }

@@ -28,6 +28,19 @@ function fileList(file) {
     .filter(Boolean);
 }
 
+// Why tests were skipped, counted by reason (tap's `# SKIP <reason>`), so no skip goes unseen: a
+// machine without Asterisk says so here instead of passing with the engine untested.
+function skipReasons(file) {
+  const counts = new Map();
+  for (const m of readFileSync(file, 'utf8').matchAll(/# SKIP\b ?(.*)$/gm)) {
+    const reason = m[1].trim() || 'no reason given';
+    if (reason.startsWith('filter:')) continue;
+    counts.set(reason, (counts.get(reason) ?? 0) + 1);
+  }
+  if (counts.size === 0) return 'reasons not reported';
+  return [...counts].map(([reason, n]) => `${n} × ${reason}`).join('; ');
+}
+
 const [firstOut, firstFailedList, rerunOut, rerunFailedList] = process.argv.slice(2);
 const first = totals(firstOut);
 if (!first) {
@@ -51,7 +64,7 @@ if (reran) {
       `re-run of those files: ${rerun?.pass ?? 0} passed and ${rerun ? (rerun.fail ?? 0) : 'no totals,'} failed`,
   );
 }
-if (first.skip) console.log(`${first.skip} skipped`);
+if (first.skip) console.log(`${first.skip} skipped: ${skipReasons(firstOut)}`);
 console.log(
   named.length ? `flaky: ${named.length} file(s) failed on their first run: ${named.join(', ')}` : 'flaky: none',
 );

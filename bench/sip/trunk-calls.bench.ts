@@ -10,13 +10,15 @@
  * machine's load skews far less than calls per second.
  *
  * Usage: node --import tsx bench/sip/trunk-calls.bench.ts [stepSeconds=5] [heldCalls=5500]
- * Env: BENCH_SIP_RATES="50,100,…" (offered calls/s per step), BENCH_SIP_SKIP=kamailio,held,
+ * Then the same ramp split over two daemons on the one database (the second in a child process).
+ * Env: BENCH_SIP_RATES="50,100,…" (offered calls/s per step), BENCH_SIP_SKIP=kamailio,held,two,
  * BENCH_SIP_DB=socket (database over the local Unix socket instead of TCP), BENCH_SIP_VERBOSE=1.
  */
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { childDaemonConfig, spawnChildDaemon } from '../../test/modules/sip-trunks/child-daemon.js';
 import { createWorld } from '../../test/modules/sip-trunks/world.js';
 import { fill, fixture, freePort } from '../../test/telephony/sip/sipp.js';
 import { runCleanups } from '../lib/cleanups.js';
@@ -239,11 +241,32 @@ const pct = (xs: number[], p: number) => {
 };
 
 /** Rising offered rates until one fails or falls behind; returns every step and the best clean one. */
+type StepRunner = (rate: number, calls: number) => Promise<Step>;
+const oneTarget =
+  (target: number, user: string, pass: string): StepRunner =>
+  (rate, calls) =>
+    step(target, user, pass, rate, calls);
+
+/** The offered rate split evenly over several targets at once (several daemons), summed as one step. */
+const splitOver =
+  (targets: number[], user: string, pass: string): StepRunner =>
+  async (rate, calls) => {
+    const parts = await Promise.all(
+      targets.map((tg) => step(tg, user, pass, rate / targets.length, Math.round(calls / targets.length))),
+    );
+    return {
+      rate,
+      calls: parts.reduce((n, p) => n + p.calls, 0),
+      answered: parts.reduce((n, p) => n + p.answered, 0),
+      achieved: parts.reduce((n, p) => n + p.achieved, 0),
+      exit: Math.max(...parts.map((p) => p.exit)),
+      setup: parts.flatMap((p) => p.setup),
+    };
+  };
+
 async function ramp(
   label: string,
-  target: number,
-  user: string,
-  pass: string,
+  runStep: StepRunner,
   between: () => Promise<void>,
   cost: () => Promise<Record<string, number>>,
 ) {
@@ -251,9 +274,9 @@ async function ramp(
   const steps: Step[] = [];
   for (const rate of RATES) {
     const before = await cost();
-    let s = await step(target, user, pass, rate, Math.round(rate * stepSeconds));
+    let s = await runStep(rate, Math.round(rate * stepSeconds));
     // sipp's own fatal start errors (254/255, nothing sent: a port taken meanwhile) say nothing of the peer: once more.
-    if (s.answered === 0 && s.exit >= 254) s = await step(target, user, pass, rate, Math.round(rate * stepSeconds));
+    if (s.answered === 0 && s.exit >= 254) s = await runStep(rate, Math.round(rate * stepSeconds));
     steps.push(s);
     await between();
     const after = await cost();
@@ -314,7 +337,7 @@ try {
       'pg xacts': x?.n ?? 0,
     };
   };
-  const ours = await ramp('exchange', w.sipPort, sub.sipUsername, sub.sipPassword, drained, ourCost);
+  const ours = await ramp('exchange', oneTarget(w.sipPort, sub.sipUsername, sub.sipPassword), drained, ourCost);
   const oursAnswered = ours.steps.reduce((n, s) => n + s.answered, 0);
   const oursBest = ours.best?.rate ?? 0;
   console.log(`sip trunk calls/s (auth, routing, billing, CDR): ${oursBest} sustained, zero failures · ${uptime()}`);
@@ -348,8 +371,45 @@ try {
     );
   }
 
+  // Two daemons on the same database, the calls split evenly between them (docs/scale-out.md). On
+  // one machine they share its cores: the figure shows what a second daemon costs, not a gain.
+  let twoAnswered = 0;
+  if (!SKIP.has('two')) {
+    const b = await spawnChildDaemon(
+      t,
+      childDaemonConfig(t, w.d.config.database.url, {
+        sip: { max_call_seconds: 600 },
+        database: { pool_max: w.d.config.database.pool_max },
+      }),
+    );
+    const liveInDb = async () => {
+      const until = Date.now() + 40_000;
+      while (Date.now() < until) {
+        const [r] = await sql<{ n: number }[]>`select count(*)::int as n from calls where ended_at is null`;
+        if (!r?.n) return;
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    };
+    const twoCost = async () => ({
+      ...(await ourCost()),
+      'second daemon cpu ms': cpuOf((pid) => pid === b.pid),
+    });
+    const two = await ramp(
+      'two daemons',
+      splitOver([w.sipPort, b.ports['sip']!], sub.sipUsername, sub.sipPassword),
+      liveInDb,
+      twoCost,
+    );
+    await b.kill();
+    twoAnswered = two.steps.reduce((n, st) => n + st.answered, 0);
+    const twoBest = two.best?.rate ?? 0;
+    console.log(`sip trunk calls/s, two daemons on one database: ${twoBest} sustained, zero failures · ${uptime()}`);
+    if (two.best) console.log(`two daemons setup p99: ${pct(two.best.setup, 99).toFixed(2)} ms at ${twoBest}/s`);
+    console.log(`two daemons ÷ one daemon: ${oursBest ? (twoBest / oursBest).toFixed(2) : 'n/a'} (same cores)`);
+  }
+
   // Billing really in the loop: every answered call has its ended call row, CDR and charge.
-  const answered = oursAnswered + heldAnswered;
+  const answered = oursAnswered + heldAnswered + twoAnswered;
   const [c] = await sql<{ calls: number; cdrs: number; charged: number; open: number; notEnded: number }[]>`
     select (select count(*)::int from calls where source = 'trunk' and status = 'completed') as calls,
            (select count(*)::int from cdrs where route_id = ${routeId} and status = 'completed' and billed_seconds > 0) as cdrs,
@@ -384,9 +444,7 @@ try {
     const kamCost = async () => ({ 'kamailio cpu ms': cpuOf((pid, ppid) => pid === kam.pid || ppid === kam.pid) });
     const theirs = await ramp(
       'kamailio',
-      kport,
-      'sub_bench',
-      'bench-password',
+      oneTarget(kport, 'sub_bench', 'bench-password'),
       () => new Promise((r) => setTimeout(r, 1000)),
       kamCost,
     );

@@ -6,6 +6,9 @@ import { AppError } from '../http/errors.js';
 import { CliUsageError, commands, type CommandSpec } from './commands.js';
 import { openContext } from './context.js';
 import './extra-commands.js';
+import './check-commands.js';
+import './number-commands.js';
+import './money-commands.js';
 
 function usage(): string {
   const lines = commands.map((c) => {

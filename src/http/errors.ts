@@ -11,6 +11,8 @@ export const ErrorCodes = {
   MISSING_TOKEN: 401,
   SWITCH_SUBSCRIPTION_REQUIRED: 402,
   FORBIDDEN: 403,
+  // A number purchase where the catalogue group needs verified identity, or a payout (spec "Errors").
+  KYC_REQUIRED: 403,
   TEST_KEY_NOT_ALLOWED: 403,
   PASSWORD_CHANGE_REQUIRED: 403,
   NOT_FOUND: 404,
@@ -18,6 +20,7 @@ export const ErrorCodes = {
   CONFLICT: 409,
   IDEMPOTENCY_KEY_REUSED: 422,
   RATE_LIMITED: 429,
+  TOO_MANY_EXPORTS: 429,
   HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,

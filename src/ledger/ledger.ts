@@ -289,6 +289,23 @@ export function createLedger(deps: LedgerDeps) {
       return row!.r;
     },
 
+    /** A sub-account's own money back to its operator (at most its balance less open holds). */
+    async transferBack(
+      input: {
+        postingKey: string;
+        subAccountId: string;
+        operatorId: string;
+        amount: string;
+        reference?: string | null;
+      },
+      db: Db = sql,
+    ): Promise<PostingResult & { toBalanceAfter: string }> {
+      const [row] = await db<{ r: PostingResult & { toBalanceAfter: string } }[]>`
+        select ledger_transfer_back(${input.postingKey}, ${input.subAccountId}::uuid, ${input.operatorId}::uuid,
+                                    ${input.amount}::numeric, ${str(input.reference)}, ${clock.now()}) as r`;
+      return row!.r;
+    },
+
     async grantTestCredit(
       input: { postingKey: string; accountId: string; amount: string; reference?: string | null },
       db: Db = sql,
@@ -484,6 +501,15 @@ export function createLedger(deps: LedgerDeps) {
         testHeld: money6(b.testHeld),
         payable: money6(b.payable),
       };
+    },
+
+    /** Seller earnings credited after `since`, net of refunds reversed (what a payout hold period keeps back). */
+    async earningsSince(ownerId: string, since: Date, db: Db = sql): Promise<string> {
+      const [row] = await db<{ s: string }[]>`
+        select coalesce(sum(amount), 0)::text as s from entries
+        where owner_id = ${ownerId} and account_kind = 'seller_payable' and type in ('credit', 'refund_reversal')
+          and created_at > ${since}`;
+      return money6(row!.s);
     },
 
     /** Whether a daily cap has the account suspended on the current UTC day. */

@@ -3,11 +3,17 @@ import type { CoreDeps } from '../platform/core.js';
 import { createSelfAddresses } from '../platform/self-addresses.js';
 import type { Module } from '../platform/module.js';
 import { buildAccountsModule } from './accounts/index.js';
+import { buildComplianceModule } from './compliance/index.js';
+import { buildNotificationsModule } from './notifications/index.js';
+import { buildOnboardingModule } from './onboarding/index.js';
+import { buildSupportModule } from './support/index.js';
 import { buildApplicationModule } from './application/index.js';
 import { buildBillingModule, buildLedger } from './billing/index.js';
 import { buildKeysModule } from './keys/index.js';
 import { buildMarketplaceModule } from './marketplace/index.js';
+import { buildPayoutsModule } from './payouts/index.js';
 import { buildStatusModule } from './status/index.js';
+import { buildSystemModule } from './system/index.js';
 import { buildTopupsModule } from './topups/index.js';
 import { buildWebhooksModule } from './webhooks/index.js';
 import { buildCdrsModule } from './cdrs/index.js';
@@ -18,7 +24,13 @@ import { buildSwitchModule } from './switch/index.js';
 import { buildDncModule } from './dnc/index.js';
 import { buildDialerModule } from './dialer/index.js';
 import { buildAiAgentsModule } from './ai-agents/index.js';
+import { buildVerifyModule } from './verify/index.js';
+import { buildLookupModule } from './lookup/index.js';
+import { buildRouteChecksModule } from './route-checks/index.js';
+import { buildCliTestsModule } from './cli-tests/index.js';
+import { buildNumbersModule } from './numbers/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
+import { createMailer } from '../platform/mailer.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 
 // As the calls module's route test and health probes: a silent endpoint costs the seller 2 s.
@@ -38,8 +50,14 @@ export async function buildModules(coreIn: CoreDeps) {
     leaseSeconds: core.config.limits.idempotency_lease_seconds,
     ttlHours: core.config.limits.idempotency_ttl_hours,
   });
-  const accountsModule = await buildAccountsModule(core);
+  // Account e-mail: the [mail] SMTP server, else .eml files under <state>/mail/.
+  const mailer = await createMailer(core);
+  const accountsModule = await buildAccountsModule(core, { mailer });
   const accounts = accountsModule.service;
+  // Identity verification: number purchases and payouts ask `requireVerified` (KYC_REQUIRED).
+  const compliance = buildComplianceModule(core, {
+    parentOf: async (id) => (await accounts.getAccount(id))?.parentId ?? null,
+  });
   const keysModule = buildKeysModule(core);
   const keys = keysModule.service;
   // Early: other modules emit events with `emit` from src/webhooks/emit.ts inside their transactions.
@@ -53,6 +71,9 @@ export async function buildModules(coreIn: CoreDeps) {
   const { purchases } = marketplace.services;
   // The ledger and the modules over it; balance and sub-account events go to the webhooks outbox.
   const { ledger, events } = buildLedger(core);
+  // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the Application Manager,
+  // billing exports and the planes below.
+  const cdrs = buildCdrsModule(core, { ledger });
   const application = buildApplicationModule(core, {
     ledger,
     accounts,
@@ -62,12 +83,40 @@ export async function buildModules(coreIn: CoreDeps) {
     routeRequirement: async (operatorId) =>
       (await purchases.usableRoutesNow(operatorId, 'voice')).length > 0 ||
       (await purchases.usableRoutesNow(operatorId, 'sms')).length > 0,
+    cdrs: { listCdrs: (f) => cdrs.service.listCdrs(f), dailyUsage: (...a) => cdrs.reports.dailyUsage(...a) },
   });
-  const billing = buildBillingModule(core, { ledger, application: application.service });
-  const topups = buildTopupsModule(core, { ledger });
+  const payouts = buildPayoutsModule(core, {
+    ledger,
+    // A payout needs verified identity (compliance records).
+    kyc: compliance.service,
+  });
+  // The account as receipts, invoices and statements name it.
+  const billingIdentity = async (id: string) => {
+    const a = await accounts.repo.byId(id);
+    return { accountId: id, email: a?.email ?? null, name: a?.label ?? null };
+  };
+  const topups = buildTopupsModule(core, {
+    ledger,
+    identity: billingIdentity,
+    email: async (id) => (await accounts.repo.byId(id))?.email ?? null,
+  });
+  const billing = buildBillingModule(core, {
+    ledger,
+    application: application.service,
+    withdrawable: (id) => payouts.service.withdrawable(id),
+    topups: topups.service.credited,
+    cdrs: cdrs.service,
+    holder: billingIdentity,
+  });
   const money = {
-    services: { ledger, billing: billing.service, topups: topups.service, application: application.service },
-    modules: [billing.module, topups.module, application.module],
+    services: {
+      ledger,
+      billing: billing.service,
+      topups: topups.service,
+      application: application.service,
+      payouts: payouts.service,
+    },
+    modules: [billing.module, topups.module, payouts.module, application.module],
   };
   // One RTP port range and its workers for API calls and relayed trunk media, started on first use.
   const { rtp } = core.config;
@@ -80,8 +129,6 @@ export async function buildModules(coreIn: CoreDeps) {
     rtpTimeoutMs: rtp.timeout_ms,
     log: core.log.child({ plane: 'media' }),
   });
-  // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the three planes below.
-  const cdrs = buildCdrsModule(core, { ledger: money.services.ledger });
   // SIP trunks in, supplier routes out.
   const calls = buildSipTrunksModule(core, {
     accounts,
@@ -111,6 +158,26 @@ export async function buildModules(coreIn: CoreDeps) {
     application: money.services.application,
     cdrs: cdrs.service,
   });
+  // Verify: codes over the SMS send path or a voice one-time-code call.
+  const verify = buildVerifyModule(core, { sms: sms.service, calls: commsCalls.service });
+  // Number lookup: offline numbering, range and risk data with the caller's cheapest route prices.
+  const lookup = buildLookupModule(core, { routing: marketplace.services.routing });
+  // Route checks: short real calls over the API calls' engine, counted against the calls module's limits.
+  const routeChecks = buildRouteChecksModule(core, {
+    ledger: money.services.ledger,
+    routes: marketplace.services.routes,
+    purchases,
+    calls: commsCalls.service,
+    admission: calls.service,
+    sms: sms.service,
+  });
+  // Caller-ID tests on handsets: calls through the route checks' view of routes, observed on the SIP plane.
+  const cliTests = buildCliTestsModule(core, {
+    ledger: money.services.ledger,
+    sip,
+    routeChecks: routeChecks.service,
+    calls: commsCalls.service,
+  });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
   // Do-not-call lists, checked by the dialer at dial time.
@@ -129,11 +196,50 @@ export async function buildModules(coreIn: CoreDeps) {
     dnc: dnc.service,
     chat: aiAgents.chat,
   });
-  const status = buildStatusModule(core);
+  // Phone numbers: catalogue, inventory, orders, renewals and routing of rented numbers.
+  const numbers = buildNumbersModule(core, {
+    ledger: money.services.ledger,
+    accounts,
+    // Catalogue groups that require identity ask the compliance records (KYC_REQUIRED).
+    kyc: compliance.service,
+    subAccountOf: async (operatorId, subAccountId) =>
+      (await money.services.application.get(operatorId, subAccountId)).id,
+    sipProbe: (target) => sip.probe(target, { timeoutMs: core.config.numbers.endpoint_probe_timeout_ms }),
+    smsSend: (sender, input) => sms.service.send(sender, input),
+    routeSecret: (routeId) => sms.service.httpSigningSecret(routeId),
+    sellerSmsRoute: async (routeId, sellerId) => {
+      const r = await marketplace.services.routes.visibleRoute(routeId, sellerId);
+      return r?.sellerId === sellerId && r.type === 'sms';
+    },
+  });
+  // Readiness of the planes the status page shows that register no probe of their own.
+  core.health.register('media', async () => {
+    const pool = media.running();
+    if (!pool) return { ok: true, started: false };
+    return { ok: (await pool.stats()).length > 0, started: true };
+  });
+  const status = buildStatusModule(core, { mailer });
+  const system = buildSystemModule(core);
+  const support = buildSupportModule(core);
+  // The getting-started checklist asks each step's owner.
+  const onboarding = buildOnboardingModule(core, {
+    probes: {
+      verify_email: async (id) => (await accountsModule.security.emailStatus(id).catch(() => null))?.verified ?? false,
+      top_up: async (id) => (await money.services.billing.transactions(id, { type: 'topup' }, 1)).length > 0,
+      buy_route: async (id) => (await purchases.list(id, { limit: 1 })).length > 0,
+      create_api_key: async (id) => (await keys.list(id)).some((k) => k.revokedAt === null),
+      first_traffic: async (id) => (await cdrs.service.listCdrs({ viewerId: id, limit: 1 })).length > 0,
+    },
+  });
+  // The in-app feed, filled from the outbox events every module above emits.
+  const notifications = buildNotificationsModule(core, { mailer });
 
   const list: Module[] = [
     status.module,
+    system.module,
+    { name: 'mail', stop: () => mailer.close() },
     accountsModule.module,
+    compliance.module,
     keysModule.module,
     webhooks.module,
     ...money.modules,
@@ -144,17 +250,33 @@ export async function buildModules(coreIn: CoreDeps) {
     calls.module,
     commsCalls.module,
     sms.module,
+    verify.module,
+    lookup.module,
+    routeChecks.module,
+    cliTests.module,
     switchModule.module,
     dnc.module,
     // After the call and SMS planes, so it stops placing calls before they stop.
     dialer.module,
     aiAgents.module,
+    numbers.module,
+    notifications.module,
+    onboarding.module,
+    support.module,
   ];
 
   return {
     idempotency,
     services: {
       accounts,
+      accountSecurity: accountsModule.security,
+      compliance: compliance.service,
+      notifications: notifications.service,
+      status: status.service,
+      system: system.service,
+      onboarding: onboarding.service,
+      support: support.service,
+      mailer,
       keys,
       webhooks: webhooks.service,
       webhookWorker: webhooks.worker,
@@ -164,11 +286,16 @@ export async function buildModules(coreIn: CoreDeps) {
       calls: calls.service,
       commsCalls: commsCalls.service,
       sms: sms.service,
+      routeChecks: routeChecks.service,
+      cliTests: cliTests.service,
       smppCredentials: sms.smppCredentials,
+      verify: verify.service,
+      lookup: lookup.service,
       switchSubscriptions: switchModule.subscriptions,
       dnc: dnc.service,
       dialer: dialer.service,
       aiAgents: aiAgents.service,
+      numbers: numbers.service,
     },
     list,
   };

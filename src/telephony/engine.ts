@@ -81,7 +81,9 @@ export type CallEndCause =
   | 'cancelled'
   /** No audio arrived for the RTP timeout: the far end is gone. */
   | 'media_timeout'
-  | 'max_duration';
+  | 'max_duration'
+  /** The media engine's host (an Asterisk of the farm) stopped answering; the call ended at that moment. */
+  | 'media_host_lost';
 
 export interface CallEnd {
   cause: CallEndCause;

@@ -39,6 +39,44 @@ export const SubscribableEvents = [
   'call.gathered',
   'sms.delivered',
   'sms.failed',
+  // Verify (docs/verify.md): a code approved, locked after five wrong tries, canceled.
+  'verify.approved',
+  'verify.max_attempts',
+  'verify.canceled',
+  // Phone numbers (docs/numbers.md): a rented number's life, and a seller's listing request reviewed.
+  'number.purchased',
+  'number.activated',
+  'number.renewed',
+  'number.suspended',
+  'number.released',
+  'number.listing_request.reviewed',
+  // Marketplace (docs/marketplace.md): offers traded after `offer.received`, access to private listings,
+  // buyer-seller messages, route reports and rate increases buyers are given notice of.
+  'offer.accepted',
+  'offer.declined',
+  'offer.expired',
+  'route.access_requested',
+  'route.access_decided',
+  'route.message_received',
+  'route.report_received',
+  'route.report_answered',
+  'route.report_resolved',
+  'route.suspended',
+  'route.rate_increase_scheduled',
+  // Identity verification decisions and support replies (issue 24); they also feed the in-app notifications.
+  'kyc.verified',
+  'kyc.rejected',
+  'support_ticket.replied',
+  // Top-ups and payouts beyond the spec's list: what a user of a card-funded account is told.
+  'topup.failed',
+  'topup.chargeback',
+  'topup.chargeback_reversed',
+  'auto_recharge.failed',
+  'payout.requested',
+  'payout.paid',
+  'payout.rejected',
+  'billing.spending_alert',
+  'billing.export_completed',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

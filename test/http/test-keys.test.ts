@@ -11,6 +11,7 @@ const SIMULATED = new Set([
   'POST /comms/sms/bulk',
   'POST /application/sub-accounts',
   'POST /application/sub-accounts/bulk',
+  'POST /verify/start',
   // A test key's campaigns are test campaigns (simulated, test credit); it cannot change a live one.
   'POST /dialer/campaigns',
   'PUT /dialer/campaigns/{id}',
@@ -20,9 +21,12 @@ const SIMULATED = new Set([
   'POST /dialer/campaigns/{id}/contacts/import',
 ]);
 // Checking unsaved SMS delivery stores nothing; an invite code grants test credit only.
+// A test key checks and cancels only the simulated verifications it started.
 const SERVED = new Set([
   'POST /switch/suppliers/test-sms',
   'POST /topups/invite-codes/redeem',
+  'POST /verify/check',
+  'POST /verify/{id}/cancel',
   // AI agent drafts, voice previews and one-turn simulations save nothing and bill nothing.
   'POST /ai-agents/draft',
   'POST /ai-agents/voices/preview',

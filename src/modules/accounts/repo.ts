@@ -59,6 +59,11 @@ export function createAccountsRepo(db: Db) {
       const [row] = await tx<AccountRow[]>`select * from accounts where id = ${id}`;
       return row;
     },
+    /** Suspends, resumes or closes an account (sub-account lifecycle); in the caller's transaction. */
+    async setStatus(id: string, status: AccountRow['status'], now: Date, tx: Db = db): Promise<void> {
+      await tx`update accounts set status = ${status}, updated_at = ${now} where id = ${id}`;
+    },
+
     async anyAdmin(): Promise<boolean> {
       const [row] = await db<{ n: string }[]>`select count(*) as n from accounts where role = 'admin'`;
       return Number(row!.n) > 0;

@@ -4,7 +4,7 @@ import { DateTime, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { AppError, unauthorized } from '../../http/errors.js';
 import type { AccountsService } from './service.js';
 
-const Credentials = Type.Object(
+export const Credentials = Type.Object(
   {
     email: Type.String({ format: 'email', maxLength: 254 }),
     password: Type.String({ minLength: 10, maxLength: 200, description: 'at least 10 characters' }),
@@ -15,7 +15,7 @@ const LoginBody = Type.Object(
   { email: Type.String({ maxLength: 254 }), password: Type.String({ minLength: 1, maxLength: 200 }) },
   { additionalProperties: false },
 );
-const Tokens = Type.Object({
+export const Tokens = Type.Object({
   accessToken: Type.String({ description: 'session JWT: send as Authorization: Bearer' }),
   refreshToken: Type.String({ description: 'single use; every refresh returns a new one' }),
   expiresAt: DateTime(),
@@ -40,7 +40,7 @@ const Session = Type.Object({
   ip: Nullable(Type.String()),
 });
 
-const tokensOut = (t: { accessToken: string; refreshToken: string; expiresAt: string }) =>
+export const tokensOut = (t: { accessToken: string; refreshToken: string; expiresAt: string }) =>
   ok({ accessToken: t.accessToken, refreshToken: t.refreshToken, expiresAt: t.expiresAt });
 
 export function accountsRoutes(accounts: AccountsService, loginLimit: number) {
@@ -80,11 +80,27 @@ export function accountsRoutes(accounts: AccountsService, loginLimit: number) {
         schema: {
           tags: ['Authentication'],
           summary: 'Sign in with e-mail and password',
+          description:
+            'With two-factor sign-in on, the answer is `{ secondFactorRequired: true, challengeToken, expiresAt }` instead of tokens: send the challenge token and the authenticator code to POST /auth/login/2fa.',
           body: LoginBody,
-          response: { 200: Ok(Tokens) },
+          response: {
+            200: Ok(
+              Type.Union([
+                Tokens,
+                Type.Object({
+                  secondFactorRequired: Type.Literal(true),
+                  challengeToken: Type.String(),
+                  expiresAt: DateTime(),
+                }),
+              ]),
+            ),
+          },
         },
       },
-      async (req) => tokensOut(await accounts.login(req.body.email, req.body.password, meta(req))),
+      async (req) => {
+        const r = await accounts.beginLogin(req.body.email, req.body.password, meta(req));
+        return 'secondFactorRequired' in r ? ok(r) : tokensOut(r);
+      },
     );
 
     app.post(

@@ -10,6 +10,7 @@ import { createTtlCache } from '../../platform/ttl-cache.js';
 import { createLoginGuard } from './login-guard.js';
 import { burnPasswordTime, hashPassword, verifyPassword } from './passwords.js';
 import { createAccountsRepo, type AccountRow } from './repo.js';
+import { createSecurityRepo, type LoginMethod, type LoginOutcome } from './security-repo.js';
 
 export interface SessionTokens {
   accessToken: string;
@@ -17,6 +18,15 @@ export interface SessionTokens {
   expiresAt: string;
   sessionId: string;
 }
+
+/** A password accepted for an account with two-factor sign-in: the code goes to POST /auth/login/2fa. */
+export interface SecondFactorChallenge {
+  secondFactorRequired: true;
+  challengeToken: string;
+  expiresAt: string;
+}
+
+type LoginMeta = { userAgent?: string | undefined; ip?: string | undefined };
 
 export interface SessionClaims {
   accountId: string;
@@ -33,9 +43,31 @@ export function createAccountsService(deps: {
   signingSecret: Uint8Array;
   /** Where login failures are counted so every daemon sees them; null: in process. */
   redis?: Redis | null;
+  /** Told of each account registration (the verification e-mail); not awaited, so timing reveals nothing. */
+  onRegistered?: (account: AccountRow) => Promise<unknown>;
 }) {
   const { sql, config, clock } = deps;
   const repo = createAccountsRepo(sql);
+  const security = createSecurityRepo(sql);
+  const CHALLENGE_PREFIX = 'svc_2fa_';
+
+  const recordLogin = (
+    accountId: string,
+    outcome: LoginOutcome,
+    method: LoginMethod,
+    meta: LoginMeta,
+    sessionId?: string,
+  ) =>
+    security.recordLogin({
+      id: newId(),
+      accountId,
+      outcome,
+      method,
+      sessionId: sessionId ?? null,
+      ip: meta.ip ?? null,
+      userAgent: meta.userAgent ?? null,
+      now: clock.now(),
+    });
   const guard = createLoginGuard(deps.redis ?? null, config.auth);
   const sessionCache = createTtlCache<string, { accountId: string } | null>(
     config.auth.credential_cache_seconds * 1000,
@@ -111,7 +143,10 @@ export function createAccountsService(deps: {
         return;
       }
       try {
-        await service.createAccount({ email, password });
+        const account = await service.createAccount({ email, password });
+        deps
+          .onRegistered?.(account)
+          .catch((err: unknown) => deps.log.error({ err, accountId: account.id }, 'registration follow-up failed'));
       } catch (err) {
         // Registered by a concurrent request meanwhile: the same neutral answer.
         if (err instanceof AppError && err.code === 'CONFLICT') return;
@@ -119,7 +154,18 @@ export function createAccountsService(deps: {
       }
     },
 
-    async login(email: string, password: string, meta: { userAgent?: string; ip?: string }) {
+    /** Signs in with a password alone; an account with two-factor sign-in needs `beginLogin`. */
+    async login(email: string, password: string, meta: LoginMeta): Promise<SessionTokens> {
+      const r = await service.beginLogin(email, password, meta);
+      if ('secondFactorRequired' in r) throw unauthorized('This account signs in with a second factor');
+      return r;
+    },
+
+    /**
+     * Checks the password; answers a session, or, when the account has two-factor sign-in on, a
+     * challenge whose token and code complete the sign-in (`completeSecondFactor`).
+     */
+    async beginLogin(email: string, password: string, meta: LoginMeta): Promise<SessionTokens | SecondFactorChallenge> {
       await guard.before(email);
       const account = await repo.byEmail(email);
       if (!account?.passwordHash) {
@@ -131,11 +177,61 @@ export function createAccountsService(deps: {
       // A one-time password signs in once, before its deadline.
       if (!good || (account.passwordExpiresAt !== null && !(await repo.useOneTimePassword(account.id, clock.now())))) {
         await guard.failed(email);
+        await recordLogin(account.id, 'failure', 'password', meta);
         throw unauthorized('Invalid e-mail or password');
       }
       await guard.succeeded(email);
-      return issueSession(account.id, meta);
+      if (await security.totpEnabled(account.id)) {
+        const now = clock.now();
+        const challengeToken = CHALLENGE_PREFIX + randomToken(43);
+        const expiresAt = new Date(now.getTime() + config.two_factor.challenge_minutes * 60_000);
+        await security.insertChallenge({
+          id: newId(),
+          accountId: account.id,
+          tokenHash: sha256Hex(challengeToken),
+          now,
+          expiresAt,
+          userAgent: meta.userAgent?.slice(0, 300) ?? null,
+          ip: meta.ip ?? null,
+        });
+        await recordLogin(account.id, 'second_factor_required', 'password', meta);
+        return { secondFactorRequired: true, challengeToken, expiresAt: expiresAt.toISOString() };
+      }
+      const tokens = await issueSession(account.id, meta);
+      await recordLogin(account.id, 'success', 'password', meta, tokens.sessionId);
+      return tokens;
     },
+
+    /**
+     * Completes a two-factor sign-in: `check` verifies the code for the challenge's account. A
+     * challenge takes `[two_factor] challenge_attempts` codes at most and signs in once.
+     */
+    async completeSecondFactor(
+      challengeToken: string,
+      method: 'totp' | 'recovery_code',
+      check: (accountId: string) => Promise<boolean>,
+    ): Promise<SessionTokens> {
+      const now = clock.now();
+      const ch = await security.attemptChallenge(sha256Hex(challengeToken), now, config.two_factor.challenge_attempts);
+      if (!ch) throw unauthorized('The sign-in challenge is invalid, expired or out of attempts; sign in again');
+      const meta = { userAgent: ch.userAgent ?? undefined, ip: ch.ip ?? undefined };
+      if (!(await check(ch.accountId))) {
+        await recordLogin(ch.accountId, 'second_factor_failed', method, meta);
+        throw unauthorized('The code is not valid');
+      }
+      if (!(await security.closeChallenge(ch.id, now))) throw unauthorized('This sign-in challenge was already used');
+      const tokens = await issueSession(ch.accountId, meta);
+      await recordLogin(ch.accountId, 'success', method, meta, tokens.sessionId);
+      return tokens;
+    },
+
+    /** Drops cached session and account state after revocations and password changes made elsewhere. */
+    forget(accountId: string, sessionIds: readonly string[] = []) {
+      accountCache.delete(accountId);
+      for (const id of sessionIds) sessionCache.set(id, null);
+    },
+
+    recordLogin,
 
     /**
      * Replaces the password after checking the current one (counted as a login attempt), ends

@@ -15,7 +15,8 @@ const HEARTBEAT_MS = 30_000;
 
 /**
  * Calls placed through the API: POST/GET /comms/calls over the daemon's SIP plane (whose ports the
- * calls module binds) and the native media plane, started on first use.
+ * calls module binds) and the media engine (`[media] engine`: native or an Asterisk farm), started on
+ * first use.
  */
 export function buildApiCallsModule(
   core: CoreDeps,
@@ -59,6 +60,14 @@ export function buildApiCallsModule(
           ...(deps.media ? { pool: deps.media.get() } : {}),
         },
         onLegEnded: (o) => service.noteLeg(o),
+        ...(config.media.engine === 'asterisk'
+          ? {
+              asterisk: {
+                ...config.asterisk,
+                prompt_dir: config.asterisk.prompt_dir || `${config.paths.state}/asterisk-prompts`,
+              },
+            }
+          : {}),
       });
       return voice;
     },

@@ -16,6 +16,7 @@ import type { VoicePlane } from '../../telephony/calls/voice-plane.js';
 import type {
   CallAction,
   CallEnd,
+  CallEngine,
   CallLanguage,
   EngineCall,
   GatherResult,
@@ -118,6 +119,7 @@ const SETUP_ALLOWANCE_SECONDS = 90;
 
 /** Switch cause codes (Q.850 names) for the record's `hangupCause`. */
 function causeCode(end: CallEnd): string {
+  if (end.cause === 'media_host_lost') return 'NETWORK_OUT_OF_ORDER';
   if (end.answeredAt) return end.cause === 'media_timeout' ? 'RECOVERY_ON_TIMER_EXPIRE' : 'NORMAL_CLEARING';
   switch (end.sipStatus) {
     case 486:
@@ -155,6 +157,8 @@ function reasonWords(end: CallEnd, leg: LegOutcome | undefined): string {
   if (end.answeredAt) {
     if (end.cause === 'max_duration') return 'The call reached its maximum duration';
     if (end.cause === 'media_timeout') return 'No audio came from the called party; the call was ended';
+    if (end.cause === 'media_host_lost')
+      return 'The media server carrying the call stopped answering; the call was ended';
     return end.by === 'remote' ? 'The called party hung up' : 'The call ended when its actions finished';
   }
   if (leg?.noResponse) return 'The route did not respond';
@@ -165,6 +169,8 @@ function reasonWords(end: CallEnd, leg: LegOutcome | undefined): string {
       return 'No answer';
     case 'cancelled':
       return 'The call was cancelled before answer';
+    case 'media_host_lost':
+      return 'The media server stopped answering before the call was connected';
     default:
       return end.sipStatus ? `The route refused the call (SIP ${end.sipStatus})` : 'The call could not be connected';
   }
@@ -856,6 +862,17 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     /** Told by the SIP dialer how each leg ended (the failover rule needs "no response" and "ringing"). */
     noteLeg(outcome: LegOutcome): void {
       legOutcomes.set(outcome.callId, outcome);
+    },
+    /**
+     * The same engine and SIP stack for calls other modules place themselves (route checks), so
+     * there is one SIP plane; null while it is not listening. `takeLeg` hands over (and forgets)
+     * how one of their legs ended.
+     */
+    engine: (): CallEngine | null => deps.voice()?.engine ?? null,
+    takeLeg(callId: string): LegOutcome | undefined {
+      const o = legOutcomes.get(callId);
+      legOutcomes.delete(callId);
+      return o;
     },
     /** GET /comms/calls/{id}: the caller's own call, or one of its sub-accounts' (not the other way round). */
     async get(viewer: { accountId: string }, id: string) {

@@ -3,6 +3,9 @@ import type { CoreDeps } from '../../platform/core.js';
 import type { Module } from '../../platform/module.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { KeysService } from '../keys/service.js';
+import type { CdrFilter, CdrReports, CdrRow } from '../cdrs/index.js';
+import { createSubAccountLifecycle } from './lifecycle.js';
+import { manageRoutes } from './manage-routes.js';
 import { applicationRoutes } from './routes.js';
 import { createApplicationService, type RouteRequirement } from './service.js';
 
@@ -18,6 +21,8 @@ export function buildApplicationModule(
     keys: KeysService;
     events: LedgerEventSink;
     routeRequirement?: RouteRequirement | null;
+    /** Records and their daily usage, per sub-account. */
+    cdrs: Pick<CdrReports, 'dailyUsage'> & { listCdrs(f: CdrFilter): Promise<CdrRow[]> };
   },
 ) {
   const service = createApplicationService({
@@ -28,6 +33,23 @@ export function buildApplicationModule(
     events: deps.events,
     routeRequirement: deps.routeRequirement ?? null,
   });
-  const module: Module = { name: 'application', routes: applicationRoutes(service) };
-  return { module, service };
+  const lifecycle = createSubAccountLifecycle({
+    ...core,
+    ledger: deps.ledger,
+    accounts: deps.accounts,
+    keys: deps.keys,
+    application: service,
+    cdrs: deps.cdrs,
+  });
+  const module: Module = {
+    name: 'application',
+    routes: (app) => {
+      applicationRoutes(service)(app);
+      manageRoutes(lifecycle, async (operatorId) => {
+        const s = await service.settings(operatorId);
+        return { operatorId, brandName: s.brandName, brandColor: s.brandColor, brandLogoUrl: s.brandLogoUrl };
+      })(app);
+    },
+  };
+  return { module, service: Object.assign(service, { lifecycle }) };
 }

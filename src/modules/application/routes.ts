@@ -92,7 +92,7 @@ const SubAccountFields = {
   createdAt: DateTime(),
   updatedAt: DateTime(),
 };
-const SubAccount = Type.Object({ ...SubAccountFields, lowBalance: Type.Optional(Type.Boolean()) });
+export const SubAccount = Type.Object({ ...SubAccountFields, lowBalance: Type.Optional(Type.Boolean()) });
 const CreatedSubAccount = Type.Object({
   ...SubAccountFields,
   apiKey: Type.String({ description: 'returned once' }),

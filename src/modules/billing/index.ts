@@ -4,7 +4,16 @@ import type { Module } from '../../platform/module.js';
 import { emit } from '../../webhooks/emit.js';
 import type { EventName } from '../../webhooks/events.js';
 import type { ApplicationService } from '../application/service.js';
+import type { CdrFilter, CdrRow } from '../cdrs/index.js';
+import { alertRoutes } from './alert-routes.js';
+import { createSpendingAlerts } from './alerts.js';
+import { documentRoutes } from './document-routes.js';
+import { exportRoutes } from './export-routes.js';
+import { createBillingExports } from './exports.js';
+import { createInvoices, type CreditedTopups } from './invoices.js';
+import { createBillingRepo } from './repo.js';
 import { billingRoutes } from './routes.js';
+import { createStatements } from './statements.js';
 import { createBillingService } from './service.js';
 import { every } from '../../platform/periodic.js';
 
@@ -37,11 +46,33 @@ export function buildLedger(
  */
 export function buildBillingModule(
   core: CoreDeps,
-  deps: { ledger: Ledger; application: Pick<ApplicationService, 'reconcileDailyCaps'> },
+  deps: {
+    ledger: Ledger;
+    application: Pick<ApplicationService, 'reconcileDailyCaps'>;
+    /** Seller earnings withdrawable now (the payouts' rule): the summary's `availableBalance`. */
+    withdrawable: (accountId: string) => Promise<string>;
+    /** Credited top-ups: their invoices. */
+    topups: CreditedTopups;
+    /** Call and message records: their exports. */
+    cdrs: { listCdrs(f: CdrFilter): Promise<CdrRow[]> };
+    /** The account as statements name it. */
+    holder: (accountId: string) => Promise<Record<string, unknown>>;
+  },
 ) {
   const { config, log } = core;
   const { ledger, application } = deps;
-  const service = createBillingService({ ...core, ledger });
+  const service = createBillingService({ ...core, ledger, withdrawable: deps.withdrawable });
+  const issuer = config.http.public_hostname;
+  const statements = createStatements(core);
+  const invoices = createInvoices({ topups: deps.topups, issuer });
+  const alerts = createSpendingAlerts({ ...core, log: log.child({ module: 'spending-alerts' }) });
+  const exports = createBillingExports({
+    ...core,
+    log: log.child({ module: 'billing-exports' }),
+    stateDir: config.paths.state,
+    repo: createBillingRepo(core.sql),
+    cdrs: deps.cdrs,
+  });
   let loops: { stop(): Promise<void> }[] = [];
   // The block the next summarize starts from: null until this daemon's first summarize (see 111).
   let summarizedTo: number | null = null;
@@ -51,6 +82,8 @@ export function buildBillingModule(
       const released = await ledger.sweepExpiredHolds();
       if (released > 0) log.info({ released }, 'expired holds released');
       await application.reconcileDailyCaps();
+      await alerts.check();
+      await exports.housekeeping();
     } catch (err) {
       log.warn({ err }, 'ledger housekeeping failed');
     }
@@ -68,8 +101,14 @@ export function buildBillingModule(
 
   const module: Module = {
     name: 'billing',
-    routes: billingRoutes(service),
-    start() {
+    routes: (app) => {
+      billingRoutes(service)(app);
+      documentRoutes({ statements, invoices, issuer, holder: deps.holder })(app);
+      exportRoutes(exports)(app);
+      alertRoutes(alerts)(app);
+    },
+    async start() {
+      await exports.housekeeping(true);
       loops = [
         every(config.billing.hold_sweep_seconds * 1000, tick),
         every(config.billing.summarize_seconds * 1000, summarize),
@@ -77,7 +116,8 @@ export function buildBillingModule(
     },
     async stop() {
       await Promise.all(loops.map((l) => l.stop()));
+      await exports.stop();
     },
   };
-  return { module, service };
+  return { module, service: { ...service, statements, invoices, alerts, exports } };
 }

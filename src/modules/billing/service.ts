@@ -11,7 +11,7 @@ import { createBillingRepo, type TransactionFilter, type TransactionRow } from '
 
 export const CSV_MAX_ROWS = 10_000;
 
-const CSV_COLUMNS = [
+export const CSV_COLUMNS = [
   'id',
   'userId',
   'type',
@@ -24,9 +24,9 @@ const CSV_COLUMNS = [
   'callId',
   'createdAt',
 ] as const;
-const CSV_NUMERIC = ['amount', 'balanceAfter'] as const;
+export const CSV_NUMERIC = ['amount', 'balanceAfter'] as const;
 
-const present = (r: TransactionRow) => ({ ...r, createdAt: r.createdAt.toISOString() });
+export const presentTransaction = (r: TransactionRow) => ({ ...r, createdAt: r.createdAt.toISOString() });
 
 /** Display figures of charts are plain JSON numbers (spec "Conventions": money). */
 const display = (s: string | null) => (s === null ? 0 : Number(money6(s)));
@@ -37,6 +37,7 @@ export function createBillingService(deps: {
   log: Logger;
   config: Readonly<Config>;
   ledger: Ledger;
+  withdrawable: (accountId: string) => Promise<string>;
 }) {
   const { clock, ledger } = deps;
   const repo = createBillingRepo(deps.sql);
@@ -63,7 +64,7 @@ export function createBillingService(deps: {
 
     async transactions(accountId: string, f: TransactionFilter, limit: number) {
       checkRange(f);
-      return (await repo.transactions(accountId, f, limit + 1)).map(present);
+      return (await repo.transactions(accountId, f, limit + 1)).map(presentTransaction);
     },
 
     /** CSV of up to 10,000 transactions, newest first, produced while rows are read. */
@@ -74,7 +75,7 @@ export function createBillingService(deps: {
         try {
           await repo.eachTransactionBatch(accountId, f, CSV_MAX_ROWS, async (rows) => {
             for (const r of rows) {
-              if (!out.write(present(r))) await new Promise<void>((resolve) => out.once('drain', resolve));
+              if (!out.write(presentTransaction(r))) await new Promise<void>((resolve) => out.once('drain', resolve));
             }
           });
           out.end();
@@ -89,7 +90,7 @@ export function createBillingService(deps: {
     async summary(accountId: string) {
       const now = clock.now();
       const s = await repo.summary(accountId, now, deps.config.billing.card_chargeback_hold_days);
-      const b = await ledger.balanceOf(accountId);
+      const availableBalance = await deps.withdrawable(accountId);
       return {
         totalSpending: money6(s['totalSpending']),
         totalTransactions: Number(s['totalTransactions']),
@@ -102,7 +103,7 @@ export function createBillingService(deps: {
         totalEarnings: money6(s['totalEarnings']),
         earnings30d: money6(s['earnings30d']),
         earningsToday: money6(s['earningsToday']),
-        availableBalance: b.payable,
+        availableBalance,
         heldBalance: money6(s['heldBalance']),
       };
     },

@@ -1,7 +1,11 @@
 import type { Ledger } from '../../ledger/index.js';
 import type { CoreDeps } from '../../platform/core.js';
 import type { Module } from '../../platform/module.js';
+import { cdrReportRoutes } from './report-routes.js';
+import { createCdrReports } from './reports.js';
 import { cdrsRoutes } from './routes.js';
+export { cdrCsv } from './routes.js';
+export type { CdrReports } from './reports.js';
 import { createCdrsService } from './service.js';
 
 /**
@@ -10,8 +14,16 @@ import { createCdrsService } from './service.js';
  */
 export function buildCdrsModule(core: CoreDeps, deps: { ledger: Ledger }) {
   const service = createCdrsService({ sql: core.sql, ledger: deps.ledger });
-  const module: Module = { name: 'cdrs', routes: cdrsRoutes(service) };
-  return { module, service };
+  const reports = createCdrReports(core.sql);
+  const reportRoutes = cdrReportRoutes(reports, core.clock);
+  const module: Module = {
+    name: 'cdrs',
+    routes: (app) => {
+      cdrsRoutes(service)(app);
+      reportRoutes(app);
+    },
+  };
+  return { module, service, reports };
 }
 
 export {

@@ -161,3 +161,12 @@ const emptyRow: CdrRow = {
   endedAt: null,
   createdAt: new Date(0),
 };
+
+/** The CSV shape of records as `viewerId` sees them (GET /billing/cdrs?format=csv, billing exports). */
+export function cdrCsv(viewerId: string) {
+  return {
+    columns: Object.keys(present(emptyRow, viewerId)),
+    numeric: CDR_CSV_NUMERIC,
+    row: (r: CdrRow) => present(r, viewerId),
+  };
+}

@@ -12,6 +12,22 @@ import { routesRoutes } from './listings/routes.js';
 import { createRouting } from './routing/routing.js';
 import type { QualitySource } from './routing/routing.js';
 import { createRoutesService, type SipProbe } from './listings/service.js';
+import { createListingLifecycle } from './listings/lifecycle.js';
+import { lifecycleRoutes } from './listings/lifecycle-routes.js';
+import { createBlendCache } from './blends/blend-cache.js';
+import { blendsRoutes } from './blends/routes.js';
+import { createBlendsService } from './blends/service.js';
+import { accessRoutes } from './access/routes.js';
+import { messagesRoutes } from './messages/routes.js';
+import { createSheetReads } from './rate-sheets/reads.js';
+import { rateSheetRoutes } from './rate-sheets/routes.js';
+import { reportsRoutes } from './reports/routes.js';
+import { createReportsService } from './reports/service.js';
+import { createMessagesService } from './messages/service.js';
+import { createAccessService } from './access/service.js';
+import { createPrivateRateCache } from './offers/private-rates.js';
+import { offersRoutes } from './offers/routes.js';
+import { createOffersService } from './offers/service.js';
 
 export type { Candidate, CandidateQuery, QualitySource, SipEndpoint } from './routing/routing.js';
 export { createCdrQualitySource } from './listings/quality.js';
@@ -40,24 +56,67 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
   const routes = createRoutesService({ ...core, decks, quality, routingCache, guard, sipProbe: opts.sipProbe });
   const purchases = createPurchasesService({ ...core, routes, routingCache });
   const markets = createMarketsService({ clock: core.clock, routes, activity: cdrQuality.activity });
-  const routing = createRouting({ config: core.config, routes, purchases, quality, guard });
+  const blendCache = createBlendCache({ sql: core.sql, log: core.log.child({ module: 'route-blends' }) });
+  const privateRates = createPrivateRateCache({
+    sql: core.sql,
+    clock: core.clock,
+    log: core.log.child({ module: 'private-rates' }),
+  });
+  const routing = createRouting({
+    config: core.config,
+    clock: core.clock,
+    routes,
+    purchases,
+    quality,
+    guard,
+    blends: blendCache,
+    privateRates,
+  });
+  const blends = createBlendsService({ ...core, routes, purchases, routing, cache: blendCache, routingCache });
+  const offers = createOffersService({ ...core, routes, blends: blendCache, privateRates });
+  let offerSweep: NodeJS.Timeout | undefined;
+  const access = createAccessService({ ...core, routes, routingCache });
+  const messages = createMessagesService({ ...core, routes });
+  const reports = createReportsService({ ...core, routes, routingCache });
   const modules: Module[] = [
     {
       name: 'marketplace',
       routes: routesRoutes(routes, routing),
       start: async () => {
         await routingCache.start();
+        await blendCache.start();
+        await privateRates.start();
         await decks.start();
         await routes.startSheetJobs();
       },
       stop: async () => {
         await routes.stopSheetJobs();
         await decks.stop();
+        await privateRates.stop();
+        await blendCache.stop();
         await routingCache.stop();
       },
     },
     { name: 'purchases', routes: purchasesRoutes(purchases, routing) },
     { name: 'markets', routes: marketsRoutes(markets) },
+    { name: 'route-blends', routes: blendsRoutes(blends) },
+    { name: 'route-access', routes: accessRoutes(access) },
+    { name: 'route-messages', routes: messagesRoutes(messages) },
+    { name: 'route-reports', routes: reportsRoutes(reports) },
+    { name: 'listing-lifecycle', routes: lifecycleRoutes(createListingLifecycle({ ...core, routes, routingCache })) },
+    { name: 'rate-sheets', routes: rateSheetRoutes(routes, createSheetReads({ ...core, routes })) },
+    {
+      name: 'offers',
+      routes: offersRoutes(offers),
+      start: async () => {
+        // Open offers past their time are expired (and both sides told) once a minute.
+        offerSweep = setInterval(() => {
+          offers.expireDue().catch((err: unknown) => core.log.error({ err }, 'offer expiry sweep failed'));
+        }, 60_000);
+        offerSweep.unref();
+      },
+      stop: async () => clearInterval(offerSweep),
+    },
   ];
-  return { modules, services: { routes, purchases, routing, markets, routingCache } };
+  return { modules, services: { routes, purchases, routing, markets, routingCache, blends, offers } };
 }

@@ -119,6 +119,10 @@ export function buildSipTrunksModule(
       await calls.termsCache.start();
       // Before the SIP stack exists, so no API call of this daemon can be live yet.
       await calls.reconcileOrphans({ atStart: true });
+      // Announces this daemon to the others sharing Redis and drops the shares it held before a
+      // restart; left to the first housekeeping tick, for 30 s the other daemons would not count
+      // this one's calls and this one would count its dead calls against every limit.
+      await counters.reconcile(calls.liveSlots());
       const transport = await sip.listen();
       b2bua = createTrunkB2bua({
         stack: sip.stack,

@@ -112,6 +112,7 @@ export function buildSmsModule(
       const p = await smpp.start();
       if (p.port !== null) bound['smpp'] = p.port;
       if (p.tlsPort !== null) bound['smpp_tls'] = p.tlsPort;
+      core.health.register('smpp', () => ({ ok: smpp !== null, ...bound }));
     },
     async stop() {
       clearInterval(timer);

@@ -53,6 +53,8 @@ export interface SendInput {
   strategy?: Strategy | undefined;
   /** SMPP input: the ids the earlier parts of a concatenated submit were answered with (each gets a receipt). */
   customerPartIds?: string[] | undefined;
+  /** The message's id when the caller recorded it first (a verification names its SMS); a new UUIDv7 otherwise. */
+  messageId?: string | undefined;
 }
 
 export interface Sender {
@@ -319,7 +321,7 @@ export function createSmsService(deps: SmsDeps) {
     const priced = await price(s, input, to, network, seg.segments);
     const source = s.source ?? 'api';
     const ctx = { reference: 'SMS', relatedEntityType: source === 'smpp' ? 'smpp_sms' : 'api_sms' };
-    const id = newId();
+    const id = input.messageId ?? newId();
     const queuedAt = clock.now();
     const test = s.mode === 'test';
     const base = {
@@ -634,10 +636,22 @@ export function createSmsService(deps: SmsDeps) {
     });
   }
 
+  /**
+   * Receipts of route-check test messages (sendTest), by supplier-id key: they update the check,
+   * never a message row, so test messages stay out of SMS volume, revenue and quality figures.
+   */
+  const testReceipts = new Map<string, { keys: string[]; until: number; deliver(r: SupplierReceipt): void }>();
+
   /** Applies one supplier receipt; false when no stored part matches it (yet). */
   async function applyReceipt(r: ChannelReceipt): Promise<boolean> {
     const keys = supplierIdKeys(r.supplierMessageId);
     if (keys.length === 0) return true; // nothing to match on: dropped
+    const test = keys.map((k) => testReceipts.get(k)).find((x) => x !== undefined);
+    if (test) {
+      for (const k of test.keys) testReceipts.delete(k);
+      test.deliver(r);
+      return true;
+    }
     const at = clock.now();
     let final: FinalReceipt | null = null;
     const matched = (await sql.begin(async (tx) => {
@@ -903,8 +917,32 @@ export function createSmsService(deps: SmsDeps) {
     return { total: results.length, sent, failed: results.length - sent, results };
   }
 
+  /**
+   * One route-check test message over exactly this route's delivery, outside the message ledger:
+   * no hold, no message row, no CDR (the caller bills it). Its receipt goes to `onReceipt`.
+   */
+  async function sendTest(
+    route: { routeId: string; delivery: Record<string, unknown> | null },
+    sms: { to: string; from: string; text: string; reference: string },
+    onTestReceipt: (r: SupplierReceipt) => void,
+  ): Promise<GatewayOutcome> {
+    const outcome = await gateway.submit(route, sms);
+    if (outcome.status === 'accepted') {
+      const keys = outcome.supplierMessageIds.flatMap((sid) => supplierIdKeys(sid));
+      const entry = { keys, until: Date.now() + receiptTtlMs, deliver: onTestReceipt };
+      const now = Date.now();
+      for (const [k, v] of testReceipts) if (v.until < now) testReceipts.delete(k);
+      for (const k of keys) testReceipts.set(k, entry);
+      // As a committed send does: a receipt that missed these keys meanwhile sees the count move and retries.
+      sendsCommitted++;
+      void drainPending();
+    }
+    return outcome;
+  }
+
   return {
     send,
+    sendTest,
     bulk,
     get,
     sweepExpired,

@@ -5,7 +5,10 @@ import { AppError, notFound, ruleError, serviceUnavailable, validationError } fr
 import type { Ledger, TopupSource } from '../../ledger/ledger.js';
 import { Money, MoneyError } from '../../ledger/money.js';
 import type { Clock } from '../../platform/clock.js';
-import { randomToken, sha256Hex } from '../../platform/ids.js';
+import { newId, randomToken, sha256Hex } from '../../platform/ids.js';
+import type { BillingIdentity } from './card.js';
+import type { Chargebacks } from './chargebacks.js';
+import type { TopupsRepo } from './repo.js';
 
 /** x402 `PaymentRequirements` (protocol version 1, scheme "exact"). */
 export interface X402Requirements {
@@ -50,8 +53,36 @@ export function createTopupsService(deps: {
   log: Logger;
   config: Readonly<Config>;
   ledger: Ledger;
+  repo: TopupsRepo;
+  chargebacks: Chargebacks;
+  identity: BillingIdentity;
 }) {
-  const { sql, ledger, clock, config } = deps;
+  const { sql, ledger, clock, config, repo } = deps;
+
+  /** A credit made elsewhere (operator, x402) joins the top-up history, with its receipt. */
+  async function recordCredited(
+    db: Parameters<TopupsRepo['insert']>[0],
+    t: { accountId: string; method: 'card' | 'wire' | 'crypto' | 'x402'; origin: 'customer' | 'operator' },
+    r: { postingId: string; amount: string; reference: string | null },
+  ) {
+    await deps.chargebacks.recover(db, t.accountId);
+    const at = clock.now();
+    const row = await repo.insert(db, {
+      id: newId(),
+      accountId: t.accountId,
+      method: t.method,
+      origin: t.origin,
+      amount: r.amount,
+      status: 'pending',
+      at,
+    });
+    await repo.markCredited(db, row.id, {
+      creditedAmount: r.amount,
+      postingId: r.postingId,
+      billedTo: await deps.identity(t.accountId),
+      at,
+    });
+  }
   const b = config.billing;
 
   function parseAmount(raw: string, field = 'amount'): Money {
@@ -100,7 +131,16 @@ export function createTopupsService(deps: {
       reference?: string | null;
       postingKey: string;
     }) {
-      const r = await ledger.topup(input);
+      const r = await sql.begin(async (tx) => {
+        const r = await ledger.topup(input, tx);
+        if (!r.replayed)
+          await recordCredited(
+            tx,
+            { accountId: input.accountId, method: input.source, origin: 'operator' },
+            { postingId: r.postingId, amount: r.amount ?? input.amount, reference: input.reference ?? null },
+          );
+        return r;
+      });
       return {
         transactionId: r.postingId,
         accountId: input.accountId,
@@ -268,6 +308,12 @@ export function createTopupsService(deps: {
           insert into x402_payments (payment_hash, account_id, amount, network, payer, transaction, posting_id)
           values (${paymentHash}, ${accountId}, ${amount.toString()}::numeric, ${b.x402_network}, ${payer}, ${transaction}, ${r.postingId})
           on conflict (payment_hash) do nothing`;
+        if (!r.replayed)
+          await recordCredited(
+            tx,
+            { accountId, method: 'x402', origin: 'customer' },
+            { postingId: r.postingId, amount: amount.toString(), reference: transaction },
+          );
         return r.postingId;
       });
       deps.log.info({ accountId, amount: amount.toString(), network: b.x402_network }, 'x402 top-up credited');

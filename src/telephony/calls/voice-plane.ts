@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { CallEngine } from '../engine.js';
+import { createAsteriskFarm, type AsteriskFarm, type AsteriskSettings } from '../asterisk/index.js';
 import { createMediaPlane, type MediaPlane, type MediaPlaneOptions } from '../media/index.js';
 import type { LoopMarker } from '../sip/loop-marker.js';
 import type { SipStack } from '../sip/stack.js';
@@ -13,7 +14,11 @@ export interface VoicePlane {
   close(): Promise<void>;
 }
 
-/** The native media plane with the SIP dialer over `stack` behind its engine. */
+/**
+ * The SIP dialer over `stack` behind a call engine: the native media plane's, or (`asterisk` given)
+ * the ARI engine over an Asterisk farm. Either way the dialer carries every supplier leg, and the
+ * native plane renders prompts (TTS, MP3) and downloads `play` URLs.
+ */
 export function createVoicePlane(opts: {
   stack: SipStack;
   log: Logger;
@@ -22,6 +27,8 @@ export function createVoicePlane(opts: {
   /** The trunk B2BUA's loop marker (the calls module's), put on every INVITE the dialer sends. */
   loopMarker: LoopMarker;
   onLegEnded(outcome: LegOutcome): void;
+  /** `[media] engine = "asterisk"`: the farm's settings. */
+  asterisk?: AsteriskSettings;
 }): VoicePlane {
   const plane: MediaPlane = createMediaPlane({ ...opts.media, log: opts.log });
   const dialer = createSipDialer(opts.stack, {
@@ -30,11 +37,15 @@ export function createVoicePlane(opts: {
     loopMarker: opts.loopMarker,
     onLegEnded: opts.onLegEnded,
   });
-  const engine = plane.createEngine(dialer);
+  const farm: AsteriskFarm | null = opts.asterisk ? createAsteriskFarm(opts.asterisk, opts.log) : null;
+  const engine = farm ? farm.createEngine(dialer, plane.renderer) : plane.createEngine(dialer);
   return {
     engine,
     dialer,
     download: (url) => plane.downloader.download(url),
-    close: () => plane.close(),
+    async close() {
+      await farm?.close();
+      await plane.close();
+    },
   };
 }

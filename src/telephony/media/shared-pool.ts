@@ -12,6 +12,10 @@ export function createSharedMediaPool(options: MediaPoolOptions) {
       pool ??= createMediaPool(options);
       return pool;
     },
+    /** The pool when a call has started it; null before first use (health reads it without starting it). */
+    running(): MediaPool | null {
+      return pool;
+    },
     async close(): Promise<void> {
       const p = pool;
       pool = null;

@@ -95,8 +95,17 @@ export function createDigestServer(opts: DigestServerOptions): DigestServer {
       const at = signedAt(nonce);
       if (at === undefined) return { result: 'bad-nonce' };
       if (p['realm'] !== opts.realm) return { result: 'wrong-realm', nonce };
-      const entry = uses.get(nonce);
-      if (!entry || now() - at > ttl || entry.n >= maxUses) return { result: 'stale' };
+      if (now() - at > ttl) return { result: 'stale' };
+      let entry = uses.get(nonce);
+      if (!entry) {
+        // Signed with the site's shared secret but minted by another daemon (a balancer in front
+        // sent the challenge and the answer to different daemons): counted here from now on, so
+        // its uses are bounded per daemon and it still dies with its TTL.
+        if (uses.size >= maxTracked) return { result: 'stale' };
+        entry = { at, n: 0 };
+        uses.set(nonce, entry);
+      }
+      if (entry.n >= maxUses) return { result: 'stale' };
       entry.n++;
       if (p['algorithm'] && p['algorithm'].toUpperCase() !== 'MD5') return { result: 'bad-response' };
       const ha2 = md5(`${method}:${p['uri'] ?? ''}`);

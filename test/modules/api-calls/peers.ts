@@ -1,5 +1,7 @@
 import { Decimal } from 'decimal.js';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Test } from 'tap';
 import { fixture, freePort, sipp, type SippRun } from '../../telephony/sip/sipp.js';
 
@@ -142,10 +144,40 @@ export const keysAfter = (afterMs: number, keys: string[]): string =>
   [
     `  <pause milliseconds="${afterMs}"/>`,
     ...keys.map(
-      (k) =>
-        `  <nop><action><exec play_pcap_audio="${PCAPS}/dtmf_2833_${k}.pcap"/></action></nop>\n  <pause milliseconds="350"/>`,
+      (k, i) =>
+        `  <nop><action><exec play_pcap_audio="${keyPcap(k, i)}"/></action></nop>\n  <pause milliseconds="350"/>`,
     ),
   ].join('\n');
+
+/**
+ * The Debian pcaps are cut from one recording: one SSRC, sequence numbers and timestamps in the
+ * order 0–9, *, #. Replayed in another order, a key's event would be older than the one before it,
+ * which an RTP stack that drops stale telephone-events (Asterisk's does, by timestamp) ignores, as
+ * it should. So the key played `position`-th gets a copy whose sequence numbers and timestamp
+ * follow the keys played before it, as a phone's would.
+ */
+const keyDir = join(tmpdir(), `svc-dtmf-${process.pid}`);
+function keyPcap(key: string, position: number): string {
+  const path = join(keyDir, `${position}_${key}.pcap`);
+  if (existsSync(path)) return path;
+  const pcap = Buffer.from(readFileSync(`${PCAPS}/dtmf_2833_${key}.pcap`));
+  // pcap header 24 bytes; each record: 16-byte header, Ethernet 14 + IPv4 20 + UDP 8, then RTP.
+  let first: number | null = null;
+  for (let off = 24; off + 16 <= pcap.length;) {
+    const incl = pcap.readUInt32LE(off + 8);
+    const rtp = off + 16 + 42;
+    if (incl >= 42 + 12) {
+      const seq = pcap.readUInt16BE(rtp + 2);
+      first ??= seq;
+      pcap.writeUInt16BE((1000 + position * 100 + ((seq - first) & 0xffff)) & 0xffff, rtp + 2);
+      pcap.writeUInt32BE(100_000 + position * 16_000, rtp + 4);
+    }
+    off += 16 + incl;
+  }
+  mkdirSync(keyDir, { recursive: true });
+  writeFileSync(path, pcap);
+  return path;
+}
 
 export const digits = (keys: string[]): string => keysAfter(2000, keys);
 

@@ -1,15 +1,17 @@
 /**
- * The call service over its own SIP stack on 127.0.0.1 and the native media plane, against a
- * whole test daemon (ledger, routing, CDRs, outbox): what the live call tests share.
+ * The call service over its own SIP stack on 127.0.0.1 and a call engine (native by default, or
+ * Asterisk over ARI), against a whole test daemon (ledger, routing, CDRs, outbox): what the live call tests share.
  */
 import { Decimal } from 'decimal.js';
 import { pino } from 'pino';
 import type { Test } from 'tap';
 import { createApiCallsService, type ApiCallsService } from '../../../src/modules/api-calls/service.js';
+import type { AsteriskSettings } from '../../../src/telephony/asterisk/index.js';
 import { createVoicePlane } from '../../../src/telephony/calls/voice-plane.js';
 import type { MediaPlaneOptions } from '../../../src/telephony/media/index.js';
 import { createLoopMarker, createSipStack, createSipTransport } from '../../../src/telephony/sip/index.js';
 import { createWorld, eventually, type World } from '../sip-trunks/world.js';
+import { engineOptions, type EngineName } from './engines.js';
 
 export interface ServiceWorld {
   w: World;
@@ -28,6 +30,8 @@ export async function createServiceWorld(
   t: Test,
   rtpBase: number,
   media: Partial<Pick<MediaPlaneOptions, 'downloader'>> = {},
+  /** A named engine, or Asterisk settings a test built itself (several hosts, a proxy in front of ARI). */
+  engine: EngineName | { asterisk: AsteriskSettings } = 'native',
 ): Promise<ServiceWorld> {
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const w = await createWorld(t);
@@ -50,6 +54,7 @@ export async function createServiceWorld(
     },
     dialer: { setupTimeoutMs: 1500 },
     onLegEnded: (o) => svc?.noteLeg(o),
+    ...(typeof engine === 'string' ? await engineOptions(t, engine) : engine),
   });
   t.teardown(() => plane.close());
   svc = createApiCallsService({

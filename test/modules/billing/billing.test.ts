@@ -23,7 +23,8 @@ const get = async (d: TestDaemon, url: string, key: string) => {
 
 t.test('balance, transactions (filters, cursor, CSV), summary, history and daily spend', async (t) => {
   const clock = createManualClock(new Date('2026-05-10T12:00:00Z'));
-  const d = await startTestDaemon(t, {}, { clock });
+  // No payout hold: availableBalance is then all unpaid earnings (the hold is tested with payouts).
+  const d = await startTestDaemon(t, { billing: { payout_hold_days: 0 } }, { clock });
   const { ledger, topups } = d.modules.services;
   const buyer = await customer(d, 'buyer@example.com');
   const seller = await customer(d, 'seller@example.com');

@@ -1,10 +1,46 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { DeepPartial } from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
+import { TEST_NETWORKS, TEST_SCRYPT_COST } from '../../helpers/daemon.js';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
+}
+
+/**
+ * The settings of a second daemon on an existing test database: loopback on free ports, its own
+ * state directory (its own node id, kept across a restart with the same settings), `extra` merged on top section by section.
+ */
+export function childDaemonConfig(
+  t: Teardown,
+  databaseUrl: string,
+  extra: DeepPartial<Config> = {},
+): DeepPartial<Config> {
+  const state = mkdtempSync(join(tmpdir(), 'svc-child-state-'));
+  t.teardown(() => rmSync(state, { recursive: true, force: true }));
+  const base: Record<string, Record<string, unknown>> = {
+    paths: { state },
+    log: { level: 'silent' },
+    http: { host: '127.0.0.1', port: 0 },
+    database: { url: databaseUrl, pool_max: 4 },
+    sip: { host: '127.0.0.1', port: 0, tls_port: 0, options_interval_seconds: 3600 },
+    smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
+    metrics: { host: '127.0.0.1', port: 0 },
+    billing: { require_route_for_sub_accounts: false },
+    // The suppliers are sipp on loopback: the outbound guard lets them through only when allowed.
+    security: { private_supplier_networks: TEST_NETWORKS, private_trunk_networks: TEST_NETWORKS },
+    auth: { scrypt_cost: TEST_SCRYPT_COST },
+  };
+  // Section by section, so `extra` changing one SIP setting keeps the daemon on loopback port 0.
+  const merged: Record<string, unknown> = { ...base };
+  for (const [section, values] of Object.entries(extra as Record<string, Record<string, unknown> | undefined>)) {
+    merged[section] = { ...base[section], ...values };
+  }
+  return merged as DeepPartial<Config>;
 }
 
 const CHILD = new URL('./crash-child.ts', import.meta.url).pathname;
@@ -13,7 +49,7 @@ const CHILD = new URL('./crash-child.ts', import.meta.url).pathname;
 export async function spawnChildDaemon(
   t: Teardown,
   overrides: DeepPartial<Config>,
-): Promise<{ ports: Record<string, number>; kill(): Promise<void> }> {
+): Promise<{ pid: number; ports: Record<string, number>; kill(): Promise<void> }> {
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(overrides)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -27,5 +63,5 @@ export async function spawnChildDaemon(
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', () => reject(new Error('child daemon exited before listening')));
   });
-  return { ports: JSON.parse(first) as Record<string, number>, kill };
+  return { pid: child.pid ?? -1, ports: JSON.parse(first) as Record<string, number>, kill };
 }

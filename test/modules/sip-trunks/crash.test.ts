@@ -1,16 +1,11 @@
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
-import { loadConfig, type DeepPartial } from '../../../src/config/load.js';
-import type { Config } from '../../../src/config/schema.js';
+import { loadConfig } from '../../../src/config/load.js';
 import { startDaemon } from '../../../src/daemon.js';
-import { TEST_NETWORKS, TEST_SCRYPT_COST } from '../../helpers/daemon.js';
 import { checkInvariants } from '../../ledger/helpers.js';
 import { fixture, sipp } from '../../telephony/sip/sipp.js';
 import { createWorld, eventually, uac, uacScenario, uasAnswer } from './world.js';
-import { spawnChildDaemon } from './child-daemon.js';
+import { childDaemonConfig, spawnChildDaemon } from './child-daemon.js';
 
 t.test('a daemon killed during live calls: the next start bills the answered one and releases the other', async (t) => {
   const w = await createWorld(t);
@@ -24,21 +19,7 @@ t.test('a daemon killed during live calls: the next start bills the answered one
   const a = await w.sub({ markupPct: '0', fund: '5.000000' });
   const b = await w.sub({ markupPct: '0', fund: '5.000000' });
 
-  const state = mkdtempSync(join(tmpdir(), 'svc-crash-state-'));
-  t.teardown(() => rmSync(state, { recursive: true, force: true }));
-  const overrides: DeepPartial<Config> = {
-    paths: { state },
-    log: { level: 'silent' },
-    http: { host: '127.0.0.1', port: 0 },
-    database: { url: w.d.config.database.url, pool_max: 4 },
-    sip: { host: '127.0.0.1', port: 0, tls_port: 0, options_interval_seconds: 3600 },
-    smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
-    metrics: { host: '127.0.0.1', port: 0 },
-    billing: { require_route_for_sub_accounts: false },
-    // The suppliers are sipp on loopback: the outbound guard lets them through only when allowed.
-    security: { private_supplier_networks: TEST_NETWORKS, private_trunk_networks: TEST_NETWORKS },
-    auth: { scrypt_cost: TEST_SCRYPT_COST },
-  };
+  const overrides = childDaemonConfig(t, w.d.config.database.url);
   const daemon = await spawnChildDaemon(t, overrides);
   const sipPort = daemon.ports['sip']!;
 

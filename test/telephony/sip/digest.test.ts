@@ -74,3 +74,20 @@ t.test('client answers qop=auth challenges', async (t) => {
   t.equal(p['opaque'], 'o');
   t.equal(p['nc'], '00000001');
 });
+
+t.test("another daemon's nonce (same site secret) is accepted, bounded in use and time here too", async (t) => {
+  let now = 1_000_000;
+  const opts = { realm, secret: 's3cret', nonceTtlMs: 60_000, nonceMaxUses: 2, now: () => now };
+  const a = createDigestServer(opts);
+  const b = createDigestServer(opts);
+  const other = createDigestServer({ ...opts, secret: 'another site' });
+  const ha1 = computeHa1('sub_abc', realm, 'pw');
+  const ch = a.challenge();
+  t.same(b.check(creds(a, ch), 'INVITE', ha1), { result: 'ok' }, 'challenged by A, answered to B');
+  t.same(b.check(creds(a, ch), 'INVITE', ha1), { result: 'ok' });
+  t.same(b.check(creds(a, ch), 'INVITE', ha1), { result: 'stale' }, "B counts the nonce's uses");
+  t.same(other.check(creds(a, ch), 'INVITE', ha1), { result: 'bad-nonce' }, 'another secret never accepts it');
+  const late = a.challenge();
+  now += 60_001;
+  t.same(b.check(creds(a, late), 'INVITE', ha1), { result: 'stale' }, 'expired wherever it is answered');
+});

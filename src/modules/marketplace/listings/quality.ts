@@ -247,3 +247,85 @@ export function createCdrQualitySource(deps: { sql: Sql; clock: Clock; ttlMs?: n
 
   return { quality, activity };
 }
+
+/** What a route report keeps of one of the reporter's records (the number cut to its destination prefix). */
+export interface CdrEvidence {
+  cdrId: string;
+  kind: 'voice' | 'sms';
+  status: string | null;
+  sipCode: number | null;
+  hangupCause: string | null;
+  toPrefix: string | null;
+  cli: string | null;
+  durationSeconds: number | null;
+  billedSeconds: number | null;
+  pddMs: number | null;
+  answeredAt: string | null;
+  at: string;
+}
+
+/**
+ * The reporter's own records on a route among `cdrIds` (placed by it, or by one of its
+ * sub-accounts), as evidence for a route report: read here, beside the quality figures, as the
+ * marketplace's one reader of `cdrs`.
+ */
+export async function cdrEvidence(
+  sql: Sql,
+  accountId: string,
+  routeId: string,
+  cdrIds: readonly string[],
+): Promise<CdrEvidence[]> {
+  if (cdrIds.length === 0) return [];
+  const rows = await sql<
+    {
+      id: string;
+      kind: 'voice' | 'sms';
+      status: string | null;
+      sipCode: number | null;
+      hangupCause: string | null;
+      toNumber: string | null;
+      cli: string | null;
+      durationSeconds: number | null;
+      billedSeconds: number | null;
+      pddMs: number | null;
+      answeredAt: Date | null;
+      createdAt: Date;
+    }[]
+  >`
+    select id, kind, status, sip_code, hangup_cause, to_number, cli, duration_seconds, billed_seconds, pdd_ms,
+      answered_at, created_at
+    from cdrs
+    where id = any(${sql.array(cdrIds as string[])}::uuid[]) and route_id = ${routeId}
+      and (account_id = ${accountId} or operator_id = ${accountId}) and not is_probe`;
+  return rows.map((r) => ({
+    cdrId: r.id,
+    kind: r.kind,
+    status: r.status,
+    sipCode: r.sipCode,
+    hangupCause: r.hangupCause,
+    toPrefix: r.toNumber === null ? null : r.toNumber.replace(/^\+/, '').slice(0, 6),
+    // What the callee was shown is the point of a CLI report; it is the reporter's own presented number.
+    cli: r.cli,
+    durationSeconds: r.durationSeconds,
+    billedSeconds: r.billedSeconds,
+    pddMs: r.pddMs,
+    answeredAt: r.answeredAt === null ? null : r.answeredAt.toISOString(),
+    at: r.createdAt.toISOString(),
+  }));
+}
+
+/** A seller's traffic per own route since `since`: what buyers bought of it (never who). */
+export async function sellerSales(sql: Sql, sellerId: string, since: Date) {
+  return sql<
+    { routeId: string; calls: number; answered: number; billedSeconds: string; messages: number; revenue: string }[]
+  >`
+    select route_id,
+      count(*) filter (where kind = 'voice')::int as calls,
+      count(*) filter (where kind = 'voice' and billed_seconds > 0)::int as answered,
+      coalesce(sum(billed_seconds) filter (where kind = 'voice'), 0)::text as billed_seconds,
+      coalesce(sum(segments) filter (where kind = 'sms'), 0)::int as messages,
+      coalesce(sum(seller_credit), 0)::numeric(20,6)::text as revenue
+    from cdrs
+    where seller_id = ${sellerId} and created_at >= ${since} and not is_probe and not simulated and route_id is not null
+    group by route_id`;
+}

@@ -8,7 +8,7 @@ export interface RouteRow {
   name: string;
   country: string | null;
   visibility: 'public' | 'private';
-  status: 'active' | 'paused' | 'deleted';
+  status: 'active' | 'paused' | 'suspended' | 'deleted';
   expectedAsr: string | null;
   expectedAcd: string | null;
   expectedPdd: number | null;
@@ -22,6 +22,8 @@ export interface RouteRow {
   createdAt: Date;
   rateCount: number;
   lowestRate: string | null;
+  /** A route blend (marketplace/blends): no deck or delivery of its own. */
+  blend: boolean;
 }
 
 export interface NewRoute {
@@ -72,6 +74,7 @@ const ROUTE_COLUMNS = (sql: Db) => sql`
   r.cli_type, r.billing_increment, r.capacity, r.max_cps, r.notice_days, r.media_mode,
   r.sms_delivery->>'kind' as sms_delivery_kind, r.created_at,
   coalesce(d.row_count, 0) as rate_count,
+  exists (select 1 from route_blends b where b.route_id = r.id) as blend,
   (select min(x.rate)::numeric(20,6)::text from rate_rows x where x.route_id = r.id and x.effective_to is null and x.mcc_mnc = '') as lowest_rate`;
 
 export async function insertRoute(db: Db, r: NewRoute, endpoints: Omit<EndpointRow, 'routeId'>[]): Promise<void> {
@@ -222,7 +225,7 @@ export interface DeckMeta {
   type: 'voice' | 'sms';
   name: string;
   visibility: 'public' | 'private';
-  status: 'active' | 'paused' | 'deleted';
+  status: 'active' | 'paused' | 'suspended' | 'deleted';
   cliType: string | null;
   billingIncrement: string;
   expectedAsr: string | null;
@@ -574,6 +577,8 @@ export async function listingHealth(sql: Sql, sellerId: string, at: Date) {
       purchases: number;
       scheduledChanges: number;
       uploadedAt: Date | null;
+      openReports: number;
+      upheldReports: number;
     }[]
   >`
     select r.id, r.name, r.type, r.status, r.visibility, coalesce(d.row_count, 0)::int as rate_count,
@@ -581,7 +586,9 @@ export async function listingHealth(sql: Sql, sellerId: string, at: Date) {
       (r.sms_delivery is not null) as has_sms_delivery, r.expected_asr::text as expected_asr,
       (select count(*)::int from purchases p where p.route_id = r.id and p.status = 'active') as purchases,
       (select count(*)::int from rate_changes c where c.route_id = r.id and c.status = 'scheduled' and c.effective_at > ${at}) as scheduled_changes,
-      d.uploaded_at
+      d.uploaded_at,
+      (select count(*)::int from route_reports x where x.route_id = r.id and x.status in ('open', 'answered', 'escalated')) as open_reports,
+      (select count(*)::int from route_reports x where x.route_id = r.id and x.status = 'upheld' and x.decided_at > ${at}::timestamptz - interval '90 days') as upheld_reports
     from routes r left join rate_decks d on d.route_id = r.id
     where r.seller_id = ${sellerId} and r.status <> 'deleted'
     order by r.id desc limit 10000`;

@@ -35,7 +35,7 @@ const EndpointIn = Type.Object(
   { additionalProperties: false },
 );
 
-const SmsDeliveryIn = Type.Union([
+export const SmsDeliveryIn = Type.Union([
   Type.Object(
     {
       kind: Type.Literal('smpp'),
@@ -140,6 +140,7 @@ const Route = Type.Object({
   visibility: Type.String(),
   status: Type.String(),
   own: Type.Boolean({ description: 'the caller is the seller; seller identity is never shown otherwise' }),
+  blend: Type.Boolean({ description: 'a route blend: see GET /routes/blends/{id}; cannot be route-checked' }),
   expectedAsr: Nullable(Type.Number()),
   expectedAcd: Nullable(Type.Number()),
   expectedPdd: Nullable(Type.Integer()),
@@ -175,6 +176,9 @@ const Route = Type.Object({
   smsDeliveryKind: Nullable(Type.String({ description: 'own routes only: smpp or http' })),
   createdAt: DateTime(),
 });
+
+/** The listing as the API shows it (other listing operations answer with it). */
+export const RouteSchema = Route;
 
 const RateRow = Type.Object({
   prefix: Type.String(),
@@ -227,6 +231,10 @@ const Resolved = Type.Object({
   routeName: Type.String(),
   own: Type.Boolean(),
   purchaseId: Nullable(Uuid()),
+  blendId: Type.Optional(Nullable(Uuid('set when the route carries traffic as a member of a blend the caller uses'))),
+  offerId: Type.Optional(
+    Nullable(Uuid("set when the caller's private rate from this accepted offer priced the route")),
+  ),
   matchedPrefix: Type.String(),
   destination: Type.String(),
   price: Money('buyer price per minute or per message, fee included'),
@@ -392,7 +400,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
           tags: TAGS,
           summary: "The caller's listings with what keeps each from selling well",
           description:
-            'Issues: `no_rates`, `no_delivery` (voice without SIP endpoints, SMS without delivery), `paused`, `no_stated_asr`, `low_measured_asr` (measured ASR under 20%). `healthy` when none applies.',
+            'Issues: `no_rates`, `no_delivery` (voice without SIP endpoints, SMS without delivery), `paused`, `suspended` (by the operator), `no_stated_asr`, `low_measured_asr` (measured ASR under 20%), `open_reports`, `upheld_reports` (upheld in the last 90 days). `healthy` when none applies.',
           response: {
             200: Ok(
               Type.Object({
@@ -410,6 +418,10 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
                     endpoints: Type.Integer(),
                     activePurchases: Type.Integer(),
                     scheduledChanges: Type.Integer(),
+                    openReports: Type.Integer({ description: 'route reports still open' }),
+                    upheldReports: Type.Integer({
+                      description: 'route reports the operator upheld in the last 90 days',
+                    }),
                     ratesUploadedAt: Nullable(DateTime()),
                     measured: Route.properties.measured,
                     issues: Type.Array(Type.String()),

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../../../config/schema.js';
-import type { Sql } from '../../../db/connection.js';
+import type { Db, Sql } from '../../../db/connection.js';
 import { AppError, conflict, notFound, ruleError, validationError } from '../../../http/errors.js';
 import type { Clock } from '../../../platform/clock.js';
 import { newId } from '../../../platform/ids.js';
@@ -26,6 +26,7 @@ import {
 } from '../../../rating/index.js';
 import type { NewSheetEntry, PlatformFee, SheetResult } from '../../../rating/index.js';
 import { runSliced, STEP_ITEMS, type Slicing, type Steps } from '../../../platform/cooperative.js';
+import { emit } from '../../../webhooks/emit.js';
 import * as jobs from '../rate-sheets/sheet-jobs.js';
 import type { SheetJob } from '../rate-sheets/sheet-jobs.js';
 import * as repo from './repo.js';
@@ -213,6 +214,7 @@ export function createRoutesService(deps: {
       visibility: r.visibility,
       status: r.status,
       own,
+      blend: r.blend,
       expectedAsr: num(r.expectedAsr),
       expectedAcd: num(r.expectedAcd),
       expectedPdd: r.expectedPdd,
@@ -394,6 +396,34 @@ export function createRoutesService(deps: {
   }
 
   /**
+   * Buyers holding a purchase of the route are told of increases and removals scheduled by a sheet
+   * or a flat change (`route.rate_increase_scheduled`), in the transaction that schedules them: the
+   * notice period runs from then. The seller's identity is not in the event.
+   */
+  const noticeBuyers = async (tx: Db, route: RouteRow, changes: repo.DeckWrite['changes']) => {
+    if (changes.length === 0) return;
+    const buyers = await tx<{ accountId: string; purchaseId: string }[]>`
+      select account_id, id as purchase_id from purchases where route_id = ${route.id} and status in ('active', 'paused')`;
+    if (buyers.length === 0) return;
+    const increases = changes.filter((c) => c.kind === 'increase').length;
+    const first = changes.reduce((m, c) => (c.effectiveAt < m ? c.effectiveAt : m), changes[0]!.effectiveAt);
+    for (const b of buyers)
+      await emit(tx, {
+        accountId: b.accountId,
+        event: 'route.rate_increase_scheduled',
+        data: {
+          routeId: route.id,
+          routeName: route.name,
+          purchaseId: b.purchaseId,
+          increases,
+          removals: changes.length - increases,
+          firstEffectiveAt: first.toISOString(),
+          noticeDays: route.noticeDays,
+        },
+      });
+  };
+
+  /**
    * Replaces a deck with the rows `next` makes from the rows in force, in one transaction under the
    * deck's lock: decreases, new destinations and harmless updates now, increases and removals at
    * `increaseAt` or after the route's notice period (rating/rate-changes.ts). The index is rebuilt
@@ -412,6 +442,7 @@ export function createRoutesService(deps: {
       const rows = await runSliced(next(live), { sliceMs, ...load });
       const { write, counts } = await runSliced(planWrite(route, live, rows, now, increaseAt), { sliceMs, ...load });
       const version = await repo.writeDeck(tx, routeId, write, now, rows.length, load);
+      await noticeBuyers(tx, route, write.changes);
       return { version, counts, scheduled: write.changes.length, rows: rows.length };
     });
     await decks.reload(routeId);
@@ -766,6 +797,55 @@ export function createRoutesService(deps: {
     },
 
     /**
+     * What an upload would do, without saving: every bad row, or the counts of the changes it would
+     * make against the rates in force now (increases and removals scheduled per the notice rule).
+     * Under the same upload slot as an upload, and never a job: large sheets are parsed a slice at a time.
+     */
+    async validateSheet(sellerId: string, routeId: string, upload: SheetUpload, slot: () => void) {
+      try {
+        const route = await repo.findOwnRoute(sql, routeId, sellerId);
+        if (route === undefined) throw notFound('Route');
+        const source = sheetSource(upload);
+        const increaseAt = parseWhen(upload.increaseEffectiveAt);
+        const sheet = await parseSheet(route, source, {});
+        const errors = sheet.errors.slice(0, MAX_REPORTED_ERRORS).map((e) => ({ line: e.line, reason: e.reason }));
+        if (sheet.errors.length > 0)
+          return {
+            valid: false,
+            rows: sheet.rows.length + sheet.errors.length,
+            errorCount: sheet.errors.length,
+            errors,
+            changes: null,
+          };
+        const now = clock.now();
+        const live = await repo.liveRows(sql, routeId, now);
+        const { write, counts } = await runSliced(planWrite(route, live, sheet.rows, now, increaseAt), { sliceMs });
+        const firstIncreaseAt = write.changes.reduce<Date | null>(
+          (m, c) => (m === null || c.effectiveAt < m ? c.effectiveAt : m),
+          null,
+        );
+        return {
+          valid: true,
+          rows: sheet.rows.length,
+          errorCount: 0,
+          errors,
+          changes: {
+            increases: counts.increase,
+            decreases: counts.decrease,
+            newDestinations: counts.new,
+            removals: counts.removal,
+            updates: counts.update,
+            unchanged: counts.unchanged,
+            scheduledChanges: write.changes.length,
+            firstScheduledAt: iso(firstIncreaseAt),
+          },
+        };
+      } finally {
+        slot();
+      }
+    },
+
+    /**
      * Takes one of the account's upload slots or throws 429 RATE_LIMITED; the route takes it before
      * the body is read, so a refused upload never holds a sheet in memory. `uploadSheet` releases it.
      */
@@ -914,13 +994,18 @@ export function createRoutesService(deps: {
     marketRows: (country: string, type: 'voice' | 'sms') => repo.marketRows(sql, country, type, clock.now()),
 
     /** Makes a private route visible to and buyable by another account. */
-    async grantAccess(sellerId: string, routeId: string, accountId: string) {
-      const r = await repo.findOwnRoute(sql, routeId, sellerId);
+    async grantAccess(sellerId: string, routeId: string, accountId: string, db: Db = sql) {
+      const r = await repo.findOwnRoute(db, routeId, sellerId);
       if (r === undefined) throw notFound('Route');
       if (accountId === sellerId) throw ruleError('The seller always has access to its own route');
-      const [acct] = await sql`select 1 from accounts where id = ${accountId}`;
+      // A blend holding routes the seller bought is for the seller's own traffic (blends/service.ts).
+      const [lent] =
+        await db`select 1 from route_blend_members m join routes x on x.id = m.member_id where m.blend_id = ${routeId} and x.seller_id <> ${sellerId} limit 1`;
+      if (lent !== undefined)
+        throw ruleError('A blend holding routes you bought is for your own traffic: it cannot be granted to others');
+      const [acct] = await db`select 1 from accounts where id = ${accountId}`;
       if (acct === undefined) throw notFound('Account');
-      await sql`insert into route_access (route_id, account_id) values (${routeId}, ${accountId}) on conflict do nothing`;
+      await db`insert into route_access (route_id, account_id) values (${routeId}, ${accountId}) on conflict do nothing`;
       return { routeId, accountId };
     },
 
@@ -1110,6 +1195,10 @@ export function createRoutesService(deps: {
         if (r.rateCount === 0) issues.push('no_rates');
         if (r.type === 'voice' ? r.endpoints === 0 : !r.hasSmsDelivery) issues.push('no_delivery');
         if (r.status === 'paused') issues.push('paused');
+        if (r.status === 'suspended') issues.push('suspended');
+        // Route reports (marketplace/reports): still open, and upheld by the operator in the last 90 days.
+        if (r.openReports > 0) issues.push('open_reports');
+        if (r.upheldReports > 0) issues.push('upheld_reports');
         if (r.expectedAsr === null) issues.push('no_stated_asr');
         if (measured !== null && measured.asr < LOW_MEASURED_ASR) issues.push('low_measured_asr');
         return {
@@ -1122,6 +1211,8 @@ export function createRoutesService(deps: {
           endpoints: r.endpoints,
           activePurchases: r.purchases,
           scheduledChanges: r.scheduledChanges,
+          openReports: r.openReports,
+          upheldReports: r.upheldReports,
           ratesUploadedAt: iso(r.uploadedAt),
           measured: measuredView(measured),
           issues,

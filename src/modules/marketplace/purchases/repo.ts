@@ -4,16 +4,17 @@ export interface PurchaseRow {
   id: string;
   accountId: string;
   routeId: string;
-  status: 'active' | 'cancelled';
+  status: 'active' | 'paused' | 'cancelled';
   createdAt: Date;
   cancelledAt: Date | null;
+  pausedAt: Date | null;
   routeName: string;
   routeType: 'voice' | 'sms';
   position: number | null;
 }
 
 const COLUMNS = (db: Db) => db`
-  p.id, p.account_id, p.route_id, p.status, p.created_at, p.cancelled_at, r.name as route_name, r.type as route_type, o.position`;
+  p.id, p.account_id, p.route_id, p.status, p.created_at, p.cancelled_at, p.paused_at, r.name as route_name, r.type as route_type, o.position`;
 
 export async function findActive(db: Db, accountId: string, routeId: string): Promise<PurchaseRow | undefined> {
   const [row] = await db<PurchaseRow[]>`
@@ -42,7 +43,7 @@ export async function insert(db: Db, id: string, accountId: string, routeId: str
 export async function list(
   sql: Sql,
   accountId: string,
-  q: { status?: 'active' | 'cancelled'; cursor?: string; limit: number },
+  q: { status?: 'active' | 'paused' | 'cancelled'; cursor?: string; limit: number },
 ) {
   return sql<PurchaseRow[]>`
     select ${COLUMNS(sql)} from purchases p join routes r on r.id = p.route_id
@@ -55,10 +56,18 @@ export async function list(
 
 export async function cancel(db: Db, id: string, accountId: string, at: Date): Promise<boolean> {
   const res =
-    await db`update purchases set status = 'cancelled', cancelled_at = ${at} where id = ${id} and account_id = ${accountId} and status = 'active'`;
+    await db`update purchases set status = 'cancelled', cancelled_at = ${at} where id = ${id} and account_id = ${accountId} and status in ('active', 'paused')`;
   if (res.count === 1) {
     await db`delete from routing_orders o using purchases p where p.id = ${id} and o.account_id = p.account_id and o.route_id = p.route_id`;
   }
+  return res.count === 1;
+}
+
+/** Pauses an active purchase or resumes a paused one; false when it is in neither state asked from. */
+export async function setPaused(db: Db, id: string, accountId: string, paused: boolean, at: Date): Promise<boolean> {
+  const res = paused
+    ? await db`update purchases set status = 'paused', paused_at = ${at} where id = ${id} and account_id = ${accountId} and status = 'active'`
+    : await db`update purchases set status = 'active', paused_at = null where id = ${id} and account_id = ${accountId} and status = 'paused'`;
   return res.count === 1;
 }
 

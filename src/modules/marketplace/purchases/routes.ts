@@ -18,6 +18,7 @@ const Purchase = Type.Object({
   routingPriority: Nullable(Type.Integer({ description: 'position in the routing order, null when not in it' })),
   createdAt: DateTime(),
   cancelledAt: Nullable(DateTime()),
+  pausedAt: Nullable(DateTime()),
 });
 const OrderItem = Type.Object({
   routeId: Uuid(),
@@ -31,6 +32,10 @@ const Pick = Type.Object({
   routeName: Type.String(),
   own: Type.Boolean(),
   purchaseId: Nullable(Uuid()),
+  blendId: Type.Optional(Nullable(Uuid('set when the route carries traffic as a member of a blend the caller uses'))),
+  offerId: Type.Optional(
+    Nullable(Uuid("set when the caller's private rate from this accepted offer priced the route")),
+  ),
   matchedPrefix: Type.String(),
   destination: Type.String(),
   price: Money(),
@@ -70,7 +75,9 @@ export function purchasesRoutes(purchases: PurchasesService, routing: Routing) {
           summary: "The caller's purchases, newest first",
           querystring: Type.Object({
             ...CursorQuery(),
-            status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('cancelled')])),
+            status: Type.Optional(
+              Type.Union([Type.Literal('active'), Type.Literal('paused'), Type.Literal('cancelled')]),
+            ),
           }),
           response: { 200: CursorPage(Purchase) },
         },
@@ -273,6 +280,29 @@ export function purchasesRoutes(purchases: PurchasesService, routing: Routing) {
         },
       },
       async (req) => ok(await purchases.cancel(req.principal!.accountId, req.params.id)),
+    );
+
+    app.patch(
+      '/purchases/:id',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Pause or resume a purchase',
+          description:
+            '`status` `paused`: the route carries no new call or message of the buyer and its purchase SIP credentials stop ' +
+            'authenticating; calls in progress go on and settle against their holds as they started; the routing-order position is kept. ' +
+            '`active` resumes it (400 when the route is no longer active). Setting the state it is in returns it unchanged; a cancelled purchase answers 400.',
+          params: Id,
+          body: Type.Object(
+            { status: Type.Union([Type.Literal('active'), Type.Literal('paused')]) },
+            { additionalProperties: false },
+          ),
+          response: { 200: Ok(Purchase) },
+        },
+      },
+      async (req) =>
+        ok(await purchases.setPaused(req.principal!.accountId, req.params.id, req.body.status === 'paused')),
     );
 
     app.patch(

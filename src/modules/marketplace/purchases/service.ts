@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Sql } from '../../../db/connection.js';
-import { notFound, ruleError } from '../../../http/errors.js';
+import { conflict, notFound, ruleError } from '../../../http/errors.js';
 import type { Clock } from '../../../platform/clock.js';
 import { newId } from '../../../platform/ids.js';
 import type { RoutingCache } from '../routing/routing-cache.js';
@@ -17,6 +17,7 @@ const present = (p: PurchaseRow) => ({
   routingPriority: p.position,
   createdAt: p.createdAt.toISOString(),
   cancelledAt: p.cancelledAt === null ? null : p.cancelledAt.toISOString(),
+  pausedAt: p.pausedAt === null ? null : p.pausedAt.toISOString(),
 });
 
 export type PurchaseView = ReturnType<typeof present>;
@@ -42,12 +43,13 @@ export function createPurchasesService(deps: {
       // Every write below tells the cache at once so this daemon's next send sees it before the trigger's NOTIFY arrives.
       if (created) deps.routingCache?.accountChanged(accountId);
       const p = await repo.findActive(sql, accountId, routeId);
-      if (p === undefined) throw notFound('Purchase');
+      // The insert also yields to a paused purchase (one open purchase per buyer and route).
+      if (p === undefined) throw conflict('A paused purchase of this route exists: resume it');
       deps.log.info({ accountId, routeId, created }, 'route purchased');
       return { purchase: present(p), created };
     },
 
-    async list(accountId: string, q: { status?: 'active' | 'cancelled'; cursor?: string; limit: number }) {
+    async list(accountId: string, q: { status?: 'active' | 'paused' | 'cancelled'; cursor?: string; limit: number }) {
       return (await repo.list(sql, accountId, q)).map(present);
     },
 
@@ -65,6 +67,27 @@ export function createPurchasesService(deps: {
         if (p === undefined) throw notFound('Purchase');
         throw ruleError('Purchase is already cancelled');
       }
+      return this.get(accountId, id);
+    },
+
+    /**
+     * Pauses or resumes a purchase. Paused, the route carries no new call or message of the buyer
+     * (and its purchase SIP credentials stop authenticating); calls in progress finish and settle
+     * against their holds as they started. Resuming restores it, routing-order position included.
+     */
+    async setPaused(accountId: string, id: string, paused: boolean) {
+      const p = await repo.findById(sql, id, accountId);
+      if (p === undefined) throw notFound('Purchase');
+      if (p.status === 'cancelled') throw ruleError('Purchase is cancelled');
+      if (p.status === (paused ? 'paused' : 'active')) return present(p);
+      if (!paused) {
+        const route = await routes.visibleRoute(p.routeId, accountId);
+        if (route === undefined || route.status !== 'active') throw ruleError('Route is not active');
+      }
+      const done = await repo.setPaused(sql, id, accountId, paused, clock.now());
+      if (!done) throw conflict('The purchase changed meanwhile; read it again');
+      deps.routingCache?.accountChanged(accountId);
+      deps.log.info({ accountId, purchaseId: id, paused }, paused ? 'purchase paused' : 'purchase resumed');
       return this.get(accountId, id);
     },
 

@@ -2,12 +2,18 @@ import type { Decimal } from 'decimal.js';
 import type { Config } from '../../../config/schema.js';
 import { notFound, ruleError, validationError } from '../../../http/errors.js';
 import { buyerRate, priceSms, toMoney } from '../../../rating/index.js';
-import type { BillingIncrement } from '../../../rating/index.js';
+import type { BillingIncrement, PlatformFee, RateMatch } from '../../../rating/index.js';
+import type { Blend, BlendCache } from '../blends/blend-cache.js';
+import { orderMembers } from '../blends/rules.js';
+import type { PrivateRateCache } from '../offers/private-rates.js';
+import type { Clock } from '../../../platform/clock.js';
+import type { DeckMeta } from '../listings/repo.js';
 import type { TargetGuard } from '../../../platform/outbound-guard.js';
 import type { PurchasesService } from '../purchases/service.js';
 import type { EndpointRow } from '../listings/repo.js';
 import { platformFeeFrom } from '../listings/service.js';
 import type { RoutesService } from '../listings/service.js';
+import { cheapestVisible } from './cheapest-visible.js';
 import { qualityScore, rankRoutes } from './smart-routing.js';
 import type { MeasuredQuality, QualitySource, Strategy } from './smart-routing.js';
 
@@ -38,6 +44,10 @@ export interface Candidate {
   type: 'voice' | 'sms';
   own: boolean;
   purchaseId: string | null;
+  /** Set when the route is a member of a blend the buyer uses: the price is the member's plus the blend's margin. */
+  blendId?: string;
+  /** Set when the buyer's private rate from this accepted offer priced the route. */
+  offerId?: string;
   matchedPrefix: string;
   destination: string;
   /** Buyer price per minute (voice) or per segment (SMS): seller rate plus platform fee. */
@@ -58,6 +68,25 @@ export interface Candidate {
 export type { QualitySource } from './smart-routing.js';
 
 const noMeasurements: QualitySource = async () => new Map();
+
+/** A route priced for one number. */
+export interface Priced {
+  routeId: string;
+  meta: DeckMeta;
+  match: RateMatch;
+  /** Seller rate (plus a blend's margin) per unit. */
+  sellerRate: Decimal;
+  /** Buyer price per unit: the seller rate plus the platform fee. */
+  price: Decimal;
+  basis: 'network' | 'country' | null;
+}
+
+/** A blend member priced for one number. */
+export interface PricedMember extends Priced {
+  position: number;
+  percent: number;
+  quality: number;
+}
 
 export function normaliseNumber(number: string): string {
   const digits = number
@@ -82,8 +111,16 @@ export function createRouting(deps: {
   quality?: QualitySource;
   /** SIP endpoints are checked at every call (DNS can change since they were saved) and pinned to the checked address. */
   guard?: TargetGuard;
+  /** Which usable routes are blends, resolved here to a member per call or message. */
+  blends: BlendCache;
+  /** Draws the percent rule's member (tests pin it). */
+  random?: () => number;
+  /** Buyers' private rates from accepted offers, used in place of the deck's rate. */
+  privateRates?: PrivateRateCache;
+  clock?: Clock;
 }) {
-  const { routes, purchases } = deps;
+  const { routes, purchases, blends } = deps;
+  const random = deps.random ?? Math.random;
   const quality = deps.quality ?? noMeasurements;
   const decks = routes.decks;
 
@@ -107,6 +144,88 @@ export function createRouting(deps: {
     return out;
   };
 
+  /** Prices one route's deck for a number; `margin` (a blend's) is added to the seller rate before the fee. */
+  const priceRoute = (
+    routeId: string,
+    digits: string,
+    type: 'voice' | 'sms',
+    mccMnc: string | null,
+    fee: PlatformFee,
+    margin: Decimal | null,
+  ): Priced | undefined => {
+    const index = decks.registry.get(routeId);
+    const meta = decks.meta(routeId);
+    if (index === undefined || meta === undefined) return undefined;
+    let match: RateMatch;
+    let sellerRate: Decimal;
+    let basis: 'network' | 'country' | null = null;
+    if (type === 'sms') {
+      const p = priceSms(index, digits, mccMnc, fee);
+      if (p === undefined) return undefined;
+      match = p.network ?? p.country;
+      sellerRate = p.sellerRate;
+      basis = p.basis;
+    } else {
+      const m = index.lookup(digits);
+      if (m === undefined) return undefined;
+      match = m;
+      sellerRate = m.rateDecimal;
+    }
+    if (margin !== null && !margin.isZero()) sellerRate = sellerRate.plus(margin);
+    return {
+      routeId,
+      meta,
+      match,
+      sellerRate,
+      price: buyerRate(sellerRate, fee, type === 'voice' ? 'min' : 'msg'),
+      basis,
+    };
+  };
+
+  const statedOf = (meta: DeckMeta) => ({
+    expectedAsr: meta.expectedAsr === null ? null : Number(meta.expectedAsr),
+    expectedAcd: meta.expectedAcd === null ? null : Number(meta.expectedAcd),
+    expectedPdd: meta.expectedPdd,
+  });
+
+  /**
+   * The members of a blend that may carry traffic for its owner: active routes of the blend's type
+   * with a deck, each the owner's own or bought by the owner (a blend never lends its buyers
+   * access to routes its owner could not use).
+   */
+  const eligibleMembers = async (blend: Blend): Promise<Blend['members']> => {
+    const out: Blend['members'][number][] = [];
+    let bought: Set<string> | null = null;
+    for (const m of blend.members) {
+      const meta = decks.meta(m.routeId);
+      if (meta === undefined || meta.status !== 'active' || meta.type !== blend.type) continue;
+      if (meta.sellerId !== blend.ownerId) {
+        bought ??= new Set((await purchases.usableRoutes(blend.ownerId, blend.type)).map((u) => u.routeId));
+        if (!bought.has(m.routeId)) continue;
+      }
+      out.push(m);
+    }
+    return out;
+  };
+
+  /** Members of a blend that cover a number, priced with the margin, in the order the blend's rule tries them. */
+  const blendMembersFor = async (
+    blend: Blend,
+    digits: string,
+    mccMnc: string | null,
+    fee: PlatformFee,
+    quality: (routeId: string, meta: DeckMeta) => number,
+    random: () => number,
+  ): Promise<PricedMember[]> => {
+    const priced: PricedMember[] = [];
+    for (const m of await eligibleMembers(blend)) {
+      const p = priceRoute(m.routeId, digits, blend.type, mccMnc, fee, blend.margin);
+      if (p !== undefined)
+        priced.push({ ...p, position: m.position, percent: m.percent, quality: quality(m.routeId, p.meta) });
+    }
+    return orderMembers(blend.strategy, priced, random);
+  };
+
   const candidatesFor = async (q: CandidateQuery): Promise<Candidate[]> => {
     const digits = normaliseNumber(q.number);
     await decks.ensureLoaded();
@@ -116,66 +235,102 @@ export function createRouting(deps: {
       if (usable.length === 0) throw ruleError('Route is not purchased (or own) and active for this account');
     }
     const fee = platformFeeFrom(deps.config);
-    const priced = [];
+    const mccMnc = q.mccMnc ?? null;
+    const inBlends = await blends.blendsAmong(usable.map((u) => u.routeId));
+    const privates = deps.privateRates ? await deps.privateRates.forAccount(q.accountId) : undefined;
+    const now = deps.clock?.now() ?? new Date();
+    const plain: (Priced & { u: (typeof usable)[number]; offerId?: string })[] = [];
+    const blended: { u: (typeof usable)[number]; blend: Blend }[] = [];
     for (const u of usable) {
-      const index = decks.registry.get(u.routeId);
-      const meta = decks.meta(u.routeId);
-      if (index === undefined || meta === undefined) continue;
-      if (q.type === 'sms') {
-        const p = priceSms(index, digits, q.mccMnc ?? null, fee);
-        if (p === undefined) continue;
-        priced.push({
+      const blend = inBlends.get(u.routeId);
+      if (blend !== undefined) {
+        blended.push({ u, blend });
+        continue;
+      }
+      const p = priceRoute(u.routeId, digits, q.type, mccMnc, fee, null);
+      if (p === undefined) continue;
+      // A private rate replaces the deck's rate for numbers under its prefix; the deck still decides coverage and increment.
+      const own = privates?.size ? deps.privateRates!.lookup(privates.get(u.routeId), digits, now) : undefined;
+      if (own === undefined) plain.push({ u, ...p });
+      else
+        plain.push({
           u,
-          meta,
-          match: p.network ?? p.country,
-          price: p.buyerRate,
-          sellerRate: p.sellerRate,
-          basis: p.basis,
+          ...p,
+          sellerRate: own.rate,
+          price: buyerRate(own.rate, fee, q.type === 'voice' ? 'min' : 'msg'),
+          offerId: own.offerId,
         });
-      } else {
-        const m = index.lookup(digits);
-        if (m === undefined) continue;
-        priced.push({
-          u,
-          meta,
-          match: m,
-          price: buyerRate(m.rateDecimal, fee, 'min'),
-          sellerRate: m.rateDecimal,
-          basis: null,
+    }
+    if (plain.length === 0 && blended.length === 0) return [];
+    const memberIds = blended.flatMap((b) => b.blend.members.map((m) => m.routeId));
+    const measured = await quality([...plain.map((p) => p.routeId), ...memberIds]);
+    const scoreOf = (routeId: string, meta: DeckMeta) => qualityScore(measured.get(routeId) ?? null, statedOf(meta));
+    type Item = Priced & {
+      offerId?: string;
+      u: (typeof usable)[number];
+      position: number | null;
+      quality: number;
+      members: PricedMember[] | null;
+      blend: Blend | null;
+    };
+    const items: Item[] = plain.map((p) => ({
+      ...p,
+      position: p.u.position,
+      quality: scoreOf(p.routeId, p.meta),
+      members: null,
+      blend: null,
+    }));
+    for (const { u, blend } of blended) {
+      const members = await blendMembersFor(blend, digits, mccMnc, fee, scoreOf, random);
+      const first = members[0];
+      // Ranked as its first member (what the next call would pay), under the blend's own id and position.
+      if (first !== undefined) items.push({ ...first, routeId: u.routeId, u, position: u.position, members, blend });
+    }
+    if (items.length === 0) return [];
+    const ranked = rankRoutes(items, q.strategy ?? 'cheapest');
+    // A blend's members follow one another in its rule's order; a route met twice (bought alone and in a blend) is tried once.
+    const seen = new Set<string>();
+    const expanded: {
+      item: Priced & { offerId?: string };
+      quality: number;
+      u: Item['u'];
+      blend: Blend | null;
+      score: number;
+      reason: string;
+    }[] = [];
+    for (const { item, score, reason } of ranked) {
+      const parts = item.members ?? [item];
+      for (const [i, part] of parts.entries()) {
+        if (seen.has(part.routeId)) continue;
+        seen.add(part.routeId);
+        expanded.push({
+          item: part,
+          quality: 'quality' in part ? part.quality : item.quality,
+          u: item.u,
+          blend: item.blend,
+          score,
+          reason: item.blend === null ? reason : `${reason}; blend ${item.blend.strategy} member ${i + 1}`,
         });
       }
     }
-    if (priced.length === 0) return [];
-    const measured = await quality(priced.map((p) => p.u.routeId));
-    const ranked = rankRoutes(
-      priced.map((p) => ({
-        ...p,
-        routeId: p.u.routeId,
-        position: p.u.position,
-        quality: qualityScore(measured.get(p.u.routeId) ?? null, {
-          expectedAsr: p.meta.expectedAsr === null ? null : Number(p.meta.expectedAsr),
-          expectedAcd: p.meta.expectedAcd === null ? null : Number(p.meta.expectedAcd),
-          expectedPdd: p.meta.expectedPdd,
-        }),
-      })),
-      q.strategy ?? 'cheapest',
-    );
-    const ids = ranked.map((r) => r.item.routeId);
+    const ids = expanded.map((x) => x.item.routeId);
     const endpoints = q.type === 'voice' ? await checkedEndpoints(await routes.endpointsFor(ids)) : [];
     const sms = q.type === 'sms' ? await routes.smsDeliveryFor(ids) : new Map<string, Record<string, unknown>>();
-    return ranked.map(({ item, score, reason }) => ({
+    return expanded.map(({ item, quality: qScore, u, blend, score, reason }) => ({
       routeId: item.routeId,
-      routeName: item.meta.name,
+      routeName: blend === null ? item.meta.name : blend.name,
       type: item.meta.type,
-      own: item.u.own,
-      purchaseId: item.u.purchaseId,
+      own: u.own,
+      purchaseId: u.purchaseId,
+      ...(blend === null ? {} : { blendId: blend.id }),
+      ...(item.offerId === undefined ? {} : { offerId: item.offerId }),
       matchedPrefix: item.match.prefix,
       destination: item.match.destination,
       price: item.price,
       sellerRate: item.sellerRate,
       increment: item.match.increment,
       rateBasis: item.basis,
-      quality: Math.round(item.quality * 10_000) / 10_000,
+      quality: Math.round(qScore * 10_000) / 10_000,
       score,
       reason,
       endpoints: endpoints.filter((e) => e.routeId === item.routeId).map(({ routeId: _r, label: _l, ...e }) => e),
@@ -190,6 +345,8 @@ export function createRouting(deps: {
     routeName: c.routeName,
     own: c.own,
     purchaseId: c.purchaseId,
+    blendId: c.blendId ?? null,
+    offerId: c.offerId ?? null,
     matchedPrefix: c.matchedPrefix,
     destination: c.destination,
     price: toMoney(c.price),
@@ -202,6 +359,10 @@ export function createRouting(deps: {
 
   return {
     candidatesFor,
+
+    /** GET /lookup/{number}: the cheapest public, own or purchased route covering a number. */
+    cheapestVisible: (q: Parameters<typeof cheapestVisible>[1]) =>
+      cheapestVisible({ decks, purchases, fee: platformFeeFrom(deps.config) }, q),
 
     /** GET /routes/resolve: the order Smart Routing would use, explained. */
     async resolve(q: CandidateQuery) {
@@ -309,6 +470,79 @@ export function createRouting(deps: {
         return { prefix, destination: ranked[0]!.destination, first: ranked[0]!, backups: ranked.slice(1) };
       });
       return { type: q.type, strategy: q.strategy, rows, total: all.length, limit: q.limit, offset: q.offset };
+    },
+
+    /**
+     * A blend's members for one number, in the order its rule tries them now (the percent rule
+     * draws as a call would), with each covering member's share of traffic.
+     */
+    async previewBlend(blend: Blend, number: string, mccMnc: string | null) {
+      const digits = normaliseNumber(number);
+      await decks.ensureLoaded();
+      const fee = platformFeeFrom(deps.config);
+      const eligible = await eligibleMembers(blend);
+      const ids = eligible.map((m) => m.routeId);
+      const measured = ids.length === 0 ? new Map<string, MeasuredQuality | null>() : await quality(ids);
+      const ordered = await blendMembersFor(
+        blend,
+        digits,
+        mccMnc,
+        fee,
+        (id, meta) => qualityScore(measured.get(id) ?? null, statedOf(meta)),
+        random,
+      );
+      return { digits, ordered, eligible: eligible.length };
+    },
+
+    /**
+     * A blend's buyer price per destination prefix of its members' decks (country rows): the
+     * price of the member its rule puts first (percent: the dearest member with a share, the most
+     * a unit can cost), and the lowest and highest member price.
+     */
+    async blendRates(blend: Blend, q: { prefix?: string; limit: number; offset: number }) {
+      await decks.ensureLoaded();
+      const fee = platformFeeFrom(deps.config);
+      const eligible = await eligibleMembers(blend);
+      const ids = eligible.map((m) => m.routeId);
+      const measured = ids.length === 0 ? new Map<string, MeasuredQuality | null>() : await quality(ids);
+      const prefixes = new Set<string>();
+      for (const m of eligible) {
+        const index = decks.registry.get(m.routeId);
+        if (index === undefined) continue;
+        for (let i = 0; i < index.rowCount; i++) {
+          const r = index.row(i);
+          if (r.mccMnc === null && (q.prefix === undefined || r.prefix.startsWith(q.prefix))) prefixes.add(r.prefix);
+        }
+      }
+      const all = [...prefixes].sort();
+      const rows = all.slice(q.offset, q.offset + q.limit).map((prefix) => {
+        const priced: PricedMember[] = [];
+        for (const m of eligible) {
+          const p = priceRoute(m.routeId, prefix, blend.type, null, fee, blend.margin);
+          if (p !== undefined)
+            priced.push({
+              ...p,
+              position: m.position,
+              percent: m.percent,
+              quality: qualityScore(measured.get(m.routeId) ?? null, statedOf(p.meta)),
+            });
+        }
+        // The percent rule's draw is left out here: the row states the most a unit can cost.
+        const ordered = orderMembers(blend.strategy === 'percent' ? 'priority' : blend.strategy, priced, random);
+        const shared = blend.strategy === 'percent' ? ordered.filter((m) => m.percent > 0) : ordered.slice(0, 1);
+        const byPrice = [...ordered].sort((a, b) => a.price.cmp(b.price));
+        const head = (shared.length > 0 ? shared : ordered).reduce((a, b) => (b.price.gt(a.price) ? b : a));
+        return {
+          prefix,
+          destination: ordered[0]!.match.destination,
+          price: toMoney(head.price),
+          billingIncrement: head.match.increment.text,
+          lowest: toMoney(byPrice[0]!.price),
+          highest: toMoney(byPrice[byPrice.length - 1]!.price),
+          members: ordered.length,
+        };
+      });
+      return { rows, total: all.length, limit: q.limit, offset: q.offset };
     },
 
     /**

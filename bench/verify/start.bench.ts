@@ -1,0 +1,124 @@
+// Verifications started per second through SMS (POST /verify/start over real HTTPS: auth, the
+// per-number limits, the SMS send path with its ledger hold and settle, an SMPP bind to a local
+// SMSC), beside plain POST /comms/sms in the same run and the same world. Goal: at least 0.8 × the
+// plain SMS rate (issue 21).
+// Needs wrk (Debian `wrk`) and PostgreSQL on 127.0.0.1:5432 (or SVC_BENCH_PG_ADMIN_URL).
+// Run: node --import tsx bench/verify/start.bench.ts   (BENCH_SECONDS=10 BENCH_CONNECTIONS=64 BENCH_KEYS=600)
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import pino from 'pino';
+import { loadConfig } from '../../src/config/load.js';
+import { startDaemon } from '../../src/daemon.js';
+import { runWrk, type WrkResult } from '../lib/wrk.js';
+import { startSmsc } from '../sms/smpp-raw.js';
+
+const seconds = Number(process.env['BENCH_SECONDS'] ?? 10);
+const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 64);
+const keyCount = Number(process.env['BENCH_KEYS'] ?? 600);
+const admin = process.env['SVC_BENCH_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const dbName = `svc_bench_verify_${process.pid}`;
+const adminSql = postgres(admin, { max: 1, onnotice: () => {} });
+await adminSql.unsafe(`create database ${dbName}`);
+const state = mkdtempSync(join(tmpdir(), 'svc-bench-verify-'));
+const smsc = await startSmsc();
+try {
+  const config = loadConfig({
+    overrides: {
+      paths: { state },
+      log: { level: 'silent' },
+      http: { host: '127.0.0.1', port: 0 },
+      sip: { host: '127.0.0.1', port: 0 },
+      smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
+      metrics: { enabled: false },
+      limits: { default_per_second: 1_000_000 },
+      database: { url: admin.replace(/\/[^/]*$/, `/${dbName}`), pool_max: Number(process.env['BENCH_POOL'] ?? 20) },
+      sms: { bind_tps: 100_000, bind_window_size: 100 },
+      // The bench SMSC listens on loopback: an operator's private interconnect, as far as the outbound guard knows.
+      security: { private_supplier_networks: ['127.0.0.0/8'] },
+    },
+  });
+  const daemon = await startDaemon(config, { log: pino({ level: 'silent' }) });
+  const s = daemon.modules.services;
+  const seller = await s.accounts.createAccount({
+    email: 'bench-seller@example.test',
+    password: 'correct horse battery',
+  });
+  const buyer = await s.accounts.createAccount({
+    email: 'bench-buyer@example.test',
+    password: 'correct horse battery',
+  });
+  const route = await s.routes.createRoute(seller.id, {
+    type: 'sms',
+    name: 'Bench SMSC',
+    smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'bench', password: 'bench' },
+  });
+  await s.routes.uploadSheet(seller.id, route.id, { format: 'csv', csv: 'prefix,destination,rate\n1,US,0.010\n' });
+  await s.purchases.buy(buyer.id, route.id);
+  await s.ledger.topup({ accountId: buyer.id, amount: '1000000.000000', source: 'card', postingKey: 'bench-fund' });
+  const keys: string[] = [];
+  for (let i = 0; i < keyCount; i++)
+    keys.push((await s.keys.create(buyer.id, { mode: 'live', scopes: ['sms:send', 'verify:write'] })).secret);
+  const keyFile = join(state, 'keys.txt');
+  writeFileSync(keyFile, keys.join('\n'));
+  const base = `https://127.0.0.1:${daemon.ports['http']}/api/v1`;
+  const smsScript = new URL('../sms/rest-send.lua', import.meta.url).pathname;
+  const verifyScript = new URL('./verify-start.lua', import.meta.url).pathname;
+  const count = async (q: 'sms' | 'verify') =>
+    q === 'sms'
+      ? (await daemon.sql<{ n: number }[]>`select count(*)::int as n from messages where status <> 'queued'`)[0]!.n
+      : (
+          await daemon.sql<{ n: number }[]>`select count(*)::int as n from verifications where message_id is not null`
+        )[0]!.n;
+  /** Sent messages (or started verifications) per second over one wrk window. */
+  // Each wrk run numbers its verifications from its own block, so no number is sent two codes.
+  let block = 0;
+  const args = () => [keyFile, String(++block * 100_000_000)];
+  const measure = async (url: string, script: string, what: 'sms' | 'verify'): Promise<[WrkResult, number]> => {
+    const before = await count(what);
+    const r = await runWrk(url, { seconds, connections, script, scriptArgs: args() });
+    return [r, ((await count(what)) - before) / seconds];
+  };
+  // Warm-up of both paths: JIT, the bind, caches.
+  await runWrk(`${base}/comms/sms`, { seconds: 2, connections, script: smsScript, scriptArgs: [keyFile] });
+  await runWrk(`${base}/verify/start`, { seconds: 2, connections, script: verifyScript, scriptArgs: args() });
+  // Two rounds in turn, so a drift in the machine's load weighs on both paths alike.
+  const rounds: { sms: [WrkResult, number]; verify: [WrkResult, number] }[] = [];
+  for (let i = 0; i < 2; i++)
+    rounds.push({
+      sms: await measure(`${base}/comms/sms`, smsScript, 'sms'),
+      verify: await measure(`${base}/verify/start`, verifyScript, 'verify'),
+    });
+  const mean = (k: 'sms' | 'verify') => rounds.reduce((a, r) => a + r[k][1], 0) / rounds.length;
+  const smsRate = mean('sms');
+  const verRate = mean('verify');
+  const sms = rounds[rounds.length - 1]!.sms[0];
+  const ver = rounds[rounds.length - 1]!.verify[0];
+  console.log(
+    `rounds (sms/s, verify/s): ${rounds.map((r) => `${r.sms[1].toFixed(0)}, ${r.verify[1].toFixed(0)}`).join('; ')}`,
+  );
+  const line = (name: string, r: WrkResult, rate: number) =>
+    `${name}: ${rate.toFixed(0)}/s, ${r.requestsPerSecond.toFixed(0)} req/s, p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, non-2xx ${r.non2xx}`;
+  console.log(line('POST /comms/sms (messages sent, mean; latency of the last round)', sms, smsRate));
+  console.log(line('POST /verify/start by SMS (verifications started, mean)', ver, verRate));
+  console.log(
+    `ratio verify / sms: ${(verRate / smsRate).toFixed(3)} (goal >= 0.8; ${connections} connections, ${keyCount} keys)`,
+  );
+  const [c] = await daemon.sql<{ pending: number; failed: number; plain: number }[]>`
+    select count(*) filter (where status = 'pending')::int as pending,
+           count(*) filter (where status = 'failed')::int as failed,
+           count(*) filter (where code_hash ~ '^[0-9]{4,10}$')::int as plain
+    from verifications`;
+  console.log(
+    `verifications: ${c!.pending} pending, ${c!.failed} failed, ${c!.plain} with a plain code stored (must be 0)`,
+  );
+  console.log(`uptime: ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
+  await daemon.stop();
+} finally {
+  smsc.server.close();
+  await adminSql.unsafe(`drop database if exists ${dbName} with (force)`);
+  await adminSql.end();
+  rmSync(state, { recursive: true, force: true });
+}
+process.exit(0);

@@ -1,0 +1,77 @@
+import type { Logger } from 'pino';
+import type { Sql } from '../../db/connection.js';
+import { notFound } from '../../http/errors.js';
+import { countSegments } from '../../messaging/index.js';
+import type { Clock } from '../../platform/clock.js';
+import { newId } from '../../platform/ids.js';
+import { emit } from '../../webhooks/emit.js';
+
+/** Whether `routeId` is an SMS route of `sellerId` (the marketplace's answer). */
+export type SellerSmsRoute = (routeId: string, sellerId: string) => Promise<boolean>;
+
+export interface InboundSms {
+  from: string;
+  to: string;
+  text: string;
+  supplierMessageId: string;
+}
+
+const digits = (n: string) => n.replace(/^\+/, '');
+
+/**
+ * A mobile-originated SMS that a number's seller delivers to one of its numbers: kept as a
+ * received message of the number's conversation with the sender and, in the same transaction,
+ * `number.sms.received` for the owner (the outbox sends it signed to the owner's endpoints).
+ * The seller's supplier message id makes a retried delivery a no-op.
+ */
+export function createInboundSms(deps: { sql: Sql; clock: Clock; log: Logger; sellerSmsRoute: SellerSmsRoute }) {
+  const { sql, clock, log } = deps;
+  return {
+    async receive(routeId: string, sms: InboundSms): Promise<{ messageId: string; duplicate: boolean }> {
+      const to = digits(sms.to);
+      const [did] = await sql<{ id: string; accountId: string; sellerId: string; number: string }[]>`
+        select id, account_id, seller_id, number from dids where number = ${to} and status = 'active'`;
+      // A number not rented, or rented from another seller, is not this route's to deliver to.
+      if (!did || !(await deps.sellerSmsRoute(routeId, did.sellerId))) throw notFound('Active number');
+      const key = `in:${sms.supplierMessageId}`;
+      const from = digits(sms.from);
+      const at = clock.now();
+      const id = newId();
+      const segments = countSegments(sms.text).segments;
+      const stored = await sql.begin(async (tx) => {
+        const res = await tx`
+          insert into did_messages (id, did_id, account_id, direction, from_number, to_number, peer, body, segments,
+                                    status, provider_message_id, idempotency_key, created_at)
+          values (${id}, ${did.id}, ${did.accountId}, 'in', ${from}, ${to}, ${from}, ${sms.text}, ${segments},
+                  'received', ${sms.supplierMessageId}, ${key}, ${at})
+          on conflict (did_id, idempotency_key) where idempotency_key is not null do nothing`;
+        if (res.count === 0) return false;
+        await emit(tx, {
+          accountId: did.accountId,
+          event: 'number.sms.received',
+          data: {
+            didId: did.id,
+            messageId: id,
+            number: to,
+            from,
+            to,
+            body: sms.text,
+            segments,
+            receivedAt: at.toISOString(),
+          },
+          at,
+        });
+        return true;
+      });
+      if (!stored) {
+        const [first] = await sql<{ id: string }[]>`
+          select id from did_messages where did_id = ${did.id} and idempotency_key = ${key}`;
+        return { messageId: first!.id, duplicate: true };
+      }
+      log.info({ didId: did.id, messageId: id }, 'SMS received on a number');
+      return { messageId: id, duplicate: false };
+    },
+  };
+}
+
+export type InboundSmsReceiver = ReturnType<typeof createInboundSms>;

@@ -1,0 +1,130 @@
+import type { Ledger } from '../../ledger/ledger.js';
+import type { CoreDeps } from '../../platform/core.js';
+import type { Module } from '../../platform/module.js';
+import { supplierGuardFrom } from '../../platform/outbound-guard.js';
+import { every } from '../../platform/periodic.js';
+import type { AccountsService } from '../accounts/service.js';
+import { createCatalog } from './catalog.js';
+import { createInboundSms, type SellerSmsRoute } from './inbound-sms.js';
+import { createInventory } from './inventory.js';
+import { createListingRequests } from './listing.js';
+import { createNumberMessages, type SmsSend } from './messages.js';
+import { createNumberManagement, type SipProbe } from './manage.js';
+import { createOrders, type KycCheck, type SubAccountOf } from './orders.js';
+import { createRenewals } from './renewals.js';
+import { didRoutes } from './routes-dids.js';
+import { inboundRoutes, type RouteSecret } from './routes-inbound.js';
+import { inventoryRoutes } from './routes-inventory.js';
+import { messageRoutes } from './routes-messages.js';
+import { storeRoutes } from './routes-store.js';
+
+/**
+ * Phone numbers (issue 22): the catalogue and sellers' inventory, listing requests, buying,
+ * provisioning, the renewal job, routing and the number reads. `kyc` answers whether an owner's
+ * identity is verified (Compliance); `subAccountOf` resolves a caller's sub-account (Application
+ * Manager); `sipProbe` sends the OPTIONS of endpoint checks over the SIP plane; `smsSend` is the SMS
+ * send path that messages from a number go through; `routeSecret` and `sellerSmsRoute` authenticate a
+ * seller's inbound SMS callback by its SMS route.
+ */
+export function buildNumbersModule(
+  core: CoreDeps,
+  deps: {
+    ledger: Ledger;
+    accounts: AccountsService;
+    kyc: KycCheck;
+    subAccountOf: SubAccountOf;
+    sipProbe: SipProbe;
+    smsSend: SmsSend;
+    routeSecret: RouteSecret;
+    sellerSmsRoute: SellerSmsRoute;
+  },
+) {
+  const { sql, clock, config } = core;
+  const log = core.log.child({ module: 'numbers' });
+  const settings = config.numbers;
+  const store = { enabled: settings.store_enabled, message: settings.store_disabled_message };
+  const catalog = createCatalog({ sql, clock, log });
+  const inventory = createInventory({ sql, clock, log });
+  const listing = createListingRequests({ sql, clock, log, accounts: deps.accounts });
+  const orders = createOrders({
+    sql,
+    clock,
+    log,
+    ledger: deps.ledger,
+    kyc: deps.kyc,
+    subAccountOf: deps.subAccountOf,
+    platformFeePercent: settings.platform_fee_percent,
+  });
+  const renewals = createRenewals({
+    sql,
+    clock,
+    log,
+    ledger: deps.ledger,
+    platformFeePercent: settings.platform_fee_percent,
+  });
+  const manage = createNumberManagement({
+    sql,
+    clock,
+    log,
+    guard: supplierGuardFrom(config, {
+      ...(core.self ? { isSelf: core.self.isSelf } : {}),
+      ...(core.lookup ? { lookup: core.lookup } : {}),
+    }),
+    sipProbe: deps.sipProbe,
+    probeTimeoutMs: settings.endpoint_probe_timeout_ms,
+  });
+
+  const messages = createNumberMessages({ sql, clock, log, manage, smsSend: deps.smsSend });
+  const inbound = createInboundSms({ sql, clock, log, sellerSmsRoute: deps.sellerSmsRoute });
+
+  const loops: { stop(): Promise<void> }[] = [];
+  const guarded = (what: string, fn: () => Promise<unknown>) => async () => {
+    try {
+      await fn();
+    } catch (err) {
+      log.error({ err }, `${what} failed`);
+    }
+  };
+  const refreshSummary = guarded('number catalogue summary', () => catalog.refreshSummary());
+
+  const module: Module = {
+    name: 'numbers',
+    routes: (app) => {
+      storeRoutes({ catalog, listing, store })(app);
+      didRoutes({ orders, manage, store })(app);
+      inventoryRoutes({ inventory, listing })(app);
+      messageRoutes(messages)(app);
+      inboundRoutes({
+        inbound,
+        routeSecret: deps.routeSecret,
+        clock,
+        toleranceSec: config.sms.receipt_callback_tolerance_seconds,
+      })(app);
+    },
+    start() {
+      // The first summary waits for the start to settle (`ready: false` until then), then is kept fresh.
+      const first = setTimeout(() => void refreshSummary(), settings.summary_first_delay_seconds * 1000);
+      first.unref();
+      loops.push(
+        { stop: async () => clearTimeout(first) },
+        every(settings.summary_refresh_seconds * 1000, refreshSummary),
+        every(
+          settings.renewal_interval_seconds * 1000,
+          guarded('number renewals', () => renewals.run()),
+        ),
+        every(
+          settings.provision_interval_seconds * 1000,
+          guarded('number provisioning', () => orders.provisionPending()),
+        ),
+      );
+    },
+    async stop() {
+      await Promise.all(loops.splice(0).map((l) => l.stop()));
+      await orders.settled();
+    },
+  };
+  const service = { catalog, inventory, listing, orders, renewals, manage, messages, inbound };
+  return { module, service };
+}
+
+export type NumbersService = ReturnType<typeof buildNumbersModule>['service'];

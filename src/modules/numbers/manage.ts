@@ -1,0 +1,273 @@
+import { Decimal } from 'decimal.js';
+import type { Logger } from 'pino';
+import type { Db, Sql } from '../../db/connection.js';
+import { notFound, ruleError, validationError } from '../../http/errors.js';
+import { money6 } from '../../ledger/money.js';
+import type { Clock } from '../../platform/clock.js';
+import { isE164 } from '../../platform/e164.js';
+import { TargetRefusedError, type TargetGuard } from '../../platform/outbound-guard.js';
+import type { ProbeResult } from '../../telephony/sip/probe.js';
+import type { SipPeer } from '../../telephony/sip/transport.js';
+import { emit } from '../../webhooks/emit.js';
+import * as dids from './did-repo.js';
+import type { DidRow, DidStatus, PointMode } from './did-repo.js';
+import * as inv from './inventory-repo.js';
+import { presentDid } from './present.js';
+
+export type SipProbe = (target: SipPeer) => Promise<ProbeResult> | null;
+
+const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]{1,253})(?::(\d{1,5}))?$/;
+
+/** host[:port] of a `sip` target, or null when malformed. */
+export function parseSipTarget(v: string): { host: string; port: number } | null {
+  const m = HOST_PORT.exec(v.trim());
+  if (!m) return null;
+  const port = m[2] === undefined ? 5060 : Number(m[2]);
+  if (port < 1 || port > 65535) return null;
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+}
+
+const LIVE: readonly DidStatus[] = ['pending', 'active', 'suspended'];
+
+/** A customer's rented numbers: reads, routing, endpoint checks, renewal switch, labels, release, analytics. */
+export function createNumberManagement(deps: {
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  guard: TargetGuard;
+  sipProbe: SipProbe;
+  probeTimeoutMs: number;
+}) {
+  const { sql, clock, log, guard } = deps;
+
+  /** The DID if the viewer owns it or ordered it for a sub-account; NOT_FOUND otherwise. */
+  async function own(viewerId: string, id: string, forUpdate?: { tx: Db }): Promise<DidRow> {
+    const d = forUpdate ? await dids.byId(forUpdate.tx, id, { forUpdate: true }) : await dids.byId(sql, id);
+    if (!d || (d.accountId !== viewerId && d.orderedBy !== viewerId)) throw notFound('Phone number');
+    return d;
+  }
+
+  const reread = async (id: string) => presentDid((await dids.byId(sql, id))!);
+
+  function checkTarget(mode: PointMode, field: string, v: string | null) {
+    if (v === null) return null;
+    if (mode === 'forward') {
+      const n = v.replace(/^\+/, '');
+      if (!isE164(v)) throw validationError([{ path: field, message: 'must be an E.164 number' }]);
+      return n;
+    }
+    const t = parseSipTarget(v);
+    if (!t) throw validationError([{ path: field, message: 'must be host[:port]' }]);
+    try {
+      guard.checkHost(t.host, t.port);
+    } catch (err) {
+      if (err instanceof TargetRefusedError) throw validationError([{ path: field, message: err.message }]);
+      throw err;
+    }
+    return v.trim();
+  }
+
+  return {
+    own,
+    get: async (viewerId: string, id: string) => presentDid(await own(viewerId, id)),
+
+    async list(viewerId: string, q: { status?: DidStatus | undefined; cursor?: string | undefined; limit: number }) {
+      return (await dids.list(sql, viewerId, q)).map(presentDid);
+    },
+
+    async history(viewerId: string, id: string, q: { cursor?: string | undefined; limit: number }) {
+      await own(viewerId, id);
+      return (await dids.events(sql, id, q)).map((e) => ({
+        id: e.id,
+        kind: e.kind,
+        amount: e.amount === null ? null : money6(e.amount),
+        transactionId: e.postingId,
+        data: e.data,
+        createdAt: e.createdAt.toISOString(),
+      }));
+    },
+
+    async setRouting(
+      viewerId: string,
+      id: string,
+      r: { pointMode: PointMode; pointsTo?: string | null | undefined; pointsToBackup?: string | null | undefined },
+    ) {
+      const pointsTo = r.pointMode === 'unrouted' ? null : checkTarget(r.pointMode, 'pointsTo', r.pointsTo ?? null);
+      const backup =
+        r.pointMode === 'unrouted' ? null : checkTarget(r.pointMode, 'pointsToBackup', r.pointsToBackup ?? null);
+      if (r.pointMode !== 'unrouted' && pointsTo === null)
+        throw validationError([{ path: 'pointsTo', message: `is required with pointMode ${r.pointMode}` }]);
+      if (r.pointMode === 'unrouted' && (r.pointsTo || r.pointsToBackup))
+        throw validationError([{ path: 'pointsTo', message: 'must be empty with pointMode unrouted' }]);
+      await sql.begin(async (tx) => {
+        const d = await own(viewerId, id, { tx });
+        if (!LIVE.includes(d.status)) throw ruleError(`The number is ${d.status}`);
+        const at = clock.now();
+        await dids.setRouting(tx, id, { pointMode: r.pointMode, pointsTo, pointsToBackup: backup }, at);
+        await dids.event(tx, {
+          didId: id,
+          accountId: d.accountId,
+          kind: 'routing_changed',
+          at,
+          data: { pointMode: r.pointMode, pointsTo, pointsToBackup: backup },
+        });
+      });
+      return reread(id);
+    },
+
+    /** One OPTIONS to the `sip` target (then the backup): the result is stored on the number. */
+    async checkEndpoint(viewerId: string, id: string) {
+      const d = await own(viewerId, id);
+      if (d.pointMode !== 'sip' || d.pointsTo === null)
+        throw ruleError('Only a number pointed at a SIP endpoint can be checked');
+      let reachable = false;
+      let cause: string | null = null;
+      for (const target of [d.pointsTo, d.pointsToBackup]) {
+        if (target === null) continue;
+        const t = parseSipTarget(target)!;
+        try {
+          const pinned = await guard.resolve(t.host, t.port);
+          const probing = deps.sipProbe({ host: pinned.address, port: t.port, transport: 'udp' });
+          if (probing === null) throw ruleError('The SIP plane is not listening; try again shortly');
+          const res = await probing;
+          reachable = res.ok;
+          cause = res.ok ? null : res.status === null ? 'timeout' : `sip_${res.status}`;
+        } catch (err) {
+          if (err instanceof TargetRefusedError) cause = 'address_refused';
+          else if ((err as { code?: string }).code === 'ENOTFOUND') cause = 'dns_not_found';
+          else throw err;
+        }
+        if (reachable) break;
+      }
+      await dids.setReachability(sql, id, { reachable, cause }, clock.now());
+      log.info({ didId: id, reachable, cause }, 'number endpoint checked');
+      return reread(id);
+    },
+
+    async setAutoRenew(viewerId: string, id: string, on: boolean) {
+      await sql.begin(async (tx) => {
+        const d = await own(viewerId, id, { tx });
+        if (!LIVE.includes(d.status)) throw ruleError(`The number is ${d.status}`);
+        const at = clock.now();
+        await dids.setAutoRenew(tx, id, on, at);
+        await dids.event(tx, {
+          didId: id,
+          accountId: d.accountId,
+          kind: 'auto_renew_changed',
+          at,
+          data: { autoRenew: on },
+        });
+      });
+      return reread(id);
+    },
+
+    async setLabel(viewerId: string, id: string, label: string | null) {
+      await own(viewerId, id);
+      await dids.setLabel(sql, id, label === '' ? null : label, clock.now());
+      return reread(id);
+    },
+
+    /** Until AI voice agents exist the id is validated by shape and stored; inbound calls do not use it yet. */
+    async setAiAgent(viewerId: string, id: string, agentId: string | null) {
+      const d = await own(viewerId, id);
+      if (!LIVE.includes(d.status)) throw ruleError(`The number is ${d.status}`);
+      await dids.setAiAgent(sql, id, agentId, clock.now());
+      return reread(id);
+    },
+
+    /** Gives the number up now: no refund of the month paid; the number goes back on sale. */
+    async release(viewerId: string, id: string) {
+      await sql.begin(async (tx) => {
+        const d = await own(viewerId, id, { tx });
+        if (!LIVE.includes(d.status)) throw ruleError(`The number is already ${d.status}`);
+        const at = clock.now();
+        await dids.release(tx, id, at);
+        if (d.numberId) await inv.returnNumber(tx, d.numberId);
+        await dids.event(tx, { didId: id, accountId: d.accountId, kind: 'released', at, data: { reason: 'by_owner' } });
+        await emit(tx, {
+          accountId: d.accountId,
+          event: 'number.released',
+          data: { didId: id, number: d.number, reason: 'by_owner' },
+          at,
+        });
+      });
+      log.info({ didId: id }, 'number released by its owner');
+      return reread(id);
+    },
+
+    /** Active provisioned numbers usable as caller ID (spec "Cli-eligible item"). */
+    async cliEligible(viewerId: string) {
+      return (await dids.activeNumbers(sql, viewerId)).map((d) => ({
+        id: d.id,
+        cli: d.number!,
+        number: `+${d.number!}`,
+        country: d.country,
+        countryCode: d.countryCode,
+        city: d.city,
+        didType: d.didType,
+        channels: d.channels,
+        label: d.label,
+      }));
+    },
+
+    async overview(viewerId: string) {
+      const o = await dids.overview(sql, viewerId);
+      return {
+        counts: {
+          total: o.total,
+          active: o.active,
+          pending: o.pending,
+          suspended: o.suspended,
+          released: o.released,
+          failed: o.failed,
+        },
+        monthlyRecurring: new Decimal(o.monthlyRecurring).toNumber(),
+        lifetimeSpend: new Decimal(o.lifetimeSpend).toNumber(),
+        // Inbound calls, SMS and voicemail on numbers are not carried yet: nothing to count.
+        usage: { calls: 0, callMinutes: 0, sms: 0, voicemails: 0, voicemailMinutes: 0 },
+      };
+    },
+
+    async analytics(viewerId: string, id: string, months: number) {
+      const d = await own(viewerId, id);
+      const now = clock.now();
+      const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - (months - 1), 1));
+      const [totals, rows] = await Promise.all([dids.spendTotals(sql, id), dids.spendByMonth(sql, id, from)]);
+      const spendBy = new Map<string, Decimal>();
+      for (const r of rows) spendBy.set(r.period, (spendBy.get(r.period) ?? new Decimal(0)).plus(r.amount));
+      const series = [];
+      for (let i = 0; i < months; i++) {
+        const p = new Date(Date.UTC(from.getUTCFullYear(), from.getUTCMonth() + i, 1));
+        const period = `${p.getUTCFullYear()}-${String(p.getUTCMonth() + 1).padStart(2, '0')}`;
+        series.push({
+          period,
+          calls: 0,
+          callMinutes: 0,
+          sms: 0,
+          voicemails: 0,
+          voicemailMinutes: 0,
+          spend: (spendBy.get(period) ?? new Decimal(0)).toNumber(),
+        });
+      }
+      const gross = new Decimal(totals.gross);
+      const refunded = new Decimal(totals.refunded);
+      return {
+        number: d.status === 'pending' ? null : d.number,
+        status: d.status,
+        price: { setup: money6(d.setupPrice), monthly: money6(d.monthlyPrice) },
+        spend: {
+          gross: gross.toNumber(),
+          refunded: refunded.toNumber(),
+          net: gross.minus(refunded).toNumber(),
+          setup: new Decimal(totals.setup).toNumber(),
+          recurring: new Decimal(totals.recurring).toNumber(),
+        },
+        usage: { calls: 0, callMinutes: 0, sms: 0, voicemails: 0, voicemailMinutes: 0 },
+        window: { months, from: from.toISOString() },
+        series,
+      };
+    },
+  };
+}
+
+export type NumberManagement = ReturnType<typeof createNumberManagement>;

@@ -1,0 +1,218 @@
+import { Decimal } from 'decimal.js';
+import type { Logger } from 'pino';
+import type { Sql } from '../../db/connection.js';
+import { AppError, conflict, notFound, ruleError, SqlState } from '../../http/errors.js';
+import type { Ledger } from '../../ledger/ledger.js';
+import { Money } from '../../ledger/money.js';
+import type { Clock } from '../../platform/clock.js';
+import { newId } from '../../platform/ids.js';
+import { emit } from '../../webhooks/emit.js';
+import * as catalogRepo from './catalog-repo.js';
+import * as dids from './did-repo.js';
+import * as inv from './inventory-repo.js';
+import { addMonths, presentDid, type DidView } from './present.js';
+
+/** Whether an account's identity is verified (the Compliance module's answer). */
+export interface KycCheck {
+  isVerified(accountId: string): Promise<boolean>;
+}
+
+/** Resolves `subAccountId` to a sub-account of the caller (NOT_FOUND otherwise). */
+export type SubAccountOf = (operatorId: string, subAccountId: string) => Promise<string>;
+
+export interface BuyInput {
+  skuId: string;
+  groupId: string;
+  countryId?: string | undefined;
+  country?: string | undefined;
+  city?: string | null | undefined;
+  areaPrefix?: string | null | undefined;
+  didType?: string | null | undefined;
+  subAccountId?: string | undefined;
+}
+
+export interface BulkItemResult {
+  index: number;
+  skuId: string;
+  groupId: string;
+  status: 'ok' | 'failed' | 'skipped';
+  did: DidView | null;
+  error: { code: string; message: string } | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const isBalanceRefusal = (err: unknown) => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === SqlState.INSUFFICIENT_BALANCE || code === SqlState.DAILY_CAP;
+};
+
+/**
+ * Buying numbers: setup plus the first month charged through the ledger in the transaction that
+ * takes a number from the seller's inventory (the seller credited, the platform keeping its
+ * percentage), then provisioning (pending → active) right after commit.
+ */
+export function createOrders(deps: {
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  ledger: Ledger;
+  kyc: KycCheck;
+  subAccountOf: SubAccountOf;
+  platformFeePercent: string;
+}) {
+  const { sql, clock, log, ledger } = deps;
+  const feeRate = new Decimal(deps.platformFeePercent).div(100);
+
+  /** The platform's part of a price and the seller's rest; the fee is rounded half-up to 6 places. */
+  const split = (price: Money) => {
+    const fee = price.times(feeRate);
+    return { fee, seller: price.minus(fee) };
+  };
+
+  async function provisionPending(limit = 100): Promise<number> {
+    let done = 0;
+    for (;;) {
+      const n = await sql.begin(async (tx) => {
+        const ids = await dids.lockPending(tx, limit);
+        const at = clock.now();
+        for (const id of ids) {
+          const number = await dids.activate(tx, id, at, addMonths(at, 1));
+          const d = (await dids.byId(tx, id))!;
+          await dids.event(tx, { didId: id, accountId: d.accountId, kind: 'activated', at, data: { number } });
+          await emit(tx, {
+            accountId: d.accountId,
+            event: 'number.activated',
+            data: { didId: id, number, nextRenewalAt: d.nextRenewalAt?.toISOString() ?? null },
+            at,
+          });
+        }
+        return ids.length;
+      });
+      done += n;
+      if (n < limit) return done;
+    }
+  }
+
+  let provisioning: Promise<unknown> = Promise.resolve();
+  /** Runs the provisioner after the current run (one at a time in this process). */
+  const kick = () => {
+    provisioning = provisioning
+      .then(() => provisionPending())
+      .catch((err: unknown) => log.error({ err }, 'number provisioning failed'));
+    return provisioning;
+  };
+
+  async function buy(callerId: string, input: BuyInput): Promise<DidView> {
+    const owner = input.subAccountId ? await deps.subAccountOf(callerId, input.subAccountId) : callerId;
+    // Ids are up to 64 characters on the wire (spec); ours are UUIDs, so anything else names nothing.
+    if (!UUID.test(input.groupId)) throw notFound('Catalogue group');
+    if (!UUID.test(input.skuId)) throw notFound('SKU');
+    const group = await catalogRepo.group(sql, input.groupId);
+    if (!group || group.status !== 'active') throw notFound('Catalogue group');
+    const sku = (await catalogRepo.skusOf(sql, [group.groupId])).find((s) => s.skuId === input.skuId);
+    if (!sku) throw notFound('SKU');
+    if (input.countryId !== undefined && input.countryId !== group.countryId)
+      throw ruleError('countryId does not match the catalogue group');
+    if (group.sellerId === owner || group.sellerId === callerId) throw ruleError('These numbers are your own listing');
+    if (group.requiresKyc && !(await deps.kyc.isVerified(owner)))
+      throw new AppError('KYC_REQUIRED', 'Numbers of this group need verified identity (Compliance)');
+    const setup = Money.parse(sku.setupPrice);
+    const monthly = Money.parse(sku.monthlyPrice);
+    const price = setup.plus(monthly);
+    const { fee, seller } = split(price);
+    const id = newId();
+    const at = clock.now();
+    await sql.begin(async (tx) => {
+      const number = await inv.takeNumber(tx, group.groupId);
+      if (!number) throw conflict('No numbers left in this catalogue group');
+      await dids.insert(tx, {
+        id,
+        accountId: owner,
+        orderedBy: callerId,
+        groupId: group.groupId,
+        skuId: sku.skuId,
+        sellerId: group.sellerId,
+        numberId: number.id,
+        channels: sku.channels,
+        setupPrice: setup.toString(),
+        monthlyPrice: monthly.toString(),
+        graceDays: group.graceDays,
+        orderedAt: at,
+      });
+      const charge = await ledger.charge(
+        {
+          postingKey: `did:${id}:order`,
+          accountId: owner,
+          sellerId: group.sellerId,
+          amount: seller.toString(),
+          fee: fee.toString(),
+          reference: 'Phone number: setup and first month',
+          relatedEntityType: 'did',
+          relatedEntityId: id,
+        },
+        tx,
+      );
+      await dids.event(tx, {
+        didId: id,
+        accountId: owner,
+        kind: 'ordered',
+        at,
+        amount: price.toString(),
+        postingId: charge.postingId,
+        data: { setup: setup.toString(), monthly: monthly.toString(), fee: fee.toString(), orderedBy: callerId },
+      });
+      await emit(tx, {
+        accountId: owner,
+        event: 'number.purchased',
+        data: { didId: id, groupId: group.groupId, skuId: sku.skuId, amount: price.toString(), orderedBy: callerId },
+        at,
+      });
+    });
+    log.info({ didId: id, accountId: owner, groupId: group.groupId }, 'number ordered');
+    void kick();
+    return presentDid((await dids.byId(sql, id))!);
+  }
+
+  return {
+    buy,
+    provisionPending,
+    /** Waits for provisioning started by earlier orders (tests, shutdown). */
+    settled: () => provisioning,
+
+    /** Buys in order; the first item the balance cannot pay fails and every later one is skipped. */
+    async bulkBuy(callerId: string, items: BuyInput[]) {
+      const results: BulkItemResult[] = [];
+      let outOfMoney = false;
+      for (const [index, item] of items.entries()) {
+        const base = { index, skuId: item.skuId, groupId: item.groupId };
+        if (outOfMoney) {
+          results.push({ ...base, status: 'skipped', did: null, error: null });
+          continue;
+        }
+        try {
+          results.push({ ...base, status: 'ok', did: await buy(callerId, item), error: null });
+        } catch (err) {
+          if (isBalanceRefusal(err)) outOfMoney = true;
+          else if (!(err instanceof AppError)) throw err;
+          const e = err as { code: string; message: string };
+          results.push({
+            ...base,
+            status: 'failed',
+            did: null,
+            error: { code: err instanceof AppError ? err.code : 'VALIDATION_ERROR', message: e.message },
+          });
+        }
+      }
+      return {
+        requested: items.length,
+        succeeded: results.filter((r) => r.status === 'ok').length,
+        failed: results.filter((r) => r.status === 'failed').length,
+        skipped: results.filter((r) => r.status === 'skipped').length,
+        items: results,
+      };
+    },
+  };
+}
+
+export type Orders = ReturnType<typeof createOrders>;

@@ -1,0 +1,351 @@
+import { Type } from 'typebox';
+import type { App } from '../../http/app.js';
+import { CursorPage, DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
+import { cursorPage, CursorQuery } from '../../http/pagination.js';
+import type { NumberManagement } from './manage.js';
+import type { Orders } from './orders.js';
+import type { StoreSwitch } from './routes-store.js';
+import { BuyFields, Did, Disabled, READ, TAGS, WRITE } from './schemas.js';
+
+const IdParams = Type.Object({ id: Uuid() });
+const StatusQuery = Type.Optional(
+  Type.Union([
+    Type.Literal('pending'),
+    Type.Literal('active'),
+    Type.Literal('suspended'),
+    Type.Literal('released'),
+    Type.Literal('failed'),
+  ]),
+);
+
+const BulkItem = Type.Object({
+  index: Type.Integer(),
+  skuId: Type.String(),
+  groupId: Type.String(),
+  status: Type.Union([Type.Literal('ok'), Type.Literal('failed'), Type.Literal('skipped')]),
+  did: Nullable(Did),
+  error: Nullable(Type.Object({ code: Type.String(), message: Type.String() })),
+});
+
+const Usage = Type.Object({
+  calls: Type.Number(),
+  callMinutes: Type.Number(),
+  sms: Type.Number(),
+  voicemails: Type.Number(),
+  voicemailMinutes: Type.Number(),
+});
+
+const HistoryItem = Type.Object({
+  id: Uuid(),
+  kind: Type.String(),
+  amount: Nullable(Money()),
+  transactionId: Nullable(Uuid()),
+  data: Type.Object({}, { additionalProperties: true }),
+  createdAt: DateTime(),
+});
+
+/** Buying, reading and managing the caller's numbers. */
+export function didRoutes(deps: { orders: Orders; manage: NumberManagement; store: StoreSwitch }) {
+  const { orders, manage, store } = deps;
+  return (app: App) => {
+    app.post(
+      '/dids/buy',
+      {
+        config: { access: WRITE, idempotent: true },
+        schema: {
+          tags: TAGS,
+          summary: 'Rent a number from a catalogue group: setup plus the first month are charged',
+          description:
+            'The DID starts `pending` (number null) and becomes `active` once provisioned. `subAccountId`: that ' +
+            "sub-account's balance pays and the number is theirs. A group that needs verified identity answers 403 " +
+            'KYC_REQUIRED; an empty group 409; a balance too small 400 "Insufficient balance". Test keys are refused.',
+          body: Type.Object(BuyFields, { additionalProperties: false }),
+          response: { 201: Ok(Did) },
+        },
+      },
+      async (req, reply) => reply.code(201).send(ok(await orders.buy(req.principal!.accountId, req.body))),
+    );
+
+    app.post(
+      '/dids/bulk-buy',
+      {
+        config: { access: WRITE, idempotent: true },
+        schema: {
+          tags: TAGS,
+          summary: 'Rent several numbers in order; the rest are skipped once the balance runs out',
+          body: Type.Object(
+            {
+              items: Type.Array(Type.Object(BuyFields, { additionalProperties: false }), {
+                minItems: 1,
+                maxItems: 100,
+              }),
+            },
+            { additionalProperties: false },
+          ),
+          response: {
+            201: Ok(
+              Type.Object({
+                requested: Type.Integer(),
+                succeeded: Type.Integer(),
+                failed: Type.Integer(),
+                skipped: Type.Integer(),
+                items: Type.Array(BulkItem),
+              }),
+            ),
+          },
+        },
+      },
+      async (req, reply) => reply.code(201).send(ok(await orders.bulkBuy(req.principal!.accountId, req.body.items))),
+    );
+
+    app.get(
+      '/dids/mine',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary: "The caller's numbers (and its sub-accounts'), newest first",
+          querystring: Type.Object({ ...CursorQuery(), status: StatusQuery }),
+          response: { 200: Type.Union([CursorPage(Did), Ok(Disabled)]) },
+        },
+      },
+      async (req) => {
+        if (!store.enabled) return ok({ disabled: true as const, comingSoon: true as const, message: store.message });
+        const limit = req.query.limit ?? 25;
+        return cursorPage(await manage.list(req.principal!.accountId, { ...req.query, limit } as never), limit);
+      },
+    );
+
+    app.get(
+      '/dids/cli-eligible',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary: 'Active provisioned numbers usable as caller ID',
+          response: {
+            200: Ok(
+              Type.Array(
+                Type.Object({
+                  id: Uuid(),
+                  cli: Type.String({ description: 'digits only' }),
+                  number: Type.String(),
+                  country: Nullable(Type.String()),
+                  countryCode: Nullable(Type.String()),
+                  city: Nullable(Type.String()),
+                  didType: Nullable(Type.String()),
+                  channels: Type.Integer(),
+                  label: Nullable(Type.String()),
+                }),
+              ),
+            ),
+          },
+        },
+      },
+      async (req) => ok(await manage.cliEligible(req.principal!.accountId)),
+    );
+
+    app.get(
+      '/dids/analytics/overview',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary: 'Counts by status, monthly recurring cost, lifetime spend and usage (display numbers)',
+          response: {
+            200: Ok(
+              Type.Object({
+                counts: Type.Object({
+                  total: Type.Integer(),
+                  active: Type.Integer(),
+                  pending: Type.Integer(),
+                  suspended: Type.Integer(),
+                  released: Type.Integer(),
+                  failed: Type.Integer(),
+                }),
+                monthlyRecurring: Type.Number(),
+                lifetimeSpend: Type.Number(),
+                usage: Usage,
+              }),
+            ),
+          },
+        },
+      },
+      async (req) => ok(await manage.overview(req.principal!.accountId)),
+    );
+
+    app.get(
+      '/dids/:id',
+      {
+        config: { access: READ },
+        schema: { tags: TAGS, summary: 'One number', params: IdParams, response: { 200: Ok(Did) } },
+      },
+      async (req) => ok(await manage.get(req.principal!.accountId, req.params.id)),
+    );
+
+    app.get(
+      '/dids/:id/analytics',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary: 'Spend and usage of one number with its monthly series',
+          params: IdParams,
+          querystring: Type.Object({ months: Type.Optional(Type.Integer({ minimum: 1, maximum: 36, default: 6 })) }),
+          response: {
+            200: Ok(
+              Type.Object({
+                number: Nullable(Type.String()),
+                status: Type.String(),
+                price: Type.Object({ setup: Money(), monthly: Money() }),
+                spend: Type.Object({
+                  gross: Type.Number(),
+                  refunded: Type.Number(),
+                  net: Type.Number(),
+                  setup: Type.Number(),
+                  recurring: Type.Number(),
+                }),
+                usage: Usage,
+                window: Type.Object({ months: Type.Integer(), from: DateTime() }),
+                series: Type.Array(
+                  Type.Object({
+                    period: Type.String({ description: 'YYYY-MM' }),
+                    calls: Type.Number(),
+                    callMinutes: Type.Number(),
+                    sms: Type.Number(),
+                    voicemails: Type.Number(),
+                    voicemailMinutes: Type.Number(),
+                    spend: Type.Number(),
+                  }),
+                ),
+              }),
+            ),
+          },
+        },
+      },
+      async (req) => ok(await manage.analytics(req.principal!.accountId, req.params.id, req.query.months ?? 6)),
+    );
+
+    app.get(
+      '/dids/:id/history',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary: "A number's history: orders, renewals, suspension, release, routing changes, with the money moved",
+          params: IdParams,
+          querystring: Type.Object(CursorQuery()),
+          response: { 200: CursorPage(HistoryItem) },
+        },
+      },
+      async (req) => {
+        const limit = req.query.limit ?? 25;
+        return cursorPage(
+          await manage.history(req.principal!.accountId, req.params.id, { ...req.query, limit }),
+          limit,
+        );
+      },
+    );
+
+    app.put(
+      '/dids/:id/routing',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary:
+            'Point the number: unrouted, a SIP endpoint host[:port] (with a backup) or forward to an E.164 number',
+          description:
+            'SIP targets pass the outbound guard (no private or loopback addresses). Changing the routing clears ' +
+            '`endpointReachable` until the next check.',
+          params: IdParams,
+          body: Type.Object(
+            {
+              pointMode: Type.Union([Type.Literal('unrouted'), Type.Literal('sip'), Type.Literal('forward')]),
+              pointsTo: Type.Optional(Nullable(Type.String({ maxLength: 260 }))),
+              pointsToBackup: Type.Optional(Nullable(Type.String({ maxLength: 260 }))),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: Ok(Did) },
+        },
+      },
+      async (req) => ok(await manage.setRouting(req.principal!.accountId, req.params.id, req.body)),
+    );
+
+    app.post(
+      '/dids/:id/check-endpoint',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Check the SIP endpoint (then the backup) with OPTIONS; stores endpointReachable and endpointCause',
+          params: IdParams,
+          response: { 200: Ok(Did) },
+        },
+      },
+      async (req) => ok(await manage.checkEndpoint(req.principal!.accountId, req.params.id)),
+    );
+
+    app.put(
+      '/dids/:id/auto-renew',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Turn monthly renewal on or off (off: the number is released at nextRenewalAt)',
+          params: IdParams,
+          body: Type.Object({ autoRenew: Type.Boolean() }, { additionalProperties: false }),
+          response: { 200: Ok(Did) },
+        },
+      },
+      async (req) => ok(await manage.setAutoRenew(req.principal!.accountId, req.params.id, req.body.autoRenew)),
+    );
+
+    app.put(
+      '/dids/:id/label',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Set the label (empty or null clears it)',
+          params: IdParams,
+          body: Type.Object({ label: Nullable(Type.String({ maxLength: 60 })) }, { additionalProperties: false }),
+          response: { 200: Ok(Did) },
+        },
+      },
+      async (req) => ok(await manage.setLabel(req.principal!.accountId, req.params.id, req.body.label)),
+    );
+
+    app.put(
+      '/dids/:id/ai-agent',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Attach an AI voice agent to answer inbound calls (null detaches)',
+          description:
+            'Until AI voice agents are served the id is validated and stored; inbound calls do not use it yet.',
+          params: IdParams,
+          body: Type.Object({ aiAgentId: Nullable(Uuid()) }, { additionalProperties: false }),
+          response: { 200: Ok(Did) },
+        },
+      },
+      async (req) => ok(await manage.setAiAgent(req.principal!.accountId, req.params.id, req.body.aiAgentId)),
+    );
+
+    app.post(
+      '/dids/:id/release',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Give the number up now (no refund of the month paid)',
+          params: IdParams,
+          response: { 200: Ok(Did) },
+        },
+      },
+      async (req) => ok(await manage.release(req.principal!.accountId, req.params.id)),
+    );
+  };
+}

@@ -1,0 +1,93 @@
+import type { Logger } from 'pino';
+import type { CallEngine } from '../engine.js';
+import type { PromptRenderer } from '../media/actions.js';
+import type { SignallingDialer } from '../media/native-engine.js';
+import { createAsteriskEngine } from './ari-engine.js';
+import { createAriHost, type AriHost, type AriHostConfig } from './ari-host.js';
+import { createLegListener, type LegListener } from './leg-listener.js';
+import { asteriskMetrics } from './metrics.js';
+import { createPromptStore } from './prompts.js';
+
+export type { AriHostConfig } from './ari-host.js';
+
+/** The `[asterisk]` settings the engine needs (config keys in snake case, see config/default.toml). */
+export interface AsteriskSettings {
+  hosts: readonly AriHostConfig[];
+  sip_bind: string;
+  sip_port: number;
+  sip_advertise: string;
+  pjsip_endpoint: string;
+  /** Where prompts are written, and the same directory as Asterisk sees it (empty: the same). */
+  prompt_dir: string;
+  prompt_dir_remote: string;
+  request_timeout_ms: number;
+  health_interval_ms: number;
+  health_failures: number;
+  reconnect_max_ms: number;
+  leg_timeout_ms: number;
+}
+
+export interface AsteriskFarm {
+  hosts: readonly AriHost[];
+  createEngine(dialer: SignallingDialer, renderer: PromptRenderer): CallEngine;
+  close(): Promise<void>;
+}
+
+/** Connects to every configured host, binds the leg listener, and builds engines over them. */
+export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): AsteriskFarm {
+  if (settings.hosts.length === 0) throw new Error('[media] engine = "asterisk" needs at least one [[asterisk.hosts]]');
+  if (!settings.prompt_dir) throw new Error('[asterisk] prompt_dir is empty');
+  // ari-client keeps one set of REST credentials per process (swagger-client's global authorization),
+  // so hosts with different users would be sent each other's passwords.
+  const [first] = settings.hosts;
+  if (first && settings.hosts.some((h) => h.username !== first.username || h.password !== first.password)) {
+    throw new Error('[asterisk] every host must use the same ARI username and password');
+  }
+  const metrics = asteriskMetrics();
+  const flog = log.child({ plane: 'asterisk' });
+  const hosts = settings.hosts.map((h) =>
+    createAriHost({
+      ...h,
+      log: flog,
+      metrics,
+      requestTimeoutMs: settings.request_timeout_ms,
+      healthIntervalMs: settings.health_interval_ms,
+      healthFailures: settings.health_failures,
+      reconnectMaxMs: settings.reconnect_max_ms,
+    }),
+  );
+  for (const h of hosts) h.start();
+  const legs: Promise<LegListener> = createLegListener({
+    bind: settings.sip_bind,
+    port: settings.sip_port,
+    advertise: settings.sip_advertise,
+    log: flog,
+  });
+  legs.catch((err: unknown) => flog.error({ err }, 'the Asterisk leg listener could not bind'));
+  const prompts = createPromptStore({ dir: settings.prompt_dir, remoteDir: settings.prompt_dir_remote });
+  const engines: CallEngine[] = [];
+  return {
+    hosts,
+    createEngine(dialer, renderer) {
+      const engine = createAsteriskEngine({
+        hosts,
+        legs,
+        dialer,
+        renderer,
+        prompts,
+        pjsipEndpoint: settings.pjsip_endpoint,
+        legTimeoutMs: settings.leg_timeout_ms,
+        log: flog,
+        metrics,
+      });
+      engines.push(engine);
+      return engine;
+    },
+    async close() {
+      await Promise.all(engines.map((e) => e.close()));
+      await Promise.all(hosts.map((h) => h.close()));
+      prompts.close();
+      await (await legs.catch(() => null))?.close();
+    },
+  };
+}

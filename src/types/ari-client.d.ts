@@ -1,0 +1,48 @@
+/** The part of npm `ari-client` (untyped, resources generated from Asterisk's Swagger) the ARI engine uses. */
+declare module 'ari-client' {
+  import type { EventEmitter } from 'node:events';
+
+  export interface AriEvent {
+    type: string;
+    application?: string;
+    timestamp?: string;
+    channel?: { id: string; name?: string; state?: string };
+    playback?: { id: string; state?: string; target_uri?: string };
+    digit?: string;
+    cause?: number;
+    cause_txt?: string;
+    args?: string[];
+  }
+
+  export interface AriChannelJson {
+    id: string;
+    name: string;
+    state: string;
+  }
+
+  export interface AriClient extends EventEmitter {
+    start(apps: string | string[], subscribeAll?: boolean): Promise<void>;
+    stop(): void;
+    asterisk: { getInfo(params?: Record<string, unknown>): Promise<{ system?: { version?: string } }> };
+    channels: {
+      originate(params: {
+        endpoint: string;
+        app: string;
+        appArgs?: string;
+        channelId?: string;
+        callerId?: string;
+        timeout?: number;
+        variables?: Record<string, string>;
+      }): Promise<AriChannelJson>;
+      hangup(params: { channelId: string; reason?: string }): Promise<void>;
+      get(params: { channelId: string }): Promise<AriChannelJson>;
+      list(): Promise<AriChannelJson[]>;
+      play(params: { channelId: string; media: string; playbackId?: string }): Promise<unknown>;
+    };
+    playbacks: { stop(params: { playbackId: string }): Promise<void> };
+  }
+
+  export function connect(url: string, username: string, password: string): Promise<AriClient>;
+  const ari: { connect: typeof connect };
+  export default ari;
+}

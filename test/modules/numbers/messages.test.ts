@@ -1,0 +1,71 @@
+import t from 'tap';
+import { createSmsWorld } from '../sms/world.js';
+import { numbers } from './world.js';
+
+t.test('SMS from a number through the SMS send path to a Net::SMPP SMSC; threads and read marks', async (t) => {
+  const w = await createSmsWorld(t);
+  const { h, buyer } = w;
+  const seller = await h.signUp();
+  const svc = h.services.numbers;
+  const stock = await svc.inventory.importItems(seller.accountId, true, numbers(1), (i) => `items[${i}]`);
+  const [sku] = await h.sql<{ id: string }[]>`select id from did_skus where group_id = ${stock.groups[0]!.groupId}`;
+  const did = await svc.orders.buy(buyer.accountId, { groupId: stock.groups[0]!.groupId, skuId: sku!.id });
+  await svc.orders.settled();
+  const number = (await svc.manage.get(buyer.accountId, did.id)).number!;
+  const before = await w.balance(buyer.accountId);
+  t.equal(before.balance, '6.250000', '10 - 3.75 for the number');
+
+  const send = (body: unknown, headers: Record<string, string> = {}) =>
+    h.app.inject({
+      method: 'POST',
+      url: `/api/v1/dids/${did.id}/messages`,
+      headers: { authorization: `Bearer ${buyer.session}`, ...headers },
+      payload: body as object,
+    });
+  const sent = await send({ to: '+12025550199', body: 'Hello from my number', idempotencyKey: 'msg-1' });
+  t.equal(sent.statusCode, 201, sent.body);
+  const m = sent.json().data;
+  t.match(m, {
+    direction: 'out',
+    from: number,
+    to: '12025550199',
+    peer: '12025550199',
+    body: 'Hello from my number',
+    segments: 1,
+    status: 'sent',
+    error: null,
+    readAt: null,
+    cost: '0.010500',
+  });
+  await w.smsc.waitFor(/^SUBMIT 12025550199/);
+  t.equal((await w.balance(buyer.accountId)).balance, '6.239500', 'charged as POST /comms/sms: 0.0105');
+  const sms = await w.api('GET', `/comms/sms/${m.providerMessageId}`, buyer.session);
+  t.equal(sms.status, 200);
+  t.equal(sms.body.data.from, number, 'the number is the sender');
+
+  const again = await send({ to: '+12025550199', body: 'Hello from my number', idempotencyKey: 'msg-1' });
+  t.equal(again.json().data.id, m.id, 'the same key returns the original message');
+  t.equal((await w.balance(buyer.accountId)).balance, '6.239500', 'and sends once');
+  const byHeader = await send({ to: '12025550188', body: 'Second' }, { 'x-idempotency-key': 'hdr-1' });
+  t.equal(byHeader.statusCode, 201);
+  t.equal((await send({ to: '12025550188', body: 'x'.repeat(1601) })).statusCode, 400);
+  t.equal((await send({ to: 'nobody', body: 'x' })).statusCode, 400);
+
+  const thread = await w.api('GET', `/dids/${did.id}/messages?peer=12025550199`, buyer.session);
+  t.equal(thread.body.data.length, 1);
+  const convs = await w.api('GET', `/dids/${did.id}/conversations`, buyer.session);
+  t.equal(convs.status, 200, JSON.stringify(convs.body));
+  t.same(
+    convs.body.data.map((c: { peer: string; messages: number; unread: number }) => [c.peer, c.messages, c.unread]),
+    [
+      ['12025550188', 1, 0],
+      ['12025550199', 1, 0],
+    ],
+  );
+  const read = await w.api('POST', `/dids/${did.id}/messages/read`, buyer.session, { peer: '12025550199' });
+  t.same(read.body.data, { updated: 0 }, 'no received message to mark');
+
+  // A number no longer active sends nothing.
+  await svc.manage.release(buyer.accountId, did.id);
+  t.equal((await send({ to: '12025550199', body: 'late' })).statusCode, 400);
+});

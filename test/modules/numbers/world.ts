@@ -1,0 +1,60 @@
+import type { TestDaemon } from '../../helpers/daemon.js';
+
+/** An account with a live full-access key; `operator` makes the platform operator (admin). */
+export async function account(d: TestDaemon, email: string, opts: { operator?: boolean } = {}) {
+  const a = await d.modules.services.accounts.createAccount({
+    email,
+    password: 'correct horse battery',
+    ...(opts.operator ? { role: 'admin' as const } : {}),
+  });
+  return { id: a.id, key: (await d.modules.services.keys.create(a.id, { mode: 'live' })).secret };
+}
+
+/** A real HTTPS request with a key; the JSON answer and status. */
+export async function api(
+  d: TestDaemon,
+  method: string,
+  path: string,
+  key: string | null,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
+  const res = await d.https(method, path, {
+    ...(key ? { token: key } : {}),
+    ...(body === undefined ? {} : { body }),
+    headers,
+  });
+  return { status: res.status, json: res.json, headers: res.headers };
+}
+
+/** Inventory rows as the API takes them: `count` numbers after `prefix` in one group. */
+export function numbers(
+  count: number,
+  o: {
+    countryCode?: string;
+    country?: string;
+    countryPrefix?: string;
+    areaPrefix?: string | null;
+    city?: string | null;
+    typeId?: string;
+    first?: number;
+    channels?: number;
+    setupPrice?: string;
+    monthlyPrice?: string;
+  } = {},
+) {
+  const cp = o.countryPrefix ?? '44';
+  const area = o.areaPrefix === undefined ? '20' : o.areaPrefix;
+  return Array.from({ length: count }, (_, i) => ({
+    number: `${cp}${area ?? ''}${String((o.first ?? 2837461) + i).padStart(7, '0')}`,
+    countryCode: o.countryCode ?? 'GB',
+    country: o.country ?? 'United Kingdom',
+    countryPrefix: cp,
+    typeId: o.typeId ?? 'local',
+    city: o.city === undefined ? 'London' : o.city,
+    areaPrefix: area,
+    channels: o.channels ?? 2,
+    setupPrice: o.setupPrice ?? '1.500000',
+    monthlyPrice: o.monthlyPrice ?? '2.250000',
+  }));
+}

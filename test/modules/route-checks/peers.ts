@@ -1,0 +1,101 @@
+import type { Test } from 'tap';
+import { freePort, sipp, type SippRun } from '../../telephony/sip/sipp.js';
+import { callee, MANY } from '../api-calls/peers.js';
+
+/** sipp peers for route checks: a self-answering test line, a false answerer, a route that rings until cancelled. */
+
+/** The test line: rings, answers `answerAfterMs` later (a real line takes over 1.5 s), takes our BYE. */
+export const testLine = async (t: Test, user: string, answerAfterMs = 1800): Promise<SippRun> =>
+  sipp(
+    t,
+    callee(user, '', false).replace(
+      '  <send retrans="500">',
+      `  <pause milliseconds="${answerAfterMs}"/>\n  <send retrans="500">`,
+    ),
+    ['-mp', String(await freePort())],
+    { timeout: '60s', calls: MANY },
+  );
+
+/** A route that answers at once without ringing: what a false-answer supplier does. */
+export const falseAnswerer = async (t: Test, user: string): Promise<SippRun> => {
+  const scenario = callee(user, '', false).replace(
+    / {2}<send>\s*<!\[CDATA\[\s*SIP\/2\.0 180 Ringing[\s\S]*?<\/send>\n/,
+    '',
+  );
+  if (scenario.includes('180 Ringing')) throw new Error('the 180 was not removed');
+  return sipp(t, scenario, ['-mp', String(await freePort())], { timeout: '60s', calls: MANY });
+};
+
+const OPTIONS_BRANCH = `  <nop next="done"/>
+  <label id="options"/>
+  <send>
+    <![CDATA[
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]opt[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]>
+  </send>
+  <label id="done"/>`;
+
+/** Rings and waits for our CANCEL (200 to it, 487 to the INVITE): a light check or an unanswered ring-me. */
+export const ringing = (t: Test, expectUser: string): Promise<SippRun> =>
+  sipp(
+    t,
+    `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="ring until cancelled">
+  <recv request="OPTIONS" optional="true" next="options"/>
+  <recv request="INVITE">
+    <action>
+      <ereg regexp="^INVITE sip:${expectUser}@" search_in="msg" check_it="true" assign_to="ruri"/>
+    </action>
+  </recv>
+  <Reference variables="ruri"/>
+  <send>
+    <![CDATA[
+      SIP/2.0 180 Ringing
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]>
+  </send>
+  <recv request="CANCEL"/>
+  <send>
+    <![CDATA[
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]>
+  </send>
+  <send>
+    <![CDATA[
+      SIP/2.0 487 Request Terminated
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      CSeq: [last_cseq_number] INVITE
+      Content-Length: 0
+
+    ]]>
+  </send>
+  <recv request="ACK"/>
+${OPTIONS_BRANCH}
+</scenario>
+`,
+    [],
+    { timeout: '60s', calls: MANY },
+  );

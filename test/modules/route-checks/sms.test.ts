@@ -1,0 +1,106 @@
+import { Decimal } from 'decimal.js';
+import t from 'tap';
+import { createSmsWorld, eventually, type SmsWorld } from '../sms/world.js';
+
+/**
+ * Test SMS over exactly one listing to the Net::SMPP supplier SMSC: the fixed text with its
+ * reference, the receipt updating the check, billing to the sixth decimal, a failed receipt
+ * refunded, the limits, and nothing in the message ledger.
+ */
+
+async function waitResult(w: SmsWorld, checkId: string, results: string[]) {
+  return eventually(async () => {
+    const r = await w.api('GET', `/routes/check/${checkId}`, w.buyer.session);
+    return r.status === 200 && r.body.data.status === 'done' && results.includes(r.body.data.routes[0].result)
+      ? r.body.data
+      : null;
+  }, 10_000);
+}
+
+t.test('test SMS: delivered and billed, failed receipt refunded, limits', async (t) => {
+  const w = await createSmsWorld(t);
+  const { api, buyer, smsc } = w;
+  const before = await w.balance(buyer.accountId);
+
+  const started = await api('POST', '/routes/check/sms', buyer.session, {
+    routeId: w.routeId,
+    number: '+12125550001',
+  });
+  t.equal(started.status, 202, JSON.stringify(started.body));
+  const check = await waitResult(w, started.body.data.checkId, ['delivered']);
+  t.match(check, { mode: 'sms', number: '+12125550001', simulated: false, totalCost: '0.010500' });
+  const leg = check.routes[0];
+  t.match(leg, {
+    routeId: w.routeId,
+    result: 'delivered',
+    checkType: 'sms',
+    cost: '0.010500',
+    paidFrom: 'balance',
+    sender: 'RouteCheck',
+    carrierStatus: 'DELIVRD',
+    routeReturnsReceipts: true,
+    errorCode: null,
+  });
+  t.match(leg.messageRef, /^[A-Z2-9]{4}$/);
+  const submit = await smsc.waitFor(/^SUBMIT 12125550001 /);
+  const text = Buffer.from(/hex=([0-9a-f]+)/.exec(submit)![1]!, 'hex').toString('latin1');
+  t.ok(text.endsWith(`Ref ${leg.messageRef}`), `the fixed text ends with the reference: ${text}`);
+  const afterOne = await w.balance(buyer.accountId);
+  t.equal(new Decimal(before.balance).minus(afterOne.balance).toFixed(6), '0.010500', 'one message price plus fee');
+
+  // 1555…: the receipt arrives before the submit response; it still finds the check.
+  const early = await api('POST', '/routes/check/sms', buyer.session, { routeId: w.routeId, number: '+15551230001' });
+  t.match((await waitResult(w, early.body.data.checkId, ['delivered'])).routes[0], { carrierStatus: 'DELIVRD' });
+  const afterEarly = await w.balance(buyer.accountId);
+
+  // 1444…: the SMSC takes it, then its receipt says UNDELIV: refunded.
+  const failing = await api('POST', '/routes/check/sms', buyer.session, { routeId: w.routeId, number: '+14445550001' });
+  const failed = await waitResult(w, failing.body.data.checkId, ['refused']);
+  t.match(failed.routes[0], {
+    result: 'refused',
+    errorCode: 'UNDELIVERABLE',
+    carrierStatus: 'UNDELIV',
+    carrierError: '034',
+    cost: '0.000000',
+    paidFrom: null,
+  });
+  t.equal(failed.totalCost, '0.000000');
+  const afterTwo = await w.balance(buyer.accountId);
+  t.equal(afterTwo.balance, afterEarly.balance, 'the failed message was refunded');
+
+  // 1999…: the route refuses at submit: not charged.
+  const refusedAtSubmit = await api('POST', '/routes/check/sms', buyer.session, {
+    routeId: w.routeId,
+    number: '+19995550001',
+  });
+  const r3 = await waitResult(w, refusedAtSubmit.body.data.checkId, ['refused']);
+  t.match(r3.routes[0], { errorCode: 'SELLER_REJECTED', cost: '0.000000' });
+
+  const premium = await api('POST', '/routes/check/sms', buyer.session, { routeId: w.routeId, number: '+19005551234' });
+  t.equal(premium.status, 400);
+  const uncovered = await api('POST', '/routes/check/sms', buyer.session, {
+    routeId: w.routeId,
+    number: '+33612345678',
+  });
+  t.equal(uncovered.status, 400);
+  t.match(uncovered.body.error.message, /does not cover/);
+
+  // Three test messages to one number an hour.
+  for (let i = 0; i < 2; i++) {
+    const again = await api('POST', '/routes/check/sms', buyer.session, { routeId: w.routeId, number: '+12125550001' });
+    t.equal(again.status, 202);
+    await waitResult(w, again.body.data.checkId, ['delivered']);
+  }
+  const fourth = await api('POST', '/routes/check/sms', buyer.session, { routeId: w.routeId, number: '+12125550001' });
+  t.equal(fourth.status, 429);
+  t.equal(fourth.body.error.details.limit, 'test_sms_number');
+
+  const list = await api('GET', '/routes/checks?mode=sms', buyer.session);
+  t.equal(list.body.data.length, 6, 'test SMS appear in the checks list');
+  const [messages] = await w.h.sql<{ n: string }[]>`select count(*) as n from messages`;
+  t.equal(Number(messages!.n), 0, 'test messages never enter the message ledger');
+  const [cdrs] = await w.h.sql<{ n: string }[]>`select count(*) as n from cdrs`;
+  t.equal(Number(cdrs!.n), 0, 'nor the CDRs');
+  const [sum] = await w.h.sql<{ s: string }[]>`select coalesce(sum(amount), 0)::text as s from entries`;
+  t.equal(Number(sum!.s), 0, 'the ledger balances');
+});

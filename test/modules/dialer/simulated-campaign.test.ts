@@ -133,5 +133,7 @@ t.test('a contact import of 200,000 rows streams in with per-row errors and read
     'name and other columns kept; the duplicate row ignored',
   );
   t.comment(`import of ${N} rows: ${ms} ms, longest event-loop stall ${lagMax.toFixed(0)} ms`);
-  t.ok(lagMax < 1000, 'the event loop kept turning');
+  // Client and daemon share this process on a shared machine, so scheduling alone can delay a timer
+  // by a second; parsing and storing the whole file in one go would hold the loop for most of the import.
+  t.ok(lagMax < 3000, 'the event loop kept turning');
 });

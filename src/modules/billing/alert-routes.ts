@@ -15,7 +15,8 @@ const Alert = Type.Object({
 });
 
 const Threshold = Type.String({ pattern: '^\\d{1,9}(\\.\\d{1,6})?$', description: 'USD' });
-const write = { access: { auth: 'required' as const, scope: 'billing:write' as const, testKeys: 'allow' as const } };
+// Spending alerts are live account settings: a test key reads them but never changes them.
+const write = { access: { auth: 'required' as const, scope: 'billing:write' as const } };
 
 export function alertRoutes(alerts: SpendingAlerts) {
   return (app: App) => {

@@ -2,7 +2,7 @@ import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Db } from '../../db/connection.js';
-import { AppError, fromSqlState } from '../../http/errors.js';
+import { AppError, fromSqlState, InsufficientBalanceError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
@@ -228,11 +228,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
         r.inFlight.delete(f.claim.id);
         return;
       }
-      if (
-        err instanceof AppError &&
-        err.code === 'VALIDATION_ERROR' &&
-        err.message.startsWith('Insufficient balance')
-      ) {
+      if (err instanceof InsufficientBalanceError) {
         await repo.unclaim(c.id, f.claim, now);
         r.inFlight.delete(f.claim.id);
         await pause(sql, c.id, 'insufficient_balance', now);

@@ -114,11 +114,14 @@ export function createAriHost(opts: AriHostOptions): AriHost {
       return await withTimeout(operation, fn(c));
     } catch (err) {
       if (err instanceof AriRequestError) throw err;
-      const e = err as { message?: unknown } | null;
-      throw new AriRequestError(
-        `ARI ${operation} on ${name} failed: ${(typeof e?.message === 'string' ? e.message : String(err)).slice(0, 200)}`,
-        statusOf(err),
-      );
+      // ari-client rejects with Error objects and sometimes with plain `{ message }` objects.
+      const text =
+        err instanceof Error
+          ? err.message
+          : err !== null && typeof err === 'object' && 'message' in err
+            ? String(err.message)
+            : String(err);
+      throw new AriRequestError(`ARI ${operation} on ${name} failed: ${text.slice(0, 200)}`, statusOf(err));
     } finally {
       end();
     }

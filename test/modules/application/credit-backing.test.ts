@@ -65,7 +65,8 @@ t.test('a test key makes a test sub-account: test key only, no SIP, no live mone
 });
 
 t.test('a narrow key cannot make a broader key, nor credit its operator does not have', async (t) => {
-  const d = await startTestDaemon(t, { billing: { require_route_for_sub_accounts: false } });
+  // No payout hold: the earnings below count as withdrawable (availableBalance) at once.
+  const d = await startTestDaemon(t, { billing: { require_route_for_sub_accounts: false, payout_hold_days: 0 } });
   const { keys, ledger } = d.modules.services;
   const op = await operator(d, 'reseller@example.com');
   const appOnly = (await keys.create(op.id, { mode: 'live', scopes: ['application:write'] })).secret;

@@ -15,7 +15,7 @@ const Alert = Type.Object({
 });
 
 const Threshold = Type.String({ pattern: '^\\d{1,9}(\\.\\d{1,6})?$', description: 'USD' });
-const write = { access: { auth: 'required' as const, scope: 'billing:write' as const, testKeys: 'allow' as const } };
+const write = { access: { auth: 'required' as const, scope: 'billing:write' as const } };
 
 export function alertRoutes(alerts: SpendingAlerts) {
   return (app: App) => {

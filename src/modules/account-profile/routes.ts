@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
 import type { Principal } from '../../http/access.js';
-import { CursorPage, DateTime, Nullable, Ok, ok, Uuid } from '../../http/envelope.js';
+import { CursorPage, DateTime, Money, Nullable, Ok, ok, Uuid } from '../../http/envelope.js';
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
 import type { AccountProfile, Actor } from './service.js';
 
@@ -116,6 +116,39 @@ export function accountProfileRoutes(profile: AccountProfile) {
       },
       async (req) =>
         ok(await profile.putBillingDetails(req.principal!.accountId, actor(req.principal!, req.ip), req.body)),
+    );
+
+    const LowBalance = Type.Object({
+      threshold: Nullable(Money("the account's own line; null: the default")),
+      default: Money(),
+      effective: Money('`balance.low` fires once when a debit takes the balance below this; 0: never'),
+    });
+
+    app.get(
+      '/account/low-balance-threshold',
+      {
+        config: read,
+        schema: { tags, summary: 'The low-balance line of `balance.low`', response: { 200: Ok(LowBalance) } },
+      },
+      async (req) => ok(await profile.lowBalance(req.principal!.accountId)),
+    );
+
+    app.put(
+      '/account/low-balance-threshold',
+      {
+        config: write,
+        schema: {
+          tags,
+          summary: 'Set the low-balance line (null: the default; 0: no alert)',
+          body: Type.Object(
+            { threshold: Nullable(Type.String({ pattern: '^\\d{1,9}(\\.\\d{1,6})?$' })) },
+            { additionalProperties: false },
+          ),
+          response: { 200: Ok(LowBalance) },
+        },
+      },
+      async (req) =>
+        ok(await profile.setLowBalance(req.principal!.accountId, actor(req.principal!, req.ip), req.body.threshold)),
     );
 
     app.get(

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Sql } from '../../db/connection.js';
 import { validationError } from '../../http/errors.js';
+import { Money } from '../../ledger/money.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 
@@ -23,6 +24,7 @@ interface ProfileRow {
   taxId: string | null;
   billingEmail: string | null;
   address: Address | null;
+  lowBalanceThreshold: string | null;
   updatedAt: Date | null;
 }
 
@@ -48,13 +50,13 @@ function validZone(tz: string): boolean {
  * The account's own settings: profile and display preferences, company and billing details, and
  * the audit log of every change (what changed, from and to, by whom).
  */
-export function createAccountProfile(deps: { sql: Sql; clock: Clock }) {
+export function createAccountProfile(deps: { sql: Sql; clock: Clock; defaultLowBalance: string }) {
   const { sql, clock } = deps;
 
   async function row(accountId: string): Promise<ProfileRow> {
     const [r] = await sql<ProfileRow[]>`
       select account_id, display_name, time_zone, currency_display, locale, company_name, tax_id, billing_email, address,
-             updated_at
+             low_balance_threshold::text, updated_at
       from account_profiles where account_id = ${accountId}`;
     return (
       r ?? {
@@ -65,6 +67,7 @@ export function createAccountProfile(deps: { sql: Sql; clock: Clock }) {
         taxId: null,
         billingEmail: null,
         address: null,
+        lowBalanceThreshold: null,
         updatedAt: null,
       }
     );
@@ -85,13 +88,14 @@ export function createAccountProfile(deps: { sql: Sql; clock: Clock }) {
     await sql.begin(async (tx) => {
       await tx`
         insert into account_profiles (account_id, display_name, time_zone, currency_display, locale, company_name, tax_id,
-                                      billing_email, address, updated_at)
+                                      billing_email, address, low_balance_threshold, updated_at)
         values (${accountId}, ${next.displayName}, ${next.timeZone}, ${next.currencyDisplay}, ${next.locale}, ${next.companyName},
-                ${next.taxId}, ${next.billingEmail}, ${next.address ? tx.json(next.address as never) : null}, ${now})
+                ${next.taxId}, ${next.billingEmail}, ${next.address ? tx.json(next.address as never) : null},
+                ${next.lowBalanceThreshold}::numeric, ${now})
         on conflict (account_id) do update set display_name = excluded.display_name, time_zone = excluded.time_zone,
           currency_display = excluded.currency_display, locale = excluded.locale, company_name = excluded.company_name,
           tax_id = excluded.tax_id, billing_email = excluded.billing_email, address = excluded.address,
-          updated_at = excluded.updated_at`;
+          low_balance_threshold = excluded.low_balance_threshold, updated_at = excluded.updated_at`;
       await tx`
         insert into account_audit_log (id, account_id, actor_id, credential, action, changes, ip, created_at)
         values (${newId()}, ${accountId}, ${actor.actorId}, ${actor.credential}, ${action}, ${tx.json(changes as never)},
@@ -129,6 +133,22 @@ export function createAccountProfile(deps: { sql: Sql; clock: Clock }) {
     },
 
     billingDetails: async (accountId: string) => billing(await row(accountId)),
+
+    /** The balance.low line: the account's own, else the exchange's default. */
+    async lowBalance(accountId: string) {
+      const r = await row(accountId);
+      return {
+        threshold: r.lowBalanceThreshold === null ? null : Money.parse(r.lowBalanceThreshold).toString(),
+        default: Money.parse(deps.defaultLowBalance).toString(),
+        effective: Money.parse(r.lowBalanceThreshold ?? deps.defaultLowBalance).toString(),
+      };
+    },
+
+    async setLowBalance(accountId: string, actor: Actor, threshold: string | null) {
+      const v = threshold === null ? null : Money.parse(threshold).toString();
+      await change(accountId, actor, 'low_balance_threshold.updated', { lowBalanceThreshold: v });
+      return this.lowBalance(accountId);
+    },
 
     async putBillingDetails(
       accountId: string,

@@ -53,6 +53,15 @@ t.test('profile, billing details frozen into invoices, audit log', async (t) => 
   await call('PATCH', '/account/profile', { timeZone: 'Europe/Berlin' });
   t.equal((await call('GET', '/account/audit-log')).json.data.length, 3, 'an unchanged value is not logged');
 
+  const low = await call('PUT', '/account/low-balance-threshold', { threshold: '50' });
+  t.same(low.json.data, { threshold: '50.000000', default: '5.000000', effective: '50.000000' });
+  await svc.ledger.charge({ postingKey: 'profile-spend', accountId: acc.id, amount: '60.000000' });
+  const [lowEv] = await d.sql<{ data: Record<string, unknown> }[]>`
+    select data from events where account_id = ${acc.id} and event = 'balance.low'`;
+  t.match(lowEv?.data, { balance: '40.000000' }, "balance.low at the account's own line");
+  const reset = await call('PUT', '/account/low-balance-threshold', { threshold: null });
+  t.equal(reset.json.data.effective, '5.000000');
+
   const readKey = (await svc.keys.create(acc.id, { mode: 'live', scopes: ['account:read'] })).secret;
   t.equal((await call('GET', '/account/profile', undefined, readKey)).status, 200);
   const refused = await call('PATCH', '/account/profile', { locale: 'de' }, readKey);

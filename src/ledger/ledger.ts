@@ -177,7 +177,10 @@ export function createLedger(deps: LedgerDeps) {
       -- Look-ups by key per item (limit: not flattened), never a join planned as a scan of accounts.
       cross join lateral (select a.parent_id from accounts a where a.id = x.account_id limit 1) a
       left join lateral (select s.sub_low_balance_threshold from application_settings s where s.operator_id = a.parent_id limit 1) s on true
-      cross join lateral (select case when a.parent_id is null then ${lowThreshold}::numeric
+      cross join lateral (select case when a.parent_id is null
+                                      -- The account's own line when it set one (account_profiles, 254).
+                                      then coalesce((select p.low_balance_threshold from account_profiles p
+                                                     where p.account_id = x.account_id), ${lowThreshold}::numeric)
                                       else coalesce(s.sub_low_balance_threshold, 5) end as v) t
       where (x.before >= t.v and x.after < t.v and t.v > 0) or (x.capped and a.parent_id is not null)
       order by x.i`;
@@ -209,7 +212,10 @@ export function createLedger(deps: LedgerDeps) {
              (${r.balanceBefore}::numeric >= t.v and ${r.balanceAfter}::numeric < t.v and t.v > 0) as crossed
       from accounts a
       left join application_settings s on s.operator_id = a.parent_id
-      cross join lateral (select case when a.parent_id is null then ${lowThreshold}::numeric
+      cross join lateral (select case when a.parent_id is null
+                                      -- The account's own line when it set one (account_profiles, 254).
+                                      then coalesce((select p.low_balance_threshold from account_profiles p
+                                                     where p.account_id = a.id), ${lowThreshold}::numeric)
                                       else coalesce(s.sub_low_balance_threshold, 5) end as v) t
       where a.id = ${r.accountId}`;
     if (row) await debitEvents(db, r, row.parentId, row.crossed, r.capReached);

@@ -2,6 +2,7 @@ import { createIdempotencyStore } from '../http/idempotency.js';
 import type { CoreDeps } from '../platform/core.js';
 import { createSelfAddresses } from '../platform/self-addresses.js';
 import type { Module } from '../platform/module.js';
+import { buildAccountProfileModule } from './account-profile/index.js';
 import { buildAccountsModule } from './accounts/index.js';
 import { buildComplianceModule } from './compliance/index.js';
 import { buildNotificationsModule } from './notifications/index.js';
@@ -90,10 +91,11 @@ export async function buildModules(coreIn: CoreDeps) {
     // A payout needs verified identity (compliance records).
     kyc: compliance.service,
   });
-  // The account as receipts, invoices and statements name it.
+  const accountProfile = buildAccountProfileModule(core);
+  // The account as receipts, invoices and statements name it (its billing details when set).
   const billingIdentity = async (id: string) => {
     const a = await accounts.repo.byId(id);
-    return { accountId: id, email: a?.email ?? null, name: a?.label ?? null };
+    return accountProfile.service.identity(id, { email: a?.email ?? null, name: a?.label ?? null });
   };
   const topups = buildTopupsModule(core, {
     ledger,
@@ -115,8 +117,9 @@ export async function buildModules(coreIn: CoreDeps) {
       topups: topups.service,
       application: application.service,
       payouts: payouts.service,
+      accountProfile: accountProfile.service,
     },
-    modules: [billing.module, topups.module, payouts.module, application.module],
+    modules: [billing.module, topups.module, payouts.module, application.module, accountProfile.module],
   };
   // One RTP port range and its workers for API calls and relayed trunk media, started on first use.
   const { rtp } = core.config;

@@ -30,7 +30,7 @@ export function exportRoutes(exports: BillingExports) {
     app.post(
       '/billing/exports',
       {
-        config: { access: { auth: 'required', scope: 'account:read', testKeys: 'allow' } },
+        config: { access: { auth: 'required', scope: 'account:read' } },
         schema: {
           tags: ['Billing'],
           summary: 'Export transactions or call and message records as CSV, in the background',

@@ -214,7 +214,7 @@ console.log(
 {
   const BUYERS = 1000;
   const ROUTES_PER_BUYER = 10;
-  const NUMBERS_PRICED = 1_000_000;
+  const NUMBERS_PRICED = 200_000;
   const margin = new Decimal('0.001000');
   const now = new Date();
   const until = new Date(now.getTime() + 30 * 86_400_000);

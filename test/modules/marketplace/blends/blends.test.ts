@@ -254,6 +254,8 @@ t.test('route blends: compose, read, change, preview, price, buy, call, delete',
       '0.001100',
       'the blend owner earns the member rate and the margin',
     );
+    const usage = await w.api('GET', `/purchases/${bought.body.data.id}/usage`, w.operator.token);
+    t.match(usage.body.data, { calls: 1, spend: '0.001300' }, "the blend's usage counts its members' records");
   });
 
   await t.test('an SMS blend resolves to a member priced with the margin', async (t) => {

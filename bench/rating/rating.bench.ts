@@ -7,6 +7,9 @@ import type { DeckRow } from '../../src/rating/prefix-index.js';
 import { createDeckRegistry } from '../../src/rating/deck-registry.js';
 import { parseRateSheetCsv } from '../../src/rating/sheet.js';
 import { requireIncrement } from '../../src/rating/increment.js';
+import { Decimal } from 'decimal.js';
+import { orderMembers } from '../../src/modules/marketplace/blends/rules.js';
+import { lookupPrivateRate, type PrivateRate } from '../../src/modules/marketplace/offers/private-rates.js';
 
 v8.setFlagsFromString('--expose_gc');
 const gc = vm.runInNewContext('gc') as () => void;
@@ -203,3 +206,82 @@ if (sheet.errors.length > 0 || idx.size !== SHEET_ROWS) throw new Error('sheet d
 console.log(
   `rebuild_200k_rows_ms parse_validate=${parseMs.toFixed(0)} index=${indexMs.toFixed(0)} total=${(parseMs + indexMs).toFixed(0)} cpu_total=${((rebuildCpu.user + rebuildCpu.system) / 1000).toFixed(0)}`,
 );
+
+// Buyer pricing with blends and offers in the decks: each buyer prices a number over its 10 usable
+// routes, as routing does. One route in ten is a least-cost blend of 3 member decks (margin added),
+// and 20% of buyers hold private offer rates (50 prefixes) on 2 of their routes, looked up before
+// the deck's rate. The anchor is the same buyers over plain routes only; rates count priced numbers.
+{
+  const BUYERS = 1000;
+  const ROUTES_PER_BUYER = 10;
+  const NUMBERS_PRICED = 200_000;
+  const margin = new Decimal('0.001000');
+  const now = new Date();
+  const until = new Date(now.getTime() + 30 * 86_400_000);
+  interface BuyerRoute {
+    deck: number;
+    members: number[] | null;
+    privates: Map<string, PrivateRate> | undefined;
+  }
+  const buyers: BuyerRoute[][] = [];
+  for (let b = 0; b < BUYERS; b++) {
+    const withOffers = b % 5 === 0;
+    const routes: BuyerRoute[] = [];
+    for (let k = 0; k < ROUTES_PER_BUYER; k++) {
+      const deck = Math.floor(rnd() * DECKS);
+      const members = k === 0 ? [deck, (deck + 1) % DECKS, (deck + 2) % DECKS] : null;
+      let privates: Map<string, PrivateRate> | undefined;
+      if (withOffers && (k === 1 || k === 2)) {
+        privates = new Map();
+        for (let i = 0; i < 50; i++) {
+          const c = COUNTRY[Math.floor(rnd() * COUNTRY.length)]!;
+          const prefix = c + digits(Math.floor(rnd() * 3));
+          privates.set(prefix, {
+            prefix,
+            rate: new Decimal(RATES[i]!),
+            offerId: 'o',
+            validFrom: now,
+            validUntil: until,
+          });
+        }
+      }
+      routes.push({ deck, members, privates });
+    }
+    buyers.push(routes);
+  }
+  const priceOne = (r: BuyerRoute, num: string): Decimal | undefined => {
+    if (r.members !== null) {
+      const covering = [];
+      for (const [i, d] of r.members.entries()) {
+        const m = decks[d]!.lookup(num);
+        if (m !== undefined)
+          covering.push({
+            routeId: `m${d}`,
+            position: i + 1,
+            percent: 0,
+            price: m.rateDecimal.plus(margin),
+            quality: 0.5,
+          });
+      }
+      return orderMembers('least_cost', covering, rnd)[0]?.price;
+    }
+    const m = decks[r.deck]!.lookup(num);
+    if (m === undefined) return undefined;
+    return lookupPrivateRate(r.privates, num, now)?.rate ?? m.rateDecimal;
+  };
+  let priced = 0;
+  const run = (withExtras: boolean) => () => {
+    for (let i = 0; i < NUMBERS_PRICED; i++) {
+      const num = NUMBERS[i % NUMBERS.length]!;
+      for (const r of buyers[i % BUYERS]!) {
+        const p = withExtras ? priceOne(r, num) : decks[r.deck]!.lookup(num)?.rateDecimal;
+        if (p !== undefined) priced++;
+      }
+    }
+  };
+  run(false)();
+  run(true)();
+  const base = measure('buyer_pricing_numbers_per_second_10_routes_plain', NUMBERS_PRICED, run(false));
+  const mixed = measure('buyer_pricing_numbers_per_second_10_routes_blends_offers_20pct', NUMBERS_PRICED, run(true));
+  console.log(`buyer_pricing_blends_offers_vs_plain=${(mixed / base).toFixed(2)} priced=${priced}`);
+}

@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
-import type { FastifyRequest } from 'fastify';
 import type { App } from '../../../http/app.js';
 import { DateTime, Money, Nullable, Ok, OffsetPage, Uuid, ok } from '../../../http/envelope.js';
 import { OffsetQuery } from '../../../http/pagination.js';
 import type { Routing } from '../routing/routing.js';
+import { uploadSlotHooks } from '../rate-sheets/upload-slots.js';
 import { MAX_BULK_ROUTES, ROUTE_SORTS } from './service.js';
 import type { RoutesService } from './service.js';
 
@@ -620,21 +620,12 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
         ),
     );
 
-    // A slot per upload in progress, taken before the body is read and handed to the service.
-    const slots = new WeakMap<FastifyRequest, () => void>();
-    const releaseSlot = async (req: FastifyRequest) => {
-      slots.get(req)?.();
-      slots.delete(req);
-    };
+    const slots = uploadSlotHooks((accountId) => routes.acquireUploadSlot(accountId));
     app.post(
       '/routes/:id/rates',
       {
         config: { access: WRITE },
-        onRequest: async (req) => {
-          slots.set(req, routes.acquireUploadSlot(req.principal!.accountId));
-        },
-        onResponse: releaseSlot,
-        onRequestAbort: releaseSlot,
+        ...slots.hooks,
         // A 200,000-row CSV is around 8 MB.
         bodyLimit: 48 * 1024 * 1024,
         schema: {
@@ -659,8 +650,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
         },
       },
       async (req, reply) => {
-        const slot = slots.get(req);
-        slots.delete(req);
+        const slot = slots.take(req);
         const up = await routes.uploadSheet(req.principal!.accountId, req.params.id, req.body, slot);
         if (up.kind === 'applied') return ok(up.result);
         return reply.code(202).send(ok(up.job));

@@ -19,6 +19,21 @@ export type BuyerPrivateRates = ReadonlyMap<string, ReadonlyMap<string, PrivateR
 
 const NONE: BuyerPrivateRates = new Map();
 
+/** The private rate of the longest prefix of `digits` in force at `now` (`rates`: one route's). */
+export function lookupPrivateRate(
+  rates: ReadonlyMap<string, PrivateRate> | undefined,
+  digits: string,
+  now: Date,
+): PrivateRate | undefined {
+  if (rates === undefined) return undefined;
+  const t = now.getTime();
+  for (let n = Math.min(digits.length, 15); n >= 1; n--) {
+    const r = rates.get(digits.slice(0, n));
+    if (r !== undefined && r.validFrom.getTime() <= t && r.validUntil.getTime() > t) return r;
+  }
+  return undefined;
+}
+
 /**
  * Each buyer's private rates from accepted offers, kept in process for the rating path (a buyer
  * without any costs one map look-up). Triggers on `private_rates` notify every daemon on commit
@@ -67,16 +82,7 @@ export function createPrivateRateCache(deps: { sql: Sql; clock: Clock; log: Logg
       }
       return hit;
     },
-    /** The private rate of the longest prefix of `digits` in force at `now`. */
-    lookup(rates: ReadonlyMap<string, PrivateRate> | undefined, digits: string, now: Date): PrivateRate | undefined {
-      if (rates === undefined) return undefined;
-      const t = now.getTime();
-      for (let n = Math.min(digits.length, 15); n >= 1; n--) {
-        const r = rates.get(digits.slice(0, n));
-        if (r !== undefined && r.validFrom.getTime() <= t && r.validUntil.getTime() > t) return r;
-      }
-      return undefined;
-    },
+    lookup: lookupPrivateRate,
     changed: (accountId: string) => void byAccount.delete(accountId),
     start: () => listener.start(),
     stop: () => listener.stop(),

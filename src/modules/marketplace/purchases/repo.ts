@@ -112,3 +112,23 @@ export async function setPosition(db: Db, accountId: string, routeId: string, po
     insert into routing_orders (account_id, route_id, position) values (${accountId}, ${routeId}, ${position})
     on conflict (account_id, route_id) do update set position = excluded.position`;
 }
+
+/**
+ * A buyer's traffic over one bought route since `since` (its own and its sub-accounts'); a blend's
+ * traffic is recorded on its members, so a blend counts its members' records.
+ */
+export async function buyerUsage(sql: Sql, accountId: string, routeId: string, since: Date) {
+  const [row] = await sql<
+    { calls: number; answered: number; billedSeconds: string; messages: number; spend: string }[]
+  >`
+    select count(*) filter (where kind = 'voice')::int as calls,
+      count(*) filter (where kind = 'voice' and billed_seconds > 0)::int as answered,
+      coalesce(sum(billed_seconds) filter (where kind = 'voice'), 0)::text as billed_seconds,
+      coalesce(sum(segments) filter (where kind = 'sms'), 0)::int as messages,
+      coalesce(sum(buyer_cost), 0)::numeric(20,6)::text as spend
+    from cdrs
+    where (account_id = ${accountId} or operator_id = ${accountId}) and created_at >= ${since}
+      and not is_probe and not simulated
+      and route_id in (select ${routeId}::uuid union all select member_id from route_blend_members where blend_id = ${routeId})`;
+  return row!;
+}

@@ -207,6 +207,36 @@ export function purchasesRoutes(purchases: PurchasesService, routing: Routing) {
     );
 
     app.get(
+      '/purchases/:id/usage',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary:
+            "The caller's traffic and spend on a purchased route (sub-accounts included; a blend counts its members)",
+          params: Id,
+          querystring: Type.Object({ days: Type.Optional(Type.Integer({ minimum: 1, maximum: 366, default: 30 })) }),
+          response: {
+            200: Ok(
+              Type.Object({
+                purchaseId: Uuid(),
+                routeId: Uuid(),
+                days: Type.Integer(),
+                since: DateTime(),
+                calls: Type.Integer(),
+                answeredCalls: Type.Integer(),
+                billedMinutes: Type.Number({ description: 'display number' }),
+                messages: Type.Integer({ description: 'SMS segments' }),
+                spend: Money('what the caller and its sub-accounts were charged'),
+              }),
+            ),
+          },
+        },
+      },
+      async (req) => ok(await purchases.usage(req.principal!.accountId, req.params.id, req.query.days ?? 30)),
+    );
+
+    app.get(
       '/purchases/:id/upcoming-rate-changes',
       {
         config: { access: READ },

@@ -91,6 +91,25 @@ export function createPurchasesService(deps: {
       return this.get(accountId, id);
     },
 
+    /** The buyer's traffic and spend on a purchase's route over the last `days` (its sub-accounts' included). */
+    async usage(accountId: string, id: string, days: number) {
+      const p = await repo.findById(sql, id, accountId);
+      if (p === undefined) throw notFound('Purchase');
+      const since = new Date(clock.now().getTime() - days * 86_400_000);
+      const u = await repo.buyerUsage(sql, accountId, p.routeId, since);
+      return {
+        purchaseId: p.id,
+        routeId: p.routeId,
+        days,
+        since: since.toISOString(),
+        calls: u.calls,
+        answeredCalls: u.answered,
+        billedMinutes: Math.round((Number(u.billedSeconds) / 60) * 100) / 100,
+        messages: u.messages,
+        spend: u.spend,
+      };
+    },
+
     /** Increases and removals scheduled on a purchased route (spec: buyers see upcoming rate changes). */
     async upcomingRateChanges(accountId: string, id: string) {
       const p = await repo.findById(sql, id, accountId);

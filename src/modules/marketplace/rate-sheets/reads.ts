@@ -16,6 +16,17 @@ export interface SheetRowOut {
   effectiveTo: string | null;
 }
 
+/** A rate row as read (money as text, an empty MCC-MNC for a country row). */
+interface StoredRow {
+  prefix: string;
+  destination: string;
+  rate: string;
+  increment: string;
+  mccMnc: string;
+  effectiveFrom: Date;
+  effectiveTo: Date | null;
+}
+
 /**
  * Reads of a route's rate sheet beyond the page of rates in force: the whole sheet in force for
  * download (the columns an upload takes, so a seller can edit and upload it back), and every row's
@@ -29,15 +40,7 @@ export function createSheetReads(deps: { sql: Sql; clock: Clock; routes: RoutesS
     if (r === undefined) throw notFound('Route');
     return r;
   };
-  const out = (r: {
-    prefix: string;
-    destination: string;
-    rate: string;
-    increment: string;
-    mccMnc: string;
-    effectiveFrom: Date;
-    effectiveTo: Date | null;
-  }): SheetRowOut => ({
+  const out = (r: StoredRow): SheetRowOut => ({
     prefix: r.prefix,
     destination: r.destination,
     rate: r.rate,
@@ -52,17 +55,7 @@ export function createSheetReads(deps: { sql: Sql; clock: Clock; routes: RoutesS
     async inForce(viewerId: string, routeId: string) {
       const route = await visible(routeId, viewerId);
       const now = clock.now();
-      const rows = await sql<
-        {
-          prefix: string;
-          destination: string;
-          rate: string;
-          increment: string;
-          mccMnc: string;
-          effectiveFrom: Date;
-          effectiveTo: Date | null;
-        }[]
-      >`
+      const rows = await sql<StoredRow[]>`
         select prefix, destination, rate::numeric(20,6)::text as rate, increment, mcc_mnc, effective_from, effective_to
         from rate_rows
         where route_id = ${routeId} and effective_from <= ${now} and (effective_to is null or effective_to > ${now})
@@ -74,18 +67,7 @@ export function createSheetReads(deps: { sql: Sql; clock: Clock; routes: RoutesS
     async history(viewerId: string, routeId: string, q: { prefix?: string; limit: number; offset: number }) {
       await visible(routeId, viewerId);
       const now = clock.now();
-      const rows = await sql<
-        {
-          prefix: string;
-          destination: string;
-          rate: string;
-          increment: string;
-          mccMnc: string;
-          effectiveFrom: Date;
-          effectiveTo: Date | null;
-          total: string;
-        }[]
-      >`
+      const rows = await sql<(StoredRow & { total: string })[]>`
         select prefix, destination, rate::numeric(20,6)::text as rate, increment, mcc_mnc, effective_from, effective_to,
           count(*) over () as total
         from rate_rows

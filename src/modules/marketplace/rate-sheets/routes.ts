@@ -1,11 +1,11 @@
 import { Type } from 'typebox';
-import type { FastifyRequest } from 'fastify';
 import type { App } from '../../../http/app.js';
 import { createCsvWriter } from '../../../http/csv.js';
 import { DateTime, Money, Nullable, Ok, OffsetPage, Uuid, ok } from '../../../http/envelope.js';
 import { OffsetQuery } from '../../../http/pagination.js';
 import type { RoutesService } from '../listings/service.js';
 import type { SheetReads } from './reads.js';
+import { uploadSlotHooks } from './upload-slots.js';
 
 const TAGS = ['Rate sheets'];
 const READ = { auth: 'required', scope: 'routes:read' } as const;
@@ -15,21 +15,13 @@ const CSV_COLUMNS = ['prefix', 'destination', 'rate', 'increment', 'mcc_mnc', 'e
 
 export function rateSheetRoutes(routes: RoutesService, reads: SheetReads) {
   return (app: App) => {
-    // As uploads: a slot per validation in progress, taken before the body is read.
-    const slots = new WeakMap<FastifyRequest, () => void>();
-    const releaseSlot = async (req: FastifyRequest) => {
-      slots.get(req)?.();
-      slots.delete(req);
-    };
+    // Validations share the upload slots: parsing a large sheet costs the same.
+    const slots = uploadSlotHooks((accountId) => routes.acquireUploadSlot(accountId));
     app.post(
       '/routes/:id/rates/validate',
       {
         config: { access: { ...WRITE, testKeys: 'allow' } },
-        onRequest: async (req) => {
-          slots.set(req, routes.acquireUploadSlot(req.principal!.accountId));
-        },
-        onResponse: releaseSlot,
-        onRequestAbort: releaseSlot,
+        ...slots.hooks,
         bodyLimit: 48 * 1024 * 1024,
         schema: {
           tags: TAGS,
@@ -73,8 +65,7 @@ export function rateSheetRoutes(routes: RoutesService, reads: SheetReads) {
         },
       },
       async (req) => {
-        const slot = slots.get(req) ?? (() => {});
-        slots.delete(req);
+        const slot = slots.take(req) ?? (() => {});
         return ok(await routes.validateSheet(req.principal!.accountId, req.params.id, req.body, slot));
       },
     );

@@ -254,6 +254,46 @@ t.test('route blends: compose, read, change, preview, price, buy, call, delete',
       '0.001100',
       'the blend owner earns the member rate and the margin',
     );
+    const usage = await w.api('GET', `/purchases/${bought.body.data.id}/usage`, w.operator.token);
+    t.match(usage.body.data, { calls: 1, spend: '0.001300' }, "the blend's usage counts its members' records");
+  });
+
+  await t.test('an SMS blend resolves to a member priced with the margin', async (t) => {
+    const sms = async (rate: string) => {
+      const c = await w.api('POST', '/routes', w.seller.token, {
+        type: 'sms',
+        name: `sms ${rate}`,
+        smsDelivery: { kind: 'http', url: 'https://192.0.2.60/submit', signingSecret: 'a-long-shared-secret-1234' },
+      });
+      const id = c.body.data.id as string;
+      const up = await w.api('POST', `/routes/${id}/rates`, w.seller.token, {
+        format: 'csv',
+        csv: `prefix,destination,rate\n4420,UK SMS,${rate}\n`,
+      });
+      if (up.status !== 200) throw new Error(up.text);
+      return id;
+    };
+    const first = await sms('0.004000');
+    const second = await sms('0.003000');
+    const blend = await w.api('POST', '/routes/blends', w.seller.token, {
+      type: 'sms',
+      name: 'UK SMS blend',
+      visibility: 'public',
+      strategy: 'priority',
+      margin: '0.0005',
+      members: [{ routeId: first }, { routeId: second }],
+    });
+    t.equal(blend.status, 201, blend.text);
+    t.equal((await w.api('POST', '/purchases', w.operator.token, { routeId: blend.body.data.id })).status, 201);
+    const resolved = await w.api('GET', '/routes/resolve?number=442000000001&type=sms', w.operator.token);
+    t.match(
+      resolved.body.data.routes,
+      [
+        { routeId: first, blendId: blend.body.data.id, price: '0.005000' },
+        { routeId: second, blendId: blend.body.data.id, price: '0.004000' },
+      ],
+      'priority: the first member, then the second as failover; 0.004000 + 0.000500 margin + 0.000500 fee',
+    );
   });
 
   await t.test('a sold blend is not deleted; grants and own-traffic blends', async (t) => {

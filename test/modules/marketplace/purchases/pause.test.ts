@@ -41,6 +41,11 @@ t.test('purchases: pause and resume, with a call in progress', async (t) => {
   t.equal(b.balance, '4.998430');
   t.equal(b.held, '0.000000', 'the hold is settled');
 
+  const usage = await w.api('GET', `/purchases/${r.purchaseId}/usage?days=7`, w.operator.token);
+  t.equal(usage.status, 200, usage.text);
+  t.match(usage.body.data, { days: 7, calls: 1, answeredCalls: 1, billedMinutes: 0.1, messages: 0, spend: '0.001570' });
+  t.equal((await w.api('GET', `/purchases/${r.purchaseId}/usage`, w.seller.token)).status, 404);
+
   const none = await w.api('GET', `/purchases/route-for?number=${number}`, w.operator.token);
   t.equal(none.status, 404, 'a paused purchase carries no new traffic');
   t.equal((await w.api('GET', '/purchases?status=paused', w.operator.token)).body.data.length, 1);

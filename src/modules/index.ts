@@ -173,6 +173,7 @@ export async function buildModules(coreIn: CoreDeps) {
     calls: commsCalls.service,
     admission: calls.service,
     sms: sms.service,
+    blends: marketplace.services.blends,
   });
   // Caller-ID tests on handsets: calls through the route checks' view of routes, observed on the SIP plane.
   const cliTests = buildCliTestsModule(core, {
@@ -181,6 +182,7 @@ export async function buildModules(coreIn: CoreDeps) {
     routeChecks: routeChecks.service,
     calls: commsCalls.service,
     admission: calls.service,
+    blends: marketplace.services.blends,
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);

@@ -37,10 +37,9 @@ const SERVED = new Set([
   'POST /ai-agents/draft',
   'POST /ai-agents/voices/preview',
   'POST /ai-agents/{id}/simulate',
-  // Previews and exports read; they change nothing live.
+  // Previews read; they change nothing live.
   'POST /routes/{id}/rates/validate',
   'POST /cli-tests/batches/preview',
-  'POST /billing/exports',
 ]);
 
 async function account(d: TestDaemon, email: string) {

@@ -22,6 +22,7 @@ export function buildCliTestsModule(
     routeChecks: RouteChecksService;
     calls: CliTestsDeps['calls'];
     admission: CliTestsDeps['admission'];
+    blends: CliTestsDeps['blends'];
   },
 ) {
   const log = core.log.child({ module: 'cli-tests' });
@@ -40,6 +41,7 @@ export function buildCliTestsModule(
     routeChecks: deps.routeChecks,
     calls: deps.calls,
     admission: deps.admission,
+    blends: deps.blends,
     observer,
   });
   let timer: NodeJS.Timeout | undefined;

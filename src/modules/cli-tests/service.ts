@@ -32,6 +32,10 @@ export interface CliTestsDeps {
   config: Readonly<Config>;
   ledger: Ledger;
   routeChecks: Pick<RouteChecksService, 'target'>;
+  /** Route blends: a blend's owner tests it member by member. */
+  blends: {
+    get(viewerId: string, id: string): Promise<{ own: boolean; members: { routeId: string | null }[] }>;
+  };
   calls: { engine(): CallEngine | null; takeLeg(callId: string): LegOutcome | undefined };
   /** The calls module's counters (route capacity and CPS, the account's API calls). */
   admission: {
@@ -565,19 +569,31 @@ export function createCliTestsService(deps: CliTestsDeps) {
         if (!h) throw ruleError('testNumber is not a registered test handset');
         if (h.country !== country) throw ruleError('testNumber is not a handset in testCountry');
       }
-      // Blends are not offered on this exchange: no blend id can be found.
-      if (body.blendRouteId !== undefined) throw notFound('Route blend');
-      const target = await deps.routeChecks.target(who.accountId, body.routeId!);
-      if (target.route.type !== 'voice') throw ruleError('An SMS listing cannot carry a caller-ID test');
-      await admit(who, 1);
+      // A blend is tested member by member, each over its own route (its owner sees the members).
+      let routeIds: string[];
+      if (body.blendRouteId !== undefined) {
+        const blend = await deps.blends.get(who.accountId, body.blendRouteId);
+        const members = blend.members.map((m) => m.routeId);
+        if (!blend.own || members.some((m) => m === null)) {
+          throw ruleError("Only the blend's owner can test its members; test a route you can see instead");
+        }
+        routeIds = members as string[];
+      } else {
+        routeIds = [body.routeId!];
+      }
+      for (const routeId of routeIds) {
+        const target = await deps.routeChecks.target(who.accountId, routeId);
+        if (target.route.type !== 'voice') throw ruleError('An SMS listing cannot carry a caller-ID test');
+      }
+      await admit(who, routeIds.length);
       const now = clock.now();
       const future = scheduledAt !== null && scheduledAt > now;
-      const row: NewTest = {
+      const rows: NewTest[] = routeIds.map((routeId) => ({
         id: newId(),
         accountId: who.accountId,
         batchId: null,
-        routeId: body.routeId!,
-        blendRouteId: null,
+        routeId,
+        blendRouteId: body.blendRouteId ?? null,
         displayCli: `+${digits(body.displayCli)}`,
         testCountry: body.testCountry.trim(),
         testNumber,
@@ -586,12 +602,12 @@ export function createCliTestsService(deps: CliTestsDeps) {
         scheduledAt,
         simulated: who.mode === 'test',
         createdAt: now,
-      };
-      await repo.insertTests(sql, [row]);
-      if (!future) launch([row.id]);
-      const created = (await repo.test(row.id))!;
-      const v = view(created);
-      return { ...v, tests: [v], skippedTrunks: [] as string[] };
+      }));
+      await repo.insertTests(sql, rows);
+      if (!future) launch(rows.map((r) => r.id));
+      const tests = [];
+      for (const r of rows) tests.push(view((await repo.test(r.id))!));
+      return { ...tests[0]!, tests, skippedTrunks: [] as string[] };
     },
 
     async list(

@@ -21,6 +21,7 @@ export function buildRouteChecksModule(
     calls: RouteChecksDeps['calls'];
     admission: RouteChecksDeps['admission'];
     sms: RouteChecksDeps['sms'];
+    blends: RouteChecksDeps['blends'];
   },
 ) {
   const service = createRouteChecksService({

@@ -58,6 +58,8 @@ export interface RouteChecksDeps {
   limiter: CheckLimiter;
   /** The SMS plane's test send (exactly one listing, receipts back to the check). */
   sms: Pick<SmsService, 'sendTest'>;
+  /** Route blends: never route-checked (spec "Errors"); their member routes are. */
+  blends: { isBlend(routeId: string): Promise<boolean> };
 }
 
 /** Spec "Limits", route checks: ring-me numbers. */
@@ -102,11 +104,14 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
   const shutdown = new AbortController();
   let stopping = false;
 
+  const blendRefused = (routeId: string) =>
+    ruleError(`Route ${routeId} is a route blend: blends cannot be route-checked; check its member routes`);
   const digitsOf = (n: string) => n.replace(/[\s\-().]/g, '').replace(/^\+/, '');
 
   async function visible(routeId: string, accountId: string): Promise<RouteRow> {
     const r = await routes.visibleRoute(routeId, accountId);
     if (r === undefined || r.status === 'deleted') throw notFound('Route');
+    if (await deps.blends.isBlend(routeId)) throw blendRefused(routeId);
     return r;
   }
 
@@ -448,7 +453,10 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
     routes,
     repo,
     sms: deps.sms,
-    visible: (routeId, accountId) => routes.visibleRoute(routeId, accountId),
+    visible: async (routeId, accountId) => {
+      if (await deps.blends.isBlend(routeId)) throw blendRefused(routeId);
+      return routes.visibleRoute(routeId, accountId);
+    },
     cleanName: cleanRouteName,
     track: (p) => {
       running.add(p);

@@ -184,6 +184,40 @@ t.test(
     t.equal(sim.status, 201, sim.text);
     t.match(await waitTest(w, testKey.secret, sim.json.data.id), { status: 'completed', cost: '0.000000' });
     t.equal((await d.https('GET', '/cli-tests', { token: testKey.secret })).status, 403);
+
+    // A blend of the two bought routes is tested member by member, each test carrying the blend.
+    const blend = await d.https('POST', '/routes/blends', {
+      token,
+      body: {
+        type: 'voice',
+        name: 'UK pair',
+        strategy: 'priority',
+        members: [{ routeId: good.routeId }, { routeId: bad.routeId }],
+      },
+    });
+    t.equal(blend.status, 201, blend.text);
+    const blendId = blend.json.data.id as string;
+    const perMember = await d.https('POST', '/cli-tests', {
+      token: testKey.secret,
+      body: { blendRouteId: blendId, displayCli: '+15550001234', testCountry: 'GB' },
+    });
+    t.equal(perMember.status, 201, perMember.text);
+    t.same(
+      perMember.json.data.tests.map((x: { routeId: string; blendRouteId: string }) => [x.routeId, x.blendRouteId]),
+      [
+        [good.routeId, blendId],
+        [bad.routeId, blendId],
+      ],
+      'one test per member, in member order',
+    );
+    for (const x of perMember.json.data.tests as { id: string }[]) {
+      t.match(await waitTest(w, testKey.secret, x.id), { status: 'completed', cost: '0.000000' });
+    }
+    const notOwner = await d.https('POST', '/cli-tests', {
+      token: w.seller.token,
+      body: { blendRouteId: blendId, displayCli: '+15550001234', testCountry: 'GB' },
+    });
+    t.equal(notOwner.status, 404, "another account cannot see the operator's private blend");
     const [sum] = await d.sql<{ s: string }[]>`select coalesce(sum(amount), 0)::text as s from entries`;
     t.equal(Number(sum!.s), 0, 'the ledger balances');
   },

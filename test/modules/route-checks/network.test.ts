@@ -269,3 +269,29 @@ t.test('test keys simulate at once; 10 checks a minute per account', async (t) =
   const missing = await d.https('POST', '/routes/check', { token: live.secret, body: { routeIds: [randomUUID()] } });
   t.equal(missing.status, 404);
 });
+
+t.test('a route blend is never route-checked: its member routes are', async (t) => {
+  const w = await createWorld(t);
+  const { d } = w;
+  const a = await w.route({ port: 5998, prefix: '4476', rate: '0.010000' });
+  const b = await w.route({ port: 5997, prefix: '4476', rate: '0.011000' });
+  const blend = await w.api('POST', '/routes/blends', w.seller.token, {
+    type: 'voice',
+    name: 'Two UK routes',
+    visibility: 'public',
+    strategy: 'priority',
+    members: [{ routeId: a.routeId }, { routeId: b.routeId }],
+  });
+  t.equal(blend.status, 201, blend.text);
+  const blendId = blend.body.data.id as string;
+  const key = await d.modules.services.keys.create(w.operator.accountId, { mode: 'live', scopes: ['voice:send'] });
+  const refused = await d.https('POST', '/routes/check', {
+    token: key.secret,
+    body: { routeIds: [a.routeId, blendId], number: '+447600000001' },
+  });
+  t.equal(refused.status, 400, refused.text);
+  t.match(refused.json.error, { code: 'VALIDATION_ERROR', message: /is a route blend/ });
+  const [checks] = await d.sql<{ n: number }[]>`select count(*)::int as n from route_checks`;
+  t.equal(checks!.n, 0, 'nothing was started for the refused check');
+  t.equal((await d.modules.services.ledger.balanceOf(w.operator.accountId)).held, '0.000000', 'nothing held');
+});

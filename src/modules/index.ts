@@ -186,6 +186,22 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
+  // Do-not-call lists, checked by the dialer at dial time.
+  const dnc = buildDncModule(core);
+  // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant.
+  const aiAgents = buildAiAgentsModule(core);
+  // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
+  const dialer = buildDialerModule(core, {
+    accounts,
+    application: money.services.application,
+    ledger: money.services.ledger,
+    routing: marketplace.services.routing,
+    usableRoutesNow: (accountId, type) => purchases.usableRoutesNow(accountId, type),
+    commsCalls: commsCalls.service,
+    sms: sms.service,
+    dnc: dnc.service,
+    chat: aiAgents.chat,
+  });
   // Phone numbers: catalogue, inventory, orders, renewals and routing of rented numbers.
   const numbers = buildNumbersModule(core, {
     ledger: money.services.ledger,
@@ -201,6 +217,8 @@ export async function buildModules(coreIn: CoreDeps) {
       const r = await marketplace.services.routes.visibleRoute(routeId, sellerId);
       return r?.sellerId === sellerId && r.type === 'sms';
     },
+    // POST /dids/to-cli-set puts numbers into the dialer's caller-ID sets.
+    cliSets: dialer.service.library,
   });
   // Readiness of the planes the status page shows that register no probe of their own.
   core.health.register('media', async () => {
@@ -223,22 +241,6 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // The in-app feed, filled from the outbox events every module above emits.
   const notifications = buildNotificationsModule(core, { mailer });
-  // Do-not-call lists, checked by the dialer at dial time.
-  const dnc = buildDncModule(core);
-  // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant.
-  const aiAgents = buildAiAgentsModule(core);
-  // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
-  const dialer = buildDialerModule(core, {
-    accounts,
-    application: money.services.application,
-    ledger: money.services.ledger,
-    routing: marketplace.services.routing,
-    usableRoutesNow: (accountId, type) => purchases.usableRoutesNow(accountId, type),
-    commsCalls: commsCalls.service,
-    sms: sms.service,
-    dnc: dnc.service,
-    chat: aiAgents.chat,
-  });
 
   const list: Module[] = [
     status.module,

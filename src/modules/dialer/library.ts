@@ -160,6 +160,24 @@ export function createLibraryService(deps: { sql: Sql; clock: Clock }) {
       return { id, userId: accountId, name: input.name, clis: clis.join('\n'), createdAt: now.toISOString() };
     },
 
+    /** Adds caller IDs to one of the account's sets (those already in it are kept once). */
+    async addToCliSet(accountId: string, id: string, input: { clis: string[] }) {
+      const more = numbersOrFail(input.clis, 'clis').map((n) => `+${n}`);
+      const [row] = await sql<{ id: string; accountId: string; name: string; clis: string[]; createdAt: Date }[]>`
+        update dialer_cli_sets
+           set clis = (select array_agg(distinct c order by c) from unnest(clis || ${more}::text[]) as c)
+         where id = ${id} and account_id = ${accountId}
+        returning id, account_id, name, clis, created_at`;
+      if (!row) throw notFound('Caller-ID set');
+      return {
+        id: row.id,
+        userId: row.accountId,
+        name: row.name,
+        clis: row.clis.join('\n'),
+        createdAt: row.createdAt.toISOString(),
+      };
+    },
+
     async cliSets(accountId: string, q: { cursor?: string | undefined; limit: number }) {
       const rows = await sql<{ id: string; accountId: string; name: string; clis: string[]; createdAt: Date }[]>`
         select id, account_id, name, clis, created_at from dialer_cli_sets

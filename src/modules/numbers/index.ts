@@ -12,7 +12,7 @@ import { createNumberMessages, type SmsSend } from './messages.js';
 import { createNumberManagement, type SipProbe } from './manage.js';
 import { createOrders, type KycCheck, type SubAccountOf } from './orders.js';
 import { createRenewals } from './renewals.js';
-import { didRoutes } from './routes-dids.js';
+import { didRoutes, type CliSets } from './routes-dids.js';
 import { inboundRoutes, type RouteSecret } from './routes-inbound.js';
 import { inventoryRoutes } from './routes-inventory.js';
 import { messageRoutes } from './routes-messages.js';
@@ -37,6 +37,7 @@ export function buildNumbersModule(
     smsSend: SmsSend;
     routeSecret: RouteSecret;
     sellerSmsRoute: SellerSmsRoute;
+    cliSets: CliSets;
   },
 ) {
   const { sql, clock, config } = core;
@@ -91,7 +92,7 @@ export function buildNumbersModule(
     name: 'numbers',
     routes: (app) => {
       storeRoutes({ catalog, listing, store })(app);
-      didRoutes({ orders, manage, store })(app);
+      didRoutes({ orders, manage, store, cliSets: deps.cliSets })(app);
       inventoryRoutes({ inventory, listing })(app);
       messageRoutes(messages)(app);
       inboundRoutes({

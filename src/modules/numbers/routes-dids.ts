@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
 import { CursorPage, DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
+import { ruleError, validationError } from '../../http/errors.js';
 import type { NumberManagement } from './manage.js';
 import type { Orders } from './orders.js';
 import type { StoreSwitch } from './routes-store.js';
@@ -45,8 +46,19 @@ const HistoryItem = Type.Object({
 });
 
 /** Buying, reading and managing the caller's numbers. */
-export function didRoutes(deps: { orders: Orders; manage: NumberManagement; store: StoreSwitch }) {
-  const { orders, manage, store } = deps;
+/** The dialer's caller-ID sets, where `POST /dids/to-cli-set` puts numbers. */
+export interface CliSets {
+  createCliSet(accountId: string, input: { name: string; clis: string[] }): Promise<CliSetView>;
+  addToCliSet(accountId: string, id: string, input: { clis: string[] }): Promise<CliSetView>;
+}
+interface CliSetView {
+  id: string;
+  name: string;
+  clis: string;
+}
+
+export function didRoutes(deps: { orders: Orders; manage: NumberManagement; store: StoreSwitch; cliSets: CliSets }) {
+  const { orders, manage, store, cliSets } = deps;
   return (app: App) => {
     app.post(
       '/dids/buy',
@@ -113,6 +125,64 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
         if (!store.enabled) return ok({ disabled: true as const, comingSoon: true as const, message: store.message });
         const limit = req.query.limit ?? 25;
         return cursorPage(await manage.list(req.principal!.accountId, { ...req.query, limit } as never), limit);
+      },
+    );
+
+    app.post(
+      '/dids/to-cli-set',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Put chosen or all active numbers into a dialer caller-ID set',
+          description:
+            'Give `didIds` (numbers of yours) or `all: true` (every active provisioned number). With `cliSetId` the ' +
+            'numbers join that set (each caller ID kept once); otherwise a new set named `name` (default ' +
+            '"Phone numbers") is made. Numbers not active are refused by id.',
+          body: Type.Object(
+            {
+              didIds: Type.Optional(Type.Array(Uuid(), { minItems: 1, maxItems: 1000, uniqueItems: true })),
+              all: Type.Optional(Type.Boolean()),
+              cliSetId: Type.Optional(Uuid()),
+              name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+            },
+            { additionalProperties: false },
+          ),
+          response: {
+            201: Ok(
+              Type.Object({
+                cliSetId: Uuid(),
+                name: Type.String(),
+                added: Type.Integer({ description: 'numbers put into the set by this request' }),
+                clis: Type.Array(Type.String(), { description: 'the whole set, E.164' }),
+              }),
+            ),
+          },
+        },
+      },
+      async (req, reply) => {
+        const accountId = req.principal!.accountId;
+        const b = req.body;
+        if ((b.didIds === undefined) === (b.all !== true)) {
+          throw validationError([{ path: 'didIds', message: 'give didIds or all: true, not both' }]);
+        }
+        const eligible = await manage.cliEligible(accountId);
+        let chosen = eligible;
+        if (b.didIds) {
+          const byId = new Map(eligible.map((d) => [d.id, d]));
+          const missing = b.didIds.flatMap((id, i) =>
+            byId.has(id) ? [] : [{ path: `didIds/${i}`, message: 'not an active number of yours' }],
+          );
+          if (missing.length) throw validationError(missing);
+          chosen = b.didIds.map((id) => byId.get(id)!);
+        }
+        if (chosen.length === 0) throw ruleError('You have no active numbers to use as caller ID');
+        const clis = chosen.map((d) => d.number);
+        const set = b.cliSetId
+          ? await cliSets.addToCliSet(accountId, b.cliSetId, { clis })
+          : await cliSets.createCliSet(accountId, { name: b.name ?? 'Phone numbers', clis });
+        const all = set.clis.split('\n').filter(Boolean);
+        return reply.code(201).send(ok({ cliSetId: set.id, name: set.name, added: clis.length, clis: all }));
       },
     );
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { freePort, optionsUas, sipp } from '../../telephony/sip/sipp.js';
 import { expectExit } from '../sip-trunks/world.js';
@@ -80,6 +81,28 @@ t.test('routing, OPTIONS reachability through the outbound guard, label, agent, 
     },
   ]);
   t.match(cli.json.data[0].cli, /^4420\d{7}$/);
+
+  // Into the dialer's caller-ID sets: a new set, then the same number again into it (kept once).
+  const made = await api(d, 'POST', '/dids/to-cli-set', buyer.key, { all: true, name: 'Owned numbers' });
+  t.equal(made.status, 201, JSON.stringify(made.json));
+  t.same(made.json.data, {
+    cliSetId: made.json.data.cliSetId,
+    name: 'Owned numbers',
+    added: 1,
+    clis: [cli.json.data[0].number],
+  });
+  const again = await api(d, 'POST', '/dids/to-cli-set', buyer.key, {
+    didIds: [did.id],
+    cliSetId: made.json.data.cliSetId,
+  });
+  t.equal(again.status, 201, JSON.stringify(again.json));
+  t.same(again.json.data.clis, [cli.json.data[0].number], 'a caller ID is kept once');
+  const sets = await api(d, 'GET', '/dialer/cli-sets', buyer.key);
+  t.match(sets.json.data, [{ id: made.json.data.cliSetId, name: 'Owned numbers', clis: cli.json.data[0].number }]);
+  const notMine = await api(d, 'POST', '/dids/to-cli-set', buyer.key, { didIds: [randomUUID()] });
+  t.equal(notMine.status, 400);
+  t.match(notMine.json.error.details, [{ path: 'didIds/0', message: 'not an active number of yours' }]);
+  t.equal((await api(d, 'POST', '/dids/to-cli-set', buyer.key, { all: true, didIds: [did.id] })).status, 400);
 
   // Scopes: a read-only key cannot route.
   const ro = (await d.modules.services.keys.create(buyer.id, { mode: 'live', scopes: ['numbers:read'] })).secret;

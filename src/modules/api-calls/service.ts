@@ -3,7 +3,7 @@
  * behaviour, the failover rule; "Call" resource; ARCHITECTURE "The call path").
  */
 import { createHash, randomInt } from 'node:crypto';
-import { Decimal } from 'decimal.js';
+import type { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Db, Sql } from '../../db/connection.js';
@@ -34,9 +34,12 @@ import {
   buildCdr,
   chargeLeg,
   holdFor,
+  NO_MARKUP,
+  routeMarkup,
   voiceBilled,
   type CdrInsert,
   type CdrsService,
+  type MarkupTerms,
   type PricedRoute,
 } from '../cdrs/index.js';
 import type { Candidate } from '../marketplace/routing/routing.js';
@@ -229,15 +232,8 @@ export function createApiCallsService(deps: ApiCallsDeps) {
   const running = new Set<Promise<unknown>>();
   const ownerNode = apiCallOwner(deps.node);
 
-  /** Reseller markup of a sub-account payer (0 for everyone else). */
-  async function markupOf(caller: Caller): Promise<Decimal> {
-    if (!caller.parentId) return new Decimal(0);
-    const sub = await deps.application.get(caller.parentId, caller.accountId);
-    const settings = await deps.application.settings(caller.parentId);
-    return new Decimal(sub.markupPct ?? settings.defaultMarkupPct ?? 0);
-  }
-
-  async function priceCandidates(caller: Caller, input: PlaceCallInput): Promise<Priced[]> {
+  /** Each candidate priced for the caller, a sub-account's route markups on their routes. */
+  async function priceCandidates(caller: Caller, input: PlaceCallInput, markups: MarkupTerms): Promise<Priced[]> {
     const candidates: Candidate[] = await deps.routing.candidatesFor({
       accountId: caller.parentId ?? caller.accountId,
       number: input.to,
@@ -253,6 +249,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     const terms = new Map((await cdrs.routeTerms(usable.map((u) => u.c.routeId))).map((t) => [t.id, t.sellerId]));
     return usable.map(({ c, eps }) => ({
       routeId: c.routeId,
+      markupPct: routeMarkup(markups, c.routeId),
       price: c.price,
       sellerRate: c.sellerRate,
       increment: c.increment,
@@ -415,8 +412,10 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     if (problems.length) throw validationError(problems);
     const maxDuration = input.maxDuration ?? 300;
     const test = caller.mode === 'test';
-    let priced = await priceCandidates(caller, input);
-    const markup = await markupOf(caller);
+    // Reseller markup of a sub-account payer (none for everyone else).
+    const markups = caller.parentId ? await deps.application.routeMarkups.terms(caller.accountId) : NO_MARKUP;
+    let priced = await priceCandidates(caller, input, markups);
+    const markup = markups.pct;
 
     // Downloaded once before dialling; a bad URL fails validation and costs nothing.
     const audio = new Map<string, Uint8Array>();
@@ -491,6 +490,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
             sellerRate: p.sellerRate.toFixed(6),
             increment: p.increment.text,
             sellerId: p.sellerId ?? '',
+            ...(p.markupPct ? { markupPct: p.markupPct.toFixed(3) } : {}),
           },
         ]),
       ),

@@ -6,6 +6,7 @@ import type { KeysService } from '../keys/service.js';
 import type { CdrFilter, CdrReports, CdrRow } from '../cdrs/index.js';
 import { createSubAccountLifecycle } from './lifecycle.js';
 import { manageRoutes } from './manage-routes.js';
+import { markupRoutes } from './markup-routes.js';
 import { applicationRoutes } from './routes.js';
 import { createApplicationService, type RouteRequirement } from './service.js';
 
@@ -49,6 +50,7 @@ export function buildApplicationModule(
         const s = await service.settings(operatorId);
         return { operatorId, brandName: s.brandName, brandColor: s.brandColor, brandLogoUrl: s.brandLogoUrl };
       })(app);
+      markupRoutes(service.routeMarkups)(app);
     },
   };
   return { module, service: Object.assign(service, { lifecycle }) };

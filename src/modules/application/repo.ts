@@ -1,4 +1,5 @@
 import type { Db, Sql } from '../../db/connection.js';
+import { notFound, SqlState } from '../../http/errors.js';
 
 export interface SubAccountRow {
   id: string;
@@ -196,6 +197,48 @@ export function createApplicationRepo(sql: Sql) {
                coalesce((select sum(m.amount) from m where m.posting_id in (select e2.posting_id from e e2 where e2.owner_id = e.owner_id and e2.day = e.day)), 0)::text as margin
         from e join subs s on s.id = e.owner_id
         group by e.day, e.owner_id, s.label order by e.day`;
+    },
+
+    /** A sub-account's markup terms: its own, its operator's default, and its route markups. */
+    async markupTerms(subId: string) {
+      const [row] = await sql<
+        { markupPct: string | null; defaultMarkupPct: string | null; routeIds: string[]; routePcts: string[] }[]
+      >`
+        select s.markup_pct::text, st.default_markup_pct::text,
+               coalesce(array_agg(m.route_id) filter (where m.route_id is not null), '{}') as route_ids,
+               coalesce(array_agg(m.markup_pct::text) filter (where m.route_id is not null), '{}') as route_pcts
+        from sub_accounts s
+        left join application_settings st on st.operator_id = s.parent_id
+        left join sub_account_route_markups m on m.sub_account_id = s.account_id
+        where s.account_id = ${subId}
+        group by s.markup_pct, st.default_markup_pct`;
+      return row;
+    },
+
+    routeMarkups: (subId: string) =>
+      sql<{ routeId: string; markupPct: string; createdAt: Date; updatedAt: Date }[]>`
+        select route_id, markup_pct::text, created_at, updated_at from sub_account_route_markups
+        where sub_account_id = ${subId} order by created_at, route_id`,
+
+    /** Sets one route's markup; NOT_FOUND for a route that does not exist. */
+    async putRouteMarkup(subId: string, routeId: string, markupPct: string, now: Date) {
+      try {
+        const [row] = await sql<{ routeId: string; markupPct: string; createdAt: Date; updatedAt: Date }[]>`
+          insert into sub_account_route_markups (sub_account_id, route_id, markup_pct, created_at, updated_at)
+          values (${subId}, ${routeId}, ${markupPct}::numeric, ${now}, ${now})
+          on conflict (sub_account_id, route_id) do update set markup_pct = excluded.markup_pct, updated_at = excluded.updated_at
+          returning route_id, markup_pct::text, created_at, updated_at`;
+        return row!;
+      } catch (err) {
+        if ((err as { code?: string }).code === SqlState.FOREIGN_KEY_VIOLATION) throw notFound('Route');
+        throw err;
+      }
+    },
+
+    async deleteRouteMarkup(subId: string, routeId: string) {
+      const rows = await sql`
+        delete from sub_account_route_markups where sub_account_id = ${subId} and route_id = ${routeId} returning route_id`;
+      return rows.length > 0;
     },
 
     /** Subs a daily cap suspended on an earlier day that have not been announced as resumed. */

@@ -15,7 +15,7 @@ const createAccess = { ...sipAccess, testKeys: 'simulate' } as const;
 const tags = ['Application Manager'];
 
 /** A decimal setting as a JSON number or a decimal string (never parsed through a float server-side). */
-const Dec = (max: number, places: number, description?: string) =>
+export const Dec = (max: number, places: number, description?: string) =>
   Type.Union(
     [Type.Number({ minimum: 0, maximum: max }), Type.String({ pattern: `^\\d{1,14}(\\.\\d{1,${places}})?$` })],
     {
@@ -35,7 +35,7 @@ const LIMITS: Record<string, number> = {
 const MIN_CAP = '0.01';
 
 // String forms escape the schema's maximum; checked here with exact decimals.
-function checkRanges(body: Record<string, unknown>, prefix = ''): ErrorDetail[] {
+export function checkRanges(body: Record<string, unknown>, prefix = ''): ErrorDetail[] {
   const bad: ErrorDetail[] = [];
   for (const [k, max] of Object.entries(LIMITS)) {
     const v = body[k];

@@ -12,6 +12,7 @@ import type { KeysService } from '../keys/service.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId, randomToken } from '../../platform/ids.js';
 import { createApplicationRepo, type SettingsPatch, type SubAccountRow } from './repo.js';
+import { createRouteMarkups } from './route-markups.js';
 
 export interface SubAccountInput {
   label: string;
@@ -157,6 +158,8 @@ export function createApplicationService(deps: {
   }
 
   const service = {
+    /** Markup per route of sub-accounts; `routeMarkups.terms(payer)` is what the billing path charges. */
+    routeMarkups: createRouteMarkups({ sql, clock }),
     present,
 
     async create(operatorId: string, input: SubAccountInput, creator: Creator = OPERATOR_SESSION) {

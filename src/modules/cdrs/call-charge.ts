@@ -21,20 +21,43 @@ export interface PricedRoute {
   price: Decimal;
   sellerRate: Decimal;
   increment: BillingIncrement;
+  /**
+   * The payer's own markup on this route (a sub-account's route markup); it replaces the markup
+   * given for the call. Absent: the call's markup applies.
+   */
+  markupPct?: Decimal | undefined;
 }
+
+/** A sub-account's markups: its own (or its operator's default) and those it has per route. */
+export interface MarkupTerms {
+  pct: Decimal;
+  byRoute: ReadonlyMap<string, Decimal>;
+}
+
+export const NO_MARKUP: MarkupTerms = { pct: new Decimal(0), byRoute: new Map() };
+
+/** The markup a payer with `terms` pays on `routeId`, as the route's `markupPct` (undefined: the payer's own). */
+export const routeMarkup = (terms: MarkupTerms, routeId: string): Decimal | undefined => terms.byRoute.get(routeId);
 
 const hundred = new Decimal(100);
 
+/** Price plus markup percent, rounded once to 6 places. */
+export function withMarkup(amount: Decimal, markupPct: Decimal): { markup: Decimal; total: Decimal } {
+  const markup = round6(amount.times(markupPct).div(hundred));
+  return { markup, total: amount.plus(markup) };
+}
+
 /** Prices a leg of `durationSeconds`, rounding each part once to 6 places (spec "Conventions"). */
-export function chargeLeg(route: PricedRoute, durationSeconds: number, markupPct: Decimal): LegCharge {
+export function chargeLeg(route: PricedRoute, durationSeconds: number, callMarkupPct: Decimal): LegCharge {
+  const markupPct = route.markupPct ?? callMarkupPct;
   const billable = billableSeconds(durationSeconds, route.increment);
   const base = callCost(billable, route.price);
   const seller = Decimal.min(callCost(billable, route.sellerRate), base);
-  const markup = round6(base.times(markupPct).div(hundred));
+  const { markup, total } = withMarkup(base, markupPct);
   return {
     billableSeconds: billable,
-    ratePerMinute: toMoney(round6(route.price.times(markupPct.plus(hundred)).div(hundred))),
-    total: toMoney(base.plus(markup)),
+    ratePerMinute: toMoney(withMarkup(route.price, markupPct).total),
+    total: toMoney(total),
     seller: toMoney(seller),
     fee: toMoney(base.minus(seller)),
     markup: toMoney(markup),
@@ -53,7 +76,7 @@ export function affordableSeconds(
 ): number {
   let seconds = capSeconds;
   for (const r of routes) {
-    const perMinute = r.price.times(markupPct.plus(hundred)).div(hundred);
+    const perMinute = r.price.times((r.markupPct ?? markupPct).plus(hundred)).div(hundred);
     if (perMinute.lte(0)) continue;
     const fit = available.times(60).div(perMinute).floor().toNumber();
     // Round down to what whole billing blocks allow, so the hold always covers the bill.

@@ -37,4 +37,14 @@ export {
   type SettleCharge,
 } from './service.js';
 export type { CdrInsert, CdrRow, CdrFilter, RouteTerms } from './repo.js';
-export { affordableSeconds, chargeLeg, holdFor, type LegCharge, type PricedRoute } from './call-charge.js';
+export {
+  affordableSeconds,
+  chargeLeg,
+  holdFor,
+  NO_MARKUP,
+  routeMarkup,
+  withMarkup,
+  type LegCharge,
+  type MarkupTerms,
+  type PricedRoute,
+} from './call-charge.js';

@@ -31,8 +31,12 @@ export interface PayerTerms {
   status: string;
   parentId: string | null;
   markupPct: Decimal;
+  /** Replaces `markupPct` on these routes (a sub-account's route markups). */
+  routeMarkups: ReadonlyMap<string, Decimal>;
   maxConcurrentCalls: number | null;
 }
+
+const NO_ROUTE_MARKUPS: ReadonlyMap<string, Decimal> = new Map();
 
 /**
  * Admission of trunk and API calls: the payer's terms (status, markup, caps), its daily spend cap,
@@ -87,11 +91,21 @@ export function createAdmission(deps: {
   const payerTerms = async (accountId: string): Promise<PayerTerms | null> => {
     const t = await termsCache.get(accountId);
     if (!t) return null;
-    if (!t.parentId) return { status: t.status, parentId: null, markupPct: new Decimal(0), maxConcurrentCalls: null };
+    if (!t.parentId)
+      return {
+        status: t.status,
+        parentId: null,
+        markupPct: new Decimal(0),
+        routeMarkups: NO_ROUTE_MARKUPS,
+        maxConcurrentCalls: null,
+      };
     return {
       status: t.status,
       parentId: t.parentId,
       markupPct: new Decimal(t.markupPct ?? t.defaultMarkupPct ?? 0),
+      routeMarkups: t.routeMarkups
+        ? new Map(t.routeMarkups.map((m) => [m.routeId, new Decimal(m.markupPct)]))
+        : NO_ROUTE_MARKUPS,
       maxConcurrentCalls: t.maxConcurrentCalls ?? null,
     };
   };

@@ -13,6 +13,8 @@ export interface PayerTermsRow {
   markupPct: string | null;
   maxConcurrentCalls: number | null;
   defaultMarkupPct: string | null;
+  /** A sub-account's markups per route (null: none). */
+  routeMarkups: { routeId: string; markupPct: string }[] | null;
 }
 
 /**

@@ -64,6 +64,7 @@ export function createReconcile(deps: {
             price: new Decimal(p.price),
             sellerRate: new Decimal(p.sellerRate),
             increment: requireIncrement(p.increment),
+            markupPct: p.markupPct === undefined ? undefined : new Decimal(p.markupPct),
           }
         : undefined;
       const seen = o.answeredAt ? Math.max(0, Math.ceil((o.lastSeenAt.getTime() - o.answeredAt.getTime()) / 1000)) : 0;

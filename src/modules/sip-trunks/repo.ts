@@ -7,7 +7,15 @@ export interface OrphanPricing {
   /** `mediaMode` absent in rows written before it was kept. */
   routes: Record<
     string,
-    { price: string; sellerRate: string; increment: string; sellerId: string; mediaMode?: 'direct' | 'proxy' }
+    {
+      price: string;
+      sellerRate: string;
+      increment: string;
+      sellerId: string;
+      mediaMode?: 'direct' | 'proxy';
+      /** The payer's own markup on this route (a sub-account's route markup), when it has one. */
+      markupPct?: string;
+    }
   >;
 }
 
@@ -31,9 +39,12 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
           markupPct: string | null;
           maxConcurrentCalls: number | null;
           defaultMarkupPct: string | null;
+          routeMarkups: { routeId: string; markupPct: string }[] | null;
         }[]
       >`
-        select a.status, a.parent_id, s.markup_pct::text, s.max_concurrent_calls, st.default_markup_pct::text
+        select a.status, a.parent_id, s.markup_pct::text, s.max_concurrent_calls, st.default_markup_pct::text,
+               (select json_agg(json_build_object('routeId', m.route_id, 'markupPct', m.markup_pct::text))
+                from sub_account_route_markups m where m.sub_account_id = a.id) as route_markups
         from accounts a
         left join sub_accounts s on s.account_id = a.id
         left join application_settings st on st.operator_id = a.parent_id

@@ -37,7 +37,16 @@ import { newId } from '../../platform/ids.js';
 import { toMoney } from '../../rating/index.js';
 import { emit, emitMany, type EmitInput } from '../../webhooks/emit.js';
 import type { ApplicationService } from '../application/service.js';
-import { buildCdr, type CdrInsert, type CdrsService, type Settled, type Settlement } from '../cdrs/index.js';
+import {
+  buildCdr,
+  NO_MARKUP,
+  routeMarkup,
+  withMarkup,
+  type CdrInsert,
+  type CdrsService,
+  type Settled,
+  type Settlement,
+} from '../cdrs/index.js';
 import type { Candidate, Routing } from '../marketplace/routing/routing.js';
 import { createSupplierGateway, type GatewayOptions, type GatewayOutcome, type SupplierGateway } from './gateway.js';
 import { createSmsRepo, type HistoryRow, type MessageRow, type NewMessage, type SentFields } from './repo.js';
@@ -119,7 +128,6 @@ export interface SmsDeps {
   gateway?: SupplierGateway;
 }
 
-const hundred = new Decimal(100);
 /** Refusals that are the message's fault: another route would refuse them too. */
 const MESSAGE_FAULT = new Set<number>([
   SMPP_STATUS.ESME_RINVDSTADR,
@@ -235,13 +243,6 @@ export function createSmsService(deps: SmsDeps) {
       onReceipt: (r) => void onReceipt(r),
     });
 
-  async function markupOf(s: Sender): Promise<Decimal> {
-    if (!s.parentId) return new Decimal(0);
-    const sub = await deps.application.get(s.parentId, s.accountId);
-    const settings = await deps.application.settings(s.parentId);
-    return new Decimal(sub.markupPct ?? settings.defaultMarkupPct ?? 0);
-  }
-
   function validate(input: SendInput): { to: string; from: string; problems: ErrorDetail[] } {
     const problems: ErrorDetail[] = [];
     const to = input.to.trim();
@@ -275,12 +276,13 @@ export function createSmsService(deps: SmsDeps) {
     if (usable.length === 0) throw ruleError('No purchased or own SMS route covers this number');
     const missing = usable.map((c) => c.routeId).filter((r) => !sellerOf.has(r));
     if (missing.length > 0) for (const t of await cdrs.routeTerms(missing)) sellerOf.set(t.id, t.sellerId);
-    const markupPct = await markupOf(s);
+    // Reseller markup of a sub-account sender, per route where it has one (none for everyone else).
+    const markups = s.parentId ? await deps.application.routeMarkups.terms(s.accountId) : NO_MARKUP;
     return usable.map((c) => {
       const base = c.price.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
       const seller = Decimal.min(c.sellerRate.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP), base);
-      const markup = base.times(markupPct).div(hundred).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
-      return { c, sellerId: sellerOf.get(c.routeId) ?? null, base, seller, markup, total: base.plus(markup) };
+      const { markup, total } = withMarkup(base, routeMarkup(markups, c.routeId) ?? markups.pct);
+      return { c, sellerId: sellerOf.get(c.routeId) ?? null, base, seller, markup, total };
     });
   }
 

@@ -5,7 +5,17 @@ import { Decimal } from 'decimal.js';
 import { answerChallenge } from '../../../src/telephony/sip/index.js';
 import { checkInvariants } from '../../ledger/helpers.js';
 import { rawUdpPeer, until } from '../../telephony/sip/helpers.js';
-import { createWorld, eventually, expectExit, uac, uacScenario, uasAnswer, uasFinal, type World } from './world.js';
+import {
+  answeredSubCall,
+  createWorld,
+  eventually,
+  expectExit,
+  uac,
+  uacScenario,
+  uasAnswer,
+  uasFinal,
+  type World,
+} from './world.js';
 
 // Money in this file (fee 0.002000/min absolute, the config default; increment 6/6):
 //   seller rate 0.013700 → buyer price 0.015700/min; a 1–6 s call bills 6 s.
@@ -39,16 +49,7 @@ t.test('SIP trunk calls end to end', async (t) => {
     const r = await w.route({ port: uas.port, prefix: '4411', rate: '0.013700' });
     const sub = await w.sub({ markupPct: '25', fund: '10.000000' });
     const opBefore = await balance(w, w.operator.accountId);
-    const run = await uac(
-      t,
-      w.sipPort,
-      uacScenario('uac-tail-answer.xml', { HOLD_MS: '1200' }),
-      number,
-      sub.sipUsername,
-      sub.sipPassword,
-    );
-    await expectExit(t, run, 'caller completed the call');
-    await expectExit(t, uas, 'supplier answered and got the BYE');
+    await answeredSubCall(t, w, sub, number, uas);
     const call = await closedCall(w, sub.id, []);
     t.equal(call.status, 'completed');
     t.equal(call.billableSeconds, 6);

@@ -199,6 +199,26 @@ export async function expectExit(t: Tt, run: SippRun, what: string): Promise<voi
   t.equal(code, 0, what, code === 0 ? {} : { diagnostic: true, output: run.output().slice(-2500) });
 }
 
+/** A 1.2 s call to `number` authenticated as `sub`, answered by `supplier`; both sipp runs must end well. */
+export async function answeredSubCall(
+  t: Tt,
+  w: World,
+  sub: { sipUsername: string; sipPassword: string },
+  number: string,
+  supplier: SippRun,
+): Promise<void> {
+  const run = await uac(
+    t,
+    w.sipPort,
+    uacScenario('uac-tail-answer.xml', { HOLD_MS: '1200' }),
+    number,
+    sub.sipUsername,
+    sub.sipPassword,
+  );
+  await expectExit(t, run, 'caller completed the call');
+  await expectExit(t, supplier, 'supplier answered and got the BYE');
+}
+
 /** Polls until `fn` returns a truthy value (the settlement runs after the BYE is answered). */
 export async function eventually<T>(fn: () => Promise<T | null | undefined | false>, ms = 5000): Promise<T> {
   const start = Date.now();

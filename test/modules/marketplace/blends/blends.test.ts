@@ -1,14 +1,6 @@
 import t from 'tap';
 import { Decimal } from 'decimal.js';
-import {
-  createWorld,
-  eventually,
-  expectExit,
-  uac,
-  uacScenario,
-  uasAnswer,
-  type World,
-} from '../../sip-trunks/world.js';
+import { answeredSubCall, createWorld, eventually, uasAnswer, type World } from '../../sip-trunks/world.js';
 
 // Money (platform fee 0.002000/min and 0.000500/msg absolute, the config defaults; increment 6/6):
 //   member A seller rate 0.013700, member B 0.010000, blend margin 0.001000.
@@ -226,16 +218,7 @@ t.test('route blends: compose, read, change, preview, price, buy, call, delete',
     t.match(resolved.body.data.routes[0], { routeId: b, blendId, price: '0.013000', routeName: 'UK blend' });
     const sub = await w.sub({ markupPct: '0', fund: '10.000000' });
     const sellerBefore = await w.d.modules.services.ledger.balanceOf(w.seller.accountId);
-    const run = await uac(
-      t,
-      w.sipPort,
-      uacScenario('uac-tail-answer.xml', { HOLD_MS: '1200' }),
-      number,
-      sub.sipUsername,
-      sub.sipPassword,
-    );
-    await expectExit(t, run, 'caller completed the call');
-    await expectExit(t, uasB, 'member B answered');
+    await answeredSubCall(t, w, sub, number, uasB);
     const [cdr] = await eventually(async () => {
       const rows = await w.d.sql<{ routeId: string; buyerCost: string; sellerCredit: string; sellerId: string }[]>`
         select route_id, buyer_cost::text, seller_credit::text, seller_id from cdrs where account_id = ${sub.id}`;

@@ -26,7 +26,7 @@ import { buildVerifyModule } from './verify/index.js';
 import { buildLookupModule } from './lookup/index.js';
 import { buildRouteChecksModule } from './route-checks/index.js';
 import { buildCliTestsModule } from './cli-tests/index.js';
-import { buildNumbersModule } from './numbers/index.js';
+import { buildNumbersModule, createNumberCalls } from './numbers/index.js';
 import { buildDncModule } from './dnc/index.js';
 import { buildDialerModule } from './dialer/index.js';
 import { buildAiAgentsModule } from './ai-agents/index.js';
@@ -140,6 +140,8 @@ export async function buildModules(coreIn: CoreDeps) {
     media,
     sip,
     cdrs: cdrs.service,
+    // A number's seller bringing in calls for the numbers it rented out: delivered where the renter points them.
+    numberCalls: createNumberCalls({ sql: core.sql, platformFeePercent: core.config.numbers.platform_fee_percent }),
   });
   // Calls placed through the API over the same SIP stack.
   const commsCalls = buildApiCallsModule(core, {

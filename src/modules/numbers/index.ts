@@ -6,6 +6,8 @@ import { every } from '../../platform/periodic.js';
 import type { AccountsService } from '../accounts/service.js';
 import { createCatalog } from './catalog.js';
 import { createInboundSms, type SellerSmsRoute } from './inbound-sms.js';
+
+export { createNumberCalls } from './inbound-calls.js';
 import { createInventory } from './inventory.js';
 import { createListingRequests } from './listing.js';
 import { createNumberMessages, type SmsSend } from './messages.js';

@@ -162,6 +162,8 @@ export async function buildModules(coreIn: CoreDeps) {
     routing: marketplace.services.routing,
     application: money.services.application,
     cdrs: cdrs.service,
+    // A message a handset sent to a rented number, over its seller's SMPP bind.
+    onMobileOriginated: (routeId, mo) => numbers.service.inbound.fromSmsc(routeId, mo),
   });
   // Verify: codes over the SMS send path or a voice one-time-code call.
   const verify = buildVerifyModule(core, { sms: sms.service, calls: commsCalls.service });
@@ -221,6 +223,13 @@ export async function buildModules(coreIn: CoreDeps) {
     },
     // POST /dids/to-cli-set puts numbers into the dialer's caller-ID sets.
     cliSets: dialer.service.library,
+    keepSellerBinds: async (sellerIds) => {
+      const { routes } = marketplace.services;
+      for (const sellerId of sellerIds) {
+        const delivery = await routes.smsDeliveryFor(await routes.ownSmsRouteIds(sellerId));
+        sms.service.keepBound([...delivery].map(([routeId, d]) => ({ routeId, delivery: d })));
+      }
+    },
   });
   // Readiness of the planes the status page shows that register no probe of their own.
   core.health.register('media', async () => {

@@ -28,6 +28,7 @@ import {
   SMPP_STATUS,
   type HttpReceipt,
   type NetworkInfo,
+  type MobileOriginated,
   type ReceiptStat,
   type SupplierReceipt,
 } from '../../messaging/index.js';
@@ -117,6 +118,8 @@ export interface SmsDeps {
   options?: SmsOptions;
   /** Replaces the SMPP bind pool (tests, or another transport). */
   gateway?: SupplierGateway;
+  /** A mobile-originated message a route's SMSC delivered (to a rented number); resolves to the SMPP status to answer. */
+  onMobileOriginated?: (routeId: string, mo: MobileOriginated) => Promise<number>;
 }
 
 const hundred = new Decimal(100);
@@ -233,6 +236,7 @@ export function createSmsService(deps: SmsDeps) {
         ...(opts.guard ? { guard: opts.guard } : {}),
       },
       onReceipt: (r) => void onReceipt(r),
+      ...(deps.onMobileOriginated ? { onMobileOriginated: deps.onMobileOriginated } : {}),
     });
 
   async function markupOf(s: Sender): Promise<Decimal> {
@@ -962,6 +966,9 @@ export function createSmsService(deps: SmsDeps) {
       accountId: string,
       f: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number },
     ): Promise<HistoryRow[]> => repo.history(accountId, f),
+    /** Keeps the SMPP binds of these routes open, so their SMSCs can deliver mobile-originated messages. */
+    keepBound: (routes: readonly { routeId: string; delivery: Record<string, unknown> | null }[]): void =>
+      gateway.keepBound?.(routes),
     async stop() {
       await gateway.stop();
       money.close();

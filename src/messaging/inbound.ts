@@ -1,4 +1,5 @@
 import { decodeGsm7 } from './gsm7.js';
+import { buf, bufOrUndefined, num, type PDU } from './smpp-lib.js';
 
 /** Decode short_message octets by SMPP data_coding; null when we do not take that coding. */
 export function decodeByDataCoding(bytes: Uint8Array, dataCoding: number): string | null {
@@ -88,6 +89,19 @@ export function readInboundPart(f: InboundFields): InboundPart | null {
   if (concat && (concat.total < 1 || concat.seq < 1 || concat.seq > concat.total)) return null;
   if (concat && concat.total === 1) concat = null;
   return { payload: body, dataCoding: f.dataCoding, concat };
+}
+
+/** `readInboundPart` of a submit_sm or deliver_sm as the SMPP library decoded it. */
+export function readPduPart(pdu: PDU): InboundPart | null {
+  return readInboundPart({
+    esmClass: num(pdu['esm_class']) ?? 0,
+    dataCoding: num(pdu['data_coding']) ?? 0,
+    shortMessage: buf(pdu['short_message']),
+    messagePayload: bufOrUndefined(pdu['message_payload']),
+    sarMsgRefNum: num(pdu['sar_msg_ref_num']),
+    sarTotalSegments: num(pdu['sar_total_segments']),
+    sarSegmentSeqnum: num(pdu['sar_segment_seqnum']),
+  });
 }
 
 export interface ReassembledMessage {

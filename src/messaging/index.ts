@@ -42,6 +42,7 @@ export type {
   SubmitOutcome,
   SupplierReceipt,
   SupplierBindState,
+  MobileOriginated,
 } from './supplier-bind.js';
 export { checkBind } from './check-bind.js';
 export { bindFieldProblems } from './bind-fields.js';

@@ -3,11 +3,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Clock } from '../platform/clock.js';
 import { createConnectionCaps } from '../platform/connection-caps.js';
-import { createReassembler, readInboundPart } from './inbound.js';
+import { createReassembler, readPduPart } from './inbound.js';
 import { buildReceiptText, messageStateFor } from './receipt-text.js';
 import type { ReceiptStat } from './receipt-text.js';
 import { createBindLockout } from './bind-lockout.js';
-import { buf, bufOrUndefined, createPdu, createSmppListener, num, STATUS, str } from './smpp-lib.js';
+import { createPdu, createSmppListener, num, STATUS, str } from './smpp-lib.js';
 import type { PDU, Session } from './smpp-lib.js';
 import { encodeGsm7 } from './gsm7.js';
 import { checkSender } from './sender.js';
@@ -287,15 +287,7 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
       respond(b, pdu, { command_status: STATUS.ESME_RTHROTTLED });
       return;
     }
-    const part = readInboundPart({
-      esmClass: num(pdu['esm_class']) ?? 0,
-      dataCoding: num(pdu['data_coding']) ?? 0,
-      shortMessage: buf(pdu['short_message']),
-      messagePayload: bufOrUndefined(pdu['message_payload']),
-      sarMsgRefNum: num(pdu['sar_msg_ref_num']),
-      sarTotalSegments: num(pdu['sar_total_segments']),
-      sarSegmentSeqnum: num(pdu['sar_segment_seqnum']),
-    });
+    const part = readPduPart(pdu);
     if (!part) {
       respond(b, pdu, { command_status: STATUS.ESME_RINVMSGLEN });
       return;

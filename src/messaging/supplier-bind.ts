@@ -7,7 +7,7 @@ import { normaliseSupplierMessageId, parseReceiptText, statForMessageState, supp
 import type { ReceiptStat } from './receipt-text.js';
 import { buf, connectSmpp, createPdu, num, STATUS, str } from './smpp-lib.js';
 import type { PDU, Session } from './smpp-lib.js';
-import { decodeByDataCoding } from './inbound.js';
+import { createReassembler, decodeByDataCoding, readPduPart } from './inbound.js';
 import { bindFieldProblems } from './bind-fields.js';
 import { TargetRefusedError, type TargetGuard } from '../platform/outbound-guard.js';
 
@@ -32,6 +32,12 @@ export interface SupplierBindOptions {
   clock: Clock;
   /** Called for every receipt (deliver_sm with esm_class 4); reference is the submit's, when matched here. */
   onReceipt(receipt: SupplierReceipt): void;
+  /**
+   * A mobile-originated message (a deliver_sm that is not a receipt), whole once its parts are in:
+   * resolves to the command_status to answer it with (ESME_ROK once kept; an error makes the SMSC
+   * retry or drop it). Without it such messages are answered and dropped.
+   */
+  onMobileOriginated?(mo: MobileOriginated): Promise<number>;
   /** Default 30 s. */
   enquireLinkMs?: number;
   /** Reconnect backoff: first delay, cap. Defaults 1 s, 60 s; each delay gets ±50% jitter below it. */
@@ -84,6 +90,15 @@ export interface SupplierReceipt {
   destination: string;
 }
 
+/** A message a handset sent to one of our numbers, as the supplier's SMSC delivered it. */
+export interface MobileOriginated {
+  /** The handset's number and ours, as the SMSC sent them. */
+  source: string;
+  destination: string;
+  text: string;
+  parts: number;
+}
+
 export type SupplierBindState = 'idle' | 'connecting' | 'bound' | 'backoff' | 'closing' | 'closed';
 
 export interface SupplierBind {
@@ -98,6 +113,9 @@ export interface SupplierBind {
   /** Number of TCP connections opened so far (tests check there is no storm). */
   connects(): number;
 }
+
+/** How long the first part of a mobile-originated message waits for the others. */
+const MO_REASSEMBLY_MS = 300_000;
 
 type PartResult = { ok: true; id: string } | { ok: false; commandStatus: number } | { ok: false; reason: string };
 
@@ -397,14 +415,36 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     }
   }
 
+  // Parts of mobile-originated messages wait here for the rest (as the SMPP server's submits do).
+  const moParts = createReassembler({ holdMs: MO_REASSEMBLY_MS, now });
+
+  /** A mobile-originated message: answered once the handler kept it (or refused it), so the SMSC retries a failure. */
+  function onMobileOriginated(s: Session, pdu: PDU, handler: NonNullable<SupplierBindOptions['onMobileOriginated']>) {
+    const answer = (status: number) => s.send(pdu.response({ message_id: '', command_status: status }));
+    const part = readPduPart(pdu);
+    if (!part) return answer(STATUS.ESME_RINVMSGLEN);
+    const source = str(pdu['source_addr']);
+    const destination = str(pdu['destination_addr']);
+    moParts.sweep();
+    const whole = moParts.add(`${source}|${destination}`, part);
+    if (whole === 'invalid') return answer(STATUS.ESME_RINVDCS);
+    if (whole === 'pending') return answer(STATUS.ESME_ROK);
+    handler({ source, destination, text: whole.text, parts: whole.parts }).then(answer, (err: unknown) => {
+      log.error({ err }, 'mobile-originated message not kept');
+      answer(STATUS.ESME_RSYSERR);
+    });
+  }
+
   function onDeliver(s: Session, pdu: PDU) {
-    s.send(pdu.response({ message_id: '' }));
     const esm = num(pdu['esm_class']) ?? 0;
     // 0x04 SMSC delivery receipt, 0x20 intermediate notification (SMPP 3.4 §5.2.12).
     if ((esm & 0x3c) !== 0x04 && (esm & 0x3c) !== 0x20) {
+      if (opts.onMobileOriginated) return onMobileOriginated(s, pdu, opts.onMobileOriginated);
+      s.send(pdu.response({ message_id: '' }));
       log.info({ esmClass: esm }, 'supplier sent a deliver_sm that is not a receipt; ignored');
       return;
     }
+    s.send(pdu.response({ message_id: '' }));
     const raw = buf(pdu['short_message']).length > 0 ? buf(pdu['short_message']) : buf(pdu['message_payload']);
     const rawText = decodeByDataCoding(raw, num(pdu['data_coding']) ?? 0) ?? raw.toString('latin1');
     const parsed = parseReceiptText(rawText);

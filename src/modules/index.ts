@@ -26,7 +26,7 @@ import { buildVerifyModule } from './verify/index.js';
 import { buildLookupModule } from './lookup/index.js';
 import { buildRouteChecksModule } from './route-checks/index.js';
 import { buildCliTestsModule } from './cli-tests/index.js';
-import { buildNumbersModule } from './numbers/index.js';
+import { buildNumbersModule, createNumberCalls } from './numbers/index.js';
 import { buildDncModule } from './dnc/index.js';
 import { buildDialerModule } from './dialer/index.js';
 import { buildAiAgentsModule } from './ai-agents/index.js';
@@ -140,6 +140,8 @@ export async function buildModules(coreIn: CoreDeps) {
     media,
     sip,
     cdrs: cdrs.service,
+    // A number's seller bringing in calls for the numbers it rented out: delivered where the renter points them.
+    numberCalls: createNumberCalls({ sql: core.sql, platformFeePercent: core.config.numbers.platform_fee_percent }),
   });
   // Calls placed through the API over the same SIP stack.
   const commsCalls = buildApiCallsModule(core, {
@@ -160,6 +162,8 @@ export async function buildModules(coreIn: CoreDeps) {
     routing: marketplace.services.routing,
     application: money.services.application,
     cdrs: cdrs.service,
+    // A message a handset sent to a rented number, over its seller's SMPP bind.
+    onMobileOriginated: (routeId, mo) => numbers.service.inbound.fromSmsc(routeId, mo),
   });
   // Verify: codes over the SMS send path or a voice one-time-code call.
   const verify = buildVerifyModule(core, { sms: sms.service, calls: commsCalls.service });
@@ -219,6 +223,13 @@ export async function buildModules(coreIn: CoreDeps) {
     },
     // POST /dids/to-cli-set puts numbers into the dialer's caller-ID sets.
     cliSets: dialer.service.library,
+    keepSellerBinds: async (sellerIds) => {
+      const { routes } = marketplace.services;
+      for (const sellerId of sellerIds) {
+        const delivery = await routes.smsDeliveryFor(await routes.ownSmsRouteIds(sellerId));
+        sms.service.keepBound([...delivery].map(([routeId, d]) => ({ routeId, delivery: d })));
+      }
+    },
   });
   // Readiness of the planes the status page shows that register no probe of their own.
   core.health.register('media', async () => {

@@ -11,7 +11,8 @@ export interface PerlSmsc {
   lines: string[];
   /** Resolves with the nth line (already seen or coming) that matches; n defaults to 1. */
   waitFor(re: RegExp, nth?: number): Promise<string>;
-  send(command: 'disconnect' | 'quit'): void;
+  /** `mo FROM TO TEXT`: a mobile-originated deliver_sm over every bound connection. */
+  send(command: 'disconnect' | 'quit' | `mo ${string} ${string} ${string}`): void;
   stop(): Promise<void>;
 }
 

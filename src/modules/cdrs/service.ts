@@ -65,6 +65,8 @@ export type CdrLeg = Omit<
 > & {
   billed: CdrBilled | null;
   simulated?: boolean;
+  /** `outbound` unless said: `inbound` for a call delivered to a rented number. */
+  direction?: 'outbound' | 'inbound';
 };
 
 const ZERO = '0.000000';
@@ -83,11 +85,11 @@ export const voiceBilled = (c: LegCharge): CdrBilled => ({
  * unbilled voice leg bills 0 seconds.
  */
 export function buildCdr(l: CdrLeg): CdrInsert {
-  const { billed, simulated = false, ...facts } = l;
+  const { billed, simulated = false, direction = 'outbound', ...facts } = l;
   return {
     ...facts,
     id: newId(),
-    direction: 'outbound',
+    direction,
     sellerId: l.sellerId || null,
     billedSeconds: billed ? billed.billableSeconds : l.kind === 'voice' ? 0 : null,
     buyerCost: billed?.total ?? ZERO,

@@ -6,6 +6,8 @@ import { every } from '../../platform/periodic.js';
 import type { AccountsService } from '../accounts/service.js';
 import { createCatalog } from './catalog.js';
 import { createInboundSms, type SellerSmsRoute } from './inbound-sms.js';
+
+export { createNumberCalls } from './inbound-calls.js';
 import { createInventory } from './inventory.js';
 import { createListingRequests } from './listing.js';
 import { createNumberMessages, type SmsSend } from './messages.js';
@@ -17,6 +19,9 @@ import { inboundRoutes, type RouteSecret } from './routes-inbound.js';
 import { inventoryRoutes } from './routes-inventory.js';
 import { messageRoutes } from './routes-messages.js';
 import { storeRoutes } from './routes-store.js';
+
+/** How often the SMPP binds of sellers with rented numbers are checked open (a new seller's, a changed route's). */
+const SELLER_BINDS_MS = 60_000;
 
 /**
  * Phone numbers (issue 22): the catalogue and sellers' inventory, listing requests, buying,
@@ -38,6 +43,8 @@ export function buildNumbersModule(
     routeSecret: RouteSecret;
     sellerSmsRoute: SellerSmsRoute;
     cliSets: CliSets;
+    /** Opens (keeps) the SMPP binds of these sellers' SMS routes: their SMSCs deliver messages to rented numbers over them. */
+    keepSellerBinds?: (sellerIds: string[]) => Promise<void>;
   },
 ) {
   const { sql, clock, config } = core;
@@ -77,6 +84,11 @@ export function buildNumbersModule(
 
   const messages = createNumberMessages({ sql, clock, log, manage, smsSend: deps.smsSend });
   const inbound = createInboundSms({ sql, clock, log, sellerSmsRoute: deps.sellerSmsRoute });
+
+  /** Opens the SMPP binds of the sellers whose numbers are rented (run every minute, and at start). */
+  const keepSellerBinds = async () => {
+    if (deps.keepSellerBinds) await deps.keepSellerBinds(await inbound.sellersWithNumbers());
+  };
 
   const loops: { stop(): Promise<void> }[] = [];
   const guarded = (what: string, fn: () => Promise<unknown>) => async () => {
@@ -118,13 +130,18 @@ export function buildNumbersModule(
           guarded('number provisioning', () => orders.provisionPending()),
         ),
       );
+      if (deps.keepSellerBinds) {
+        const bindSellers = guarded('number seller binds', keepSellerBinds);
+        void bindSellers();
+        loops.push(every(SELLER_BINDS_MS, bindSellers));
+      }
     },
     async stop() {
       await Promise.all(loops.splice(0).map((l) => l.stop()));
       await orders.settled();
     },
   };
-  const service = { catalog, inventory, listing, orders, renewals, manage, messages, inbound };
+  const service = { catalog, inventory, listing, orders, renewals, manage, messages, inbound, keepSellerBinds };
   return { module, service };
 }
 

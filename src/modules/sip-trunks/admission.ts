@@ -256,13 +256,31 @@ export function createAdmission(deps: {
    * with the hold; sets its hold id, maximum duration and hold expiry. Returns the refusal (the call
    * no longer live, its slots released), or null once held.
    */
+  const callRow = (
+    call: LiveCall,
+    input: PlanCallInput,
+    seconds: number,
+    pricing: OrphanPricing,
+    now: Date,
+  ): TrunkCallInsert => ({
+    id: call.id,
+    accountId: call.payer,
+    operatorId: call.operatorId,
+    toNumber: input.to,
+    fromNumber: input.from,
+    maxDurationSeconds: seconds,
+    pricing,
+    ownerNode: deps.node,
+    now,
+  });
+
   async function hold(
     call: LiveCall,
     input: PlanCallInput,
     routesPriced: readonly PricedRoute[],
     pricing: OrphanPricing,
   ): Promise<CallRefusal | null> {
-    const { id: callGroupId, payer, operatorId, markupPct } = call;
+    const { id: callGroupId, payer, markupPct } = call;
     const longest = config.sip.max_call_seconds;
     const holdKey = `call:${callGroupId}:hold`;
     // In `live` before the row exists, so a concurrent orphan reconcile never takes it for a dead daemon's call.
@@ -283,28 +301,23 @@ export function createAdmission(deps: {
         }
         const ttlSeconds = seconds + 600;
         const now = clock.now();
+        const amount = holdFor(seconds, routesPriced, markupPct);
+        if (new Decimal(amount).isZero()) {
+          // Free minutes (a rented number whose inbound minutes cost nothing): the call row alone,
+          // nothing to hold or settle; holdId stays empty.
+          await repo.insertTrunkCalls(sql, [{ call: callRow(call, input, seconds, pricing, now), holdId: null }]);
+          call.maxDurationSeconds = seconds;
+          return null;
+        }
         try {
           // The hold and the call row together (never a hold without the call row the orphan
           // reconcile settles it from), batched with other calls' in one commit.
-          const held = await holdBatched(
-            {
-              id: callGroupId,
-              accountId: payer,
-              operatorId,
-              toNumber: input.to,
-              fromNumber: input.from,
-              maxDurationSeconds: seconds,
-              pricing,
-              ownerNode: deps.node,
-              now,
-            },
-            {
-              postingKey: holdKey,
-              amount: holdFor(seconds, routesPriced, markupPct),
-              ttlSeconds,
-              reference: `SIP call to ${input.to.slice(0, 4)}…`,
-            },
-          );
+          const held = await holdBatched(callRow(call, input, seconds, pricing, now), {
+            postingKey: holdKey,
+            amount,
+            ttlSeconds,
+            reference: `SIP call to ${input.to.slice(0, 4)}…`,
+          });
           Object.assign(call, {
             holdId: held.holdId,
             maxDurationSeconds: seconds,

@@ -132,6 +132,7 @@ export function createFinishing(deps: {
       const connected = a.outcome === 'answered' && a.routeId === e.routeId && charge !== null;
       const priced = call.priced.get(a.routeId);
       return buildCdr({
+        ...(call.direction ? { direction: call.direction } : {}),
         accountId: call.payer,
         operatorId: call.operatorId,
         sellerId: priced?.sellerId ?? null,
@@ -200,6 +201,8 @@ export function createFinishing(deps: {
           items.map((f) => f.row),
         );
         const mine = items.filter((f) => ended.has(f.row.id));
+        // A call without a hold (free inbound minutes on a number) has nothing to settle.
+        const held = mine.filter((f) => f.call.holdId !== '');
         // Pipelined on the transaction's connection: one round trip instead of one per statement. The
         // ledger last, so the payer's balance row (every call of that payer waits on it) stays locked shortest.
         // Two or more settlements go in one ledger_settle_many (each payer's row moved once).
@@ -211,7 +214,7 @@ export function createFinishing(deps: {
           deps.cdrs.settleMany(
             tx,
             // The call is still live here (it leaves `live` once its finish is written).
-            mine.map((f) => callSettlement(f.call, f.call.priced.get(f.routeId ?? '')?.sellerId ?? null, f.charge)),
+            held.map((f) => callSettlement(f.call, f.call.priced.get(f.routeId ?? '')?.sellerId ?? null, f.charge)),
           ),
         ]);
         // A refusal cannot come from a hold that covers the call; if one does, the batch rolls back
@@ -219,7 +222,7 @@ export function createFinishing(deps: {
         const refused = settled.find(isRefusal);
         if (refused) throw refusalError(refused);
         settled.forEach((r, i) => {
-          if (!isRefusal(r) && r.capReached) deps.hints.capReached(mine[i]!.call.payer);
+          if (!isRefusal(r) && r.capReached) deps.hints.capReached(held[i]!.call.payer);
         });
       });
       return;

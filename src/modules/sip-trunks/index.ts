@@ -20,6 +20,7 @@ import type { RoutesService } from '../marketplace/listings/service.js';
 import type { RoutingCache } from '../marketplace/routing/routing-cache.js';
 import { createEndpointHealth, type HealthTarget } from './endpoint-health.js';
 import { callsRoutes, trunkIpPolicy } from './routes.js';
+import type { NumberCalls } from './number-calls.js';
 import { createSipTrunksService, sipTransportOf } from './service.js';
 import { every } from '../../platform/periodic.js';
 import { parseNetworks, supplierGuardFrom } from '../../platform/outbound-guard.js';
@@ -48,6 +49,8 @@ export function buildSipTrunksModule(
     media?: SharedMediaPool;
     /** The daemon's SIP stack; this module binds its ports at start and closes it at stop. */
     sip: SipPlane;
+    /** Calls a number's seller brings in for the numbers it rented out (the numbers module). */
+    numberCalls?: NumberCalls;
   },
 ) {
   const { config, log } = core;
@@ -88,6 +91,7 @@ export function buildSipTrunksModule(
       node,
       log: log.child({ module: 'sip-trunks' }),
       endpointDown: (e) => health.isDown(e),
+      resolveTarget: async (host, port) => (await guard.resolve(host, port)).address,
     }),
     { health },
   );

@@ -18,6 +18,8 @@ export interface LiveCall {
   marked?: Promise<unknown>;
   /** When the hold expires unless extended (ms since epoch). */
   holdUntil: number;
+  /** A call delivered to a rented number's own target: its CDRs are inbound. */
+  direction?: 'inbound';
 }
 
 /**

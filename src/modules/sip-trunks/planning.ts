@@ -2,20 +2,40 @@ import { isIP } from 'node:net';
 import type { Config } from '../../config/schema.js';
 import { AppError } from '../../http/errors.js';
 import { newId } from '../../platform/ids.js';
-import type { CallPlan, PlanCallInput, TrunkPolicy } from '../../telephony/sip/b2bua/index.js';
+import type { Decimal } from 'decimal.js';
+import { requireIncrement, type BillingIncrement } from '../../rating/index.js';
+import type { CallPlan, PlanCallInput, TrunkEndpoint, TrunkPolicy } from '../../telephony/sip/b2bua/index.js';
 import type { SipTransportName } from '../../telephony/sip/index.js';
 import type { Candidate } from '../marketplace/index.js';
 import type { Routing } from '../marketplace/routing/routing.js';
-import type { Admission } from './admission.js';
+import type { RouteTerms } from '../cdrs/index.js';
+import type { Admission, PayerTerms } from './admission.js';
 import type { Attribution } from './attribution.js';
 import type { Finishing } from './finishing.js';
 import type { LiveCall } from './live-calls.js';
+import { INBOUND_INCREMENT, type NumberCallTarget, type NumberCalls } from './number-calls.js';
 import type { OrphanPricing } from './repo.js';
 
 /** A route endpoint's stored transport as the SIP stack names it (anything unknown goes out over UDP). */
 export const sipTransportOf = (t: string): SipTransportName => (t === 'tcp' || t === 'tls' ? t : 'udp');
 
 const neverDown = () => false;
+
+/** A candidate as the hold and the plan take it: its price and the endpoints the B2BUA dials. */
+interface PlanCandidate {
+  routeId: string;
+  price: Decimal;
+  sellerRate: Decimal;
+  increment: BillingIncrement;
+  endpoints: TrunkEndpoint[];
+}
+
+/** The rented number a call arrived for; `direct`: delivered to the number's own target (an inbound leg). */
+interface InboundOf {
+  didId: string;
+  number: string;
+  direct?: boolean;
+}
 
 /**
  * The `TrunkPolicy` the B2BUA calls: attribution, then the plan of a call (its admission, the
@@ -29,11 +49,25 @@ export function createPlanning(deps: {
   attribution: Attribution;
   admission: Admission;
   finishing: Pick<Finishing, 'onAnswered' | 'onCallEnded'>;
+  /** Calls a number's seller brings in for its rented numbers; absent, every call is routed outbound. */
+  numberCalls?: NumberCalls | undefined;
+  /** The outbound guard's check of a target a customer aims (a number's `sip` target): the address to send to. */
+  resolveTarget: (host: string, port: number) => Promise<string>;
 }): TrunkPolicy {
   const { admission } = deps;
   const isDown = deps.endpointDown ?? neverDown;
 
   async function planCall(input: PlanCallInput): Promise<CallPlan> {
+    // A number's seller bringing a call in for a number it rented out: delivered where the renter points it.
+    if (deps.numberCalls && !input.subAccountId && !input.purchaseId) {
+      const target = await deps.numberCalls(input.accountId, input.to);
+      if (target) return planNumberCall(input, target);
+    }
+    return planOutbound(input);
+  }
+
+  /** Candidate routes over the payer's purchases (or its operator's), in failover order. */
+  async function planOutbound(input: PlanCallInput, inbound?: InboundOf): Promise<CallPlan> {
     const payer = input.subAccountId ?? input.accountId;
     const account = await admission.payerFor(payer);
     if ('reject' in account) return account;
@@ -60,6 +94,80 @@ export function createPlanning(deps: {
       return admission.refuse('endpoints-down', 503, 'Every supplier endpoint for this number is down');
 
     const terms = new Map((await admission.routeTerms(candidates.map((c) => c.routeId))).map((t) => [t.id, t]));
+    return holdAndPlan(
+      input,
+      { account, payer, routingAccount },
+      candidates.map((c) => ({
+        routeId: c.routeId,
+        price: c.price,
+        sellerRate: c.sellerRate,
+        increment: c.increment,
+        endpoints: c.endpoints.map((e) => ({
+          host: e.address ?? e.host,
+          port: e.port,
+          transport: sipTransportOf(e.transport),
+          ...(e.transport === 'tls' && isIP(e.host.replace(/^\[|\]$/g, '')) === 0 ? { servername: e.host } : {}),
+          techPrefix: e.techPrefix,
+          ...(e.username ? { username: e.username } : {}),
+          ...(e.password ? { password: e.password } : {}),
+          priority: e.priority,
+          weight: e.weight,
+        })),
+      })),
+      terms,
+      inbound,
+    );
+  }
+
+  /**
+   * A call to a rented number: `sip` delivers to the number's target, then its backup, billed to the
+   * renter at the inbound rate (the seller earns it less the platform fee); `forward` is an outbound
+   * call of the renter to the forward number, over its routes with failover, billed as one.
+   */
+  async function planNumberCall(input: PlanCallInput, n: NumberCallTarget): Promise<CallPlan> {
+    const inbound: InboundOf = { didId: n.didId, number: input.to };
+    if (n.status !== 'active') return admission.refuse('number-suspended', 480, 'Number suspended');
+    if (n.pointMode === 'forward' && n.forwardTo) {
+      const plan = await planOutbound({ ...input, accountId: n.ownerId, to: n.forwardTo }, inbound);
+      return 'reject' in plan ? plan : { ...plan, to: n.forwardTo };
+    }
+    if (n.pointMode !== 'sip' || n.sipTargets.length === 0)
+      return admission.refuse('number-unrouted', 480, 'Number not routed');
+    const account = await admission.payerFor(n.ownerId);
+    if ('reject' in account) return account;
+    const targets: TrunkEndpoint[] = [];
+    for (const t of n.sipTargets) {
+      // Targets the renter aims: resolved through the outbound guard at each call (DNS may have moved).
+      const address = await deps.resolveTarget(t.host, t.port).catch(() => null);
+      if (address !== null) {
+        targets.push({ host: address, port: t.port, transport: 'udp', techPrefix: '', priority: 1, weight: 1 });
+      }
+    }
+    if (targets.length === 0) return admission.refuse('number-target', 503, 'Number target refused or not found');
+    const increment = requireIncrement(INBOUND_INCREMENT);
+    // The number is the "route" of both legs: one candidate per target, the backup as failover.
+    const terms = new Map<string, RouteTerms>([
+      [n.didId, { id: n.didId, sellerId: n.sellerId, capacity: null, maxCps: null, mediaMode: 'direct' }],
+    ]);
+    return holdAndPlan(
+      input,
+      { account, payer: n.ownerId, routingAccount: n.ownerId },
+      targets.map((e) => ({ routeId: n.didId, price: n.price, sellerRate: n.sellerRate, increment, endpoints: [e] })),
+      terms,
+      { ...inbound, direct: true },
+    );
+  }
+
+  /** The limits, the priced candidates and the hold, then the plan the B2BUA runs. */
+  async function holdAndPlan(
+    input: PlanCallInput,
+    who: { account: PayerTerms; payer: string; routingAccount: string },
+    candidates: PlanCandidate[],
+    terms: ReadonlyMap<string, RouteTerms>,
+    inbound: InboundOf | undefined,
+  ): Promise<CallPlan> {
+    const { account, payer, routingAccount } = who;
+    const operatorId = account.parentId;
     const limited = await admission.takeLimits(account, payer, routingAccount, candidates, terms);
     if ('reject' in limited) return limited;
     const { usable, slots } = limited;
@@ -97,6 +205,8 @@ export function createPlanning(deps: {
           },
         ]),
       ),
+      ...(inbound?.direct ? { direction: 'inbound' as const } : {}),
+      ...(inbound ? { didId: inbound.didId } : {}),
     };
     // No hold to extend until it exists.
     const liveCall: LiveCall = {
@@ -107,8 +217,9 @@ export function createPlanning(deps: {
       maxDurationSeconds: 0,
       slots,
       markupPct,
-      priced,
+      priced: new Map(priced),
       holdUntil: Number.MAX_SAFE_INTEGER,
+      ...(inbound?.direct ? { direction: 'inbound' as const } : {}),
     };
     const refused = await admission.hold(liveCall, input, [...priced.values()], pricing);
     if (refused) return refused;
@@ -118,17 +229,7 @@ export function createPlanning(deps: {
       candidates: usable.map((c) => ({
         routeId: c.routeId,
         mediaMode: terms.get(c.routeId)?.mediaMode ?? 'direct',
-        endpoints: c.endpoints.map((e) => ({
-          host: e.address ?? e.host,
-          port: e.port,
-          transport: sipTransportOf(e.transport),
-          ...(e.transport === 'tls' && isIP(e.host.replace(/^\[|\]$/g, '')) === 0 ? { servername: e.host } : {}),
-          techPrefix: e.techPrefix,
-          ...(e.username ? { username: e.username } : {}),
-          ...(e.password ? { password: e.password } : {}),
-          priority: e.priority,
-          weight: e.weight,
-        })),
+        endpoints: c.endpoints,
       })),
     };
   }

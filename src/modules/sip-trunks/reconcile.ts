@@ -87,6 +87,7 @@ export function createReconcile(deps: {
           }
           await deps.cdrs.insertCdrs(tx, [
             buildCdr({
+              ...(o.pricing?.direction ? { direction: o.pricing.direction } : {}),
               accountId: o.accountId,
               operatorId: o.operatorId,
               sellerId: p?.sellerId ?? null,

@@ -17,6 +17,10 @@ export interface OrphanPricing {
       markupPct?: string;
     }
   >;
+  /** `inbound`: a call delivered to a rented number's own target (its CDRs say so). */
+  direction?: 'inbound';
+  /** The rented number the call arrived for (delivered or forwarded). */
+  didId?: string;
 }
 
 /**
@@ -110,7 +114,7 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
      * The rows of trunk calls whose holds a batch was granted (ledger.holdMany in the same
      * transaction): never a hold without its call row.
      */
-    async insertTrunkCalls(tx: Db, rows: readonly { call: TrunkCallInsert; holdId: string }[]) {
+    async insertTrunkCalls(tx: Db, rows: readonly { call: TrunkCallInsert; holdId: string | null }[]) {
       if (rows.length === 0) return;
       await tx`insert into calls ${tx(
         rows.map(({ call: c, holdId }) => ({

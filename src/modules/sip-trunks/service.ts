@@ -14,6 +14,7 @@ import { createAttribution } from './attribution.js';
 import { createFinishing } from './finishing.js';
 import type { LiveCalls } from './live-calls.js';
 import { createPayerHints } from './payer-hints.js';
+import type { NumberCalls } from './number-calls.js';
 import { createPlanning } from './planning.js';
 import { createReconcile } from './reconcile.js';
 import { createCallsRepo } from './repo.js';
@@ -22,6 +23,7 @@ import { createSlots } from './slots.js';
 export { apiCallOwner } from './reconcile.js';
 export { sipTransportOf } from './planning.js';
 export type { ApiAdmission } from './admission.js';
+export type { NumberCalls, NumberCallTarget } from './number-calls.js';
 
 /** How long holds, answered marks and call finishes wait for others to share their statement and commit. */
 const BATCH_WINDOW_MS = 5;
@@ -43,6 +45,10 @@ export interface SipTrunksDeps {
   routingCache?: Pick<RoutingCache, 'routeTerms'>;
   /** Endpoints the OPTIONS health checks have marked down (skipped when routing). */
   endpointDown?: (e: { host: string; port: number; transport: string }) => boolean;
+  /** Calls a number's seller brings in for the numbers it rented out (the numbers module). */
+  numberCalls?: NumberCalls;
+  /** The outbound guard's check of a target a customer aims: the address to send to. */
+  resolveTarget: (host: string, port: number) => Promise<string>;
 }
 
 /**
@@ -88,6 +94,8 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     config,
     routing: deps.routing,
     endpointDown: deps.endpointDown,
+    numberCalls: deps.numberCalls,
+    resolveTarget: deps.resolveTarget,
     attribution,
     admission,
     finishing,

@@ -9,6 +9,7 @@ import {
   createSupplierBind,
   SMPP_STATUS,
   type HttpSupplier,
+  type MobileOriginated,
   type SubmitOutcome,
   type SupplierBind,
   type SupplierReceipt,
@@ -31,6 +32,11 @@ export interface SupplierGateway {
     route: { routeId: string; delivery: Record<string, unknown> | null },
     sms: { to: string; from: string; text: string; reference: string },
   ): Promise<GatewayOutcome>;
+  /**
+   * Opens (or keeps) the SMPP bind of each route delivering over SMPP, so its SMSC can deliver
+   * mobile-originated messages before anything is sent over it.
+   */
+  keepBound?(routes: readonly { routeId: string; delivery: Record<string, unknown> | null }[]): void;
   stop(): Promise<void>;
 }
 
@@ -72,6 +78,8 @@ export function createSupplierGateway(deps: {
   clock: Clock;
   options?: GatewayOptions;
   onReceipt(r: SupplierReceipt): void;
+  /** A mobile-originated message a route's SMSC delivered; resolves to the SMPP status to answer. */
+  onMobileOriginated?(routeId: string, mo: MobileOriginated): Promise<number>;
 }): SupplierGateway {
   const binds = new Map<string, { key: string; bind: SupplierBind }>();
   const https = new Map<string, { key: string; sup: HttpSupplier }>();
@@ -109,6 +117,9 @@ export function createSupplierGateway(deps: {
       log: deps.log.child({ routeId }),
       clock: deps.clock,
       onReceipt: deps.onReceipt,
+      ...(deps.onMobileOriginated
+        ? { onMobileOriginated: (mo: MobileOriginated) => deps.onMobileOriginated!(routeId, mo) }
+        : {}),
       ...(guard ? { guard } : {}),
     });
     bind.start();
@@ -188,6 +199,13 @@ export function createSupplierGateway(deps: {
         reason: `http_${r.reason}`.replace(/^http_http_/, 'http_'),
         ambiguous: HTTP_AMBIGUOUS.has(r.reason),
       };
+    },
+    keepBound(routes) {
+      for (const r of routes) {
+        if (r.delivery?.['kind'] !== 'smpp') continue;
+        const bind = bindFor(r.routeId, r.delivery);
+        if (typeof bind === 'string') deps.log.warn({ routeId: r.routeId, reason: bind }, 'supplier bind not opened');
+      }
     },
     async stop() {
       const all = [...binds.values()];

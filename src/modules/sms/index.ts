@@ -12,7 +12,7 @@ import type { Routing } from '../marketplace/routing/routing.js';
 import { smppCredentialRoutes } from './smpp-routes.js';
 import { smsReceiptRoutes } from './receipt-routes.js';
 import { smsRoutes } from './routes.js';
-import { createSmsService, type SmsOptions, type SupplierGateway } from './service.js';
+import { createSmsService, type SmsDeps, type SmsOptions, type SupplierGateway } from './service.js';
 import { createCustomerSmpp, createSmppCredentials } from './smpp-in.js';
 
 /** The service's settings from `[sms]` (config/default.toml explains each). */
@@ -53,6 +53,8 @@ export function buildSmsModule(
     cdrs: CdrsService;
     options?: SmsOptions;
     gateway?: SupplierGateway;
+    /** A mobile-originated message a route's SMSC delivered; resolves to the SMPP status to answer. */
+    onMobileOriginated?: SmsDeps['onMobileOriginated'];
     smppTls?: { key: string | Buffer; cert: string | Buffer } | null;
   },
 ) {

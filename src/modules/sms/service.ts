@@ -28,6 +28,7 @@ import {
   SMPP_STATUS,
   type HttpReceipt,
   type NetworkInfo,
+  type MobileOriginated,
   type ReceiptStat,
   type SupplierReceipt,
 } from '../../messaging/index.js';
@@ -126,6 +127,8 @@ export interface SmsDeps {
   options?: SmsOptions;
   /** Replaces the SMPP bind pool (tests, or another transport). */
   gateway?: SupplierGateway;
+  /** A mobile-originated message a route's SMSC delivered (to a rented number); resolves to the SMPP status to answer. */
+  onMobileOriginated?: (routeId: string, mo: MobileOriginated) => Promise<number>;
 }
 
 /** Refusals that are the message's fault: another route would refuse them too. */
@@ -241,6 +244,7 @@ export function createSmsService(deps: SmsDeps) {
         ...(opts.guard ? { guard: opts.guard } : {}),
       },
       onReceipt: (r) => void onReceipt(r),
+      ...(deps.onMobileOriginated ? { onMobileOriginated: deps.onMobileOriginated } : {}),
     });
 
   function validate(input: SendInput): { to: string; from: string; problems: ErrorDetail[] } {
@@ -964,6 +968,9 @@ export function createSmsService(deps: SmsDeps) {
       accountId: string,
       f: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number },
     ): Promise<HistoryRow[]> => repo.history(accountId, f),
+    /** Keeps the SMPP binds of these routes open, so their SMSCs can deliver mobile-originated messages. */
+    keepBound: (routes: readonly { routeId: string; delivery: Record<string, unknown> | null }[]): void =>
+      gateway.keepBound?.(routes),
     async stop() {
       await gateway.stop();
       money.close();

@@ -1,23 +1,13 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t from 'tap';
 import { signBody } from '../../../src/messaging/index.js';
-import { startTestDaemon } from '../../helpers/daemon.js';
-import { receiverTls, startReceiver } from '../../webhooks/receiver.js';
-import { account, api, numbers } from './world.js';
+import { account, api, daemonWithReceiver, numbers } from './world.js';
 
 const SECRET = 'seller-sms-route-secret-0123456789';
 
 t.test(
   'inbound SMS from the seller over signed HTTPS: kept on the number, signed webhook to the owner, read',
   async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-numbers-in-'));
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-    const caFile = join(dir, 'ca.pem');
-    writeFileSync(caFile, (await receiverTls()).cert);
-    const receiver = await startReceiver(t, { now: () => Date.now() });
-    const d = await startTestDaemon(t, { webhooks: { ca_file: caFile, poll_interval_ms: 60_000 } });
+    const { d, receiver } = await daemonWithReceiver(t);
     const svc = d.modules.services;
     const seller = await account(d, 'seller@example.com');
     const other = await account(d, 'other-seller@example.com');

@@ -1,4 +1,19 @@
-import type { TestDaemon } from '../../helpers/daemon.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTestDaemon, type TestDaemon } from '../../helpers/daemon.js';
+import { receiverTls, startReceiver } from '../../webhooks/receiver.js';
+
+/** A daemon whose webhook deliveries trust a local HTTPS receiver (deliveries run when the test says). */
+export async function daemonWithReceiver(t: Parameters<typeof startTestDaemon>[0]) {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-numbers-hooks-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const caFile = join(dir, 'ca.pem');
+  writeFileSync(caFile, (await receiverTls()).cert);
+  const receiver = await startReceiver(t, { now: () => Date.now() });
+  const d = await startTestDaemon(t, { webhooks: { ca_file: caFile, poll_interval_ms: 60_000 } });
+  return { d, receiver };
+}
 
 /** An account with a live full-access key; `operator` makes the platform operator (admin). */
 export async function account(d: TestDaemon, email: string, opts: { operator?: boolean } = {}) {

@@ -1229,6 +1229,9 @@ export function createRoutesService(deps: {
 
     endpointsFor: (routeIds: readonly string[]) =>
       deps.routingCache?.endpointsFor(routeIds) ?? repo.endpointsFor(sql, routeIds),
+    /** A seller's SMS routes (not deleted): the binds its SMSC delivers messages to its numbers over. */
+    ownSmsRouteIds: async (sellerId: string): Promise<string[]> =>
+      (await repo.ownRoutesOfType(sql, sellerId, 'sms', null)).map((r) => r.id),
     smsDeliveryFor: (routeIds: readonly string[]) =>
       deps.routingCache?.smsDeliveryFor(routeIds) ?? repo.smsDeliveryFor(sql, routeIds),
     conflictIfOwn(route: RouteRow, accountId: string) {

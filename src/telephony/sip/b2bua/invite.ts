@@ -67,13 +67,13 @@ export async function onInvite(
   }
   const call: Call = {
     callId,
-    log: ctx.log.child({ callId, callGroupId: plan.callGroupId, to: mask(to) }),
+    log: ctx.log.child({ callId, callGroupId: plan.callGroupId, to: mask(plan.to ?? to) }),
     inReq: req,
     inTx: tx,
     source,
     localTag: tag,
     attribution,
-    to,
+    to: plan.to ?? to,
     from,
     callGroupId: plan.callGroupId,
     candidates: plan.candidates,

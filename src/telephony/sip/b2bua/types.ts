@@ -60,7 +60,13 @@ export interface PlanCallInput {
 
 export type CallPlan =
   | { reject: { status: number; reason: string } }
-  | { callGroupId: string; maxDurationSeconds: number; candidates: TrunkCandidate[] };
+  | {
+      callGroupId: string;
+      maxDurationSeconds: number;
+      candidates: TrunkCandidate[];
+      /** The number the legs dial when it is not the caller's (a rented number forwarded elsewhere). */
+      to?: string;
+    };
 
 export interface AttemptRecord {
   callGroupId: string;

@@ -26,8 +26,8 @@ begin
   if v_kinds is null then
     raise exception 'ledger_account_kind: unexpected constraint %', v_def;
   end if;
-  if not 'revshare_held' = any (v_kinds) then v_kinds := v_kinds || 'revshare_held'; end if;
-  if not 'revshare_receivable' = any (v_kinds) then v_kinds := v_kinds || 'revshare_receivable'; end if;
+  if not 'revshare_held' = any (v_kinds) then v_kinds := array_append(v_kinds, 'revshare_held'); end if;
+  if not 'revshare_receivable' = any (v_kinds) then v_kinds := array_append(v_kinds, 'revshare_receivable'); end if;
   execute 'alter domain ledger_account_kind drop constraint ledger_account_kind_check';
   execute format('alter domain ledger_account_kind add constraint ledger_account_kind_check check (value = any (%L::text[]))',
                  '{' || array_to_string(v_kinds, ',') || '}');
@@ -45,6 +45,14 @@ begin
 end $$;
 
 insert into ledger_accounts (owner_id, kind, sharded) values (null, 'revshare_receivable', true);
+
+-- ledger_platform() holds the older platform accounts' ids as constants (013); the receivable is
+-- found by its kind (a revenue share posting is one per call, off the charge hot path).
+create function ledger_revshare_receivable() returns bigint
+language plpgsql stable as $$
+begin
+  return (select id from ledger_accounts where owner_id is null and kind = 'revshare_receivable');
+end $$;
 insert into ledger_account_shards (account_id, shard)
 select a.id, s from ledger_accounts a cross join generate_series(0, 15) as s where a.kind = 'revshare_receivable';
 
@@ -68,7 +76,7 @@ begin
   end if;
   select * into c from ledger_claim(p_key, 'credit');
   if c.o_result is not null then return c.o_result; end if;
-  perform ledger_entry(c.o_id, ledger_platform('revshare_receivable'), 'credit', -p_charge, p_at, p_reference,
+  perform ledger_entry(c.o_id, ledger_revshare_receivable(), 'credit', -p_charge, p_at, p_reference,
                        'revshare_call', p_call_id, p_call_id);
   if p_payout > 0 then
     v_held := ledger_acct(p_holder, 'revshare_held');
@@ -143,7 +151,7 @@ begin
   if v_spread > 0 then
     perform ledger_entry(c.o_id, ledger_platform('platform_revenue'), 'chargeback', -v_spread, p_at, p_reference, 'revshare_fraud_flag');
   end if;
-  perform ledger_entry(c.o_id, ledger_platform('revshare_receivable'), 'chargeback', p_charge, p_at, p_reference, 'revshare_fraud_flag');
+  perform ledger_entry(c.o_id, ledger_revshare_receivable(), 'chargeback', p_charge, p_at, p_reference, 'revshare_fraud_flag');
   return ledger_finish(c.o_id, p_key, jsonb_build_object('type', 'chargeback', 'accountId', p_holder,
     'charge', ledger_money(p_charge), 'payout', ledger_money(p_payout)));
 end $$;
@@ -157,7 +165,7 @@ begin
   perform ledger_amount(p_amount, 'amount');
   select * into c from ledger_claim(p_key, 'topup');
   if c.o_result is not null then return c.o_result; end if;
-  perform ledger_entry(c.o_id, ledger_platform('revshare_receivable'), 'topup', p_amount, p_at, p_reference,
+  perform ledger_entry(c.o_id, ledger_revshare_receivable(), 'topup', p_amount, p_at, p_reference,
                        'revshare_supplier_payment', p_supplier::text);
   perform ledger_entry(c.o_id, ledger_platform('topup_clearing'), 'topup', -p_amount, p_at, p_reference,
                        'revshare_supplier_payment', p_supplier::text);

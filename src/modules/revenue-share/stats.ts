@@ -123,7 +123,7 @@ export function createStats(deps: { sql: Sql; clock: Clock }) {
              coalesce(sum(c.payout) filter (where c.status = 'flagged'), 0)::numeric(20,6)::text as flagged,
              coalesce(sum(c.charge) filter (where c.status in ('held', 'released', 'flagged')), 0)::numeric(20,6)::text as charged
       from revshare_calls c join revshare_numbers n on n.id = c.number_id join revshare_ranges r on r.id = c.range_id
-      where ${owner(p, side)} and c.status <> 'test' and c.started_at >= ${from} and c.started_at < ${to}
+      where ${owner(p, side)} and c.status <> 'test' and c.started_at >= ${from} and c.started_at <= ${to}
       group by 1 order by 1 limit 1000`;
     return {
       window: { from: from.toISOString(), to: to.toISOString() },
@@ -158,7 +158,7 @@ export function createStats(deps: { sql: Sql; clock: Clock }) {
              c.duration_seconds, c.billed_seconds, c.payout_per_minute::text as payout_per_minute, c.payout::text as payout,
              c.charge::text as charge, c.status, c.sip_code, c.hangup_cause, c.release_at, c.flag_id
       from revshare_calls c join revshare_numbers n on n.id = c.number_id
-      where ${owner(p, side)} and c.status <> 'test' and c.started_at >= ${from} and c.started_at < ${to}
+      where ${owner(p, side)} and c.status <> 'test' and c.started_at >= ${from} and c.started_at <= ${to}
         ${q.numberId ? sql`and c.number_id = ${q.numberId}` : sql``}
         ${q.status ? sql`and c.status = ${q.status}` : sql``}
         ${q.cursor ? sql`and c.id < ${q.cursor}` : sql``}

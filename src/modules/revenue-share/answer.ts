@@ -42,6 +42,8 @@ interface LiveCall {
   sdp?: Buffer;
   dialog?: Dialog;
   unregister?: () => void;
+  /** Answers the INVITE with a final refusal while it is not answered yet. */
+  refuse(status: number, reason: string): void;
 }
 
 /** Digits of a dialled user part: `+` or `00` dropped; null when not a number. */
@@ -205,6 +207,9 @@ export function createRevshareAnswering(deps: {
       ended: false,
       toTag,
       timers: [],
+      refuse: (status, reason) => {
+        if (tx.state === 'proceeding') tx.reply(status, reason, { toTag });
+      },
     };
     live.add(call);
     // The transaction has answered the CANCEL and sent 487 by now.
@@ -243,6 +248,7 @@ export function createRevshareAnswering(deps: {
     async hangupAll() {
       for (const call of [...live]) {
         if (call.answeredAt) bye(call);
+        else call.refuse(503, 'Service Unavailable');
         end(call, 'shutdown', call.answeredAt ? 200 : 503);
       }
       await Promise.all([...pending]);

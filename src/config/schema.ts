@@ -301,6 +301,17 @@ export const ConfigSchema = Type.Object({
     private_supplier_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),
     private_trunk_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),
   }),
+  revenue_share: Type.Object({
+    release_interval_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 300 }),
+    number_cache_seconds: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }),
+    fraud_window_minutes: Type.Integer({ minimum: 1, maximum: 1440, default: 60 }),
+    fraud_min_sample: Type.Integer({ minimum: 1, maximum: 100000, default: 20 }),
+    fraud_short_call_seconds: Type.Integer({ minimum: 1, maximum: 600, default: 6 }),
+    fraud_max_short_call_ratio: Type.Number({ minimum: 0, maximum: 1, default: 0.6 }),
+    fraud_max_source_share: Type.Number({ minimum: 0, maximum: 1, default: 0.8 }),
+    fraud_max_calls_per_source: Type.Integer({ minimum: 1, maximum: 100000, default: 30 }),
+    fraud_max_calls_per_number: Type.Integer({ minimum: 1, maximum: 1000000, default: 600 }),
+  }),
 });
 
 export type Config = Static<typeof ConfigSchema>;

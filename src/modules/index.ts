@@ -27,6 +27,9 @@ import { buildLookupModule } from './lookup/index.js';
 import { buildRouteChecksModule } from './route-checks/index.js';
 import { buildCliTestsModule } from './cli-tests/index.js';
 import { buildNumbersModule, createNumberCalls } from './numbers/index.js';
+import { buildRevenueShareModule } from './revenue-share/index.js';
+import { trunkIpPolicy } from './sip-trunks/routes.js';
+import { parseNetworks } from '../platform/outbound-guard.js';
 import { buildDncModule } from './dnc/index.js';
 import { buildDialerModule } from './dialer/index.js';
 import { buildAiAgentsModule } from './ai-agents/index.js';
@@ -231,6 +234,17 @@ export async function buildModules(coreIn: CoreDeps) {
       }
     },
   });
+  // Revenue share numbers: calls to them are answered on the SIP plane (a request handler registered
+  // here, before the trunk B2BUA's at its start) with the shared media pool, and credited to holders.
+  const revenueShare = buildRevenueShareModule(core, {
+    sip,
+    media,
+    sourceIps: trunkIpPolicy(
+      parseNetworks(core.config.security.private_trunk_networks, 'security.private_trunk_networks'),
+      (ip) => core.self?.isOwnAddress(ip) ?? false,
+    ),
+    accountExists: async (id) => (await accounts.getAccount(id)) !== null,
+  });
   // Readiness of the planes the status page shows that register no probe of their own.
   core.health.register('media', async () => {
     const pool = media.running();
@@ -275,6 +289,7 @@ export async function buildModules(coreIn: CoreDeps) {
     cliTests.module,
     switchModule.module,
     numbers.module,
+    revenueShare.module,
     notifications.module,
     onboarding.module,
     support.module,
@@ -312,6 +327,7 @@ export async function buildModules(coreIn: CoreDeps) {
       lookup: lookup.service,
       switchSubscriptions: switchModule.subscriptions,
       numbers: numbers.service,
+      revenueShare: revenueShare.service,
       dnc: dnc.service,
       dialer: dialer.service,
       aiAgents: aiAgents.service,

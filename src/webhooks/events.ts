@@ -77,6 +77,11 @@ export const SubscribableEvents = [
   'payout.rejected',
   'billing.spending_alert',
   'billing.export_completed',
+  // Revenue share numbers (docs/revenue-share.md): a fraud rule tripped on a number, its review, held
+  // earnings released to the payable balance.
+  'revenue_share.fraud_flagged',
+  'revenue_share.flag_resolved',
+  'revenue_share.earnings_released',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

@@ -141,8 +141,12 @@ export async function buildModules(coreIn: CoreDeps) {
     sip,
     cdrs: cdrs.service,
   });
+  // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant, and
+  // its agents hold API and campaign calls named with an agent.
+  const aiAgents = buildAiAgentsModule(core);
   // Calls placed through the API over the same SIP stack.
   const commsCalls = buildApiCallsModule(core, {
+    agents: aiAgents.calls,
     accounts,
     ...money.services,
     ...marketplace.services,
@@ -188,8 +192,6 @@ export async function buildModules(coreIn: CoreDeps) {
   const switchModule = buildSwitchModule(core);
   // Do-not-call lists, checked by the dialer at dial time.
   const dnc = buildDncModule(core);
-  // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant.
-  const aiAgents = buildAiAgentsModule(core);
   // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
   const dialer = buildDialerModule(core, {
     accounts,

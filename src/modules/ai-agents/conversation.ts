@@ -87,8 +87,13 @@ function createTurnDetector(o: {
   let silenceMs = 0;
   let totalMs = 0;
   let lastVoiced = 0;
+  // A phone that stops sending RTP in silence (DTX) sends no quiet frames to count: the turn ends
+  // when no frame has come for the end-of-speech time.
+  let quiet: NodeJS.Timeout | null = null;
 
   const flush = () => {
+    if (quiet) clearTimeout(quiet);
+    quiet = null;
     if (speechMs >= MIN_SPEECH_MS) {
       const length = frames.reduce((n, f) => n + f.length, 0);
       const pcm = new Int16Array(length);
@@ -128,7 +133,17 @@ function createTurnDetector(o: {
         lastVoiced = performance.now();
         o.onSpeech(speechMs);
       } else silenceMs += ms;
-      if (silenceMs >= o.endOfSpeechMs || totalMs >= MAX_UTTERANCE_MS) flush();
+      if (silenceMs >= o.endOfSpeechMs || totalMs >= MAX_UTTERANCE_MS) {
+        flush();
+        return;
+      }
+      if (quiet) clearTimeout(quiet);
+      quiet = setTimeout(flush, o.endOfSpeechMs);
+      quiet.unref();
+    },
+    close() {
+      if (quiet) clearTimeout(quiet);
+      quiet = null;
     },
   };
 }
@@ -284,6 +299,7 @@ export async function converse(
     }
   } finally {
     unlisten();
+    detector.close();
   }
   return { outcome: outcome ?? 'call_ended', transcript, captured, transferTo, turnLatencyMs };
 }

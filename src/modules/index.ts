@@ -203,6 +203,7 @@ export async function buildModules(coreIn: CoreDeps) {
     sms: sms.service,
     dnc: dnc.service,
     chat: aiAgents.chat,
+    agents: aiAgents.calls,
   });
   // Phone numbers: catalogue, inventory, orders, renewals and routing of rented numbers.
   const numbers = buildNumbersModule(core, {

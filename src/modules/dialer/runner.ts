@@ -40,7 +40,16 @@ export interface RunnerDeps {
   /** Places an asynchronous call (POST /comms/calls semantics); a test payer's call is simulated and final at once. */
   placeCall(
     payer: Payer,
-    input: { to: string; from: string; routeId: string; maxDuration: number; language: string; actions: unknown[] },
+    input: {
+      to: string;
+      from: string;
+      routeId: string;
+      maxDuration: number;
+      language: string;
+      actions: unknown[];
+      /** The agent that holds answered calls instead of actions. */
+      aiAgentId?: string | undefined;
+    },
   ): Promise<{ callId: string; final: Outcome | null }>;
   /** The call's outcome once it ended, else null. */
   callOutcome(accountId: string, callId: string): Promise<Outcome | null>;
@@ -205,7 +214,8 @@ export function createCampaignRunner(deps: RunnerDeps) {
         routeId: c.routeId,
         maxDuration: c.maxCallDuration,
         language: c.language,
-        actions: c.actions,
+        actions: c.aiAgentId ? [] : c.actions,
+        ...(c.aiAgentId ? { aiAgentId: c.aiAgentId } : {}),
       });
       f.callId = placed.callId;
       if (placed.final) await record(c, r, f, placed.final);

@@ -30,6 +30,7 @@ t.test(
     const base = 43000 + (process.pid % 300) * 20;
     const w = await createWorld(t, {
       rtp: { port_min: base, port_max: base + 19, bind_address: '127.0.0.1' },
+      dialer: { tick_ms: 50, call_poll_ms: 150 },
       ai: {
         chat_url: chat.url,
         chat_api_key: 'sk-local',
@@ -150,5 +151,50 @@ t.test(
     });
     t.equal(unknown.status, 400);
     t.equal(unknown.body.error.details[0].path, 'aiAgentId');
+
+    // A voice campaign hands its answered calls to the agent.
+    const peer2 = await answering(
+      t,
+      '447500000001',
+      [
+        '  <pause milliseconds="2500"/>',
+        `  <nop><action><exec play_pcap_audio="${caller.path}"/></action></nop>`,
+        `  <pause milliseconds="${caller.ms + 500}"/>`,
+      ].join('\n'),
+    );
+    const route2 = await w.route({ port: peer2.port, prefix: '4475', rate: '0.012000', increment: '1/1' });
+    const clis = await w.api('POST', '/dialer/cli-sets', operator.token, { name: 'agent', clis: ['+15550004444'] });
+    const campaign = {
+      name: 'Bookings callback',
+      routeId: route2.routeId,
+      kind: 'voice',
+      maxCallDuration: 60,
+      cliSetId: clis.body.data.id,
+      aiAgentId: agentId,
+    };
+    const mixed = await w.api('POST', '/dialer/campaigns', operator.token, { ...campaign, actions: [{ say: 'hi' }] });
+    t.equal(mixed.status, 400, 'actions and an agent together are refused');
+    t.equal(mixed.body.error.details[0].path, 'aiAgentId');
+    const made = await w.api('POST', '/dialer/campaigns', operator.token, campaign);
+    t.equal(made.status, 201, made.text);
+    t.equal(made.body.data.aiAgentId, agentId);
+    const cid = made.body.data.id as string;
+    await w.api('POST', `/dialer/campaigns/${cid}/numbers`, operator.token, { numbers: ['+447500000001'] });
+    const started = await w.api('POST', `/dialer/campaigns/${cid}/control`, operator.token, { action: 'start' });
+    t.equal(started.status, 200, started.text);
+    const done = await eventually(async () => {
+      const r = await w.api('GET', `/dialer/campaigns/${cid}`, operator.token);
+      return r.body.data.status === 'completed' ? r.body.data : null;
+    }, 60_000);
+    t.match(done, { numbersDialed: 1, numbersAnswered: 1, numbersFailed: 0 });
+    await exitOk(t, peer2, 'the campaign call was answered, spoke and was hung up by the agent');
+    const [held] = await d.sql<{ outcome: string; transcript: { role: string }[]; callId: string }[]>`
+      select a.outcome, a.transcript, a.call_id from ai_agent_calls a
+      join dialer_attempts x on x.call_id = a.call_id where x.campaign_id = ${cid}`;
+    t.equal(held?.outcome, 'ended_by_agent', 'the agent held the campaign call');
+    t.same(
+      held?.transcript.map((x) => x.role),
+      ['agent', 'caller', 'agent'],
+    );
   },
 );

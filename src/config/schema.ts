@@ -296,6 +296,9 @@ export const ConfigSchema = Type.Object({
     tts_api_key: Type.String({ default: '' }),
     tts_model: Type.String({ default: 'tts-1' }),
     request_timeout_ms: Type.Integer({ minimum: 100, maximum: 120000, default: 20000 }),
+    agent_fee_per_minute: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '0' }),
+    end_of_speech_ms: Type.Integer({ minimum: 200, maximum: 5000, default: 700 }),
+    speech_level: Type.Integer({ minimum: 50, maximum: 20000, default: 600 }),
   }),
   security: Type.Object({
     private_supplier_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),

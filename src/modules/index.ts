@@ -146,8 +146,12 @@ export async function buildModules(coreIn: CoreDeps) {
     // A number's seller bringing in calls for the numbers it rented out: delivered where the renter points them.
     numberCalls: createNumberCalls({ sql: core.sql, platformFeePercent: core.config.numbers.platform_fee_percent }),
   });
+  // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant, and
+  // its agents hold API and campaign calls named with an agent.
+  const aiAgents = buildAiAgentsModule(core);
   // Calls placed through the API over the same SIP stack.
   const commsCalls = buildApiCallsModule(core, {
+    agents: aiAgents.calls,
     accounts,
     ...money.services,
     ...marketplace.services,
@@ -195,8 +199,6 @@ export async function buildModules(coreIn: CoreDeps) {
   const switchModule = buildSwitchModule(core);
   // Do-not-call lists, checked by the dialer at dial time.
   const dnc = buildDncModule(core);
-  // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant.
-  const aiAgents = buildAiAgentsModule(core);
   // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
   const dialer = buildDialerModule(core, {
     accounts,
@@ -208,6 +210,7 @@ export async function buildModules(coreIn: CoreDeps) {
     sms: sms.service,
     dnc: dnc.service,
     chat: aiAgents.chat,
+    agents: aiAgents.calls,
   });
   // Phone numbers: catalogue, inventory, orders, renewals and routing of rented numbers.
   const numbers = buildNumbersModule(core, {

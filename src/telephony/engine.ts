@@ -118,6 +118,13 @@ export interface EngineCall {
   play(mp3: Uint8Array): Promise<{ interrupted: boolean }>;
   gather(spec: GatherSpec): Promise<GatherResult>;
   pause(seconds: number): Promise<void>;
+  /**
+   * The far end's speech as it arrives: one G.711 frame per RTP packet, in `codec` (AI voice agents
+   * transcribe it). Throws MEDIA_UNSUPPORTED where the engine cannot hand audio out.
+   */
+  listen(listener: (frame: Uint8Array, codec: 'PCMU' | 'PCMA') => void): () => void;
+  /** Cuts the audio being played short (its play or speak resolves interrupted): barge-in. */
+  interrupt(): void;
   /** Runs the call's actions in order; a `hangup` action does not itself hang up. */
   runActions(
     actions: readonly CallAction[],

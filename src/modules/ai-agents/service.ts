@@ -2,13 +2,12 @@ import type { Config } from '../../config/schema.js';
 import type { Sql } from '../../db/connection.js';
 import { AppError, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
-import { isE164 } from '../../platform/e164.js';
 import { newId } from '../../platform/ids.js';
-import type { ChatMessage, ChatProvider, ChatTool, SpeechProvider } from './providers.js';
-import { espeakMp3, voiceCatalog } from './voices.js';
+import type { ChatProvider, SpeechProvider } from './providers.js';
+import { AGENT_TOOLS, readToolCalls, toolsFor, turnMessages } from './turn.js';
 
-/** Tools an agent may be given (spec "AI voice agents": end, transfer, capturing fields into `captured`). */
-export const AGENT_TOOLS = ['end', 'transfer', 'capture'] as const;
+export { AGENT_TOOLS } from './turn.js';
+import { espeakMp3, voiceCatalog } from './voices.js';
 
 export interface AgentInput {
   name?: string | undefined;
@@ -63,29 +62,6 @@ const view = (r: AgentRow) => ({
 const COLUMNS =
   'id, account_id, name, voice_id, voice_provider, language, first_message, system_prompt, model, guardrails, tools, max_call_seconds, enabled, created_at, updated_at';
 
-/** What the model is told about each tool, as OpenAI-style function tools. */
-const TOOL_SPECS: Record<(typeof AGENT_TOOLS)[number], ChatTool> = {
-  end: {
-    name: 'end_call',
-    description: 'End the call politely once the conversation is over (say goodbye in your reply).',
-    parameters: { type: 'object', properties: { reason: { type: 'string' } } },
-  },
-  transfer: {
-    name: 'transfer_call',
-    description: 'Transfer the caller to a human at the given E.164 number.',
-    parameters: { type: 'object', properties: { number: { type: 'string' } }, required: ['number'] },
-  },
-  capture: {
-    name: 'capture',
-    description: 'Record facts the caller gave (for example name, email, appointment time) as string fields.',
-    parameters: {
-      type: 'object',
-      properties: { fields: { type: 'object', additionalProperties: { type: 'string' } } },
-      required: ['fields'],
-    },
-  },
-};
-
 export function createAiAgentsService(deps: {
   sql: Sql;
   clock: Clock;
@@ -123,16 +99,6 @@ export function createAiAgentsService(deps: {
     >`select ${sql.unsafe(COLUMNS)} from ai_agents where id = ${id} and account_id = ${accountId}`;
     if (!r) throw notFound('AI agent');
     return r;
-  }
-
-  function systemFor(a: Pick<AgentRow, 'systemPrompt' | 'guardrails' | 'tools'>): string {
-    return [
-      a.systemPrompt,
-      a.guardrails ? `Rules you must always follow:\n${a.guardrails}` : '',
-      'You are speaking on a phone call: answer in one to three short spoken sentences, no lists or markup.',
-    ]
-      .filter(Boolean)
-      .join('\n\n');
   }
 
   return {
@@ -261,32 +227,12 @@ export function createAiAgentsService(deps: {
     ) {
       const chat = needChat();
       const a = await mustGet(accountId, id);
-      const messages: ChatMessage[] = [{ role: 'system', content: systemFor(a) }];
-      if (a.firstMessage && !(input.history ?? []).length)
-        messages.push({ role: 'assistant', content: a.firstMessage });
-      for (const h of input.history ?? []) messages.push({ role: h.role, content: h.content });
-      messages.push({ role: 'user', content: input.message });
-      const tools = a.tools.filter((t): t is (typeof AGENT_TOOLS)[number] => t in TOOL_SPECS).map((t) => TOOL_SPECS[t]);
-      const reply = await chat.complete({ model: a.model, messages, tools });
-      let action: 'continue' | 'end' | 'transfer' = 'continue';
-      let transferTo: string | null = null;
-      const captured: Record<string, string> = {};
-      for (const call of reply.toolCalls) {
-        if (call.name === 'end_call' && a.tools.includes('end')) action = 'end';
-        else if (call.name === 'transfer_call' && a.tools.includes('transfer')) {
-          const n = call.arguments['number'];
-          if (typeof n === 'string' && isE164(n)) {
-            action = 'transfer';
-            transferTo = n.startsWith('+') ? n : `+${n}`;
-          }
-        } else if (call.name === 'capture' && a.tools.includes('capture')) {
-          const fields = call.arguments['fields'];
-          if (typeof fields === 'object' && fields !== null) {
-            for (const [k, v] of Object.entries(fields))
-              if (typeof v === 'string' || typeof v === 'number') captured[k.slice(0, 64)] = String(v).slice(0, 500);
-          }
-        }
-      }
+      const reply = await chat.complete({
+        model: a.model,
+        messages: turnMessages(a, input.history ?? [], input.message),
+        tools: toolsFor(a),
+      });
+      const { action, transferTo, captured } = readToolCalls(a, reply.toolCalls);
       return { reply: reply.content.trim(), action, captured, ...(transferTo ? { transferTo } : {}) };
     },
   };

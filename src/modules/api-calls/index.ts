@@ -33,6 +33,8 @@ export function buildApiCallsModule(
     extendLease?: (accountId: string, key: string, seconds: number) => Promise<void>;
     /** The daemon's media pool (shared with trunk media relays); without it the plane starts its own. */
     media?: SharedMediaPool;
+    /** AI voice agents holding calls named with `aiAgentId`. */
+    agents?: ApiCallsDeps['agents'];
   },
 ) {
   const { config, log } = core;

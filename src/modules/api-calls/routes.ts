@@ -22,6 +22,7 @@ const PlaceCallBody = Type.Object(
     language: Type.Optional(Language),
     // Spec "Limits", Call: the schema states the same count that checkActions enforces.
     actions: Type.Optional(Type.Array(ActionItem, { maxItems: LIMITS.actions })),
+    aiAgentId: Type.Optional(Uuid('an AI voice agent of the account holds the answered call (no actions then)')),
   },
   { additionalProperties: false },
 );
@@ -84,6 +85,26 @@ const CallRecord = Type.Object({
     ),
   ),
   routeId: Nullable(Uuid()),
+  // The conversation when an AI voice agent held the call (docs/dialer.md, "AI agents on calls").
+  aiAgent: Type.Optional(
+    Type.Object({
+      agentId: Uuid(),
+      outcome: Type.String(),
+      transcript: Type.Array(
+        Type.Object({
+          role: Type.Union([Type.Literal('agent'), Type.Literal('caller')]),
+          text: Type.String(),
+          at: DateTime(),
+          latencyMs: Type.Optional(Type.Integer()),
+          interrupted: Type.Optional(Type.Boolean()),
+        }),
+      ),
+      captured: Type.Record(Type.String(), Type.String()),
+      transferTo: Nullable(Type.String()),
+      turnLatencyMs: Type.Array(Type.Integer()),
+      fee: Money(),
+    }),
+  ),
   attempts: Type.Array(
     Type.Object({
       attempt: Type.Integer(),

@@ -45,6 +45,7 @@ import {
 import type { Candidate } from '../marketplace/routing/routing.js';
 import type { Routing } from '../marketplace/routing/routing.js';
 import { checkActions, playUrls, type ActionItem } from './actions.js';
+import type { AgentCallPlan, AgentCalls } from './agent.js';
 import { createCommsCallsRepo, type ApiCallRow } from './repo.js';
 
 export interface PlaceCallInput {
@@ -56,6 +57,8 @@ export interface PlaceCallInput {
   async?: boolean | undefined;
   language?: CallLanguage | undefined;
   actions?: ActionItem[] | undefined;
+  /** The answered call is held by this AI voice agent instead of running actions. */
+  aiAgentId?: string | undefined;
 }
 
 export interface VoiceOtpInput {
@@ -115,7 +118,13 @@ export interface ApiCallsDeps {
   cdrs: CdrsService;
   /** Extends a request's idempotency lease, so a retry of a long sync call waits instead of dialling again. */
   extendLease?: ((accountId: string, key: string, seconds: number) => Promise<void>) | undefined;
+  /** AI voice agents holding calls named with `aiAgentId`; absent: such calls are refused. */
+  agents?: AgentCalls | undefined;
 }
+
+/** The per-minute agent fee for `seconds` of an answered call, every started minute counted. */
+const agentFee = (agent: AgentCallPlan, seconds: number): string =>
+  new Decimal(agent.feePerMinute).times(Math.ceil(seconds / 60)).toFixed(6);
 
 /** Seconds a call can spend before answer: three routes' setup plus ringing (the dialer's no-answer limit). */
 const SETUP_ALLOWANCE_SECONDS = 90;
@@ -409,8 +418,16 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     const problems = checkActions(actions);
     if (!isE164(input.to)) problems.unshift({ path: 'to', message: 'must be an E.164 number' });
     if (!isE164(input.from)) problems.unshift({ path: 'from', message: 'must be an E.164 number' });
+    if (input.aiAgentId !== undefined && actions.length)
+      problems.push({ path: 'actions', message: 'a call handed to an AI voice agent takes no actions' });
     if (problems.length) throw validationError(problems);
-    const maxDuration = input.maxDuration ?? 300;
+    let agent: AgentCallPlan | null = null;
+    if (input.aiAgentId !== undefined) {
+      if (!deps.agents) throw ruleError('AI voice agents are not available on this exchange');
+      agent = await deps.agents.prepare(caller.accountId, input.aiAgentId);
+    }
+    // An agent's call ends at its maxCallSeconds.
+    const maxDuration = Math.min(input.maxDuration ?? 300, agent?.maxCallSeconds ?? 3600);
     const test = caller.mode === 'test';
     // Reseller markup of a sub-account payer (none for everyone else).
     const markups = caller.parentId ? await deps.application.routeMarkups.terms(caller.accountId) : NO_MARKUP;
@@ -465,7 +482,9 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     const holdInput = {
       postingKey: `apicall:${id}:hold`,
       accountId: caller.accountId,
-      amount: holdFor(maxDuration, priced, markup),
+      amount: agent
+        ? new Decimal(holdFor(maxDuration, priced, markup)).plus(agentFee(agent, maxDuration)).toFixed(6)
+        : holdFor(maxDuration, priced, markup),
       ttlSeconds: maxDuration + 600,
       reference: 'Voice call (API)',
       relatedEntityType: 'api_call',
@@ -535,7 +554,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     }
     const liveCall: LiveApiCall = { id, holdId: hold.holdId, slots, maxDuration, current: null, stopped: false };
     live.set(id, liveCall);
-    const done = runLive(voice!, liveCall, base, input, priced, markup, engineActions(actions, audio))
+    const done = runLive(voice!, liveCall, base, input, priced, markup, engineActions(actions, audio), agent)
       .catch((err: unknown) => log.error({ err, callId: id }, 'api call failed'))
       .finally(async () => {
         live.delete(id);
@@ -680,8 +699,10 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     priced: Priced[],
     markup: Decimal,
     actions: CallAction[],
+    agent: AgentCallPlan | null = null,
   ) {
     const startedAt = clock.now();
+    let conversation: unknown = null;
     const attempts: AttemptView[] = [];
     const gathered: GatherResult[] = [];
     let rang = false;
@@ -719,6 +740,19 @@ export function createApiCallsService(deps: ApiCallsDeps) {
         inOrder('answer', () =>
           mark(base.payer, base.id, 'answered', route.routeId, at, { ...eventBase, answeredAt: at.toISOString() }),
         );
+        if (agent) {
+          script = agent
+            .converse(call)
+            .then((r) => {
+              conversation = r;
+              return call.hangup();
+            })
+            .catch((err: unknown) => {
+              log.warn({ err, callId: base.id }, 'AI agent conversation failed');
+              return call.hangup();
+            });
+          return;
+        }
         script = call
           .runActions(actions, {
             onGathered: (g) => {
@@ -774,6 +808,34 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     const finalRoute = connected?.route ?? last?.route ?? null;
     await sql.begin(async (tx) => {
       await settle(tx, base, connected?.route, charge);
+      if (agent && connected) {
+        // The agent fee is charged with the call, after the settle freed the hold that covered it.
+        const fee = agentFee(agent, duration);
+        if (new Decimal(fee).gt(0)) {
+          await ledger.charge(
+            {
+              postingKey: `apicall:${base.id}:agent-fee`,
+              accountId: base.payer,
+              sellerId: null,
+              amount: fee,
+              reference: 'AI voice agent',
+              relatedEntityType: 'api_call',
+              relatedEntityId: base.id,
+              callId: base.id,
+            },
+            tx,
+          );
+        }
+        await agent.store(tx, {
+          callId: base.id,
+          accountId: base.payer,
+          conversation,
+          durationSeconds: duration,
+          fee,
+          startedAt: connected.end.answeredAt ?? startedAt,
+          endedAt,
+        });
+      }
       const rows = attempts.map((a) =>
         cdr(
           base,
@@ -875,10 +937,11 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       return o;
     },
     /** GET /comms/calls/{id}: the caller's own call, or one of its sub-accounts' (not the other way round). */
-    async get(viewer: { accountId: string }, id: string) {
+    async get(viewer: { accountId: string }, id: string): Promise<Record<string, unknown>> {
       const r = await repo.call(id);
       if (!r || (r.accountId !== viewer.accountId && r.operatorId !== viewer.accountId)) throw notFound('Call');
-      return recordView(r);
+      const agent = r.status === 'completed' ? await deps.agents?.conversation(r.accountId, id) : null;
+      return { ...recordView(r), ...(agent ? { aiAgent: agent } : {}) };
     },
     history: (
       accountId: string,

@@ -56,6 +56,8 @@ export interface DialerDeps {
   routeUsable(accountId: string, routeId: string, kind: 'voice' | 'sms'): Promise<boolean>;
   /** Wakes the runner (a campaign started). */
   wake(): void;
+  /** Refuses (VALIDATION_ERROR on `aiAgentId`) an agent that cannot hold the account's calls. */
+  agentReady(accountId: string, agentId: string): Promise<void>;
 }
 
 /** `+44 7700-900 123` → `447700900123`. */
@@ -168,12 +170,14 @@ export function createCampaignsService(deps: DialerDeps) {
       );
     }
     if (input.aiAgentId != null) {
-      problems.push({
-        path: 'aiAgentId',
-        message: 'AI voice agents are not available on this exchange yet; give actions instead',
-      });
+      if (kind !== 'voice')
+        problems.push({ path: 'aiAgentId', message: 'only voice campaigns hand calls to an agent' });
+      const actions = input.actions ?? current?.actions ?? [];
+      if (actions.length)
+        problems.push({ path: 'aiAgentId', message: 'a campaign plays actions or hands calls to an agent, not both' });
     }
     if (problems.length) throw validationError(problems);
+    if (input.aiAgentId != null) await deps.agentReady(accountId, input.aiAgentId);
     if (input.routeId !== undefined && !(await deps.routeUsable(accountId, input.routeId, kind))) {
       throw validationError([
         { path: 'routeId', message: `not a purchased or own active ${kind} route of this account` },
@@ -210,6 +214,7 @@ export function createCampaignsService(deps: DialerDeps) {
       'maxSpend',
       'cliSetId',
       'language',
+      'aiAgentId',
     ] as const;
     for (const k of copy) if (input[k] !== undefined) f[k] = input[k];
     if (input.scheduleAt !== undefined) f['scheduleAt'] = input.scheduleAt === null ? null : new Date(input.scheduleAt);
@@ -313,8 +318,8 @@ export function createCampaignsService(deps: DialerDeps) {
           if (c.kind === 'voice' && c.totalClis === 0) {
             throw ruleError('A voice campaign needs caller IDs (cliSetId naming a caller-ID set) before it starts');
           }
-          if (c.kind === 'voice' && c.actions.length === 0) {
-            throw ruleError('A voice campaign needs actions to play when a call is answered');
+          if (c.kind === 'voice' && c.actions.length === 0 && !c.aiAgentId) {
+            throw ruleError('A voice campaign needs actions to play, or an aiAgentId, for answered calls');
           }
           if (!(await deps.routeUsable(accountId, c.routeId, c.kind))) {
             throw ruleError('The campaign route is no longer purchased or active');

@@ -17,6 +17,7 @@ import { createDialerAssistant, type AssistantDnc } from './assistant.js';
 import { createCampaignsService } from './campaigns.js';
 import { createLibraryService } from './library.js';
 import { libraryRoutes } from './library-routes.js';
+import type { AgentCalls } from '../api-calls/agent.js';
 import { createDialerRepo, type CampaignRow } from './repo.js';
 import { campaignRoutes } from './routes.js';
 import { createCampaignRunner, type Outcome, type Payer } from './runner.js';
@@ -39,6 +40,8 @@ export function buildDialerModule(
     dnc: AssistantDnc & { blockedAmong(accountId: string, numbers: string[]): Promise<Set<string>> };
     /** The `[ai]` chat model (null when not configured), for the dialer assistant. */
     chat: ChatProvider | null;
+    /** AI voice agents that hold campaign calls (`aiAgentId`). */
+    agents: AgentCalls;
   },
 ) {
   const { sql, clock, config } = core;
@@ -77,6 +80,7 @@ export function buildDialerModule(
       return routes.some((r) => r.routeId === routeId);
     },
     wake: () => runnerWake(),
+    agentReady: async (accountId, agentId) => void (await deps.agents.prepare(accountId, agentId)),
   });
 
   const runner = createCampaignRunner({

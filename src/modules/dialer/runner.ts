@@ -40,7 +40,16 @@ export interface RunnerDeps {
   /** Places an asynchronous call (POST /comms/calls semantics); a test payer's call is simulated and final at once. */
   placeCall(
     payer: Payer,
-    input: { to: string; from: string; routeId: string; maxDuration: number; language: string; actions: unknown[] },
+    input: {
+      to: string;
+      from: string;
+      routeId: string;
+      maxDuration: number;
+      language: string;
+      actions: unknown[];
+      /** The agent that holds answered calls instead of actions. */
+      aiAgentId?: string | undefined;
+    },
   ): Promise<{ callId: string; final: Outcome | null }>;
   /** The call's outcome once it ended, else null. */
   callOutcome(accountId: string, callId: string): Promise<Outcome | null>;
@@ -75,6 +84,18 @@ const CLAIM_EVERY_MS = 5000;
 const LIMIT_RETRY_MS = 3000;
 
 const startOfUtcDay = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
+
+/**
+ * The start a paced campaign's next interval counts from: the slot this call was due in when it
+ * started within one interval of it (a tick or a slow query late), so lateness does not add up
+ * over the campaign and the mean gap stays `callInterval`; after a longer stop (paused, outside the
+ * window, no number due) the actual start.
+ */
+export function paceFrom(lastStart: number, startedAt: number, interval: number): number {
+  if (interval <= 0) return startedAt;
+  const due = lastStart + interval;
+  return startedAt >= due && startedAt - due < interval ? due : startedAt;
+}
 
 /**
  * Runs the campaigns of the account base: claims running campaigns for this daemon, places calls
@@ -205,7 +226,8 @@ export function createCampaignRunner(deps: RunnerDeps) {
         routeId: c.routeId,
         maxDuration: c.maxCallDuration,
         language: c.language,
-        actions: c.actions,
+        actions: c.aiAgentId ? [] : c.actions,
+        ...(c.aiAgentId ? { aiAgentId: c.aiAgentId } : {}),
       });
       f.callId = placed.callId;
       if (placed.final) await record(c, r, f, placed.final);
@@ -419,7 +441,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
         pollAt: Number.POSITIVE_INFINITY,
       };
       r.inFlight.set(claim.id, f);
-      r.lastStart = claimedAt.getTime();
+      r.lastStart = paceFrom(r.lastStart, claimedAt.getTime(), c.callInterval);
       const camp = c;
       track(
         launch(camp, r, f).catch((err: unknown) =>

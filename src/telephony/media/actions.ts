@@ -18,6 +18,8 @@ export interface ActionMedia {
   play(audio: Uint8Array): Promise<{ interrupted: boolean }>;
   stop(): void;
   onDtmf(listener: (key: DtmfKey) => void): () => void;
+  /** The far end's voice frames in `codec`; absent where the engine cannot hand audio out. */
+  onAudio?(listener: (frame: Uint8Array) => void): () => void;
 }
 
 /** Turns prompts into G.711 in the stream's codec. */

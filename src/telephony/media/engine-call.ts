@@ -111,6 +111,14 @@ export function engineCall(p: EngineCallParts): EngineCall {
     async pause(seconds) {
       await run([{ pause: seconds }]);
     },
+    listen(listener) {
+      const media = p.media();
+      if (!media.onAudio) throw new MediaError('MEDIA_UNSUPPORTED', 'this media engine cannot hand out call audio');
+      return media.onAudio((frame) => listener(frame, media.codec));
+    },
+    interrupt() {
+      if (p.state() === 'answered') p.media().stop();
+    },
     runActions: (actions, opts) => run(actions, opts?.onGathered),
     hangup: () =>
       p.state() === 'answered'

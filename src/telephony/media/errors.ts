@@ -10,7 +10,8 @@ export type MediaErrorCode =
   | 'MEDIA_BAD_LANGUAGE'
   | 'MEDIA_DOWNLOAD_REFUSED'
   | 'MEDIA_DOWNLOAD_FAILED'
-  | 'MEDIA_POOL_CLOSED';
+  | 'MEDIA_POOL_CLOSED'
+  | 'MEDIA_UNSUPPORTED';
 
 export class MediaError extends Error {
   readonly code: MediaErrorCode;

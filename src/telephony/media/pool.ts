@@ -53,6 +53,11 @@ export interface MediaSession {
   onDtmf(listener: (key: DtmfKey) => void): () => void;
   /** Called once when no RTP has arrived for the configured time. */
   onTimeout(listener: () => void): () => void;
+  /**
+   * Subscribes to the far end's voice frames (G.711 in `codec`, one RTP payload each); the worker
+   * forwards them only while someone listens. Returns an unsubscribe function.
+   */
+  onAudio(listener: (frame: Uint8Array) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -96,6 +101,7 @@ interface SessionHandlers {
   played(playId: number, interrupted: boolean): void;
   dtmfSent(requestId: number): void;
   dtmf(key: DtmfKey): void;
+  audio(payload: Uint8Array): void;
   timeout(): void;
   closed(): void;
 }
@@ -212,6 +218,9 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
       case 'dtmf':
         h.dtmf(msg.key);
         break;
+      case 'audio':
+        h.audio(msg.payload);
+        break;
       case 'timeout':
         h.timeout();
         break;
@@ -231,6 +240,7 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
     const dtmfWaiters = new Map<number, () => void>();
     const dtmfListeners = new Set<(key: DtmfKey) => void>();
     const timeoutListeners = new Set<() => void>();
+    const audioListeners = new Set<(frame: Uint8Array) => void>();
     let onClosed: (() => void) | null = null;
     let sessionClosed = false;
     let codec: G711Codec = requested;
@@ -253,6 +263,9 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
         },
         dtmf: (key) => {
           for (const l of dtmfListeners) l(key);
+        },
+        audio: (payload) => {
+          for (const l of audioListeners) l(payload);
         },
         timeout: () => {
           for (const l of timeoutListeners) l();
@@ -325,6 +338,14 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
         timeoutListeners.add(listener);
         return () => timeoutListeners.delete(listener);
       },
+      onAudio(listener) {
+        if (audioListeners.size === 0 && !sessionClosed) send({ type: 'listen', sessionId: id, on: true });
+        audioListeners.add(listener);
+        return () => {
+          if (!audioListeners.delete(listener) || audioListeners.size > 0 || sessionClosed) return;
+          send({ type: 'listen', sessionId: id, on: false });
+        };
+      },
       close() {
         if (sessionClosed) return Promise.resolve();
         sessionClosed = true;
@@ -334,6 +355,7 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
             plays.clear();
             dtmfListeners.clear();
             timeoutListeners.clear();
+            audioListeners.clear();
             resolve();
           };
           send({ type: 'close', sessionId: id });

@@ -28,6 +28,8 @@ export type ToWorker =
   | { type: 'stop'; sessionId: number }
   | { type: 'dtmf'; sessionId: number; requestId: number; keys: string; durationMs: number }
   | { type: 'close'; sessionId: number }
+  /** Forward (or stop forwarding) the caller's voice frames to the main thread (AI agents listen). */
+  | { type: 'listen'; sessionId: number; on: boolean }
   | { type: 'stats'; requestId: number }
   | { type: 'reset-stats'; requestId: number }
   | { type: 'relay-open'; relayId: number; timeoutMs: number | null }
@@ -61,6 +63,8 @@ export type FromWorker =
   | { type: 'dtmf'; sessionId: number; key: DtmfKey }
   | { type: 'timeout'; sessionId: number }
   | { type: 'closed'; sessionId: number }
+  /** One received voice packet's payload, in the session's codec (only while listening). */
+  | { type: 'audio'; sessionId: number; payload: Uint8Array }
   | { type: 'stats'; requestId: number; stats: WorkerStats }
   | { type: 'relay-opened'; relayId: number; callerPort: number; calleePort: number }
   | { type: 'relay-open-failed'; relayId: number; message: string }

@@ -68,6 +68,8 @@ interface Session {
   timeoutNs: bigint;
   timedOut: boolean;
   closed: boolean;
+  /** Voice payloads go to the main thread (an AI agent listens to the caller). */
+  listening: boolean;
 }
 
 const config = workerData as RtpWorkerData;
@@ -186,6 +188,7 @@ async function open(sessionId: number, codec: G711Codec, rtpTimeoutMs: number | 
     timeoutNs: rtpTimeoutMs === null ? timeoutNs : BigInt(Math.round(rtpTimeoutMs * 1e6)),
     timedOut: false,
     closed: false,
+    listening: false,
   };
   bound.socket.on('message', (msg, rinfo) => receive(session, msg, rinfo.address));
   bound.socket.on('error', (err) => post({ type: 'error', message: `session ${sessionId} socket: ${err.message}` }));
@@ -204,6 +207,8 @@ function receive(session: Session, msg: Buffer, from: string): void {
   session.lastReceived = process.hrtime.bigint();
   if (packet.payloadType === session.eventPt)
     session.receiver.handle(packet.sequence, packet.timestamp, packet.payload);
+  else if (session.listening && packet.payloadType === session.payloadType)
+    post({ type: 'audio', sessionId: session.id, payload: packet.payload.slice() });
 }
 
 function finishPlayback(session: Session, item: Playback, interrupted: boolean): void {
@@ -409,6 +414,11 @@ port.on('message', (msg: ToWorker) => {
     case 'close':
       closeSession(msg.sessionId);
       break;
+    case 'listen': {
+      const s = sessions.get(msg.sessionId);
+      if (s) s.listening = msg.on;
+      break;
+    }
     case 'relay-open':
       void relays.open(msg.relayId, msg.timeoutMs);
       break;

@@ -3,7 +3,7 @@
  * behaviour, the failover rule; "Call" resource; ARCHITECTURE "The call path").
  */
 import { createHash, randomInt } from 'node:crypto';
-import type { Decimal } from 'decimal.js';
+import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Db, Sql } from '../../db/connection.js';

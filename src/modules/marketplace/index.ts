@@ -21,6 +21,8 @@ import { accessRoutes } from './access/routes.js';
 import { messagesRoutes } from './messages/routes.js';
 import { createSheetReads } from './rate-sheets/reads.js';
 import { rateSheetRoutes } from './rate-sheets/routes.js';
+import { createSheetTools } from './rate-sheets/tools.js';
+import { sheetToolRoutes } from './rate-sheets/tools-routes.js';
 import { reportsRoutes } from './reports/routes.js';
 import { createReportsService } from './reports/service.js';
 import { createMessagesService } from './messages/service.js';
@@ -105,6 +107,10 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
     { name: 'route-reports', routes: reportsRoutes(reports) },
     { name: 'listing-lifecycle', routes: lifecycleRoutes(createListingLifecycle({ ...core, routes, routingCache })) },
     { name: 'rate-sheets', routes: rateSheetRoutes(routes, createSheetReads({ ...core, routes })) },
+    {
+      name: 'rate-sheet-tools',
+      routes: sheetToolRoutes(routes, createSheetTools({ ...core, routes }), core.config.rate_sheets.async_rows),
+    },
     {
       name: 'offers',
       routes: offersRoutes(offers),

@@ -87,6 +87,22 @@ export async function findJob(db: Db, routeId: string, jobId: string, sellerId: 
   return row === undefined ? undefined : present(row);
 }
 
+/** The seller's upload jobs of a route, newest first; offset-paged. */
+export async function listJobs(db: Db, routeId: string, sellerId: string, q: { limit: number; offset: number }) {
+  const rows = await db<(JobRow & { total: string })[]>`
+    select id, route_id, status, rows_total, rows_parsed, rows_loaded, error_count, errors, result, created_at, finished_at,
+      count(*) over () as total
+    from rate_sheet_jobs
+    where route_id = ${routeId} and account_id = ${sellerId}
+    order by id desc limit ${q.limit} offset ${q.offset}`;
+  return {
+    rows: rows.map(present),
+    total: rows.length === 0 ? 0 : Number(rows[0]!.total),
+    limit: q.limit,
+    offset: q.offset,
+  };
+}
+
 export interface JobProgress {
   status?: SheetJobStatus;
   rowsTotal?: number;

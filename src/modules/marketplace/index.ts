@@ -14,6 +14,8 @@ import type { QualitySource } from './routing/routing.js';
 import { createRoutesService, type SipProbe } from './listings/service.js';
 import { createListingLifecycle } from './listings/lifecycle.js';
 import { lifecycleRoutes } from './listings/lifecycle-routes.js';
+import { createSellerTools } from './listings/seller-tools.js';
+import { sellerToolRoutes } from './listings/seller-tools-routes.js';
 import { createBlendCache } from './blends/blend-cache.js';
 import { blendsRoutes } from './blends/routes.js';
 import { createBlendsService } from './blends/service.js';
@@ -80,6 +82,7 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
   const access = createAccessService({ ...core, routes, routingCache });
   const messages = createMessagesService({ ...core, routes });
   const reports = createReportsService({ ...core, routes, routingCache });
+  const lifecycle = createListingLifecycle({ ...core, routes, routingCache });
   const modules: Module[] = [
     {
       name: 'marketplace',
@@ -105,7 +108,11 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
     { name: 'route-access', routes: accessRoutes(access) },
     { name: 'route-messages', routes: messagesRoutes(messages) },
     { name: 'route-reports', routes: reportsRoutes(reports) },
-    { name: 'listing-lifecycle', routes: lifecycleRoutes(createListingLifecycle({ ...core, routes, routingCache })) },
+    { name: 'listing-lifecycle', routes: lifecycleRoutes(lifecycle) },
+    {
+      name: 'seller-tools',
+      routes: sellerToolRoutes(createSellerTools({ ...core, routes, routingCache }), routes, lifecycle, core),
+    },
     { name: 'rate-sheets', routes: rateSheetRoutes(routes, createSheetReads({ ...core, routes })) },
     {
       name: 'rate-sheet-tools',

@@ -6,6 +6,7 @@ import type { Clock } from '../../../platform/clock.js';
 import { buyerRate, toMoney } from '../../../rating/index.js';
 import type { RoutingCache } from '../routing/routing-cache.js';
 import { normaliseNumber } from '../routing/routing.js';
+import { salesColumns } from './quality.js';
 import * as repo from './repo.js';
 import { MAX_BULK_ROUTES, platformFeeFrom } from './service.js';
 import type { RoutesService } from './service.js';
@@ -223,12 +224,7 @@ export function createSellerTools(deps: {
       const rows = await sql<
         { day: Date; calls: number; answered: number; billedSeconds: string; messages: number; revenue: string }[]
       >`
-        select date_trunc('day', created_at, 'UTC') as day,
-          count(*) filter (where kind = 'voice')::int as calls,
-          count(*) filter (where kind = 'voice' and billed_seconds > 0)::int as answered,
-          coalesce(sum(billed_seconds) filter (where kind = 'voice'), 0)::text as billed_seconds,
-          coalesce(sum(segments) filter (where kind = 'sms'), 0)::int as messages,
-          coalesce(sum(seller_credit), 0)::numeric(20,6)::text as revenue
+        select date_trunc('day', created_at, 'UTC') as day, ${salesColumns(sql)}
         from cdrs
         where seller_id = ${sellerId} and created_at >= ${since} and not is_probe and not simulated and route_id is not null
           ${q.routeId === undefined ? sql`` : sql`and route_id = ${q.routeId}`}

@@ -154,6 +154,22 @@ const MEASURED_SORTS: ReadonlySet<RouteSort> = new Set(ROUTE_SORTS.slice(4));
 export type ListFilterIn = Omit<repo.ListFilter, 'sort'> & { sort: RouteSort };
 
 /** The platform fee as configured in `[billing]`. */
+/** A row in force (or of a snapshot) as an entry of a new sheet that keeps it as it is. */
+export const liveEntry = (r: {
+  prefix: string;
+  mccMnc: string;
+  destination: string;
+  rate: string;
+  increment: string;
+}): NewSheetEntry => ({
+  prefix: r.prefix,
+  destination: r.destination,
+  rate: r.rate,
+  increment: parseIncrement(r.increment)!,
+  mccMnc: r.mccMnc === '' ? null : r.mccMnc,
+  effectiveAt: null,
+});
+
 export function platformFeeFrom(config: Readonly<Config>): PlatformFee {
   const b = config.billing;
   if (b.platform_fee_mode === 'percent') return createPlatformFee({ kind: 'percent', percent: b.platform_fee_percent });
@@ -343,14 +359,7 @@ export function createRoutesService(deps: {
     for (let i = 0; i < live.length; i++) {
       const r = live[i]!;
       idByKey.set(`${r.prefix}|${r.mccMnc}`, r.id);
-      active.push({
-        prefix: r.prefix,
-        destination: r.destination,
-        rate: r.rate,
-        increment: parseIncrement(r.increment)!,
-        mccMnc: r.mccMnc === '' ? null : r.mccMnc,
-        effectiveAt: null,
-      });
+      active.push(liveEntry(r));
       if (i % STEP_ITEMS === STEP_ITEMS - 1) yield;
     }
     const plan = yield* planRateChangesSteps(active, rows, {

@@ -2,10 +2,8 @@ import type { Db, Sql } from '../../../db/connection.js';
 import { AppError } from '../../../http/errors.js';
 import type { SheetError } from '../../../rating/index.js';
 
-/** What an applied sheet changed (the 200 answer of a small upload, a completed job's `result`). */
-export interface UploadSummary {
-  routeId: string;
-  version: number;
+/** What a change of a sheet did, row by row (uploads, jobs and sheet versions). */
+export interface SheetChangeCounts {
   rows: number;
   increases: number;
   decreases: number;
@@ -14,6 +12,12 @@ export interface UploadSummary {
   updates: number;
   unchanged: number;
   scheduledChanges: number;
+}
+
+/** What an applied sheet changed (the 200 answer of a small upload, a completed job's `result`). */
+export interface UploadSummary extends SheetChangeCounts {
+  routeId: string;
+  version: number;
 }
 
 export type SheetJobStatus = 'queued' | 'parsing' | 'loading' | 'completed' | 'failed';

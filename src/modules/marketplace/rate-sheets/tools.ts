@@ -3,11 +3,11 @@ import type { Sql } from '../../../db/connection.js';
 import { notFound, ruleError, validationError } from '../../../http/errors.js';
 import { networkFor, networkName, networksUnder } from '../../../messaging/network.js';
 import type { Clock } from '../../../platform/clock.js';
-import { parseIncrement } from '../../../rating/index.js';
 import type { NewSheetEntry } from '../../../rating/index.js';
 import type { LiveRateRow } from '../listings/repo.js';
+import { liveEntry } from '../listings/service.js';
 import type { RoutesService, SheetUpload } from '../listings/service.js';
-import { listJobs } from './sheet-jobs.js';
+import { listJobs, type SheetChangeCounts } from './sheet-jobs.js';
 
 /** Rows one row edit or removal may name. */
 export const MAX_ROW_EDITS = 1000;
@@ -56,16 +56,6 @@ interface SnapshotRow {
   increment: string;
 }
 
-const entry = (r: { prefix: string; mccMnc: string; destination: string; rate: string; increment: string }) =>
-  ({
-    prefix: r.prefix,
-    destination: r.destination,
-    rate: r.rate,
-    increment: parseIncrement(r.increment)!,
-    mccMnc: r.mccMnc === '' ? null : r.mccMnc,
-    effectiveAt: null,
-  }) satisfies NewSheetEntry;
-
 const keyOf = (prefix: string, mccMnc: string | null) => `${prefix}|${mccMnc ?? ''}`;
 
 /**
@@ -90,18 +80,10 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
     return r;
   };
 
-  interface VersionRow {
+  interface VersionRow extends SheetChangeCounts {
     number: number;
     kind: string;
     createdAt: Date;
-    rows: number;
-    increases: number;
-    decreases: number;
-    newDestinations: number;
-    removals: number;
-    updates: number;
-    unchanged: number;
-    scheduledChanges: number;
     firstScheduledAt: Date | null;
     restoredFrom: number | null;
   }
@@ -141,7 +123,7 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
       sellerId,
       routeId,
       (live: LiveRateRow[]) => {
-        const byKey = new Map(live.map((r) => [keyOf(r.prefix, r.mccMnc === '' ? null : r.mccMnc), entry(r)]));
+        const byKey = new Map(live.map((r) => [keyOf(r.prefix, r.mccMnc === '' ? null : r.mccMnc), liveEntry(r)]));
         change(byKey);
         return [...byKey.values()];
       },
@@ -258,7 +240,7 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
     async restore(sellerId: string, routeId: string, number: number, increaseEffectiveAt?: string) {
       await own(routeId, sellerId);
       const v = await findVersion(routeId, number);
-      const rows = (await snapshot(routeId, v.createdAt)).map(entry);
+      const rows = (await snapshot(routeId, v.createdAt)).map(liveEntry);
       return routes.applySheet(sellerId, routeId, () => rows, {
         kind: 'restore',
         restoredFrom: number,

@@ -240,12 +240,18 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
     async restore(sellerId: string, routeId: string, number: number, increaseEffectiveAt?: string) {
       await own(routeId, sellerId);
       const v = await findVersion(routeId, number);
-      const rows = (await snapshot(routeId, v.createdAt)).map(liveEntry);
-      return routes.applySheet(sellerId, routeId, () => rows, {
-        kind: 'restore',
-        restoredFrom: number,
-        ...(increaseEffectiveAt === undefined ? {} : { increaseEffectiveAt }),
-      });
+      // A restored sheet can be as large as any upload: it takes an upload slot (429 when none is free).
+      const release = routes.acquireUploadSlot(sellerId);
+      try {
+        const rows = (await snapshot(routeId, v.createdAt)).map(liveEntry);
+        return await routes.applySheet(sellerId, routeId, () => rows, {
+          kind: 'restore',
+          restoredFrom: number,
+          ...(increaseEffectiveAt === undefined ? {} : { increaseEffectiveAt }),
+        });
+      } finally {
+        release();
+      }
     },
 
     /** Adds or changes rows (by prefix and network), leaving every other row as it is. */

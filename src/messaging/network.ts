@@ -45,3 +45,27 @@ export function networkFor(e164: string): NetworkInfo | null {
   shipped ??= createNetworkLookup(ranges as unknown as NetworkRangeData);
   return shipped.networkFor(e164);
 }
+
+let byCode: Map<string, string> | null = null;
+
+/** The networks whose number ranges start with `prefix` (a country calling code), one per MCC-MNC, by name. */
+export function networksUnder(prefix: string): Array<{ mccMnc: string; name: string }> {
+  const data = ranges as unknown as NetworkRangeData;
+  const seen = new Map<string, string>();
+  for (const [p, idx] of Object.entries(data.prefixes)) {
+    if (!p.startsWith(prefix)) continue;
+    const n = data.networks[idx];
+    if (n?.[0] && !seen.has(n[0])) seen.set(n[0], n[1]);
+  }
+  return [...seen].map(([mccMnc, name]) => ({ mccMnc, name })).sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** A network's name by its MCC-MNC, or null when the shipped ranges do not name it. */
+export function networkName(mccMnc: string): string | null {
+  if (byCode === null) {
+    byCode = new Map();
+    for (const [code, name] of (ranges as unknown as NetworkRangeData).networks)
+      if (code !== null && !byCode.has(code)) byCode.set(code, name);
+  }
+  return byCode.get(mccMnc) ?? null;
+}

@@ -14,6 +14,8 @@ import type { QualitySource } from './routing/routing.js';
 import { createRoutesService, type SipProbe } from './listings/service.js';
 import { createListingLifecycle } from './listings/lifecycle.js';
 import { lifecycleRoutes } from './listings/lifecycle-routes.js';
+import { createSellerTools } from './listings/seller-tools.js';
+import { sellerToolRoutes } from './listings/seller-tools-routes.js';
 import { createBlendCache } from './blends/blend-cache.js';
 import { blendsRoutes } from './blends/routes.js';
 import { createBlendsService } from './blends/service.js';
@@ -21,6 +23,8 @@ import { accessRoutes } from './access/routes.js';
 import { messagesRoutes } from './messages/routes.js';
 import { createSheetReads } from './rate-sheets/reads.js';
 import { rateSheetRoutes } from './rate-sheets/routes.js';
+import { createSheetTools } from './rate-sheets/tools.js';
+import { sheetToolRoutes } from './rate-sheets/tools-routes.js';
 import { reportsRoutes } from './reports/routes.js';
 import { createReportsService } from './reports/service.js';
 import { createMessagesService } from './messages/service.js';
@@ -78,6 +82,7 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
   const access = createAccessService({ ...core, routes, routingCache });
   const messages = createMessagesService({ ...core, routes });
   const reports = createReportsService({ ...core, routes, routingCache });
+  const lifecycle = createListingLifecycle({ ...core, routes, routingCache });
   const modules: Module[] = [
     {
       name: 'marketplace',
@@ -103,8 +108,16 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
     { name: 'route-access', routes: accessRoutes(access) },
     { name: 'route-messages', routes: messagesRoutes(messages) },
     { name: 'route-reports', routes: reportsRoutes(reports) },
-    { name: 'listing-lifecycle', routes: lifecycleRoutes(createListingLifecycle({ ...core, routes, routingCache })) },
+    { name: 'listing-lifecycle', routes: lifecycleRoutes(lifecycle) },
+    {
+      name: 'seller-tools',
+      routes: sellerToolRoutes(createSellerTools({ ...core, routes, routingCache }), routes, lifecycle, core),
+    },
     { name: 'rate-sheets', routes: rateSheetRoutes(routes, createSheetReads({ ...core, routes })) },
+    {
+      name: 'rate-sheet-tools',
+      routes: sheetToolRoutes(routes, createSheetTools({ ...core, routes }), core.config.rate_sheets.async_rows),
+    },
     {
       name: 'offers',
       routes: offersRoutes(offers),

@@ -315,16 +315,19 @@ export async function cdrEvidence(
 }
 
 /** A seller's traffic per own route since `since`: what buyers bought of it (never who). */
+/** A seller's traffic and credit over a set of cdrs rows: calls, answered, billed seconds, messages, revenue. */
+export const salesColumns = (sql: Sql) => sql`
+  count(*) filter (where kind = 'voice')::int as calls,
+  count(*) filter (where kind = 'voice' and billed_seconds > 0)::int as answered,
+  coalesce(sum(billed_seconds) filter (where kind = 'voice'), 0)::text as billed_seconds,
+  coalesce(sum(segments) filter (where kind = 'sms'), 0)::int as messages,
+  coalesce(sum(seller_credit), 0)::numeric(20,6)::text as revenue`;
+
 export async function sellerSales(sql: Sql, sellerId: string, since: Date) {
   return sql<
     { routeId: string; calls: number; answered: number; billedSeconds: string; messages: number; revenue: string }[]
   >`
-    select route_id,
-      count(*) filter (where kind = 'voice')::int as calls,
-      count(*) filter (where kind = 'voice' and billed_seconds > 0)::int as answered,
-      coalesce(sum(billed_seconds) filter (where kind = 'voice'), 0)::text as billed_seconds,
-      coalesce(sum(segments) filter (where kind = 'sms'), 0)::int as messages,
-      coalesce(sum(seller_credit), 0)::numeric(20,6)::text as revenue
+    select route_id, ${salesColumns(sql)}
     from cdrs
     where seller_id = ${sellerId} and created_at >= ${since} and not is_probe and not simulated and route_id is not null
     group by route_id`;

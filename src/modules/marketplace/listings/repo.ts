@@ -593,3 +593,30 @@ export async function listingHealth(sql: Sql, sellerId: string, at: Date) {
     where r.seller_id = ${sellerId} and r.status <> 'deleted'
     order by r.id desc limit 10000`;
 }
+
+export type SheetVersionKind = 'upload' | 'flat' | 'rows' | 'restore' | 'bulk';
+
+/** Numbers and records a change of the sheet, under the deck's lock (the caller holds it). */
+export async function recordSheetVersion(
+  tx: Db,
+  routeId: string,
+  v: {
+    kind: SheetVersionKind;
+    at: Date;
+    rows: number;
+    counts: { increase: number; decrease: number; new: number; removal: number; update: number; unchanged: number };
+    scheduled: number;
+    firstScheduledAt: Date | null;
+    restoredFrom: number | null;
+  },
+): Promise<number> {
+  const [row] = await tx<{ number: number }[]>`
+    insert into rate_sheet_versions (route_id, number, kind, created_at, rows, increases, decreases, new_destinations,
+      removals, updates, unchanged, scheduled_changes, first_scheduled_at, restored_from)
+    select ${routeId}, coalesce(max(number), 0) + 1, ${v.kind}, ${v.at}, ${v.rows}, ${v.counts.increase}, ${v.counts.decrease},
+      ${v.counts.new}, ${v.counts.removal}, ${v.counts.update}, ${v.counts.unchanged}, ${v.scheduled}, ${v.firstScheduledAt},
+      ${v.restoredFrom}
+    from rate_sheet_versions where route_id = ${routeId}
+    returning number`;
+  return row!.number;
+}

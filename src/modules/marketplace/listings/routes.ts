@@ -192,6 +192,9 @@ const RateRow = Type.Object({
 const UploadResult = Type.Object({
   routeId: Uuid(),
   version: Type.Integer(),
+  sheetVersion: Type.Optional(
+    Type.Integer({ description: 'the sheet version this change made (GET /routes/{id}/rates/versions)' }),
+  ),
   rows: Type.Integer(),
   increases: Type.Integer(),
   decreases: Type.Integer(),
@@ -201,6 +204,9 @@ const UploadResult = Type.Object({
   unchanged: Type.Integer(),
   scheduledChanges: Type.Integer({ description: 'increases and removals waiting for their effective time' }),
 });
+
+/** The result of a sheet change (uploads, flat changes, row edits, restores). */
+export const UploadResultSchema = UploadResult;
 
 const SheetJob = Type.Object({
   jobId: Uuid(),
@@ -662,7 +668,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
       {
         config: { access: READ },
         schema: {
-          tags: TAGS,
+          tags: ['Rate sheets'],
           summary: 'Progress and outcome of a large rate sheet upload (own routes)',
           params: Type.Object({ id: Uuid(), jobId: Uuid() }),
           response: { 200: Ok(SheetJob) },

@@ -30,7 +30,7 @@ import { emit } from '../../../webhooks/emit.js';
 import * as jobs from '../rate-sheets/sheet-jobs.js';
 import type { SheetJob } from '../rate-sheets/sheet-jobs.js';
 import * as repo from './repo.js';
-import type { EndpointRow, RouteRow } from './repo.js';
+import type { EndpointRow, RouteRow, SheetVersionKind } from './repo.js';
 import { createDeckCache } from '../routing/deck-cache.js';
 import type { DeckCache } from '../routing/deck-cache.js';
 import type { QualitySource } from '../routing/smart-routing.js';
@@ -154,6 +154,22 @@ const MEASURED_SORTS: ReadonlySet<RouteSort> = new Set(ROUTE_SORTS.slice(4));
 export type ListFilterIn = Omit<repo.ListFilter, 'sort'> & { sort: RouteSort };
 
 /** The platform fee as configured in `[billing]`. */
+/** A row in force (or of a snapshot) as an entry of a new sheet that keeps it as it is. */
+export const liveEntry = (r: {
+  prefix: string;
+  mccMnc: string;
+  destination: string;
+  rate: string;
+  increment: string;
+}): NewSheetEntry => ({
+  prefix: r.prefix,
+  destination: r.destination,
+  rate: r.rate,
+  increment: parseIncrement(r.increment)!,
+  mccMnc: r.mccMnc === '' ? null : r.mccMnc,
+  effectiveAt: null,
+});
+
 export function platformFeeFrom(config: Readonly<Config>): PlatformFee {
   const b = config.billing;
   if (b.platform_fee_mode === 'percent') return createPlatformFee({ kind: 'percent', percent: b.platform_fee_percent });
@@ -343,14 +359,7 @@ export function createRoutesService(deps: {
     for (let i = 0; i < live.length; i++) {
       const r = live[i]!;
       idByKey.set(`${r.prefix}|${r.mccMnc}`, r.id);
-      active.push({
-        prefix: r.prefix,
-        destination: r.destination,
-        rate: r.rate,
-        increment: parseIncrement(r.increment)!,
-        mccMnc: r.mccMnc === '' ? null : r.mccMnc,
-        effectiveAt: null,
-      });
+      active.push(liveEntry(r));
       if (i % STEP_ITEMS === STEP_ITEMS - 1) yield;
     }
     const plan = yield* planRateChangesSteps(active, rows, {
@@ -433,7 +442,7 @@ export function createRoutesService(deps: {
     route: RouteRow,
     next: (live: repo.LiveRateRow[]) => Steps<readonly NewSheetEntry[]>,
     increaseAt: Date | null,
-    load: Slicing & { onLoaded?: (rows: number) => void } = {},
+    load: Slicing & { onLoaded?: (rows: number) => void; kind?: SheetVersionKind; restoredFrom?: number } = {},
   ) => {
     const routeId = route.id;
     const now = clock.now();
@@ -443,13 +452,26 @@ export function createRoutesService(deps: {
       const { write, counts } = await runSliced(planWrite(route, live, rows, now, increaseAt), { sliceMs, ...load });
       const version = await repo.writeDeck(tx, routeId, write, now, rows.length, load);
       await noticeBuyers(tx, route, write.changes);
-      return { version, counts, scheduled: write.changes.length, rows: rows.length };
+      const sheetVersion = await repo.recordSheetVersion(tx, routeId, {
+        kind: load.kind ?? 'upload',
+        at: now,
+        rows: rows.length,
+        counts,
+        scheduled: write.changes.length,
+        firstScheduledAt: write.changes.reduce<Date | null>(
+          (m, c) => (m === null || c.effectiveAt < m ? c.effectiveAt : m),
+          null,
+        ),
+        restoredFrom: load.restoredFrom ?? null,
+      });
+      return { version, sheetVersion, counts, scheduled: write.changes.length, rows: rows.length };
     });
     await decks.reload(routeId);
     log.info({ routeId, rows: result.rows, version: result.version }, 'rate sheet applied');
     return {
       routeId,
       version: Number(result.version),
+      sheetVersion: result.sheetVersion,
       rows: result.rows,
       increases: result.counts.increase,
       decreases: result.counts.decrease,
@@ -920,7 +942,40 @@ export function createRoutesService(deps: {
           return rows;
         },
         increaseAt,
+        { kind: 'flat' },
       );
+    },
+
+    /**
+     * Applies a sheet made from the rows in force (`next` gets them, returns the whole new sheet)
+     * to an own route under the same rules as an upload: row edits, restores and bulk uploads.
+     */
+    async applySheet(
+      sellerId: string,
+      routeId: string,
+      next: (live: repo.LiveRateRow[]) => readonly NewSheetEntry[],
+      o: { increaseEffectiveAt?: string; kind: SheetVersionKind; restoredFrom?: number },
+    ) {
+      const route = await repo.findOwnRoute(sql, routeId, sellerId);
+      if (route === undefined) throw notFound('Route');
+      const increaseAt = parseWhen(o.increaseEffectiveAt);
+      return applyPlan(
+        route,
+        // eslint-disable-next-line require-yield
+        function* (live) {
+          return next(live);
+        },
+        increaseAt,
+        { kind: o.kind, ...(o.restoredFrom === undefined ? {} : { restoredFrom: o.restoredFrom }) },
+      );
+    },
+
+    /** Parses rows given as an upload's JSON rows against an own route (for row edits and bulk uploads). */
+    async parseRows(sellerId: string, routeId: string, upload: SheetUpload) {
+      const route = await repo.findOwnRoute(sql, routeId, sellerId);
+      if (route === undefined) throw notFound('Route');
+      const sheet = await parseSheet(route, sheetSource(upload), {});
+      return { route, rows: sheet.rows, errors: sheet.errors };
     },
 
     async rates(routeId: string, viewerId: string, q: { prefix?: string; limit: number; offset: number }) {
@@ -1040,6 +1095,71 @@ export function createRoutesService(deps: {
       // The call path's endpoint cache: this daemon's next call sees it, not only after NOTIFY.
       deps.routingCache?.routeChanged(route.id);
       return endpointView(e);
+    },
+
+    /** The seller's saved SIP endpoints (every own voice route, or one), by route and priority; offset-paged. */
+    async listEndpoints(sellerId: string, q: { routeId?: string; limit: number; offset: number }) {
+      const rows = await sql<(EndpointRow & { total: string })[]>`
+        select e.id, e.route_id, e.host, e.port, e.transport, e.tech_prefix, e.username, e.password, e.priority, e.weight,
+          e.label, count(*) over () as total
+        from route_endpoints e join routes r on r.id = e.route_id
+        where r.seller_id = ${sellerId} and r.status <> 'deleted' ${q.routeId ? sql`and r.id = ${q.routeId}` : sql``}
+        order by r.id, e.priority, e.id limit ${q.limit} offset ${q.offset}`;
+      return {
+        rows: rows.map(endpointView),
+        total: rows.length === 0 ? 0 : Number(rows[0]!.total),
+        limit: q.limit,
+        offset: q.offset,
+      };
+    },
+
+    async getEndpoint(sellerId: string, id: string) {
+      const e = await repo.findOwnEndpoint(sql, id, sellerId);
+      if (e === undefined) throw notFound('Endpoint');
+      return endpointView(e);
+    },
+
+    /**
+     * One saved endpoint checked as the bulk operations check theirs: its address through the
+     * outbound guard, then one SIP OPTIONS (`method` `options`; `form` when the SIP plane is not running).
+     */
+    async probeEndpoint(sellerId: string, id: string) {
+      const e = await repo.findOwnEndpoint(sql, id, sellerId);
+      if (e === undefined) throw notFound('Endpoint');
+      const problems = targetProblems(e.host, e.port, '/host');
+      if (problems.length === 0)
+        problems.push(
+          ...(await targetRefusals([{ host: e.host, port: e.port }], undefined, { endpoints: () => '/host', sms: '' })),
+        );
+      const transport = e.transport as 'udp' | 'tcp' | 'tls';
+      const probing =
+        problems.length === 0 && sipProbe !== null
+          ? sipProbe({
+              host: e.host.startsWith('[') && e.host.endsWith(']') ? e.host.slice(1, -1) : e.host,
+              port: e.port,
+              transport,
+            })
+          : null;
+      if (probing === null)
+        return {
+          endpointId: e.id,
+          routeId: e.routeId,
+          ok: problems.length === 0,
+          method: 'form' as const,
+          status: null,
+          rttMs: null,
+          problems,
+        };
+      const r = await probing;
+      return {
+        endpointId: e.id,
+        routeId: e.routeId,
+        ok: r.ok,
+        method: 'options' as const,
+        status: r.status,
+        rttMs: r.rttMs,
+        problems: r.ok ? [] : [{ path: '/host', message: probeProblem(r) }],
+      };
     },
 
     /** Seller edits an endpoint; an empty label clears it, an empty password removes it. */

@@ -3,6 +3,7 @@ import type { Sql } from '../../../db/connection.js';
 import { conflict, notFound, ruleError } from '../../../http/errors.js';
 import type { Clock } from '../../../platform/clock.js';
 import { newId } from '../../../platform/ids.js';
+import { emit } from '../../../webhooks/emit.js';
 import type { RoutingCache } from '../routing/routing-cache.js';
 import type { RoutesService } from '../listings/service.js';
 import * as repo from './repo.js';
@@ -39,7 +40,22 @@ export function createPurchasesService(deps: {
       if (route === undefined) throw notFound('Route');
       routes.conflictIfOwn(route, accountId);
       if (route.status !== 'active') throw ruleError('Route is not active');
-      const created = await repo.insert(sql, newId(), accountId, routeId);
+      const purchaseId = newId();
+      // The purchase and its `route.purchased` events commit together: the seller learns of the sale
+      // (never of the buyer), the buyer gets a confirmation for its own systems.
+      const created = await sql.begin(async (tx) => {
+        if (!(await repo.insert(tx, purchaseId, accountId, routeId))) return false;
+        const data = {
+          purchaseId,
+          routeId,
+          routeName: route.name,
+          type: route.type,
+          purchasedAt: clock.now().toISOString(),
+        };
+        await emit(tx, { accountId: route.sellerId, event: 'route.purchased', data: { ...data, role: 'seller' } });
+        await emit(tx, { accountId, event: 'route.purchased', data: { ...data, role: 'buyer' } });
+        return true;
+      });
       // Every write below tells the cache at once so this daemon's next send sees it before the trigger's NOTIFY arrives.
       if (created) deps.routingCache?.accountChanged(accountId);
       const p = await repo.findActive(sql, accountId, routeId);

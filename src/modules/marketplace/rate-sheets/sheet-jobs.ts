@@ -2,10 +2,8 @@ import type { Db, Sql } from '../../../db/connection.js';
 import { AppError } from '../../../http/errors.js';
 import type { SheetError } from '../../../rating/index.js';
 
-/** What an applied sheet changed (the 200 answer of a small upload, a completed job's `result`). */
-export interface UploadSummary {
-  routeId: string;
-  version: number;
+/** What a change of a sheet did, row by row (uploads, jobs and sheet versions). */
+export interface SheetChangeCounts {
   rows: number;
   increases: number;
   decreases: number;
@@ -14,6 +12,12 @@ export interface UploadSummary {
   updates: number;
   unchanged: number;
   scheduledChanges: number;
+}
+
+/** What an applied sheet changed (the 200 answer of a small upload, a completed job's `result`). */
+export interface UploadSummary extends SheetChangeCounts {
+  routeId: string;
+  version: number;
 }
 
 export type SheetJobStatus = 'queued' | 'parsing' | 'loading' | 'completed' | 'failed';
@@ -85,6 +89,22 @@ export async function findJob(db: Db, routeId: string, jobId: string, sellerId: 
     from rate_sheet_jobs
     where id = ${jobId} and route_id = ${routeId} and account_id = ${sellerId}`;
   return row === undefined ? undefined : present(row);
+}
+
+/** The seller's upload jobs of a route, newest first; offset-paged. */
+export async function listJobs(db: Db, routeId: string, sellerId: string, q: { limit: number; offset: number }) {
+  const rows = await db<(JobRow & { total: string })[]>`
+    select id, route_id, status, rows_total, rows_parsed, rows_loaded, error_count, errors, result, created_at, finished_at,
+      count(*) over () as total
+    from rate_sheet_jobs
+    where route_id = ${routeId} and account_id = ${sellerId}
+    order by id desc limit ${q.limit} offset ${q.offset}`;
+  return {
+    rows: rows.map(present),
+    total: rows.length === 0 ? 0 : Number(rows[0]!.total),
+    limit: q.limit,
+    offset: q.offset,
+  };
 }
 
 export interface JobProgress {

@@ -339,7 +339,26 @@ export function createRouting(deps: {
   };
 
   /** What a response may show of a candidate: no credentials, no seller identity. */
-  const view = (c: Candidate, rank: number) => ({
+  const view = (
+    c: Pick<
+      Candidate,
+      | 'routeId'
+      | 'routeName'
+      | 'own'
+      | 'purchaseId'
+      | 'blendId'
+      | 'offerId'
+      | 'matchedPrefix'
+      | 'destination'
+      | 'price'
+      | 'increment'
+      | 'rateBasis'
+      | 'quality'
+      | 'score'
+      | 'reason'
+    >,
+    rank: number,
+  ) => ({
     rank,
     routeId: c.routeId,
     routeName: c.routeName,
@@ -395,7 +414,10 @@ export function createRouting(deps: {
      * GET /purchases/failover: per destination prefix of the buyer's purchased and own routes, the
      * first choice and up to two backups (the call path tries at most three routes), in the order a
      * call to a number starting with that prefix would try them. Each route is priced at its own
-     * longest prefix covering the destination prefix; country prices only.
+     * longest prefix covering the destination prefix (a private offer rate in place of the deck's);
+     * country prices only. A blend is ranked as its first member and expands into its members in
+     * its rule's order (percent: the members by share, largest first, as the draw is left out),
+     * priced with its margin, as `candidatesFor` does for a call.
      */
     async failover(q: {
       accountId: string;
@@ -408,66 +430,121 @@ export function createRouting(deps: {
       await decks.ensureLoaded();
       const fee = platformFeeFrom(deps.config);
       const unit = q.type === 'voice' ? 'min' : 'msg';
-      const usable = (await purchases.usableRoutes(q.accountId, q.type)).flatMap((u) => {
+      const now = deps.clock?.now() ?? new Date();
+      const usableAll = await purchases.usableRoutes(q.accountId, q.type);
+      const inBlends = await blends.blendsAmong(usableAll.map((u) => u.routeId));
+      const privates = deps.privateRates ? await deps.privateRates.forAccount(q.accountId) : undefined;
+      const usable = usableAll.flatMap((u) => {
         const index = decks.registry.get(u.routeId);
         const meta = decks.meta(u.routeId);
-        return index === undefined || meta === undefined ? [] : [{ u, index, meta }];
+        return inBlends.has(u.routeId) || index === undefined || meta === undefined ? [] : [{ u, index, meta }];
       });
+      const blended = await Promise.all(
+        usableAll
+          .filter((u) => inBlends.has(u.routeId))
+          .map(async (u) => ({
+            u,
+            blend: inBlends.get(u.routeId)!,
+            members: await eligibleMembers(inBlends.get(u.routeId)!),
+          })),
+      );
       const prefixes = new Set<string>();
-      for (const x of usable) {
-        for (let i = 0; i < x.index.rowCount; i++) {
-          const r = x.index.row(i);
+      const indexes = [
+        ...usable.map((x) => x.index),
+        ...blended.flatMap((b) => b.members.flatMap((m) => decks.registry.get(m.routeId) ?? [])),
+      ];
+      for (const index of indexes) {
+        for (let i = 0; i < index.rowCount; i++) {
+          const r = index.row(i);
           if (r.mccMnc === null && (q.prefix === undefined || r.prefix.startsWith(q.prefix))) prefixes.add(r.prefix);
         }
       }
       const all = [...prefixes].sort();
       const page = all.slice(q.offset, q.offset + q.limit);
-      const measured =
-        page.length === 0 ? new Map<string, MeasuredQuality | null>() : await quality(usable.map((x) => x.u.routeId));
-      const scores = new Map(
-        usable.map((x) => [
-          x.u.routeId,
-          qualityScore(measured.get(x.u.routeId) ?? null, {
-            expectedAsr: x.meta.expectedAsr === null ? null : Number(x.meta.expectedAsr),
-            expectedAcd: x.meta.expectedAcd === null ? null : Number(x.meta.expectedAcd),
-            expectedPdd: x.meta.expectedPdd,
-          }),
-        ]),
-      );
+      const ids = [...usable.map((x) => x.u.routeId), ...blended.flatMap((b) => b.members.map((m) => m.routeId))];
+      const measured = page.length === 0 ? new Map<string, MeasuredQuality | null>() : await quality(ids);
+      const scoreOf = (routeId: string, meta: DeckMeta) => qualityScore(measured.get(routeId) ?? null, statedOf(meta));
+      type Part = {
+        routeId: string;
+        meta: DeckMeta;
+        match: RateMatch;
+        price: Decimal;
+        quality: number;
+        offerId?: string;
+      };
+      type Item = Part & {
+        id: string;
+        position: number | null;
+        u: (typeof usableAll)[number];
+        blend: Blend | null;
+        parts: Part[];
+      };
       const rows = page.map((prefix) => {
-        const items = usable.flatMap((x) => {
+        const items: Item[] = [];
+        for (const x of usable) {
           const m = x.index.lookup(prefix);
-          return m === undefined
-            ? []
-            : [
+          if (m === undefined) continue;
+          const own = privates?.size ? deps.privateRates!.lookup(privates.get(x.u.routeId), prefix, now) : undefined;
+          const part: Part = {
+            routeId: x.u.routeId,
+            meta: x.meta,
+            match: m,
+            price: buyerRate(own?.rate ?? m.rateDecimal, fee, unit),
+            quality: scoreOf(x.u.routeId, x.meta),
+            ...(own === undefined ? {} : { offerId: own.offerId }),
+          };
+          items.push({ ...part, id: x.u.routeId, position: x.u.position, u: x.u, blend: null, parts: [part] });
+        }
+        for (const b of blended) {
+          const priced: PricedMember[] = [];
+          for (const m of b.members) {
+            const p = priceRoute(m.routeId, prefix, q.type, null, fee, b.blend.margin);
+            if (p !== undefined)
+              priced.push({ ...p, position: m.position, percent: m.percent, quality: scoreOf(m.routeId, p.meta) });
+          }
+          const ordered =
+            b.blend.strategy === 'percent'
+              ? [...priced].sort((a, c) => c.percent - a.percent || a.position - c.position)
+              : orderMembers(b.blend.strategy, priced, random);
+          const first = ordered[0];
+          if (first === undefined) continue;
+          items.push({ ...first, id: b.u.routeId, position: b.u.position, u: b.u, blend: b.blend, parts: ordered });
+        }
+        // rankRoutes breaks ties on `routeId`: a blend ranks under its own id.
+        const ranked = rankRoutes(
+          items.map((i) => ({ ...i, routeId: i.id })),
+          q.strategy,
+        );
+        const seen = new Set<string>();
+        const picks: ReturnType<typeof view>[] = [];
+        for (const { item, score, reason } of ranked) {
+          for (const [i, part] of item.parts.entries()) {
+            if (seen.has(part.routeId) || picks.length === 3) continue;
+            seen.add(part.routeId);
+            picks.push(
+              view(
                 {
-                  x,
-                  m,
-                  routeId: x.u.routeId,
-                  position: x.u.position,
-                  price: buyerRate(m.rateDecimal, fee, unit),
-                  quality: scores.get(x.u.routeId)!,
+                  routeId: part.routeId,
+                  routeName: item.blend === null ? part.meta.name : item.blend.name,
+                  own: item.u.own,
+                  purchaseId: item.u.purchaseId,
+                  ...(item.blend === null ? {} : { blendId: item.blend.id }),
+                  ...(part.offerId === undefined ? {} : { offerId: part.offerId }),
+                  matchedPrefix: part.match.prefix,
+                  destination: part.match.destination,
+                  price: part.price,
+                  increment: part.match.increment,
+                  rateBasis: q.type === 'sms' ? 'country' : null,
+                  quality: Math.round(part.quality * 10_000) / 10_000,
+                  score,
+                  reason: item.blend === null ? reason : `${reason}; blend ${item.blend.strategy} member ${i + 1}`,
                 },
-              ];
-        });
-        const ranked = rankRoutes(items, q.strategy)
-          .slice(0, 3)
-          .map(({ item, score, reason }, i) => ({
-            rank: i + 1,
-            routeId: item.routeId,
-            routeName: item.x.meta.name,
-            own: item.x.u.own,
-            purchaseId: item.x.u.purchaseId,
-            matchedPrefix: item.m.prefix,
-            destination: item.m.destination,
-            price: toMoney(item.price),
-            billingIncrement: item.m.increment.text,
-            rateBasis: q.type === 'sms' ? 'country' : null,
-            quality: Math.round(item.quality * 10_000) / 10_000,
-            score,
-            reason,
-          }));
-        return { prefix, destination: ranked[0]!.destination, first: ranked[0]!, backups: ranked.slice(1) };
+                picks.length + 1,
+              ),
+            );
+          }
+        }
+        return { prefix, destination: picks[0]!.destination, first: picks[0]!, backups: picks.slice(1) };
       });
       return { type: q.type, strategy: q.strategy, rows, total: all.length, limit: q.limit, offset: q.offset };
     },

@@ -40,6 +40,12 @@ declare module 'ari-client' {
       play(params: { channelId: string; media: string; playbackId?: string }): Promise<unknown>;
     };
     playbacks: { stop(params: { playbackId: string }): Promise<void> };
+    bridges: {
+      create(params: { type?: string; bridgeId?: string; name?: string }): Promise<{ id: string }>;
+      addChannel(params: { bridgeId: string; channel: string }): Promise<void>;
+      destroy(params: { bridgeId: string }): Promise<void>;
+      list(): Promise<{ id: string; channels: string[] }[]>;
+    };
   }
 
   export function connect(url: string, username: string, password: string): Promise<AriClient>;

@@ -1,10 +1,13 @@
 import type { Logger } from 'pino';
 import type { CallEngine } from '../engine.js';
+import type { CallMediaRelay } from '../media/call-relay.js';
 import type { PromptRenderer } from '../media/actions.js';
 import type { SignallingDialer } from '../media/native-engine.js';
 import { createAsteriskEngine } from './ari-engine.js';
 import { createAriHost, type AriHost, type AriHostConfig } from './ari-host.js';
 import { createLegListener, type LegListener } from './leg-listener.js';
+import { createChannelBook } from './channels.js';
+import { openMediaAnchor } from './media-anchor.js';
 import { asteriskMetrics } from './metrics.js';
 import { createPromptStore } from './prompts.js';
 
@@ -30,6 +33,8 @@ export interface AsteriskSettings {
 export interface AsteriskFarm {
   hosts: readonly AriHost[];
   createEngine(dialer: SignallingDialer, renderer: PromptRenderer): CallEngine;
+  /** Anchors a trunk call's media (a route in proxy media mode) in a bridge on a healthy host. */
+  openRelay(): Promise<CallMediaRelay>;
   close(): Promise<void>;
 }
 
@@ -56,6 +61,7 @@ export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): Ast
       reconnectMaxMs: settings.reconnect_max_ms,
     }),
   );
+  const book = createChannelBook(hosts, flog, metrics);
   for (const h of hosts) h.start();
   const legs: Promise<LegListener> = createLegListener({
     bind: settings.sip_bind,
@@ -70,7 +76,7 @@ export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): Ast
     hosts,
     createEngine(dialer, renderer) {
       const engine = createAsteriskEngine({
-        hosts,
+        book,
         legs,
         dialer,
         renderer,
@@ -78,16 +84,45 @@ export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): Ast
         pjsipEndpoint: settings.pjsip_endpoint,
         legTimeoutMs: settings.leg_timeout_ms,
         log: flog,
-        metrics,
       });
       engines.push(engine);
       return engine;
     },
+    openRelay: () =>
+      openMediaAnchor({
+        book,
+        legs,
+        pjsipEndpoint: settings.pjsip_endpoint,
+        legTimeoutMs: settings.leg_timeout_ms,
+        log: flog,
+      }),
     async close() {
       await Promise.all(engines.map((e) => e.close()));
+      book.close();
       await Promise.all(hosts.map((h) => h.close()));
       prompts.close();
       await (await legs.catch(() => null))?.close();
     },
   };
 }
+
+/**
+ * The daemon's one Asterisk farm, shared by API calls (the ARI engine) and trunk calls whose route
+ * anchors media; connected on first use, like the native media pool.
+ */
+export function createSharedAsteriskFarm(settings: AsteriskSettings, log: Logger) {
+  let farm: AsteriskFarm | null = null;
+  return {
+    get(): AsteriskFarm {
+      farm ??= createAsteriskFarm(settings, log);
+      return farm;
+    },
+    async close(): Promise<void> {
+      const f = farm;
+      farm = null;
+      await f?.close();
+    },
+  };
+}
+
+export type SharedAsteriskFarm = ReturnType<typeof createSharedAsteriskFarm>;

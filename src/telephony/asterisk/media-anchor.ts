@@ -132,11 +132,13 @@ async function anchorOn(host: AriHost, legs: LegListener, opts: MediaAnchorOptio
 
   function hangUp(side: RelaySideName): void {
     const leg = placed[side];
-    host.request('hangup', (c) => c.channels.hangup({ channelId: ids[side] })).catch(() => {
-      // ARI unreachable: end Asterisk's leg over SIP instead.
-      leg?.bye();
-      leg?.refuse(487, 'Request Terminated');
-    });
+    host
+      .request('hangup', (c) => c.channels.hangup({ channelId: ids[side] }))
+      .catch(() => {
+        // ARI unreachable: end Asterisk's leg over SIP instead.
+        leg?.bye();
+        leg?.refuse(487, 'Request Terminated');
+      });
   }
 
   async function close(): Promise<void> {

@@ -9,7 +9,8 @@ import { createLegListener, type LegListener } from './leg-listener.js';
 import { createChannelBook } from './channels.js';
 import { openMediaAnchor } from './media-anchor.js';
 import { asteriskMetrics } from './metrics.js';
-import { createPromptStore } from './prompts.js';
+import { createHttpPromptStore } from './prompt-server.js';
+import { createPromptStore, type PromptStore } from './prompts.js';
 
 export type { AriHostConfig } from './ari-host.js';
 
@@ -20,7 +21,12 @@ export interface AsteriskSettings {
   sip_port: number;
   sip_advertise: string;
   pjsip_endpoint: string;
-  /** Where prompts are written, and the same directory as Asterisk sees it (empty: the same). */
+  /** `http`: Asterisk fetches prompts from the exchange; `shared_dir`: it reads them from `prompt_dir_remote`. */
+  prompt_transport: 'http' | 'shared_dir';
+  /** The prompt listener's port, on `sip_bind` (0: any free port). */
+  prompt_http_port: number;
+  prompt_url_ttl_ms: number;
+  /** shared_dir: where prompts are written, and the same directory as Asterisk sees it (empty: the same). */
   prompt_dir: string;
   prompt_dir_remote: string;
   request_timeout_ms: number;
@@ -41,7 +47,9 @@ export interface AsteriskFarm {
 /** Connects to every configured host, binds the leg listener, and builds engines over them. */
 export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): AsteriskFarm {
   if (settings.hosts.length === 0) throw new Error('[media] engine = "asterisk" needs at least one [[asterisk.hosts]]');
-  if (!settings.prompt_dir) throw new Error('[asterisk] prompt_dir is empty');
+  if (settings.prompt_transport === 'shared_dir' && !settings.prompt_dir) {
+    throw new Error('[asterisk] prompt_dir is empty');
+  }
   // ari-client keeps one set of REST credentials per process (swagger-client's global authorization),
   // so hosts with different users would be sent each other's passwords.
   const [first] = settings.hosts;
@@ -70,7 +78,16 @@ export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): Ast
     log: flog,
   });
   legs.catch((err: unknown) => flog.error({ err }, 'the Asterisk leg listener could not bind'));
-  const prompts = createPromptStore({ dir: settings.prompt_dir, remoteDir: settings.prompt_dir_remote });
+  const prompts: PromptStore =
+    settings.prompt_transport === 'http'
+      ? createHttpPromptStore({
+          bind: settings.sip_bind,
+          port: settings.prompt_http_port,
+          advertise: settings.sip_advertise,
+          ttlMs: settings.prompt_url_ttl_ms,
+          log: flog,
+        })
+      : createPromptStore({ dir: settings.prompt_dir, remoteDir: settings.prompt_dir_remote });
   const engines: CallEngine[] = [];
   return {
     hosts,
@@ -100,7 +117,7 @@ export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): Ast
       await Promise.all(engines.map((e) => e.close()));
       book.close();
       await Promise.all(hosts.map((h) => h.close()));
-      prompts.close();
+      await prompts.close();
       await (await legs.catch(() => null))?.close();
     },
   };

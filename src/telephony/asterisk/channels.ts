@@ -28,6 +28,9 @@ export interface ChannelBook {
   /** Starts routing a channel's events to `owner` (and keeps `owner` for resyncs and host loss). */
   own(channelId: string, owner: ChannelOwner): void;
   disown(channelId: string): void;
+  /** Bridges of ours (ids `<app>-…`) in use; any other of our application's bridges is a stray. */
+  ownBridge(bridgeId: string): void;
+  disownBridge(bridgeId: string): void;
   /** Forgets an owner whose call is over. */
   release(owner: ChannelOwner): void;
   /** One more (or one fewer) live call on `host`, for the spread and the metric. */
@@ -46,6 +49,7 @@ export function createChannelBook(hosts: readonly AriHost[], log: Logger, metric
   const byChannel = new Map<string, ChannelOwner>();
   const owners = new Set<ChannelOwner>();
   const perHost = new Map<AriHost, number>();
+  const bridges = new Set<string>();
   let turn = 0;
   let closed = false;
 
@@ -70,6 +74,18 @@ export function createChannelBook(hosts: readonly AriHost[], log: Logger, metric
       if (!ch.id.startsWith(`${host.app}-`) || byChannel.has(ch.id)) continue;
       log.warn({ host: host.name, channelId: ch.id }, 'unknown channel of our application hung up');
       hangUp(host, ch.id);
+    }
+    // An anchored call's bridge outlives a process that died mid-call: destroy what nobody uses.
+    let listed: { id: string }[] = [];
+    try {
+      listed = await host.request('list', (c) => c.bridges.list());
+    } catch (err) {
+      log.warn({ err, host: host.name }, 'bridge reconcile failed');
+    }
+    for (const b of listed) {
+      if (!b.id.startsWith(`${host.app}-`) || bridges.has(b.id)) continue;
+      log.warn({ host: host.name, bridgeId: b.id }, 'unknown bridge of our application destroyed');
+      void host.request('bridge', (c) => c.bridges.destroy({ bridgeId: b.id })).catch(() => undefined);
     }
   }
 
@@ -106,6 +122,8 @@ export function createChannelBook(hosts: readonly AriHost[], log: Logger, metric
     disown(channelId) {
       byChannel.delete(channelId);
     },
+    ownBridge: (id) => void bridges.add(id),
+    disownBridge: (id) => void bridges.delete(id),
     release(owner) {
       owners.delete(owner);
       for (const id of owner.channelIds()) if (byChannel.get(id) === owner) byChannel.delete(id);

@@ -120,6 +120,7 @@ async function anchorOn(host: AriHost, legs: LegListener, opts: MediaAnchorOptio
     if (bridged || closed || !answered || !SIDES.every((s) => inStasis.has(ids[s]))) return;
     bridged = true;
     clearTimeout(stasisTimer);
+    book.ownBridge(bridgeId);
     try {
       await host.request('bridge', (c) => c.bridges.create({ type: 'mixing', bridgeId }));
       await host.request('bridge', (c) => c.bridges.addChannel({ bridgeId, channel: `${ids.caller},${ids.callee}` }));
@@ -148,7 +149,9 @@ async function anchorOn(host: AriHost, legs: LegListener, opts: MediaAnchorOptio
     book.release(owner);
     book.count(host, -1);
     for (const side of SIDES) hangUp(side);
-    if (bridged) await host.request('bridge', (c) => c.bridges.destroy({ bridgeId })).catch(() => undefined);
+    if (!bridged) return;
+    await host.request('bridge', (c) => c.bridges.destroy({ bridgeId })).catch(() => undefined);
+    book.disownBridge(bridgeId);
   }
 
   // Both channels are placed at once; the call waits for both offers.

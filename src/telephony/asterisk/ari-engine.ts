@@ -5,7 +5,7 @@ import { realClock, type ActionClock, type ActionMedia, type PromptRenderer } fr
 import { createCallEvents, endThenHangUp, engineCall, notAnswered } from '../media/engine-call.js';
 import { isDtmfKey, type DtmfKey } from '../media/dtmf.js';
 import { causeForStatus, type SignallingDialer, type SignallingLeg } from '../media/native-engine.js';
-import type { AriHost } from './ari-host.js';
+import { AriRequestError, type AriHost } from './ari-host.js';
 import type { ChannelBook, ChannelOwner } from './channels.js';
 import type { AsteriskLeg, LegListener } from './leg-listener.js';
 import type { PromptStore } from './prompts.js';
@@ -132,8 +132,17 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
         const playbackId = randomUUID();
         const done = new Promise<{ interrupted: boolean }>((resolve) => playbacks.set(playbackId, resolve));
         current = playbackId;
+        const send = (): Promise<unknown> =>
+          h.request('play', (c) => c.channels.play({ channelId: id, media: uri, playbackId }));
         try {
-          await h.request('play', (c) => c.channels.play({ channelId: id, media: uri, playbackId }));
+          try {
+            await send();
+          } catch (err) {
+            // No answer at all (a connection cut with the websocket): the call lives on, so does its script.
+            if (endResult || !(err instanceof AriRequestError) || err.status !== null) throw err;
+            log.warn({ err }, 'ARI play got no answer; asking again once the host is back');
+            await replayAfterGap(h, playbackId, send);
+          }
         } catch (err) {
           playbacks.delete(playbackId);
           if (endResult) return { interrupted: true };
@@ -158,6 +167,45 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
         return () => keyListeners.delete(listener);
       },
     };
+
+    /**
+     * After a play request got no answer: once the host answers again, a playback Asterisk knows is
+     * watched until it ends (its PlaybackFinished may have been lost with the socket); one it does not
+     * know is asked for again (a short prompt that already ended is then heard twice, the lesser harm).
+     */
+    async function replayAfterGap(h: AriHost, playbackId: string, send: () => Promise<unknown>): Promise<void> {
+      const deadline = Date.now() + options.legTimeoutMs;
+      while (!h.eligible && !endResult && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      if (endResult) return;
+      // Any failure means Asterisk cannot show it: ask again (a host still down fails that too).
+      const known = await h
+        .request('get', (c) => c.playbacks.get({ playbackId }))
+        .then(
+          () => true,
+          () => false,
+        );
+      if (!known) {
+        await send();
+        return;
+      }
+      const watch = async (): Promise<void> => {
+        while (!endResult && playbacks.has(playbackId)) {
+          await new Promise((r) => setTimeout(r, 250));
+          // Gone, or the host unreachable again: either way the script goes on.
+          const gone = await h
+            .request('get', (c) => c.playbacks.get({ playbackId }))
+            .then(
+              () => false,
+              () => true,
+            );
+          if (gone) {
+            playbacks.get(playbackId)?.({ interrupted: stopped.has(playbackId) });
+            playbacks.delete(playbackId);
+          }
+        }
+      };
+      void watch();
+    }
 
     const entry: ChannelOwner = {
       get host() {

@@ -36,6 +36,7 @@ import { buildAiAgentsModule } from './ai-agents/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createMailer } from '../platform/mailer.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
+import { createSharedAsteriskFarm } from '../telephony/asterisk/index.js';
 
 // As the calls module's route test and health probes: a silent endpoint costs the seller 2 s.
 const BULK_PROBE_TIMEOUT_MS = 2000;
@@ -135,12 +136,24 @@ export async function buildModules(coreIn: CoreDeps) {
     rtpTimeoutMs: rtp.timeout_ms,
     log: core.log.child({ plane: 'media' }),
   });
+  // `[media] engine = "asterisk"`: one farm for API calls and anchored trunk media, connected on first use.
+  const asterisk =
+    core.config.media.engine === 'asterisk'
+      ? createSharedAsteriskFarm(
+          {
+            ...core.config.asterisk,
+            prompt_dir: core.config.asterisk.prompt_dir || `${core.config.paths.state}/asterisk-prompts`,
+          },
+          core.log,
+        )
+      : undefined;
   // SIP trunks in, supplier routes out.
   const calls = buildSipTrunksModule(core, {
     accounts,
     ...money.services,
     ...marketplace.services,
     media,
+    ...(asterisk ? { asterisk } : {}),
     sip,
     cdrs: cdrs.service,
     // A number's seller bringing in calls for the numbers it rented out: delivered where the renter points them.
@@ -161,6 +174,7 @@ export async function buildModules(coreIn: CoreDeps) {
     cdrs: cdrs.service,
     extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec),
     media,
+    ...(asterisk ? { asterisk } : {}),
   });
   // SMS through the API, supplier SMPP binds per route, receipts.
   const sms = buildSmsModule(core, {
@@ -282,6 +296,7 @@ export async function buildModules(coreIn: CoreDeps) {
     ...marketplace.modules,
     // Stopped after the modules below it (in reverse), which relay or play media through it.
     { name: 'media', stop: () => media.close() },
+    ...(asterisk ? [{ name: 'asterisk', stop: () => asterisk.close() }] : []),
     cdrs.module,
     calls.module,
     commsCalls.module,

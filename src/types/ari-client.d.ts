@@ -39,7 +39,16 @@ declare module 'ari-client' {
       list(): Promise<AriChannelJson[]>;
       play(params: { channelId: string; media: string; playbackId?: string }): Promise<unknown>;
     };
-    playbacks: { stop(params: { playbackId: string }): Promise<void> };
+    playbacks: {
+      stop(params: { playbackId: string }): Promise<void>;
+      get(params: { playbackId: string }): Promise<{ id: string; state?: string }>;
+    };
+    bridges: {
+      create(params: { type?: string; bridgeId?: string; name?: string }): Promise<{ id: string }>;
+      addChannel(params: { bridgeId: string; channel: string }): Promise<void>;
+      destroy(params: { bridgeId: string }): Promise<void>;
+      list(): Promise<{ id: string; channels: string[] }[]>;
+    };
   }
 
   export function connect(url: string, username: string, password: string): Promise<AriClient>;

@@ -3,6 +3,7 @@ import type { CoreDeps } from '../../platform/core.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import { createVoicePlane, type VoicePlane } from '../../telephony/calls/voice-plane.js';
 import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
+import type { SharedAsteriskFarm } from '../../telephony/asterisk/index.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
 import type { Module } from '../../platform/module.js';
@@ -35,6 +36,8 @@ export function buildApiCallsModule(
     media?: SharedMediaPool;
     /** AI voice agents holding calls named with `aiAgentId`. */
     agents?: ApiCallsDeps['agents'];
+    /** `[media] engine = "asterisk"`: the daemon's farm (shared with anchored trunk media). */
+    asterisk?: SharedAsteriskFarm;
   },
 ) {
   const { config, log } = core;
@@ -66,14 +69,7 @@ export function buildApiCallsModule(
           ...(deps.media ? { pool: deps.media.get() } : {}),
         },
         onLegEnded: (o) => service.noteLeg(o),
-        ...(config.media.engine === 'asterisk'
-          ? {
-              asterisk: {
-                ...config.asterisk,
-                prompt_dir: config.asterisk.prompt_dir || `${config.paths.state}/asterisk-prompts`,
-              },
-            }
-          : {}),
+        ...(deps.asterisk ? { farm: deps.asterisk.get() } : {}),
       });
       return voice;
     },

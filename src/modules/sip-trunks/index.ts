@@ -8,6 +8,7 @@ import type { SipPlane } from '../../platform/sip-plane.js';
 import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua/index.js';
 import { createCallMediaRelay } from '../../telephony/media/call-relay.js';
 import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
+import type { SharedAsteriskFarm } from '../../telephony/asterisk/index.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { CdrsService } from '../cdrs/index.js';
 import type { ApplicationService } from '../application/service.js';
@@ -47,6 +48,8 @@ export function buildSipTrunksModule(
     routingCache?: RoutingCache;
     /** Media relays for routes in proxy media mode. */
     media?: SharedMediaPool;
+    /** `[media] engine = "asterisk"`: proxy-media routes anchor their audio in the farm instead. */
+    asterisk?: SharedAsteriskFarm;
     /** The daemon's SIP stack; this module binds its ports at start and closes it at stop. */
     sip: SipPlane;
     /** Calls a number's seller brings in for the numbers it rented out (the numbers module). */
@@ -140,9 +143,11 @@ export function buildSipTrunksModule(
           minSeSeconds: config.sip.session_min_se_seconds,
           defaultSeconds: config.sip.session_expires_seconds,
         },
-        ...(deps.media
-          ? { media: { openRelay: async () => createCallMediaRelay(await deps.media!.get().openRelay()) } }
-          : {}),
+        ...(deps.asterisk
+          ? { media: { openRelay: () => deps.asterisk!.get().openRelay() } }
+          : deps.media
+            ? { media: { openRelay: async () => createCallMediaRelay(await deps.media!.get().openRelay()) } }
+            : {}),
       });
       const port = transport.port;
       core.health.register('sip', () => ({

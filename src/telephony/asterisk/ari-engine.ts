@@ -1,14 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { AriEvent } from 'ari-client';
 import type { Logger } from 'pino';
 import type { CallEnd, CallEndCause, CallEngine, CallState, EngineCall, OriginateRequest } from '../engine.js';
 import { realClock, type ActionClock, type ActionMedia, type PromptRenderer } from '../media/actions.js';
 import { createCallEvents, endThenHangUp, engineCall, notAnswered } from '../media/engine-call.js';
 import { isDtmfKey, type DtmfKey } from '../media/dtmf.js';
 import { causeForStatus, type SignallingDialer, type SignallingLeg } from '../media/native-engine.js';
-import type { AriHost } from './ari-host.js';
+import { AriRequestError, type AriHost } from './ari-host.js';
+import type { ChannelBook, ChannelOwner } from './channels.js';
 import type { AsteriskLeg, LegListener } from './leg-listener.js';
-import type { AsteriskMetrics } from './metrics.js';
 import type { PromptStore } from './prompts.js';
 
 /**
@@ -26,7 +25,7 @@ import type { PromptStore } from './prompts.js';
  */
 
 export interface AsteriskEngineOptions {
-  hosts: readonly AriHost[];
+  book: ChannelBook;
   legs: Promise<LegListener>;
   dialer: SignallingDialer;
   renderer: PromptRenderer;
@@ -36,7 +35,6 @@ export interface AsteriskEngineOptions {
   /** Asterisk must bring a leg to the listener (and an answered leg into Stasis) within this. */
   legTimeoutMs: number;
   log: Logger;
-  metrics: AsteriskMetrics;
   clock?: ActionClock;
   now?: () => Date;
 }
@@ -44,97 +42,11 @@ export interface AsteriskEngineOptions {
 /** How long Asterisk lets an originated channel ring; the exchange's dialer ends no-answer legs first. */
 const ORIGINATE_TIMEOUT_S = 300;
 
-/** What the engine keeps per call to route ARI events and end it from outside. */
-interface LiveCall {
-  call: EngineCall;
-  host: AriHost | null;
-  channelId: string | null;
-  /** The channel reached Stasis (answered and driveable). */
-  onEvent(event: AriEvent): void;
-  /** The host is gone or the channel vanished: end the call from our side. */
-  abandon(cause: CallEndCause, reason: string): void;
-  /** After a websocket gap: the channel's state as Asterisk reports it now (null: no such channel). */
-  resync(state: string | null): void;
-}
-
-const channelOf = (e: AriEvent): string | undefined =>
-  e.channel?.id ?? (e.playback?.target_uri?.startsWith('channel:') ? e.playback.target_uri.slice(8) : undefined);
-
 export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine {
-  const { hosts, dialer, renderer, prompts, metrics } = options;
+  const { book, dialer, renderer, prompts } = options;
   const clock = options.clock ?? realClock;
   const now = options.now ?? (() => new Date());
-  const byChannel = new Map<string, LiveCall>();
-  const live = new Set<LiveCall>();
-  const perHost = new Map<AriHost, number>();
-  let turn = 0;
-  let closed = false;
-
-  const count = (host: AriHost, delta: number): void => {
-    const n = (perHost.get(host) ?? 0) + delta;
-    perHost.set(host, n);
-    metrics.liveCalls.set({ host: host.name }, n);
-  };
-
-  /** Healthy hosts, fewest live calls first; ties taken in turn so a quiet farm still spreads. */
-  function candidates(): AriHost[] {
-    const start = turn++ % Math.max(1, hosts.length);
-    const order = hosts.map((_, i) => hosts[(start + i) % hosts.length]!);
-    return order.filter((h) => h.eligible).sort((a, b) => (perHost.get(a) ?? 0) - (perHost.get(b) ?? 0));
-  }
-
-  async function waitForHost(ms: number): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!closed && !hosts.some((h) => h.eligible) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
-  /** Channels in our application that no call of this process owns (a previous process's) are hung up. */
-  async function reconcile(host: AriHost): Promise<void> {
-    const prefix = `${host.app}-`;
-    let channels: { id: string; state: string }[];
-    try {
-      channels = await host.request('list', (c) => c.channels.list());
-    } catch (err) {
-      options.log.warn({ err, host: host.name }, 'channel reconcile failed');
-      return;
-    }
-    const present = new Map(channels.map((c) => [c.id, c.state]));
-    for (const lc of [...live]) {
-      if (lc.host !== host || lc.channelId === null) continue;
-      lc.resync(present.get(lc.channelId) ?? null);
-    }
-    for (const ch of channels) {
-      if (!ch.id.startsWith(prefix) || byChannel.has(ch.id)) continue;
-      options.log.warn({ host: host.name, channelId: ch.id }, 'unknown channel of our application hung up');
-      void host.request('hangup', (c) => c.channels.hangup({ channelId: ch.id })).catch(() => undefined);
-    }
-  }
-
-  for (const host of hosts) {
-    host.onEvent((event) => {
-      const id = channelOf(event);
-      if (!id) return;
-      const lc = byChannel.get(id);
-      if (lc) {
-        lc.onEvent(event);
-        return;
-      }
-      if (event.type === 'StasisStart') {
-        // Nobody here drives it (left by a previous process, or sent in by hand): end it, as the
-        // native plane ends calls a dead process left behind.
-        options.log.warn({ host: host.name, channelId: id }, 'unknown channel entered Stasis; hung up');
-        void host.request('hangup', (c) => c.channels.hangup({ channelId: id })).catch(() => undefined);
-      }
-    });
-    host.onConnected(() => void reconcile(host));
-    host.onLost(() => {
-      for (const lc of [...live]) {
-        if (lc.host === host) lc.abandon('media_host_lost', `the media host ${host.name} stopped answering`);
-      }
-    });
-  }
+  const live = new Set<EngineCall>();
 
   function originate(req: OriginateRequest): EngineCall {
     const log = options.log.child({ callId: req.callId });
@@ -182,9 +94,9 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
       abort.abort();
       for (const resolve of playbacks.values()) resolve({ interrupted: true });
       playbacks.clear();
-      live.delete(entry);
-      if (channelId) byChannel.delete(channelId);
-      if (host) count(host, -1);
+      live.delete(call);
+      book.release(entry);
+      if (host) book.count(host, -1);
       hangupChannel();
       log.info({ cause, by, sipStatus, host: host?.name }, 'call ended');
       emit('ended', endResult);
@@ -220,8 +132,17 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
         const playbackId = randomUUID();
         const done = new Promise<{ interrupted: boolean }>((resolve) => playbacks.set(playbackId, resolve));
         current = playbackId;
+        const send = (): Promise<unknown> =>
+          h.request('play', (c) => c.channels.play({ channelId: id, media: uri, playbackId }));
         try {
-          await h.request('play', (c) => c.channels.play({ channelId: id, media: uri, playbackId }));
+          try {
+            await send();
+          } catch (err) {
+            // No answer at all (a connection cut with the websocket): the call lives on, so does its script.
+            if (endResult || !(err instanceof AriRequestError) || err.status !== null) throw err;
+            log.warn({ err }, 'ARI play got no answer; asking again once the host is back');
+            await replayAfterGap(h, playbackId, send);
+          }
         } catch (err) {
           playbacks.delete(playbackId);
           if (endResult) return { interrupted: true };
@@ -247,14 +168,50 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
       },
     };
 
-    const entry: LiveCall = {
-      call: undefined as unknown as EngineCall,
+    /**
+     * After a play request got no answer: once the host answers again, a playback Asterisk knows is
+     * watched until it ends (its PlaybackFinished may have been lost with the socket); one it does not
+     * know is asked for again (a short prompt that already ended is then heard twice, the lesser harm).
+     */
+    async function replayAfterGap(h: AriHost, playbackId: string, send: () => Promise<unknown>): Promise<void> {
+      const deadline = Date.now() + options.legTimeoutMs;
+      while (!h.eligible && !endResult && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      if (endResult) return;
+      // Any failure means Asterisk cannot show it: ask again (a host still down fails that too).
+      const known = await h
+        .request('get', (c) => c.playbacks.get({ playbackId }))
+        .then(
+          () => true,
+          () => false,
+        );
+      if (!known) {
+        await send();
+        return;
+      }
+      const watch = async (): Promise<void> => {
+        while (!endResult && playbacks.has(playbackId)) {
+          await new Promise((r) => setTimeout(r, 250));
+          // Gone, or the host unreachable again: either way the script goes on.
+          const gone = await h
+            .request('get', (c) => c.playbacks.get({ playbackId }))
+            .then(
+              () => false,
+              () => true,
+            );
+          if (gone) {
+            playbacks.get(playbackId)?.({ interrupted: stopped.has(playbackId) });
+            playbacks.delete(playbackId);
+          }
+        }
+      };
+      void watch();
+    }
+
+    const entry: ChannelOwner = {
       get host() {
         return host;
       },
-      get channelId() {
-        return channelId;
-      },
+      channelIds: () => (channelId ? [channelId] : []),
       onEvent(event) {
         switch (event.type) {
           case 'StasisStart':
@@ -287,7 +244,7 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
         channelGone = cause === 'media_host_lost' ? channelGone : true;
         void endLocally(cause, reason);
       },
-      resync(channelState) {
+      resync(_id, channelState) {
         // A channel still being originated may not be listed yet: only placed legs are judged.
         if (!uas) return;
         if (channelState === null) {
@@ -352,8 +309,8 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
     /** Places the channel on the first host that brings its leg to the listener in time. */
     async function start(): Promise<void> {
       const legs = await options.legs;
-      if (!hosts.some((h) => h.eligible)) await waitForHost(options.legTimeoutMs);
-      for (const h of candidates()) {
+      if (!book.hosts.some((h) => h.eligible)) await book.waitForHost(options.legTimeoutMs);
+      for (const h of book.candidates()) {
         if (endResult) return;
         const token = `svcx${randomBytes(12).toString('hex')}`;
         const id = `${h.app}-${token}`;
@@ -363,8 +320,8 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
         host = h;
         channelId = id;
         channelGone = false;
-        byChannel.set(id, entry);
-        count(h, 1);
+        book.own(id, entry);
+        book.count(h, 1);
         let timer: NodeJS.Timeout | undefined;
         try {
           await h.request('originate', (c) =>
@@ -394,8 +351,8 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
         if (endResult) return;
         // This host failed the call before any supplier was dialled: nothing to undo but its channel.
         hangupChannel();
-        byChannel.delete(id);
-        count(h, -1);
+        book.disown(id);
+        book.count(h, -1);
         host = null;
         channelId = null;
       }
@@ -417,8 +374,7 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
       signal: abort.signal,
       endLocally,
     });
-    entry.call = call;
-    live.add(entry);
+    live.add(call);
     start().catch((err: unknown) => {
       log.error({ err }, 'call could not start');
       finish('failed', 'local', null, 'call could not start');
@@ -429,8 +385,7 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
   return {
     originate,
     async close() {
-      closed = true;
-      await Promise.all([...live].map((lc) => lc.call.hangup()));
+      await Promise.all([...live].map((c) => c.hangup()));
     },
   };
 }

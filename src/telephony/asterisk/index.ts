@@ -1,12 +1,16 @@
 import type { Logger } from 'pino';
 import type { CallEngine } from '../engine.js';
+import type { CallMediaRelay } from '../media/call-relay.js';
 import type { PromptRenderer } from '../media/actions.js';
 import type { SignallingDialer } from '../media/native-engine.js';
 import { createAsteriskEngine } from './ari-engine.js';
 import { createAriHost, type AriHost, type AriHostConfig } from './ari-host.js';
 import { createLegListener, type LegListener } from './leg-listener.js';
+import { createChannelBook } from './channels.js';
+import { openMediaAnchor } from './media-anchor.js';
 import { asteriskMetrics } from './metrics.js';
-import { createPromptStore } from './prompts.js';
+import { createHttpPromptStore } from './prompt-server.js';
+import { createPromptStore, type PromptStore } from './prompts.js';
 
 export type { AriHostConfig } from './ari-host.js';
 
@@ -17,7 +21,12 @@ export interface AsteriskSettings {
   sip_port: number;
   sip_advertise: string;
   pjsip_endpoint: string;
-  /** Where prompts are written, and the same directory as Asterisk sees it (empty: the same). */
+  /** `http`: Asterisk fetches prompts from the exchange; `shared_dir`: it reads them from `prompt_dir_remote`. */
+  prompt_transport: 'http' | 'shared_dir';
+  /** The prompt listener's port, on `sip_bind` (0: any free port). */
+  prompt_http_port: number;
+  prompt_url_ttl_ms: number;
+  /** shared_dir: where prompts are written, and the same directory as Asterisk sees it (empty: the same). */
   prompt_dir: string;
   prompt_dir_remote: string;
   request_timeout_ms: number;
@@ -30,13 +39,17 @@ export interface AsteriskSettings {
 export interface AsteriskFarm {
   hosts: readonly AriHost[];
   createEngine(dialer: SignallingDialer, renderer: PromptRenderer): CallEngine;
+  /** Anchors a trunk call's media (a route in proxy media mode) in a bridge on a healthy host. */
+  openRelay(): Promise<CallMediaRelay>;
   close(): Promise<void>;
 }
 
 /** Connects to every configured host, binds the leg listener, and builds engines over them. */
 export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): AsteriskFarm {
   if (settings.hosts.length === 0) throw new Error('[media] engine = "asterisk" needs at least one [[asterisk.hosts]]');
-  if (!settings.prompt_dir) throw new Error('[asterisk] prompt_dir is empty');
+  if (settings.prompt_transport === 'shared_dir' && !settings.prompt_dir) {
+    throw new Error('[asterisk] prompt_dir is empty');
+  }
   // ari-client keeps one set of REST credentials per process (swagger-client's global authorization),
   // so hosts with different users would be sent each other's passwords.
   const [first] = settings.hosts;
@@ -56,6 +69,7 @@ export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): Ast
       reconnectMaxMs: settings.reconnect_max_ms,
     }),
   );
+  const book = createChannelBook(hosts, flog, metrics);
   for (const h of hosts) h.start();
   const legs: Promise<LegListener> = createLegListener({
     bind: settings.sip_bind,
@@ -64,13 +78,22 @@ export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): Ast
     log: flog,
   });
   legs.catch((err: unknown) => flog.error({ err }, 'the Asterisk leg listener could not bind'));
-  const prompts = createPromptStore({ dir: settings.prompt_dir, remoteDir: settings.prompt_dir_remote });
+  const prompts: PromptStore =
+    settings.prompt_transport === 'http'
+      ? createHttpPromptStore({
+          bind: settings.sip_bind,
+          port: settings.prompt_http_port,
+          advertise: settings.sip_advertise,
+          ttlMs: settings.prompt_url_ttl_ms,
+          log: flog,
+        })
+      : createPromptStore({ dir: settings.prompt_dir, remoteDir: settings.prompt_dir_remote });
   const engines: CallEngine[] = [];
   return {
     hosts,
     createEngine(dialer, renderer) {
       const engine = createAsteriskEngine({
-        hosts,
+        book,
         legs,
         dialer,
         renderer,
@@ -78,16 +101,45 @@ export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): Ast
         pjsipEndpoint: settings.pjsip_endpoint,
         legTimeoutMs: settings.leg_timeout_ms,
         log: flog,
-        metrics,
       });
       engines.push(engine);
       return engine;
     },
+    openRelay: () =>
+      openMediaAnchor({
+        book,
+        legs,
+        pjsipEndpoint: settings.pjsip_endpoint,
+        legTimeoutMs: settings.leg_timeout_ms,
+        log: flog,
+      }),
     async close() {
       await Promise.all(engines.map((e) => e.close()));
+      book.close();
       await Promise.all(hosts.map((h) => h.close()));
-      prompts.close();
+      await prompts.close();
       await (await legs.catch(() => null))?.close();
     },
   };
 }
+
+/**
+ * The daemon's one Asterisk farm, shared by API calls (the ARI engine) and trunk calls whose route
+ * anchors media; connected on first use, like the native media pool.
+ */
+export function createSharedAsteriskFarm(settings: AsteriskSettings, log: Logger) {
+  let farm: AsteriskFarm | null = null;
+  return {
+    get(): AsteriskFarm {
+      farm ??= createAsteriskFarm(settings, log);
+      return farm;
+    },
+    async close(): Promise<void> {
+      const f = farm;
+      farm = null;
+      await f?.close();
+    },
+  };
+}
+
+export type SharedAsteriskFarm = ReturnType<typeof createSharedAsteriskFarm>;

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 export interface PromptStore {
   /** The ARI media URI that plays `ulaw` (raw G.711 µ-law, 8 kHz). */
   publish(ulaw: Uint8Array): Promise<string>;
-  close(): void;
+  close(): Promise<void>;
 }
 
 const EXT = '.ulaw';
@@ -80,7 +80,7 @@ export function createPromptStore(opts: { dir: string; remoteDir?: string; maxAg
       await f.done;
       return `sound:${remote}/${hash}`;
     },
-    close() {
+    async close() {
       clearInterval(timer);
     },
   };

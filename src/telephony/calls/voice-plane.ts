@@ -27,8 +27,10 @@ export function createVoicePlane(opts: {
   /** The trunk B2BUA's loop marker (the calls module's), put on every INVITE the dialer sends. */
   loopMarker: LoopMarker;
   onLegEnded(outcome: LegOutcome): void;
-  /** `[media] engine = "asterisk"`: the farm's settings. */
+  /** `[media] engine = "asterisk"`: the farm's settings (a farm of its own, closed with the plane)… */
   asterisk?: AsteriskSettings;
+  /** …or the daemon's shared farm, which the plane does not close. */
+  farm?: AsteriskFarm;
 }): VoicePlane {
   const plane: MediaPlane = createMediaPlane({ ...opts.media, log: opts.log });
   const dialer = createSipDialer(opts.stack, {
@@ -37,14 +39,17 @@ export function createVoicePlane(opts: {
     loopMarker: opts.loopMarker,
     onLegEnded: opts.onLegEnded,
   });
-  const farm: AsteriskFarm | null = opts.asterisk ? createAsteriskFarm(opts.asterisk, opts.log) : null;
+  const own: AsteriskFarm | null = opts.asterisk ? createAsteriskFarm(opts.asterisk, opts.log) : null;
+  const farm = own ?? opts.farm ?? null;
   const engine = farm ? farm.createEngine(dialer, plane.renderer) : plane.createEngine(dialer);
   return {
     engine,
     dialer,
     download: (url) => plane.downloader.download(url),
     async close() {
-      await farm?.close();
+      // A shared farm outlives the plane: only this plane's engine (its calls) ends here.
+      if (own) await own.close();
+      else if (farm) await engine.close();
       await plane.close();
     },
   };

@@ -16,18 +16,27 @@ export const ENGINES: readonly { name: EngineName; skip: string | false }[] = [
   { name: 'asterisk', skip: asteriskBin ? false : NO_ASTERISK },
 ];
 
-/** What `createVoicePlane` takes for this engine: nothing for native, a started farm of one for Asterisk. */
-export async function engineOptions(t: Test, engine: EngineName): Promise<{ asterisk?: AsteriskSettings }> {
+/** The engine's private Asterisk (started, stopped at teardown) and the farm settings over it; none for native. */
+export async function startEngine(
+  t: Test,
+  engine: EngineName,
+): Promise<{ asterisk?: AsteriskSettings; host?: PrivateAsterisk }> {
   if (engine === 'native') return {};
   const sipPort = await freePort();
   const ast = await startAsterisk({ exchangeSip: { host: '127.0.0.1', port: sipPort } });
   t.teardown(() => ast.stop());
-  return { asterisk: asteriskSettings(sipPort, join(ast.dir, 'prompts'), [ast]) };
+  return { asterisk: asteriskSettings(sipPort, join(ast.dir, 'prompts'), [ast]), host: ast };
+}
+
+/** What `createVoicePlane` takes for this engine: nothing for native, a started farm of one for Asterisk. */
+export async function engineOptions(t: Test, engine: EngineName): Promise<{ asterisk?: AsteriskSettings }> {
+  const { asterisk } = await startEngine(t, engine);
+  return asterisk ? { asterisk } : {};
 }
 
 /** Daemon config overrides for this engine (`[media]`, `[asterisk]`), Asterisk started when needed. */
 export async function engineConfig(t: Test, engine: EngineName): Promise<Record<string, unknown>> {
-  const { asterisk } = await engineOptions(t, engine);
+  const { asterisk } = await startEngine(t, engine);
   return asterisk ? { media: { engine: 'asterisk' }, asterisk } : {};
 }
 
@@ -43,6 +52,9 @@ export function asteriskSettings(
     sip_port: sipPort,
     sip_advertise: '',
     pjsip_endpoint: 'svc-exchange',
+    prompt_transport: 'http',
+    prompt_http_port: 0,
+    prompt_url_ttl_ms: 60_000,
     prompt_dir: promptDir,
     prompt_dir_remote: '',
     request_timeout_ms: 2000,

@@ -30,6 +30,7 @@ import { buildNumbersModule } from './numbers/index.js';
 import { buildDncModule } from './dnc/index.js';
 import { buildDialerModule } from './dialer/index.js';
 import { buildAiAgentsModule } from './ai-agents/index.js';
+import { buildInterconnectionsModule, buildPeeringTerms } from './interconnections/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createMailer } from '../platform/mailer.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
@@ -65,11 +66,20 @@ export async function buildModules(coreIn: CoreDeps) {
   const webhooks = buildWebhooksModule(core);
   // The SIP stack for trunk calls, API calls and endpoint probes; the calls module binds its ports at start.
   const sip = await createSipPlane(core);
+  // Interconnection terms between accounts, which rating applies (the module itself is built below).
+  const peeringTerms = buildPeeringTerms(core);
   // Listings, rate decks, purchases, Smart Routing; bulk SIP endpoint changes probe the endpoint once.
   const marketplace = buildMarketplaceModule(core, {
     sipProbe: (target) => sip.probe(target, { timeoutMs: BULK_PROBE_TIMEOUT_MS }),
+    peering: peeringTerms,
   });
   const { purchases } = marketplace.services;
+  // Bilateral terms between two accounts: found by the accounts service, priced by routing.
+  const interconnections = buildInterconnectionsModule(core, {
+    terms: peeringTerms,
+    account: (id) => accounts.getAccount(id),
+    candidatesFor: (q) => marketplace.services.routing.candidatesFor(q),
+  });
   // The ledger and the modules over it; balance and sub-account events go to the webhooks outbox.
   const { ledger, events } = buildLedger(core);
   // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the Application Manager,
@@ -252,6 +262,7 @@ export async function buildModules(coreIn: CoreDeps) {
     webhooks.module,
     ...money.modules,
     ...marketplace.modules,
+    interconnections.module,
     // Stopped after the modules below it (in reverse), which relay or play media through it.
     { name: 'media', stop: () => media.close() },
     cdrs.module,
@@ -304,6 +315,7 @@ export async function buildModules(coreIn: CoreDeps) {
       dnc: dnc.service,
       dialer: dialer.service,
       aiAgents: aiAgents.service,
+      interconnections: interconnections.service,
     },
     list,
   };

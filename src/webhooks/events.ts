@@ -77,6 +77,13 @@ export const SubscribableEvents = [
   'payout.rejected',
   'billing.spending_alert',
   'billing.export_completed',
+  // Interconnections between two accounts (docs/interconnections.md): proposals and counters, then the agreement's life.
+  'interconnection.requested',
+  'interconnection.accepted',
+  'interconnection.declined',
+  'interconnection.suspended',
+  'interconnection.resumed',
+  'interconnection.ended',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

@@ -31,6 +31,7 @@ import { buildDncModule } from './dnc/index.js';
 import { buildDialerModule } from './dialer/index.js';
 import { buildAiAgentsModule } from './ai-agents/index.js';
 import { buildInterconnectionsModule, buildPeeringTerms } from './interconnections/index.js';
+import { buildConnectionsModule } from './connections/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createMailer } from '../platform/mailer.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
@@ -171,6 +172,14 @@ export async function buildModules(coreIn: CoreDeps) {
     application: money.services.application,
     cdrs: cdrs.service,
   });
+  // The account's connection points (trunk addresses, purchase SIP credentials, SMPP) and reachability tests.
+  const connections = buildConnectionsModule(core, {
+    trunkIps: (id) => calls.service.repo.listTrunkIps(id),
+    trunkCredentials: (id) => calls.service.repo.listTrunkCredentials(id),
+    smppAccounts: (id) => sms.smppCredentials.list(id),
+    binds: () => sms.customerBinds(),
+    probe: (target) => sip.probe(target, { timeoutMs: core.config.sip.options_timeout_ms }),
+  });
   // Verify: codes over the SMS send path or a voice one-time-code call.
   const verify = buildVerifyModule(core, { sms: sms.service, calls: commsCalls.service });
   // Number lookup: offline numbering, range and risk data with the caller's cheapest route prices.
@@ -269,6 +278,7 @@ export async function buildModules(coreIn: CoreDeps) {
     calls.module,
     commsCalls.module,
     sms.module,
+    connections.module,
     verify.module,
     lookup.module,
     routeChecks.module,

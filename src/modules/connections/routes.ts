@@ -91,7 +91,11 @@ export function connectionsRoutes(connections: ConnectionsService) {
     app.post(
       '/connections/test',
       {
-        config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true } },
+        // Each request sends a probe to an address the customer chose.
+        config: {
+          access: { auth: 'required', scope: 'account:write', denyTestKeys: true },
+          rateLimit: { points: 10, seconds: 10 },
+        },
         schema: {
           tags: TAGS,
           summary: 'Check that the exchange reaches your SIP equipment (SIP OPTIONS)',

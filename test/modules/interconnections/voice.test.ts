@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createWorld, eventually, expectExit, uac, uacScenario, uasAnswer } from '../sip-trunks/world.js';
+import { createWorld, subAccountCall, uasAnswer } from '../sip-trunks/world.js';
 
 // Money (platform fee 0.002000/min absolute; increment 6/6): the seller's deck has 4421 at 0.010000.
 // Under a 20% interconnection discount the operator's traffic pays seller 0.008000 + fee = 0.010000/min;
@@ -23,26 +23,11 @@ t.test('an interconnection in force prices a real SIP trunk call between its two
   const resolved = await w.api('GET', `/interconnections/${r.body.data.id}/prices?number=${number}`, w.operator.token);
   t.match(resolved.body.data.routes, [{ routeId: route.routeId, sellerRate: '0.008000', price: '0.010000' }]);
 
-  const sub = await w.sub({ markupPct: '0', fund: '5.000000' });
-  const run = await uac(
-    t,
-    w.sipPort,
-    uacScenario('uac-tail-answer.xml', { HOLD_MS: '1000' }),
-    number,
-    sub.sipUsername,
-    sub.sipPassword,
-  );
-  await expectExit(t, run, 'caller completed the call');
-  await expectExit(t, uas, 'supplier answered');
-  const [cdr] = await eventually(async () => {
-    const rows = await w.d.sql<{ buyerCost: string; sellerCredit: string; sellerId: string }[]>`
-      select buyer_cost::text, seller_credit::text, seller_id from cdrs where account_id = ${sub.id}`;
-    return rows.length > 0 ? rows : null;
-  });
+  const { subId, cdr } = await subAccountCall(t, w, number, uas);
   t.same(
     cdr,
     { buyerCost: '0.001000', sellerCredit: '0.000800', sellerId: w.seller.accountId },
     '6 s at the agreed rate',
   );
-  t.equal((await w.d.modules.services.ledger.balanceOf(sub.id)).balance, '4.999000');
+  t.equal((await w.d.modules.services.ledger.balanceOf(subId)).balance, '4.999000');
 });

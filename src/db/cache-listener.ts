@@ -26,3 +26,33 @@ export function createCacheListener(sql: Sql, channel: string, onNotify: (payloa
     },
   };
 }
+
+/**
+ * A per-key cache of `load` kept correct by NOTIFY on `channel` (the payload is the key): reads go
+ * through until the listen is up; a failed load is not kept.
+ */
+export function createNotifiedCache<V>(sql: Sql, channel: string, load: (key: string) => Promise<V>) {
+  const byKey = new Map<string, Promise<V>>();
+  const listener = createCacheListener(
+    sql,
+    channel,
+    (key) => byKey.delete(key),
+    () => byKey.clear(),
+  );
+  return {
+    get(key: string): Promise<V> {
+      if (!listener.listening) return load(key);
+      let hit = byKey.get(key);
+      if (hit === undefined) {
+        hit = load(key);
+        byKey.set(key, hit);
+        hit.catch(() => byKey.delete(key));
+      }
+      return hit;
+    },
+    /** Forgets one key at once (this daemon's own change, before its NOTIFY arrives). */
+    changed: (key: string) => void byKey.delete(key),
+    start: () => listener.start(),
+    stop: () => listener.stop(),
+  };
+}

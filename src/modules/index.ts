@@ -33,6 +33,8 @@ import { parseNetworks } from '../platform/outbound-guard.js';
 import { buildDncModule } from './dnc/index.js';
 import { buildDialerModule } from './dialer/index.js';
 import { buildAiAgentsModule } from './ai-agents/index.js';
+import { buildInterconnectionsModule, buildPeeringTerms } from './interconnections/index.js';
+import { buildConnectionsModule } from './connections/index.js';
 import { createSipPlane } from '../platform/sip-plane.js';
 import { createMailer } from '../platform/mailer.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
@@ -69,11 +71,20 @@ export async function buildModules(coreIn: CoreDeps) {
   const webhooks = buildWebhooksModule(core);
   // The SIP stack for trunk calls, API calls and endpoint probes; the calls module binds its ports at start.
   const sip = await createSipPlane(core);
+  // Interconnection terms between accounts, which rating applies (the module itself is built below).
+  const peeringTerms = buildPeeringTerms(core);
   // Listings, rate decks, purchases, Smart Routing; bulk SIP endpoint changes probe the endpoint once.
   const marketplace = buildMarketplaceModule(core, {
     sipProbe: (target) => sip.probe(target, { timeoutMs: BULK_PROBE_TIMEOUT_MS }),
+    peering: peeringTerms,
   });
   const { purchases } = marketplace.services;
+  // Bilateral terms between two accounts: found by the accounts service, priced by routing.
+  const interconnections = buildInterconnectionsModule(core, {
+    terms: peeringTerms,
+    account: (id) => accounts.getAccount(id),
+    candidatesFor: (q) => marketplace.services.routing.candidatesFor(q),
+  });
   // The ledger and the modules over it; balance and sub-account events go to the webhooks outbox.
   const { ledger, events } = buildLedger(core);
   // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the Application Manager,
@@ -186,6 +197,14 @@ export async function buildModules(coreIn: CoreDeps) {
     // A message a handset sent to a rented number, over its seller's SMPP bind.
     onMobileOriginated: (routeId, mo) => numbers.service.inbound.fromSmsc(routeId, mo),
   });
+  // The account's connection points (trunk addresses, purchase SIP credentials, SMPP) and reachability tests.
+  const connections = buildConnectionsModule(core, {
+    trunkIps: (id) => calls.service.repo.listTrunkIps(id),
+    trunkCredentials: (id) => calls.service.repo.listTrunkCredentials(id),
+    smppAccounts: (id) => sms.smppCredentials.list(id),
+    binds: () => sms.customerBinds(),
+    probe: (target) => sip.probe(target, { timeoutMs: core.config.sip.options_timeout_ms }),
+  });
   // Verify: codes over the SMS send path or a voice one-time-code call.
   const verify = buildVerifyModule(core, { sms: sms.service, calls: commsCalls.service });
   // Number lookup: offline numbering, range and risk data with the caller's cheapest route prices.
@@ -294,6 +313,7 @@ export async function buildModules(coreIn: CoreDeps) {
     webhooks.module,
     ...money.modules,
     ...marketplace.modules,
+    interconnections.module,
     // Stopped after the modules below it (in reverse), which relay or play media through it.
     { name: 'media', stop: () => media.close() },
     ...(asterisk ? [{ name: 'asterisk', stop: () => asterisk.close() }] : []),
@@ -301,6 +321,7 @@ export async function buildModules(coreIn: CoreDeps) {
     calls.module,
     commsCalls.module,
     sms.module,
+    connections.module,
     verify.module,
     lookup.module,
     routeChecks.module,
@@ -349,6 +370,7 @@ export async function buildModules(coreIn: CoreDeps) {
       dnc: dnc.service,
       dialer: dialer.service,
       aiAgents: aiAgents.service,
+      interconnections: interconnections.service,
     },
     list,
   };

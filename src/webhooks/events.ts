@@ -82,6 +82,13 @@ export const SubscribableEvents = [
   'revenue_share.fraud_flagged',
   'revenue_share.flag_resolved',
   'revenue_share.earnings_released',
+  // Interconnections between two accounts (docs/interconnections.md): proposals and counters, then the agreement's life.
+  'interconnection.requested',
+  'interconnection.accepted',
+  'interconnection.declined',
+  'interconnection.suspended',
+  'interconnection.resumed',
+  'interconnection.ended',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

@@ -10,7 +10,7 @@ import { createCdrQualitySource } from './listings/quality.js';
 import { createRoutingCache } from './routing/routing-cache.js';
 import { routesRoutes } from './listings/routes.js';
 import { createRouting } from './routing/routing.js';
-import type { QualitySource } from './routing/routing.js';
+import type { PeeringSource, QualitySource } from './routing/routing.js';
 import { createRoutesService, type SipProbe } from './listings/service.js';
 import { createListingLifecycle } from './listings/lifecycle.js';
 import { lifecycleRoutes } from './listings/lifecycle-routes.js';
@@ -33,7 +33,14 @@ import { createPrivateRateCache } from './offers/private-rates.js';
 import { offersRoutes } from './offers/routes.js';
 import { createOffersService } from './offers/service.js';
 
-export type { Candidate, CandidateQuery, QualitySource, SipEndpoint } from './routing/routing.js';
+export type {
+  Candidate,
+  CandidateQuery,
+  PeeringSource,
+  PeeringTerm,
+  QualitySource,
+  SipEndpoint,
+} from './routing/routing.js';
 export { createCdrQualitySource } from './listings/quality.js';
 
 /**
@@ -42,7 +49,10 @@ export { createCdrQualitySource } from './listings/quality.js';
  * built here, not from their own folders: routing needs the purchases service and both the routes
  * and the purchases HTTP routes need routing, so the three are one build step.
  */
-export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: QualitySource; sipProbe?: SipProbe } = {}) {
+export function buildMarketplaceModule(
+  core: CoreDeps,
+  opts: { quality?: QualitySource; sipProbe?: SipProbe; peering?: PeeringSource } = {},
+) {
   const decks = createDeckCache({
     sql: core.sql,
     clock: core.clock,
@@ -75,6 +85,7 @@ export function buildMarketplaceModule(core: CoreDeps, opts: { quality?: Quality
     guard,
     blends: blendCache,
     privateRates,
+    ...(opts.peering ? { peering: opts.peering } : {}),
   });
   const blends = createBlendsService({ ...core, routes, purchases, routing, cache: blendCache, routingCache });
   const offers = createOffersService({ ...core, routes, blends: blendCache, privateRates });

@@ -340,6 +340,12 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
         insert into trunk_credentials (username, account_id, purchase_id, ha1) values (${row.username}, ${row.accountId}, ${row.purchaseId}, ${row.ha1})
         on conflict (purchase_id) do update set username = excluded.username, ha1 = excluded.ha1, rotated_at = now()`;
     },
+    /** The account's purchase SIP credentials (no secrets), newest first. */
+    listTrunkCredentials: (accountId: string) =>
+      db<{ username: string; purchaseId: string; purchaseStatus: string; createdAt: Date; rotatedAt: Date | null }[]>`
+        select c.username, c.purchase_id, p.status as purchase_status, c.created_at, c.rotated_at
+        from trunk_credentials c join purchases p on p.id = c.purchase_id
+        where c.account_id = ${accountId} order by c.created_at desc`,
     async trunkCredential(username: string) {
       const [r] = await db<{ accountId: string; purchaseId: string; ha1: string }[]>`
         select c.account_id, c.purchase_id, c.ha1 from trunk_credentials c

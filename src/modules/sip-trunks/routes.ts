@@ -139,7 +139,7 @@ export function callsRoutes(
       {
         config: { access: { auth: 'required', scope: 'account:read' } },
         schema: {
-          tags: ['Interconnections'],
+          tags: ['Connections'],
           summary: 'Whitelisted source addresses',
           response: { 200: Ok(Type.Array(TrunkIp)) },
         },
@@ -158,7 +158,7 @@ export function callsRoutes(
       {
         config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true, grants: ['voice:send'] } },
         schema: {
-          tags: ['Interconnections'],
+          tags: ['Connections'],
           summary: 'Whitelist a source address for SIP trunk calls',
           description:
             'Every call from a whitelisted address bills this account without digest authentication (attribution step 1), ' +
@@ -196,7 +196,7 @@ export function callsRoutes(
       {
         config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true } },
         schema: {
-          tags: ['Interconnections'],
+          tags: ['Connections'],
           summary: 'Remove a whitelisted address',
           params: Type.Object({ id: Uuid() }),
           response: { 200: Ok(Type.Object({ deleted: Type.Boolean() })) },
@@ -213,7 +213,7 @@ export function callsRoutes(
       {
         config: { access: { auth: 'required', scope: 'purchases:write', denyTestKeys: true, grants: ['voice:send'] } },
         schema: {
-          tags: ['Interconnections'],
+          tags: ['Connections'],
           summary: 'Issue (or rotate) the SIP credentials of a route purchase',
           description:
             `Calls authenticated with these credentials bill the purchasing account and take this route first (attribution step 2). ` +

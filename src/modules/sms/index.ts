@@ -126,5 +126,7 @@ export function buildSmsModule(
     },
     ports: () => ({ ...bound }),
   };
-  return { module, service, smppCredentials };
+  /** Customer binds on this daemon's SMPP server now (none before start). */
+  const customerBinds = () => smpp?.binds() ?? [];
+  return { module, service, smppCredentials, customerBinds };
 }

@@ -37,6 +37,16 @@ export interface SmppCredentials {
 /** How long a password that passed scrypt is accepted again without it (reconnecting binds). */
 const VERIFIED_TTL_MS = 10 * 60_000;
 
+/** SMPP credentials as listed (no secret). */
+export interface SmppCredentialRow {
+  id: string;
+  systemId: string;
+  allowedIps: string[];
+  throughput: number;
+  createdAt: Date;
+  disabledAt: Date | null;
+}
+
 export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logger }) {
   const { sql, clock } = deps;
   const verifier = createSmppVerifier({ log: deps.log.child({ plane: 'smpp-in' }) });
@@ -94,6 +104,13 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
         from smpp_accounts where system_id = ${systemId} and disabled_at is null and cardinality(allowed_ips) > 0`;
       return row?.own === true;
     },
+
+    /** The account's SMPP credentials (no secrets), newest first. */
+    list: (accountId: string) =>
+      sql<SmppCredentialRow[]>`
+        select id, system_id, array(select host(a) from unnest(allowed_ips) a) as allowed_ips, throughput,
+               created_at, disabled_at
+        from smpp_accounts where account_id = ${accountId} order by created_at desc`,
 
     /** Password checks run on the verifier thread so far. */
     checks: () => verifier.checks(),

@@ -21,7 +21,7 @@ export function smppCredentialRoutes(credentials: SmppCredentialsService, applic
       {
         config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true, grants: ['sms:send'] } },
         schema: {
-          tags: ['Interconnections'],
+          tags: ['Connections'],
           summary: 'Issue SMPP credentials (the password is shown once)',
           description:
             'Customers bind as transmitter, receiver or transceiver with these credentials; submit_sm goes through the same ' +

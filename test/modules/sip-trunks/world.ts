@@ -262,3 +262,32 @@ export function rawInvite(fromPort: number, toPort: number, number: string, call
     '',
   ].join('\n');
 }
+
+/**
+ * A funded sub-account of the operator places one answered trunk call of about a second to
+ * `number` (the supplier `uas` answers it); returns the sub-account and its CDR's money.
+ */
+export async function subAccountCall(
+  t: Tt,
+  w: World,
+  number: string,
+  uas: SippRun,
+): Promise<{ subId: string; cdr: { buyerCost: string; sellerCredit: string; sellerId: string } }> {
+  const sub = await w.sub({ markupPct: '0', fund: '5.000000' });
+  const run = await uac(
+    t,
+    w.sipPort,
+    uacScenario('uac-tail-answer.xml', { HOLD_MS: '1000' }),
+    number,
+    sub.sipUsername,
+    sub.sipPassword,
+  );
+  await expectExit(t, run, 'caller completed the call');
+  await expectExit(t, uas, 'supplier answered');
+  const [cdr] = await eventually(async () => {
+    const rows = await w.d.sql<{ buyerCost: string; sellerCredit: string; sellerId: string }[]>`
+      select buyer_cost::text, seller_credit::text, seller_id from cdrs where account_id = ${sub.id}`;
+    return rows.length > 0 ? rows : null;
+  });
+  return { subId: sub.id, cdr: cdr! };
+}

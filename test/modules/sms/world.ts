@@ -10,6 +10,8 @@ export interface SmsWorld {
   smsc: PerlSmsc;
   routeId: string;
   buyer: { accountId: string; session: string };
+  /** The route's seller. */
+  seller: { accountId: string; session: string };
   api(method: string, url: string, token: string, payload?: unknown): Promise<{ status: number; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any
   balance(accountId: string): Promise<{ balance: string; held: string; testCredit: string }>;
 }
@@ -59,6 +61,7 @@ export async function createSmsWorld(t: Test, opts: { clock?: Clock; fund?: stri
     smsc,
     routeId,
     buyer,
+    seller,
     api,
     balance: (id) => h.services.ledger.balanceOf(id),
   };

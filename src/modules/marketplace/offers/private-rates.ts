@@ -1,7 +1,7 @@
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Sql } from '../../../db/connection.js';
-import { createCacheListener } from '../../../db/cache-listener.js';
+import { createNotifiedCache } from '../../../db/cache-listener.js';
 import type { Clock } from '../../../platform/clock.js';
 
 export const PRIVATE_RATES_CHANNEL = 'svc_private_rates';
@@ -41,7 +41,6 @@ export function lookupPrivateRate(
  */
 export function createPrivateRateCache(deps: { sql: Sql; clock: Clock; log: Logger }) {
   const { sql, clock } = deps;
-  const byAccount = new Map<string, Promise<BuyerPrivateRates>>();
 
   const load = async (accountId: string): Promise<BuyerPrivateRates> => {
     const rows = await sql<
@@ -64,28 +63,14 @@ export function createPrivateRateCache(deps: { sql: Sql; clock: Clock; log: Logg
     }
     return out;
   };
-  const listener = createCacheListener(
-    sql,
-    PRIVATE_RATES_CHANNEL,
-    (accountId) => byAccount.delete(accountId),
-    () => byAccount.clear(),
-  );
+  const cache = createNotifiedCache(sql, PRIVATE_RATES_CHANNEL, load);
 
   return {
-    forAccount(accountId: string): Promise<BuyerPrivateRates> {
-      if (!listener.listening) return load(accountId);
-      let hit = byAccount.get(accountId);
-      if (hit === undefined) {
-        hit = load(accountId);
-        byAccount.set(accountId, hit);
-        hit.catch(() => byAccount.delete(accountId));
-      }
-      return hit;
-    },
+    forAccount: (accountId: string): Promise<BuyerPrivateRates> => cache.get(accountId),
     lookup: lookupPrivateRate,
-    changed: (accountId: string) => void byAccount.delete(accountId),
-    start: () => listener.start(),
-    stop: () => listener.stop(),
+    changed: cache.changed,
+    start: () => cache.start(),
+    stop: () => cache.stop(),
   };
 }
 

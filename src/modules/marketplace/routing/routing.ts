@@ -1,4 +1,4 @@
-import type { Decimal } from 'decimal.js';
+import { Decimal } from 'decimal.js';
 import type { Config } from '../../../config/schema.js';
 import { notFound, ruleError, validationError } from '../../../http/errors.js';
 import { buyerRate, priceSms, toMoney } from '../../../rating/index.js';
@@ -48,6 +48,8 @@ export interface Candidate {
   blendId?: string;
   /** Set when the buyer's private rate from this accepted offer priced the route. */
   offerId?: string;
+  /** Set when the terms of this interconnection between buyer and seller priced the route. */
+  interconnectionId?: string;
   matchedPrefix: string;
   destination: string;
   /** Buyer price per minute (voice) or per segment (SMS): seller rate plus platform fee. */
@@ -66,6 +68,19 @@ export interface Candidate {
 }
 
 export type { QualitySource } from './smart-routing.js';
+
+/** Terms in force between a buyer and one seller (an active interconnection): percent off the seller's rates. */
+export interface PeeringTerm {
+  interconnectionId: string;
+  discountPct: Decimal;
+  services: ReadonlySet<'voice' | 'sms'>;
+  validUntil: Date;
+}
+
+/** The interconnection terms of a buyer, by seller account (the interconnections module's cache). */
+export interface PeeringSource {
+  forBuyer(accountId: string): Promise<ReadonlyMap<string, PeeringTerm>>;
+}
 
 const noMeasurements: QualitySource = async () => new Map();
 
@@ -86,6 +101,23 @@ export interface PricedMember extends Priced {
   position: number;
   percent: number;
   quality: number;
+}
+
+/** The buyer's term with this seller that covers the service now, if any. */
+export function peeringTermFor(
+  peers: ReadonlyMap<string, PeeringTerm>,
+  sellerId: string,
+  type: 'voice' | 'sms',
+  now: Date,
+): PeeringTerm | undefined {
+  const term = peers.get(sellerId);
+  if (term === undefined || !term.services.has(type) || term.validUntil.getTime() <= now.getTime()) return undefined;
+  return term;
+}
+
+/** A seller rate less a percent discount, to 6 places (half up, as every rate). */
+export function discounted(rate: Decimal, pct: Decimal): Decimal {
+  return rate.times(new Decimal(100).minus(pct)).div(100).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
 }
 
 export function normaliseNumber(number: string): string {
@@ -117,6 +149,8 @@ export function createRouting(deps: {
   random?: () => number;
   /** Buyers' private rates from accepted offers, used in place of the deck's rate. */
   privateRates?: PrivateRateCache;
+  /** Interconnection terms: a discount off the seller rate when buyer and seller have agreed one. */
+  peering?: PeeringSource;
   clock?: Clock;
 }) {
   const { routes, purchases, blends } = deps;
@@ -239,7 +273,8 @@ export function createRouting(deps: {
     const inBlends = await blends.blendsAmong(usable.map((u) => u.routeId));
     const privates = deps.privateRates ? await deps.privateRates.forAccount(q.accountId) : undefined;
     const now = deps.clock?.now() ?? new Date();
-    const plain: (Priced & { u: (typeof usable)[number]; offerId?: string })[] = [];
+    const peers = deps.peering ? await deps.peering.forBuyer(q.accountId) : undefined;
+    const plain: (Priced & { u: (typeof usable)[number]; offerId?: string; interconnectionId?: string })[] = [];
     const blended: { u: (typeof usable)[number]; blend: Blend }[] = [];
     for (const u of usable) {
       const blend = inBlends.get(u.routeId);
@@ -251,7 +286,13 @@ export function createRouting(deps: {
       if (p === undefined) continue;
       // A private rate replaces the deck's rate for numbers under its prefix; the deck still decides coverage and increment.
       const own = privates?.size ? deps.privateRates!.lookup(privates.get(u.routeId), digits, now) : undefined;
-      if (own === undefined) plain.push({ u, ...p });
+      const term = own === undefined && peers?.size ? peeringTermFor(peers, p.meta.sellerId, q.type, now) : undefined;
+      if (term !== undefined) {
+        // An interconnection's discount applies where no offer set a private rate (the narrower agreement wins).
+        const sellerRate = discounted(p.sellerRate, term.discountPct);
+        const price = buyerRate(sellerRate, fee, q.type === 'voice' ? 'min' : 'msg');
+        plain.push({ u, ...p, sellerRate, price, interconnectionId: term.interconnectionId });
+      } else if (own === undefined) plain.push({ u, ...p });
       else
         plain.push({
           u,
@@ -267,6 +308,7 @@ export function createRouting(deps: {
     const scoreOf = (routeId: string, meta: DeckMeta) => qualityScore(measured.get(routeId) ?? null, statedOf(meta));
     type Item = Priced & {
       offerId?: string;
+      interconnectionId?: string;
       u: (typeof usable)[number];
       position: number | null;
       quality: number;
@@ -291,7 +333,7 @@ export function createRouting(deps: {
     // A blend's members follow one another in its rule's order; a route met twice (bought alone and in a blend) is tried once.
     const seen = new Set<string>();
     const expanded: {
-      item: Priced & { offerId?: string };
+      item: Priced & { offerId?: string; interconnectionId?: string };
       quality: number;
       u: Item['u'];
       blend: Blend | null;
@@ -324,6 +366,7 @@ export function createRouting(deps: {
       purchaseId: u.purchaseId,
       ...(blend === null ? {} : { blendId: blend.id }),
       ...(item.offerId === undefined ? {} : { offerId: item.offerId }),
+      ...(item.interconnectionId === undefined ? {} : { interconnectionId: item.interconnectionId }),
       matchedPrefix: item.match.prefix,
       destination: item.match.destination,
       price: item.price,

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createWorld, eventually, expectExit, uac, uacScenario, uasAnswer } from '../../sip-trunks/world.js';
+import { createWorld, subAccountCall, uasAnswer } from '../../sip-trunks/world.js';
 
 // Money (platform fee 0.002000/min absolute; increment 6/6): the deck has 4421 at 0.013700 and 44 at 0.020000.
 // The accepted offer gives the buyer 4421 at 0.011000: buyer price 0.013000/min; a 1–6 s call bills 6 s:
@@ -111,25 +111,10 @@ t.test('offers: ask, counter, accept into private rates, decline, expire', async
     t.equal(granted.body.data.total, 1);
     t.notOk(JSON.stringify(granted.body).includes(w.operator.accountId), 'buyers are not named to the seller');
 
-    const sub = await w.sub({ markupPct: '0', fund: '5.000000' });
-    const run = await uac(
-      t,
-      w.sipPort,
-      uacScenario('uac-tail-answer.xml', { HOLD_MS: '1000' }),
-      number,
-      sub.sipUsername,
-      sub.sipPassword,
-    );
-    await expectExit(t, run, 'caller completed the call');
-    await expectExit(t, uas, 'supplier answered');
-    const [cdr] = await eventually(async () => {
-      const rows = await w.d.sql<{ buyerCost: string; sellerCredit: string }[]>`
-        select buyer_cost::text, seller_credit::text from cdrs where account_id = ${sub.id}`;
-      return rows.length > 0 ? rows : null;
-    });
+    const { subId, cdr } = await subAccountCall(t, w, number, uas);
     t.equal(cdr!.buyerCost, '0.001300', '6 s at the private 0.011000 + fee');
     t.equal(cdr!.sellerCredit, '0.001100');
-    t.equal((await w.d.modules.services.ledger.balanceOf(sub.id)).balance, '4.998700');
+    t.equal((await w.d.modules.services.ledger.balanceOf(subId)).balance, '4.998700');
   });
 
   await t.test('decline and expiry', async (t) => {

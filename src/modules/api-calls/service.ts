@@ -3,7 +3,7 @@
  * behaviour, the failover rule; "Call" resource; ARCHITECTURE "The call path").
  */
 import { createHash, randomInt } from 'node:crypto';
-import { Decimal } from 'decimal.js';
+import type { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Db, Sql } from '../../db/connection.js';
@@ -230,12 +230,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
   const ownerNode = apiCallOwner(deps.node);
 
   /** Reseller markup of a sub-account payer (0 for everyone else). */
-  async function markupOf(caller: Caller): Promise<Decimal> {
-    if (!caller.parentId) return new Decimal(0);
-    const sub = await deps.application.get(caller.parentId, caller.accountId);
-    const settings = await deps.application.settings(caller.parentId);
-    return new Decimal(sub.markupPct ?? settings.defaultMarkupPct ?? 0);
-  }
+  const markupOf = (caller: Caller): Promise<Decimal> => deps.application.markupOf(caller);
 
   async function priceCandidates(caller: Caller, input: PlaceCallInput): Promise<Priced[]> {
     const candidates: Candidate[] = await deps.routing.candidatesFor({

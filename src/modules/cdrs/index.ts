@@ -38,3 +38,4 @@ export {
 } from './service.js';
 export type { CdrInsert, CdrRow, CdrFilter, RouteTerms } from './repo.js';
 export { affordableSeconds, chargeLeg, holdFor, type LegCharge, type PricedRoute } from './call-charge.js';
+export { chargeMarkup, markupOn, type MarkupCharge } from './markup.js';

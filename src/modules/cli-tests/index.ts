@@ -23,6 +23,7 @@ export function buildCliTestsModule(
     calls: CliTestsDeps['calls'];
     admission: CliTestsDeps['admission'];
     blends: CliTestsDeps['blends'];
+    application: CliTestsDeps['application'];
   },
 ) {
   const log = core.log.child({ module: 'cli-tests' });
@@ -42,6 +43,7 @@ export function buildCliTestsModule(
     calls: deps.calls,
     admission: deps.admission,
     blends: deps.blends,
+    application: deps.application,
     observer,
   });
   let timer: NodeJS.Timeout | undefined;

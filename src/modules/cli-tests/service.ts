@@ -10,6 +10,9 @@ import type { Config } from '../../config/schema.js';
 import type { Sql } from '../../db/connection.js';
 import { AppError, conflict, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
+import { toMoney } from '../../rating/index.js';
+import type { ApplicationService } from '../application/service.js';
+import { chargeMarkup, markupOn } from '../cdrs/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { isE164 } from '../../platform/e164.js';
 import { newId } from '../../platform/ids.js';
@@ -43,6 +46,8 @@ export interface CliTestsDeps {
     releaseApiCall(slots: string[]): Promise<void>;
   };
   observer: CliObserver;
+  /** The reseller markup a sub-account's tests carry. */
+  application: Pick<ApplicationService, 'payerMarkup'>;
 }
 
 export const MIN_BATCH_ROUTES = 2;
@@ -160,18 +165,22 @@ export function createCliTestsService(deps: CliTestsDeps) {
     await sql.begin(async (tx) => {
       let cost = '0.000000';
       if (charge && !t.simulated) {
+        const context = { reference: 'Caller-ID test', relatedEntityType: 'cli_test', relatedEntityId: t.id };
         await ledger.charge(
-          {
-            postingKey: `clitest:${t.id}:charge`,
-            accountId: t.accountId,
-            amount: costPerTest.toFixed(6),
-            reference: 'Caller-ID test',
-            relatedEntityType: 'cli_test',
-            relatedEntityId: t.id,
-          },
+          { postingKey: `clitest:${t.id}:charge`, accountId: t.accountId, amount: costPerTest.toFixed(6), ...context },
           tx,
         );
-        cost = costPerTest.toFixed(6);
+        // A sub-account's test carries its reseller's markup, as its calls and messages do.
+        const payer = await deps.application.payerMarkup(t.accountId);
+        const markup = markupOn(costPerTest, payer.pct);
+        await chargeMarkup(ledger, tx, {
+          key: `clitest:${t.id}`,
+          payer: t.accountId,
+          operatorId: payer.operatorId,
+          markup: toMoney(markup),
+          context,
+        });
+        cost = toMoney(costPerTest.plus(payer.operatorId ? markup : 0));
       }
       await repo.updateTest(tx, t.id, { ...update, cost, completedAt: now });
       // A recurring test schedules its next run when this one ends (a cancelled one stops the series).

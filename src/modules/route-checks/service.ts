@@ -22,9 +22,10 @@ import { chargeLeg } from '../cdrs/index.js';
 import type { RouteRow } from '../marketplace/listings/repo.js';
 import { platformFeeFrom, type RoutesService } from '../marketplace/listings/service.js';
 import type { PurchasesService } from '../marketplace/purchases/service.js';
+import type { ApplicationService } from '../application/service.js';
 import type { ApiAdmission } from '../sip-trunks/service.js';
 import type { SmsService } from '../sms/service.js';
-import { chargeTestCreditFirst } from './billing.js';
+import { chargeTestCreditFirst, type CheckPayer } from './billing.js';
 import { createSmsCheck } from './sms-check.js';
 import { dialOnce, type DialKind } from './dial.js';
 import { destinationRefusal, lineTypeOf } from './destinations.js';
@@ -60,6 +61,8 @@ export interface RouteChecksDeps {
   sms: Pick<SmsService, 'sendTest'>;
   /** Route blends: never route-checked (spec "Errors"); their member routes are. */
   blends: { isBlend(routeId: string): Promise<boolean> };
+  /** The reseller markup a sub-account's checks carry, as its calls and messages do. */
+  application: Pick<ApplicationService, 'payerMarkup'>;
 }
 
 /** Spec "Limits", route checks: ring-me numbers. */
@@ -103,6 +106,11 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
   const running = new Set<Promise<unknown>>();
   const shutdown = new AbortController();
   let stopping = false;
+
+  const payerOf = async (accountId: string): Promise<CheckPayer> => {
+    const m = await deps.application.payerMarkup(accountId);
+    return { accountId, operatorId: m.operatorId, markupPct: m.pct };
+  };
 
   const blendRefused = (routeId: string) =>
     ruleError(`Route ${routeId} is a route blend: blends cannot be route-checked; check its member routes`);
@@ -313,7 +321,7 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
     const billed = leg.ownRoute
       ? { cost: '0.000000', paidFrom: null }
       : await chargeTestCreditFirst({ ledger, log }, tx, {
-          accountId: who.accountId,
+          payer: await payerOf(who.accountId),
           key: `routecheck:${checkId}:${leg.position}`,
           total: new Decimal(c.total),
           seller: new Decimal(c.seller),
@@ -453,6 +461,7 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
     routes,
     repo,
     sms: deps.sms,
+    payerOf,
     visible: async (routeId, accountId) => {
       if (await deps.blends.isBlend(routeId)) throw blendRefused(routeId);
       return routes.visibleRoute(routeId, accountId);

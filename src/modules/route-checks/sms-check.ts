@@ -18,7 +18,7 @@ import { newId } from '../../platform/ids.js';
 import { priceSms } from '../../rating/index.js';
 import { platformFeeFrom, type RoutesService } from '../marketplace/listings/service.js';
 import type { SmsService } from '../sms/service.js';
-import { chargeTestCreditFirst } from './billing.js';
+import { chargeTestCreditFirst, type CheckPayer } from './billing.js';
 import { destinationRefusal } from './destinations.js';
 import type { RouteChecksRepo } from './repo.js';
 
@@ -45,6 +45,7 @@ export function createSmsCheck(deps: {
   repo: RouteChecksRepo;
   sms: Pick<SmsService, 'sendTest'>;
   visible(routeId: string, accountId: string): ReturnType<RoutesService['visibleRoute']>;
+  payerOf(accountId: string): Promise<CheckPayer>;
   cleanName(name: string): string;
   track(p: Promise<unknown>): void;
 }) {
@@ -154,7 +155,7 @@ export function createSmsCheck(deps: {
           const billed = o.own
             ? { cost: '0.000000', paidFrom: null, postingIds: [] }
             : await chargeTestCreditFirst({ ledger, log }, tx, {
-                accountId: who.accountId,
+                payer: await deps.payerOf(who.accountId),
                 key: `routecheck:${checkId}:0`,
                 total: o.total,
                 seller: o.seller,

@@ -235,12 +235,8 @@ export function createSmsService(deps: SmsDeps) {
       onReceipt: (r) => void onReceipt(r),
     });
 
-  async function markupOf(s: Sender): Promise<Decimal> {
-    if (!s.parentId) return new Decimal(0);
-    const sub = await deps.application.get(s.parentId, s.accountId);
-    const settings = await deps.application.settings(s.parentId);
-    return new Decimal(sub.markupPct ?? settings.defaultMarkupPct ?? 0);
-  }
+  /** Reseller markup of a sub-account sender (0 for everyone else). */
+  const markupOf = (s: Sender): Promise<Decimal> => deps.application.markupOf(s);
 
   function validate(input: SendInput): { to: string; from: string; problems: ErrorDetail[] } {
     const problems: ErrorDetail[] = [];

@@ -11,7 +11,7 @@ export interface PerlSmsc {
   lines: string[];
   /** Resolves with the nth line (already seen or coming) that matches; n defaults to 1. */
   waitFor(re: RegExp, nth?: number): Promise<string>;
-  send(command: 'disconnect' | 'quit'): void;
+  send(command: 'disconnect' | 'release' | 'quit'): void;
   stop(): Promise<void>;
 }
 

@@ -58,7 +58,7 @@ export interface RouteChecksDeps {
   };
   limiter: CheckLimiter;
   /** The SMS plane's test send (exactly one listing, receipts back to the check). */
-  sms: Pick<SmsService, 'sendTest'>;
+  sms: Pick<SmsService, 'sendTest' | 'onStoredTestReceipt'>;
   /** Route blends: never route-checked (spec "Errors"); their member routes are. */
   blends: { isBlend(routeId: string): Promise<boolean> };
   /** The reseller markup a sub-account's checks carry, as its calls and messages do. */

@@ -11,6 +11,7 @@ import type { Db, Sql } from '../../db/connection.js';
 import { AppError, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import { isDelivered, isFailed, networkFor, type ReceiptStat } from '../../messaging/index.js';
+import { supplierIdKeys } from '../../messaging/receipt-text.js';
 import type { SupplierReceipt } from '../../messaging/supplier-bind.js';
 import type { Clock } from '../../platform/clock.js';
 import { isE164 } from '../../platform/e164.js';
@@ -43,7 +44,7 @@ export function createSmsCheck(deps: {
   ledger: Ledger;
   routes: RoutesService;
   repo: RouteChecksRepo;
-  sms: Pick<SmsService, 'sendTest'>;
+  sms: Pick<SmsService, 'sendTest' | 'onStoredTestReceipt'>;
   visible(routeId: string, accountId: string): ReturnType<RoutesService['visibleRoute']>;
   payerOf(accountId: string): Promise<CheckPayer>;
   cleanName(name: string): string;
@@ -83,6 +84,7 @@ export function createSmsCheck(deps: {
     if (isDelivered(r.stat)) {
       await repo.updateLeg(sql, checkId, 0, {
         ...base,
+        supplierKeys: null,
         result: 'delivered',
         message: 'The route delivered the test message (receipt confirmed).',
       });
@@ -107,6 +109,7 @@ export function createSmsCheck(deps: {
       }
       await repo.updateLeg(tx, checkId, 0, {
         ...base,
+        supplierKeys: null,
         result: 'refused',
         errorCode: errorCodeOf(r.stat),
         message: `The receipt said the message failed (${r.stat}); it was refunded.`,
@@ -116,6 +119,14 @@ export function createSmsCheck(deps: {
       await repo.refreshTotal(tx, checkId);
     });
   }
+
+  // A receipt the SMS plane could match to nothing in memory: a test message sent before a restart.
+  deps.sms.onStoredTestReceipt(async (r, keys) => {
+    const checkId = await repo.checkBySupplierKeys(keys, r.routeId ?? null);
+    if (checkId === undefined) return false;
+    await onReceipt(checkId, r);
+    return true;
+  });
 
   async function send(
     who: { accountId: string },
@@ -171,6 +182,8 @@ export function createSmsCheck(deps: {
             acceptedAt: now,
             completedAt: now,
             chargePostingIds: billed.postingIds,
+            // Kept so that a receipt arriving after a restart (the in-memory match gone) still finds the check.
+            supplierKeys: outcome.supplierMessageIds.flatMap((id) => supplierIdKeys(id)),
           });
         } else {
           const refused = outcome.status === 'refused';

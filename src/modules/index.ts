@@ -185,6 +185,7 @@ export async function buildModules(coreIn: CoreDeps) {
     admission: calls.service,
     blends: marketplace.services.blends,
     application: money.services.application,
+    checkResults: marketplace.services.routes,
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);

@@ -24,6 +24,7 @@ export function buildCliTestsModule(
     admission: CliTestsDeps['admission'];
     blends: CliTestsDeps['blends'];
     application: CliTestsDeps['application'];
+    checkResults: CliTestsDeps['checkResults'];
   },
 ) {
   const log = core.log.child({ module: 'cli-tests' });
@@ -44,6 +45,7 @@ export function buildCliTestsModule(
     admission: deps.admission,
     blends: deps.blends,
     application: deps.application,
+    checkResults: deps.checkResults,
     observer,
   });
   let timer: NodeJS.Timeout | undefined;

@@ -12,6 +12,7 @@ import { AppError, conflict, notFound, ruleError, validationError } from '../../
 import type { Ledger } from '../../ledger/index.js';
 import { toMoney } from '../../rating/index.js';
 import type { ApplicationService } from '../application/service.js';
+import type { RoutesService } from '../marketplace/listings/service.js';
 import { chargeMarkup, markupOn } from '../cdrs/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { isE164 } from '../../platform/e164.js';
@@ -46,6 +47,8 @@ export interface CliTestsDeps {
     releaseApiCall(slots: string[]): Promise<void>;
   };
   observer: CliObserver;
+  /** The listing health the marketplace keeps: a test that rang (or was refused) is counted there. */
+  checkResults: Pick<RoutesService, 'recordCheckResult'>;
   /** The reseller markup a sub-account's tests carry. */
   application: Pick<ApplicationService, 'payerMarkup'>;
 }
@@ -160,9 +163,18 @@ export function createCliTestsService(deps: CliTestsDeps) {
     return next;
   }
 
-  async function finish(t: TestRow, update: Parameters<typeof repo.updateTest>[2], charge: boolean) {
+  /** `checkResult`: whether the test says the route works, counted in its listing health; null when it says nothing. */
+  async function finish(
+    t: TestRow,
+    update: Parameters<typeof repo.updateTest>[2],
+    charge: boolean,
+    checkResult: boolean | null = null,
+  ) {
     const now = clock.now();
     await sql.begin(async (tx) => {
+      if (checkResult !== null && t.routeId !== null && !t.simulated) {
+        await deps.checkResults.recordCheckResult(tx, { routeId: t.routeId, kind: 'cli', passed: checkResult });
+      }
       let cost = '0.000000';
       if (charge && !t.simulated) {
         const context = { reference: 'Caller-ID test', relatedEntityType: 'cli_test', relatedEntityId: t.id };
@@ -351,6 +363,8 @@ export function createCliTestsService(deps: CliTestsDeps) {
         const end = await call.ended;
         clearTimeout(giveUp);
         const leg = deps.calls.takeLeg(legId);
+        // A test of one's own listing is not counted in its health.
+        const own = target.route.sellerId === t.accountId;
         const arrived = await Promise.race([arrival, sleep(500).then(() => null)]);
         const rang = ringMs !== null || answerMs !== null || leg?.ringing === true || arrived !== null;
         const sipCode = end.answeredAt ? 200 : (end.sipStatus ?? leg?.sipStatus ?? null);
@@ -374,6 +388,7 @@ export function createCliTestsService(deps: CliTestsDeps) {
                   : 'The handset showed a different caller ID',
             },
             true,
+            own ? null : match,
           );
           return;
         }
@@ -393,6 +408,7 @@ export function createCliTestsService(deps: CliTestsDeps) {
                 : 'The route did not respond',
           },
           rang,
+          own ? null : false,
         );
       } finally {
         await deps.admission

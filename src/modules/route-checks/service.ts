@@ -73,6 +73,10 @@ export const RING_ME_NUMBERS_PER_DAY = 3;
 const ABANDONED_AFTER_MS = 10 * 60_000;
 
 const PASSED: ReadonlySet<LegResult> = new Set(['working', 'accepts', 'delivered']);
+const FAILED: ReadonlySet<LegResult> = new Set(['no_capacity', 'not_delivered', 'false_answer', 'refused']);
+
+/** Whether a verdict says the route works (listing health); null when it says nothing of the route. */
+export const verdictCounts = (r: LegResult): boolean | null => (PASSED.has(r) ? true : FAILED.has(r) ? false : null);
 const OPEN: ReadonlySet<LegResult> = new Set(['pending', 'checking']);
 
 interface PlannedLeg extends NewLeg {
@@ -305,7 +309,10 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
       number: c.number === null ? null : /^\d+$/.test(c.number) ? `+${c.number}` : c.number,
       createdAt: c.createdAt.toISOString(),
       completedAt: iso(c.completedAt),
-      totalCost: new Decimal(c.totalCost).toFixed(6),
+      // The legs' sum, not the check row's copy: the two are read by separate statements, and a
+      // receipt refunding a test message between them made the total disagree with its leg (the
+      // test SMS test's intermittent failure under load).
+      totalCost: legs.reduce((sum, l) => sum.plus(l.cost), new Decimal(0)).toFixed(6),
       routes: legs.map(legView),
       working: legs.filter((l) => PASSED.has(l.result)).map((l) => l.routeId),
     };
@@ -409,6 +416,10 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
       const pdd = o.ringMs ?? o.answerMs;
       await sql.begin(async (tx) => {
         const billed = v.billable ? await chargeLegOf(tx, who, checkId, leg, o.connectedSeconds) : null;
+        const passed = verdictCounts(v.result);
+        if (passed !== null && !leg.ownRoute) {
+          await routes.recordCheckResult(tx, { routeId: leg.routeId, kind: 'call', passed });
+        }
         await repo.updateLeg(tx, checkId, leg.position, {
           result: v.result,
           message: v.message,

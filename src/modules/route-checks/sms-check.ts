@@ -78,6 +78,13 @@ export function createSmsCheck(deps: {
     }
   }
 
+  /** A final receipt said whether the route delivers: counted in its listing health (not on one's own). */
+  async function countResult(db: Db, checkId: string, passed: boolean) {
+    const [leg] = await db<{ routeId: string; ownRoute: boolean }[]>`
+      select route_id, own_route from route_check_legs where check_id = ${checkId} and position = 0`;
+    if (leg && !leg.ownRoute) await deps.routes.recordCheckResult(db, { routeId: leg.routeId, kind: 'sms', passed });
+  }
+
   async function onReceipt(checkId: string, r: SupplierReceipt) {
     const at = clock.now();
     const base = { carrierStatus: r.stat, carrierError: r.err, receiptAt: at, routeReturnsReceipts: true };
@@ -88,6 +95,7 @@ export function createSmsCheck(deps: {
         result: 'delivered',
         message: 'The route delivered the test message (receipt confirmed).',
       });
+      await countResult(sql, checkId, true);
       return;
     }
     if (!isFailed(r.stat)) {
@@ -117,6 +125,7 @@ export function createSmsCheck(deps: {
         paidFrom: null,
       });
       await repo.refreshTotal(tx, checkId);
+      await countResult(tx, checkId, false);
     });
   }
 
@@ -187,6 +196,7 @@ export function createSmsCheck(deps: {
           });
         } else {
           const refused = outcome.status === 'refused';
+          if (!o.own) await deps.routes.recordCheckResult(tx, { routeId: o.routeId, kind: 'sms', passed: false });
           await repo.updateLeg(tx, checkId, 0, {
             result: 'refused',
             message: refused

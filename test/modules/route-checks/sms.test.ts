@@ -109,6 +109,14 @@ t.test('test SMS: delivered and billed, failed receipt refunded, limits', async 
   t.equal(Number(cdrs!.n), 0, 'nor the CDRs');
   const [sum] = await w.h.sql<{ s: string }[]>`select coalesce(sum(amount), 0)::text as s from entries`;
   t.equal(Number(sum!.s), 0, 'the ledger balances');
+  const [health] = await w.h.sql<{ checks: number; passed: number }[]>`
+    select sum(checks)::int as checks, sum(passed)::int as passed from route_check_results_daily
+    where route_id = ${w.routeId} and kind = 'sms'`;
+  t.same(health, { checks: 6, passed: 4 }, 'receipts and refusals counted in the listing health');
+  const listing = await w.h.services.routes.listingHealth(
+    (await w.h.services.routes.visibleRoute(w.routeId, buyer.accountId))!.sellerId,
+  );
+  t.match(listing.listings[0]!.checks, { checks: 6, passed: 4, sms: { checks: 6, passed: 4 } });
 });
 
 t.test('a test SMS receipt arriving after a restart still completes its check', async (t) => {

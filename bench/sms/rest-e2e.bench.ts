@@ -9,9 +9,7 @@ import { join } from 'node:path';
 import { Session } from 'node:inspector/promises';
 import { Decimal } from 'decimal.js';
 import postgres from 'postgres';
-import pino from 'pino';
-import { loadConfig } from '../../src/config/load.js';
-import { startDaemon } from '../../src/daemon.js';
+import { startSmsBenchWorld } from '../lib/sms-world.js';
 import type { Sql } from '../../src/db/connection.js';
 import { runWrk } from '../lib/wrk.js';
 import { driveSmpp, startSmsc } from './smpp-raw.js';
@@ -110,47 +108,17 @@ try {
   await driveSmpp(smsc.port, 2000, 100); // warm-up
   const raw = await driveSmpp(smsc.port, 20_000, 100);
 
-  const config = loadConfig({
-    overrides: {
-      paths: { state },
-      log: { level: 'silent' },
-      http: { host: '127.0.0.1', port: 0 },
-      sip: { host: '127.0.0.1', port: 0 },
-      smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
-      metrics: { enabled: false },
-      limits: { default_per_second: 1_000_000 },
-      database: { url: admin.replace(/\/[^/]*$/, `/${dbName}`), pool_max: Number(process.env['BENCH_POOL'] ?? 20) },
-      sms: { bind_tps: 100_000, bind_window_size: 100 },
-      // The bench SMSC listens on loopback: an operator's private interconnect, as far as the outbound guard knows.
-      security: { private_supplier_networks: ['127.0.0.0/8'] },
-    },
-  });
   phase('raw measured');
-  const daemon = await startDaemon(config, { log: pino({ level: 'silent' }) });
-  const s = daemon.modules.services;
-  const seller = await s.accounts.createAccount({
-    email: 'bench-seller@example.test',
-    password: 'correct horse battery',
+  const { daemon, buyerId, keyFile, base } = await startSmsBenchWorld({
+    databaseUrl: admin.replace(/\/[^/]*$/, `/${dbName}`),
+    state,
+    smscPort: smsc.port,
+    keyCount,
+    scopes: ['sms:send'],
+    funds: BUYER_FUNDS,
   });
-  const buyer = await s.accounts.createAccount({
-    email: 'bench-buyer@example.test',
-    password: 'correct horse battery',
-  });
-  const route = await s.routes.createRoute(seller.id, {
-    type: 'sms',
-    name: 'Bench SMSC',
-    smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'bench', password: 'bench' },
-  });
-  await s.routes.uploadSheet(seller.id, route.id, { format: 'csv', csv: 'prefix,destination,rate\n1,US,0.010\n' });
-  await s.purchases.buy(buyer.id, route.id);
-  await s.ledger.topup({ accountId: buyer.id, amount: BUYER_FUNDS, source: 'card', postingKey: 'bench-fund' });
-  const keys: string[] = [];
-  for (let i = 0; i < keyCount; i++)
-    keys.push((await s.keys.create(buyer.id, { mode: 'live', scopes: ['sms:send'] })).secret);
   phase('world ready');
-  const keyFile = join(state, 'keys.txt');
-  writeFileSync(keyFile, keys.join('\n'));
-  const url = `https://127.0.0.1:${daemon.ports['http']}/api/v1/comms/sms`;
+  const url = `${base}/comms/sms`;
   const script = new URL('./rest-send.lua', import.meta.url).pathname;
 
   await runWrk(url, { seconds: 2, connections, script, scriptArgs: [keyFile] }); // warm-up: JIT, bind up, caches
@@ -193,7 +161,7 @@ try {
   );
   console.log(`uptime: ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
   phase('measured');
-  console.log(await moneyCheck(daemon.sql, buyer.id));
+  console.log(await moneyCheck(daemon.sql, buyerId));
   await daemon.stop();
   phase('stopped');
 } finally {

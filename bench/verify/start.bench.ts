@@ -4,13 +4,11 @@
 // plain SMS rate (issue 21).
 // Needs wrk (Debian `wrk`) and PostgreSQL on 127.0.0.1:5432 (or SVC_BENCH_PG_ADMIN_URL).
 // Run: node --import tsx bench/verify/start.bench.ts   (BENCH_SECONDS=10 BENCH_CONNECTIONS=64 BENCH_KEYS=600)
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import pino from 'pino';
-import { loadConfig } from '../../src/config/load.js';
-import { startDaemon } from '../../src/daemon.js';
+import { startSmsBenchWorld } from '../lib/sms-world.js';
 import { runWrk, type WrkResult } from '../lib/wrk.js';
 import { startSmsc } from '../sms/smpp-raw.js';
 
@@ -24,45 +22,14 @@ await adminSql.unsafe(`create database ${dbName}`);
 const state = mkdtempSync(join(tmpdir(), 'svc-bench-verify-'));
 const smsc = await startSmsc();
 try {
-  const config = loadConfig({
-    overrides: {
-      paths: { state },
-      log: { level: 'silent' },
-      http: { host: '127.0.0.1', port: 0 },
-      sip: { host: '127.0.0.1', port: 0 },
-      smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
-      metrics: { enabled: false },
-      limits: { default_per_second: 1_000_000 },
-      database: { url: admin.replace(/\/[^/]*$/, `/${dbName}`), pool_max: Number(process.env['BENCH_POOL'] ?? 20) },
-      sms: { bind_tps: 100_000, bind_window_size: 100 },
-      // The bench SMSC listens on loopback: an operator's private interconnect, as far as the outbound guard knows.
-      security: { private_supplier_networks: ['127.0.0.0/8'] },
-    },
+  const { daemon, keyFile, base } = await startSmsBenchWorld({
+    databaseUrl: admin.replace(/\/[^/]*$/, `/${dbName}`),
+    state,
+    smscPort: smsc.port,
+    keyCount,
+    scopes: ['sms:send', 'verify:write'],
+    funds: '1000000.000000',
   });
-  const daemon = await startDaemon(config, { log: pino({ level: 'silent' }) });
-  const s = daemon.modules.services;
-  const seller = await s.accounts.createAccount({
-    email: 'bench-seller@example.test',
-    password: 'correct horse battery',
-  });
-  const buyer = await s.accounts.createAccount({
-    email: 'bench-buyer@example.test',
-    password: 'correct horse battery',
-  });
-  const route = await s.routes.createRoute(seller.id, {
-    type: 'sms',
-    name: 'Bench SMSC',
-    smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'bench', password: 'bench' },
-  });
-  await s.routes.uploadSheet(seller.id, route.id, { format: 'csv', csv: 'prefix,destination,rate\n1,US,0.010\n' });
-  await s.purchases.buy(buyer.id, route.id);
-  await s.ledger.topup({ accountId: buyer.id, amount: '1000000.000000', source: 'card', postingKey: 'bench-fund' });
-  const keys: string[] = [];
-  for (let i = 0; i < keyCount; i++)
-    keys.push((await s.keys.create(buyer.id, { mode: 'live', scopes: ['sms:send', 'verify:write'] })).secret);
-  const keyFile = join(state, 'keys.txt');
-  writeFileSync(keyFile, keys.join('\n'));
-  const base = `https://127.0.0.1:${daemon.ports['http']}/api/v1`;
   const smsScript = new URL('../sms/rest-send.lua', import.meta.url).pathname;
   const verifyScript = new URL('./verify-start.lua', import.meta.url).pathname;
   const count = async (q: 'sms' | 'verify') =>

@@ -268,6 +268,27 @@ export function createLedger(deps: LedgerDeps) {
       return ledger.charge({ ...input, mode: 'test', sellerId: null }, db);
     },
 
+    /**
+     * Real traffic paid with test credit (route checks): the account's test credit returns to the
+     * pool, and the platform pays the seller's part out of its revenue (214_ledger_test_credit_traffic.sql).
+     */
+    async chargeTestCredit(
+      input: EntryContext & {
+        postingKey: string;
+        accountId: string;
+        sellerId: string | null;
+        amount: string;
+        sellerAmount: string;
+      },
+      db: Db = sql,
+    ): Promise<ChargeResult> {
+      const [row] = await db<{ r: ChargeResult }[]>`
+        select ledger_charge_test_credit(${input.postingKey}, ${input.accountId}::uuid, ${str(input.sellerId)}::uuid,
+                                         ${input.amount}::numeric, ${input.sellerAmount}::numeric, ${str(input.reference)},
+                                         ${str(input.relatedEntityType)}, ${str(input.relatedEntityId)}, ${clock.now()}) as r`;
+      return row!.r;
+    },
+
     /** Reverses a whole charge or settlement once (buyer refund, seller and platform refund_reversal). */
     async refund(
       input: { postingKey: string; chargePostingId: string; reference?: string | null },

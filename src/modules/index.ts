@@ -218,6 +218,7 @@ export async function buildModules(coreIn: CoreDeps) {
     admission: calls.service,
     sms: sms.service,
     blends: marketplace.services.blends,
+    application: money.services.application,
   });
   // Caller-ID tests on handsets: calls through the route checks' view of routes, observed on the SIP plane.
   const cliTests = buildCliTestsModule(core, {
@@ -227,6 +228,8 @@ export async function buildModules(coreIn: CoreDeps) {
     calls: commsCalls.service,
     admission: calls.service,
     blends: marketplace.services.blends,
+    application: money.services.application,
+    checkResults: marketplace.services.routes,
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);

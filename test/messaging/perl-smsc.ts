@@ -12,12 +12,18 @@ export interface PerlSmsc {
   /** Resolves with the nth line (already seen or coming) that matches; n defaults to 1. */
   waitFor(re: RegExp, nth?: number): Promise<string>;
   /** `mo FROM TO TEXT`: a mobile-originated deliver_sm over every bound connection. */
-  send(command: 'disconnect' | 'quit' | `mo ${string} ${string} ${string}`): void;
+  send(command: 'disconnect' | 'release' | 'quit' | `mo ${string} ${string} ${string}`): void;
   stop(): Promise<void>;
 }
 
-export async function startPerlSmsc(systemId: string, password: string): Promise<PerlSmsc> {
-  const child = spawn('perl', [script, systemId, password], { stdio: ['pipe', 'pipe', 'inherit'] });
+/** `refuse`: every submit is refused (ESME_RSUBMITFAIL), as a supplier a send fails over from. */
+export async function startPerlSmsc(
+  systemId: string,
+  password: string,
+  opts: { refuse?: boolean } = {},
+): Promise<PerlSmsc> {
+  const args = [script, systemId, password, ...(opts.refuse ? ['refuse'] : [])];
+  const child = spawn('perl', args, { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: string[] = [];
   const waiters: Array<{ re: RegExp; left: number; resolve: (l: string) => void; reject: (e: Error) => void }> = [];
   const rl = createInterface({ input: child.stdout });

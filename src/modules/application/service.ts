@@ -268,6 +268,24 @@ export function createApplicationService(deps: {
       return { ha1: row.ha1, accountId: row.accountId, parentId: row.parentId };
     },
 
+    /**
+     * The reseller markup on an account's traffic: a sub-account's own percentage, else its
+     * operator's default; 0 and no operator for an account that is not a sub-account. Every plane
+     * that bills a sub-account (calls, messages, route checks, caller-ID tests) prices with it.
+     */
+    async payerMarkup(accountId: string): Promise<{ operatorId: string | null; pct: Decimal }> {
+      const row = await repo.get(accountId, clock.now());
+      if (!row) return { operatorId: null, pct: new Decimal(0) };
+      const s = await repo.settings(row.parentId);
+      return { operatorId: row.parentId, pct: new Decimal(row.markupPct ?? s.defaultMarkupPct ?? 0) };
+    },
+
+    /** As `payerMarkup`, for a caller whose operator is already known (0 without one). */
+    async markupOf(payer: { accountId: string; parentId: string | null }): Promise<Decimal> {
+      if (!payer.parentId) return new Decimal(0);
+      return (await service.payerMarkup(payer.accountId)).pct;
+    },
+
     async settings(operatorId: string) {
       const s = await repo.settings(operatorId);
       return {

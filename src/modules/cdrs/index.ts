@@ -48,3 +48,4 @@ export {
   type MarkupTerms,
   type PricedRoute,
 } from './call-charge.js';
+export { chargeMarkup, markupOn, type MarkupCharge } from './markup.js';

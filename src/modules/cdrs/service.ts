@@ -9,6 +9,7 @@ import { isRefusal, type Refusal, type SettleInput } from '../../ledger/ledger.j
 import { newId } from '../../platform/ids.js';
 import { toMoney } from '../../rating/index.js';
 import type { LegCharge } from './call-charge.js';
+import { chargeMarkup as postMarkup } from './markup.js';
 import { createCdrsRepo, type CdrFilter, type CdrInsert, type CdrRow, type RouteTerms } from './repo.js';
 
 /** What a settled leg or message costs, split the way the ledger posts it. */
@@ -122,20 +123,13 @@ export function createCdrsService(deps: CdrsDeps) {
   });
 
   /** The reseller's markup, paid to its operator from the released hold; null when there is none. */
-  function chargeMarkup(tx: Db, s: Settlement, opts?: { events?: boolean }): Promise<ChargeResult | null> {
-    if (!s.operatorId || !new Decimal(s.charge!.markup).gt(0)) return Promise.resolve(null);
-    return ledger.charge(
-      {
-        postingKey: `${s.key}:markup`,
-        accountId: s.payer,
-        sellerId: s.operatorId,
-        amount: s.charge!.markup,
-        ...s.context,
-      },
+  const chargeMarkup = (tx: Db, s: Settlement, opts?: { events?: boolean }): Promise<ChargeResult | null> =>
+    postMarkup(
+      ledger,
       tx,
+      { key: s.key, payer: s.payer, operatorId: s.operatorId, markup: s.charge!.markup, context: s.context },
       opts,
     );
-  }
 
   /** Settles one hold (or releases it) in `tx`; the single ledger functions throw their own refusals. */
   async function settle(tx: Db, s: Settlement): Promise<Settled> {

@@ -23,6 +23,8 @@ export function buildCliTestsModule(
     calls: CliTestsDeps['calls'];
     admission: CliTestsDeps['admission'];
     blends: CliTestsDeps['blends'];
+    application: CliTestsDeps['application'];
+    checkResults: CliTestsDeps['checkResults'];
   },
 ) {
   const log = core.log.child({ module: 'cli-tests' });
@@ -42,6 +44,8 @@ export function buildCliTestsModule(
     calls: deps.calls,
     admission: deps.admission,
     blends: deps.blends,
+    application: deps.application,
+    checkResults: deps.checkResults,
     observer,
   });
   let timer: NodeJS.Timeout | undefined;

@@ -10,6 +10,10 @@ import type { Config } from '../../config/schema.js';
 import type { Sql } from '../../db/connection.js';
 import { AppError, conflict, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
+import { toMoney } from '../../rating/index.js';
+import type { ApplicationService } from '../application/service.js';
+import type { RoutesService } from '../marketplace/listings/service.js';
+import { chargeMarkup, markupOn } from '../cdrs/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { isE164 } from '../../platform/e164.js';
 import { newId } from '../../platform/ids.js';
@@ -43,6 +47,10 @@ export interface CliTestsDeps {
     releaseApiCall(slots: string[]): Promise<void>;
   };
   observer: CliObserver;
+  /** The listing health the marketplace keeps: a test that rang (or was refused) is counted there. */
+  checkResults: Pick<RoutesService, 'recordCheckResult'>;
+  /** The reseller markup a sub-account's tests carry. */
+  application: Pick<ApplicationService, 'payerMarkup'>;
 }
 
 export const MIN_BATCH_ROUTES = 2;
@@ -155,23 +163,36 @@ export function createCliTestsService(deps: CliTestsDeps) {
     return next;
   }
 
-  async function finish(t: TestRow, update: Parameters<typeof repo.updateTest>[2], charge: boolean) {
+  /** `checkResult`: whether the test says the route works, counted in its listing health; null when it says nothing. */
+  async function finish(
+    t: TestRow,
+    update: Parameters<typeof repo.updateTest>[2],
+    charge: boolean,
+    checkResult: boolean | null = null,
+  ) {
     const now = clock.now();
     await sql.begin(async (tx) => {
+      if (checkResult !== null && t.routeId !== null && !t.simulated) {
+        await deps.checkResults.recordCheckResult(tx, { routeId: t.routeId, kind: 'cli', passed: checkResult });
+      }
       let cost = '0.000000';
       if (charge && !t.simulated) {
+        const context = { reference: 'Caller-ID test', relatedEntityType: 'cli_test', relatedEntityId: t.id };
         await ledger.charge(
-          {
-            postingKey: `clitest:${t.id}:charge`,
-            accountId: t.accountId,
-            amount: costPerTest.toFixed(6),
-            reference: 'Caller-ID test',
-            relatedEntityType: 'cli_test',
-            relatedEntityId: t.id,
-          },
+          { postingKey: `clitest:${t.id}:charge`, accountId: t.accountId, amount: costPerTest.toFixed(6), ...context },
           tx,
         );
-        cost = costPerTest.toFixed(6);
+        // A sub-account's test carries its reseller's markup, as its calls and messages do.
+        const payer = await deps.application.payerMarkup(t.accountId);
+        const markup = markupOn(costPerTest, payer.pct);
+        await chargeMarkup(ledger, tx, {
+          key: `clitest:${t.id}`,
+          payer: t.accountId,
+          operatorId: payer.operatorId,
+          markup: toMoney(markup),
+          context,
+        });
+        cost = toMoney(costPerTest.plus(payer.operatorId ? markup : 0));
       }
       await repo.updateTest(tx, t.id, { ...update, cost, completedAt: now });
       // A recurring test schedules its next run when this one ends (a cancelled one stops the series).
@@ -342,6 +363,8 @@ export function createCliTestsService(deps: CliTestsDeps) {
         const end = await call.ended;
         clearTimeout(giveUp);
         const leg = deps.calls.takeLeg(legId);
+        // A test of one's own listing is not counted in its health.
+        const own = target.route.sellerId === t.accountId;
         const arrived = await Promise.race([arrival, sleep(500).then(() => null)]);
         const rang = ringMs !== null || answerMs !== null || leg?.ringing === true || arrived !== null;
         const sipCode = end.answeredAt ? 200 : (end.sipStatus ?? leg?.sipStatus ?? null);
@@ -365,6 +388,7 @@ export function createCliTestsService(deps: CliTestsDeps) {
                   : 'The handset showed a different caller ID',
             },
             true,
+            own ? null : match,
           );
           return;
         }
@@ -384,6 +408,7 @@ export function createCliTestsService(deps: CliTestsDeps) {
                 : 'The route did not respond',
           },
           rang,
+          own ? null : false,
         );
       } finally {
         await deps.admission

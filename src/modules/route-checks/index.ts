@@ -22,6 +22,7 @@ export function buildRouteChecksModule(
     admission: RouteChecksDeps['admission'];
     sms: RouteChecksDeps['sms'];
     blends: RouteChecksDeps['blends'];
+    application: RouteChecksDeps['application'];
   },
 ) {
   const service = createRouteChecksService({

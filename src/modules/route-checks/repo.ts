@@ -65,6 +65,8 @@ export type NewLeg = Pick<
 export type LegUpdate = Partial<
   Omit<LegRow, 'checkId' | 'position' | 'routeId' | 'routeName' | 'country' | 'ownRoute'> & {
     chargePostingIds: string[];
+    /** A test message's supplier ids (receipt keys) until its final receipt. */
+    supplierKeys: string[] | null;
   }
 >;
 
@@ -140,6 +142,15 @@ export function createRouteChecksRepo(sql: Sql) {
           total_cost = (select coalesce(sum(cost), 0) from route_check_legs where check_id = c.id)
         where c.status = 'running' and c.created_at < ${olderThan}`;
       return legs.count;
+    },
+
+    /** The test SMS check a receipt names by its supplier keys (and route); undefined when none waits for it. */
+    async checkBySupplierKeys(keys: readonly string[], routeId: string | null): Promise<string | undefined> {
+      const [row] = await sql<{ checkId: string }[]>`
+        select check_id from route_check_legs
+        where supplier_keys && ${sql.array(keys as string[])}::text[] ${routeId ? sql`and route_id = ${routeId}` : sql``}
+        limit 1`;
+      return row?.checkId;
     },
 
     /** A later receipt moved a leg's cost: the check's total follows it. */

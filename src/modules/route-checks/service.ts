@@ -22,9 +22,10 @@ import { chargeLeg } from '../cdrs/index.js';
 import type { RouteRow } from '../marketplace/listings/repo.js';
 import { platformFeeFrom, type RoutesService } from '../marketplace/listings/service.js';
 import type { PurchasesService } from '../marketplace/purchases/service.js';
+import type { ApplicationService } from '../application/service.js';
 import type { ApiAdmission } from '../sip-trunks/service.js';
 import type { SmsService } from '../sms/service.js';
-import { chargeTestCreditFirst } from './billing.js';
+import { chargeTestCreditFirst, type CheckPayer } from './billing.js';
 import { createSmsCheck } from './sms-check.js';
 import { dialOnce, type DialKind } from './dial.js';
 import { destinationRefusal, lineTypeOf } from './destinations.js';
@@ -57,9 +58,11 @@ export interface RouteChecksDeps {
   };
   limiter: CheckLimiter;
   /** The SMS plane's test send (exactly one listing, receipts back to the check). */
-  sms: Pick<SmsService, 'sendTest'>;
+  sms: Pick<SmsService, 'sendTest' | 'onStoredTestReceipt'>;
   /** Route blends: never route-checked (spec "Errors"); their member routes are. */
   blends: { isBlend(routeId: string): Promise<boolean> };
+  /** The reseller markup a sub-account's checks carry, as its calls and messages do. */
+  application: Pick<ApplicationService, 'payerMarkup'>;
 }
 
 /** Spec "Limits", route checks: ring-me numbers. */
@@ -70,6 +73,10 @@ export const RING_ME_NUMBERS_PER_DAY = 3;
 const ABANDONED_AFTER_MS = 10 * 60_000;
 
 const PASSED: ReadonlySet<LegResult> = new Set(['working', 'accepts', 'delivered']);
+const FAILED: ReadonlySet<LegResult> = new Set(['no_capacity', 'not_delivered', 'false_answer', 'refused']);
+
+/** Whether a verdict says the route works (listing health); null when it says nothing of the route. */
+export const verdictCounts = (r: LegResult): boolean | null => (PASSED.has(r) ? true : FAILED.has(r) ? false : null);
 const OPEN: ReadonlySet<LegResult> = new Set(['pending', 'checking']);
 
 interface PlannedLeg extends NewLeg {
@@ -103,6 +110,11 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
   const running = new Set<Promise<unknown>>();
   const shutdown = new AbortController();
   let stopping = false;
+
+  const payerOf = async (accountId: string): Promise<CheckPayer> => {
+    const m = await deps.application.payerMarkup(accountId);
+    return { accountId, operatorId: m.operatorId, markupPct: m.pct };
+  };
 
   const blendRefused = (routeId: string) =>
     ruleError(`Route ${routeId} is a route blend: blends cannot be route-checked; check its member routes`);
@@ -297,7 +309,10 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
       number: c.number === null ? null : /^\d+$/.test(c.number) ? `+${c.number}` : c.number,
       createdAt: c.createdAt.toISOString(),
       completedAt: iso(c.completedAt),
-      totalCost: new Decimal(c.totalCost).toFixed(6),
+      // The legs' sum, not the check row's copy: the two are read by separate statements, and a
+      // receipt refunding a test message between them made the total disagree with its leg (the
+      // test SMS test's intermittent failure under load).
+      totalCost: legs.reduce((sum, l) => sum.plus(l.cost), new Decimal(0)).toFixed(6),
       routes: legs.map(legView),
       working: legs.filter((l) => PASSED.has(l.result)).map((l) => l.routeId),
     };
@@ -313,7 +328,7 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
     const billed = leg.ownRoute
       ? { cost: '0.000000', paidFrom: null }
       : await chargeTestCreditFirst({ ledger, log }, tx, {
-          accountId: who.accountId,
+          payer: await payerOf(who.accountId),
           key: `routecheck:${checkId}:${leg.position}`,
           total: new Decimal(c.total),
           seller: new Decimal(c.seller),
@@ -401,6 +416,10 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
       const pdd = o.ringMs ?? o.answerMs;
       await sql.begin(async (tx) => {
         const billed = v.billable ? await chargeLegOf(tx, who, checkId, leg, o.connectedSeconds) : null;
+        const passed = verdictCounts(v.result);
+        if (passed !== null && !leg.ownRoute) {
+          await routes.recordCheckResult(tx, { routeId: leg.routeId, kind: 'call', passed });
+        }
         await repo.updateLeg(tx, checkId, leg.position, {
           result: v.result,
           message: v.message,
@@ -453,6 +472,7 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
     routes,
     repo,
     sms: deps.sms,
+    payerOf,
     visible: async (routeId, accountId) => {
       if (await deps.blends.isBlend(routeId)) throw blendRefused(routeId);
       return routes.visibleRoute(routeId, accountId);

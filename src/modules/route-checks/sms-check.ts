@@ -11,6 +11,7 @@ import type { Db, Sql } from '../../db/connection.js';
 import { AppError, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import { isDelivered, isFailed, networkFor, type ReceiptStat } from '../../messaging/index.js';
+import { supplierIdKeys } from '../../messaging/receipt-text.js';
 import type { SupplierReceipt } from '../../messaging/supplier-bind.js';
 import type { Clock } from '../../platform/clock.js';
 import { isE164 } from '../../platform/e164.js';
@@ -18,7 +19,7 @@ import { newId } from '../../platform/ids.js';
 import { priceSms } from '../../rating/index.js';
 import { platformFeeFrom, type RoutesService } from '../marketplace/listings/service.js';
 import type { SmsService } from '../sms/service.js';
-import { chargeTestCreditFirst } from './billing.js';
+import { chargeTestCreditFirst, type CheckPayer } from './billing.js';
 import { destinationRefusal } from './destinations.js';
 import type { RouteChecksRepo } from './repo.js';
 
@@ -43,8 +44,9 @@ export function createSmsCheck(deps: {
   ledger: Ledger;
   routes: RoutesService;
   repo: RouteChecksRepo;
-  sms: Pick<SmsService, 'sendTest'>;
+  sms: Pick<SmsService, 'sendTest' | 'onStoredTestReceipt'>;
   visible(routeId: string, accountId: string): ReturnType<RoutesService['visibleRoute']>;
+  payerOf(accountId: string): Promise<CheckPayer>;
   cleanName(name: string): string;
   track(p: Promise<unknown>): void;
 }) {
@@ -76,15 +78,24 @@ export function createSmsCheck(deps: {
     }
   }
 
+  /** A final receipt said whether the route delivers: counted in its listing health (not on one's own). */
+  async function countResult(db: Db, checkId: string, passed: boolean) {
+    const [leg] = await db<{ routeId: string; ownRoute: boolean }[]>`
+      select route_id, own_route from route_check_legs where check_id = ${checkId} and position = 0`;
+    if (leg && !leg.ownRoute) await deps.routes.recordCheckResult(db, { routeId: leg.routeId, kind: 'sms', passed });
+  }
+
   async function onReceipt(checkId: string, r: SupplierReceipt) {
     const at = clock.now();
     const base = { carrierStatus: r.stat, carrierError: r.err, receiptAt: at, routeReturnsReceipts: true };
     if (isDelivered(r.stat)) {
       await repo.updateLeg(sql, checkId, 0, {
         ...base,
+        supplierKeys: null,
         result: 'delivered',
         message: 'The route delivered the test message (receipt confirmed).',
       });
+      await countResult(sql, checkId, true);
       return;
     }
     if (!isFailed(r.stat)) {
@@ -106,6 +117,7 @@ export function createSmsCheck(deps: {
       }
       await repo.updateLeg(tx, checkId, 0, {
         ...base,
+        supplierKeys: null,
         result: 'refused',
         errorCode: errorCodeOf(r.stat),
         message: `The receipt said the message failed (${r.stat}); it was refunded.`,
@@ -113,8 +125,17 @@ export function createSmsCheck(deps: {
         paidFrom: null,
       });
       await repo.refreshTotal(tx, checkId);
+      await countResult(tx, checkId, false);
     });
   }
+
+  // A receipt the SMS plane could match to nothing in memory: a test message sent before a restart.
+  deps.sms.onStoredTestReceipt(async (r, keys) => {
+    const checkId = await repo.checkBySupplierKeys(keys, r.routeId ?? null);
+    if (checkId === undefined) return false;
+    await onReceipt(checkId, r);
+    return true;
+  });
 
   async function send(
     who: { accountId: string },
@@ -154,7 +175,7 @@ export function createSmsCheck(deps: {
           const billed = o.own
             ? { cost: '0.000000', paidFrom: null, postingIds: [] }
             : await chargeTestCreditFirst({ ledger, log }, tx, {
-                accountId: who.accountId,
+                payer: await deps.payerOf(who.accountId),
                 key: `routecheck:${checkId}:0`,
                 total: o.total,
                 seller: o.seller,
@@ -170,9 +191,12 @@ export function createSmsCheck(deps: {
             acceptedAt: now,
             completedAt: now,
             chargePostingIds: billed.postingIds,
+            // Kept so that a receipt arriving after a restart (the in-memory match gone) still finds the check.
+            supplierKeys: outcome.supplierMessageIds.flatMap((id) => supplierIdKeys(id)),
           });
         } else {
           const refused = outcome.status === 'refused';
+          if (!o.own) await deps.routes.recordCheckResult(tx, { routeId: o.routeId, kind: 'sms', passed: false });
           await repo.updateLeg(tx, checkId, 0, {
             result: 'refused',
             message: refused

@@ -150,7 +150,7 @@ const PENDING_RECEIPT_MS = 10 * 60_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A receipt from any channel; `routeId` confines matching to one route's messages (HTTPS callbacks). */
-type ChannelReceipt = SupplierReceipt & { routeId?: string };
+export type ChannelReceipt = SupplierReceipt & { routeId?: string };
 
 function receiptErrorCode(stat: ReceiptStat): string {
   if (stat === 'EXPIRED') return 'EXPIRED';
@@ -647,6 +647,11 @@ export function createSmsService(deps: SmsDeps) {
    * never a message row, so test messages stay out of SMS volume, revenue and quality figures.
    */
   const testReceipts = new Map<string, { keys: string[]; until: number; deliver(r: SupplierReceipt): void }>();
+  /**
+   * Where a test receipt goes that no entry above and no message part matched: one arriving after
+   * a restart emptied the map. The route checks keep their sends' supplier ids and find it there.
+   */
+  const storedTestReceipts: ((r: ChannelReceipt, keys: string[]) => Promise<boolean>)[] = [];
 
   /** Applies one supplier receipt; false when no stored part matches it (yet). */
   async function applyReceipt(r: ChannelReceipt): Promise<boolean> {
@@ -704,7 +709,9 @@ export function createSmsService(deps: SmsDeps) {
       return true;
     })) as boolean;
     toSink(final);
-    return matched;
+    if (matched) return true;
+    for (const find of storedTestReceipts) if (await find(r, keys)) return true;
+    return false;
   }
 
   async function onReceipt(r: SupplierReceipt): Promise<void> {
@@ -949,6 +956,10 @@ export function createSmsService(deps: SmsDeps) {
   return {
     send,
     sendTest,
+    /** Receipts of test messages sent before a restart: `find` applies one and says whether it was its own. */
+    onStoredTestReceipt(find: (r: ChannelReceipt, keys: string[]) => Promise<boolean>) {
+      storedTestReceipts.push(find);
+    },
     bulk,
     get,
     sweepExpired,

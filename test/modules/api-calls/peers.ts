@@ -4,39 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { fixture, freePort, sipp, type SippRun } from '../../telephony/sip/sipp.js';
+import { afterCall, MANY, OPTIONS_FIRST } from '../../helpers/sipp-peers.js';
 
 /** sipp callees for the call tests: answering (optionally playing RFC 2833 digits) or refusing. */
 export const PCAPS = '/usr/share/sip-tester';
 export const available =
   existsSync('/usr/bin/sipp') && existsSync(`${PCAPS}/dtmf_2833_pound.pcap`) && existsSync('/usr/bin/espeak-ng');
 
-/**
- * The daemon's endpoint health check probes every supplier endpoint with OPTIONS, the first time
- * within seconds of a route's creation. sipp in server mode starts a "call" for it, which would
- * take one of its `-m` calls (or fail an INVITE-only scenario), so every callee here answers an
- * OPTIONS with 200 as a call of its own, and a one-call callee stops itself after its real call
- * (`stop_gracefully`) instead of counting calls.
- */
-const OPTIONS_FIRST = '  <recv request="OPTIONS" optional="true" next="options"/>';
-const OPTIONS_BRANCH = `  <label id="options"/>
-  <send>
-    <![CDATA[
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:];tag=[pid]opt[call_number]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]>
-  </send>
-  <label id="done"/>`;
-const afterCall = (stop: boolean): string =>
-  `${stop ? '  <nop><action><exec int_cmd="stop_gracefully"/></action></nop>\n' : ''}  <nop next="done"/>\n${OPTIONS_BRANCH}`;
-
-/** How many calls a callee is started for; OPTIONS never count, the real calls stop it. */
-export const MANY = 100;
+export { MANY };
 
 /**
  * Callee: rings, answers with PCMU and telephone-event, runs `during` after the ACK, then takes our

@@ -139,6 +139,15 @@ t.test(
     t.equal(after.held, before.held, 'no hold left');
     t.equal((await ledgerBalances(w)).toFixed(6), '0.000000', 'the ledger balances');
 
+    // The results feed the seller's listing health (who checked is not kept).
+    const health = await d.https('GET', '/routes/my/listing-health', { token: w.seller.token });
+    t.equal(health.status, 200, health.text);
+    const checksOf = (routeId: string) =>
+      health.json.data.listings.find((l: { routeId: string }) => l.routeId === routeId).checks;
+    t.match(checksOf(r1.routeId), { checks: 1, passed: 1, calls: { checks: 1, passed: 1 } }, 'working: passed');
+    t.match(checksOf(r2.routeId), { checks: 1, passed: 0 }, 'a false answer: failed');
+    t.match(checksOf(r3.routeId), { checks: 1, passed: 0, sms: { checks: 0 } }, 'a refusal: failed');
+
     // The same key returns the first check and places no second call.
     const replay = await d.https('POST', '/routes/check', {
       token: secret,

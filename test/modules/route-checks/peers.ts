@@ -1,5 +1,6 @@
 import type { Test } from 'tap';
 import { freePort, sipp, type SippRun } from '../../telephony/sip/sipp.js';
+import { withOptions } from '../../helpers/sipp-peers.js';
 import { callee, MANY } from '../api-calls/peers.js';
 
 /** sipp peers for route checks: a self-answering test line, a false answerer, a route that rings until cancelled. */
@@ -26,76 +27,21 @@ export const falseAnswerer = async (t: Test, user: string): Promise<SippRun> => 
   return sipp(t, scenario, ['-mp', String(await freePort())], { timeout: '60s', calls: MANY });
 };
 
-const OPTIONS_BRANCH = `  <nop next="done"/>
-  <label id="options"/>
-  <send>
-    <![CDATA[
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:];tag=[pid]opt[call_number]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]>
-  </send>
-  <label id="done"/>`;
-
 /** Rings and waits for our CANCEL (200 to it, 487 to the INVITE): a light check or an unanswered ring-me. */
 export const ringing = (t: Test, expectUser: string): Promise<SippRun> =>
   sipp(
     t,
-    `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="ring until cancelled">
-  <recv request="OPTIONS" optional="true" next="options"/>
-  <recv request="INVITE">
+    withOptions('uas-ring-cancel.xml', false, (s) =>
+      s.replace(
+        '<recv request="INVITE"/>',
+        `<recv request="INVITE">
     <action>
       <ereg regexp="^INVITE sip:${expectUser}@" search_in="msg" check_it="true" assign_to="ruri"/>
     </action>
   </recv>
-  <Reference variables="ruri"/>
-  <send>
-    <![CDATA[
-      SIP/2.0 180 Ringing
-      [last_Via:]
-      [last_From:]
-      [last_To:];tag=[pid]SIPpTag01[call_number]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]>
-  </send>
-  <recv request="CANCEL"/>
-  <send>
-    <![CDATA[
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:];tag=[pid]SIPpTag01[call_number]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]>
-  </send>
-  <send>
-    <![CDATA[
-      SIP/2.0 487 Request Terminated
-      [last_Via:]
-      [last_From:]
-      [last_To:];tag=[pid]SIPpTag01[call_number]
-      [last_Call-ID:]
-      CSeq: [last_cseq_number] INVITE
-      Content-Length: 0
-
-    ]]>
-  </send>
-  <recv request="ACK"/>
-${OPTIONS_BRANCH}
-</scenario>
-`,
+  <Reference variables="ruri"/>`,
+      ),
+    ),
     [],
     { timeout: '60s', calls: MANY },
   );

@@ -1,5 +1,9 @@
 import { Decimal } from 'decimal.js';
+import pino from 'pino';
 import t from 'tap';
+import { buildModules } from '../../../src/modules/index.js';
+import { systemClock } from '../../../src/platform/clock.js';
+import { createHealthRegistry } from '../../../src/platform/health.js';
 import { createSmsWorld, eventually, type SmsWorld } from '../sms/world.js';
 
 /**
@@ -8,17 +12,19 @@ import { createSmsWorld, eventually, type SmsWorld } from '../sms/world.js';
  * refunded, the limits, and nothing in the message ledger.
  */
 
-async function waitResult(w: SmsWorld, checkId: string, results: string[]) {
+async function waitResult(w: SmsWorld, checkId: string, results: string[], session = w.buyer.session) {
   return eventually(async () => {
-    const r = await w.api('GET', `/routes/check/${checkId}`, w.buyer.session);
+    const r = await w.api('GET', `/routes/check/${checkId}`, session);
     return r.status === 200 && r.body.data.status === 'done' && results.includes(r.body.data.routes[0].result)
       ? r.body.data
       : null;
   }, 10_000);
 }
 
+// One world for the file: a database, app and SMSC cost more than the checks themselves.
+const w = await createSmsWorld(t);
+
 t.test('test SMS: delivered and billed, failed receipt refunded, limits', async (t) => {
-  const w = await createSmsWorld(t);
   const { api, buyer, smsc } = w;
   const before = await w.balance(buyer.accountId);
 
@@ -103,4 +109,66 @@ t.test('test SMS: delivered and billed, failed receipt refunded, limits', async 
   t.equal(Number(cdrs!.n), 0, 'nor the CDRs');
   const [sum] = await w.h.sql<{ s: string }[]>`select coalesce(sum(amount), 0)::text as s from entries`;
   t.equal(Number(sum!.s), 0, 'the ledger balances');
+  const [health] = await w.h.sql<{ checks: number; passed: number }[]>`
+    select sum(checks)::int as checks, sum(passed)::int as passed from route_check_results_daily
+    where route_id = ${w.routeId} and kind = 'sms'`;
+  t.same(health, { checks: 6, passed: 4 }, 'receipts and refusals counted in the listing health');
+  const listing = await w.h.services.routes.listingHealth(
+    (await w.h.services.routes.visibleRoute(w.routeId, buyer.accountId))!.sellerId,
+  );
+  t.match(listing.listings[0]!.checks, { checks: 6, passed: 4, sms: { checks: 6, passed: 4 } });
+});
+
+t.test('a test SMS receipt arriving after a restart still completes its check', async (t) => {
+  const { api, smsc } = w;
+  // A second buyer: the first has used its test messages for the day.
+  const buyer = await w.h.signUp();
+  t.equal((await api('POST', '/purchases', buyer.session, { routeId: w.routeId })).status, 201);
+  await w.h.services.ledger.topup({
+    accountId: buyer.accountId,
+    amount: '5.000000',
+    source: 'card',
+    postingKey: `fund-${buyer.accountId}`,
+  });
+  // 1222…: the SMSC takes the message and keeps its receipt until told to send it.
+  const started = await api('POST', '/routes/check/sms', buyer.session, { routeId: w.routeId, number: '+12225550001' });
+  t.equal(started.status, 202, JSON.stringify(started.body));
+  const checkId = started.body.data.checkId as string;
+  const accepted = await waitResult(w, checkId, ['accepted'], buyer.session);
+  t.match(accepted.routes[0], { result: 'accepted', cost: '0.010500', receiptAt: null });
+  await smsc.waitFor(/^HELD /);
+
+  // The daemon stops (its supplier bind closes, its memory of the send is gone) and a new one
+  // starts on the same database.
+  const closed = smsc.lines.filter((l) => /^CLOSE/.test(l)).length;
+  await w.h.services.sms.stop();
+  await smsc.waitFor(/^CLOSE/, closed + 1);
+  const core = {
+    config: w.h.config,
+    sql: w.h.sql,
+    log: pino({ level: 'silent' }),
+    clock: systemClock,
+    redis: null,
+    health: createHealthRegistry(),
+  };
+  const restarted = await buildModules(core);
+  t.teardown(() => restarted.services.sms.stop());
+  const checks = restarted.services.routeChecks;
+  const who = { accountId: buyer.accountId, parentId: null, mode: 'live' as const };
+
+  // Its first test message opens a bind; the SMSC then sends the held receipt on it.
+  const binds = smsc.lines.filter((l) => /^BIND .* ok/.test(l)).length;
+  const next = await checks.startSms(who, { routeId: w.routeId, number: '+12125550002' });
+  await smsc.waitFor(/^BIND .* ok/, binds + 1);
+  smsc.send('release');
+  const done = await eventually(async () => {
+    const c = await checks.get(buyer.accountId, checkId);
+    return c.routes[0]!.result === 'delivered' ? c : null;
+  }, 10_000);
+  t.match(done.routes[0], { result: 'delivered', carrierStatus: 'DELIVRD', routeReturnsReceipts: true });
+  t.equal(done.totalCost, '0.010500', 'billed once, before the restart');
+  const [keys] = await w.h.sql<{ n: number }[]>`
+    select count(*)::int as n from route_check_legs where check_id = ${checkId} and supplier_keys is not null`;
+  t.equal(keys!.n, 0, 'the receipt keys are cleared once the final receipt applied');
+  await eventually(async () => (await checks.get(buyer.accountId, next.checkId)).routes[0]!.result === 'delivered');
 });

@@ -43,23 +43,13 @@ t.test('routing cache follows every change that affects a send', async (t) => {
   t.match(first.body.data, { status: 'sent', cost: '0.010500' });
   t.same(await otherOrder(), [w.routeId]);
 
-  const seller = await h.signUp();
-  const cheap = await api('POST', '/routes', seller.session, {
-    type: 'sms',
+  const { routeId: cheapId, sellerSession } = await w.smsRoute({
     name: 'Cheaper SMSC',
-    smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'sup1', password: 'pw1' },
+    port: smsc.port,
+    systemId: 'sup1',
+    password: 'pw1',
+    csv: 'prefix,destination,rate\n1,US test,0.005\n',
   });
-  t.equal(cheap.status, 201, JSON.stringify(cheap.body));
-  const cheapId = cheap.body.data.id as string;
-  t.equal(
-    (
-      await api('POST', `/routes/${cheapId}/rates`, seller.session, {
-        format: 'csv',
-        csv: 'prefix,destination,rate\n1,US test,0.005\n',
-      })
-    ).status,
-    200,
-  );
 
   t.test('a new purchase is used by the next send', async (t) => {
     const bought = await api('POST', '/purchases', buyer.session, { routeId: cheapId });
@@ -111,7 +101,7 @@ t.test('routing cache follows every change that affects a send', async (t) => {
         s.close(() => resolve(port));
       });
     });
-    const changed = await api('POST', '/routes/my/bulk-sms-delivery', seller.session, {
+    const changed = await api('POST', '/routes/my/bulk-sms-delivery', sellerSession, {
       // HTTPS to a closed port is refused at once (an SMPP bind would keep retrying while the send waits).
       routeIds: [cheapId],
       smsDelivery: { kind: 'http', url: `https://127.0.0.1:${closed}/sms` },

@@ -14,6 +14,14 @@ export interface SmsWorld {
   seller: { accountId: string; session: string };
   api(method: string, url: string, token: string, payload?: unknown): Promise<{ status: number; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any
   balance(accountId: string): Promise<{ balance: string; held: string; testCredit: string }>;
+  /** A new seller's SMS route to an SMSC on `port`, rated by `csv` (prefix,destination,rate…); not bought. */
+  smsRoute(o: {
+    name: string;
+    port: number;
+    systemId: string;
+    password: string;
+    csv: string;
+  }): Promise<{ routeId: string; sellerSession: string; seller: { accountId: string; session: string } }>;
 }
 
 /** Rates: prefix 1 at 0.010000, prefix 44 at 0.030000 (0.020000 on 234-15); the platform adds 0.000500 a segment. */
@@ -32,20 +40,27 @@ export async function createSmsWorld(t: Test, opts: { clock?: Clock; fund?: stri
     });
     return { status: r.statusCode, body: r.json() };
   };
-  const seller = await h.signUp();
+  const smsRoute: SmsWorld['smsRoute'] = async (o) => {
+    const seller = await h.signUp();
+    const created = await api('POST', '/routes', seller.session, {
+      type: 'sms',
+      name: o.name,
+      smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: o.port, systemId: o.systemId, password: o.password },
+    });
+    if (created.status !== 201) throw new Error(`route: ${JSON.stringify(created.body)}`);
+    const id = created.body.data.id as string;
+    const rates = await api('POST', `/routes/${id}/rates`, seller.session, { format: 'csv', csv: o.csv });
+    if (rates.status !== 200) throw new Error(`rates: ${JSON.stringify(rates.body)}`);
+    return { routeId: id, sellerSession: seller.session, seller };
+  };
   const buyer = await h.signUp();
-  const created = await api('POST', '/routes', seller.session, {
-    type: 'sms',
+  const { routeId, seller } = await smsRoute({
     name: 'Test SMSC',
-    smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'sup1', password: 'pw1' },
-  });
-  if (created.status !== 201) throw new Error(`route: ${JSON.stringify(created.body)}`);
-  const routeId = created.body.data.id as string;
-  const rates = await api('POST', `/routes/${routeId}/rates`, seller.session, {
-    format: 'csv',
+    port: smsc.port,
+    systemId: 'sup1',
+    password: 'pw1',
     csv: 'prefix,destination,rate,mcc_mnc\n1,US test,0.010\n44,UK,0.030\n44,UK Voda,0.020,234-15\n',
   });
-  if (rates.status !== 200) throw new Error(`rates: ${JSON.stringify(rates.body)}`);
   const bought = await api('POST', '/purchases', buyer.session, { routeId });
   if (bought.status !== 201) throw new Error(`purchase: ${JSON.stringify(bought.body)}`);
   if (opts.fund !== '0') {
@@ -64,6 +79,7 @@ export async function createSmsWorld(t: Test, opts: { clock?: Clock; fund?: stri
     seller,
     api,
     balance: (id) => h.services.ledger.balanceOf(id),
+    smsRoute,
   };
 }
 

@@ -1,6 +1,7 @@
 import { Decimal } from 'decimal.js';
 import t from 'tap';
 import { checkInvariants } from '../../ledger/helpers.js';
+import { startPerlSmsc } from '../../messaging/perl-smsc.js';
 import { createSmsWorld } from '../sms/world.js';
 
 /**
@@ -261,6 +262,46 @@ t.test('Verify by SMS through a real SMSC', async (t) => {
       smsc.lines.some((l) => l.startsWith(`SUBMIT ${to.slice(1)}`)),
       'nothing reached the SMSC',
     );
+    await checkInvariants(t, h.sql);
+  });
+
+  // Last: the cheaper refusing route it adds comes first in every later send's failover order.
+  t.test('a code sent by SMS fails over to the next route when the first refuses, billed once', async (t) => {
+    const refuser = await startPerlSmsc('sup2', 'pw2', { refuse: true });
+    t.teardown(() => refuser.stop());
+    const { routeId: cheap } = await w.smsRoute({
+      name: 'Refusing SMSC',
+      port: refuser.port,
+      systemId: 'sup2',
+      password: 'pw2',
+      csv: 'prefix,destination,rate\n1,US cheap,0.008\n',
+    });
+    t.equal((await api('POST', '/purchases', buyer.session, { routeId: cheap })).status, 201);
+
+    const before = await w.balance(buyer.accountId);
+    const to = number();
+    const r = await start({ to, channel: 'sms', brand: 'Acme' });
+    t.equal(r.status, 200, JSON.stringify(r.body));
+    const v = r.body.data;
+    // The cheapest route first (Smart Routing): its SMSC refused the code, the next one took it.
+    await refuser.waitFor(new RegExp(`^SUBMIT ${to.slice(1)} `));
+    await refuser.waitFor(/^RESP refused/);
+    const code = codeIn(await received(to));
+    const [sent] = await h.sql<{ routeId: string; status: string; cost: string }[]>`
+      select route_id, status, cost::text from messages where id = ${v.messageId}`;
+    t.match(sent, { routeId: w.routeId, status: 'sent' }, 'sent over the route that took it');
+    t.equal(new Decimal(sent!.cost).toFixed(6), '0.010500', 'the price of the route that carried it');
+
+    const after = await w.balance(buyer.accountId);
+    t.equal(
+      new Decimal(before.balance).minus(after.balance).toFixed(6),
+      '0.010500',
+      'billed once: the carrying route plus the fee, nothing for the refusal',
+    );
+    t.equal(after.held, before.held, 'the hold was settled, nothing left held');
+    const [cdrs] = await h.sql<{ n: number }[]>`select count(*)::int as n from cdrs where to_number = ${to.slice(1)}`;
+    t.equal(cdrs!.n, 1, 'one record for the one message');
+    t.same((await check(v.verificationId, code)).body.data, { status: 'approved', attemptsRemaining: 4 });
     await checkInvariants(t, h.sql);
   });
 });

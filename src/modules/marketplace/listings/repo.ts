@@ -620,3 +620,25 @@ export async function recordSheetVersion(
     returning number`;
   return row!.number;
 }
+
+/** One route-check or caller-ID test result counted on the route's day (216_route_check_results.sql). */
+export async function recordCheckResult(
+  db: Db,
+  r: { routeId: string; kind: 'call' | 'sms' | 'cli'; passed: boolean; at: Date },
+): Promise<void> {
+  await db`
+    insert into route_check_results_daily as t (route_id, day, kind, checks, passed)
+    values (${r.routeId}, (${r.at}::timestamptz at time zone 'UTC')::date, ${r.kind}, 1, ${r.passed ? 1 : 0})
+    on conflict (route_id, day, kind) do update set checks = t.checks + 1, passed = t.passed + excluded.passed`;
+}
+
+/** Check results of the seller's routes over the last 30 days, per route and kind. */
+export async function checkResults(sql: Sql, routeIds: readonly string[], at: Date) {
+  if (routeIds.length === 0) return [];
+  return sql<{ routeId: string; kind: 'call' | 'sms' | 'cli'; checks: number; passed: number }[]>`
+    select route_id, kind, sum(checks)::int as checks, sum(passed)::int as passed
+    from route_check_results_daily
+    where route_id = any(${sql.array(routeIds as string[])}::uuid[])
+      and day > (${at}::timestamptz at time zone 'UTC')::date - 30
+    group by route_id, kind`;
+}

@@ -12,6 +12,7 @@ const READ = { auth: 'required', scope: 'routes:read' } as const;
 const WRITE = { auth: 'required', scope: 'routes:write' } as const;
 
 const RouteType = Type.Union([Type.Literal('voice'), Type.Literal('sms')]);
+const CheckCount = Type.Object({ checks: Type.Integer(), passed: Type.Integer() });
 const StrategyT = Type.Union([Type.Literal('cheapest'), Type.Literal('best_quality'), Type.Literal('balanced')]);
 const Increment = Type.String({
   pattern: '^\\d{1,4}/\\d{1,4}$',
@@ -406,7 +407,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
           tags: TAGS,
           summary: "The caller's listings with what keeps each from selling well",
           description:
-            'Issues: `no_rates`, `no_delivery` (voice without SIP endpoints, SMS without delivery), `paused`, `suspended` (by the operator), `no_stated_asr`, `low_measured_asr` (measured ASR under 20%), `open_reports`, `upheld_reports` (upheld in the last 90 days). `healthy` when none applies.',
+            'Issues: `failing_checks` (3 or more route checks and caller-ID tests in 30 days, under half passed), `no_rates`, `no_delivery` (voice without SIP endpoints, SMS without delivery), `paused`, `suspended` (by the operator), `no_stated_asr`, `low_measured_asr` (measured ASR under 20%), `open_reports`, `upheld_reports` (upheld in the last 90 days). `healthy` when none applies.',
           response: {
             200: Ok(
               Type.Object({
@@ -430,6 +431,19 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
                     }),
                     ratesUploadedAt: Nullable(DateTime()),
                     measured: Route.properties.measured,
+                    checks: Type.Object(
+                      {
+                        checks: Type.Integer(),
+                        passed: Type.Integer(),
+                        calls: CheckCount,
+                        sms: CheckCount,
+                        cliTests: CheckCount,
+                      },
+                      {
+                        description:
+                          'route checks (calls), test messages (receipts) and caller-ID tests that rang, by other accounts, over 30 days',
+                      },
+                    ),
                     issues: Type.Array(Type.String()),
                     healthy: Type.Boolean(),
                   }),

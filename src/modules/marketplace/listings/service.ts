@@ -100,6 +100,27 @@ const MAX_SORTED = 10_000;
 export const MAX_BULK_ROUTES = 5000;
 const MAX_ENDPOINTS_PER_ROUTE = 10;
 const LOW_MEASURED_ASR = 0.2;
+/** `failing_checks`: at least this many route checks and caller-ID tests in 30 days, under half passed. */
+const FAILING_CHECKS_MIN = 3;
+const FAILING_CHECKS_SHARE = 0.5;
+
+/** A listing's route-check and caller-ID test results over 30 days, by kind and in all. */
+function checksView(rows: readonly { kind: 'call' | 'sms' | 'cli'; checks: number; passed: number }[]) {
+  const of = (kind: 'call' | 'sms' | 'cli') => {
+    const r = rows.find((x) => x.kind === kind);
+    return { checks: r?.checks ?? 0, passed: r?.passed ?? 0 };
+  };
+  const calls = of('call');
+  const sms = of('sms');
+  const cli = of('cli');
+  return {
+    checks: calls.checks + sms.checks + cli.checks,
+    passed: calls.passed + sms.passed + cli.passed,
+    calls,
+    sms,
+    cliTests: cli,
+  };
+}
 const HOSTNAME_RE =
   /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
@@ -1309,9 +1330,18 @@ export function createRoutesService(deps: {
     async listingHealth(sellerId: string) {
       const rows = await repo.listingHealth(sql, sellerId, clock.now());
       const m = await quality(rows.map((r) => r.id));
+      const results = await repo.checkResults(
+        sql,
+        rows.map((r) => r.id),
+        clock.now(),
+      );
       const out = rows.map((r) => {
         const measured = m.get(r.id) ?? null;
+        const checks = checksView(results.filter((x) => x.routeId === r.id));
         const issues: string[] = [];
+        if (checks.checks >= FAILING_CHECKS_MIN && checks.passed / checks.checks < FAILING_CHECKS_SHARE) {
+          issues.push('failing_checks');
+        }
         if (r.rateCount === 0) issues.push('no_rates');
         if (r.type === 'voice' ? r.endpoints === 0 : !r.hasSmsDelivery) issues.push('no_delivery');
         if (r.status === 'paused') issues.push('paused');
@@ -1335,6 +1365,7 @@ export function createRoutesService(deps: {
           upheldReports: r.upheldReports,
           ratesUploadedAt: iso(r.uploadedAt),
           measured: measuredView(measured),
+          checks,
           issues,
           healthy: issues.length === 0,
         };
@@ -1346,6 +1377,14 @@ export function createRoutesService(deps: {
         listings: out,
       };
     },
+
+    /**
+     * A route check, test message or caller-ID test said whether the route works: counted in its
+     * listing health (`checks`, `failing_checks`), in the caller's transaction. Nobody's account
+     * is kept; checks of one's own listing are not recorded by the callers.
+     */
+    recordCheckResult: (db: Db, r: { routeId: string; kind: 'call' | 'sms' | 'cli'; passed: boolean }) =>
+      repo.recordCheckResult(db, { ...r, at: clock.now() }),
 
     endpointsFor: (routeIds: readonly string[]) =>
       deps.routingCache?.endpointsFor(routeIds) ?? repo.endpointsFor(sql, routeIds),

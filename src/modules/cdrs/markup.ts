@@ -1,0 +1,39 @@
+import { Decimal } from 'decimal.js';
+import type { Db } from '../../db/connection.js';
+import type { ChargeResult, EntryContext, Ledger } from '../../ledger/index.js';
+import { round6 } from '../../rating/index.js';
+
+const hundred = new Decimal(100);
+
+/** A sub-account's markup on `base` at `pct` percent, rounded once to 6 places (spec "Conventions"). */
+export const markupOn = (base: Decimal, pct: Decimal): Decimal => round6(base.times(pct).div(hundred));
+
+/** What a reseller's markup posting needs: who pays, whom it pays, how much, and the entries' context. */
+export interface MarkupCharge {
+  /** Posted under `<key>:markup`. */
+  key: string;
+  payer: string;
+  /** The sub-account's operator; null when the payer is not a sub-account (nothing is posted). */
+  operatorId: string | null;
+  markup: string;
+  context: EntryContext;
+}
+
+/**
+ * The reseller's markup on a sub-account's traffic, charged to the sub-account and credited to its
+ * operator (Application Manager), right behind the charge it marks up; null when there is none.
+ * Calls, messages, route checks and caller-ID tests all post it here.
+ */
+export function chargeMarkup(
+  ledger: Ledger,
+  tx: Db,
+  m: MarkupCharge,
+  opts?: { events?: boolean },
+): Promise<ChargeResult | null> {
+  if (!m.operatorId || !new Decimal(m.markup).gt(0)) return Promise.resolve(null);
+  return ledger.charge(
+    { postingKey: `${m.key}:markup`, accountId: m.payer, sellerId: m.operatorId, amount: m.markup, ...m.context },
+    tx,
+    opts,
+  );
+}

@@ -24,17 +24,20 @@ lint: deps
 typecheck: deps
 	npm run typecheck
 
-# Test files that fail are run once more (timing on a loaded 2-core machine). The closing lines
-# name every file that failed on its first run ("flaky: ..."), whatever the re-run did: each is a
-# defect. The last line, "N passed, N failed", counts the first run's passes and what still fails.
+# The tests run from a transpiled copy of the tree (scripts/build-tests.mjs), a few files at a time
+# (scripts/run-tests.mjs; TEST_JOBS=N to change how many). Test files that fail are run once more
+# (timing on a loaded 2-core machine). The closing lines name every file that failed on its first
+# run ("flaky: ..."), whatever the re-run did: each is a defect. The last line, "N passed, N
+# failed", counts the first run's passes and what still fails.
 test: deps
 	@bash scripts/test-services.sh
+	@node scripts/build-tests.mjs
 	@mkdir -p var && rm -f var/tap-failed.txt var/test-first-failed.txt var/test-rerun.txt
-	@set -o pipefail; npx tap --save=var/tap-failed.txt 2>&1 | tee var/test-output.txt; status=$$?; \
+	@node scripts/run-tests.mjs --save=var/tap-failed.txt --out=var/test-output.txt; status=$$?; \
 	  if [ -s var/tap-failed.txt ]; then cp var/tap-failed.txt var/test-first-failed.txt; fi; \
 	  if [ $$status -ne 0 ] && [ -s var/tap-failed.txt ]; then \
 	    echo "re-running once: $$(tr '\n' ' ' < var/tap-failed.txt)"; \
-	    npx tap --save=var/tap-failed.txt 2>&1 | tee var/test-rerun.txt; status=$$?; \
+	    node scripts/run-tests.mjs --save=var/tap-failed.txt --out=var/test-rerun.txt $$(cat var/tap-failed.txt); status=$$?; \
 	    node scripts/test-summary.mjs var/test-output.txt var/test-first-failed.txt var/test-rerun.txt var/tap-failed.txt; \
 	  else \
 	    node scripts/test-summary.mjs var/test-output.txt var/test-first-failed.txt; \

@@ -7,9 +7,10 @@ import { createInterface } from 'node:readline';
 import t from 'tap';
 import { createTestDatabase } from '../helpers/db.js';
 import { httpsCall } from '../helpers/daemon.js';
+import { nodeScriptArgs } from '../helpers/node-script.js';
 
 // The daemon in a child process whose open-file limit is small enough for a test to exhaust.
-const CHILD = new URL('../modules/sip-trunks/crash-child.ts', import.meta.url).pathname;
+const CHILD = nodeScriptArgs(import.meta.url, '../modules/sip-trunks/crash-child');
 const FD_LIMIT = 1200;
 
 t.test('idle SIP TCP connections from many sources cannot take the HTTPS API down', async (t) => {
@@ -28,15 +29,7 @@ t.test('idle SIP TCP connections from many sources cannot take the HTTPS API dow
   };
   const child = spawn(
     'bash',
-    [
-      '-c',
-      `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`,
-      process.execPath,
-      '--import',
-      'tsx',
-      CHILD,
-      JSON.stringify(overrides),
-    ],
+    ['-c', `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, process.execPath, ...CHILD, JSON.stringify(overrides)],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },

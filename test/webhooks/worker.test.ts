@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { emit } from '../../src/webhooks/emit.js';
 import { setup } from './setup.js';
+import { nodeScriptArgs } from '../helpers/node-script.js';
 
 const MIN = 60_000;
 
@@ -194,8 +194,7 @@ t.test('a worker process killed mid-delivery: the delivery returns after its lea
   const child = spawn(
     process.execPath,
     [
-      '--import=tsx',
-      fileURLToPath(new URL('./crash-worker.ts', import.meta.url)),
+      ...nodeScriptArgs(import.meta.url, 'crash-worker'),
       s.url,
       s.clock.now().toISOString(),
       s.receiver.cert,

@@ -4,8 +4,9 @@ import t from 'tap';
 import { createManualClock } from '../../../src/platform/clock.js';
 import { startTestDaemon } from '../../helpers/daemon.js';
 import { account, api, numbers } from './world.js';
+import { nodeScriptArgs } from '../../helpers/node-script.js';
 
-const CHILD = new URL('./renewal-child.ts', import.meta.url).pathname;
+const CHILD = nodeScriptArgs(import.meta.url, 'renewal-child');
 const COUNT = 300;
 
 t.test('a renewal run killed mid-way: every number charged for its month exactly once', async (t) => {
@@ -23,7 +24,7 @@ t.test('a renewal run killed mid-way: every number charged for its month exactly
   t.equal((await ledger.balanceOf(buyer.id)).balance, '3875.000000', `5000 - ${COUNT} x 3.75`);
 
   const due = '2026-04-01T08:00:00.000Z';
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, d.config.database.url, due], {
+  const child = spawn(process.execPath, [...CHILD, d.config.database.url, due], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));

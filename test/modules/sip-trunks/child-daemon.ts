@@ -6,6 +6,7 @@ import { createInterface } from 'node:readline';
 import type { DeepPartial } from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
 import { TEST_NETWORKS, TEST_SCRYPT_COST } from '../../helpers/daemon.js';
+import { nodeScriptArgs } from '../../helpers/node-script.js';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -43,14 +44,14 @@ export function childDaemonConfig(
   return merged as DeepPartial<Config>;
 }
 
-const CHILD = new URL('./crash-child.ts', import.meta.url).pathname;
+const CHILD = nodeScriptArgs(import.meta.url, 'crash-child');
 
 /** A daemon in its own process (crash-child.ts) that a crash test can SIGKILL mid-call. */
 export async function spawnChildDaemon(
   t: Teardown,
   overrides: DeepPartial<Config>,
 ): Promise<{ pid: number; ports: Record<string, number>; kill(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(overrides)], {
+  const child = spawn(process.execPath, [...CHILD, JSON.stringify(overrides)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));

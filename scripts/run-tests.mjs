@@ -1,0 +1,155 @@
+// Runs the test files of the tree built by scripts/build-tests.mjs, a few at a time, each as a
+// plain `node` process.
+//
+// Why not tap's own runner: it starts every test process with two module-loader hooks of its own
+// (processinfo and mock), which send each of a test's ~1,000 module loads through a loader
+// thread; with ~200 test processes that was about half of the suite's CPU (measured on one
+// daemon test: 9.6 s of CPU under the runner with tsx, 5.0 s as plain node on the built tree).
+// The files are ordinary tap tests: each prints TAP and its own totals and exits non-zero on a
+// failure, so `npx tap test/x.test.ts` still runs any one of them from the sources.
+//
+// usage: run-tests.mjs [--jobs N] [--save FAILED_LIST] [--out OUTPUT] [test/x.test.ts ...]
+//   With no files, every test/**/*.test.ts. The output file gets every file's TAP and, last, the
+//   sum of their totals in tap's form (`# { total: N, pass: N, fail: N, skip: N }`); the failed
+//   list gets one source path a line. Slowest files start first (times of the last run).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const built = join(root, 'var', 'test-build');
+const timesFile = join(root, 'var', 'test-times.json');
+// Committed so that a fresh clone also starts its slowest files first.
+const seedTimesFile = join(root, 'test', 'test-times.json');
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    jobs: { type: 'string', default: process.env['TEST_JOBS'] ?? '2' },
+    save: { type: 'string' },
+    out: { type: 'string' },
+  },
+});
+const jobs = Math.max(1, Number(values.jobs) || 2);
+const timeoutSeconds = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).tap?.timeout ?? 180;
+
+function testFiles(dir) {
+  const found = [];
+  for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (path !== join('test', 'helpers') && path !== join('test', 'fixtures')) found.push(...testFiles(path));
+    } else if (entry.name.endsWith('.test.ts')) found.push(path);
+  }
+  return found;
+}
+
+function readTimes(file) {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return {};
+  }
+}
+
+const files = (positionals.length ? positionals.map((f) => relative(root, resolve(f))) : testFiles('test')).sort();
+const previous = { ...readTimes(seedTimesFile), ...readTimes(timesFile) };
+const queue = [...files].sort((a, b) => (previous[b] ?? 0) - (previous[a] ?? 0));
+
+/** The sums of tap's `# { total: …, pass: … }` line of one file's output. */
+function totalsOf(text) {
+  const m = [...text.matchAll(/^# \{ (total: .*) \}$/gm)].pop();
+  if (!m) return null;
+  return Object.fromEntries(
+    m[1]
+      .split(', ')
+      .map((kv) => kv.split(': '))
+      .map(([k, v]) => [k, Number(v)]),
+  );
+}
+
+function runFile(file) {
+  const script = join(built, file.replace(/\.ts$/, '.js'));
+  const started = performance.now();
+  return new Promise((done) => {
+    // A process group of its own, so a test that hangs is stopped with the peers it started.
+    const child = spawn(process.execPath, [script], {
+      cwd: root,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, TAP: '1', TAP_TIMEOUT: String(timeoutSeconds) },
+    });
+    const chunks = [];
+    child.stdout.on('data', (c) => chunks.push(c));
+    child.stderr.on('data', (c) => chunks.push(c));
+    let timedOut = false;
+    const kill = (signal) => {
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        // already gone
+      }
+    };
+    // tap ends a test that outlives TAP_TIMEOUT itself; this is for a process that does not exit.
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        kill('SIGTERM');
+        setTimeout(() => kill('SIGKILL'), 5_000).unref();
+      },
+      (timeoutSeconds + 30) * 1000,
+    );
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const output = Buffer.concat(chunks).toString('utf8');
+      const totals = totalsOf(output);
+      // A file whose every test is skipped may print no totals; its exit code still tells.
+      const ok = code === 0 && !timedOut && !totals?.fail;
+      done({ file, ok, code, signal, timedOut, output, totals, seconds: (performance.now() - started) / 1000 });
+    });
+  });
+}
+
+const results = [];
+async function worker() {
+  for (let file = queue.shift(); file; file = queue.shift()) {
+    const r = await runFile(file);
+    results.push(r);
+    const asserts = r.totals ? `${r.totals.pass ?? 0}/${r.totals.total ?? 0} asserts` : 'no totals';
+    const why = r.ok ? '' : r.timedOut ? ' (timed out)' : ` (exit ${r.code ?? r.signal})`;
+    console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.file}  ${asserts}  ${r.seconds.toFixed(1)} s${why}`);
+  }
+}
+const wallStarted = performance.now();
+await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, worker));
+
+const failed = results.filter((r) => !r.ok).sort((a, b) => a.file.localeCompare(b.file));
+for (const r of failed) {
+  console.log(`\n==== ${r.file} failed; its output follows`);
+  console.log(r.output.trimEnd());
+}
+const sum = { total: 0, pass: 0, fail: 0, skip: 0, todo: 0 };
+for (const r of results) {
+  for (const k of Object.keys(sum)) sum[k] += r.totals?.[k] ?? 0;
+  // A file that died without totals or exited non-zero counts as at least one failure.
+  if (!r.ok && !(r.totals?.fail > 0)) sum.fail += 1;
+}
+const totalsLine = `# { ${Object.entries(sum)
+  .map(([k, v]) => `${k}: ${v}`)
+  .join(', ')} }`;
+console.log(
+  `\n${results.length} files, ${failed.length} failed, ${((performance.now() - wallStarted) / 1000).toFixed(0)} s wall with ${jobs} at a time`,
+);
+console.log(totalsLine);
+
+mkdirSync(join(root, 'var'), { recursive: true });
+if (values.out) {
+  writeFileSync(values.out, `${results.map((r) => `# file: ${r.file}\n${r.output}`).join('\n')}\n${totalsLine}\n`);
+}
+if (values.save) writeFileSync(values.save, failed.map((r) => `${r.file}\n`).join(''));
+const times = existsSync(timesFile) ? readTimes(timesFile) : {};
+for (const r of results) times[r.file] = Math.round(r.seconds * 10) / 10;
+writeFileSync(timesFile, `${JSON.stringify(times, null, 1)}\n`);
+process.exit(failed.length ? 1 : 0);

@@ -12,9 +12,12 @@
 //   With no files, every test/**/*.test.ts. The output file gets every file's TAP and, last, the
 //   sum of their totals in tap's form (`# { total: N, pass: N, fail: N, skip: N }`); the failed
 //   list gets one source path a line. Slowest files start first (times of the last run).
+import { Buffer } from 'node:buffer';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 

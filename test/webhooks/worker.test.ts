@@ -193,12 +193,7 @@ t.test('a worker process killed mid-delivery: the delivery returns after its lea
   s.receiver.replies = ['hang'];
   const child = spawn(
     process.execPath,
-    [
-      ...nodeScriptArgs(import.meta.url, 'crash-worker'),
-      s.url,
-      s.clock.now().toISOString(),
-      s.receiver.cert,
-    ],
+    [...nodeScriptArgs(import.meta.url, 'crash-worker'), s.url, s.clock.now().toISOString(), s.receiver.cert],
     {
       stdio: 'ignore',
     },

@@ -301,6 +301,10 @@ export const ConfigSchema = Type.Object({
     private_supplier_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),
     private_trunk_networks: Type.Array(Type.String({ maxLength: 64 }), { default: [], maxItems: 256 }),
   }),
+  team: Type.Object({
+    invitation_ttl_hours: Type.Integer({ minimum: 1, maximum: 720, default: 168 }),
+    max_members: Type.Integer({ minimum: 1, maximum: 1000, default: 50 }),
+  }),
 });
 
 export type Config = Static<typeof ConfigSchema>;

@@ -145,7 +145,8 @@ export function describeAccess(a: Access, method = 'GET'): string {
       parts.push('Test keys are simulated against test credit: no live traffic, no live balance.');
   }
   if (a.roles?.length) parts.push(`Team members' sessions need the role ${a.roles.map((r) => `\`${r}\``).join(', ')}.`);
-  else if (a.auth !== 'public' && !a.scope) parts.push("Team members' sessions are refused.");
+  else if ((a.auth === 'required' || a.auth === 'session' || method !== 'GET') && a.auth !== 'public' && !a.scope)
+    parts.push("Team members' sessions are refused.");
   if (a.whilePasswordChangeRequired)
     parts.push('Open to a session that must change its password (elsewhere it gets 403 PASSWORD_CHANGE_REQUIRED).');
   return parts.join(' ');

@@ -360,7 +360,7 @@ function enforceAccess(access: Access, p: Principal | null, method: string) {
   if (access.auth === 'session' && p.kind !== 'session') {
     throw forbidden('This operation needs a dashboard session; API keys cannot perform it');
   }
-  if (p.member) enforceRole(access, p.member.role);
+  if (p.member) enforceRole(access, p.member.role, method);
   if (access.scope && !hasScope(p, access.scope)) {
     throw forbidden(`This API key lacks the scope "${access.scope}"`);
   }
@@ -376,9 +376,14 @@ function enforceAccess(access: Access, p: Principal | null, method: string) {
   }
 }
 
-/** A team member's session: the route lists its role, or names a scope the role holds (checked after). */
-function enforceRole(access: Access, role: TeamRole) {
-  if (access.roles ? access.roles.includes(role) : access.scope && RoleScopes[role].has(access.scope)) return;
+/**
+ * A team member's session: the route lists its role, or names a scope the role holds, or is a
+ * read whose credential only personalises the answer (catalogues).
+ */
+function enforceRole(access: Access, role: TeamRole, method: string) {
+  if (access.roles) {
+    if (access.roles.includes(role)) return;
+  } else if (access.scope ? RoleScopes[role].has(access.scope) : access.auth === 'optional' && method === 'GET') return;
   throw forbidden(`A team member with the role "${role}" cannot perform this operation`);
 }
 

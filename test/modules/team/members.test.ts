@@ -85,6 +85,8 @@ t.test('team members, invitations and roles over HTTPS with a real SMTP server',
   t.equal(daveAccept.status, 200);
   const daveSession = daveAccept.json.data.accessToken as string;
   t.equal((await d.https('GET', '/account/profile', { token: daveSession })).status, 200);
+  t.equal((await d.https('GET', '/markets/summary', { token: daveSession })).status, 200, 'catalogue reads are open');
+  t.equal((await d.https('GET', '/account/api-keys', { token: daveSession })).status, 403, 'no scope: members refused');
   t.equal(
     (await d.https('PATCH', '/account/profile', { token: daveSession, body: { displayName: 'x' } })).status,
     403,

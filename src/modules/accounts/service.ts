@@ -245,6 +245,9 @@ export function createAccountsService(deps: {
       return tokens;
     },
 
+    /** Whether the login signs in with a second factor (a team may require it of its members). */
+    twoFactorEnabled: (accountId: string) => security.totpEnabled(accountId),
+
     /** Forgets cached session state so a member's new role applies on the next request. */
     refreshSessions(sessionIds: readonly string[]) {
       for (const id of sessionIds) sessionCache.delete(id);

@@ -1,6 +1,6 @@
 import type { Sql } from '../../db/connection.js';
 import type { TeamRole } from '../../http/access.js';
-import { conflict } from '../../http/errors.js';
+import { conflict, validationError } from '../../http/errors.js';
 
 export interface MemberRow {
   accountId: string;
@@ -148,6 +148,38 @@ export function createTeamRepo(sql: Sql) {
         if (!made.length) throw conflict('This login is already a member of the account');
         return true;
       });
+    },
+
+    async securitySettings(accountId: string) {
+      const [row] = await sql<{ requireTwoFactor: boolean; allowedLoginCidrs: string[]; updatedAt: Date }[]>`
+        select require_two_factor, allowed_login_cidrs::text[] as allowed_login_cidrs, updated_at
+        from account_team_security where account_id = ${accountId}`;
+      return row ?? { requireTwoFactor: false, allowedLoginCidrs: [], updatedAt: null };
+    },
+
+    /** CIDRs are checked (and normalised) by PostgreSQL: 22P02 is a bad one. */
+    async saveSecuritySettings(accountId: string, requireTwoFactor: boolean, cidrs: string[], now: Date) {
+      try {
+        await sql`
+          insert into account_team_security (account_id, require_two_factor, allowed_login_cidrs, updated_at)
+          values (${accountId}, ${requireTwoFactor}, ${cidrs}::text[]::cidr[], ${now})
+          on conflict (account_id) do update set require_two_factor = excluded.require_two_factor,
+            allowed_login_cidrs = excluded.allowed_login_cidrs, updated_at = excluded.updated_at`;
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === '22P02' || code === '22023')
+          throw validationError([{ path: 'allowedLoginCidrs', message: 'holds a network that is not a CIDR' }]);
+        throw err;
+      }
+    },
+
+    /** Whether `ip` is inside one of the account's allowed networks (none set: any). */
+    async ipAllowed(accountId: string, ip: string): Promise<boolean> {
+      const [row] = await sql<{ ok: boolean }[]>`
+        select coalesce(cardinality(allowed_login_cidrs) = 0
+                        or ${ip}::inet <<= any (allowed_login_cidrs), true) as ok
+        from (select 1) one left join account_team_security s on s.account_id = ${accountId}`;
+      return row?.ok ?? true;
     },
 
     /** The accounts a login is a member of. */

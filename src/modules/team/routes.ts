@@ -230,6 +230,43 @@ export function teamRoutes(team: TeamService) {
         ok(await team.switchTo(req.principal!.member?.id ?? req.principal!.accountId, req.params.accountId, meta(req))),
     );
 
+    const Security = Type.Object({
+      requireTwoFactor: Type.Boolean({ description: 'members sign in only from logins with two-factor sign-in' }),
+      allowedLoginCidrs: Type.Array(Type.String(), { description: 'member sessions only from these networks' }),
+      updatedAt: Nullable(DateTime()),
+    });
+    const ownerOnly: { access: Access } = { access: { auth: 'session', roles: ['owner'] } };
+    app.get(
+      '/account/security',
+      {
+        config: ownerOnly,
+        schema: { tags, summary: "Security settings of the account's team", response: { 200: Ok(Security) } },
+      },
+      async (req) => ok(await team.security(req.principal!.accountId)),
+    );
+
+    app.put(
+      '/account/security',
+      {
+        config: ownerOnly,
+        schema: {
+          tags,
+          summary: "Set the security settings of the account's team",
+          description:
+            'Checked when a member session is made (accepting an invitation, switching to the team); the holder is not bound by them.',
+          body: Type.Object(
+            {
+              requireTwoFactor: Type.Boolean(),
+              allowedLoginCidrs: Type.Array(Type.String({ minLength: 1, maxLength: 49 }), { maxItems: 50 }),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: Ok(Security) },
+        },
+      },
+      async (req) => ok(await team.setSecurity(req.principal!.accountId, req.body)),
+    );
+
     app.get(
       '/account/roles',
       {

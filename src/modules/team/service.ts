@@ -76,6 +76,16 @@ export function createTeamService(
     log.info({ accountId: inv.accountId, invitationId: inv.id, sentCount: inv.sentCount }, 'team invitation sent');
   }
 
+  /** A member session, within the team's security settings. */
+  async function memberSession(accountId: string, loginId: string, meta: Meta) {
+    const rules = await repo.securitySettings(accountId);
+    if (rules.requireTwoFactor && !(await accounts.twoFactorEnabled(loginId)))
+      throw forbidden('This account requires its members to sign in with two-factor authentication; enable it first');
+    if (!meta.ip || !(await repo.ipAllowed(accountId, meta.ip)))
+      throw forbidden("This account's members may sign in only from its allowed networks");
+    return accounts.issueMemberSession(accountId, loginId, meta);
+  }
+
   const service = {
     /** The holder (always an owner) first, then the members. */
     async members(accountId: string) {
@@ -189,7 +199,7 @@ export function createTeamService(
       if (!(await repo.accept(inv, loginId, clock.now())))
         throw validationError([{ path: 'token', message: 'is invalid, expired, revoked or already used' }]);
       log.info({ accountId: inv.accountId, memberId: loginId, invitationId: inv.id }, 'team invitation accepted');
-      const session = await accounts.issueMemberSession(inv.accountId, loginId, meta);
+      const session = await memberSession(inv.accountId, loginId, meta);
       return { accountId: inv.accountId, memberId: loginId, role: inv.role, ...session };
     },
 
@@ -207,8 +217,19 @@ export function createTeamService(
     async switchTo(loginId: string, accountId: string, meta: Meta) {
       const team = (await repo.teamsOf(loginId)).find((t) => t.accountId === accountId);
       if (!team) throw notFound('Team');
-      const session = await accounts.issueMemberSession(accountId, loginId, meta);
+      const session = await memberSession(accountId, loginId, meta);
       return { accountId, memberId: loginId, role: team.role, ...session };
+    },
+
+    async security(accountId: string) {
+      const s = await repo.securitySettings(accountId);
+      return { ...s, updatedAt: s.updatedAt?.toISOString() ?? null };
+    },
+
+    async setSecurity(accountId: string, input: { requireTwoFactor: boolean; allowedLoginCidrs: string[] }) {
+      await repo.saveSecuritySettings(accountId, input.requireTwoFactor, input.allowedLoginCidrs, clock.now());
+      log.info({ accountId, requireTwoFactor: input.requireTwoFactor }, 'team security settings changed');
+      return service.security(accountId);
     },
 
     /** Each role with the scopes its sessions hold. */

@@ -156,6 +156,35 @@ t.test('team members, invitations and roles over HTTPS with a real SMTP server',
   );
   t.ok(roles.find((r: { role: string }) => r.role === 'read_only').scopes.every((s: string) => s.endsWith(':read')));
 
+  // Team security: checked when a member session is made.
+  const security = (body: unknown) => d.https('PUT', '/account/security', { token: holder.token, body });
+  const switchDave = () => d.https('POST', `/account/teams/${holder.accountId}/session`, { token: dave.token });
+  t.match((await d.https('GET', '/account/security', { token: holder.token })).json.data, {
+    requireTwoFactor: false,
+    allowedLoginCidrs: [],
+  });
+  t.equal((await security({ requireTwoFactor: true, allowedLoginCidrs: [] })).status, 200);
+  t.equal((await switchDave()).status, 403, 'a member without two-factor sign-in is refused');
+  t.equal((await security({ requireTwoFactor: false, allowedLoginCidrs: ['10.0.0.0/8'] })).status, 200);
+  t.equal((await switchDave()).status, 403, 'outside the allowed networks');
+  const set = await security({ requireTwoFactor: false, allowedLoginCidrs: ['127.0.0.0/8', '::1/128'] });
+  t.same(set.json.data.allowedLoginCidrs, ['127.0.0.0/8', '::1/128']);
+  t.equal((await switchDave()).status, 200);
+  const bad = await security({ requireTwoFactor: false, allowedLoginCidrs: ['not a network'] });
+  t.equal(bad.status, 400);
+  t.equal(bad.json.error.code, 'VALIDATION_ERROR');
+  t.equal(
+    (
+      await d.https('PUT', '/account/security', {
+        token: daveSession,
+        body: { requireTwoFactor: true, allowedLoginCidrs: [] },
+      })
+    ).status,
+    200,
+    'an owner member may set them',
+  );
+  t.equal((await security({ requireTwoFactor: false, allowedLoginCidrs: [] })).status, 200);
+
   // Expiry: after [team] invitation_ttl_hours the link no longer works; the address can be invited again.
   t.equal((await invite(holder.token, 'frank@example.test', 'read_only')).status, 201);
   const frankToken = await tokenIn('frank@example.test');

@@ -134,13 +134,14 @@ export function createAccountsRepo(db: Db) {
     async revokeOtherSessions(accountId: string, keep: string, now: Date): Promise<string[]> {
       const rows = await db<{ id: string }[]>`
         update sessions set revoked_at = ${now}
-        where account_id = ${accountId} and id <> ${keep} and revoked_at is null returning id`;
+        where account_id = ${accountId} and id <> ${keep} and revoked_at is null and member_id is null
+        returning id`;
       return rows.map((r) => r.id);
     },
     async listSessions(accountId: string, now: Date): Promise<SessionRow[]> {
       return db<SessionRow[]>`
         select id, account_id, created_at, last_seen_at, expires_at, revoked_at, user_agent, ip from sessions
-        where account_id = ${accountId} and revoked_at is null and expires_at > ${now}
+        where account_id = ${accountId} and revoked_at is null and expires_at > ${now} and member_id is null
         order by created_at desc limit 100`;
     },
   };

@@ -99,6 +99,11 @@ t.test('team members, invitations and roles over HTTPS with a real SMTP server',
   t.equal(switched.status, 200);
   t.match(switched.json.data, { accountId: holder.accountId, memberId: dave.accountId, role: 'developer' });
   t.equal((await d.https('POST', `/account/teams/${dave.accountId}/session`, { token: holder.token })).status, 404);
+  const holderSessions = (await d.https('GET', '/auth/sessions', { token: holder.token })).json.data;
+  t.notOk(
+    holderSessions.some((x: { id: string }) => x.id === switched.json.data.sessionId),
+    "members' sessions are not the holder's",
+  );
 
   // Roles change live: carol becomes admin; admins manage members but not owners.
   const promoted = await d.https('PATCH', `/account/members/${carolId}`, {

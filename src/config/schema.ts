@@ -318,6 +318,10 @@ export const ConfigSchema = Type.Object({
     fraud_max_calls_per_source: Type.Integer({ minimum: 1, maximum: 100000, default: 30 }),
     fraud_max_calls_per_number: Type.Integer({ minimum: 1, maximum: 1000000, default: 600 }),
   }),
+  team: Type.Object({
+    invitation_ttl_hours: Type.Integer({ minimum: 1, maximum: 720, default: 168 }),
+    max_members: Type.Integer({ minimum: 1, maximum: 1000, default: 50 }),
+  }),
 });
 
 export type Config = Static<typeof ConfigSchema>;

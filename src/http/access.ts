@@ -23,6 +23,28 @@ export const Scopes = [
 
 export type Scope = (typeof Scopes)[number];
 
+/** Roles of a team member (docs/account.md "Team members and roles"). */
+export type TeamRole = 'owner' | 'admin' | 'billing' | 'developer' | 'read_only';
+
+const READS: readonly Scope[] = Scopes.filter((s) => s.endsWith(':read'));
+
+/** The scopes a member's session holds on the team account, as a key's scopes limit it. */
+export const RoleScopes: Readonly<Record<TeamRole, ReadonlySet<Scope>>> = {
+  owner: new Set(Scopes),
+  admin: new Set(Scopes),
+  billing: new Set([...READS, 'account:write', 'billing:write']),
+  developer: new Set([
+    ...READS,
+    'voice:send',
+    'sms:send',
+    'dialer:write',
+    'verify:write',
+    'webhooks:write',
+    'cdr:numbers',
+  ]),
+  read_only: new Set(READS),
+};
+
 /**
  * What a route admits, declared beside its schema and shown in the OpenAPI description.
  * - `public`: no credential; `optional`: a credential personalises the answer when given.
@@ -49,6 +71,12 @@ export interface Access {
   grants?: readonly Scope[];
   /** Open to a session whose account must change its password (change-password, logout). */
   whilePasswordChangeRequired?: boolean;
+  /**
+   * Member roles whose sessions may use the route. A member's session is limited to its role's
+   * scopes (`RoleScopes`); a route that names no scope acts on the login or on powers no scope
+   * covers (passwords, API keys, payouts), so it admits member sessions only when it lists them here.
+   */
+  roles?: readonly TeamRole[];
 }
 
 const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -71,12 +99,18 @@ export interface Principal {
   /** null: full access (every scope except webhooks:write). */
   scopes: ReadonlySet<Scope> | null;
   webhooksWrite: boolean;
+  /** A session of a team member: its login and role on `accountId`. */
+  member?: { id: string; role: TeamRole };
   /** A session of an account signed in with a one-time password: it may only change it. */
   mustChangePassword?: boolean;
 }
 
-/** Sessions hold every scope; full-access keys every scope but `webhooks:write`, which must be chosen. */
+/**
+ * Sessions hold every scope (a member's session those of its role); full-access keys every scope
+ * but `webhooks:write`, which must be chosen.
+ */
 export function hasScope(p: Principal, scope: Scope): boolean {
+  if (p.member) return RoleScopes[p.member.role].has(scope);
   if (p.kind === 'session') return true;
   if (scope === 'webhooks:write') return p.webhooksWrite;
   return p.scopes === null || p.scopes.has(scope);
@@ -110,6 +144,9 @@ export function describeAccess(a: Access, method = 'GET'): string {
     if (policy === 'simulated')
       parts.push('Test keys are simulated against test credit: no live traffic, no live balance.');
   }
+  if (a.roles?.length) parts.push(`Team members' sessions need the role ${a.roles.map((r) => `\`${r}\``).join(', ')}.`);
+  else if ((a.auth === 'required' || a.auth === 'session' || method !== 'GET') && a.auth !== 'public' && !a.scope)
+    parts.push("Team members' sessions are refused.");
   if (a.whilePasswordChangeRequired)
     parts.push('Open to a session that must change its password (elsewhere it gets 403 PASSWORD_CHANGE_REQUIRED).');
   return parts.join(' ');

@@ -16,7 +16,15 @@ import type { Logger } from 'pino';
 import postgres from 'postgres';
 import type { Config } from '../config/schema.js';
 import { sha256Hex } from '../platform/ids.js';
-import { describeAccess, hasScope, testKeyPolicy, type Access, type Principal } from './access.js';
+import {
+  describeAccess,
+  hasScope,
+  RoleScopes,
+  testKeyPolicy,
+  type Access,
+  type Principal,
+  type TeamRole,
+} from './access.js';
 import type { Authenticator } from './auth.js';
 import { ErrorEnvelope } from './envelope.js';
 import {
@@ -352,6 +360,7 @@ function enforceAccess(access: Access, p: Principal | null, method: string) {
   if (access.auth === 'session' && p.kind !== 'session') {
     throw forbidden('This operation needs a dashboard session; API keys cannot perform it');
   }
+  if (p.member) enforceRole(access, p.member.role, method);
   if (access.scope && !hasScope(p, access.scope)) {
     throw forbidden(`This API key lacks the scope "${access.scope}"`);
   }
@@ -365,6 +374,17 @@ function enforceAccess(access: Access, p: Principal | null, method: string) {
   if (p.mode === 'test' && testKeyPolicy(access, method) === 'refused') {
     throw new AppError('TEST_KEY_NOT_ALLOWED', 'Test keys cannot perform this operation');
   }
+}
+
+/**
+ * A team member's session: the route lists its role, or names a scope the role holds, or is a
+ * read whose credential only personalises the answer (catalogues).
+ */
+function enforceRole(access: Access, role: TeamRole, method: string) {
+  if (access.roles) {
+    if (access.roles.includes(role)) return;
+  } else if (access.scope ? RoleScopes[role].has(access.scope) : access.auth === 'optional' && method === 'GET') return;
+  throw forbidden(`A team member with the role "${role}" cannot perform this operation`);
 }
 
 interface AjvError {

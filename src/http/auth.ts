@@ -44,6 +44,7 @@ export function createAuthenticator(deps: { accounts: AccountsService; keys: Key
         mode: 'live',
         scopes: null,
         webhooksWrite: true,
+        ...(claims.member ? { member: claims.member } : {}),
         mustChangePassword: account.mustChangePassword,
       };
     },

@@ -4,6 +4,7 @@ import { createSelfAddresses } from '../platform/self-addresses.js';
 import type { Module } from '../platform/module.js';
 import { buildAccountProfileModule } from './account-profile/index.js';
 import { buildAccountsModule } from './accounts/index.js';
+import { buildTeamModule } from './team/index.js';
 import { buildComplianceModule } from './compliance/index.js';
 import { buildNotificationsModule } from './notifications/index.js';
 import { buildOnboardingModule } from './onboarding/index.js';
@@ -61,6 +62,8 @@ export async function buildModules(coreIn: CoreDeps) {
   const mailer = await createMailer(core);
   const accountsModule = await buildAccountsModule(core, { mailer });
   const accounts = accountsModule.service;
+  // Team members, invitations and member sessions (through the accounts service's logins).
+  const team = buildTeamModule(core, { mailer, accounts });
   // Identity verification: number purchases and payouts ask `requireVerified` (KYC_REQUIRED).
   const compliance = buildComplianceModule(core, {
     parentOf: async (id) => (await accounts.getAccount(id))?.parentId ?? null,
@@ -311,6 +314,7 @@ export async function buildModules(coreIn: CoreDeps) {
     system.module,
     { name: 'mail', stop: () => mailer.close() },
     accountsModule.module,
+    team.module,
     compliance.module,
     keysModule.module,
     webhooks.module,

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/connection.js';
+import type { TeamRole } from '../../http/access.js';
 
 export interface AccountRow {
   id: string;
@@ -25,6 +26,12 @@ export interface SessionRow {
   revokedAt: Date | null;
   userAgent: string | null;
   ip: string | null;
+}
+
+export interface ActiveSession {
+  accountId: string;
+  memberId: string | null;
+  memberRole: TeamRole | null;
 }
 
 export function createAccountsRepo(db: Db) {
@@ -84,10 +91,12 @@ export function createAccountsRepo(db: Db) {
       expiresAt: Date;
       userAgent: string | null;
       ip: string | null;
+      /** A membership session: the login acting on `accountId` (a team member). */
+      memberId?: string | null;
     }) {
       await db`
-        insert into sessions (id, account_id, refresh_hash, expires_at, user_agent, ip)
-        values (${s.id}, ${s.accountId}, ${s.refreshHash}, ${s.expiresAt}, ${s.userAgent}, ${s.ip})`;
+        insert into sessions (id, account_id, refresh_hash, expires_at, user_agent, ip, member_id)
+        values (${s.id}, ${s.accountId}, ${s.refreshHash}, ${s.expiresAt}, ${s.userAgent}, ${s.ip}, ${s.memberId ?? null})`;
     },
     /** Swaps the refresh token atomically; returns nothing when it was already used or revoked. */
     async rotateRefresh(oldHash: string, newHash: string, expiresAt: Date, now: Date) {
@@ -105,10 +114,18 @@ export function createAccountsRepo(db: Db) {
       >`update sessions set revoked_at = ${now} where previous_refresh_hash = ${hash} and revoked_at is null returning id`;
       return rows.map((r) => r.id);
     },
-    async sessionActive(id: string, now: Date): Promise<{ accountId: string } | undefined> {
-      const [row] = await db<{ accountId: string }[]>`
-        select s.account_id from sessions s join accounts a on a.id = s.account_id
-        where s.id = ${id} and s.revoked_at is null and s.expires_at > ${now} and a.status <> 'closed'`;
+    /**
+     * A live session; a membership session also needs its membership and an open member login,
+     * and answers the member's current role.
+     */
+    async sessionActive(id: string, now: Date): Promise<ActiveSession | undefined> {
+      const [row] = await db<ActiveSession[]>`
+        select s.account_id, s.member_id, m.role as member_role
+        from sessions s join accounts a on a.id = s.account_id
+        left join account_members m on m.account_id = s.account_id and m.member_id = s.member_id
+        left join accounts ml on ml.id = s.member_id
+        where s.id = ${id} and s.revoked_at is null and s.expires_at > ${now} and a.status <> 'closed'
+          and (s.member_id is null or (m.role is not null and ml.status <> 'closed'))`;
       return row;
     },
     async revokeSession(id: string, accountId: string, now: Date): Promise<void> {
@@ -117,13 +134,14 @@ export function createAccountsRepo(db: Db) {
     async revokeOtherSessions(accountId: string, keep: string, now: Date): Promise<string[]> {
       const rows = await db<{ id: string }[]>`
         update sessions set revoked_at = ${now}
-        where account_id = ${accountId} and id <> ${keep} and revoked_at is null returning id`;
+        where account_id = ${accountId} and id <> ${keep} and revoked_at is null and member_id is null
+        returning id`;
       return rows.map((r) => r.id);
     },
     async listSessions(accountId: string, now: Date): Promise<SessionRow[]> {
       return db<SessionRow[]>`
         select id, account_id, created_at, last_seen_at, expires_at, revoked_at, user_agent, ip from sessions
-        where account_id = ${accountId} and revoked_at is null and expires_at > ${now}
+        where account_id = ${accountId} and revoked_at is null and expires_at > ${now} and member_id is null
         order by created_at desc limit 100`;
     },
   };

@@ -165,7 +165,13 @@ export function accountsRoutes(accounts: AccountsService, loginLimit: number) {
     app.post(
       '/auth/logout',
       {
-        config: { access: { auth: 'session', whilePasswordChangeRequired: true } },
+        config: {
+          access: {
+            auth: 'session',
+            whilePasswordChangeRequired: true,
+            roles: ['owner', 'admin', 'billing', 'developer', 'read_only'],
+          },
+        },
         schema: {
           tags: ['Authentication'],
           summary: 'End the current session',

@@ -2,7 +2,7 @@ import type { Db } from '../../db/connection.js';
 
 export type TokenPurpose = 'verify_email' | 'password_reset';
 export type LoginOutcome = 'success' | 'failure' | 'second_factor_required' | 'second_factor_failed' | 'password_reset';
-export type LoginMethod = 'password' | 'totp' | 'recovery_code' | 'reset_token';
+export type LoginMethod = 'password' | 'totp' | 'recovery_code' | 'reset_token' | 'membership';
 
 export interface TotpRow {
   accountId: string;

@@ -34,6 +34,7 @@ const LoginEvent = Type.Object({
     Type.Literal('totp'),
     Type.Literal('recovery_code'),
     Type.Literal('reset_token'),
+    Type.Literal('membership'),
   ]),
   sessionId: Nullable(Uuid()),
   ip: Nullable(Type.String()),

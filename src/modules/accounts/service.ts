@@ -9,7 +9,8 @@ import { newId, randomToken, sha256Hex } from '../../platform/ids.js';
 import { createTtlCache } from '../../platform/ttl-cache.js';
 import { createLoginGuard } from './login-guard.js';
 import { burnPasswordTime, hashPassword, verifyPassword } from './passwords.js';
-import { createAccountsRepo, type AccountRow } from './repo.js';
+import type { TeamRole } from '../../http/access.js';
+import { createAccountsRepo, type AccountRow, type ActiveSession } from './repo.js';
 import { createSecurityRepo, type LoginMethod, type LoginOutcome } from './security-repo.js';
 
 export interface SessionTokens {
@@ -31,6 +32,8 @@ type LoginMeta = { userAgent?: string | undefined; ip?: string | undefined };
 export interface SessionClaims {
   accountId: string;
   sessionId: string;
+  /** A membership session: the member's login and role on `accountId`. */
+  member?: { id: string; role: TeamRole };
 }
 
 const REFRESH_PREFIX = 'svc_rt_';
@@ -69,15 +72,13 @@ export function createAccountsService(deps: {
       now: clock.now(),
     });
   const guard = createLoginGuard(deps.redis ?? null, config.auth);
-  const sessionCache = createTtlCache<string, { accountId: string } | null>(
-    config.auth.credential_cache_seconds * 1000,
-    clock,
-  );
+  const sessionCache = createTtlCache<string, ActiveSession | null>(config.auth.credential_cache_seconds * 1000, clock);
   const accountCache = createTtlCache<string, AccountRow | null>(config.auth.credential_cache_seconds * 1000, clock);
 
   async function issueSession(
     accountId: string,
     meta: { userAgent?: string | undefined; ip?: string | undefined },
+    memberId: string | null = null,
   ): Promise<SessionTokens> {
     const now = clock.now();
     const sessionId = newId();
@@ -89,6 +90,7 @@ export function createAccountsService(deps: {
       expiresAt: new Date(now.getTime() + config.auth.refresh_token_ttl_days * 86400_000),
       userAgent: meta.userAgent?.slice(0, 300) ?? null,
       ip: meta.ip ?? null,
+      memberId,
     });
     return { ...(await accessToken(accountId, sessionId)), refreshToken, sessionId };
   }
@@ -234,6 +236,24 @@ export function createAccountsService(deps: {
     recordLogin,
 
     /**
+     * A session of `memberId`'s login acting on the team account `accountId` (the caller checked
+     * the membership); recorded in the member login's history.
+     */
+    async issueMemberSession(accountId: string, memberId: string, meta: LoginMeta): Promise<SessionTokens> {
+      const tokens = await issueSession(accountId, meta, memberId);
+      await recordLogin(memberId, 'success', 'membership', meta, tokens.sessionId);
+      return tokens;
+    },
+
+    /** Whether the login signs in with a second factor (a team may require it of its members). */
+    twoFactorEnabled: (accountId: string) => security.totpEnabled(accountId),
+
+    /** Forgets cached session state so a member's new role applies on the next request. */
+    refreshSessions(sessionIds: readonly string[]) {
+      for (const id of sessionIds) sessionCache.delete(id);
+    },
+
+    /**
      * Replaces the password after checking the current one (counted as a login attempt), ends
      * every other session of the account with its refresh token, and lifts `mustChangePassword`.
      */
@@ -311,6 +331,8 @@ export function createAccountsService(deps: {
         sessionCache.set(sid, live);
       }
       if (!live || live.accountId !== sub) return null;
+      if (live.memberId && live.memberRole)
+        return { accountId: sub, sessionId: sid, member: { id: live.memberId, role: live.memberRole } };
       return { accountId: sub, sessionId: sid };
     },
 

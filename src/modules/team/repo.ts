@@ -1,0 +1,197 @@
+import type { Sql } from '../../db/connection.js';
+import type { TeamRole } from '../../http/access.js';
+import { conflict, validationError } from '../../http/errors.js';
+
+export interface MemberRow {
+  accountId: string;
+  email: string | null;
+  role: TeamRole;
+  joinedAt: Date;
+  lastLoginAt: Date | null;
+}
+
+export interface InvitationRow {
+  id: string;
+  accountId: string;
+  email: string;
+  role: TeamRole;
+  invitedBy: string;
+  createdAt: Date;
+  expiresAt: Date;
+  sentAt: Date;
+  sentCount: number;
+}
+
+export function createTeamRepo(sql: Sql) {
+  const invitationColumns = () =>
+    sql`id, account_id, email, role, invited_by, created_at, expires_at, sent_at, sent_count`;
+  const repo = {
+    /** The members of `accountId` (not its holder), with each login's last successful sign-in. */
+    async members(accountId: string, memberId?: string): Promise<MemberRow[]> {
+      return sql<MemberRow[]>`
+        select m.member_id as account_id, a.email, m.role, m.joined_at,
+               (select max(e.created_at) from login_events e
+                where e.account_id = m.member_id and e.outcome = 'success') as last_login_at
+        from account_members m join accounts a on a.id = m.member_id
+        where m.account_id = ${accountId} ${memberId ? sql`and m.member_id = ${memberId}` : sql``}
+        order by m.joined_at, m.member_id`;
+    },
+
+    async lastLogin(loginId: string): Promise<Date | null> {
+      const [r] = await sql<{ at: Date | null }[]>`
+        select max(created_at) as at from login_events where account_id = ${loginId} and outcome = 'success'`;
+      return r?.at ?? null;
+    },
+
+    async setRole(accountId: string, memberId: string, role: TeamRole): Promise<string[]> {
+      await sql`update account_members set role = ${role} where account_id = ${accountId} and member_id = ${memberId}`;
+      const rows = await sql<{ id: string }[]>`
+        select id from sessions where account_id = ${accountId} and member_id = ${memberId} and revoked_at is null`;
+      return rows.map((r) => r.id);
+    },
+
+    /** Removes the membership and ends its sessions in one transaction; answers the ended sessions. */
+    async remove(accountId: string, memberId: string, now: Date): Promise<string[]> {
+      return sql.begin(async (tx) => {
+        await tx`delete from account_members where account_id = ${accountId} and member_id = ${memberId}`;
+        const rows = await tx<{ id: string }[]>`
+          update sessions set revoked_at = ${now}
+          where account_id = ${accountId} and member_id = ${memberId} and revoked_at is null returning id`;
+        return rows.map((r) => r.id);
+      });
+    },
+
+    /** Members plus open, unexpired invitations: what the team size limit counts. */
+    async seats(accountId: string, now: Date): Promise<number> {
+      const [r] = await sql<{ n: number }[]>`
+        select (select count(*) from account_members where account_id = ${accountId})::int
+             + (select count(*) from account_invitations where account_id = ${accountId}
+                and accepted_at is null and revoked_at is null and expires_at > ${now})::int as n`;
+      return r!.n;
+    },
+
+    async isMemberEmail(accountId: string, email: string): Promise<boolean> {
+      const [r] = await sql`
+        select 1 from account_members m join accounts a on a.id = m.member_id
+        where m.account_id = ${accountId} and lower(a.email) = lower(${email})`;
+      return r !== undefined;
+    },
+
+    /** Inserts an invitation after retiring an expired open one to the same address. */
+    async insertInvitation(i: InvitationRow & { tokenHash: string }): Promise<void> {
+      try {
+        await sql.begin(async (tx) => {
+          await tx`
+            update account_invitations set revoked_at = ${i.createdAt}
+            where account_id = ${i.accountId} and lower(email) = lower(${i.email})
+              and accepted_at is null and revoked_at is null and expires_at <= ${i.createdAt}`;
+          await tx`
+            insert into account_invitations
+              (id, account_id, email, role, token_hash, invited_by, created_at, expires_at, sent_at)
+            values (${i.id}, ${i.accountId}, ${i.email}, ${i.role}, ${i.tokenHash}, ${i.invitedBy},
+                    ${i.createdAt}, ${i.expiresAt}, ${i.sentAt})`;
+        });
+      } catch (err) {
+        if ((err as { code?: string }).code === '23505')
+          throw conflict('This address already has an open invitation; resend or revoke it');
+        throw err;
+      }
+    },
+
+    /** Open invitations (not accepted or revoked), expired ones included so they can be resent. */
+    async invitations(accountId: string, id?: string): Promise<InvitationRow[]> {
+      return sql<InvitationRow[]>`
+        select ${invitationColumns()} from account_invitations
+        where account_id = ${accountId} and accepted_at is null and revoked_at is null
+          ${id ? sql`and id = ${id}` : sql``}
+        order by created_at desc, id`;
+    },
+
+    /** A new token and deadline for an open invitation. */
+    async renew(accountId: string, id: string, tokenHash: string, now: Date, expiresAt: Date) {
+      const [row] = await sql<InvitationRow[]>`
+        update account_invitations
+        set token_hash = ${tokenHash}, expires_at = ${expiresAt}, sent_at = ${now}, sent_count = sent_count + 1
+        where account_id = ${accountId} and id = ${id} and accepted_at is null and revoked_at is null
+        returning ${invitationColumns()}`;
+      return row;
+    },
+
+    async revoke(accountId: string, id: string, now: Date): Promise<boolean> {
+      const rows = await sql`
+        update account_invitations set revoked_at = ${now}
+        where account_id = ${accountId} and id = ${id} and accepted_at is null and revoked_at is null returning id`;
+      return rows.length > 0;
+    },
+
+    async openByToken(tokenHash: string, now: Date): Promise<InvitationRow | undefined> {
+      const [row] = await sql<InvitationRow[]>`
+        select ${invitationColumns()} from account_invitations
+        where token_hash = ${tokenHash} and accepted_at is null and revoked_at is null and expires_at > ${now}`;
+      return row;
+    },
+
+    /**
+     * Uses the invitation once and makes the membership, in one transaction; false when another
+     * request used or revoked it first. CONFLICT when the login is already a member.
+     */
+    async accept(inv: InvitationRow, memberId: string, now: Date): Promise<boolean> {
+      return sql.begin(async (tx) => {
+        const used = await tx`
+          update account_invitations set accepted_at = ${now}, accepted_by = ${memberId}
+          where id = ${inv.id} and accepted_at is null and revoked_at is null and expires_at > ${now} returning id`;
+        if (!used.length) return false;
+        const made = await tx`
+          insert into account_members (account_id, member_id, role, invited_by, joined_at)
+          values (${inv.accountId}, ${memberId}, ${inv.role}, ${inv.invitedBy}, ${now})
+          on conflict do nothing returning member_id`;
+        if (!made.length) throw conflict('This login is already a member of the account');
+        return true;
+      });
+    },
+
+    async securitySettings(accountId: string) {
+      const [row] = await sql<{ requireTwoFactor: boolean; allowedLoginCidrs: string[]; updatedAt: Date }[]>`
+        select require_two_factor, allowed_login_cidrs::text[] as allowed_login_cidrs, updated_at
+        from account_team_security where account_id = ${accountId}`;
+      return row ?? { requireTwoFactor: false, allowedLoginCidrs: [], updatedAt: null };
+    },
+
+    /** CIDRs are checked (and normalised) by PostgreSQL: 22P02 is a bad one. */
+    async saveSecuritySettings(accountId: string, requireTwoFactor: boolean, cidrs: string[], now: Date) {
+      try {
+        await sql`
+          insert into account_team_security (account_id, require_two_factor, allowed_login_cidrs, updated_at)
+          values (${accountId}, ${requireTwoFactor}, ${cidrs}::text[]::cidr[], ${now})
+          on conflict (account_id) do update set require_two_factor = excluded.require_two_factor,
+            allowed_login_cidrs = excluded.allowed_login_cidrs, updated_at = excluded.updated_at`;
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === '22P02' || code === '22023')
+          throw validationError([{ path: 'allowedLoginCidrs', message: 'holds a network that is not a CIDR' }]);
+        throw err;
+      }
+    },
+
+    /** Whether `ip` is inside one of the account's allowed networks (none set: any). */
+    async ipAllowed(accountId: string, ip: string): Promise<boolean> {
+      const [row] = await sql<{ ok: boolean }[]>`
+        select coalesce(cardinality(allowed_login_cidrs) = 0
+                        or ${ip}::inet <<= any (allowed_login_cidrs), true) as ok
+        from (select 1) one left join account_team_security s on s.account_id = ${accountId}`;
+      return row?.ok ?? true;
+    },
+
+    /** The accounts a login is a member of. */
+    async teamsOf(memberId: string) {
+      return sql<{ accountId: string; email: string | null; role: TeamRole; joinedAt: Date }[]>`
+        select m.account_id, a.email, m.role, m.joined_at
+        from account_members m join accounts a on a.id = m.account_id
+        where m.member_id = ${memberId} and a.status <> 'closed'
+        order by m.joined_at, m.account_id`;
+    },
+  };
+  return repo;
+}
+
+export type TeamRepo = ReturnType<typeof createTeamRepo>;

@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { tapTotals } from './tap-totals.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const built = join(root, 'var', 'test-build');
@@ -61,18 +62,6 @@ const files = (positionals.length ? positionals.map((f) => relative(root, resolv
 const previous = { ...readTimes(seedTimesFile), ...readTimes(timesFile) };
 const queue = [...files].sort((a, b) => (previous[b] ?? 0) - (previous[a] ?? 0));
 
-/** The sums of tap's `# { total: …, pass: … }` line of one file's output. */
-function totalsOf(text) {
-  const m = [...text.matchAll(/^# \{ (total: .*) \}$/gm)].pop();
-  if (!m) return null;
-  return Object.fromEntries(
-    m[1]
-      .split(', ')
-      .map((kv) => kv.split(': '))
-      .map(([k, v]) => [k, Number(v)]),
-  );
-}
-
 function runFile(file) {
   const script = join(built, file.replace(/\.ts$/, '.js'));
   const started = performance.now();
@@ -107,7 +96,7 @@ function runFile(file) {
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       const output = Buffer.concat(chunks).toString('utf8');
-      const totals = totalsOf(output);
+      const totals = tapTotals(output);
       // A file whose every test is skipped may print no totals; its exit code still tells.
       const ok = code === 0 && !timedOut && !totals?.fail;
       done({ file, ok, code, signal, timedOut, output, totals, seconds: (performance.now() - started) / 1000 });

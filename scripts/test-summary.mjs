@@ -6,18 +6,11 @@
 // The lists are tap's --save files (one test file a line). Passed counts the first run's passes;
 // failed counts what still fails after the re-run, or the first run's failures without one.
 import { existsSync, readFileSync } from 'node:fs';
+import { tapTotals } from './tap-totals.mjs';
 
 function totals(file) {
   if (!file || !existsSync(file)) return null;
-  const text = readFileSync(file, 'utf8');
-  const m = [...text.matchAll(/^# \{ (total: .*) \}$/gm)].pop();
-  if (!m) return null;
-  return Object.fromEntries(
-    m[1]
-      .split(', ')
-      .map((kv) => kv.split(': '))
-      .map(([k, v]) => [k, Number(v)]),
-  );
+  return tapTotals(readFileSync(file, 'utf8'));
 }
 
 function fileList(file) {

@@ -83,6 +83,34 @@ export function createRenewals(deps: {
   }
 
   /** One DID, locked; what happened to it, or null when it was no longer due. */
+  /** Records a charged month: the number's next renewal, its history entry and `number.renewed`. */
+  async function paidPeriod(
+    tx: TransactionSql,
+    d: DidRow,
+    period: number,
+    next: Date,
+    at: Date,
+    postingId: string,
+    kind: 'renewed' | 'reactivated',
+  ) {
+    const amount = Money.parse(d.monthlyPrice).toString();
+    await dids.renewed(tx, d.id, period, next, at);
+    await dids.event(tx, { didId: d.id, accountId: d.accountId, kind, at, amount, postingId, data: { period } });
+    await emit(tx, {
+      accountId: d.accountId,
+      event: 'number.renewed',
+      data: {
+        didId: d.id,
+        number: d.number,
+        period,
+        amount,
+        nextRenewalAt: next.toISOString(),
+        ...(kind === 'reactivated' ? { reactivated: true } : {}),
+      },
+      at,
+    });
+  }
+
   async function renewOne(id: string): Promise<keyof RenewalRun | null> {
     return sql.begin(async (tx) => {
       const d = await dids.byId(tx, id, { forUpdate: true });
@@ -114,29 +142,7 @@ export function createRenewals(deps: {
           });
           return 'suspended';
         }
-        const next = addMonths(d.nextRenewalAt, 1);
-        await dids.renewed(tx, d.id, period, next, at);
-        await dids.event(tx, {
-          didId: d.id,
-          accountId: d.accountId,
-          kind: 'renewed',
-          at,
-          amount: Money.parse(d.monthlyPrice).toString(),
-          postingId: charge.postingId,
-          data: { period },
-        });
-        await emit(tx, {
-          accountId: d.accountId,
-          event: 'number.renewed',
-          data: {
-            didId: d.id,
-            number: d.number,
-            period,
-            amount: Money.parse(d.monthlyPrice).toString(),
-            nextRenewalAt: next.toISOString(),
-          },
-          at,
-        });
+        await paidPeriod(tx, d, period, addMonths(d.nextRenewalAt, 1), at, charge.postingId, 'renewed');
         return 'renewed';
       }
       if (d.status === 'suspended' && d.suspendedAt !== null) {
@@ -149,30 +155,7 @@ export function createRenewals(deps: {
         const period = d.periodsPaid + 1;
         const charge = await chargePeriod(tx, d, period);
         if (charge === null) return null;
-        const next = addMonths(d.nextRenewalAt ?? at, 1);
-        await dids.renewed(tx, d.id, period, next, at);
-        await dids.event(tx, {
-          didId: d.id,
-          accountId: d.accountId,
-          kind: 'reactivated',
-          at,
-          amount: Money.parse(d.monthlyPrice).toString(),
-          postingId: charge.postingId,
-          data: { period },
-        });
-        await emit(tx, {
-          accountId: d.accountId,
-          event: 'number.renewed',
-          data: {
-            didId: d.id,
-            number: d.number,
-            period,
-            amount: Money.parse(d.monthlyPrice).toString(),
-            nextRenewalAt: next.toISOString(),
-            reactivated: true,
-          },
-          at,
-        });
+        await paidPeriod(tx, d, period, addMonths(d.nextRenewalAt ?? at, 1), at, charge.postingId, 'reactivated');
         return 'reactivated';
       }
       return null;

@@ -1,10 +1,12 @@
 import type { CoreDeps } from '../../platform/core.js';
 import type { Module } from '../../platform/module.js';
+import { loadNodeId } from '../../platform/node-id.js';
 import { every } from '../../platform/periodic.js';
 import type { MediaPool } from '../../telephony/media/pool.js';
 import type { SipStack } from '../../telephony/sip/stack.js';
 import { createRevshareAnswering } from './answer.js';
 import { createCallsRepo } from './calls-repo.js';
+import { createRevshareCrash, STALE_AFTER_MS } from './crash.js';
 import { createEarnings } from './earnings.js';
 import { createRevshareLedger } from './ledger-calls.js';
 import { createRanges } from './ranges.js';
@@ -22,6 +24,9 @@ import { createTraffic } from './traffic.js';
  * module hooks one request handler into it); `media` the shared RTP pool that answers the calls;
  * `sourceIps` says which supplier addresses a range may name; `accountExists` checks a supplier id.
  */
+/** A live call's heartbeat: three chances before it looks stale to another daemon. */
+const HEARTBEAT_MS = STALE_AFTER_MS / 3;
+
 export function buildRevenueShareModule(
   core: CoreDeps,
   deps: {
@@ -72,6 +77,13 @@ export function buildRevenueShareModule(
   const traffic = createTraffic({ sql, clock, log, repo: callsRepo, ledger, settings });
   const earnings = createEarnings({ sql, clock, log, repo: callsRepo, ledger, ranges, settings });
   const stats = createStats({ sql, clock });
+  const crash = createRevshareCrash({
+    sql,
+    clock,
+    log,
+    node: loadNodeId(config.paths.state),
+    recordIn: traffic.recordIn,
+  });
   const answering = createRevshareAnswering({
     stack: deps.sip.stack,
     media: deps.media,
@@ -79,6 +91,7 @@ export function buildRevenueShareModule(
     log,
     lookup: (n) => answerable.get(n),
     record: (c) => traffic.record(c),
+    answered: (c) => crash.answered(c),
   });
 
   const loops: { stop(): Promise<void> }[] = [];
@@ -91,7 +104,17 @@ export function buildRevenueShareModule(
     },
     async start() {
       await reload();
+      // Before any call is answered here: this node's rows are from its previous life.
+      await crash.reconcile({ atStart: true });
       loops.push(
+        every(HEARTBEAT_MS, async () => {
+          try {
+            await crash.heartbeat(answering.answeredKeys());
+            await crash.reconcile();
+          } catch (err) {
+            log.error({ err }, 'revenue share heartbeat failed');
+          }
+        }),
         every(settings.number_cache_seconds * 1000, async () => changed()),
         every(settings.release_interval_seconds * 1000, async () => {
           try {
@@ -107,7 +130,7 @@ export function buildRevenueShareModule(
       await answering.hangupAll();
     },
   };
-  const service = { ranges, traffic, earnings, stats, answering, reload };
+  const service = { ranges, traffic, earnings, stats, answering, reload, crash };
   return { module, service };
 }
 

@@ -144,68 +144,74 @@ export function createTraffic(deps: {
     return flag.id;
   }
 
-  return {
-    /** Records an ended call once (a repeated SIP Call-ID for the same number is ignored); returns the call id. */
-    async record(call: EndedCall): Promise<string | null> {
-      return sql.begin(async (tx) => {
-        const ctx = await repo.context(tx, call.numberId);
-        if (!ctx) return null;
-        const durationMs = call.answeredAt ? call.endedAt.getTime() - call.answeredAt.getTime() : 0;
-        const duration = Math.max(0, Math.ceil(durationMs / 1000));
-        const billed = billedSeconds(duration, ctx.billingInitial, ctx.billingIncrement);
-        const row = payoutFor(ctx.payouts, call.from);
-        const earning = call.answeredAt !== null && !ctx.isTest && ctx.holderId !== null;
-        const payoutRate = earning && row ? row.payoutPerMinute : '0';
-        const charge = earning ? perMinute(ctx.ratePerMinute, billed) : Money.zero;
-        const payout = earning ? perMinute(payoutRate, billed) : Money.zero;
-        let status: CallStatusName = !call.answeredAt ? 'unanswered' : ctx.isTest ? 'test' : 'held';
-        if (status === 'held' && payout.isZero()) status = 'released';
-        const flagId = status === 'held' && ctx.openFlag ? ctx.openFlag : null;
-        if (flagId) status = 'flagged';
-        const id = newId();
-        const fresh = await repo.insertCall(tx, {
-          id,
-          numberId: ctx.numberId,
-          rangeId: ctx.rangeId,
-          holderId: ctx.isTest ? null : ctx.holderId,
-          supplierId: ctx.supplierId,
-          sipCallId: call.sipCallId,
-          fromNumber: call.from,
-          origin: row?.origin ?? null,
-          sourceIp: call.sourceIp,
-          startedAt: call.startedAt,
-          answeredAt: call.answeredAt,
-          endedAt: call.endedAt,
-          durationSeconds: duration,
-          billedSeconds: billed,
-          ratePerMinute: ctx.ratePerMinute,
-          payoutPerMinute: payoutRate,
-          charge: charge.toString(),
-          payout: payout.toString(),
-          status,
-          sipCode: call.sipCode,
-          hangupCause: call.hangupCause,
-          releaseAt: earning ? new Date(call.endedAt.getTime() + ctx.holdDays * 86_400_000) : null,
-          flagId,
-          createdAt: deps.clock.now(),
-        });
-        if (!fresh) return null;
-        if (earning && charge.isPositive()) {
-          const posting = await deps.ledger.credit(tx, {
-            key: `revshare:call:${id}`,
-            holderId: ctx.holderId!,
-            charge: charge.toString(),
-            payout: payout.toString(),
-            callId: id,
-            reference: ctx.number,
-            at: call.endedAt,
-          });
-          await repo.setPosting(tx, id, posting.postingId);
-        }
-        if (earning && !flagId) await checkFraud(tx, ctx, call, id);
-        return id;
+  /**
+   * Records an ended call once (a repeated SIP Call-ID for the same number is ignored) inside `tx`,
+   * removing its live row (crash.ts); returns the call id.
+   */
+  async function recordIn(tx: Db, call: EndedCall): Promise<string | null> {
+    await repo.forgetLive(tx, call);
+    const ctx = await repo.context(tx, call.numberId);
+    if (!ctx) return null;
+    const durationMs = call.answeredAt ? call.endedAt.getTime() - call.answeredAt.getTime() : 0;
+    const duration = Math.max(0, Math.ceil(durationMs / 1000));
+    const billed = billedSeconds(duration, ctx.billingInitial, ctx.billingIncrement);
+    const row = payoutFor(ctx.payouts, call.from);
+    const earning = call.answeredAt !== null && !ctx.isTest && ctx.holderId !== null;
+    const payoutRate = earning && row ? row.payoutPerMinute : '0';
+    const charge = earning ? perMinute(ctx.ratePerMinute, billed) : Money.zero;
+    const payout = earning ? perMinute(payoutRate, billed) : Money.zero;
+    let status: CallStatusName = !call.answeredAt ? 'unanswered' : ctx.isTest ? 'test' : 'held';
+    if (status === 'held' && payout.isZero()) status = 'released';
+    const flagId = status === 'held' && ctx.openFlag ? ctx.openFlag : null;
+    if (flagId) status = 'flagged';
+    const id = newId();
+    const fresh = await repo.insertCall(tx, {
+      id,
+      numberId: ctx.numberId,
+      rangeId: ctx.rangeId,
+      holderId: ctx.isTest ? null : ctx.holderId,
+      supplierId: ctx.supplierId,
+      sipCallId: call.sipCallId,
+      fromNumber: call.from,
+      origin: row?.origin ?? null,
+      sourceIp: call.sourceIp,
+      startedAt: call.startedAt,
+      answeredAt: call.answeredAt,
+      endedAt: call.endedAt,
+      durationSeconds: duration,
+      billedSeconds: billed,
+      ratePerMinute: ctx.ratePerMinute,
+      payoutPerMinute: payoutRate,
+      charge: charge.toString(),
+      payout: payout.toString(),
+      status,
+      sipCode: call.sipCode,
+      hangupCause: call.hangupCause,
+      releaseAt: earning ? new Date(call.endedAt.getTime() + ctx.holdDays * 86_400_000) : null,
+      flagId,
+      createdAt: deps.clock.now(),
+    });
+    if (!fresh) return null;
+    if (earning && charge.isPositive()) {
+      const posting = await deps.ledger.credit(tx, {
+        key: `revshare:call:${id}`,
+        holderId: ctx.holderId!,
+        charge: charge.toString(),
+        payout: payout.toString(),
+        callId: id,
+        reference: ctx.number,
+        at: call.endedAt,
       });
-    },
+      await repo.setPosting(tx, id, posting.postingId);
+    }
+    if (earning && !flagId) await checkFraud(tx, ctx, call, id);
+    return id;
+  }
+
+  return {
+    recordIn,
+    /** `recordIn` in its own transaction. */
+    record: (call: EndedCall): Promise<string | null> => sql.begin((tx) => recordIn(tx, call)),
   };
 }
 

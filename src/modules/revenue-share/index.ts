@@ -1,4 +1,5 @@
 import type { CoreDeps } from '../../platform/core.js';
+import type { CdrsService } from '../cdrs/index.js';
 import type { Module } from '../../platform/module.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import { every } from '../../platform/periodic.js';
@@ -34,6 +35,8 @@ export function buildRevenueShareModule(
     media: { get(): MediaPool };
     sourceIps: { permits(ip: string): boolean };
     accountExists(id: string): Promise<boolean>;
+    /** The shared CDR table: each call to a holder's number is written there too. */
+    cdrs: Pick<CdrsService, 'insertCdrs'>;
   },
 ) {
   const { sql, clock, config } = core;
@@ -74,7 +77,7 @@ export function buildRevenueShareModule(
     accountExists: deps.accountExists,
     changed,
   });
-  const traffic = createTraffic({ sql, clock, log, repo: callsRepo, ledger, settings });
+  const traffic = createTraffic({ sql, clock, log, repo: callsRepo, ledger, settings, cdrs: deps.cdrs });
   const earnings = createEarnings({ sql, clock, log, repo: callsRepo, ledger, ranges, settings });
   const stats = createStats({ sql, clock });
   const crash = createRevshareCrash({

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Db, Sql } from '../../db/connection.js';
 import { Money } from '../../ledger/money.js';
+import { buildCdr, type CdrsService } from '../cdrs/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
@@ -81,6 +82,7 @@ export function createTraffic(deps: {
   repo: CallsRepo;
   ledger: RevshareLedger;
   settings: Config['revenue_share'];
+  cdrs: Pick<CdrsService, 'insertCdrs'>;
 }) {
   const { sql, repo, log } = deps;
 
@@ -145,6 +147,42 @@ export function createTraffic(deps: {
   }
 
   /**
+   * The call in the shared `cdrs` table (`GET /billing/cdrs`), for the holder, inbound, source
+   * `revenue_share`, in the recording transaction. Its money columns are zero: the holder pays
+   * nothing, its earnings are in the ledger (`revshare_held`) and in `revshare_calls`, so a sum over
+   * CDRs (spend, sales, a seller's credits) never counts them a second time.
+   */
+  function writeCdr(tx: Db, holderId: string, number: string, id: string, call: EndedCall, duration: number) {
+    return deps.cdrs.insertCdrs(tx, [
+      buildCdr({
+        direction: 'inbound',
+        accountId: holderId,
+        operatorId: null,
+        sellerId: null,
+        callUuid: id,
+        callGroupId: id,
+        kind: 'voice',
+        source: 'revenue_share',
+        routeId: null,
+        fromNumber: call.from || null,
+        toNumber: number,
+        cli: call.from || null,
+        status: call.answeredAt ? 'completed' : 'failed',
+        sipCode: call.sipCode,
+        hangupCause: call.hangupCause,
+        durationSeconds: duration,
+        segments: null,
+        pddMs: null,
+        mediaMode: null,
+        billed: null,
+        answeredAt: call.answeredAt,
+        endedAt: call.endedAt,
+        createdAt: deps.clock.now(),
+      }),
+    ]);
+  }
+
+  /**
    * Records an ended call once (a repeated SIP Call-ID for the same number is ignored) inside `tx`,
    * removing its live row (crash.ts); returns the call id.
    */
@@ -192,6 +230,7 @@ export function createTraffic(deps: {
       createdAt: deps.clock.now(),
     });
     if (!fresh) return null;
+    if (!ctx.isTest && ctx.holderId !== null) await writeCdr(tx, ctx.holderId, ctx.number, id, call, duration);
     if (earning && charge.isPositive()) {
       const posting = await deps.ledger.credit(tx, {
         key: `revshare:call:${id}`,

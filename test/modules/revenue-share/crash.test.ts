@@ -140,6 +140,35 @@ t.test('a revenue share call live when the daemon dies is recorded once by the n
   });
   t.equal(calls[0]!.answeredAt.getTime(), live!.answeredAt.getTime());
   t.equal((await sql`select 1 from revshare_live_calls`).length, 0, 'no live row left');
+  // The call in the shared CDR table too, for the holder, with no money on it (the ledger has it).
+  const cdrs = await sql<
+    {
+      accountId: string;
+      direction: string;
+      source: string;
+      status: string;
+      durationSeconds: number;
+      buyerCost: string;
+      sellerCredit: string;
+      hangupCause: string;
+    }[]
+  >`select account_id, direction, source, status, duration_seconds, buyer_cost::text, seller_credit::text, hangup_cause
+    from cdrs where call_uuid = (select id from revshare_calls)`;
+  t.same(cdrs, [
+    {
+      accountId: holder.id,
+      direction: 'inbound',
+      source: 'revenue_share',
+      status: 'completed',
+      durationSeconds: 125,
+      buyerCost: '0.000000',
+      sellerCredit: '0.000000',
+      hangupCause: 'crash',
+    },
+  ]);
+  const listed = await api(d, 'GET', '/billing/cdrs', holder.key);
+  t.equal(listed.status, 200, listed.text);
+  t.equal((listed.json.data as unknown as unknown[]).length, 1, "the holder's CDR list shows the call");
   const [held] = await sql<{ b: string }[]>`
     select balance::text as b from ledger_accounts where owner_id = ${holder.id} and kind = 'revshare_held'`;
   t.equal(held!.b, '0.166667', 'the holder earned the payout, held');
@@ -148,5 +177,6 @@ t.test('a revenue share call live when the daemon dies is recorded once by the n
   t.equal(await d.modules.services.revenueShare.crash.reconcile({ atStart: true }), 0);
   t.equal(await again.modules.services.revenueShare.crash.reconcile({ atStart: true }), 0);
   t.equal((await sql`select 1 from revshare_calls`).length, 1);
+  t.equal((await sql`select 1 from cdrs`).length, 1, 'and one CDR');
   await checkInvariants(t as never, sql);
 });

@@ -286,6 +286,7 @@ export async function buildModules(coreIn: CoreDeps) {
       (ip) => core.self?.isOwnAddress(ip) ?? false,
     ),
     accountExists: async (id) => (await accounts.getAccount(id)) !== null,
+    cdrs: cdrs.service,
   });
   // Readiness of the planes the status page shows that register no probe of their own.
   core.health.register('media', async () => {

@@ -13,6 +13,7 @@ import type { Clock } from '../../platform/clock.js';
 import { newId, randomToken } from '../../platform/ids.js';
 import { createApplicationRepo, type SettingsPatch, type SubAccountRow } from './repo.js';
 import { createRouteMarkups } from './route-markups.js';
+import type { PayerMarkups } from '../cdrs/index.js';
 
 export interface SubAccountInput {
   label: string;
@@ -278,6 +279,15 @@ export function createApplicationService(deps: {
       if (!row) return { operatorId: null, pct: new Decimal(0) };
       const s = await repo.settings(row.parentId);
       return { operatorId: row.parentId, pct: new Decimal(row.markupPct ?? s.defaultMarkupPct ?? 0) };
+    },
+
+    /**
+     * `payerMarkup` with the sub-account's markups per route (migration 256): what route checks and
+     * caller-ID tests price a route with (`markupPctOn`).
+     */
+    async payerMarkups(accountId: string): Promise<PayerMarkups> {
+      const [m, terms] = await Promise.all([service.payerMarkup(accountId), service.routeMarkups.terms(accountId)]);
+      return { operatorId: m.operatorId, pct: m.pct, byRoute: m.operatorId ? terms.byRoute : new Map() };
     },
 
     /** As `payerMarkup`, for a caller whose operator is already known (0 without one). */

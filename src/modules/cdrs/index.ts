@@ -48,4 +48,4 @@ export {
   type MarkupTerms,
   type PricedRoute,
 } from './call-charge.js';
-export { chargeMarkup, markupOn, type MarkupCharge } from './markup.js';
+export { chargeMarkup, markupOn, markupPctOn, type MarkupCharge, type PayerMarkups } from './markup.js';

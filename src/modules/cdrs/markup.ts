@@ -2,11 +2,21 @@ import { Decimal } from 'decimal.js';
 import type { Db } from '../../db/connection.js';
 import type { ChargeResult, EntryContext, Ledger } from '../../ledger/index.js';
 import { round6 } from '../../rating/index.js';
+import type { MarkupTerms } from './call-charge.js';
 
 const hundred = new Decimal(100);
 
 /** A sub-account's markup on `base` at `pct` percent, rounded once to 6 places (spec "Conventions"). */
 export const markupOn = (base: Decimal, pct: Decimal): Decimal => round6(base.times(pct).div(hundred));
+
+/** A payer's markups and the operator they are paid to (null, and no markup, for an account that is not a sub-account). */
+export interface PayerMarkups extends MarkupTerms {
+  operatorId: string | null;
+}
+
+/** The percentage a payer pays on `routeId`: its markup on that route (migration 256), else its own. */
+export const markupPctOn = (p: MarkupTerms, routeId: string | null): Decimal =>
+  (routeId === null ? undefined : p.byRoute.get(routeId)) ?? p.pct;
 
 /** What a reseller's markup posting needs: who pays, whom it pays, how much, and the entries' context. */
 export interface MarkupCharge {

@@ -142,6 +142,10 @@ export function cliTestsRoutes(svc: CliTestsService) {
         schema: {
           tags: TAGS,
           summary: 'Price per test and the hourly quota',
+          description:
+            'costPerTest is the price this account pays: a sub-account pays its reseller markup on top ' +
+            '(its markup on routeId when one is given and set, else its own).',
+          querystring: Type.Object({ routeId: Type.Optional(Type.String({ format: 'uuid' })) }),
           response: {
             200: Ok(
               Type.Object({
@@ -154,7 +158,10 @@ export function cliTestsRoutes(svc: CliTestsService) {
           },
         },
       },
-      async (req) => ok(await svc.quota(req.principal!.accountId)),
+      async (req) => {
+        const q = req.query as { routeId?: string };
+        return ok(await svc.quota(req.principal!.accountId, q.routeId ?? null));
+      },
     );
 
     app.get(

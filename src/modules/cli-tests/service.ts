@@ -13,7 +13,7 @@ import type { Ledger } from '../../ledger/index.js';
 import { toMoney } from '../../rating/index.js';
 import type { ApplicationService } from '../application/service.js';
 import type { RoutesService } from '../marketplace/listings/service.js';
-import { chargeMarkup, markupOn } from '../cdrs/index.js';
+import { chargeMarkup, markupOn, markupPctOn, type PayerMarkups } from '../cdrs/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { isE164 } from '../../platform/e164.js';
 import { newId } from '../../platform/ids.js';
@@ -49,8 +49,8 @@ export interface CliTestsDeps {
   observer: CliObserver;
   /** The listing health the marketplace keeps: a test that rang (or was refused) is counted there. */
   checkResults: Pick<RoutesService, 'recordCheckResult'>;
-  /** The reseller markup a sub-account's tests carry. */
-  application: Pick<ApplicationService, 'payerMarkup'>;
+  /** The reseller markup a sub-account's tests carry (its markup on the route first). */
+  application: Pick<ApplicationService, 'payerMarkups'>;
 }
 
 export const MIN_BATCH_ROUTES = 2;
@@ -116,18 +116,29 @@ export function createCliTestsService(deps: CliTestsDeps) {
     };
   }
 
-  async function quota(accountId: string) {
-    const used = await repo.usedThisHour(accountId, clock.now());
+  /** One test on `routeId` at the payer's price: a sub-account pays its reseller markup on that route on top. */
+  function priceOn(markups: PayerMarkups, routeId: string | null) {
+    const markup = markups.operatorId ? markupOn(costPerTest, markupPctOn(markups, routeId)) : new Decimal(0);
+    return { markup, total: costPerTest.plus(markup) };
+  }
+
+  /** `GET /cli-tests/quota`: `costPerTest` is what the caller pays (on `routeId` when given). */
+  async function quota(accountId: string, routeId: string | null = null) {
+    const [used, markups] = await Promise.all([
+      repo.usedThisHour(accountId, clock.now()),
+      deps.application.payerMarkups(accountId),
+    ]);
     return {
-      costPerTest: costPerTest.toNumber(),
+      costPerTest: priceOn(markups, routeId).total.toNumber(),
       usedThisHour: used,
       limitPerHour: cfg.hourly_cap,
       remaining: Math.max(0, cfg.hourly_cap - used),
     };
   }
 
-  /** Quota and money for `n` tests, refused before anything is written. */
-  async function admit(who: Tester, n: number) {
+  /** Quota and money for a test on each of `routeIds`, refused before anything is written. */
+  async function admit(who: Tester, routeIds: readonly (string | null)[]) {
+    const n = routeIds.length;
     const q = await quota(who.accountId);
     if (q.remaining < n) {
       throw new AppError(
@@ -138,11 +149,15 @@ export function createCliTestsService(deps: CliTestsDeps) {
       );
     }
     if (who.mode === 'live') {
-      const b = await ledger.balanceOf(who.accountId);
-      if (new Decimal(b.available).lt(costPerTest.times(n))) {
+      const [b, markups] = await Promise.all([
+        ledger.balanceOf(who.accountId),
+        deps.application.payerMarkups(who.accountId),
+      ]);
+      const most = routeIds.reduce((sum, r) => sum.plus(priceOn(markups, r).total), new Decimal(0));
+      if (new Decimal(b.available).lt(most)) {
         throw new AppError(
           'VALIDATION_ERROR',
-          `Insufficient balance: ${n} caller-ID test(s) may cost ${costPerTest.times(n).toFixed(2)}`,
+          `Insufficient balance: ${n} caller-ID test(s) may cost ${most.toFixed(6)}`,
         );
       }
     }
@@ -182,17 +197,17 @@ export function createCliTestsService(deps: CliTestsDeps) {
           { postingKey: `clitest:${t.id}:charge`, accountId: t.accountId, amount: costPerTest.toFixed(6), ...context },
           tx,
         );
-        // A sub-account's test carries its reseller's markup, as its calls and messages do.
-        const payer = await deps.application.payerMarkup(t.accountId);
-        const markup = markupOn(costPerTest, payer.pct);
+        // A sub-account's test carries its reseller's markup on the route, as its calls and messages do.
+        const markups = await deps.application.payerMarkups(t.accountId);
+        const price = priceOn(markups, t.routeId);
         await chargeMarkup(ledger, tx, {
           key: `clitest:${t.id}`,
           payer: t.accountId,
-          operatorId: payer.operatorId,
-          markup: toMoney(markup),
+          operatorId: markups.operatorId,
+          markup: toMoney(price.markup),
           context,
         });
-        cost = toMoney(costPerTest.plus(payer.operatorId ? markup : 0));
+        cost = toMoney(price.total);
       }
       await repo.updateTest(tx, t.id, { ...update, cost, completedAt: now });
       // A recurring test schedules its next run when this one ends (a cancelled one stops the series).
@@ -492,6 +507,7 @@ export function createCliTestsService(deps: CliTestsDeps) {
     const testable = routes.filter((r) => r.testable);
     const q = await quota(who.accountId);
     const b = await ledger.balanceOf(who.accountId);
+    const markups = await deps.application.payerMarkups(who.accountId);
     const countries = [...new Set(testable.map((r) => r.country))].map((country) => {
       const n = handsets.filter((h) => h.country === country).length;
       const count = testable.filter((r) => r.country === country).length;
@@ -505,8 +521,8 @@ export function createCliTestsService(deps: CliTestsDeps) {
       testableCount: testable.length,
       minRoutes: MIN_BATCH_ROUTES,
       maxRoutes: cfg.max_batch_routes,
-      costPerTest: costPerTest.toNumber(),
-      maxCost: costPerTest.times(testable.length).toFixed(2),
+      costPerTest: q.costPerTest,
+      maxCost: testable.reduce((sum, r) => sum.plus(priceOn(markups, r.id).total), new Decimal(0)).toFixed(2),
       balance: b.available,
       quota: { usedThisHour: q.usedThisHour, capPerHour: q.limitPerHour, remaining: q.remaining },
       countries,
@@ -610,7 +626,7 @@ export function createCliTestsService(deps: CliTestsDeps) {
         const target = await deps.routeChecks.target(who.accountId, routeId);
         if (target.route.type !== 'voice') throw ruleError('An SMS listing cannot carry a caller-ID test');
       }
-      await admit(who, routeIds.length);
+      await admit(who, routeIds);
       const now = clock.now();
       const future = scheduledAt !== null && scheduledAt > now;
       const rows: NewTest[] = routeIds.map((routeId) => ({
@@ -668,7 +684,7 @@ export function createCliTestsService(deps: CliTestsDeps) {
     async retry(who: Tester, id: string) {
       const t = await mustOwnTest(who.accountId, id);
       if (!FINAL.includes(t.status)) throw conflict('The test has not finished');
-      await admit(who, 1);
+      await admit(who, [t.routeId]);
       const row: NewTest = {
         id: newId(),
         accountId: who.accountId,
@@ -730,7 +746,10 @@ export function createCliTestsService(deps: CliTestsDeps) {
       for (const id of body.routeIds) routes.push(await testability(who.accountId, id, handsets));
       const testable = routes.filter((r) => r.testable);
       if (testable.length === 0) throw ruleError('No route in the batch can be tested');
-      await admit(who, testable.length);
+      await admit(
+        who,
+        testable.map((r) => r.id),
+      );
       const now = clock.now();
       const batchId = newId();
       const rows: NewTest[] = routes.map((r) => {

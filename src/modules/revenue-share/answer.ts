@@ -20,6 +20,7 @@ import { callIdOf, fromOf, tagOf, toOf, type SipRequest } from '../../telephony/
 import type { SipStack } from '../../telephony/sip/stack.js';
 import type { ServerTransaction } from '../../telephony/sip/transaction.js';
 import type { SipPeer } from '../../telephony/sip/transport.js';
+import type { AnsweredCall, LiveKey } from './crash.js';
 import type { AnswerableRow } from './repo.js';
 import type { EndedCall } from './traffic.js';
 
@@ -42,9 +43,20 @@ interface LiveCall {
   sdp?: Buffer;
   dialog?: Dialog;
   unregister?: () => void;
+  /** The live row's write (crash.ts): the call is recorded only after it, so recording removes it. */
+  marked?: Promise<unknown>;
   /** Answers the INVITE with a final refusal while it is not answered yet. */
   refuse(status: number, reason: string): void;
 }
+
+/** What is known of a call from its INVITE: what the live row and the recorded call both start from. */
+const facts = (call: LiveCall) => ({
+  numberId: call.entry.numberId,
+  sipCallId: call.sipCallId,
+  from: call.from,
+  sourceIp: call.source.host,
+  startedAt: call.startedAt,
+});
 
 /** Digits of a dialled user part: `+` or `00` dropped; null when not a number. */
 function dialled(user: string | undefined): string | null {
@@ -60,6 +72,8 @@ export function createRevshareAnswering(deps: {
   /** The number's answering entry when this exchange answers it. */
   lookup(number: string): AnswerableRow | undefined;
   record(call: EndedCall): Promise<unknown>;
+  /** Marks an answered call live for the crash reconcile. */
+  answered(call: AnsweredCall): Promise<unknown>;
 }) {
   const { stack, clock, log } = deps;
   const live = new Set<LiveCall>();
@@ -81,11 +95,7 @@ export function createRevshareAnswering(deps: {
     call.unregister?.();
     void call.session?.close().catch((err: unknown) => log.warn({ err }, 'media session close failed'));
     const ended: EndedCall = {
-      numberId: call.entry.numberId,
-      sipCallId: call.sipCallId,
-      from: call.from,
-      sourceIp: call.source.host,
-      startedAt: call.startedAt,
+      ...facts(call),
       answeredAt: call.answeredAt,
       endedAt: clock.now(),
       sipCode,
@@ -95,8 +105,9 @@ export function createRevshareAnswering(deps: {
       { number: mask(call.entry.number), cause, answered: call.answeredAt !== null },
       'revenue share call ended',
     );
-    const p = deps
-      .record(ended)
+    const p = Promise.resolve(call.marked)
+      .catch((err: unknown) => log.warn({ err }, 'revenue share call not marked live'))
+      .then(() => deps.record(ended))
       .then((id) => events.emit('recorded', id))
       .catch((err: unknown) => log.error({ err, numberId: call.entry.numberId }, 'revenue share call not recorded'))
       .finally(() => pending.delete(p));
@@ -155,6 +166,7 @@ export function createRevshareAnswering(deps: {
       end(call, 'ack-timeout', 200);
     };
     call.answeredAt = clock.now();
+    call.marked = deps.answered({ ...facts(call), answeredAt: call.answeredAt });
     tx.reply(200, 'OK', {
       toTag: call.toTag,
       headers: [
@@ -244,6 +256,11 @@ export function createRevshareAnswering(deps: {
   return {
     events,
     liveCalls: () => live.size,
+    /** The answered calls up on this daemon (the crash heartbeat refreshes them). */
+    answeredKeys: (): LiveKey[] =>
+      [...live]
+        .filter((c) => c.answeredAt !== null)
+        .map((c) => ({ numberId: c.entry.numberId, sipCallId: c.sipCallId })),
     /** Ends every live call (shutdown) and waits for their records. */
     async hangupAll() {
       for (const call of [...live]) {

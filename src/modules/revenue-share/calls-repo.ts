@@ -78,6 +78,11 @@ export function createCallsRepo() {
       return rows.length === 1;
     },
 
+    /** Removes a recorded call's live row (crash.ts, migration 281); part of the recording transaction. */
+    async forgetLive(db: Db, k: { numberId: string; sipCallId: string }) {
+      await db`delete from revshare_live_calls where number_id = ${k.numberId} and sip_call_id = ${k.sipCallId}`;
+    },
+
     async setPosting(db: Db, id: string, postingId: string) {
       await db`update revshare_calls set posting_id = ${postingId} where id = ${id}`;
     },

@@ -1,10 +1,13 @@
 import type { CoreDeps } from '../../platform/core.js';
+import type { CdrsService } from '../cdrs/index.js';
 import type { Module } from '../../platform/module.js';
+import { loadNodeId } from '../../platform/node-id.js';
 import { every } from '../../platform/periodic.js';
 import type { MediaPool } from '../../telephony/media/pool.js';
 import type { SipStack } from '../../telephony/sip/stack.js';
 import { createRevshareAnswering } from './answer.js';
 import { createCallsRepo } from './calls-repo.js';
+import { createRevshareCrash, STALE_AFTER_MS } from './crash.js';
 import { createEarnings } from './earnings.js';
 import { createRevshareLedger } from './ledger-calls.js';
 import { createRanges } from './ranges.js';
@@ -22,6 +25,9 @@ import { createTraffic } from './traffic.js';
  * module hooks one request handler into it); `media` the shared RTP pool that answers the calls;
  * `sourceIps` says which supplier addresses a range may name; `accountExists` checks a supplier id.
  */
+/** A live call's heartbeat: three chances before it looks stale to another daemon. */
+const HEARTBEAT_MS = STALE_AFTER_MS / 3;
+
 export function buildRevenueShareModule(
   core: CoreDeps,
   deps: {
@@ -29,6 +35,8 @@ export function buildRevenueShareModule(
     media: { get(): MediaPool };
     sourceIps: { permits(ip: string): boolean };
     accountExists(id: string): Promise<boolean>;
+    /** The shared CDR table: each call to a holder's number is written there too. */
+    cdrs: Pick<CdrsService, 'insertCdrs'>;
   },
 ) {
   const { sql, clock, config } = core;
@@ -69,9 +77,16 @@ export function buildRevenueShareModule(
     accountExists: deps.accountExists,
     changed,
   });
-  const traffic = createTraffic({ sql, clock, log, repo: callsRepo, ledger, settings });
+  const traffic = createTraffic({ sql, clock, log, repo: callsRepo, ledger, settings, cdrs: deps.cdrs });
   const earnings = createEarnings({ sql, clock, log, repo: callsRepo, ledger, ranges, settings });
   const stats = createStats({ sql, clock });
+  const crash = createRevshareCrash({
+    sql,
+    clock,
+    log,
+    node: loadNodeId(config.paths.state),
+    recordIn: traffic.recordIn,
+  });
   const answering = createRevshareAnswering({
     stack: deps.sip.stack,
     media: deps.media,
@@ -79,6 +94,7 @@ export function buildRevenueShareModule(
     log,
     lookup: (n) => answerable.get(n),
     record: (c) => traffic.record(c),
+    answered: (c) => crash.answered(c),
   });
 
   const loops: { stop(): Promise<void> }[] = [];
@@ -91,7 +107,17 @@ export function buildRevenueShareModule(
     },
     async start() {
       await reload();
+      // Before any call is answered here: this node's rows are from its previous life.
+      await crash.reconcile({ atStart: true });
       loops.push(
+        every(HEARTBEAT_MS, async () => {
+          try {
+            await crash.heartbeat(answering.answeredKeys());
+            await crash.reconcile();
+          } catch (err) {
+            log.error({ err }, 'revenue share heartbeat failed');
+          }
+        }),
         every(settings.number_cache_seconds * 1000, async () => changed()),
         every(settings.release_interval_seconds * 1000, async () => {
           try {
@@ -107,7 +133,7 @@ export function buildRevenueShareModule(
       await answering.hangupAll();
     },
   };
-  const service = { ranges, traffic, earnings, stats, answering, reload };
+  const service = { ranges, traffic, earnings, stats, answering, reload, crash };
   return { module, service };
 }
 

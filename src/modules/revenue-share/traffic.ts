@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Db, Sql } from '../../db/connection.js';
 import { Money } from '../../ledger/money.js';
+import { buildCdr, type CdrsService } from '../cdrs/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
@@ -81,6 +82,7 @@ export function createTraffic(deps: {
   repo: CallsRepo;
   ledger: RevshareLedger;
   settings: Config['revenue_share'];
+  cdrs: Pick<CdrsService, 'insertCdrs'>;
 }) {
   const { sql, repo, log } = deps;
 
@@ -144,68 +146,111 @@ export function createTraffic(deps: {
     return flag.id;
   }
 
-  return {
-    /** Records an ended call once (a repeated SIP Call-ID for the same number is ignored); returns the call id. */
-    async record(call: EndedCall): Promise<string | null> {
-      return sql.begin(async (tx) => {
-        const ctx = await repo.context(tx, call.numberId);
-        if (!ctx) return null;
-        const durationMs = call.answeredAt ? call.endedAt.getTime() - call.answeredAt.getTime() : 0;
-        const duration = Math.max(0, Math.ceil(durationMs / 1000));
-        const billed = billedSeconds(duration, ctx.billingInitial, ctx.billingIncrement);
-        const row = payoutFor(ctx.payouts, call.from);
-        const earning = call.answeredAt !== null && !ctx.isTest && ctx.holderId !== null;
-        const payoutRate = earning && row ? row.payoutPerMinute : '0';
-        const charge = earning ? perMinute(ctx.ratePerMinute, billed) : Money.zero;
-        const payout = earning ? perMinute(payoutRate, billed) : Money.zero;
-        let status: CallStatusName = !call.answeredAt ? 'unanswered' : ctx.isTest ? 'test' : 'held';
-        if (status === 'held' && payout.isZero()) status = 'released';
-        const flagId = status === 'held' && ctx.openFlag ? ctx.openFlag : null;
-        if (flagId) status = 'flagged';
-        const id = newId();
-        const fresh = await repo.insertCall(tx, {
-          id,
-          numberId: ctx.numberId,
-          rangeId: ctx.rangeId,
-          holderId: ctx.isTest ? null : ctx.holderId,
-          supplierId: ctx.supplierId,
-          sipCallId: call.sipCallId,
-          fromNumber: call.from,
-          origin: row?.origin ?? null,
-          sourceIp: call.sourceIp,
-          startedAt: call.startedAt,
-          answeredAt: call.answeredAt,
-          endedAt: call.endedAt,
-          durationSeconds: duration,
-          billedSeconds: billed,
-          ratePerMinute: ctx.ratePerMinute,
-          payoutPerMinute: payoutRate,
-          charge: charge.toString(),
-          payout: payout.toString(),
-          status,
-          sipCode: call.sipCode,
-          hangupCause: call.hangupCause,
-          releaseAt: earning ? new Date(call.endedAt.getTime() + ctx.holdDays * 86_400_000) : null,
-          flagId,
-          createdAt: deps.clock.now(),
-        });
-        if (!fresh) return null;
-        if (earning && charge.isPositive()) {
-          const posting = await deps.ledger.credit(tx, {
-            key: `revshare:call:${id}`,
-            holderId: ctx.holderId!,
-            charge: charge.toString(),
-            payout: payout.toString(),
-            callId: id,
-            reference: ctx.number,
-            at: call.endedAt,
-          });
-          await repo.setPosting(tx, id, posting.postingId);
-        }
-        if (earning && !flagId) await checkFraud(tx, ctx, call, id);
-        return id;
+  /**
+   * The call in the shared `cdrs` table (`GET /billing/cdrs`), for the holder, inbound, source
+   * `revenue_share`, in the recording transaction. Its money columns are zero: the holder pays
+   * nothing, its earnings are in the ledger (`revshare_held`) and in `revshare_calls`, so a sum over
+   * CDRs (spend, sales, a seller's credits) never counts them a second time.
+   */
+  function writeCdr(tx: Db, holderId: string, number: string, id: string, call: EndedCall, duration: number) {
+    return deps.cdrs.insertCdrs(tx, [
+      buildCdr({
+        direction: 'inbound',
+        accountId: holderId,
+        operatorId: null,
+        sellerId: null,
+        callUuid: id,
+        callGroupId: id,
+        kind: 'voice',
+        source: 'revenue_share',
+        routeId: null,
+        fromNumber: call.from || null,
+        toNumber: number,
+        cli: call.from || null,
+        status: call.answeredAt ? 'completed' : 'failed',
+        sipCode: call.sipCode,
+        hangupCause: call.hangupCause,
+        durationSeconds: duration,
+        segments: null,
+        pddMs: null,
+        mediaMode: null,
+        billed: null,
+        answeredAt: call.answeredAt,
+        endedAt: call.endedAt,
+        createdAt: deps.clock.now(),
+      }),
+    ]);
+  }
+
+  /**
+   * Records an ended call once (a repeated SIP Call-ID for the same number is ignored) inside `tx`,
+   * removing its live row (crash.ts); returns the call id.
+   */
+  async function recordIn(tx: Db, call: EndedCall): Promise<string | null> {
+    await repo.forgetLive(tx, call);
+    const ctx = await repo.context(tx, call.numberId);
+    if (!ctx) return null;
+    const durationMs = call.answeredAt ? call.endedAt.getTime() - call.answeredAt.getTime() : 0;
+    const duration = Math.max(0, Math.ceil(durationMs / 1000));
+    const billed = billedSeconds(duration, ctx.billingInitial, ctx.billingIncrement);
+    const row = payoutFor(ctx.payouts, call.from);
+    const earning = call.answeredAt !== null && !ctx.isTest && ctx.holderId !== null;
+    const payoutRate = earning && row ? row.payoutPerMinute : '0';
+    const charge = earning ? perMinute(ctx.ratePerMinute, billed) : Money.zero;
+    const payout = earning ? perMinute(payoutRate, billed) : Money.zero;
+    let status: CallStatusName = !call.answeredAt ? 'unanswered' : ctx.isTest ? 'test' : 'held';
+    if (status === 'held' && payout.isZero()) status = 'released';
+    const flagId = status === 'held' && ctx.openFlag ? ctx.openFlag : null;
+    if (flagId) status = 'flagged';
+    const id = newId();
+    const fresh = await repo.insertCall(tx, {
+      id,
+      numberId: ctx.numberId,
+      rangeId: ctx.rangeId,
+      holderId: ctx.isTest ? null : ctx.holderId,
+      supplierId: ctx.supplierId,
+      sipCallId: call.sipCallId,
+      fromNumber: call.from,
+      origin: row?.origin ?? null,
+      sourceIp: call.sourceIp,
+      startedAt: call.startedAt,
+      answeredAt: call.answeredAt,
+      endedAt: call.endedAt,
+      durationSeconds: duration,
+      billedSeconds: billed,
+      ratePerMinute: ctx.ratePerMinute,
+      payoutPerMinute: payoutRate,
+      charge: charge.toString(),
+      payout: payout.toString(),
+      status,
+      sipCode: call.sipCode,
+      hangupCause: call.hangupCause,
+      releaseAt: earning ? new Date(call.endedAt.getTime() + ctx.holdDays * 86_400_000) : null,
+      flagId,
+      createdAt: deps.clock.now(),
+    });
+    if (!fresh) return null;
+    if (!ctx.isTest && ctx.holderId !== null) await writeCdr(tx, ctx.holderId, ctx.number, id, call, duration);
+    if (earning && charge.isPositive()) {
+      const posting = await deps.ledger.credit(tx, {
+        key: `revshare:call:${id}`,
+        holderId: ctx.holderId!,
+        charge: charge.toString(),
+        payout: payout.toString(),
+        callId: id,
+        reference: ctx.number,
+        at: call.endedAt,
       });
-    },
+      await repo.setPosting(tx, id, posting.postingId);
+    }
+    if (earning && !flagId) await checkFraud(tx, ctx, call, id);
+    return id;
+  }
+
+  return {
+    recordIn,
+    /** `recordIn` in its own transaction. */
+    record: (call: EndedCall): Promise<string | null> => sql.begin((tx) => recordIn(tx, call)),
   };
 }
 

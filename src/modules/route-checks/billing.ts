@@ -1,7 +1,7 @@
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { TransactionSql } from '../../db/connection.js';
-import { SqlState } from '../../http/errors.js';
+import { AppError, SqlState } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import { toMoney } from '../../rating/index.js';
 import { chargeMarkup, markupOn } from '../cdrs/index.js';
@@ -142,4 +142,20 @@ export async function chargeTestCreditFirst(
         : 'test_credit'
       : 'balance';
   return { cost: toMoney(charged), paidFrom, postingIds };
+}
+
+/**
+ * Spec "Route checks" rule 4, "a funded balance is required": a balance above zero that, with the
+ * unused test credit (spent first), pays `cost`, the most a check may charge at the payer's price.
+ */
+export async function requireFunded(ledger: Ledger, accountId: string, cost: Decimal, what: string): Promise<void> {
+  const b = await ledger.balanceOf(accountId);
+  const available = new Decimal(b.available);
+  const testCredit = Decimal.max(new Decimal(b.testCredit).minus(b.testHeld), ZERO);
+  if (available.lte(0) || available.plus(testCredit).lt(cost)) {
+    throw new AppError(
+      'VALIDATION_ERROR',
+      `Insufficient balance: ${what} may cost ${cost.toFixed(6)} and needs a funded balance`,
+    );
+  }
 }

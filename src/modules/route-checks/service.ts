@@ -18,14 +18,14 @@ import { buyerRate, type PrefixIndex } from '../../rating/index.js';
 import type { LegOutcome } from '../../telephony/calls/sip-dialer.js';
 import type { CallEngine, RouteEndpoint } from '../../telephony/engine.js';
 import { orderEndpoints } from '../../telephony/sip/b2bua/index.js';
-import { chargeLeg } from '../cdrs/index.js';
+import { chargeLeg, markupPctOn } from '../cdrs/index.js';
 import type { RouteRow } from '../marketplace/listings/repo.js';
 import { platformFeeFrom, type RoutesService } from '../marketplace/listings/service.js';
 import type { PurchasesService } from '../marketplace/purchases/service.js';
 import type { ApplicationService } from '../application/service.js';
 import type { ApiAdmission } from '../sip-trunks/service.js';
 import type { SmsService } from '../sms/service.js';
-import { chargeTestCreditFirst, type CheckPayer } from './billing.js';
+import { chargeTestCreditFirst, requireFunded, type CheckPayer } from './billing.js';
 import { createSmsCheck } from './sms-check.js';
 import { dialOnce, type DialKind } from './dial.js';
 import { destinationRefusal, lineTypeOf } from './destinations.js';
@@ -61,8 +61,8 @@ export interface RouteChecksDeps {
   sms: Pick<SmsService, 'sendTest' | 'onStoredTestReceipt'>;
   /** Route blends: never route-checked (spec "Errors"); their member routes are. */
   blends: { isBlend(routeId: string): Promise<boolean> };
-  /** The reseller markup a sub-account's checks carry, as its calls and messages do. */
-  application: Pick<ApplicationService, 'payerMarkup'>;
+  /** The reseller markup a sub-account's checks carry (its markup on the route first), as its calls and messages do. */
+  application: Pick<ApplicationService, 'payerMarkups'>;
 }
 
 /** Spec "Limits", route checks: ring-me numbers. */
@@ -111,9 +111,9 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
   const shutdown = new AbortController();
   let stopping = false;
 
-  const payerOf = async (accountId: string): Promise<CheckPayer> => {
-    const m = await deps.application.payerMarkup(accountId);
-    return { accountId, operatorId: m.operatorId, markupPct: m.pct };
+  const payerOf = async (accountId: string, routeId: string): Promise<CheckPayer> => {
+    const m = await deps.application.payerMarkups(accountId);
+    return { accountId, operatorId: m.operatorId, markupPct: markupPctOn(m, routeId) };
   };
 
   const blendRefused = (routeId: string) =>
@@ -328,7 +328,7 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
     const billed = leg.ownRoute
       ? { cost: '0.000000', paidFrom: null }
       : await chargeTestCreditFirst({ ledger, log }, tx, {
-          payer: await payerOf(who.accountId),
+          payer: await payerOf(who.accountId, leg.routeId),
           key: `routecheck:${checkId}:${leg.position}`,
           total: new Decimal(c.total),
           seller: new Decimal(c.seller),
@@ -337,6 +337,18 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
           checkId,
         });
     return { billableSeconds: c.billableSeconds, cost: billed.cost, paidFrom: billed.paidFrom };
+  }
+
+  /** What a check costs when every billable leg answered and held `hold_ms`, at the payer's price. */
+  async function heldCost(who: Checker, legs: readonly PlannedLeg[]): Promise<Decimal> {
+    const markups = await deps.application.payerMarkups(who.accountId);
+    const heldSeconds = Math.ceil(config.route_checks.hold_ms / 1000);
+    return legs
+      .filter((l) => (l.kind === 'full' || l.kind === 'ring_me') && !l.ownRoute)
+      .reduce((sum, l) => {
+        const route = { price: l.price, sellerRate: l.sellerRate, increment: l.increment! };
+        return sum.plus(chargeLeg(route, heldSeconds, markupPctOn(markups, l.routeId)).total);
+      }, new Decimal(0));
   }
 
   async function finishLeg(checkId: string, update: Parameters<typeof repo.updateLeg>[3], position: number) {
@@ -533,12 +545,7 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
       }
       const test = who.mode === 'test';
       const legs = await plan(who, body.routeIds, mode, number);
-      if (!test) {
-        const b = await ledger.balanceOf(who.accountId);
-        if (new Decimal(b.available).lte(0)) {
-          throw new AppError('VALIDATION_ERROR', 'Insufficient balance: route checks need a funded balance');
-        }
-      }
+      if (!test) await requireFunded(ledger, who.accountId, await heldCost(who, legs), 'this check');
       await deps.limiter.take(who.accountId);
 
       const id = newId();

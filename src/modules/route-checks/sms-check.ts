@@ -19,7 +19,8 @@ import { newId } from '../../platform/ids.js';
 import { priceSms } from '../../rating/index.js';
 import { platformFeeFrom, type RoutesService } from '../marketplace/listings/service.js';
 import type { SmsService } from '../sms/service.js';
-import { chargeTestCreditFirst, type CheckPayer } from './billing.js';
+import { chargeTestCreditFirst, requireFunded, type CheckPayer } from './billing.js';
+import { markupOn } from '../cdrs/index.js';
 import { destinationRefusal } from './destinations.js';
 import type { RouteChecksRepo } from './repo.js';
 
@@ -46,7 +47,7 @@ export function createSmsCheck(deps: {
   repo: RouteChecksRepo;
   sms: Pick<SmsService, 'sendTest' | 'onStoredTestReceipt'>;
   visible(routeId: string, accountId: string): ReturnType<RoutesService['visibleRoute']>;
-  payerOf(accountId: string): Promise<CheckPayer>;
+  payerOf(accountId: string, routeId: string): Promise<CheckPayer>;
   cleanName(name: string): string;
   track(p: Promise<unknown>): void;
 }) {
@@ -175,7 +176,7 @@ export function createSmsCheck(deps: {
           const billed = o.own
             ? { cost: '0.000000', paidFrom: null, postingIds: [] }
             : await chargeTestCreditFirst({ ledger, log }, tx, {
-                payer: await deps.payerOf(who.accountId),
+                payer: await deps.payerOf(who.accountId, o.routeId),
                 key: `routecheck:${checkId}:0`,
                 total: o.total,
                 seller: o.seller,
@@ -239,13 +240,12 @@ export function createSmsCheck(deps: {
       const price = index ? priceSms(index, number, network?.mccMnc ?? null, fee) : undefined;
       if (!price) throw ruleError('The route does not cover this number');
       const test = who.mode === 'test';
-      if (!test) {
-        const b = await ledger.balanceOf(who.accountId);
-        if (new Decimal(b.available).lte(0)) {
-          throw new AppError('VALIDATION_ERROR', 'Insufficient balance: test messages need a funded balance');
-        }
-      }
       const own = route.sellerId === who.accountId || (who.parentId !== null && route.sellerId === who.parentId);
+      if (!test) {
+        const markupPct = own ? new Decimal(0) : (await deps.payerOf(who.accountId, route.id)).markupPct;
+        const cost = own ? new Decimal(0) : price.buyerRate.plus(markupOn(price.buyerRate, markupPct));
+        await requireFunded(ledger, who.accountId, cost, 'the test message');
+      }
       const ref = Array.from({ length: 4 }, () => REF_ALPHABET[randomInt(REF_ALPHABET.length)]).join('');
       const numericOnly = /numeric/i.test(route.cliType ?? '');
       const sender = numericOnly ? deps.config.route_checks.sms_numeric_sender : deps.config.route_checks.sms_sender;

@@ -166,8 +166,9 @@ export const answering = async (tt: Test, user: string, during = ''): Promise<Si
 export const answeringMany = async (tt: Test, user: string): Promise<SippRun> =>
   sipp(tt, callee(user, '', false), ['-mp', String(await freePort())], { timeout: '30s', calls: MANY });
 
-export const refusing = (tt: Test, code: number, text: string, ring = false): Promise<SippRun> =>
-  sipp(tt, refuser(code, text, ring), [], { calls: MANY });
+/** `timeout`: how long sipp lives; longer where the test does much work before the call reaches it. */
+export const refusing = (tt: Test, code: number, text: string, ring = false, timeout = '15s'): Promise<SippRun> =>
+  sipp(tt, refuser(code, text, ring), [], { calls: MANY, timeout });
 
 /** A refuser for several calls, left running until the teardown. */
 export const refusingMany = (tt: Test, code: number, text: string): Promise<SippRun> =>

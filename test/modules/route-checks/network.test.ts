@@ -41,7 +41,8 @@ t.test(
     const { d, operator } = w;
     const line = await testLine(t, '447300000001');
     const fa = await falseAnswerer(t, '447300000001');
-    const ref = await refusing(t, 503, 'Service Unavailable');
+    // Alive as long as the test line: under load the set-up before the check outlasted sipp's 15 s.
+    const ref = await refusing(t, 503, 'Service Unavailable', false, '60s');
     const r1 = await w.route({ port: line.port, prefix: '4473', rate: '0.012000', increment: '1/1' });
     const r2 = await w.route({ port: fa.port, prefix: '4473', rate: '0.010000', increment: '1/1' });
     const r3 = await w.route({ port: ref.port, prefix: '4473', rate: '0.009000', increment: '1/1' });

@@ -89,6 +89,11 @@ export const SubscribableEvents = [
   'interconnection.suspended',
   'interconnection.resumed',
   'interconnection.ended',
+  // Team members (docs/account.md): invitations sent or resent, members joining, role changes, removals.
+  'team.invitation_sent',
+  'team.member_joined',
+  'team.member_role_changed',
+  'team.member_removed',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

@@ -94,6 +94,10 @@ export const SubscribableEvents = [
   'team.member_joined',
   'team.member_role_changed',
   'team.member_removed',
+  // The account's own life (docs/account.md): a deletion scheduled or cancelled in its grace period, a data export ready.
+  'account.deletion_scheduled',
+  'account.deletion_cancelled',
+  'account.export_completed',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

@@ -438,4 +438,25 @@ export const NotificationKinds: Record<string, KindSpec> = {
     inAppDefault: true,
     render: (d) => ({ title: 'Team member removed', body: `${s(d['email'])} was removed from the team.` }),
   },
+  'account.deletion_scheduled': {
+    label: 'Account deletion',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Account deletion scheduled',
+      body: `Your account will be deleted on ${s(d['scheduledFor'])}. Cancel before then to keep it.`,
+    }),
+  },
+  'account.deletion_cancelled': {
+    label: 'Account deletion cancelled',
+    inAppDefault: true,
+    render: () => ({ title: 'Account deletion cancelled', body: 'The deletion of your account was cancelled.' }),
+  },
+  'account.export_completed': {
+    label: 'Account data export',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Your data export is ready',
+      body: `The archive of your account's data is ready to download until ${s(d['expiresAt'])}.`,
+    }),
+  },
 };

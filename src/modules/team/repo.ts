@@ -184,6 +184,16 @@ export function createTeamRepo(sql: Sql) {
       }
     },
 
+    /** A deleted account leaves every team, and its own team and open invitations end (pass a transaction). */
+    async endMembershipsOf(db: Db, accountId: string, now: Date): Promise<number> {
+      const gone = await db`
+        delete from account_members where account_id = ${accountId} or member_id = ${accountId} returning 1`;
+      await db`
+        update account_invitations set revoked_at = ${now}
+        where account_id = ${accountId} and accepted_at is null and revoked_at is null`;
+      return gone.length;
+    },
+
     /** The accounts a login is a member of. */
     async teamsOf(memberId: string) {
       return sql<{ accountId: string; email: string | null; role: TeamRole; joinedAt: Date }[]>`

@@ -369,6 +369,9 @@ export function createTeamService(
     /** The settings on each request of a member session (the authenticator calls it). */
     checkMemberRequest: (accountId: string, loginId: string, ip: string) => rules.check(accountId, loginId, ip),
 
+    /** A deleted account's memberships and invitations end in the deletion's transaction. */
+    endMembershipsOf: (tx: Db, accountId: string) => repo.endMembershipsOf(tx, accountId, clock.now()),
+
     /** Each role with the scopes its sessions hold. */
     roles: () =>
       (Object.keys(RoleScopes) as TeamRole[]).map((role) => ({

@@ -122,7 +122,11 @@ export async function startDaemon(
     const app = await buildApp({
       config,
       log,
-      authenticator: createAuthenticator({ accounts, keys }),
+      authenticator: createAuthenticator({
+        accounts,
+        keys,
+        checkMemberRequest: modules.services.team.checkMemberRequest,
+      }),
       limiters: createRateLimiters(redis),
       failedAuth: createFailedAuthGuard(redis, {
         points: config.auth.failed_auth_per_source,

@@ -322,6 +322,11 @@ export const ConfigSchema = Type.Object({
     invitation_ttl_hours: Type.Integer({ minimum: 1, maximum: 720, default: 168 }),
     max_members: Type.Integer({ minimum: 1, maximum: 1000, default: 50 }),
   }),
+  account: Type.Object({
+    deletion_grace_days: Type.Integer({ minimum: 0, maximum: 90, default: 7 }),
+    export_keep_days: Type.Integer({ minimum: 1, maximum: 90, default: 7 }),
+    sweep_interval_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 300 }),
+  }),
 });
 
 export type Config = Static<typeof ConfigSchema>;

@@ -194,10 +194,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const authenticate = async (req: FastifyRequest) => {
     const header = req.headers.authorization;
-    if (!deps.failedAuth || header === undefined || header === '') return deps.authenticator.authenticate(header);
+    if (!deps.failedAuth || header === undefined || header === '')
+      return deps.authenticator.authenticate(header, req.ip);
     await deps.failedAuth.check(req.ip);
     try {
-      return await deps.authenticator.authenticate(header);
+      return await deps.authenticator.authenticate(header, req.ip);
     } catch (err) {
       if (err instanceof AppError && err.code === 'UNAUTHORIZED') await deps.failedAuth.failed(req.ip);
       throw err;

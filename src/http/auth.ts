@@ -4,13 +4,23 @@ import type { Principal } from './access.js';
 import { unauthorized } from './errors.js';
 
 export interface Authenticator {
-  /** The principal for an `Authorization` header; null when absent; UNAUTHORIZED when invalid. */
-  authenticate(header: string | undefined): Promise<Principal | null>;
+  /**
+   * The principal for an `Authorization` header from `ip`; null when absent; UNAUTHORIZED when
+   * invalid. A member session must also pass its team's security settings from `ip`.
+   */
+  authenticate(header: string | undefined, ip: string): Promise<Principal | null>;
 }
 
-export function createAuthenticator(deps: { accounts: AccountsService; keys: KeysService }): Authenticator {
+/** The team's rules for each request of a member session (`team/session-rules.ts`). */
+export type MemberRequestCheck = (accountId: string, loginId: string, ip: string) => Promise<void>;
+
+export function createAuthenticator(deps: {
+  accounts: AccountsService;
+  keys: KeysService;
+  checkMemberRequest?: MemberRequestCheck;
+}): Authenticator {
   return {
-    async authenticate(header) {
+    async authenticate(header, ip) {
       if (header === undefined || header === '') return null;
       const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (!m) throw unauthorized('Authorization must be "Bearer <session token or API key>"');
@@ -35,6 +45,7 @@ export function createAuthenticator(deps: { accounts: AccountsService; keys: Key
       if (!claims) throw unauthorized('Session token is invalid, expired or revoked');
       const account = await deps.accounts.accountForAuth(claims.accountId);
       if (!account || account.status === 'closed') throw unauthorized('Session token is invalid, expired or revoked');
+      if (claims.member) await deps.checkMemberRequest?.(claims.accountId, claims.member.id, ip);
       return {
         accountId: claims.accountId,
         parentId: account.parentId,

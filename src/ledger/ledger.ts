@@ -364,6 +364,17 @@ export function createLedger(deps: LedgerDeps) {
       return row!.r;
     },
 
+    /** The closing entry of a deleted account: its remaining own balance to platform revenue. */
+    async forfeitBalance(
+      input: { postingKey: string; accountId: string; amount: string; reference?: string | null },
+      db: Db = sql,
+    ): Promise<PostingResult> {
+      const [row] = await db<{ r: PostingResult }[]>`
+        select ledger_forfeit_balance(${input.postingKey}, ${input.accountId}::uuid, ${input.amount}::numeric,
+                                      ${str(input.reference)}, ${clock.now()}) as r`;
+      return row!.r;
+    },
+
     /** Reserves `amount` of the available balance (test credit with mode 'test') until settled, released or expired. */
     async hold(input: HoldInput, db: Db = sql): Promise<HoldResult> {
       const now = clock.now();

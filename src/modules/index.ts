@@ -5,6 +5,7 @@ import type { Module } from '../platform/module.js';
 import { buildAccountProfileModule } from './account-profile/index.js';
 import { buildAccountsModule } from './accounts/index.js';
 import { buildTeamModule } from './team/index.js';
+import { buildAccountLifecycleModule } from './account-lifecycle/index.js';
 import { buildComplianceModule } from './compliance/index.js';
 import { buildNotificationsModule } from './notifications/index.js';
 import { buildOnboardingModule } from './onboarding/index.js';
@@ -309,6 +310,56 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // The in-app feed, filled from the outbox events every module above emits.
   const notifications = buildNotificationsModule(core, { mailer });
+  // Deletion, data export and devices of an account: ends what the account holds through each owner's service.
+  const accountLifecycle = buildAccountLifecycleModule(core, {
+    ledger: money.services.ledger,
+    accounts,
+    team: team.service,
+    open: {
+      numbers: async (id) =>
+        (await numbers.service.manage.list(id, { status: 'active', limit: 1000 }))
+          .concat(await numbers.service.manage.list(id, { status: 'suspended', limit: 1000 }))
+          .map((d) => d.id),
+      releaseNumber: (id, didId) => numbers.service.manage.release(id, didId),
+      purchases: async (id) =>
+        (await purchases.list(id, { status: 'active', limit: 1000 }))
+          .concat(await purchases.list(id, { status: 'paused', limit: 1000 }))
+          .map((p) => p.id),
+      cancelPurchase: (id, purchaseId) => purchases.cancel(id, purchaseId),
+    },
+    sources: {
+      account: {
+        kind: 'object',
+        read: async (id) => {
+          const a = await accounts.getAccount(id);
+          return a && { id: a.id, email: a.email, label: a.label, status: a.status, createdAt: a.createdAt };
+        },
+      },
+      profile: {
+        kind: 'object',
+        read: async (id) => ({
+          ...(await money.services.accountProfile.profile(id)),
+          billingDetails: await money.services.accountProfile.billingDetails(id),
+        }),
+      },
+      'team-members': { kind: 'object', read: (id) => team.service.members(id) },
+      'api-keys': { kind: 'object', read: (id) => keys.list(id) },
+      webhooks: { kind: 'object', read: (id) => webhooks.service.listEndpoints(id) },
+      purchases: {
+        kind: 'paged',
+        read: (id, cursor, limit) => purchases.list(id, { ...(cursor ? { cursor } : {}), limit }),
+      },
+      transactions: {
+        kind: 'paged',
+        read: (id, cursor, limit) => money.services.billing.transactions(id, { cursor }, limit),
+      },
+      records: { kind: 'paged', read: (id, cursor, limit) => cdrs.service.listCdrs({ viewerId: id, cursor, limit }) },
+      'audit-log': {
+        kind: 'paged',
+        read: (id, cursor, limit) => money.services.accountProfile.auditLog(id, cursor, limit),
+      },
+    },
+  });
 
   const list: Module[] = [
     status.module,
@@ -338,6 +389,7 @@ export async function buildModules(coreIn: CoreDeps) {
     numbers.module,
     revenueShare.module,
     notifications.module,
+    accountLifecycle.module,
     onboarding.module,
     support.module,
     dnc.module,
@@ -379,6 +431,8 @@ export async function buildModules(coreIn: CoreDeps) {
       dialer: dialer.service,
       aiAgents: aiAgents.service,
       interconnections: interconnections.service,
+      team: team.service,
+      accountLifecycle: accountLifecycle.service,
     },
     list,
   };

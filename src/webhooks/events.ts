@@ -89,6 +89,15 @@ export const SubscribableEvents = [
   'interconnection.suspended',
   'interconnection.resumed',
   'interconnection.ended',
+  // Team members (docs/account.md): invitations sent or resent, members joining, role changes, removals.
+  'team.invitation_sent',
+  'team.member_joined',
+  'team.member_role_changed',
+  'team.member_removed',
+  // The account's own life (docs/account.md): a deletion scheduled or cancelled in its grace period, a data export ready.
+  'account.deletion_scheduled',
+  'account.deletion_cancelled',
+  'account.export_completed',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

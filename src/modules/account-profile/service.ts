@@ -3,7 +3,7 @@ import type { Sql } from '../../db/connection.js';
 import { validationError } from '../../http/errors.js';
 import { Money } from '../../ledger/money.js';
 import type { Clock } from '../../platform/clock.js';
-import { newId } from '../../platform/ids.js';
+import { writeAuditEntry, type AuditActor } from './audit.js';
 
 export interface Address {
   line1: string;
@@ -28,11 +28,7 @@ interface ProfileRow {
   updatedAt: Date | null;
 }
 
-export interface Actor {
-  actorId: string;
-  credential: 'session' | 'key' | 'system';
-  ip: string | null;
-}
+export type Actor = AuditActor;
 
 const DEFAULTS = { timeZone: 'UTC', currencyDisplay: 'USD', locale: 'en' };
 
@@ -96,10 +92,7 @@ export function createAccountProfile(deps: { sql: Sql; clock: Clock; defaultLowB
           currency_display = excluded.currency_display, locale = excluded.locale, company_name = excluded.company_name,
           tax_id = excluded.tax_id, billing_email = excluded.billing_email, address = excluded.address,
           low_balance_threshold = excluded.low_balance_threshold, updated_at = excluded.updated_at`;
-      await tx`
-        insert into account_audit_log (id, account_id, actor_id, credential, action, changes, ip, created_at)
-        values (${newId()}, ${accountId}, ${actor.actorId}, ${actor.credential}, ${action}, ${tx.json(changes as never)},
-                ${actor.ip}, ${now})`;
+      await writeAuditEntry(tx, { accountId, actor, action, changes, at: now });
     });
   }
 

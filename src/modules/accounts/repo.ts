@@ -71,6 +71,21 @@ export function createAccountsRepo(db: Db) {
       await tx`update accounts set status = ${status}, updated_at = ${now} where id = ${id}`;
     },
 
+    /**
+     * Closes a deleted login for good, in the caller's transaction: the address is freed (replaced
+     * by a placeholder), the password cleared, and every session on it or of it ends. Answers the
+     * ended sessions.
+     */
+    async closeLogin(id: string, now: Date, tx: Db): Promise<string[]> {
+      await tx`
+        update accounts set status = 'closed', email = ${`deleted+${id}@invalid`}, password_hash = null, updated_at = ${now}
+        where id = ${id}`;
+      const rows = await tx<{ id: string }[]>`
+        update sessions set revoked_at = ${now}
+        where (account_id = ${id} or member_id = ${id}) and revoked_at is null returning id`;
+      return rows.map((r) => r.id);
+    },
+
     async anyAdmin(): Promise<boolean> {
       const [row] = await db<{ n: string }[]>`select count(*) as n from accounts where role = 'admin'`;
       return Number(row!.n) > 0;

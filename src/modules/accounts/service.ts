@@ -1,3 +1,4 @@
+import type { Db } from '../../db/connection.js';
 import type { Redis } from 'ioredis';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 import type { Logger } from 'pino';
@@ -234,6 +235,16 @@ export function createAccountsService(deps: {
     },
 
     recordLogin,
+
+    /** Whether `password` is the login's current one (a confirmation, not a sign-in). */
+    async checkPassword(id: string, password: string): Promise<boolean> {
+      const account = await repo.byId(id);
+      if (!account?.passwordHash) return false;
+      return verifyPassword(password, account.passwordHash);
+    },
+
+    /** A deleted account's login closed in the caller's transaction; call `forget` after commit. */
+    closeLogin: (id: string, tx: Db) => repo.closeLogin(id, clock.now(), tx),
 
     /**
      * A session of `memberId`'s login acting on the team account `accountId` (the caller checked

@@ -5,6 +5,10 @@
  */
 type Data = Record<string, unknown>;
 const s = (v: unknown, dflt = '') => (typeof v === 'string' || typeof v === 'number' ? String(v) : dflt);
+const route = (d: Data) => (d['routeName'] ? `the route "${s(d['routeName'])}"` : `route ${s(d['routeId'])}`);
+const cap = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
+const list = (v: unknown) => (Array.isArray(v) ? v.map((x) => s(x)).join(', ') : s(v, 'no services'));
+const role = (v: unknown) => s(v, 'member').replace('_', '-');
 
 export interface KindSpec {
   label: string;
@@ -151,5 +155,308 @@ export const NotificationKinds: Record<string, KindSpec> = {
     label: 'Support replies',
     inAppDefault: true,
     render: (d) => ({ title: 'Support replied', body: `Support replied to your ticket "${s(d['subject'])}".` }),
+  },
+
+  // Newer events (issue 24): marketplace trades, reports and notices, card top-ups, billing alerts
+  // and exports, numbers, revenue share, interconnections, the team and the account's own life.
+  'offer.accepted': {
+    label: 'Offer accepted',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Offer accepted',
+      body: `Your offer on ${route(d)} was accepted; its rates apply for ${s(d['validDays'], 'the agreed')} days.`,
+    }),
+  },
+  'offer.declined': {
+    label: 'Offer declined',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Offer declined',
+      body: `Your offer on ${route(d)} was declined by the ${s(d['by'], 'other side')}.`,
+    }),
+  },
+  'offer.expired': {
+    label: 'Offer expired',
+    inAppDefault: true,
+    render: (d) => ({ title: 'Offer expired', body: `An offer on ${route(d)} expired without an answer.` }),
+  },
+  'route.access_requested': {
+    label: 'Route access requests',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Access requested',
+      body: `A buyer asked for access to your private route ${route(d)}${d['note'] ? `: "${s(d['note'])}"` : '.'}`,
+    }),
+  },
+  'route.access_decided': {
+    label: 'Route access decisions',
+    inAppDefault: true,
+    render: (d) => ({
+      title: d['status'] === 'approved' ? 'Access granted' : 'Access denied',
+      body:
+        d['status'] === 'approved'
+          ? `You can now buy the private route ${route(d)}.`
+          : `Your request for the private route ${route(d)} was denied${d['reason'] ? `: ${s(d['reason'])}` : '.'}`,
+    }),
+  },
+  'route.message_received': {
+    label: 'Route messages',
+    inAppDefault: true,
+    render: (d) => ({
+      title: `Message from the ${s(d['from'], 'other side')}`,
+      body: `About ${route(d)}: "${s(d['preview'])}"`,
+    }),
+  },
+  'route.report_received': {
+    label: 'Route reports received',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Route reported',
+      body: `A buyer reported a problem (${s(d['category'], 'other')}) on ${route(d)}. Answer it from the report.`,
+    }),
+  },
+  'route.report_answered': {
+    label: 'Route report answers',
+    inAppDefault: true,
+    render: (d) => ({ title: 'Report answered', body: `The seller answered your report on ${route(d)}.` }),
+  },
+  'route.report_resolved': {
+    label: 'Route reports closed',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Report closed',
+      body: `The report ${s(d['reportId'])} on route ${s(d['routeId'])} was closed: ${s(d['outcome'], 'resolved')}${d['note'] ? ` (${s(d['note'])})` : ''}.`,
+    }),
+  },
+  'route.suspended': {
+    label: 'Route suspended or restored',
+    inAppDefault: true,
+    render: (d) =>
+      d['suspended'] === false
+        ? { title: 'Route restored', body: `${cap(route(d))} carries traffic again.` }
+        : {
+            title: 'Route suspended',
+            body: `${cap(route(d))} was suspended${d['reason'] ? `: ${s(d['reason'])}` : ''}; it takes no new traffic.`,
+          },
+  },
+  'route.rate_increase_scheduled': {
+    label: 'Rate increase notices',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Rate increase scheduled',
+      body: `${cap(route(d))}: ${s(d['increases'], '0')} rate increase(s) and ${s(d['removals'], '0')} removal(s) take effect from ${s(d['firstEffectiveAt'])}.`,
+    }),
+  },
+  'topup.failed': {
+    label: 'Top-up failed',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Top-up failed',
+      body: `Your ${s(d['method'], 'card')} top-up of ${s(d['amount'])} USD failed${d['reason'] ? `: ${s(d['reason'])}` : '.'}`,
+    }),
+  },
+  'topup.chargeback': {
+    label: 'Chargebacks',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Chargeback opened',
+      body: `The card payment of top-up ${s(d['topupId'])} is disputed (${s(d['reason'], 'no reason given')}); ${s(d['taken'])} USD was taken from your balance.`,
+    }),
+  },
+  'topup.chargeback_reversed': {
+    label: 'Chargebacks won',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Chargeback won',
+      body: `The dispute on top-up ${s(d['topupId'])} was decided for you; ${s(d['returned'])} USD was returned.`,
+    }),
+  },
+  'auto_recharge.failed': {
+    label: 'Auto-recharge failed',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Auto-recharge failed',
+      body: `The automatic top-up of ${s(d['amount'])} USD failed${d['reason'] ? `: ${s(d['reason'])}` : ''}. Check your card.`,
+    }),
+  },
+  'billing.spending_alert': {
+    label: 'Spending alerts',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Spending alert',
+      body: `You spent ${s(d['spend'])} USD this ${s(d['period'], 'period')} (${s(d['periodKey'])}), over your ${s(d['threshold'])} USD alert.`,
+    }),
+  },
+  'billing.export_completed': {
+    label: 'Billing exports',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Export ready',
+      body: `Your ${s(d['kind'], 'billing')} export (${s(d['rowCount'], '0')} rows) is ready to download.`,
+    }),
+  },
+  'number.purchased': {
+    label: 'Number ordered',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Number ordered',
+      body: `A number was ordered for ${s(d['amount'])} USD; it is being set up.`,
+    }),
+  },
+  'number.activated': {
+    label: 'Number active',
+    inAppDefault: true,
+    render: (d) => ({ title: 'Number active', body: `${s(d['number'], 'Your number')} is active.` }),
+  },
+  'number.renewed': {
+    label: 'Number renewed',
+    inAppDefault: true,
+    render: (d) => ({
+      title: d['reactivated'] ? 'Number reactivated' : 'Number renewed',
+      body: `${s(d['number'], 'Your number')} was renewed for ${s(d['amount'])} USD until ${s(d['nextRenewalAt'])}.`,
+    }),
+  },
+  'number.suspended': {
+    label: 'Number suspended',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Number suspended',
+      body: `${s(d['number'], 'Your number')} was suspended: the balance could not pay ${s(d['amount'])} USD. Top up before ${s(d['releaseAt'])} to keep it.`,
+    }),
+  },
+  'number.released': {
+    label: 'Number released',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Number released',
+      body: `${s(d['number'], 'Your number')} was released (${s(d['reason'], 'released').replace(/_/g, ' ')}).`,
+    }),
+  },
+  'number.listing_request.reviewed': {
+    label: 'Number listing requests',
+    inAppDefault: true,
+    render: (d) => ({
+      title: `Listing request ${s(d['status'], 'reviewed')}`,
+      body: `Your request to list numbers was ${s(d['status'], 'reviewed')}${d['note'] ? `: ${s(d['note'])}` : '.'}`,
+    }),
+  },
+  'revenue_share.fraud_flagged': {
+    label: 'Revenue share fraud flags',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Traffic flagged',
+      body: `Calls to ${s(d['number'], 'a revenue share number')} tripped the ${s(d['rule'], 'fraud')} rule; their earnings are held for review.`,
+    }),
+  },
+  'revenue_share.flag_resolved': {
+    label: 'Revenue share reviews',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Flag reviewed',
+      body: `A fraud flag over ${s(d['calls'], '0')} call(s) was ${s(d['status'], 'resolved')}; ${s(d['payout'])} USD is payable.`,
+    }),
+  },
+  'revenue_share.earnings_released': {
+    label: 'Revenue share earnings',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Earnings released',
+      body: `${s(d['amount'])} USD from ${s(d['calls'], '0')} call(s) moved to your payable balance.`,
+    }),
+  },
+  'interconnection.requested': {
+    label: 'Interconnection proposals',
+    inAppDefault: true,
+    render: (d) => ({
+      title: d['kind'] === 'counter' ? 'Interconnection counter-proposal' : 'Interconnection proposed',
+      body: `Account ${s(d['counterpartyId'])} proposes an interconnection (${list(d['services'])}) until ${s(d['expiresAt'])}.`,
+    }),
+  },
+  'interconnection.accepted': {
+    label: 'Interconnection accepted',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Interconnection agreed',
+      body: `Account ${s(d['counterpartyId'])} accepted the interconnection (${list(d['services'])}); its terms apply now.`,
+    }),
+  },
+  'interconnection.declined': {
+    label: 'Interconnection declined',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Interconnection declined',
+      body: `Account ${s(d['counterpartyId'])} declined the interconnection proposal.`,
+    }),
+  },
+  'interconnection.suspended': {
+    label: 'Interconnection suspended',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Interconnection suspended',
+      body: `Account ${s(d['counterpartyId'])} suspended your interconnection; its terms are paused.`,
+    }),
+  },
+  'interconnection.resumed': {
+    label: 'Interconnection resumed',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Interconnection resumed',
+      body: `Account ${s(d['counterpartyId'])} resumed your interconnection; its terms apply again.`,
+    }),
+  },
+  'interconnection.ended': {
+    label: 'Interconnection ended',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Interconnection ended',
+      body: `Your interconnection with account ${s(d['counterpartyId'])} ended (${s(d['status'], 'ended')}).`,
+    }),
+  },
+  'team.invitation_sent': {
+    label: 'Team invitations',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Invitation sent',
+      body: `${s(d['email'])} was invited to the team as ${role(d['role'])}.`,
+    }),
+  },
+  'team.member_joined': {
+    label: 'Team member joined',
+    inAppDefault: true,
+    render: (d) => ({ title: 'New team member', body: `${s(d['email'])} joined the team as ${role(d['role'])}.` }),
+  },
+  'team.member_role_changed': {
+    label: 'Team role changes',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Team role changed',
+      body: `${s(d['email'])} is now ${role(d['role'])} (was ${role(d['previousRole'])}).`,
+    }),
+  },
+  'team.member_removed': {
+    label: 'Team member removed',
+    inAppDefault: true,
+    render: (d) => ({ title: 'Team member removed', body: `${s(d['email'])} was removed from the team.` }),
+  },
+  'account.deletion_scheduled': {
+    label: 'Account deletion',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Account deletion scheduled',
+      body: `Your account will be deleted on ${s(d['scheduledFor'])}. Cancel before then to keep it.`,
+    }),
+  },
+  'account.deletion_cancelled': {
+    label: 'Account deletion cancelled',
+    inAppDefault: true,
+    render: () => ({ title: 'Account deletion cancelled', body: 'The deletion of your account was cancelled.' }),
+  },
+  'account.export_completed': {
+    label: 'Account data export',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Your data export is ready',
+      body: `The archive of your account's data is ready to download until ${s(d['expiresAt'])}.`,
+    }),
   },
 };

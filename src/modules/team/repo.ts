@@ -1,4 +1,4 @@
-import type { Sql } from '../../db/connection.js';
+import type { Db, Sql } from '../../db/connection.js';
 import type { TeamRole } from '../../http/access.js';
 import { conflict, validationError } from '../../http/errors.js';
 
@@ -26,6 +26,8 @@ export function createTeamRepo(sql: Sql) {
   const invitationColumns = () =>
     sql`id, account_id, email, role, invited_by, created_at, expires_at, sent_at, sent_count`;
   const repo = {
+    sql,
+
     /** The members of `accountId` (not its holder), with each login's last successful sign-in. */
     async members(accountId: string, memberId?: string): Promise<MemberRow[]> {
       return sql<MemberRow[]>`
@@ -43,22 +45,41 @@ export function createTeamRepo(sql: Sql) {
       return r?.at ?? null;
     },
 
-    async setRole(accountId: string, memberId: string, role: TeamRole): Promise<string[]> {
-      await sql`update account_members set role = ${role} where account_id = ${accountId} and member_id = ${memberId}`;
-      const rows = await sql<{ id: string }[]>`
+    /**
+     * Runs `fn` in one transaction; the one open invitation per address (`account_invitations_open`)
+     * is a CONFLICT.
+     */
+    async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+      try {
+        return (await sql.begin(fn)) as T;
+      } catch (err) {
+        const e = err as { code?: string; constraint_name?: string };
+        if (e.code === '23505' && e.constraint_name === 'account_invitations_open')
+          throw conflict('This address already has an open invitation; resend or revoke it');
+        throw err;
+      }
+    },
+
+    async setRole(db: Db, accountId: string, memberId: string, role: TeamRole): Promise<string[]> {
+      await db`update account_members set role = ${role} where account_id = ${accountId} and member_id = ${memberId}`;
+      const rows = await db<{ id: string }[]>`
         select id from sessions where account_id = ${accountId} and member_id = ${memberId} and revoked_at is null`;
       return rows.map((r) => r.id);
     },
 
-    /** Removes the membership and ends its sessions in one transaction; answers the ended sessions. */
-    async remove(accountId: string, memberId: string, now: Date): Promise<string[]> {
-      return sql.begin(async (tx) => {
-        await tx`delete from account_members where account_id = ${accountId} and member_id = ${memberId}`;
-        const rows = await tx<{ id: string }[]>`
-          update sessions set revoked_at = ${now}
-          where account_id = ${accountId} and member_id = ${memberId} and revoked_at is null returning id`;
-        return rows.map((r) => r.id);
-      });
+    /** Removes the membership and ends its sessions (pass a transaction); answers the ended sessions. */
+    async remove(db: Db, accountId: string, memberId: string, now: Date): Promise<string[]> {
+      await db`delete from account_members where account_id = ${accountId} and member_id = ${memberId}`;
+      return repo.endSessions(db, accountId, [memberId], now);
+    },
+
+    /** Ends the live sessions of these member logins on the account; answers their ids. */
+    async endSessions(db: Db, accountId: string, memberIds: readonly string[], now: Date): Promise<string[]> {
+      const rows = await db<{ id: string }[]>`
+        update sessions set revoked_at = ${now}
+        where account_id = ${accountId} and member_id = any (${memberIds as string[]}::uuid[]) and revoked_at is null
+        returning id`;
+      return rows.map((r) => r.id);
     },
 
     /** Members plus open, unexpired invitations: what the team size limit counts. */
@@ -77,25 +98,17 @@ export function createTeamRepo(sql: Sql) {
       return r !== undefined;
     },
 
-    /** Inserts an invitation after retiring an expired open one to the same address. */
-    async insertInvitation(i: InvitationRow & { tokenHash: string }): Promise<void> {
-      try {
-        await sql.begin(async (tx) => {
-          await tx`
-            update account_invitations set revoked_at = ${i.createdAt}
-            where account_id = ${i.accountId} and lower(email) = lower(${i.email})
-              and accepted_at is null and revoked_at is null and expires_at <= ${i.createdAt}`;
-          await tx`
-            insert into account_invitations
-              (id, account_id, email, role, token_hash, invited_by, created_at, expires_at, sent_at)
-            values (${i.id}, ${i.accountId}, ${i.email}, ${i.role}, ${i.tokenHash}, ${i.invitedBy},
-                    ${i.createdAt}, ${i.expiresAt}, ${i.sentAt})`;
-        });
-      } catch (err) {
-        if ((err as { code?: string }).code === '23505')
-          throw conflict('This address already has an open invitation; resend or revoke it');
-        throw err;
-      }
+    /** Inserts an invitation after retiring an expired open one to the same address (pass a transaction). */
+    async insertInvitation(db: Db, i: InvitationRow & { tokenHash: string }): Promise<void> {
+      await db`
+        update account_invitations set revoked_at = ${i.createdAt}
+        where account_id = ${i.accountId} and lower(email) = lower(${i.email})
+          and accepted_at is null and revoked_at is null and expires_at <= ${i.createdAt}`;
+      await db`
+        insert into account_invitations
+          (id, account_id, email, role, token_hash, invited_by, created_at, expires_at, sent_at)
+        values (${i.id}, ${i.accountId}, ${i.email}, ${i.role}, ${i.tokenHash}, ${i.invitedBy},
+                ${i.createdAt}, ${i.expiresAt}, ${i.sentAt})`;
     },
 
     /** Open invitations (not accepted or revoked), expired ones included so they can be resent. */
@@ -108,8 +121,8 @@ export function createTeamRepo(sql: Sql) {
     },
 
     /** A new token and deadline for an open invitation. */
-    async renew(accountId: string, id: string, tokenHash: string, now: Date, expiresAt: Date) {
-      const [row] = await sql<InvitationRow[]>`
+    async renew(db: Db, accountId: string, id: string, tokenHash: string, now: Date, expiresAt: Date) {
+      const [row] = await db<InvitationRow[]>`
         update account_invitations
         set token_hash = ${tokenHash}, expires_at = ${expiresAt}, sent_at = ${now}, sent_count = sent_count + 1
         where account_id = ${accountId} and id = ${id} and accepted_at is null and revoked_at is null
@@ -117,8 +130,8 @@ export function createTeamRepo(sql: Sql) {
       return row;
     },
 
-    async revoke(accountId: string, id: string, now: Date): Promise<boolean> {
-      const rows = await sql`
+    async revoke(db: Db, accountId: string, id: string, now: Date): Promise<boolean> {
+      const rows = await db`
         update account_invitations set revoked_at = ${now}
         where account_id = ${accountId} and id = ${id} and accepted_at is null and revoked_at is null returning id`;
       return rows.length > 0;
@@ -132,35 +145,33 @@ export function createTeamRepo(sql: Sql) {
     },
 
     /**
-     * Uses the invitation once and makes the membership, in one transaction; false when another
+     * Uses the invitation once and makes the membership (pass a transaction); false when another
      * request used or revoked it first. CONFLICT when the login is already a member.
      */
-    async accept(inv: InvitationRow, memberId: string, now: Date): Promise<boolean> {
-      return sql.begin(async (tx) => {
-        const used = await tx`
-          update account_invitations set accepted_at = ${now}, accepted_by = ${memberId}
-          where id = ${inv.id} and accepted_at is null and revoked_at is null and expires_at > ${now} returning id`;
-        if (!used.length) return false;
-        const made = await tx`
-          insert into account_members (account_id, member_id, role, invited_by, joined_at)
-          values (${inv.accountId}, ${memberId}, ${inv.role}, ${inv.invitedBy}, ${now})
-          on conflict do nothing returning member_id`;
-        if (!made.length) throw conflict('This login is already a member of the account');
-        return true;
-      });
+    async accept(db: Db, inv: InvitationRow, memberId: string, now: Date): Promise<boolean> {
+      const used = await db`
+        update account_invitations set accepted_at = ${now}, accepted_by = ${memberId}
+        where id = ${inv.id} and accepted_at is null and revoked_at is null and expires_at > ${now} returning id`;
+      if (!used.length) return false;
+      const made = await db`
+        insert into account_members (account_id, member_id, role, invited_by, joined_at)
+        values (${inv.accountId}, ${memberId}, ${inv.role}, ${inv.invitedBy}, ${now})
+        on conflict do nothing returning member_id`;
+      if (!made.length) throw conflict('This login is already a member of the account');
+      return true;
     },
 
-    async securitySettings(accountId: string) {
-      const [row] = await sql<{ requireTwoFactor: boolean; allowedLoginCidrs: string[]; updatedAt: Date }[]>`
+    async securitySettings(accountId: string, db: Db = sql) {
+      const [row] = await db<{ requireTwoFactor: boolean; allowedLoginCidrs: string[]; updatedAt: Date }[]>`
         select require_two_factor, allowed_login_cidrs::text[] as allowed_login_cidrs, updated_at
         from account_team_security where account_id = ${accountId}`;
       return row ?? { requireTwoFactor: false, allowedLoginCidrs: [], updatedAt: null };
     },
 
     /** CIDRs are checked (and normalised) by PostgreSQL: 22P02 is a bad one. */
-    async saveSecuritySettings(accountId: string, requireTwoFactor: boolean, cidrs: string[], now: Date) {
+    async saveSecuritySettings(db: Db, accountId: string, requireTwoFactor: boolean, cidrs: string[], now: Date) {
       try {
-        await sql`
+        await db`
           insert into account_team_security (account_id, require_two_factor, allowed_login_cidrs, updated_at)
           values (${accountId}, ${requireTwoFactor}, ${cidrs}::text[]::cidr[], ${now})
           on conflict (account_id) do update set require_two_factor = excluded.require_two_factor,
@@ -173,13 +184,14 @@ export function createTeamRepo(sql: Sql) {
       }
     },
 
-    /** Whether `ip` is inside one of the account's allowed networks (none set: any). */
-    async ipAllowed(accountId: string, ip: string): Promise<boolean> {
-      const [row] = await sql<{ ok: boolean }[]>`
-        select coalesce(cardinality(allowed_login_cidrs) = 0
-                        or ${ip}::inet <<= any (allowed_login_cidrs), true) as ok
-        from (select 1) one left join account_team_security s on s.account_id = ${accountId}`;
-      return row?.ok ?? true;
+    /** A deleted account leaves every team, and its own team and open invitations end (pass a transaction). */
+    async endMembershipsOf(db: Db, accountId: string, now: Date): Promise<number> {
+      const gone = await db`
+        delete from account_members where account_id = ${accountId} or member_id = ${accountId} returning 1`;
+      await db`
+        update account_invitations set revoked_at = ${now}
+        where account_id = ${accountId} and accepted_at is null and revoked_at is null`;
+      return gone.length;
     },
 
     /** The accounts a login is a member of. */

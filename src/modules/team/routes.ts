@@ -92,7 +92,7 @@ export function teamRoutes(team: TeamService) {
           response: { 200: Ok(Member) },
         },
       },
-      async (req) => ok(await team.changeRole(req.principal!, req.params.accountId, req.body.role)),
+      async (req) => ok(await team.changeRole({ ...req.principal!, ip: req.ip }, req.params.accountId, req.body.role)),
     );
 
     app.delete(
@@ -107,7 +107,7 @@ export function teamRoutes(team: TeamService) {
           response: { 200: Ok(Type.Object({ removed: Type.Boolean(), endedSessions: Type.Integer() })) },
         },
       },
-      async (req) => ok(await team.remove(req.principal!, req.params.accountId)),
+      async (req) => ok(await team.remove({ ...req.principal!, ip: req.ip }, req.params.accountId)),
     );
 
     app.post(
@@ -128,7 +128,7 @@ export function teamRoutes(team: TeamService) {
       },
       async (req, reply) => {
         reply.code(201);
-        return ok(await team.invite(req.principal!, req.body.email.trim(), req.body.role));
+        return ok(await team.invite({ ...req.principal!, ip: req.ip }, req.body.email.trim(), req.body.role));
       },
     );
 
@@ -156,7 +156,7 @@ export function teamRoutes(team: TeamService) {
           response: { 200: Ok(Invitation) },
         },
       },
-      async (req) => ok(await team.resend(req.principal!, req.params.id)),
+      async (req) => ok(await team.resend({ ...req.principal!, ip: req.ip }, req.params.id)),
     );
 
     app.delete(
@@ -170,7 +170,7 @@ export function teamRoutes(team: TeamService) {
           response: { 200: Ok(Type.Object({ revoked: Type.Boolean() })) },
         },
       },
-      async (req) => ok(await team.revoke(req.principal!, req.params.id)),
+      async (req) => ok(await team.revoke({ ...req.principal!, ip: req.ip }, req.params.id)),
     );
 
     app.post(
@@ -253,7 +253,10 @@ export function teamRoutes(team: TeamService) {
           tags,
           summary: "Set the security settings of the account's team",
           description:
-            'Checked when a member session is made (accepting an invitation, switching to the team); the holder is not bound by them.',
+            'Checked when a member session is made (accepting an invitation, switching to the team) and on every request ' +
+            'of a member session: a request from outside `allowedLoginCidrs` is refused (403), and turning ' +
+            '`requireTwoFactor` on ends the sessions of members without two-factor sign-in at once (`endedSessions`). ' +
+            'The holder is not bound by them. Each change is written to the audit log.',
           body: Type.Object(
             {
               requireTwoFactor: Type.Boolean(),
@@ -261,10 +264,17 @@ export function teamRoutes(team: TeamService) {
             },
             { additionalProperties: false },
           ),
-          response: { 200: Ok(Security) },
+          response: {
+            200: Ok(
+              Type.Object({
+                ...Security.properties,
+                endedSessions: Type.Integer({ description: 'member sessions ended by this change' }),
+              }),
+            ),
+          },
         },
       },
-      async (req) => ok(await team.setSecurity(req.principal!.accountId, req.body)),
+      async (req) => ok(await team.setSecurity({ ...req.principal!, ip: req.ip }, req.body)),
     );
 
     app.get(

@@ -1,15 +1,20 @@
+import type { Db } from '../../db/connection.js';
 import { RoleScopes, type Principal, type TeamRole } from '../../http/access.js';
 import { conflict, forbidden, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { CoreDeps } from '../../platform/core.js';
 import { newId, randomToken, sha256Hex } from '../../platform/ids.js';
 import type { Mailer } from '../../platform/mailer.js';
+import { emit } from '../../webhooks/emit.js';
+import type { EventName } from '../../webhooks/events.js';
+import { writeAuditEntry } from '../account-profile/audit.js';
 import type { AccountsService } from '../accounts/service.js';
 import { createTeamRepo, type InvitationRow, type MemberRow } from './repo.js';
+import { createMemberSessionRules } from './session-rules.js';
 
 const TOKEN_PREFIX = 'svc_inv_';
 
 /** Who acts: the account holder's session, or a member's (owner or admin, the routes admit no other). */
-type Actor = Pick<Principal, 'accountId' | 'member'>;
+type Actor = Pick<Principal, 'accountId' | 'member'> & { ip?: string | undefined };
 type Meta = { userAgent?: string | undefined; ip?: string | undefined };
 
 const lower = (s: string | null) => s?.toLowerCase() ?? null;
@@ -20,6 +25,32 @@ export function createTeamService(
 ) {
   const { clock, config, accounts, mailer, log } = deps;
   const repo = createTeamRepo(deps.sql);
+  const rules = createMemberSessionRules({ ...deps, repo });
+
+  /**
+   * What every team change leaves behind, in the change's own transaction: an entry in the
+   * account's audit log (`changes` names the member or invitation and what moved) and the event
+   * its webhooks and notification feed receive.
+   */
+  async function record(
+    tx: Db,
+    accountId: string,
+    by: { loginId: string; ip: string | undefined },
+    event: EventName,
+    changes: Record<string, unknown>,
+    data: Record<string, unknown>,
+  ) {
+    const at = clock.now();
+    await writeAuditEntry(tx, {
+      accountId,
+      actor: { actorId: by.loginId, credential: 'session', ip: by.ip ?? null },
+      action: event,
+      changes,
+      at,
+    });
+    await emit(tx, { accountId, event, data: { ...data, actorId: by.loginId }, at });
+  }
+  const by = (actor: Actor) => ({ loginId: actor.member?.id ?? actor.accountId, ip: actor.ip });
 
   const memberView = (m: MemberRow, holder = false) => ({
     accountId: m.accountId,
@@ -78,11 +109,7 @@ export function createTeamService(
 
   /** A member session, within the team's security settings. */
   async function memberSession(accountId: string, loginId: string, meta: Meta) {
-    const rules = await repo.securitySettings(accountId);
-    if (rules.requireTwoFactor && !(await accounts.twoFactorEnabled(loginId)))
-      throw forbidden('This account requires its members to sign in with two-factor authentication; enable it first');
-    if (!meta.ip || !(await repo.ipAllowed(accountId, meta.ip)))
-      throw forbidden("This account's members may sign in only from its allowed networks");
+    await rules.admit(accountId, loginId, meta.ip);
     return accounts.issueMemberSession(accountId, loginId, meta);
   }
 
@@ -110,7 +137,19 @@ export function createTeamService(
       mayManage(actor, m.role);
       mayManage(actor, role);
       if (actor.member?.id === memberId) throw conflict('A member cannot change its own role');
-      const sessions = await repo.setRole(actor.accountId, memberId, role);
+      const sessions = await repo.transaction(async (tx) => {
+        const ids = await repo.setRole(tx, actor.accountId, memberId, role);
+        const data = { memberId, email: m.email, role, previousRole: m.role };
+        await record(
+          tx,
+          actor.accountId,
+          by(actor),
+          'team.member_role_changed',
+          { member: { accountId: memberId, email: m.email }, role: { from: m.role, to: role } },
+          data,
+        );
+        return ids;
+      });
       // The new role applies from the next request of the member's live sessions.
       accounts.refreshSessions(sessions);
       return memberView({ ...m, role });
@@ -120,7 +159,18 @@ export function createTeamService(
       if (memberId === actor.accountId) throw conflict('The account holder is an owner that cannot be removed');
       const m = await member(actor.accountId, memberId);
       mayManage(actor, m.role);
-      const ended = await repo.remove(actor.accountId, memberId, clock.now());
+      const ended = await repo.transaction(async (tx) => {
+        const ids = await repo.remove(tx, actor.accountId, memberId, clock.now());
+        await record(
+          tx,
+          actor.accountId,
+          by(actor),
+          'team.member_removed',
+          { member: { from: { accountId: memberId, email: m.email, role: m.role }, to: null } },
+          { memberId, email: m.email, role: m.role, endedSessions: ids.length },
+        );
+        return ids;
+      });
       accounts.forget(actor.accountId, ended);
       return { removed: true, endedSessions: ended.length };
     },
@@ -147,7 +197,17 @@ export function createTeamService(
         sentAt: now,
         sentCount: 1,
       };
-      await repo.insertInvitation({ ...inv, tokenHash });
+      await repo.transaction(async (tx) => {
+        await repo.insertInvitation(tx, { ...inv, tokenHash });
+        await record(
+          tx,
+          actor.accountId,
+          by(actor),
+          'team.invitation_sent',
+          { invitation: { from: null, to: { id: inv.id, email, role } } },
+          { invitationId: inv.id, email, role, expiresAt: expiresAt.toISOString(), sentCount: 1 },
+        );
+      });
       await sendInvitation(inv, token);
       return invitationView(inv);
     },
@@ -161,8 +221,28 @@ export function createTeamService(
       mayManage(actor, open.role);
       const now = clock.now();
       const { token, tokenHash, expiresAt } = newToken(now);
-      const inv = await repo.renew(actor.accountId, id, tokenHash, now, expiresAt);
-      if (!inv) throw notFound('Invitation');
+      const inv = await repo.transaction(async (tx) => {
+        const renewed = await repo.renew(tx, actor.accountId, id, tokenHash, now, expiresAt);
+        if (!renewed) throw notFound('Invitation');
+        await record(
+          tx,
+          actor.accountId,
+          by(actor),
+          'team.invitation_sent',
+          {
+            invitation: { id, email: renewed.email, role: renewed.role },
+            expiresAt: { from: open.expiresAt.toISOString(), to: expiresAt.toISOString() },
+          },
+          {
+            invitationId: id,
+            email: renewed.email,
+            role: renewed.role,
+            expiresAt: expiresAt.toISOString(),
+            sentCount: renewed.sentCount,
+          },
+        );
+        return renewed;
+      });
       await sendInvitation(inv, token);
       return invitationView(inv);
     },
@@ -171,7 +251,17 @@ export function createTeamService(
       const [open] = await repo.invitations(actor.accountId, id);
       if (!open) throw notFound('Invitation');
       mayManage(actor, open.role);
-      if (!(await repo.revoke(actor.accountId, id, clock.now()))) throw notFound('Invitation');
+      await repo.transaction(async (tx) => {
+        if (!(await repo.revoke(tx, actor.accountId, id, clock.now()))) throw notFound('Invitation');
+        // Audit only: nobody outside the team waits for a withdrawn invitation.
+        await writeAuditEntry(tx, {
+          accountId: actor.accountId,
+          actor: { actorId: by(actor).loginId, credential: 'session', ip: actor.ip ?? null },
+          action: 'team.invitation_revoked',
+          changes: { invitation: { from: { id, email: open.email, role: open.role }, to: null } },
+          at: clock.now(),
+        });
+      });
       return { revoked: true };
     },
 
@@ -196,8 +286,19 @@ export function createTeamService(
         loginId = (await accounts.createAccount({ email: inv.email, password })).id;
       }
       if (loginId === inv.accountId) throw conflict('The account holder is already its owner');
-      if (!(await repo.accept(inv, loginId, clock.now())))
-        throw validationError([{ path: 'token', message: 'is invalid, expired, revoked or already used' }]);
+      const joined = await repo.transaction(async (tx) => {
+        if (!(await repo.accept(tx, inv, loginId, clock.now()))) return false;
+        await record(
+          tx,
+          inv.accountId,
+          { loginId, ip: meta.ip },
+          'team.member_joined',
+          { member: { from: null, to: { accountId: loginId, email: inv.email, role: inv.role } } },
+          { memberId: loginId, email: inv.email, role: inv.role, invitationId: inv.id },
+        );
+        return true;
+      });
+      if (!joined) throw validationError([{ path: 'token', message: 'is invalid, expired, revoked or already used' }]);
       log.info({ accountId: inv.accountId, memberId: loginId, invitationId: inv.id }, 'team invitation accepted');
       const session = await memberSession(inv.accountId, loginId, meta);
       return { accountId: inv.accountId, memberId: loginId, role: inv.role, ...session };
@@ -226,11 +327,50 @@ export function createTeamService(
       return { ...s, updatedAt: s.updatedAt?.toISOString() ?? null };
     },
 
-    async setSecurity(accountId: string, input: { requireTwoFactor: boolean; allowedLoginCidrs: string[] }) {
-      await repo.saveSecuritySettings(accountId, input.requireTwoFactor, input.allowedLoginCidrs, clock.now());
-      log.info({ accountId, requireTwoFactor: input.requireTwoFactor }, 'team security settings changed');
-      return service.security(accountId);
+    /**
+     * Saves the settings, written to the audit log. Turning `requireTwoFactor` on ends at once the
+     * sessions of members without two-factor sign-in; the networks apply from each session's next
+     * request (`sessionRules.check`).
+     */
+    async setSecurity(actor: Actor, input: { requireTwoFactor: boolean; allowedLoginCidrs: string[] }) {
+      const { accountId } = actor;
+      const before = await repo.securitySettings(accountId);
+      const lacking = input.requireTwoFactor
+        ? await rules.withoutTwoFactor((await repo.members(accountId)).map((m) => m.accountId))
+        : [];
+      const now = clock.now();
+      const ended = await repo.transaction(async (tx) => {
+        await repo.saveSecuritySettings(tx, accountId, input.requireTwoFactor, input.allowedLoginCidrs, now);
+        const after = await repo.securitySettings(accountId, tx);
+        const changes: Record<string, { from: unknown; to: unknown }> = {};
+        if (before.requireTwoFactor !== after.requireTwoFactor)
+          changes['requireTwoFactor'] = { from: before.requireTwoFactor, to: after.requireTwoFactor };
+        if (before.allowedLoginCidrs.join() !== after.allowedLoginCidrs.join())
+          changes['allowedLoginCidrs'] = { from: before.allowedLoginCidrs, to: after.allowedLoginCidrs };
+        if (Object.keys(changes).length)
+          await writeAuditEntry(tx, {
+            accountId,
+            actor: { actorId: by(actor).loginId, credential: 'session', ip: actor.ip ?? null },
+            action: 'security.updated',
+            changes,
+            at: now,
+          });
+        return lacking.length ? repo.endSessions(tx, accountId, lacking, now) : [];
+      });
+      rules.changed(accountId);
+      accounts.forget(accountId, ended);
+      log.info(
+        { accountId, requireTwoFactor: input.requireTwoFactor, endedSessions: ended.length },
+        'team security settings changed',
+      );
+      return { ...(await service.security(accountId)), endedSessions: ended.length };
     },
+
+    /** The settings on each request of a member session (the authenticator calls it). */
+    checkMemberRequest: (accountId: string, loginId: string, ip: string) => rules.check(accountId, loginId, ip),
+
+    /** A deleted account's memberships and invitations end in the deletion's transaction. */
+    endMembershipsOf: (tx: Db, accountId: string) => repo.endMembershipsOf(tx, accountId, clock.now()),
 
     /** Each role with the scopes its sessions hold. */
     roles: () =>

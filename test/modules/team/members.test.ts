@@ -168,20 +168,23 @@ t.test('team members, invitations and roles over HTTPS with a real SMTP server',
     requireTwoFactor: false,
     allowedLoginCidrs: [],
   });
-  t.equal((await security({ requireTwoFactor: true, allowedLoginCidrs: [] })).status, 200);
+  const required = await security({ requireTwoFactor: true, allowedLoginCidrs: [] });
+  t.equal(required.status, 200);
+  t.equal(required.json.data.endedSessions, 2, "dave's two member sessions end: no second factor");
   t.equal((await switchDave()).status, 403, 'a member without two-factor sign-in is refused');
   t.equal((await security({ requireTwoFactor: false, allowedLoginCidrs: ['10.0.0.0/8'] })).status, 200);
   t.equal((await switchDave()).status, 403, 'outside the allowed networks');
   const set = await security({ requireTwoFactor: false, allowedLoginCidrs: ['127.0.0.0/8', '::1/128'] });
   t.same(set.json.data.allowedLoginCidrs, ['127.0.0.0/8', '::1/128']);
-  t.equal((await switchDave()).status, 200);
+  const readmitted = await switchDave();
+  t.equal(readmitted.status, 200);
   const bad = await security({ requireTwoFactor: false, allowedLoginCidrs: ['not a network'] });
   t.equal(bad.status, 400);
   t.equal(bad.json.error.code, 'VALIDATION_ERROR');
   t.equal(
     (
       await d.https('PUT', '/account/security', {
-        token: daveSession,
+        token: readmitted.json.data.accessToken,
         body: { requireTwoFactor: true, allowedLoginCidrs: [] },
       })
     ).status,

@@ -316,6 +316,9 @@ export async function buildModules(coreIn: CoreDeps) {
     accounts,
     team: team.service,
     open: {
+      liveCalls: (id) => calls.service.openCallCount(id),
+      pendingPayout: (id) => payouts.service.hasPending(id),
+      subAccounts: (id) => application.service.openSubAccountCount(id),
       numbers: async (id) =>
         (await numbers.service.manage.list(id, { status: 'active', limit: 1000 }))
           .concat(await numbers.service.manage.list(id, { status: 'suspended', limit: 1000 }))

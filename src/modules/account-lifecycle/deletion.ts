@@ -10,7 +10,11 @@ import type { TeamService } from '../team/service.js';
 import type { DeletionRow, LifecycleRepo } from './repo.js';
 
 /** What the deletion ends through the services that own them (numbers released, purchases cancelled). */
+/** What the account still holds, each asked of the module that owns it. */
 export interface OpenCommitments {
+  liveCalls(accountId: string): Promise<number>;
+  pendingPayout(accountId: string): Promise<boolean>;
+  subAccounts(accountId: string): Promise<number>;
   numbers(accountId: string): Promise<string[]>;
   releaseNumber(accountId: string, id: string): Promise<unknown>;
   purchases(accountId: string): Promise<string[]>;
@@ -41,9 +45,9 @@ export function createAccountDeletion(
   async function preview(accountId: string, forfeit: boolean) {
     const [bal, calls, payouts, subs, numbers, purchases] = await Promise.all([
       ledger.balanceOf(accountId),
-      repo.liveCalls(accountId),
-      repo.pendingPayouts(accountId),
-      repo.openSubAccounts(accountId),
+      deps.open.liveCalls(accountId),
+      deps.open.pendingPayout(accountId),
+      deps.open.subAccounts(accountId),
       deps.open.numbers(accountId),
       deps.open.purchases(accountId),
     ]);
@@ -52,7 +56,7 @@ export function createAccountDeletion(
     if (Money.parse(bal.balance).isNegative())
       refusals.push({ code: 'negative_balance', message: 'The balance is negative: top up to zero first' });
     if (calls > 0) refusals.push({ code: 'live_calls', message: `${calls} call(s) are live` });
-    if (payouts > 0) refusals.push({ code: 'pending_payout', message: 'A payout waits for approval' });
+    if (payouts) refusals.push({ code: 'pending_payout', message: 'A payout waits for approval' });
     if (subs > 0)
       refusals.push({ code: 'open_sub_accounts', message: `${subs} sub-account(s) are open: close them first` });
     if (Money.parse(bal.payable).isPositive())

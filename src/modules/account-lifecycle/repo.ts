@@ -96,26 +96,6 @@ export function createLifecycleRepo(sql: Sql) {
         order by scheduled_for limit ${limit}`;
     },
 
-    /**
-     * Read-only counts a deletion is refused on, from the tables of the call and payout planes
-     * (whose services expose no per-account count of these).
-     */
-    async liveCalls(accountId: string): Promise<number> {
-      const [r] = await sql<{ n: number }[]>`
-        select count(*)::int as n from calls where account_id = ${accountId} and status in ('queued', 'ringing', 'answered')`;
-      return r!.n;
-    },
-    async pendingPayouts(accountId: string): Promise<number> {
-      const [r] = await sql<{ n: number }[]>`
-        select count(*)::int as n from payouts where account_id = ${accountId} and status = 'pending_approval'`;
-      return r!.n;
-    },
-    async openSubAccounts(accountId: string): Promise<number> {
-      const [r] = await sql<{ n: number }[]>`
-        select count(*)::int as n from accounts where parent_id = ${accountId} and status <> 'closed'`;
-      return r!.n;
-    },
-
     async insertExport(e: { id: string; accountId: string; requestedBy: string; now: Date; expiresAt: Date }) {
       return sql.begin(async (tx) => {
         // One running export per account: serialise the check with the insert.

@@ -157,6 +157,13 @@ export function createApplicationRepo(sql: Sql) {
         select account_id as id, credit_limit::text, test from sub_accounts where parent_id = ${operatorId} and daily_spend_cap is null`;
     },
 
+    async openSubCount(operatorId: string): Promise<number> {
+      const [row] = await sql<{ n: number }[]>`
+        select count(*)::int as n from accounts a join sub_accounts s on s.account_id = a.id
+        where a.parent_id = ${operatorId} and a.status <> 'closed'`;
+      return row!.n;
+    },
+
     async totals(operatorId: string) {
       const [row] = await sql<{ subCount: number; activeSubCount: number; aggregateBalance: string }[]>`
         select count(*)::int as sub_count, (count(*) filter (where a.status = 'active'))::int as active_sub_count,

@@ -354,6 +354,9 @@ export function createApplicationService(deps: {
       return service.settings(operatorId);
     },
 
+    /** Sub-accounts not yet closed: an operator with any cannot delete its own account. */
+    openSubAccountCount: (operatorId: string) => repo.openSubCount(operatorId),
+
     async totals(operatorId: string) {
       const t = await repo.totals(operatorId);
       return {

@@ -72,6 +72,9 @@ export function createPayoutsService(deps: {
   return {
     withdrawable: async (accountId: string) => (await withdrawable(accountId)).toString(),
 
+    /** Whether a payout of the account waits for the operator (its amount is always positive). */
+    hasPending: async (accountId: string) => Money.parse(await repo.pendingTotal(sql, accountId)).isPositive(),
+
     terms: () => ({ minimum: Money.parse(b.payout_min_amount).toString(), holdDays: b.payout_hold_days }),
 
     async request(

@@ -228,6 +228,12 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
           error = ${f.error ?? null}, gathered = ${f.gathered === undefined ? null : tx.json(f.gathered as never)}
         where id = ${id} and ended_at is null`;
     },
+    /** Calls of the account (trunk or API, any daemon) not yet ended. */
+    async openCallCount(accountId: string): Promise<number> {
+      const [r] = await db<{ n: number }[]>`
+        select count(*)::int as n from calls where account_id = ${accountId} and ended_at is null`;
+      return r!.n;
+    },
     /** Locks a still-open call; false when already ended, or (without `wait`) locked by another daemon. */
     async lockOpenCall(tx: Db, id: string, opts: { wait?: boolean } = {}): Promise<boolean> {
       const rows = opts.wait

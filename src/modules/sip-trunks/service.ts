@@ -129,6 +129,7 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     admitApiCall: admission.admitApiCall,
     releaseApiCall: (taken: string[]) => slots.release(taken),
     liveCallIds: () => [...live.keys()],
+    openCallCount: (accountId: string) => repo.openCallCount(accountId),
     /** Trunk calls refused before routing since start, by cause. */
     refusals: admission.refusals,
     /** Counter shares this daemon really holds, for `Counters.reconcile`. */

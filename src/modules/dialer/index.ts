@@ -1,5 +1,5 @@
 import { Decimal } from 'decimal.js';
-import { chargeLeg } from '../cdrs/index.js';
+import { chargeLeg, NO_MARKUP, routeMarkup, withMarkup } from '../cdrs/index.js';
 import type { Ledger } from '../../ledger/index.js';
 import { isLedgerRefusal } from '../../http/errors.js';
 import { countSegments } from '../../messaging/segments.js';
@@ -52,12 +52,10 @@ export function buildDialerModule(
   const routeOwner = async (accountId: string) =>
     (await deps.accounts.accountForAuth(accountId))?.parentId ?? accountId;
 
-  async function markupOf(c: CampaignRow): Promise<Decimal> {
-    if (!c.parentId) return new Decimal(0);
-    const sub = await deps.application.get(c.parentId, c.accountId);
-    const settings = await deps.application.settings(c.parentId);
-    return new Decimal(sub.markupPct ?? settings.defaultMarkupPct ?? 0);
-  }
+  // The markups the call and SMS paths charge a sub-account (its own or its operator's default, and
+  // its route markups), so the budget check prices a campaign's calls as they will be billed.
+  const markupTerms = (c: CampaignRow) =>
+    c.parentId ? deps.application.routeMarkups.terms(c.accountId) : Promise.resolve(NO_MARKUP);
 
   const outcomeOfCall = (r: Record<string, unknown>): Outcome => ({
     status: r['status'] as string,
@@ -125,10 +123,13 @@ export function buildDialerModule(
           routeId: c.routeId,
         });
         if (!best) return null;
-        const markup = await markupOf(c);
-        if (c.kind === 'voice') return new Decimal(chargeLeg(best, c.maxCallDuration, markup).total);
+        const terms = await markupTerms(c);
+        const route = { ...best, markupPct: routeMarkup(terms, c.routeId) };
+        if (c.kind === 'voice') return new Decimal(chargeLeg(route, c.maxCallDuration, terms.pct).total);
         const { segments } = countSegments(c.messageBody ?? '');
-        return best.price.times(segments).times(markup.plus(100)).div(100).toDecimalPlaces(6, Decimal.ROUND_UP);
+        // As the SMS path bills it: the base rounded to 6 places, then the markup.
+        const base = best.price.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
+        return withMarkup(base, route.markupPct ?? terms.pct).total;
       } catch {
         return null;
       }

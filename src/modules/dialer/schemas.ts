@@ -154,6 +154,9 @@ export const Attempt = Type.Object({
   durationSeconds: Type.Integer(),
   cost: Money(),
   fee: Money(),
+  disposition: Nullable(Type.String({ description: "the account's outcome of the call (PUT …/disposition)" })),
+  dispositionNote: Nullable(Type.String()),
+  dispositionAt: Nullable(DateTime()),
   startedAt: DateTime(),
   endedAt: DateTime(),
 });

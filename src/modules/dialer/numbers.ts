@@ -37,7 +37,8 @@ const numberView = (r: NumberRow) => ({
   updatedAt: r.updatedAt?.toISOString() ?? null,
 });
 
-// '-infinity' (due at once) reads as null: the driver would give an invalid Date.
+// '-infinity' (due at once) reads as null: the driver would give an invalid Date. The id goes out as
+// text (a bigint); queries order by the column, not by this text.
 const COLUMNS = (sql: Sql) => sql`
   id::text, number, name, fields, state, attempts,
   case when next_at = '-infinity' then null else next_at end as next_at,
@@ -80,7 +81,7 @@ export function createCampaignNumbers(deps: {
           ${q.state ? sql`and state = ${q.state}` : sql``}
           ${prefix ? sql`and number like ${`${prefix}%`}` : sql``}
           ${q.cursor ? sql`and id > ${q.cursor}::bigint` : sql``}
-        order by id limit ${q.limit + 1}`;
+        order by dialer_numbers.id limit ${q.limit + 1}`;
       return rows.map(numberView);
     },
 

@@ -101,7 +101,11 @@ export function recordRoutes(d: RecordRouteDeps) {
             ),
             limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
           }),
-          response: { 200: CursorPage(Type.Intersect([Type.Object({ id: Type.String() }), Contact])) },
+          response: {
+            200: CursorPage(Type.Intersect([Type.Object({ id: Type.String() }), Contact]), {
+              nextCursor: Nullable(Type.String({ description: 'position of the last member' })),
+            }),
+          },
         },
       },
       async (req) => {

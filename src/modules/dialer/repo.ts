@@ -167,12 +167,15 @@ export function createDialerRepo(sql: Sql) {
       return r.count;
     },
 
-    /** Pending numbers due now, oldest first (read only; the claim marks them). */
+    /**
+     * Pending numbers due now, oldest first (read only; the claim marks them). Ordered by the id
+     * column: the `id::text` output would sort "100" before "98".
+     */
     async due(campaignId: string, now: Date, limit: number): Promise<{ id: string; number: string }[]> {
       return sql<{ id: string; number: string }[]>`
         select id::text, number from dialer_numbers
         where campaign_id = ${campaignId} and state = 'pending' and next_at <= ${now}
-        order by next_at, id limit ${limit}`;
+        order by next_at, dialer_numbers.id limit ${limit}`;
     },
 
     /** Marks numbers on the do-not-call list as blocked; they count as failed, never dialled. */

@@ -32,6 +32,9 @@ const NumberCursor = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
 };
 
+// Numbers page by their position in the campaign, not by a UUID.
+const PositionCursor = { nextCursor: Nullable(Type.String({ description: 'id of the last number of this page' })) };
+
 export const CampaignNumber = Type.Object({
   id: Type.String({ description: 'position of the number in the campaign (the cursor)' }),
   number: Type.String(),
@@ -194,7 +197,7 @@ export function campaignToolRoutes(d: ToolRouteDeps) {
             search: Type.Optional(Type.String({ maxLength: 32, description: 'leading digits' })),
             ...NumberCursor,
           }),
-          response: { 200: CursorPage(CampaignNumber) },
+          response: { 200: CursorPage(CampaignNumber, PositionCursor) },
         },
       },
       async (req) => {
@@ -283,7 +286,8 @@ export function campaignToolRoutes(d: ToolRouteDeps) {
     app.post(
       '/dialer/campaigns/:id/duplicate-check',
       {
-        config: { access: WRITE },
+        // A POST that writes nothing: any key may ask.
+        config: { access: { ...WRITE, testKeys: 'allow' } },
         schema: {
           tags: TAGS,
           summary: 'Check numbers before adding them: already in the campaign, repeated, do-not-call, called recently',

@@ -495,6 +495,14 @@ export function createCampaignsService(deps: DialerDeps) {
       await mustGet(accountId, id);
       return (await repo.imports(id)).map(importView);
     },
+
+    /** One import of the campaign, however old. */
+    async importJob(accountId: string, id: string, importId: string) {
+      await mustGet(accountId, id);
+      const row = await repo.importJob(id, importId);
+      if (!row) throw notFound('Import');
+      return importView(row);
+    },
   };
 }
 

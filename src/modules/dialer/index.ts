@@ -1,5 +1,5 @@
 import { Decimal } from 'decimal.js';
-import { chargeLeg } from '../cdrs/index.js';
+import { chargeLeg, NO_MARKUP, routeMarkup, withMarkup } from '../cdrs/index.js';
 import type { Ledger } from '../../ledger/index.js';
 import { isLedgerRefusal } from '../../http/errors.js';
 import { countSegments } from '../../messaging/segments.js';
@@ -20,7 +20,17 @@ import { libraryRoutes } from './library-routes.js';
 import type { AgentCalls } from '../api-calls/agent.js';
 import { createDialerRepo, type CampaignRow } from './repo.js';
 import { campaignRoutes } from './routes.js';
-import { createCampaignRunner, type Outcome, type Payer } from './runner.js';
+import { createCampaignRunner, type Outcome, type Payer, type RunnerDeps } from './runner.js';
+import { createCallerIdStates } from './caller-id-states.js';
+import { createDialerCalendar } from './calendar.js';
+import { createCampaignCloner } from './clone.js';
+import { createContactMembers } from './contact-members.js';
+import { createEstimator } from './estimate.js';
+import { createCampaignNumbers } from './numbers.js';
+import { recordRoutes } from './record-routes.js';
+import { createResults } from './results.js';
+import { campaignToolRoutes } from './tool-routes.js';
+import { createTestCaller } from './test-call.js';
 
 /**
  * The dialer: campaigns over the API call plane (voice) and the SMS plane, their numbers, imports,
@@ -37,7 +47,10 @@ export function buildDialerModule(
     usableRoutesNow(accountId: string, type: 'voice' | 'sms'): Promise<{ routeId: string }[]>;
     commsCalls: ApiCallsService;
     sms: SmsService;
-    dnc: AssistantDnc & { blockedAmong(accountId: string, numbers: string[]): Promise<Set<string>> };
+    dnc: AssistantDnc & {
+      blockedAmong(accountId: string, numbers: string[]): Promise<Set<string>>;
+      isBlocked(accountId: string, e164: string): Promise<boolean>;
+    };
     /** The `[ai]` chat model (null when not configured), for the dialer assistant. */
     chat: ChatProvider | null;
     /** AI voice agents that hold campaign calls (`aiAgentId`). */
@@ -52,12 +65,10 @@ export function buildDialerModule(
   const routeOwner = async (accountId: string) =>
     (await deps.accounts.accountForAuth(accountId))?.parentId ?? accountId;
 
-  async function markupOf(c: CampaignRow): Promise<Decimal> {
-    if (!c.parentId) return new Decimal(0);
-    const sub = await deps.application.get(c.parentId, c.accountId);
-    const settings = await deps.application.settings(c.parentId);
-    return new Decimal(sub.markupPct ?? settings.defaultMarkupPct ?? 0);
-  }
+  // The markups the call and SMS paths charge a sub-account (its own or its operator's default, and
+  // its route markups), so the budget check prices a campaign's calls as they will be billed.
+  const markupTerms = (c: CampaignRow) =>
+    c.parentId ? deps.application.routeMarkups.terms(c.accountId) : Promise.resolve(NO_MARKUP);
 
   const outcomeOfCall = (r: Record<string, unknown>): Outcome => ({
     status: r['status'] as string,
@@ -68,6 +79,41 @@ export function buildDialerModule(
     cost: (r['cost'] as string | null | undefined) ?? '0.000000',
     endedAt: r['endedAt'] || r['completedAt'] ? new Date((r['endedAt'] ?? r['completedAt']) as string) : null,
   });
+
+  const placeCall: RunnerDeps['placeCall'] = async (payer: Payer, input) => {
+    const r = await deps.commsCalls.place(payer, {
+      ...input,
+      async: true,
+      language: input.language as 'en',
+      actions: input.actions as never,
+    });
+    const data = r.data;
+    return { callId: data['callId'] as string, final: data['completedAt'] ? outcomeOfCall(data) : null };
+  };
+
+  const worstCase: RunnerDeps['worstCase'] = async (c, number) => {
+    try {
+      const [best] = await deps.routing.candidatesFor({
+        accountId: c.parentId ?? c.accountId,
+        number,
+        type: c.kind,
+        routeId: c.routeId,
+      });
+      if (!best) return null;
+      const terms = await markupTerms(c);
+      const route = { ...best, markupPct: routeMarkup(terms, c.routeId) };
+      if (c.kind === 'voice') return new Decimal(chargeLeg(route, c.maxCallDuration, terms.pct).total);
+      const { segments } = countSegments(c.messageBody ?? '');
+      // As the SMS path bills it: the base rounded to 6 places, then the markup.
+      const base = best.price.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
+      return withMarkup(base, route.markupPct ?? terms.pct).total;
+    } catch {
+      return null;
+    }
+  };
+
+  const calendar = createDialerCalendar({ sql, clock });
+  const callerIds = createCallerIdStates({ sql, clock });
 
   let runnerWake = () => {};
   const campaigns = createCampaignsService({
@@ -90,16 +136,7 @@ export function buildDialerModule(
     config,
     node: loadNodeId(config.paths.state),
     blockedAmong: (accountId, numbers) => deps.dnc.blockedAmong(accountId, numbers),
-    async placeCall(payer: Payer, input) {
-      const r = await deps.commsCalls.place(payer, {
-        ...input,
-        async: true,
-        language: input.language as 'en',
-        actions: input.actions as never,
-      });
-      const data = r.data;
-      return { callId: data['callId'] as string, final: data['completedAt'] ? outcomeOfCall(data) : null };
-    },
+    placeCall,
     async callOutcome(accountId, callId) {
       const rec = await deps.commsCalls.get({ accountId }, callId);
       return rec['endedAt'] ? outcomeOfCall(rec) : null;
@@ -116,23 +153,9 @@ export function buildDialerModule(
         endedAt: null,
       };
     },
-    async worstCase(c, number) {
-      try {
-        const [best] = await deps.routing.candidatesFor({
-          accountId: c.parentId ?? c.accountId,
-          number,
-          type: c.kind,
-          routeId: c.routeId,
-        });
-        if (!best) return null;
-        const markup = await markupOf(c);
-        if (c.kind === 'voice') return new Decimal(chargeLeg(best, c.maxCallDuration, markup).total);
-        const { segments } = countSegments(c.messageBody ?? '');
-        return best.price.times(segments).times(markup.plus(100)).div(100).toDecimalPlaces(6, Decimal.ROUND_UP);
-      } catch {
-        return null;
-      }
-    },
+    worstCase,
+    holidays: (accountId) => calendar.days(accountId),
+    pausedClis: (accountId) => callerIds.paused(accountId),
     async chargeFee(c, key, callId) {
       const input = {
         postingKey: key,
@@ -164,14 +187,44 @@ export function buildDialerModule(
     analytics,
     dnc: deps.dnc,
   });
-  const routes = campaignRoutes({ campaigns, library, analytics, repo, ask });
+  const results = createResults({ sql, log });
+  const routes = campaignRoutes({ campaigns, library, analytics, repo, ask, results });
   const saved = libraryRoutes(library, clock);
+  const numbers = createCampaignNumbers({ sql, clock, blockedAmong: (a, n) => deps.dnc.blockedAmong(a, n) });
+  const more = campaignToolRoutes({
+    campaigns,
+    numbers,
+    results,
+    clock,
+    clone: createCampaignCloner({ sql, campaigns }),
+    estimate: createEstimator({
+      sql,
+      clock,
+      worstCase,
+      holidays: (accountId) => calendar.days(accountId),
+      async available(c) {
+        const b = await deps.ledger.balanceOf(c.accountId);
+        return c.environment === 'test' ? new Decimal(b.testCredit).minus(b.testHeld).toFixed(6) : b.available;
+      },
+      accountCallCap: config.voice.max_api_calls_per_account,
+    }),
+    testCall: createTestCaller({
+      repo,
+      isBlocked: (a, n) => deps.dnc.isBlocked(a, n),
+      paused: (a) => callerIds.paused(a),
+      placeCall,
+      sendSms: (payer, input) => deps.sms.send({ ...payer, source: 'api' }, input),
+    }),
+  });
+  const records = recordRoutes({ library, members: createContactMembers({ sql }), calendar, callerIds, clock });
 
   const module: Module = {
     name: 'dialer',
     async routes(app) {
       await routes(app);
       saved(app);
+      more(app);
+      records(app);
     },
     async start() {
       await repo.failStaleImports(clock.now());

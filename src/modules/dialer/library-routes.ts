@@ -12,7 +12,7 @@ const FULL = { auth: 'required', fullAccessOnly: true } as const;
 const Id = Type.Object({ id: Uuid() });
 const E164 = Type.String({ maxLength: 32, description: 'E.164' });
 
-const Template = Type.Object({
+export const Template = Type.Object({
   id: Uuid(),
   name: Type.String(),
   body: Type.String({
@@ -21,19 +21,19 @@ const Template = Type.Object({
   createdAt: DateTime(),
   updatedAt: DateTime(),
 });
-const ContactList = Type.Object({
+export const ContactList = Type.Object({
   id: Uuid(),
   userId: Uuid(),
   name: Type.String(),
   count: Type.Integer(),
   createdAt: DateTime(),
 });
-const Contact = Type.Object({
+export const Contact = Type.Object({
   number: Type.String(),
   name: Nullable(Type.String()),
   fields: Type.Record(Type.String(), Type.String()),
 });
-const CliSet = Type.Object({
+export const CliSet = Type.Object({
   id: Uuid(),
   userId: Uuid(),
   name: Type.String(),

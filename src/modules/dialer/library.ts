@@ -3,6 +3,7 @@ import { notFound, validationError, type ErrorDetail } from '../../http/errors.j
 import type { Clock } from '../../platform/clock.js';
 import { isE164Digits } from '../../platform/e164.js';
 import { newId } from '../../platform/ids.js';
+import { countSegments } from '../../messaging/segments.js';
 import { numberDigits } from './campaigns.js';
 
 export interface ContactInput {
@@ -25,6 +26,38 @@ const templateView = (r: TemplateRow) => ({
   body: r.body,
   createdAt: r.createdAt.toISOString(),
   updatedAt: r.updatedAt.toISOString(),
+});
+
+interface ContactListRow {
+  id: string;
+  accountId: string;
+  name: string;
+  count: number;
+  createdAt: Date;
+}
+
+export const contactListView = (r: ContactListRow) => ({
+  id: r.id,
+  userId: r.accountId,
+  name: r.name,
+  count: r.count,
+  createdAt: r.createdAt.toISOString(),
+});
+
+interface CliSetRow {
+  id: string;
+  accountId: string;
+  name: string;
+  clis: string[];
+  createdAt: Date;
+}
+
+const cliSetView = (r: CliSetRow) => ({
+  id: r.id,
+  userId: r.accountId,
+  name: r.name,
+  clis: r.clis.join('\n'),
+  createdAt: r.createdAt.toISOString(),
 });
 
 /** The dialer's saved records: SMS templates, contact lists and simple caller-ID sets. */
@@ -76,6 +109,31 @@ export function createLibraryService(deps: { sql: Sql; clock: Clock }) {
       return templateView(r);
     },
 
+    async template(accountId: string, id: string) {
+      const [r] = await sql<TemplateRow[]>`
+        select id, name, body, created_at, updated_at from dialer_templates where id = ${id} and account_id = ${accountId}`;
+      if (!r) throw notFound('Template');
+      return templateView(r);
+    },
+
+    /**
+     * How the template goes out as an SMS: as written (placeholders are not merged), with the
+     * encoding and segment count the SMS path bills, and the placeholder names it holds.
+     */
+    async previewTemplate(accountId: string, id: string) {
+      const t = await this.template(accountId, id);
+      const info = countSegments(t.body);
+      const names = [...t.body.matchAll(/\{\{\s*([^{}]+?)\s*\}\}/g)].map((m) => m[1]!);
+      return {
+        id: t.id,
+        body: t.body,
+        characters: [...t.body].length,
+        encoding: info.encoding === 'gsm7' ? ('GSM-7' as const) : ('UCS-2' as const),
+        segments: info.segments,
+        placeholders: [...new Set(names)],
+      };
+    },
+
     async deleteTemplate(accountId: string, id: string) {
       const r = await sql`delete from dialer_templates where id = ${id} and account_id = ${accountId}`;
       if (r.count === 0) throw notFound('Template');
@@ -121,17 +179,11 @@ export function createLibraryService(deps: { sql: Sql; clock: Clock }) {
     },
 
     async contactLists(accountId: string, q: { cursor?: string | undefined; limit: number }) {
-      const rows = await sql<{ id: string; accountId: string; name: string; count: number; createdAt: Date }[]>`
+      const rows = await sql<ContactListRow[]>`
         select id, account_id, name, count, created_at from dialer_contact_lists
         where account_id = ${accountId} ${q.cursor ? sql`and id < ${q.cursor}` : sql``}
         order by id desc limit ${q.limit + 1}`;
-      return rows.map((r) => ({
-        id: r.id,
-        userId: r.accountId,
-        name: r.name,
-        count: r.count,
-        createdAt: r.createdAt.toISOString(),
-      }));
+      return rows.map(contactListView);
     },
 
     /** The list's contacts in their order (numbers in E.164 with '+'). */
@@ -142,6 +194,14 @@ export function createLibraryService(deps: { sql: Sql; clock: Clock }) {
       const rows = await sql<{ number: string; name: string | null; fields: Record<string, string> | null }[]>`
         select number, name, fields from dialer_contacts where list_id = ${id} order by position`;
       return { list, contacts: rows.map((r) => ({ number: `+${r.number}`, name: r.name, fields: r.fields ?? {} })) };
+    },
+
+    async renameContactList(accountId: string, id: string, name: string) {
+      const [r] = await sql<ContactListRow[]>`
+        update dialer_contact_lists set name = ${name} where id = ${id} and account_id = ${accountId}
+        returning id, account_id, name, count, created_at`;
+      if (!r) throw notFound('Contact list');
+      return contactListView(r);
     },
 
     async deleteContactList(accountId: string, id: string) {
@@ -163,33 +223,44 @@ export function createLibraryService(deps: { sql: Sql; clock: Clock }) {
     /** Adds caller IDs to one of the account's sets (those already in it are kept once). */
     async addToCliSet(accountId: string, id: string, input: { clis: string[] }) {
       const more = numbersOrFail(input.clis, 'clis').map((n) => `+${n}`);
-      const [row] = await sql<{ id: string; accountId: string; name: string; clis: string[]; createdAt: Date }[]>`
+      const [row] = await sql<CliSetRow[]>`
         update dialer_cli_sets
            set clis = (select array_agg(distinct c order by c) from unnest(clis || ${more}::text[]) as c)
          where id = ${id} and account_id = ${accountId}
         returning id, account_id, name, clis, created_at`;
       if (!row) throw notFound('Caller-ID set');
-      return {
-        id: row.id,
-        userId: row.accountId,
-        name: row.name,
-        clis: row.clis.join('\n'),
-        createdAt: row.createdAt.toISOString(),
-      };
+      return cliSetView(row);
     },
 
     async cliSets(accountId: string, q: { cursor?: string | undefined; limit: number }) {
-      const rows = await sql<{ id: string; accountId: string; name: string; clis: string[]; createdAt: Date }[]>`
+      const rows = await sql<CliSetRow[]>`
         select id, account_id, name, clis, created_at from dialer_cli_sets
         where account_id = ${accountId} ${q.cursor ? sql`and id < ${q.cursor}` : sql``}
         order by id desc limit ${q.limit + 1}`;
-      return rows.map((r) => ({
-        id: r.id,
-        userId: r.accountId,
-        name: r.name,
-        clis: r.clis.join('\n'),
-        createdAt: r.createdAt.toISOString(),
-      }));
+      return rows.map(cliSetView);
+    },
+
+    async cliSet(accountId: string, id: string) {
+      const [r] = await sql<CliSetRow[]>`
+        select id, account_id, name, clis, created_at from dialer_cli_sets where id = ${id} and account_id = ${accountId}`;
+      if (!r) throw notFound('Caller-ID set');
+      return cliSetView(r);
+    },
+
+    /** Renames a set or replaces its caller IDs; campaigns using it present the new ones from their next call. */
+    async updateCliSet(
+      accountId: string,
+      id: string,
+      input: { name?: string | undefined; clis?: string[] | undefined },
+    ) {
+      const clis = input.clis ? [...new Set(numbersOrFail(input.clis, 'clis'))].map((n) => `+${n}`) : null;
+      if (clis && clis.length === 0) throw validationError([{ path: 'clis', message: 'give at least one caller ID' }]);
+      const [r] = await sql<CliSetRow[]>`
+        update dialer_cli_sets set name = coalesce(${input.name ?? null}, name), clis = coalesce(${clis}::text[], clis)
+        where id = ${id} and account_id = ${accountId}
+        returning id, account_id, name, clis, created_at`;
+      if (!r) throw notFound('Caller-ID set');
+      return cliSetView(r);
     },
 
     async deleteCliSet(accountId: string, id: string) {

@@ -56,6 +56,9 @@ const CAMPAIGN_COLUMNS = (sql: Db) => sql`
   c.schedule_at, c.started_at, c.completed_at, c.created_at, c.updated_at,
   coalesce(cardinality(s.clis), 0)::int as total_clis`;
 
+const IMPORT_COLUMNS = (sql: Db) =>
+  sql`id, campaign_id, status, rows_read, imported, duplicates, invalid, errors, error, started_at, finished_at`;
+
 export interface NumberClaim {
   id: string;
   number: string;
@@ -164,12 +167,15 @@ export function createDialerRepo(sql: Sql) {
       return r.count;
     },
 
-    /** Pending numbers due now, oldest first (read only; the claim marks them). */
+    /**
+     * Pending numbers due now, oldest first (read only; the claim marks them). Ordered by the id
+     * column: the `id::text` output would sort "100" before "98".
+     */
     async due(campaignId: string, now: Date, limit: number): Promise<{ id: string; number: string }[]> {
       return sql<{ id: string; number: string }[]>`
         select id::text, number from dialer_numbers
         where campaign_id = ${campaignId} and state = 'pending' and next_at <= ${now}
-        order by next_at, id limit ${limit}`;
+        order by next_at, dialer_numbers.id limit ${limit}`;
     },
 
     /** Marks numbers on the do-not-call list as blocked; they count as failed, never dialled. */
@@ -291,19 +297,6 @@ export function createDialerRepo(sql: Sql) {
       return r ?? null;
     },
 
-    async results(
-      campaignId: string,
-      q: { status?: string | undefined; cursor?: string | undefined; limit: number },
-    ): Promise<(AttemptInsert & { id: string })[]> {
-      return sql<(AttemptInsert & { id: string })[]>`
-        select id, campaign_id, account_id, number, attempt, call_id, cli, status, sip_code, cause, duration_seconds,
-               cost::numeric(20,6)::text as cost, fee::numeric(20,6)::text as fee, started_at, ended_at
-        from dialer_attempts where campaign_id = ${campaignId}
-          ${q.status ? sql`and status = ${q.status}` : sql``}
-          ${q.cursor ? sql`and id < ${q.cursor}` : sql``}
-        order by id desc limit ${q.limit}`;
-    },
-
     async insertImport(row: { id: string; campaignId: string; accountId: string; startedAt: Date }): Promise<void> {
       await sql`insert into dialer_imports (id, campaign_id, account_id, status, started_at)
                 values (${row.id}, ${row.campaignId}, ${row.accountId}, 'running', ${row.startedAt})`;
@@ -326,8 +319,13 @@ export function createDialerRepo(sql: Sql) {
 
     async imports(campaignId: string): Promise<ImportRow[]> {
       return sql<ImportRow[]>`
-        select id, campaign_id, status, rows_read, imported, duplicates, invalid, errors, error, started_at, finished_at
-        from dialer_imports where campaign_id = ${campaignId} order by id desc limit 25`;
+        select ${IMPORT_COLUMNS(sql)} from dialer_imports where campaign_id = ${campaignId} order by id desc limit 25`;
+    },
+
+    async importJob(campaignId: string, id: string): Promise<ImportRow | null> {
+      const [row] = await sql<ImportRow[]>`
+        select ${IMPORT_COLUMNS(sql)} from dialer_imports where campaign_id = ${campaignId} and id = ${id}`;
+      return row ?? null;
     },
 
     /** Imports a daemon was reading when it stopped: they will not finish. */

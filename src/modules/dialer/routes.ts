@@ -1,16 +1,17 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
 import { ChatHistory } from '../ai-agents/history.js';
-import type { Principal } from '../../http/access.js';
 import { acceptCsvStream, isStream } from '../../http/csv-body.js';
 import { CursorPage, DateTime, Ok, Uuid, ok } from '../../http/envelope.js';
-import { AppError, badRequest } from '../../http/errors.js';
+import { badRequest } from '../../http/errors.js';
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
 import type { DialerAnalytics } from './analytics.js';
 import type { DialerAssistant } from './assistant.js';
 import type { CampaignsService } from './campaigns.js';
 import type { LibraryService } from './library.js';
 import type { DialerRepo } from './repo.js';
+import type { Results } from './results.js';
+import { campaignAccess } from './access.js';
 import { Attempt, Campaign, CampaignStatus, CampaignCreate, CampaignUpdate, ImportJob } from './schemas.js';
 
 const TAGS = ['Dialer'];
@@ -25,6 +26,7 @@ export interface DialerRouteDeps {
   analytics: DialerAnalytics;
   repo: DialerRepo;
   ask: DialerAssistant;
+  results: Results;
 }
 
 /**
@@ -33,13 +35,7 @@ export interface DialerRouteDeps {
  */
 export function campaignRoutes(d: DialerRouteDeps) {
   const { campaigns } = d;
-  const ownCampaign = async (p: Principal, id: string, write: boolean) => {
-    const c = await campaigns.mustGet(p.accountId, id);
-    if (write && p.mode === 'test' && c.environment === 'live') {
-      throw new AppError('TEST_KEY_NOT_ALLOWED', 'A test key cannot change a live campaign');
-    }
-    return c;
-  };
+  const ownCampaign = campaignAccess(campaigns);
 
   return async (app: App) => {
     app.get(
@@ -262,26 +258,7 @@ export function campaignRoutes(d: DialerRouteDeps) {
       async (req) => {
         await campaigns.mustGet(req.principal!.accountId, req.params.id);
         const limit = req.query.limit ?? 25;
-        const rows = await d.repo.results(req.params.id, { ...req.query, limit: limit + 1 });
-        const page = cursorPage(rows, limit);
-        return {
-          ...page,
-          data: page.data.map((r) => ({
-            id: r.id,
-            number: `+${r.number}`,
-            attempt: r.attempt,
-            callId: r.callId,
-            cli: r.cli ? `+${r.cli}` : null,
-            status: r.status,
-            sipCode: r.sipCode,
-            cause: r.cause,
-            durationSeconds: r.durationSeconds,
-            cost: r.cost,
-            fee: r.fee,
-            startedAt: r.startedAt.toISOString(),
-            endedAt: r.endedAt.toISOString(),
-          })),
-        };
+        return cursorPage(await d.results.page(req.params.id, { ...req.query, limit: limit + 1 }), limit);
       },
     );
 

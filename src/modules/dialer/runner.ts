@@ -8,7 +8,7 @@ import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
 import { pickCallerIds } from './caller-ids.js';
 import type { CampaignRow, DialerRepo, NumberClaim } from './repo.js';
-import { inWindow } from './window.js';
+import { inWindow, localDate } from './window.js';
 
 /** The paying side of a campaign's traffic, as the call and SMS planes take it. */
 export interface Payer {
@@ -56,6 +56,10 @@ export interface RunnerDeps {
   sendSms(payer: Payer, input: { to: string; from: string; message: string; routeId: string }): Promise<Outcome>;
   /** The most one attempt to `number` can cost on the campaign's route (null: no rate covers it). */
   worstCase(c: CampaignRow, number: string): Promise<Decimal | null>;
+  /** The account's holidays (`YYYY-MM-DD`): no call or message starts on one, in the campaign's `windowTz`. */
+  holidays(accountId: string): Promise<Set<string>>;
+  /** Caller IDs (E.164 digits) the account took out of rotation. */
+  pausedClis(accountId: string): Promise<Set<string>>;
   /** Charges the campaign's per-call platform fee (idempotent on `key`); false when the balance refused it. */
   chargeFee(c: CampaignRow, key: string, callId: string | null): Promise<boolean>;
 }
@@ -353,6 +357,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
       const w = { startHour: c.windowStartHour, endHour: c.windowEndHour, tz: c.windowTz ?? 'UTC' };
       if (!inWindow(now, w)) return;
     }
+    if ((await deps.holidays(c.accountId)).has(localDate(now, c.windowTz ?? 'UTC'))) return;
     let free = c.concurrency - r.inFlight.size;
     if (free <= 0) return;
     if (c.callInterval > 0) {
@@ -402,7 +407,9 @@ export function createCampaignRunner(deps: RunnerDeps) {
     let clis: (string | null)[] = candidates.map(() => null);
     if (c.kind === 'voice') {
       const set = c.cliSetId ? await repo.cliSet(c.accountId, c.cliSetId) : null;
-      if (!set || set.clis.length === 0) {
+      const paused = await deps.pausedClis(c.accountId);
+      const active = (set?.clis ?? []).map((x) => x.replace(/^\+/, '')).filter((x) => !paused.has(x));
+      if (active.length === 0) {
         await pause(sql, c.id, 'no_caller_ids', now);
         return;
       }
@@ -412,7 +419,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
       const cursor =
         (strategy?.strategy ?? 'round_robin') === 'round_robin' ? await repo.takeCliCursor(c.id, candidates.length) : 0;
       clis = pickCallerIds(
-        set.clis.map((x) => x.replace(/^\+/, '')),
+        active,
         candidates.map((d) => d.number),
         strategy,
         used,

@@ -35,33 +35,41 @@ export const CliStrategy = Type.Object(
   { additionalProperties: false },
 );
 
-const Fields = {
-  messageBody: Type.Optional(Nullable(Type.String({ maxLength: 1600 }))),
-  senderId: Type.Optional(Nullable(Type.String({ maxLength: 20 }))),
-  targetAcd: Type.Optional(Nullable(Type.String({ maxLength: 12 }))),
-  targetAsr: Type.Optional(Nullable(Type.String({ maxLength: 12 }))),
-  concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 128, default: 1 })),
-  maxCallDuration: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, default: 300, description: 'seconds' })),
-  callInterval: Type.Optional(
-    Type.Integer({ minimum: 0, maximum: 60000, default: 0, description: 'milliseconds between two call starts' }),
-  ),
-  notes: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
-  windowStartHour: Type.Optional(Nullable(Hour)),
-  windowEndHour: Type.Optional(Nullable(Hour)),
-  windowTz: Type.Optional(Nullable(Type.String({ maxLength: 64, description: 'IANA time zone (default UTC)' }))),
-  maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 10, default: 1 })),
-  retryDelayMinutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 1440, default: 60 })),
-  maxSpend: Type.Optional(
-    Nullable(Type.String({ maxLength: 24, description: 'money; the campaign pauses when reached' })),
-  ),
-  scheduleAt: Type.Optional(Nullable(DateTime())),
-  aiAgentId: Type.Optional(Nullable(Uuid())),
-  cliSetId: Type.Optional(Nullable(Uuid('caller-ID set the voice calls present'))),
-  cliStrategy: Type.Optional(Nullable(CliStrategy)),
-  actions: Type.Optional(
-    Type.Array(ActionItem, { maxItems: 10, description: 'what an answered call plays, as POST /comms/calls actions' }),
-  ),
-  language: Type.Optional(Language),
+// Defaults only on create: the validator fills them in, so on an update they would reset every
+// field the request left out.
+const fields = (withDefaults: boolean) => {
+  const dflt = (value: number) => (withDefaults ? { default: value } : {});
+  return {
+    messageBody: Type.Optional(Nullable(Type.String({ maxLength: 1600 }))),
+    senderId: Type.Optional(Nullable(Type.String({ maxLength: 20 }))),
+    targetAcd: Type.Optional(Nullable(Type.String({ maxLength: 12 }))),
+    targetAsr: Type.Optional(Nullable(Type.String({ maxLength: 12 }))),
+    concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 128, ...dflt(1) })),
+    maxCallDuration: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, ...dflt(300), description: 'seconds' })),
+    callInterval: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 60000, ...dflt(0), description: 'milliseconds between two call starts' }),
+    ),
+    notes: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+    windowStartHour: Type.Optional(Nullable(Hour)),
+    windowEndHour: Type.Optional(Nullable(Hour)),
+    windowTz: Type.Optional(Nullable(Type.String({ maxLength: 64, description: 'IANA time zone (default UTC)' }))),
+    maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 10, ...dflt(1) })),
+    retryDelayMinutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 1440, ...dflt(60) })),
+    maxSpend: Type.Optional(
+      Nullable(Type.String({ maxLength: 24, description: 'money; the campaign pauses when reached' })),
+    ),
+    scheduleAt: Type.Optional(Nullable(DateTime())),
+    aiAgentId: Type.Optional(Nullable(Uuid())),
+    cliSetId: Type.Optional(Nullable(Uuid('caller-ID set the voice calls present'))),
+    cliStrategy: Type.Optional(Nullable(CliStrategy)),
+    actions: Type.Optional(
+      Type.Array(ActionItem, {
+        maxItems: 10,
+        description: 'what an answered call plays, as POST /comms/calls actions',
+      }),
+    ),
+    language: Type.Optional(Language),
+  };
 };
 
 export const CampaignCreate = Type.Object(
@@ -69,13 +77,13 @@ export const CampaignCreate = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 255 }),
     routeId: Uuid(),
     kind: Type.Optional(Type.Union([Type.Literal('voice'), Type.Literal('sms')], { default: 'voice' })),
-    ...Fields,
+    ...fields(true),
   },
   { additionalProperties: false },
 );
 
 export const CampaignUpdate = Type.Object(
-  { name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })), ...Fields },
+  { name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })), ...fields(false) },
   { additionalProperties: false },
 );
 
@@ -154,6 +162,9 @@ export const Attempt = Type.Object({
   durationSeconds: Type.Integer(),
   cost: Money(),
   fee: Money(),
+  disposition: Nullable(Type.String({ description: "the account's outcome of the call (PUT …/disposition)" })),
+  dispositionNote: Nullable(Type.String()),
+  dispositionAt: Nullable(DateTime()),
   startedAt: DateTime(),
   endedAt: DateTime(),
 });

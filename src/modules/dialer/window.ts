@@ -65,3 +65,15 @@ export function nextOpening(at: Date, w: CallingWindow): Date {
   }
   return at;
 }
+
+const dateFormatters = new Map<string, Intl.DateTimeFormat>();
+
+/** The local calendar date (`YYYY-MM-DD`) of `at` in `tz`: holidays are kept as local dates. */
+export function localDate(at: Date, tz: string): string {
+  let f = dateFormatters.get(tz);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' });
+    dateFormatters.set(tz, f);
+  }
+  return f.format(at);
+}

@@ -234,12 +234,18 @@ export interface DeckMeta {
   version: string;
 }
 
-export async function deckMeta(db: Db, routeIds: readonly string[] | null): Promise<DeckMeta[]> {
+/** Listing facts the deck cache keeps beside each deck: all routes, the listed ones, or one seller's. */
+export async function deckMeta(
+  db: Db,
+  routeIds: readonly string[] | null,
+  sellerId: string | null = null,
+): Promise<DeckMeta[]> {
   return db<DeckMeta[]>`
     select r.id as route_id, r.seller_id, r.type, r.name, r.visibility, r.status, r.cli_type, r.billing_increment,
       r.expected_asr::text as expected_asr, r.expected_acd::text as expected_acd, r.expected_pdd, d.version::text as version
     from routes r join rate_decks d on d.route_id = r.id
-    where r.status <> 'deleted' ${routeIds === null ? db`` : db`and r.id = any(${db.array(routeIds as string[])}::uuid[])`}`;
+    where r.status <> 'deleted' ${routeIds === null ? db`` : db`and r.id = any(${db.array(routeIds as string[])}::uuid[])`}
+      ${sellerId === null ? db`` : db`and r.seller_id = ${sellerId}`}`;
 }
 
 export async function ratesPage(
@@ -392,6 +398,16 @@ export async function bumpDeck(db: Db, routeId: string): Promise<void> {
     { version: string }[]
   >`update rate_decks set version = version + 1 where route_id = ${routeId} returning version::text`;
   if (deck) await db`select pg_notify(${DECK_CHANNEL}, ${`${routeId}:${deck.version}`})`;
+}
+
+/**
+ * Announces a listing-only change (status, visibility, terms) of many of one seller's routes at
+ * once: one version step per deck and one notification (`m:<sellerId>`), after which every daemon
+ * re-reads that seller's listing facts in one query and keeps the decks' indexes (no row changed).
+ */
+export async function bumpListings(db: Db, sellerId: string, routeIds: readonly string[]): Promise<void> {
+  await db`update rate_decks set version = version + 1 where route_id = any(${db.array(routeIds as string[])}::uuid[])`;
+  await db`select pg_notify(${DECK_CHANNEL}, ${`m:${sellerId}`})`;
 }
 
 /**

@@ -63,6 +63,8 @@ export interface LiveRateRow {
   id: string;
   prefix: string;
   mccMnc: string;
+  /** '' for a default row. */
+  origin: string;
   destination: string;
   rate: string;
   increment: string;
@@ -203,7 +205,7 @@ export async function smsDeliveryFor(
 /** Rows in force at `at`. */
 export async function liveRows(db: Db, routeId: string, at: Date): Promise<LiveRateRow[]> {
   return db<LiveRateRow[]>`
-    select id::text, prefix, mcc_mnc, destination, rate::numeric(20,6)::text as rate, increment
+    select id::text, prefix, mcc_mnc, origin, destination, rate::numeric(20,6)::text as rate, increment
     from rate_rows
     where route_id = ${routeId} and effective_from <= ${at} and (effective_to is null or effective_to > ${at})`;
 }
@@ -255,12 +257,12 @@ export async function ratesPage(
   q: { prefix?: string; limit: number; offset: number },
 ): Promise<{ rows: (LiveRateRow & { effectiveFrom: Date })[]; total: number }> {
   const rows = await sql<(LiveRateRow & { effectiveFrom: Date; total: string })[]>`
-    select id::text, prefix, mcc_mnc, destination, rate::numeric(20,6)::text as rate, increment, effective_from,
+    select id::text, prefix, mcc_mnc, origin, destination, rate::numeric(20,6)::text as rate, increment, effective_from,
       count(*) over () as total
     from rate_rows
     where route_id = ${routeId} and effective_from <= ${at} and (effective_to is null or effective_to > ${at})
       ${q.prefix ? sql`and prefix like ${q.prefix + '%'}` : sql``}
-    order by prefix, mcc_mnc
+    order by prefix, mcc_mnc, origin
     limit ${q.limit} offset ${q.offset}`;
   return { rows, total: rows.length === 0 ? 0 : Number(rows[0]!.total) };
 }
@@ -271,6 +273,7 @@ export async function scheduledChanges(sql: Sql, routeId: string, after: Date, p
       id: string;
       prefix: string;
       mccMnc: string;
+      origin: string;
       kind: 'increase' | 'removal';
       oldRate: string | null;
       newRate: string | null;
@@ -279,7 +282,7 @@ export async function scheduledChanges(sql: Sql, routeId: string, after: Date, p
       acceptedAt: Date | null;
     }[]
   >`
-    select c.id, c.prefix, c.mcc_mnc, c.kind, c.old_rate::numeric(20,6)::text as old_rate, c.new_rate::numeric(20,6)::text as new_rate,
+    select c.id, c.prefix, c.mcc_mnc, c.origin, c.kind, c.old_rate::numeric(20,6)::text as old_rate, c.new_rate::numeric(20,6)::text as new_rate,
       c.effective_at, c.status, a.accepted_at
     from rate_changes c
     left join rate_change_acceptances a on a.change_id = c.id and a.purchase_id = ${purchaseId}
@@ -313,6 +316,7 @@ export interface DeckWrite {
   insert: {
     prefix: string;
     mccMnc: string;
+    origin: string;
     destination: string;
     rate: string;
     increment: string;
@@ -322,6 +326,7 @@ export interface DeckWrite {
     id: string;
     prefix: string;
     mccMnc: string;
+    origin: string;
     kind: 'increase' | 'removal';
     oldRate: string | null;
     newRate: string | null;
@@ -363,10 +368,11 @@ export async function writeDeck(
     load.signal?.throwIfAborted();
     const part = w.insert.slice(i, i + CHUNK);
     await tx`
-      insert into rate_rows (route_id, prefix, mcc_mnc, destination, rate, increment, effective_from)
+      insert into rate_rows (route_id, prefix, mcc_mnc, origin, destination, rate, increment, effective_from)
       select ${routeId}, * from unnest(
         ${tx.array(part.map((r) => r.prefix))}::text[],
         ${tx.array(part.map((r) => r.mccMnc))}::text[],
+        ${tx.array(part.map((r) => r.origin))}::text[],
         ${tx.array(part.map((r) => r.destination))}::text[],
         ${tx.array(part.map((r) => r.rate))}::numeric[],
         ${tx.array(part.map((r) => r.increment))}::text[],
@@ -376,12 +382,13 @@ export async function writeDeck(
   if (w.changes.length > 0) {
     const c = w.changes;
     await tx`
-      insert into rate_changes (id, route_id, prefix, mcc_mnc, kind, old_rate, new_rate, effective_at)
-      select y.id, ${routeId}, y.prefix, y.mcc, y.kind, nullif(y.o, '')::numeric, nullif(y.n, '')::numeric, y.at from unnest(
+      insert into rate_changes (id, route_id, prefix, mcc_mnc, origin, kind, old_rate, new_rate, effective_at)
+      select y.id, ${routeId}, y.prefix, y.mcc, y.origin, y.kind, nullif(y.o, '')::numeric, nullif(y.n, '')::numeric, y.at from unnest(
         ${tx.array(c.map((r) => r.id))}::uuid[], ${tx.array(c.map((r) => r.prefix))}::text[], ${tx.array(c.map((r) => r.mccMnc))}::text[],
+        ${tx.array(c.map((r) => r.origin))}::text[],
         ${tx.array(c.map((r) => r.kind))}::text[], ${tx.array(c.map((r) => r.oldRate ?? ''))}::text[], ${tx.array(c.map((r) => r.newRate ?? ''))}::text[],
         ${tx.array(c.map((r) => r.effectiveAt.toISOString()))}::timestamptz[]
-      ) as y(id, prefix, mcc, kind, o, n, at)`;
+      ) as y(id, prefix, mcc, origin, kind, o, n, at)`;
   }
   const [deck] = await tx<{ version: string }[]>`
     update rate_decks set version = version + 1, row_count = ${liveCount}, uploaded_at = ${now}
@@ -415,13 +422,15 @@ export async function bumpListings(db: Db, sellerId: string, routeIds: readonly 
  * the row it would have closed stays open. False when the change is unknown, not scheduled or due.
  */
 export async function cancelScheduledChange(tx: Db, routeId: string, changeId: string, now: Date): Promise<boolean> {
-  const [c] = await tx<{ prefix: string; mccMnc: string; effectiveAt: Date }[]>`
+  const [c] = await tx<{ prefix: string; mccMnc: string; origin: string; effectiveAt: Date }[]>`
     update rate_changes set status = 'cancelled'
     where id = ${changeId} and route_id = ${routeId} and status = 'scheduled' and effective_at > ${now}
-    returning prefix, mcc_mnc, effective_at`;
+    returning prefix, mcc_mnc, origin, effective_at`;
   if (c === undefined) return false;
-  await tx`delete from rate_rows where route_id = ${routeId} and prefix = ${c.prefix} and mcc_mnc = ${c.mccMnc} and effective_from = ${c.effectiveAt}`;
-  await tx`update rate_rows set effective_to = null where route_id = ${routeId} and prefix = ${c.prefix} and mcc_mnc = ${c.mccMnc} and effective_to = ${c.effectiveAt}`;
+  await tx`delete from rate_rows where route_id = ${routeId} and prefix = ${c.prefix} and mcc_mnc = ${c.mccMnc}
+    and origin = ${c.origin} and effective_from = ${c.effectiveAt}`;
+  await tx`update rate_rows set effective_to = null where route_id = ${routeId} and prefix = ${c.prefix} and mcc_mnc = ${c.mccMnc}
+    and origin = ${c.origin} and effective_to = ${c.effectiveAt}`;
   return true;
 }
 

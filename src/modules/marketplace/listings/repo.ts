@@ -77,7 +77,7 @@ const ROUTE_COLUMNS = (sql: Db) => sql`
   r.sms_delivery->>'kind' as sms_delivery_kind, r.created_at,
   coalesce(d.row_count, 0) as rate_count,
   exists (select 1 from route_blends b where b.route_id = r.id) as blend,
-  (select min(x.rate)::numeric(20,6)::text from rate_rows x where x.route_id = r.id and x.effective_to is null and x.mcc_mnc = '') as lowest_rate`;
+  (select min(x.rate)::numeric(20,6)::text from rate_rows x where x.route_id = r.id and x.effective_to is null and x.mcc_mnc = '' and x.origin = '') as lowest_rate`;
 
 export async function insertRoute(db: Db, r: NewRoute, endpoints: Omit<EndpointRow, 'routeId'>[]): Promise<void> {
   await db`insert into routes ${db({
@@ -451,7 +451,7 @@ export async function marketDestinations(sql: Sql, at: Date) {
       (array_agg(x.destination order by x.rate, x.prefix))[1] as lowest_destination,
       (array_agg(x.prefix order by x.rate, x.prefix))[1] as lowest_prefix
     from routes r
-    join rate_rows x on x.route_id = r.id and x.mcc_mnc = '' and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})
+    join rate_rows x on x.route_id = r.id and x.mcc_mnc = '' and x.origin = '' and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})
     where r.status = 'active' and r.visibility = 'public' and r.country is not null
     group by r.country, r.type
     order by r.country, r.type`;
@@ -473,7 +473,7 @@ export async function marketSummary(sql: Sql, at: Date, since: Date) {
   >`
     with pub as (
       select r.id, r.type, r.country, r.capacity, r.expected_asr, r.expected_acd,
-        (select min(x.rate) from rate_rows x where x.route_id = r.id and x.mcc_mnc = ''
+        (select min(x.rate) from rate_rows x where x.route_id = r.id and x.mcc_mnc = '' and x.origin = ''
            and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})) as lowest
       from routes r where r.status = 'active' and r.visibility = 'public'
     )
@@ -511,7 +511,7 @@ export async function marketRows(sql: Sql, country: string, type: 'voice' | 'sms
     select r.id as route_id, r.cli_type, r.billing_increment, r.expected_asr::text as expected_asr, r.expected_acd::text as expected_acd,
       x.prefix, x.destination, x.rate::numeric(20,6)::text as rate, x.increment
     from routes r
-    join rate_rows x on x.route_id = r.id and x.mcc_mnc = '' and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})
+    join rate_rows x on x.route_id = r.id and x.mcc_mnc = '' and x.origin = '' and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})
     where r.status = 'active' and r.visibility = 'public' and r.country = ${country} and r.type = ${type}
     order by x.rate, x.prefix`;
 }

@@ -10,6 +10,7 @@ import { requireIncrement } from '../../src/rating/increment.js';
 import { Decimal } from 'decimal.js';
 import { orderMembers } from '../../src/modules/marketplace/blends/rules.js';
 import { lookupPrivateRate, type PrivateRate } from '../../src/modules/marketplace/offers/private-rates.js';
+import { callerOrigin } from '../../src/rating/origin.js';
 
 v8.setFlagsFromString('--expose_gc');
 const gc = vm.runInNewContext('gc') as () => void;
@@ -104,8 +105,17 @@ const registry = createDeckRegistry();
 const ids: string[] = [];
 const memBefore = mem();
 let buildMs = 0;
+// One deck in ten is priced by origin as wholesale decks are: an EEA-origin and a UK A-number
+// row beside the default for each country row (the call path's lookupFrom walks them).
+const withOrigins = (rows: DeckRow[]): DeckRow[] => [
+  ...rows,
+  ...COUNTRY.flatMap((c) => [
+    { prefix: c, destination: `Country ${c}`, rate: RATES[0]!, increment: '60/60', origin: 'EEA' },
+    { prefix: c, destination: `Country ${c}`, rate: RATES[1]!, increment: '60/60', origin: '44' },
+  ]),
+];
 for (let d = 0; d < DECKS; d++) {
-  const rows = deckRows(PER_DECK);
+  const rows = d % 10 === 0 ? withOrigins(deckRows(PER_DECK)) : deckRows(PER_DECK);
   const t0 = performance.now();
   registry.set(`deck-${d}`, createPrefixIndex(rows));
   buildMs += performance.now() - t0;
@@ -210,7 +220,9 @@ console.log(
 // Buyer pricing with blends and offers in the decks: each buyer prices a number over its 10 usable
 // routes, as routing does. One route in ten is a least-cost blend of 3 member decks (margin added),
 // and 20% of buyers hold private offer rates (50 prefixes) on 2 of their routes, looked up before
-// the deck's rate. The anchor is the same buyers over plain routes only; rates count priced numbers.
+// the deck's rate. Each number has a caller (its origin worked out once, as the call path does)
+// and decks are read with lookupFrom, one in ten having origin rows. The anchor is the same buyers
+// over plain routes with plain look-ups; rates count priced numbers.
 {
   const BUYERS = 1000;
   const ROUTES_PER_BUYER = 10;
@@ -249,11 +261,12 @@ console.log(
     }
     buyers.push(routes);
   }
-  const priceOne = (r: BuyerRoute, num: string): Decimal | undefined => {
+  const CALLERS = ['33142685300', '442071234567', '12125550100', '4930123456', '81312345678'];
+  const priceOne = (r: BuyerRoute, num: string, caller: ReturnType<typeof callerOrigin>): Decimal | undefined => {
     if (r.members !== null) {
       const covering = [];
       for (const [i, d] of r.members.entries()) {
-        const m = decks[d]!.lookup(num);
+        const m = decks[d]!.lookupFrom(num, caller);
         if (m !== undefined)
           covering.push({
             routeId: `m${d}`,
@@ -265,7 +278,7 @@ console.log(
       }
       return orderMembers('least_cost', covering, rnd)[0]?.price;
     }
-    const m = decks[r.deck]!.lookup(num);
+    const m = decks[r.deck]!.lookupFrom(num, caller);
     if (m === undefined) return undefined;
     return lookupPrivateRate(r.privates, num, now)?.rate ?? m.rateDecimal;
   };
@@ -273,8 +286,9 @@ console.log(
   const run = (withExtras: boolean) => () => {
     for (let i = 0; i < NUMBERS_PRICED; i++) {
       const num = NUMBERS[i % NUMBERS.length]!;
+      const caller = withExtras ? callerOrigin(CALLERS[i % CALLERS.length]!) : null;
       for (const r of buyers[i % BUYERS]!) {
-        const p = withExtras ? priceOne(r, num) : decks[r.deck]!.lookup(num)?.rateDecimal;
+        const p = caller !== null ? priceOne(r, num, caller) : decks[r.deck]!.lookup(num)?.rateDecimal;
         if (p !== undefined) priced++;
       }
     }
@@ -282,6 +296,10 @@ console.log(
   run(false)();
   run(true)();
   const base = measure('buyer_pricing_numbers_per_second_10_routes_plain', NUMBERS_PRICED, run(false));
-  const mixed = measure('buyer_pricing_numbers_per_second_10_routes_blends_offers_20pct', NUMBERS_PRICED, run(true));
+  const mixed = measure(
+    'buyer_pricing_numbers_per_second_10_routes_blends_offers_20pct_origins',
+    NUMBERS_PRICED,
+    run(true),
+  );
   console.log(`buyer_pricing_blends_offers_vs_plain=${(mixed / base).toFixed(2)} priced=${priced}`);
 }

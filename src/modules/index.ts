@@ -41,6 +41,8 @@ import { createSipPlane } from '../platform/sip-plane.js';
 import { createMailer } from '../platform/mailer.js';
 import { createSharedMediaPool } from '../telephony/media/shared-pool.js';
 import { createSharedAsteriskFarm } from '../telephony/asterisk/index.js';
+import { createCounters } from '../platform/counters.js';
+import { loadNodeId } from '../platform/node-id.js';
 
 // As the calls module's route test and health probes: a silent endpoint costs the seller 2 s.
 const BULK_PROBE_TIMEOUT_MS = 2000;
@@ -78,9 +80,15 @@ export async function buildModules(coreIn: CoreDeps) {
   // Interconnection terms between accounts, which rating applies (the module itself is built below).
   const peeringTerms = buildPeeringTerms(core);
   // Listings, rate decks, purchases, Smart Routing; bulk SIP endpoint changes probe the endpoint once.
+  // Live calls and calls per second per route, shared by the daemons through Redis: the SIP plane
+  // takes them, the marketplace shows a seller its listings' use of them.
+  const liveCounters = createCounters(core.redis, loadNodeId(core.config.paths.state), () =>
+    core.clock.now().getTime(),
+  );
   const marketplace = buildMarketplaceModule(core, {
     sipProbe: (target) => sip.probe(target, { timeoutMs: BULK_PROBE_TIMEOUT_MS }),
     peering: peeringTerms,
+    counters: liveCounters,
   });
   const { purchases } = marketplace.services;
   // Bilateral terms between two accounts: found by the accounts service, priced by routing.
@@ -173,6 +181,7 @@ export async function buildModules(coreIn: CoreDeps) {
     cdrs: cdrs.service,
     // A number's seller bringing in calls for the numbers it rented out: delivered where the renter points them.
     numberCalls: createNumberCalls({ sql: core.sql, platformFeePercent: core.config.numbers.platform_fee_percent }),
+    counters: liveCounters,
   });
   // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant, and
   // its agents hold API and campaign calls named with an agent.

@@ -15,6 +15,8 @@ export interface Counters {
   current(key: string): Promise<number>;
   /** Counts one event of `key` in the current one-second window; false (not counted) when `perSecond` are already in it. */
   rate(key: string, perSecond: number): Promise<boolean>;
+  /** Events of `key` counted so far in the current one-second window, across daemons (a read: counts nothing). */
+  rateNow(key: string): Promise<number>;
 }
 
 const NODE_TTL_MS = 90_000;
@@ -60,6 +62,10 @@ export function createCounters(redis: Redis | null, node: string, now: () => num
         w.n += 1;
         return true;
       },
+      async rateNow(key) {
+        const w = windows.get(key);
+        return w !== undefined && w.second === Math.floor(now() / 1000) ? w.n : 0;
+      },
       async acquire(key, limit) {
         const n = counts.get(key) ?? 0;
         if (n >= limit) return false;
@@ -104,6 +110,10 @@ export function createCounters(redis: Redis | null, node: string, now: () => num
       const res = await redis.multi().incr(k).pexpire(k, 2000).exec();
       const n = Number(res?.[0]?.[1] ?? 0);
       return n <= perSecond;
+    },
+    async rateNow(key) {
+      // Events refused over the limit are counted by INCR too: the figure is capped at what was let through by the caller.
+      return Number((await redis.get(`svc:cps:${key}:${Math.floor(now() / 1000)}`)) ?? 0);
     },
     // Check and take in one step inside Redis. Taking first and giving back when over let
     // concurrent callers all see each other's provisional slots: 50 at once against a limit of 20

@@ -30,5 +30,8 @@ export {
   planRateChangesSteps,
   effectiveDeckAt,
   nextTransitionAfter,
+  rowKey,
   DEFAULT_NOTICE_DAYS,
 } from './rate-changes.js';
+export type { CallerOrigin, OriginKind } from './origin.js';
+export { callerOrigin, parseOrigin, NO_ORIGIN } from './origin.js';

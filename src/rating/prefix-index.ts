@@ -3,6 +3,7 @@ import type { BillingIncrement } from './increment.js';
 import { requireIncrement } from './increment.js';
 import { parseRate } from './money.js';
 import { runSliced, runToEnd, STEP_ITEMS, type Slicing, type Steps } from '../platform/cooperative.js';
+import type { CallerOrigin } from './origin.js';
 
 /** One priced prefix as given to the index builder. */
 export interface DeckRow {
@@ -13,6 +14,8 @@ export interface DeckRow {
   readonly increment: BillingIncrement | string;
   /** SMS only: the row prices this network (`<mcc>-<mnc>`); rows without it are country prices. */
   readonly mccMnc?: string | null;
+  /** The callers the row prices (see origin.ts); null or '' for the default row. */
+  readonly origin?: string | null;
 }
 
 /** What a look-up returns; one frozen object per row, created on first use and reused after. */
@@ -25,6 +28,8 @@ export interface RateMatch {
   readonly rateDecimal: Decimal;
   readonly increment: BillingIncrement;
   readonly mccMnc: string | null;
+  /** The row's origin, null for a default row. */
+  readonly origin: string | null;
 }
 
 /** An immutable longest-prefix index over one deck. Rebuild a new one to change a deck, then swap. */
@@ -39,9 +44,19 @@ export interface PrefixIndex {
   lookup(digits: string): RateMatch | undefined;
   /** The network row for `mccMnc` whose prefix is the longest prefix of `digits`, if the deck has one. */
   lookupNetwork(digits: string, mccMnc: string): RateMatch | undefined;
-  /** Row by number (country and network rows share one numbering). */
+  /** Row by number (country and network rows share one numbering); default rows only. */
   row(i: number): RateMatch;
   readonly rowCount: number;
+  /** Origins the deck has rows for (empty for most decks: then `lookupFrom` is `lookup`). */
+  readonly origins: readonly string[];
+  /**
+   * The country row pricing a call to `digits` from `caller`: the destination's longest prefix among
+   * the default rows and the rows of every origin the caller matches; at that prefix, the most
+   * specific matching origin (A-number prefix, longest first; country; EU; EEA), else the default.
+   */
+  lookupFrom(digits: string, caller: CallerOrigin): RateMatch | undefined;
+  /** The index of one origin's rows, if the deck has any. */
+  originIndex(origin: string): PrefixIndex | undefined;
 }
 
 const DIGIT_0 = 48;
@@ -65,17 +80,60 @@ for (let i = 1; i < 1024; i++) POPCOUNT[i] = (i & 1) + POPCOUNT[i >> 1]!;
  * Throws on a bad prefix, rate or increment, or a duplicate: decks reach here already validated.
  */
 export function createPrefixIndex(rows: readonly DeckRow[]): PrefixIndex {
-  return indexOver(runToEnd(buildDeck(rows)));
+  const { plain, byOrigin } = splitByOrigin(rows);
+  const subs = new Map<string, PrefixIndex>();
+  for (const [origin, list] of byOrigin) subs.set(origin, indexOver(runToEnd(buildDeck(list)), origin, null));
+  return indexOver(runToEnd(buildDeck(plain)), null, subs);
 }
 
 /** `createPrefixIndex` that gives the event loop a turn after every slice of work (large decks). */
 export async function createPrefixIndexSliced(rows: readonly DeckRow[], slicing: Slicing = {}): Promise<PrefixIndex> {
-  return indexOver(await runSliced(buildDeck(rows), slicing));
+  const { plain, byOrigin } = splitByOrigin(rows);
+  const subs = new Map<string, PrefixIndex>();
+  for (const [origin, list] of byOrigin)
+    subs.set(origin, indexOver(await runSliced(buildDeck(list), slicing), origin, null));
+  return indexOver(await runSliced(buildDeck(plain), slicing), null, subs);
 }
+
+/** Default rows, and origin rows grouped by origin; a deck without origin rows is passed on uncopied. */
+function splitByOrigin(rows: readonly DeckRow[]): { plain: readonly DeckRow[]; byOrigin: Map<string, DeckRow[]> } {
+  const byOrigin = new Map<string, DeckRow[]>();
+  let first = -1;
+  for (let i = 0; i < rows.length; i++) {
+    const o = rows[i]!.origin;
+    if (o !== null && o !== undefined && o !== '') {
+      first = i;
+      break;
+    }
+  }
+  if (first < 0) return { plain: rows, byOrigin };
+  const plain: DeckRow[] = rows.slice(0, first);
+  for (let i = first; i < rows.length; i++) {
+    const r = rows[i]!;
+    const o = r.origin;
+    if (o === null || o === undefined || o === '') {
+      plain.push(r);
+      continue;
+    }
+    if (r.mccMnc !== null && r.mccMnc !== undefined && r.mccMnc !== '')
+      throw new RangeError(`row ${i}: an origin prices country rows only`);
+    let list = byOrigin.get(o);
+    if (list === undefined) byOrigin.set(o, (list = []));
+    list.push(r);
+  }
+  return { plain, byOrigin };
+}
+
+const DIGIT_ORIGIN_RE = /^\d+$/;
+const NO_SUBS: ReadonlyMap<string, PrefixIndex> = new Map();
 
 type BuiltDeck = typeof buildDeck extends (rows: readonly DeckRow[]) => Steps<infer R> ? R : never;
 
-function indexOver(built: BuiltDeck): PrefixIndex {
+function indexOver(
+  built: BuiltDeck,
+  origin: string | null,
+  subs: ReadonlyMap<string, PrefixIndex> | null,
+): PrefixIndex {
   // Built in its own function so the growable build arrays and interning maps are not kept alive
   // by the look-up closures below (they would share one closure context).
   const {
@@ -114,6 +172,7 @@ function indexOver(built: BuiltDeck): PrefixIndex {
         rateDecimal: rateDecimals[rateIdx[i]!]!,
         increment: incs[incIdx[i]!]!,
         mccMnc: mi < 0 ? null : mccs[mi]!,
+        origin,
       });
       matches[i] = m;
     }
@@ -155,15 +214,50 @@ function indexOver(built: BuiltDeck): PrefixIndex {
     return best;
   };
 
+  const lookup = (digits: string): RateMatch | undefined => {
+    const i = lookupIndex(digits);
+    return i < 0 ? undefined : row(i);
+  };
+  const originSubs = subs ?? NO_SUBS;
+  const origins = Object.freeze([...originSubs.keys()]);
+  // A-number prefix origins by length, longest first, so the walk below meets the most specific first.
+  const prefixLengths = [...new Set(origins.filter((o) => DIGIT_ORIGIN_RE.test(o)).map((o) => o.length))].sort(
+    (a, b) => b - a,
+  );
+
+  const lookupFrom = (digits: string, caller: CallerOrigin): RateMatch | undefined => {
+    const base = lookup(digits);
+    if (originSubs.size === 0 || caller.digits === '') return base;
+    let best = base;
+    let bestLen = base === undefined ? -1 : base.prefix.length;
+    let fromOrigin = false;
+    // Tried from the most specific origin: a later one wins only with a longer destination prefix.
+    const consider = (sub: PrefixIndex | undefined): void => {
+      const m = sub?.lookup(digits);
+      if (m === undefined) return;
+      const len = m.prefix.length;
+      if (len > bestLen || (len === bestLen && !fromOrigin)) {
+        best = m;
+        bestLen = len;
+        fromOrigin = true;
+      }
+    };
+    for (const len of prefixLengths)
+      if (len <= caller.digits.length) consider(originSubs.get(caller.digits.slice(0, len)));
+    if (caller.country !== null) consider(originSubs.get(caller.country));
+    for (const r of caller.regions) consider(originSubs.get(r));
+    return best;
+  };
+
   return Object.freeze({
     size: countrySize,
     networkSize,
     rowCount: n,
     lookupIndex,
-    lookup(digits: string): RateMatch | undefined {
-      const i = lookupIndex(digits);
-      return i < 0 ? undefined : row(i);
-    },
+    lookup,
+    origins,
+    lookupFrom,
+    originIndex: (o: string) => originSubs.get(o),
     lookupNetwork(digits: string, mccMnc: string): RateMatch | undefined {
       const list = network.get(mccMnc);
       if (list === undefined) return undefined;

@@ -3,6 +3,7 @@ import type { BillingIncrement } from './increment.js';
 import { billableSeconds } from './increment.js';
 import { round6 } from './money.js';
 import type { PrefixIndex, RateMatch } from './prefix-index.js';
+import { NO_ORIGIN, type CallerOrigin } from './origin.js';
 
 /**
  * The platform fee added to a seller's rate to give a buyer's price. Two forms:
@@ -112,6 +113,7 @@ export interface SmsPrice {
  * Per-segment SMS price for `digits` in one deck. A number whose network is unknown (`mccMnc` null),
  * or whose network the sheet does not price, pays the country price; a network price is used where
  * the sheet has one and is never allowed above the country price (spec, Versioning point 4).
+ * The country row follows the sender's origin where the sheet has origin rows (a numeric sender).
  * Returns undefined when the deck has no country price for the number.
  */
 export function priceSms(
@@ -119,8 +121,9 @@ export function priceSms(
   digits: string,
   mccMnc: string | null,
   fee: PlatformFee,
+  sender: CallerOrigin = NO_ORIGIN,
 ): SmsPrice | undefined {
-  const country = index.lookup(digits);
+  const country = index.lookupFrom(digits, sender);
   if (country === undefined) return undefined;
   const network = mccMnc === null ? undefined : index.lookupNetwork(digits, mccMnc);
   let sellerRate = country.rateDecimal;

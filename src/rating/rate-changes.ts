@@ -11,6 +11,8 @@ export interface DeckEntry {
   readonly rate: string;
   readonly increment: BillingIncrement;
   readonly mccMnc: string | null;
+  /** The callers the row prices; null for the default row (see origin.ts). */
+  readonly origin: string | null;
 }
 
 /** A new sheet's row: a deck entry plus the date the seller asked for, if any. */
@@ -32,6 +34,7 @@ export type RateChangeKind = 'increase' | 'decrease' | 'new' | 'removal' | 'upda
 export interface PlannedRateChange {
   readonly prefix: string;
   readonly mccMnc: string | null;
+  readonly origin: string | null;
   readonly kind: RateChangeKind;
   readonly before: DeckEntry | null;
   readonly after: DeckEntry | null;
@@ -55,8 +58,10 @@ export interface PlanOptions {
 const DAY_MS = 86_400_000;
 export const DEFAULT_NOTICE_DAYS = 7;
 
-const keyOf = (e: { prefix: string; mccMnc: string | null }): string =>
-  e.mccMnc === null ? e.prefix : `${e.prefix}|${e.mccMnc}`;
+/** A row's identity in a deck: its prefix with its network or its origin (a row has at most one of them). */
+export const rowKey = (e: { prefix: string; mccMnc: string | null; origin: string | null }): string =>
+  e.mccMnc !== null ? `${e.prefix}|${e.mccMnc}` : e.origin !== null ? `${e.prefix}@${e.origin}` : e.prefix;
+const keyOf = rowKey;
 
 const later = (a: Date, b: Date | null): Date => (b !== null && b.getTime() > a.getTime() ? b : a);
 
@@ -111,6 +116,7 @@ export function* planRateChangesSteps(
       rate: s.rate,
       increment: s.increment,
       mccMnc: s.mccMnc,
+      origin: s.origin,
     };
     const before = current.get(key) ?? null;
     const kind = before === null ? 'new' : classify(before, after);
@@ -118,6 +124,7 @@ export function* planRateChangesSteps(
     changes.push({
       prefix: s.prefix,
       mccMnc: s.mccMnc,
+      origin: s.origin,
       kind,
       before,
       after,
@@ -130,6 +137,7 @@ export function* planRateChangesSteps(
     changes.push({
       prefix: before.prefix,
       mccMnc: before.mccMnc,
+      origin: before.origin,
       kind: 'removal',
       before,
       after: null,

@@ -5,6 +5,7 @@ import { giveTurn, runSliced, runToEnd, STEP_ITEMS, type Slicing, type Steps } f
 import type { BillingIncrement } from './increment.js';
 import { parseIncrement } from './increment.js';
 import { parseRate } from './money.js';
+import { parseOrigin } from './origin.js';
 
 export type DeckType = 'voice' | 'sms';
 
@@ -21,6 +22,8 @@ export interface SheetRow {
   readonly effectiveAt: Date | null;
   /** SMS network row (`<mcc>-<mnc>`), null for country rows and voice. */
   readonly mccMnc: string | null;
+  /** The callers this row prices (A-number prefix, country or region; see origin.ts), null for the default row. */
+  readonly origin: string | null;
 }
 
 export interface SheetError {
@@ -54,9 +57,10 @@ export interface RawSheetRow {
   readonly increment?: unknown;
   readonly effectiveDate?: unknown;
   readonly mccMnc?: unknown;
+  readonly origin?: unknown;
 }
 
-type Field = 'prefix' | 'destination' | 'rate' | 'increment' | 'effectiveDate' | 'mccMnc';
+type Field = 'prefix' | 'destination' | 'rate' | 'increment' | 'effectiveDate' | 'mccMnc' | 'origin';
 
 // Header spellings sellers use, folded to lower case without spaces, dashes and underscores.
 const HEADER_ALIASES: Readonly<Record<string, Field>> = {
@@ -83,6 +87,13 @@ const HEADER_ALIASES: Readonly<Record<string, Field>> = {
   mccmnc: 'mccMnc',
   network: 'mccMnc',
   mcc: 'mccMnc',
+  origin: 'origin',
+  originprefix: 'origin',
+  origincountry: 'origin',
+  originregion: 'origin',
+  anumber: 'origin',
+  anumberprefix: 'origin',
+  aprefix: 'origin',
 };
 
 const DEFAULT_MAX_ROWS = 500_000;
@@ -268,6 +279,7 @@ function* csvSteps(records: CsvRecords | { line: number }, opts: SheetOptions): 
     increment: idx('increment'),
     effectiveDate: idx('effectiveDate'),
     mccMnc: idx('mccMnc'),
+    origin: idx('origin'),
   };
   // Validate straight from the split records: no intermediate row objects for 200,000-row sheets.
   return yield* validate(
@@ -284,7 +296,7 @@ function* csvSteps(records: CsvRecords | { line: number }, opts: SheetOptions): 
 /**
  * Parses a JSON rate sheet: an array of row objects, or `{ rows: [...] }`. Row keys: `prefix`,
  * `destination`, `rate`, `increment` (or `billingIncrement`), `effectiveDate` (or `effectiveAt`),
- * `mccMnc`. A row's "line" is its 1-based position in the array.
+ * `mccMnc`, `origin`. A row's "line" is its 1-based position in the array.
  */
 export function parseRateSheetJson(input: unknown, opts: SheetOptions): SheetResult {
   return runToEnd(jsonSteps(input, opts));
@@ -306,6 +318,7 @@ const JSON_KEYS: Readonly<Record<Field, readonly string[]>> = {
   increment: ['increment', 'billingIncrement'],
   effectiveDate: ['effectiveDate', 'effectiveAt'],
   mccMnc: ['mccMnc'],
+  origin: ['origin'],
 };
 
 function* jsonSteps(input: unknown, opts: SheetOptions): Steps<SheetResult> {
@@ -437,17 +450,32 @@ function* validate(
       }
       mccMnc = `${m[1]}-${m[2]}`;
     }
-    const key = mccMnc === null ? prefix : `${prefix}|${mccMnc}`;
+    const originText = asText(field(k, 'origin')) ?? '';
+    let origin: string | null = null;
+    if (originText !== '') {
+      const o = parseOrigin(originText);
+      if (o === null) {
+        errors.push({
+          line,
+          reason: 'bad origin: an A-number prefix (digits), an ISO country code, EU or EEA expected',
+        });
+        continue;
+      }
+      if (mccMnc !== null) {
+        errors.push({ line, reason: 'bad origin: origins price country rows, not network rows' });
+        continue;
+      }
+      origin = o.origin;
+    }
+    const key = mccMnc === null ? (origin === null ? prefix : `${prefix}@${origin}`) : `${prefix}|${mccMnc}`;
     const first = seen.get(key);
     if (first !== undefined) {
-      errors.push({
-        line,
-        reason: `duplicate prefix ${prefix}${mccMnc === null ? '' : ` for network ${mccMnc}`} (first on line ${first})`,
-      });
+      const what = mccMnc !== null ? ` for network ${mccMnc}` : origin !== null ? ` for origin ${origin}` : '';
+      errors.push({ line, reason: `duplicate prefix ${prefix}${what} (first on line ${first})` });
       continue;
     }
     seen.set(key, line);
-    rows.push({ line, prefix, destination, rate: rate.text, increment, effectiveAt, mccMnc });
+    rows.push({ line, prefix, destination, rate: rate.text, increment, effectiveAt, mccMnc, origin });
   }
 
   opts.onProgress?.(count);
@@ -467,7 +495,7 @@ function checkNetworkCeilings(rows: readonly SheetRow[], errors: SheetError[]): 
     if (r.mccMnc === null) continue;
     if (country === undefined) {
       country = new Map();
-      for (const c of rows) if (c.mccMnc === null) country.set(c.prefix, c);
+      for (const c of rows) if (c.mccMnc === null && c.origin === null) country.set(c.prefix, c);
     }
     let ceiling: SheetRow | undefined;
     for (let len = r.prefix.length; len > 0 && ceiling === undefined; len--)

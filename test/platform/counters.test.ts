@@ -36,6 +36,10 @@ t.test('in process: calls per second in one-second windows', async (t) => {
   now += 1;
   t.equal(await c.rate('cps:r', 2), true, 'a new second opens a new window');
   t.equal(await c.rate('cps:zero', 0), false, 'a limit of 0 admits nothing');
+  t.equal(await c.rateNow('cps:r'), 1, 'the window read as it stands');
+  t.equal(await c.rateNow('cps:r'), 1, 'reading counts nothing');
+  now += 1000;
+  t.equal(await c.rateNow('cps:r'), 0, 'a second without calls');
 });
 
 t.test("Redis: daemons share counts; a dead daemon's share ages out; reconcile rewrites a desync", async (t) => {
@@ -78,6 +82,9 @@ t.test("Redis: daemons share counts; a dead daemon's share ages out; reconcile r
   t.equal(await a.current('route:1'), 0, 'nothing live, nothing counted');
   t.equal(await a.rate('cps:r', 1), true);
   t.equal(await b.rate('cps:r', 1), false, 'calls per second span daemons');
+  t.equal(await b.rateNow('cps:r'), 2, "a read sees both daemons' events (the refused one too) and counts nothing");
+  t.equal(await a.rateNow('cps:r'), 2);
   now += 1000;
+  t.equal(await a.rateNow('cps:r'), 0, 'a new second reads empty');
   t.equal(await b.rate('cps:r', 1), true);
 });

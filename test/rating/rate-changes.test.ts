@@ -11,6 +11,7 @@ const e = (prefix: string, rate: string, extra: Partial<DeckEntry> = {}): DeckEn
   rate,
   increment: inc,
   mccMnc: null,
+  origin: null,
   ...extra,
 });
 const s = (prefix: string, rate: string, extra: Partial<NewSheetEntry> = {}): NewSheetEntry => ({
@@ -110,4 +111,20 @@ t.test('network rows are planned per prefix and network', async (t) => {
   );
   const kinds = plan.changes.map((c) => `${c.prefix}/${c.mccMnc ?? '-'}:${c.kind}`);
   t.same(kinds, ['44/-:unchanged', '44/234-15:increase', '44/234-10:new']);
+});
+
+t.test('an origin row is a row of its own: planned beside the default row of the same prefix', async (t) => {
+  const plan = planRateChanges(
+    [e('33', '0.020000'), e('33', '0.008000', { origin: 'EEA' })],
+    [s('33', '0.020000'), s('33', '0.009000', { origin: 'EEA' }), s('33', '0.007000', { origin: '4420' })],
+    { now: () => new Date('2026-01-01T00:00:00Z'), noticeDays: 7 },
+  );
+  t.same(
+    plan.changes.map((c) => [c.prefix, c.origin, c.kind]),
+    [
+      ['33', null, 'unchanged'],
+      ['33', 'EEA', 'increase'],
+      ['33', '4420', 'new'],
+    ],
+  );
 });

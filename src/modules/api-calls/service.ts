@@ -247,6 +247,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       accountId: caller.parentId ?? caller.accountId,
       number: input.to,
       type: 'voice',
+      from: input.from,
       ...(input.routeId !== undefined ? { routeId: input.routeId } : {}),
       ...(input.strategy !== undefined ? { strategy: input.strategy } : {}),
     });

@@ -14,6 +14,10 @@ import type { PeeringSource, QualitySource } from './routing/routing.js';
 import { createRoutesService, type SipProbe } from './listings/service.js';
 import { createListingLifecycle } from './listings/lifecycle.js';
 import { lifecycleRoutes } from './listings/lifecycle-routes.js';
+import { createListingChanges } from './listings/change-history.js';
+import { listingChangeRoutes } from './listings/change-history-routes.js';
+import { createLiveCapacity } from './listings/live-capacity.js';
+import type { Counters } from '../../platform/counters.js';
 import { createSellerTools } from './listings/seller-tools.js';
 import { sellerToolRoutes } from './listings/seller-tools-routes.js';
 import { createBlendCache } from './blends/blend-cache.js';
@@ -51,7 +55,13 @@ export { createCdrQualitySource } from './listings/quality.js';
  */
 export function buildMarketplaceModule(
   core: CoreDeps,
-  opts: { quality?: QualitySource; sipProbe?: SipProbe; peering?: PeeringSource } = {},
+  opts: {
+    quality?: QualitySource;
+    sipProbe?: SipProbe;
+    peering?: PeeringSource;
+    /** The SIP plane's shared live-call and CPS counters, read for the seller's live capacity view. */
+    counters?: Counters;
+  } = {},
 ) {
   const decks = createDeckCache({
     sql: core.sql,
@@ -120,6 +130,13 @@ export function buildMarketplaceModule(
     { name: 'route-messages', routes: messagesRoutes(messages) },
     { name: 'route-reports', routes: reportsRoutes(reports) },
     { name: 'listing-lifecycle', routes: lifecycleRoutes(lifecycle) },
+    {
+      name: 'listing-changes',
+      routes: listingChangeRoutes(
+        createListingChanges({ sql: core.sql, routes }),
+        opts.counters ? createLiveCapacity({ ...core, counters: opts.counters }) : null,
+      ),
+    },
     {
       name: 'seller-tools',
       routes: sellerToolRoutes(createSellerTools({ ...core, routes, routingCache }), routes, lifecycle, core),

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { Ledger } from '../../ledger/index.js';
 import type { CoreDeps } from '../../platform/core.js';
-import { createCounters } from '../../platform/counters.js';
+import { createCounters, type Counters } from '../../platform/counters.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import type { SipPlane } from '../../platform/sip-plane.js';
 import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua/index.js';
@@ -54,11 +54,13 @@ export function buildSipTrunksModule(
     sip: SipPlane;
     /** Calls a number's seller brings in for the numbers it rented out (the numbers module). */
     numberCalls?: NumberCalls;
+    /** The shared live-call and CPS counters, when the composition root shares them (the marketplace reads them). */
+    counters?: Counters;
   },
 ) {
   const { config, log } = core;
   const node = loadNodeId(config.paths.state);
-  const counters = createCounters(core.redis, node, () => core.clock.now().getTime());
+  const counters = deps.counters ?? createCounters(core.redis, node, () => core.clock.now().getTime());
   const { sip } = deps;
   let b2bua: TrunkB2bua | null = null;
   const guard = supplierGuardFrom(config, {

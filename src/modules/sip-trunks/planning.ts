@@ -75,7 +75,12 @@ export function createPlanning(deps: {
     const routingAccount = operatorId ?? payer;
     let candidates: Candidate[];
     try {
-      candidates = await deps.routing.candidatesFor({ accountId: routingAccount, number: input.to, type: 'voice' });
+      candidates = await deps.routing.candidatesFor({
+        accountId: routingAccount,
+        number: input.to,
+        type: 'voice',
+        from: input.origin ?? input.from,
+      });
     } catch (err) {
       // Routing refuses a malformed number with a rule error; anything else is ours (500 to the caller).
       if (err instanceof AppError) return admission.refuse('number', 484, 'Address incomplete: E.164 digits expected');

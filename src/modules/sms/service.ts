@@ -273,6 +273,8 @@ export function createSmsService(deps: SmsDeps) {
       number: toDigits,
       type: 'sms',
       mccMnc: network?.mccMnc ?? null,
+      // A numeric sender rates by origin where the sheet has origin rows; an alphanumeric one has none.
+      from: input.from,
       ...(input.routeId !== undefined ? { routeId: input.routeId } : {}),
       ...(input.strategy !== undefined ? { strategy: input.strategy } : {}),
     });

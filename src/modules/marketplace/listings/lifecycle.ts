@@ -130,8 +130,8 @@ export function createListingLifecycle(deps: {
             from route_endpoints where id = ${e.id}`;
         const [n] = await tx<{ n: number }[]>`
           with ins as (
-            insert into rate_rows (route_id, prefix, mcc_mnc, destination, rate, increment, effective_from)
-            select ${copy}, prefix, mcc_mnc, destination, rate, increment, ${now}
+            insert into rate_rows (route_id, prefix, mcc_mnc, origin, destination, rate, increment, effective_from)
+            select ${copy}, prefix, mcc_mnc, origin, destination, rate, increment, ${now}
             from rate_rows where route_id = ${id} and effective_from <= ${now} and (effective_to is null or effective_to > ${now})
             returning 1)
           select count(*)::int as n from ins`;

@@ -63,6 +63,8 @@ export interface LiveRateRow {
   id: string;
   prefix: string;
   mccMnc: string;
+  /** '' for a default row. */
+  origin: string;
   destination: string;
   rate: string;
   increment: string;
@@ -75,7 +77,7 @@ const ROUTE_COLUMNS = (sql: Db) => sql`
   r.sms_delivery->>'kind' as sms_delivery_kind, r.created_at,
   coalesce(d.row_count, 0) as rate_count,
   exists (select 1 from route_blends b where b.route_id = r.id) as blend,
-  (select min(x.rate)::numeric(20,6)::text from rate_rows x where x.route_id = r.id and x.effective_to is null and x.mcc_mnc = '') as lowest_rate`;
+  (select min(x.rate)::numeric(20,6)::text from rate_rows x where x.route_id = r.id and x.effective_to is null and x.mcc_mnc = '' and x.origin = '') as lowest_rate`;
 
 export async function insertRoute(db: Db, r: NewRoute, endpoints: Omit<EndpointRow, 'routeId'>[]): Promise<void> {
   await db`insert into routes ${db({
@@ -203,7 +205,7 @@ export async function smsDeliveryFor(
 /** Rows in force at `at`. */
 export async function liveRows(db: Db, routeId: string, at: Date): Promise<LiveRateRow[]> {
   return db<LiveRateRow[]>`
-    select id::text, prefix, mcc_mnc, destination, rate::numeric(20,6)::text as rate, increment
+    select id::text, prefix, mcc_mnc, origin, destination, rate::numeric(20,6)::text as rate, increment
     from rate_rows
     where route_id = ${routeId} and effective_from <= ${at} and (effective_to is null or effective_to > ${at})`;
 }
@@ -234,12 +236,18 @@ export interface DeckMeta {
   version: string;
 }
 
-export async function deckMeta(db: Db, routeIds: readonly string[] | null): Promise<DeckMeta[]> {
+/** Listing facts the deck cache keeps beside each deck: all routes, the listed ones, or one seller's. */
+export async function deckMeta(
+  db: Db,
+  routeIds: readonly string[] | null,
+  sellerId: string | null = null,
+): Promise<DeckMeta[]> {
   return db<DeckMeta[]>`
     select r.id as route_id, r.seller_id, r.type, r.name, r.visibility, r.status, r.cli_type, r.billing_increment,
       r.expected_asr::text as expected_asr, r.expected_acd::text as expected_acd, r.expected_pdd, d.version::text as version
     from routes r join rate_decks d on d.route_id = r.id
-    where r.status <> 'deleted' ${routeIds === null ? db`` : db`and r.id = any(${db.array(routeIds as string[])}::uuid[])`}`;
+    where r.status <> 'deleted' ${routeIds === null ? db`` : db`and r.id = any(${db.array(routeIds as string[])}::uuid[])`}
+      ${sellerId === null ? db`` : db`and r.seller_id = ${sellerId}`}`;
 }
 
 export async function ratesPage(
@@ -249,12 +257,12 @@ export async function ratesPage(
   q: { prefix?: string; limit: number; offset: number },
 ): Promise<{ rows: (LiveRateRow & { effectiveFrom: Date })[]; total: number }> {
   const rows = await sql<(LiveRateRow & { effectiveFrom: Date; total: string })[]>`
-    select id::text, prefix, mcc_mnc, destination, rate::numeric(20,6)::text as rate, increment, effective_from,
+    select id::text, prefix, mcc_mnc, origin, destination, rate::numeric(20,6)::text as rate, increment, effective_from,
       count(*) over () as total
     from rate_rows
     where route_id = ${routeId} and effective_from <= ${at} and (effective_to is null or effective_to > ${at})
       ${q.prefix ? sql`and prefix like ${q.prefix + '%'}` : sql``}
-    order by prefix, mcc_mnc
+    order by prefix, mcc_mnc, origin
     limit ${q.limit} offset ${q.offset}`;
   return { rows, total: rows.length === 0 ? 0 : Number(rows[0]!.total) };
 }
@@ -265,6 +273,7 @@ export async function scheduledChanges(sql: Sql, routeId: string, after: Date, p
       id: string;
       prefix: string;
       mccMnc: string;
+      origin: string;
       kind: 'increase' | 'removal';
       oldRate: string | null;
       newRate: string | null;
@@ -273,7 +282,7 @@ export async function scheduledChanges(sql: Sql, routeId: string, after: Date, p
       acceptedAt: Date | null;
     }[]
   >`
-    select c.id, c.prefix, c.mcc_mnc, c.kind, c.old_rate::numeric(20,6)::text as old_rate, c.new_rate::numeric(20,6)::text as new_rate,
+    select c.id, c.prefix, c.mcc_mnc, c.origin, c.kind, c.old_rate::numeric(20,6)::text as old_rate, c.new_rate::numeric(20,6)::text as new_rate,
       c.effective_at, c.status, a.accepted_at
     from rate_changes c
     left join rate_change_acceptances a on a.change_id = c.id and a.purchase_id = ${purchaseId}
@@ -307,6 +316,7 @@ export interface DeckWrite {
   insert: {
     prefix: string;
     mccMnc: string;
+    origin: string;
     destination: string;
     rate: string;
     increment: string;
@@ -316,6 +326,7 @@ export interface DeckWrite {
     id: string;
     prefix: string;
     mccMnc: string;
+    origin: string;
     kind: 'increase' | 'removal';
     oldRate: string | null;
     newRate: string | null;
@@ -357,10 +368,11 @@ export async function writeDeck(
     load.signal?.throwIfAborted();
     const part = w.insert.slice(i, i + CHUNK);
     await tx`
-      insert into rate_rows (route_id, prefix, mcc_mnc, destination, rate, increment, effective_from)
+      insert into rate_rows (route_id, prefix, mcc_mnc, origin, destination, rate, increment, effective_from)
       select ${routeId}, * from unnest(
         ${tx.array(part.map((r) => r.prefix))}::text[],
         ${tx.array(part.map((r) => r.mccMnc))}::text[],
+        ${tx.array(part.map((r) => r.origin))}::text[],
         ${tx.array(part.map((r) => r.destination))}::text[],
         ${tx.array(part.map((r) => r.rate))}::numeric[],
         ${tx.array(part.map((r) => r.increment))}::text[],
@@ -370,12 +382,13 @@ export async function writeDeck(
   if (w.changes.length > 0) {
     const c = w.changes;
     await tx`
-      insert into rate_changes (id, route_id, prefix, mcc_mnc, kind, old_rate, new_rate, effective_at)
-      select y.id, ${routeId}, y.prefix, y.mcc, y.kind, nullif(y.o, '')::numeric, nullif(y.n, '')::numeric, y.at from unnest(
+      insert into rate_changes (id, route_id, prefix, mcc_mnc, origin, kind, old_rate, new_rate, effective_at)
+      select y.id, ${routeId}, y.prefix, y.mcc, y.origin, y.kind, nullif(y.o, '')::numeric, nullif(y.n, '')::numeric, y.at from unnest(
         ${tx.array(c.map((r) => r.id))}::uuid[], ${tx.array(c.map((r) => r.prefix))}::text[], ${tx.array(c.map((r) => r.mccMnc))}::text[],
+        ${tx.array(c.map((r) => r.origin))}::text[],
         ${tx.array(c.map((r) => r.kind))}::text[], ${tx.array(c.map((r) => r.oldRate ?? ''))}::text[], ${tx.array(c.map((r) => r.newRate ?? ''))}::text[],
         ${tx.array(c.map((r) => r.effectiveAt.toISOString()))}::timestamptz[]
-      ) as y(id, prefix, mcc, kind, o, n, at)`;
+      ) as y(id, prefix, mcc, origin, kind, o, n, at)`;
   }
   const [deck] = await tx<{ version: string }[]>`
     update rate_decks set version = version + 1, row_count = ${liveCount}, uploaded_at = ${now}
@@ -395,17 +408,29 @@ export async function bumpDeck(db: Db, routeId: string): Promise<void> {
 }
 
 /**
+ * Announces a listing-only change (status, visibility, terms) of many of one seller's routes at
+ * once: one version step per deck and one notification (`m:<sellerId>`), after which every daemon
+ * re-reads that seller's listing facts in one query and keeps the decks' indexes (no row changed).
+ */
+export async function bumpListings(db: Db, sellerId: string, routeIds: readonly string[]): Promise<void> {
+  await db`update rate_decks set version = version + 1 where route_id = any(${db.array(routeIds as string[])}::uuid[])`;
+  await db`select pg_notify(${DECK_CHANNEL}, ${`m:${sellerId}`})`;
+}
+
+/**
  * Withdraws one scheduled change before it comes into force: the replacement row is dropped and
  * the row it would have closed stays open. False when the change is unknown, not scheduled or due.
  */
 export async function cancelScheduledChange(tx: Db, routeId: string, changeId: string, now: Date): Promise<boolean> {
-  const [c] = await tx<{ prefix: string; mccMnc: string; effectiveAt: Date }[]>`
+  const [c] = await tx<{ prefix: string; mccMnc: string; origin: string; effectiveAt: Date }[]>`
     update rate_changes set status = 'cancelled'
     where id = ${changeId} and route_id = ${routeId} and status = 'scheduled' and effective_at > ${now}
-    returning prefix, mcc_mnc, effective_at`;
+    returning prefix, mcc_mnc, origin, effective_at`;
   if (c === undefined) return false;
-  await tx`delete from rate_rows where route_id = ${routeId} and prefix = ${c.prefix} and mcc_mnc = ${c.mccMnc} and effective_from = ${c.effectiveAt}`;
-  await tx`update rate_rows set effective_to = null where route_id = ${routeId} and prefix = ${c.prefix} and mcc_mnc = ${c.mccMnc} and effective_to = ${c.effectiveAt}`;
+  await tx`delete from rate_rows where route_id = ${routeId} and prefix = ${c.prefix} and mcc_mnc = ${c.mccMnc}
+    and origin = ${c.origin} and effective_from = ${c.effectiveAt}`;
+  await tx`update rate_rows set effective_to = null where route_id = ${routeId} and prefix = ${c.prefix} and mcc_mnc = ${c.mccMnc}
+    and origin = ${c.origin} and effective_to = ${c.effectiveAt}`;
   return true;
 }
 
@@ -426,7 +451,7 @@ export async function marketDestinations(sql: Sql, at: Date) {
       (array_agg(x.destination order by x.rate, x.prefix))[1] as lowest_destination,
       (array_agg(x.prefix order by x.rate, x.prefix))[1] as lowest_prefix
     from routes r
-    join rate_rows x on x.route_id = r.id and x.mcc_mnc = '' and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})
+    join rate_rows x on x.route_id = r.id and x.mcc_mnc = '' and x.origin = '' and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})
     where r.status = 'active' and r.visibility = 'public' and r.country is not null
     group by r.country, r.type
     order by r.country, r.type`;
@@ -448,7 +473,7 @@ export async function marketSummary(sql: Sql, at: Date, since: Date) {
   >`
     with pub as (
       select r.id, r.type, r.country, r.capacity, r.expected_asr, r.expected_acd,
-        (select min(x.rate) from rate_rows x where x.route_id = r.id and x.mcc_mnc = ''
+        (select min(x.rate) from rate_rows x where x.route_id = r.id and x.mcc_mnc = '' and x.origin = ''
            and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})) as lowest
       from routes r where r.status = 'active' and r.visibility = 'public'
     )
@@ -486,7 +511,7 @@ export async function marketRows(sql: Sql, country: string, type: 'voice' | 'sms
     select r.id as route_id, r.cli_type, r.billing_increment, r.expected_asr::text as expected_asr, r.expected_acd::text as expected_acd,
       x.prefix, x.destination, x.rate::numeric(20,6)::text as rate, x.increment
     from routes r
-    join rate_rows x on x.route_id = r.id and x.mcc_mnc = '' and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})
+    join rate_rows x on x.route_id = r.id and x.mcc_mnc = '' and x.origin = '' and x.effective_from <= ${at} and (x.effective_to is null or x.effective_to > ${at})
     where r.status = 'active' and r.visibility = 'public' and r.country = ${country} and r.type = ${type}
     order by x.rate, x.prefix`;
 }

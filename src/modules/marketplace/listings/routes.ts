@@ -187,6 +187,11 @@ const RateRow = Type.Object({
   rate: Money(),
   billingIncrement: Type.String(),
   mccMnc: Nullable(Type.String({ description: 'SMS per-network price; null for the country price' })),
+  origin: Nullable(
+    Type.String({
+      description: 'The callers the row prices (A-number prefix, country, EU or EEA); null: the default row',
+    }),
+  ),
   effectiveFrom: DateTime(),
 });
 
@@ -243,6 +248,9 @@ const Resolved = Type.Object({
     Nullable(Uuid("set when the caller's private rate from this accepted offer priced the route")),
   ),
   matchedPrefix: Type.String(),
+  matchedOrigin: Nullable(
+    Type.String({ description: "The origin of the row that priced it (the caller's), null: the default row" }),
+  ),
   destination: Type.String(),
   price: Money('buyer price per minute or per message, fee included'),
   billingIncrement: Type.String(),
@@ -261,6 +269,7 @@ const PriceNumber = Type.Object({
     Type.Object({
       destination: Type.String(),
       matchedPrefix: Type.String(),
+      matchedOrigin: Nullable(Type.String()),
       rate: Money('buyer price (seller rate plus platform fee)'),
       billingIncrement: Type.String(),
       cliType: Nullable(Type.String()),
@@ -273,6 +282,7 @@ const RateChange = Type.Object({
   id: Uuid(),
   prefix: Type.String(),
   mccMnc: Nullable(Type.String()),
+  origin: Nullable(Type.String()),
   kind: Type.String(),
   oldRate: Nullable(Money()),
   newRate: Nullable(Money()),
@@ -328,8 +338,10 @@ const ListQuery = Type.Object({
 
 const SHEET_DOC =
   'Replaces the deck atomically. CSV columns (header row, any order): prefix, destination, rate, increment (empty: route default), ' +
-  'effective date (YYYY-MM-DD or ISO date-time), and for SMS mcc_mnc (a per-network price, never above the country price). ' +
-  'JSON: `rows` of { prefix, destination, rate, increment, effectiveDate, mccMnc }. Every bad row is reported in `error.details` ' +
+  'effective date (YYYY-MM-DD or ISO date-time), and for SMS mcc_mnc (a per-network price, never above the country price); ' +
+  'origin (an A-number prefix, ISO country, EU or EEA: the row prices only calls from those callers; empty: the default row; ' +
+  'the longest destination prefix wins, then the most specific origin). ' +
+  'JSON: `rows` of { prefix, destination, rate, increment, effectiveDate, mccMnc, origin }. Every bad row is reported in `error.details` ' +
   'as { path: "line <n>", message }. Decreases, new destinations and name changes apply at once; increases (and removed ' +
   "destinations) at `increaseEffectiveAt`, else after the route notice period; a row's own later effective date is honoured. " +
   'A sheet of more than `[rate_sheets] async_rows` rows (20,000 by default) is loaded as a job: 202 with the job, followed at ' +
@@ -550,6 +562,9 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
             type: Type.Optional(RouteType),
             strategy: Type.Optional(StrategyT),
             mccMnc: Type.Optional(Type.String({ pattern: '^\\d{3}-\\d{2,3}$' })),
+            from: Type.Optional(
+              Type.String({ pattern: '^\\+?\\d{1,15}$', description: "The caller's number, for origin-based rates" }),
+            ),
           }),
           response: {
             200: Ok(
@@ -572,6 +587,7 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
             type: req.query.type ?? 'voice',
             strategy: req.query.strategy ?? 'cheapest',
             mccMnc: req.query.mccMnc ?? null,
+            from: req.query.from ?? null,
           }),
         ),
     );
@@ -583,11 +599,17 @@ export function routesRoutes(routes: RoutesService, routing: Routing) {
         schema: {
           tags: TAGS,
           summary: 'Public price of a number on every public route, cheapest first (no seller identities)',
-          querystring: Type.Object({ number: Digits, type: Type.Optional(RouteType) }),
+          querystring: Type.Object({
+            number: Digits,
+            type: Type.Optional(RouteType),
+            from: Type.Optional(
+              Type.String({ pattern: '^\\+?\\d{1,15}$', description: "The caller's number, for origin-based rates" }),
+            ),
+          }),
           response: { 200: Ok(PriceNumber) },
         },
       },
-      async (req) => ok(await routing.priceNumber(req.query.number, req.query.type ?? 'voice')),
+      async (req) => ok(await routing.priceNumber(req.query.number, req.query.type ?? 'voice', req.query.from ?? null)),
     );
 
     app.get(

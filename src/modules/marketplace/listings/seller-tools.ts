@@ -72,6 +72,12 @@ export function createSellerTools(deps: {
       await routes.decks.reload(id);
     }
   };
+  /** Many listings' facts changed, no rows: one notification and one re-read, not one deck rebuild per route. */
+  const listingsChanged = async (sellerId: string, ids: readonly string[]) => {
+    await repo.bumpListings(sql, sellerId, ids);
+    for (const id of ids) deps.routingCache?.routeChanged(id);
+    await routes.decks.refreshListings(sellerId);
+  };
   /** Own listings (not blends, not deleted) among those asked for, or all of them. */
   const targets = async (sellerId: string, ids: string[] | undefined) => {
     if (ids !== undefined && new Set(ids).size !== ids.length) throw ruleError('A route appears twice');
@@ -103,7 +109,7 @@ export function createSellerTools(deps: {
             where id = any(${sql.array(ids)}::uuid[])`;
         else
           await sql`update routes set visibility = ${input.action}, updated_at = ${now} where id = any(${sql.array(ids)}::uuid[])`;
-        await changed(ids);
+        await listingsChanged(sellerId, ids);
       }
       return {
         action: input.action,
@@ -132,7 +138,7 @@ export function createSellerTools(deps: {
       const ids = rows.map((r) => r.id);
       if (!input.dryRun && ids.length > 0) {
         await sql`update routes set ${sql({ ...set, updatedAt: clock.now() } as never)} where id = any(${sql.array(ids)}::uuid[])`;
-        await changed(ids);
+        await listingsChanged(sellerId, ids);
       }
       return {
         dryRun: input.dryRun ?? false,

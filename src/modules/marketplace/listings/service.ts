@@ -21,6 +21,7 @@ import {
   parseRateSheetCsvSliced,
   parseRateSheetJsonSliced,
   planRateChangesSteps,
+  rowKey,
   round6,
   toMoney,
 } from '../../../rating/index.js';
@@ -179,6 +180,7 @@ export type ListFilterIn = Omit<repo.ListFilter, 'sort'> & { sort: RouteSort };
 export const liveEntry = (r: {
   prefix: string;
   mccMnc: string;
+  origin: string;
   destination: string;
   rate: string;
   increment: string;
@@ -188,6 +190,7 @@ export const liveEntry = (r: {
   rate: r.rate,
   increment: parseIncrement(r.increment)!,
   mccMnc: r.mccMnc === '' ? null : r.mccMnc,
+  origin: r.origin === '' ? null : r.origin,
   effectiveAt: null,
 });
 
@@ -379,8 +382,9 @@ export function createRoutesService(deps: {
     const active: NewSheetEntry[] = [];
     for (let i = 0; i < live.length; i++) {
       const r = live[i]!;
-      idByKey.set(`${r.prefix}|${r.mccMnc}`, r.id);
-      active.push(liveEntry(r));
+      const entry = liveEntry(r);
+      idByKey.set(rowKey(entry), r.id);
+      active.push(entry);
       if (i % STEP_ITEMS === STEP_ITEMS - 1) yield;
     }
     const plan = yield* planRateChangesSteps(active, rows, {
@@ -396,14 +400,16 @@ export function createRoutesService(deps: {
       counts[c.kind]++;
       if (c.kind === 'unchanged') continue;
       const mcc = c.mccMnc ?? '';
+      const origin = c.origin ?? '';
       if (c.before !== null) {
-        write.closeIds.push(idByKey.get(`${c.prefix}|${mcc}`)!);
+        write.closeIds.push(idByKey.get(rowKey(c))!);
         write.closeAt.push(c.effectiveAt);
       }
       if (c.after !== null) {
         write.insert.push({
           prefix: c.prefix,
           mccMnc: mcc,
+          origin,
           destination: c.after.destination,
           rate: c.after.rate,
           increment: c.after.increment.text,
@@ -415,6 +421,7 @@ export function createRoutesService(deps: {
           id: newId(),
           prefix: c.prefix,
           mccMnc: mcc,
+          origin,
           kind: c.kind,
           oldRate: c.before?.rate ?? null,
           newRate: c.after?.rate ?? null,
@@ -957,6 +964,7 @@ export function createRoutesService(deps: {
               rate: toMoney(next),
               increment: parseIncrement(r.increment)!,
               mccMnc: r.mccMnc === '' ? null : r.mccMnc,
+              origin: r.origin === '' ? null : r.origin,
               effectiveAt: null,
             });
           }
@@ -1010,6 +1018,7 @@ export function createRoutesService(deps: {
           rate: x.rate,
           billingIncrement: x.increment,
           mccMnc: x.mccMnc === '' ? null : x.mccMnc,
+          origin: x.origin === '' ? null : x.origin,
           effectiveFrom: iso(x.effectiveFrom)!,
         })),
         total: page.total,
@@ -1046,6 +1055,7 @@ export function createRoutesService(deps: {
         id: c.id,
         prefix: c.prefix,
         mccMnc: c.mccMnc === '' ? null : c.mccMnc,
+        origin: c.origin === '' ? null : c.origin,
         kind: c.kind,
         oldRate: c.oldRate,
         newRate: c.newRate,

@@ -37,6 +37,9 @@ const Pick = Type.Object({
     Nullable(Uuid("set when the caller's private rate from this accepted offer priced the route")),
   ),
   matchedPrefix: Type.String(),
+  matchedOrigin: Nullable(
+    Type.String({ description: "The origin of the row that priced it (the caller's), null: the default row" }),
+  ),
   destination: Type.String(),
   price: Money(),
   billingIncrement: Type.String(),
@@ -128,6 +131,9 @@ export function purchasesRoutes(purchases: PurchasesService, routing: Routing) {
             strategy: Type.Optional(
               Type.Union([Type.Literal('cheapest'), Type.Literal('best_quality'), Type.Literal('balanced')]),
             ),
+            from: Type.Optional(
+              Type.String({ pattern: '^\\+?\\d{1,15}$', description: "The caller's number, for origin-based rates" }),
+            ),
           }),
           response: { 200: Ok(Type.Object({ number: Type.String(), route: Pick, backups: Type.Array(Pick) })) },
         },
@@ -139,6 +145,7 @@ export function purchasesRoutes(purchases: PurchasesService, routing: Routing) {
             number: req.query.number,
             type: req.query.type ?? 'voice',
             strategy: req.query.strategy ?? 'cheapest',
+            from: req.query.from ?? null,
           }),
         ),
     );
@@ -251,6 +258,7 @@ export function purchasesRoutes(purchases: PurchasesService, routing: Routing) {
                   id: Uuid(),
                   prefix: Type.String(),
                   mccMnc: Nullable(Type.String()),
+                  origin: Nullable(Type.String()),
                   kind: Type.String(),
                   oldRate: Nullable(Money()),
                   newRate: Nullable(Money()),

@@ -12,6 +12,7 @@ export interface SheetRowOut {
   rate: string;
   increment: string;
   mccMnc: string | null;
+  origin: string | null;
   effectiveFrom: string;
   effectiveTo: string | null;
 }
@@ -23,6 +24,7 @@ interface StoredRow {
   rate: string;
   increment: string;
   mccMnc: string;
+  origin: string;
   effectiveFrom: Date;
   effectiveTo: Date | null;
 }
@@ -46,6 +48,7 @@ export function createSheetReads(deps: { sql: Sql; clock: Clock; routes: RoutesS
     rate: r.rate,
     increment: r.increment,
     mccMnc: r.mccMnc === '' ? null : r.mccMnc,
+    origin: r.origin === '' ? null : r.origin,
     effectiveFrom: r.effectiveFrom.toISOString(),
     effectiveTo: r.effectiveTo === null ? null : r.effectiveTo.toISOString(),
   });
@@ -56,10 +59,10 @@ export function createSheetReads(deps: { sql: Sql; clock: Clock; routes: RoutesS
       const route = await visible(routeId, viewerId);
       const now = clock.now();
       const rows = await sql<StoredRow[]>`
-        select prefix, destination, rate::numeric(20,6)::text as rate, increment, mcc_mnc, effective_from, effective_to
+        select prefix, destination, rate::numeric(20,6)::text as rate, increment, mcc_mnc, origin, effective_from, effective_to
         from rate_rows
         where route_id = ${routeId} and effective_from <= ${now} and (effective_to is null or effective_to > ${now})
-        order by prefix, mcc_mnc limit ${DOWNLOAD_MAX_ROWS}`;
+        order by prefix, mcc_mnc, origin limit ${DOWNLOAD_MAX_ROWS}`;
       return { route, rows: rows.map(out), at: now.toISOString() };
     },
 
@@ -68,13 +71,13 @@ export function createSheetReads(deps: { sql: Sql; clock: Clock; routes: RoutesS
       await visible(routeId, viewerId);
       const now = clock.now();
       const rows = await sql<(StoredRow & { total: string })[]>`
-        select prefix, destination, rate::numeric(20,6)::text as rate, increment, mcc_mnc, effective_from, effective_to,
+        select prefix, destination, rate::numeric(20,6)::text as rate, increment, mcc_mnc, origin, effective_from, effective_to,
           count(*) over () as total
         from rate_rows
         where route_id = ${routeId} ${q.prefix ? sql`and prefix like ${q.prefix + '%'}` : sql``}
           -- a row replaced in the instant it came into force was never in force
           and (effective_to is null or effective_to > effective_from)
-        order by prefix, mcc_mnc, effective_from desc
+        order by prefix, mcc_mnc, origin, effective_from desc
         limit ${q.limit} offset ${q.offset}`;
       return {
         rows: rows.map((r) => ({

@@ -11,7 +11,7 @@ const TAGS = ['Rate sheets'];
 const READ = { auth: 'required', scope: 'routes:read' } as const;
 const WRITE = { auth: 'required', scope: 'routes:write' } as const;
 const Id = Type.Object({ id: Uuid() });
-const CSV_COLUMNS = ['prefix', 'destination', 'rate', 'increment', 'mcc_mnc', 'effective_date'] as const;
+const CSV_COLUMNS = ['prefix', 'destination', 'rate', 'increment', 'mcc_mnc', 'origin', 'effective_date'] as const;
 
 export function rateSheetRoutes(routes: RoutesService, reads: SheetReads) {
   return (app: App) => {
@@ -94,6 +94,12 @@ export function rateSheetRoutes(routes: RoutesService, reads: SheetReads) {
                     rate: Money(),
                     increment: Type.String(),
                     mccMnc: Nullable(Type.String()),
+                    origin: Nullable(
+                      Type.String({
+                        description:
+                          'The callers the row prices (A-number prefix, country, EU or EEA); null: the default row',
+                      }),
+                    ),
                     effectiveFrom: DateTime(),
                   }),
                 ),
@@ -117,6 +123,7 @@ export function rateSheetRoutes(routes: RoutesService, reads: SheetReads) {
             rate: r.rate,
             increment: r.increment,
             mcc_mnc: r.mccMnc ?? '',
+            origin: r.origin ?? '',
             effective_date: r.effectiveFrom,
           });
         csv.end();
@@ -144,6 +151,12 @@ export function rateSheetRoutes(routes: RoutesService, reads: SheetReads) {
                 rate: Money(),
                 increment: Type.String(),
                 mccMnc: Nullable(Type.String()),
+                origin: Nullable(
+                  Type.String({
+                    description:
+                      'The callers the row prices (A-number prefix, country, EU or EEA); null: the default row',
+                  }),
+                ),
                 effectiveFrom: DateTime(),
                 effectiveTo: Nullable(DateTime()),
                 state: Type.Union([Type.Literal('archived'), Type.Literal('in_force'), Type.Literal('scheduled')]),

@@ -39,6 +39,11 @@ const Version = Type.Object({
 const SheetRow = Type.Object({
   prefix: Type.String(),
   mccMnc: Nullable(Type.String()),
+  origin: Nullable(
+    Type.String({
+      description: 'The callers the row prices (A-number prefix, country, EU or EEA); null: the default row',
+    }),
+  ),
   destination: Type.String(),
   rate: Money(),
   increment: Type.String(),
@@ -57,6 +62,7 @@ const RowIn = Type.Object(
     rate: Type.String({ pattern: '^\\d{1,14}(\\.\\d{1,6})?$' }),
     increment: Type.Optional(Increment),
     mccMnc: Type.Optional(Nullable(Type.String({ pattern: '^\\d{3}-\\d{2,3}$' }))),
+    origin: Type.Optional(Nullable(Type.String({ description: 'A-number prefix, ISO country, EU or EEA' }))),
     effectiveDate: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
@@ -177,6 +183,12 @@ export function sheetToolRoutes(routes: RoutesService, tools: SheetTools, maxSyn
                   Type.Object({
                     prefix: Type.String(),
                     mccMnc: Nullable(Type.String()),
+                    origin: Nullable(
+                      Type.String({
+                        description:
+                          'The callers the row prices (A-number prefix, country, EU or EEA); null: the default row',
+                      }),
+                    ),
                     change: Change,
                     before: Side,
                     after: Side,
@@ -262,6 +274,9 @@ export function sheetToolRoutes(routes: RoutesService, tools: SheetTools, maxSyn
                   {
                     prefix: Type.String({ pattern: '^\\d{1,15}$' }),
                     mccMnc: Type.Optional(Nullable(Type.String({ pattern: '^\\d{3}-\\d{2,3}$' }))),
+                    origin: Type.Optional(
+                      Nullable(Type.String({ pattern: '^(\\+?\\d{1,15}|[A-Za-z]{2}|[Ee][Ee][Aa])$' })),
+                    ),
                   },
                   { additionalProperties: false },
                 ),
@@ -420,6 +435,12 @@ export function sheetToolRoutes(routes: RoutesService, tools: SheetTools, maxSyn
           querystring: Type.Object({
             number: Type.String({ pattern: '^\\+?\\d{1,15}$' }),
             mccMnc: Type.Optional(Type.String({ pattern: '^\\d{3}-\\d{2,3}$' })),
+            from: Type.Optional(
+              Type.String({
+                pattern: '^\\+?\\d{1,15}$',
+                description: "The caller's number: origin-based rows that match it price the call",
+              }),
+            ),
           }),
           response: {
             200: Ok(
@@ -437,7 +458,15 @@ export function sheetToolRoutes(routes: RoutesService, tools: SheetTools, maxSyn
         },
       },
       async (req) =>
-        ok(await tools.lookup(req.principal!.accountId, req.params.id, req.query.number, req.query.mccMnc ?? null)),
+        ok(
+          await tools.lookup(
+            req.principal!.accountId,
+            req.params.id,
+            req.query.number,
+            req.query.mccMnc ?? null,
+            req.query.from ?? null,
+          ),
+        ),
     );
 
     app.get(

@@ -3,7 +3,7 @@ import type { Sql } from '../../../db/connection.js';
 import { notFound, ruleError, validationError } from '../../../http/errors.js';
 import { networkFor, networkName, networksUnder } from '../../../messaging/network.js';
 import type { Clock } from '../../../platform/clock.js';
-import type { NewSheetEntry } from '../../../rating/index.js';
+import { callerOrigin, createPrefixIndex, parseOrigin, rowKey, type NewSheetEntry } from '../../../rating/index.js';
 import type { LiveRateRow } from '../listings/repo.js';
 import { liveEntry } from '../listings/service.js';
 import type { RoutesService, SheetUpload } from '../listings/service.js';
@@ -51,12 +51,18 @@ export type TemplateName = (typeof TEMPLATES)[number]['name'];
 interface SnapshotRow {
   prefix: string;
   mccMnc: string;
+  origin: string;
   destination: string;
   rate: string;
   increment: string;
 }
 
-const keyOf = (prefix: string, mccMnc: string | null) => `${prefix}|${mccMnc ?? ''}`;
+const keyOf = (prefix: string, mccMnc: string | null, origin: string | null) =>
+  rowKey({ prefix, mccMnc: mccMnc === '' ? null : mccMnc, origin: origin === '' ? null : origin });
+
+/** An origin as a request names it, in the sheet's normal form (`fr` → `FR`); unknown text is kept, to match nothing. */
+const originOf = (o: string | null | undefined): string | null =>
+  o === null || o === undefined || o === '' ? null : (parseOrigin(o)?.origin ?? o);
 
 /**
  * The rate-sheet tools beyond upload and download: versions (each change of a sheet, readable as
@@ -107,10 +113,10 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
     return row?.n ?? null;
   };
   const snapshot = (routeId: string, at: Date) => sql<SnapshotRow[]>`
-    select prefix, mcc_mnc, destination, rate::numeric(20,6)::text as rate, increment
+    select prefix, mcc_mnc, origin, destination, rate::numeric(20,6)::text as rate, increment
     from rate_rows
     where route_id = ${routeId} and effective_from <= ${at} and (effective_to is null or effective_to > ${at})
-    order by prefix, mcc_mnc`;
+    order by prefix, mcc_mnc, origin`;
 
   /** Applies `change` to the rows in force (row edits and removals). */
   const editRows = (
@@ -123,7 +129,7 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
       sellerId,
       routeId,
       (live: LiveRateRow[]) => {
-        const byKey = new Map(live.map((r) => [keyOf(r.prefix, r.mccMnc === '' ? null : r.mccMnc), liveEntry(r)]));
+        const byKey = new Map(live.map((r) => [keyOf(r.prefix, r.mccMnc, r.origin), liveEntry(r)]));
         change(byKey);
         return [...byKey.values()];
       },
@@ -151,14 +157,18 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
       await own(routeId, sellerId);
       const v = await findVersion(routeId, number);
       const rows = await sql<(SnapshotRow & { total: string })[]>`
-        select prefix, mcc_mnc, destination, rate::numeric(20,6)::text as rate, increment, count(*) over () as total
+        select prefix, mcc_mnc, origin, destination, rate::numeric(20,6)::text as rate, increment, count(*) over () as total
         from rate_rows
         where route_id = ${routeId} and effective_from <= ${v.createdAt}
           and (effective_to is null or effective_to > ${v.createdAt})
-        order by prefix, mcc_mnc limit ${q.limit} offset ${q.offset}`;
+        order by prefix, mcc_mnc, origin limit ${q.limit} offset ${q.offset}`;
       return {
         version: versionView(v),
-        rows: rows.map(({ total: _t, mccMnc, ...r }) => ({ ...r, mccMnc: mccMnc === '' ? null : mccMnc })),
+        rows: rows.map(({ total: _t, mccMnc, origin, ...r }) => ({
+          ...r,
+          mccMnc: mccMnc === '' ? null : mccMnc,
+          origin: origin === '' ? null : origin,
+        })),
         total: rows.length === 0 ? 0 : Number(rows[0]!.total),
         limit: q.limit,
         offset: q.offset,
@@ -178,25 +188,27 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
       const kinds = q.change ?? ['added', 'removed', 'increase', 'decrease', 'updated'];
       const diffRows = sql`
         with a as (
-          select prefix, mcc_mnc, destination, rate, increment from rate_rows
+          select prefix, mcc_mnc, origin, destination, rate, increment from rate_rows
           where route_id = ${routeId} and effective_from <= ${a.createdAt} and (effective_to is null or effective_to > ${a.createdAt})
         ), b as (
-          select prefix, mcc_mnc, destination, rate, increment from rate_rows
+          select prefix, mcc_mnc, origin, destination, rate, increment from rate_rows
           where route_id = ${routeId} and effective_from <= ${b.createdAt} and (effective_to is null or effective_to > ${b.createdAt})
         )
         select coalesce(a.prefix, b.prefix) as prefix, coalesce(a.mcc_mnc, b.mcc_mnc) as mcc_mnc,
+          coalesce(a.origin, b.origin) as origin,
           a.destination as before_destination, a.rate::numeric(20,6)::text as before_rate, a.increment as before_increment,
           b.destination as after_destination, b.rate::numeric(20,6)::text as after_rate, b.increment as after_increment,
           case when a.prefix is null then 'added' when b.prefix is null then 'removed'
             when b.rate > a.rate then 'increase' when b.rate < a.rate then 'decrease'
             when a.destination <> b.destination or a.increment <> b.increment then 'updated' else 'unchanged' end as change
-        from a full join b on a.prefix = b.prefix and a.mcc_mnc = b.mcc_mnc`;
+        from a full join b on a.prefix = b.prefix and a.mcc_mnc = b.mcc_mnc and a.origin = b.origin`;
       const counts = await sql<{ change: string; n: string }[]>`
         select change, count(*) as n from (${diffRows}) d group by change`;
       const rows = await sql<
         {
           prefix: string;
           mccMnc: string;
+          origin: string;
           change: string;
           beforeDestination: string | null;
           beforeRate: string | null;
@@ -208,7 +220,7 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
         }[]
       >`
         select *, count(*) over () as total from (${diffRows}) d where change = any (${sql.array(kinds)}::text[])
-        order by prefix, mcc_mnc limit ${q.limit} offset ${q.offset}`;
+        order by prefix, mcc_mnc, origin limit ${q.limit} offset ${q.offset}`;
       const count = (k: string) => Number(counts.find((c) => c.change === k)?.n ?? 0);
       const side = (destination: string | null, rate: string | null, increment: string | null) =>
         destination === null ? null : { destination, rate: rate!, increment: increment! };
@@ -226,6 +238,7 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
         rows: rows.map((r) => ({
           prefix: r.prefix,
           mccMnc: r.mccMnc === '' ? null : r.mccMnc,
+          origin: r.origin === '' ? null : r.origin,
           change: r.change,
           before: side(r.beforeDestination, r.beforeRate, r.beforeIncrement),
           after: side(r.afterDestination, r.afterRate, r.afterIncrement),
@@ -263,7 +276,7 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
         sellerId,
         routeId,
         (byKey) => {
-          for (const r of parsed.rows) byKey.set(keyOf(r.prefix, r.mccMnc), r);
+          for (const r of parsed.rows) byKey.set(keyOf(r.prefix, r.mccMnc, r.origin), r);
         },
         body.increaseEffectiveAt,
       );
@@ -273,7 +286,10 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
     async removeRows(
       sellerId: string,
       routeId: string,
-      body: { rows: { prefix: string; mccMnc?: string | null }[]; increaseEffectiveAt?: string },
+      body: {
+        rows: { prefix: string; mccMnc?: string | null; origin?: string | null }[];
+        increaseEffectiveAt?: string;
+      },
     ) {
       await own(routeId, sellerId);
       return editRows(
@@ -281,12 +297,12 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
         routeId,
         (byKey) => {
           const missing = body.rows.flatMap((r, i) =>
-            byKey.has(keyOf(r.prefix, r.mccMnc ?? null))
+            byKey.has(keyOf(r.prefix, r.mccMnc ?? null, originOf(r.origin)))
               ? []
               : [{ path: `/rows/${i}/prefix`, message: 'not a row in force on this sheet' }],
           );
           if (missing.length > 0) throw validationError(missing);
-          for (const r of body.rows) byKey.delete(keyOf(r.prefix, r.mccMnc ?? null));
+          for (const r of body.rows) byKey.delete(keyOf(r.prefix, r.mccMnc ?? null, originOf(r.origin)));
         },
         body.increaseEffectiveAt,
       );
@@ -365,7 +381,7 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
         const rate = Number(r.rate);
         if (g.lowest === null || rate < Number(g.lowest)) g.lowest = r.rate;
         if (g.highest === null || rate > Number(g.highest)) g.highest = r.rate;
-        if (r.prefix === code) g.def = r;
+        if (r.prefix === code && r.origin === '') g.def = r;
       }
       const all = [...groups].sort(([a], [b]) => a.localeCompare(b));
       return {
@@ -415,7 +431,7 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
         select n.prefix, n.mcc_mnc, n.destination, n.rate::numeric(20,6)::text as rate, n.increment,
           c.rate::numeric(20,6)::text as country_rate, count(*) over () as total
         from rate_rows n
-        left join rate_rows c on c.route_id = n.route_id and c.prefix = n.prefix and c.mcc_mnc = ''
+        left join rate_rows c on c.route_id = n.route_id and c.prefix = n.prefix and c.mcc_mnc = '' and c.origin = ''
           and c.effective_from <= ${now} and (c.effective_to is null or c.effective_to > ${now})
         where n.route_id = ${routeId} and n.mcc_mnc <> ''
           and n.effective_from <= ${now} and (n.effective_to is null or n.effective_to > ${now})
@@ -430,24 +446,31 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
     },
 
     /** The row of this sheet that prices a number now (and for SMS its network's row), and what is scheduled for it. */
-    async lookup(viewerId: string, routeId: string, number: string, mccMnc: string | null) {
+    async lookup(viewerId: string, routeId: string, number: string, mccMnc: string | null, from: string | null = null) {
       const route = await visible(routeId, viewerId);
       const digits = number.replace(/^\+/, '');
       const now = clock.now();
       const network = route.type === 'sms' ? (mccMnc ?? networkFor(digits)?.mccMnc ?? null) : null;
       const rows = await sql<(SnapshotRow & { effectiveFrom: Date; effectiveTo: Date | null })[]>`
-        select prefix, mcc_mnc, destination, rate::numeric(20,6)::text as rate, increment, effective_from, effective_to
+        select prefix, mcc_mnc, origin, destination, rate::numeric(20,6)::text as rate, increment, effective_from, effective_to
         from rate_rows
         where route_id = ${routeId} and ${digits} like prefix || '%' and (effective_to is null or effective_to > ${now})
           and (mcc_mnc = '' or mcc_mnc = ${network ?? ''})
         order by length(prefix) desc, mcc_mnc desc, effective_from`;
       const live = (r: (typeof rows)[number]) => r.effectiveFrom <= now;
-      const country = rows.find((r) => r.mccMnc === '' && live(r));
+      // The country row is chosen by the rating rule itself (origins included) over the few rows under the number.
+      const liveCountry = rows.filter((r) => r.mccMnc === '' && live(r));
+      const chosen = createPrefixIndex(liveCountry).lookupFrom(digits, callerOrigin(from));
+      const country =
+        chosen === undefined
+          ? undefined
+          : liveCountry.find((r) => r.prefix === chosen.prefix && r.origin === (chosen.origin ?? ''));
       const net = network === null ? undefined : rows.find((r) => r.mccMnc === network && live(r));
       const pricing = net ?? country;
       const view = (r: (typeof rows)[number]) => ({
         prefix: r.prefix,
         mccMnc: r.mccMnc === '' ? null : r.mccMnc,
+        origin: r.origin === '' ? null : r.origin,
         destination: r.destination,
         rate: r.rate,
         increment: r.increment,
@@ -457,7 +480,10 @@ export function createSheetTools(deps: { sql: Sql; clock: Clock; routes: RoutesS
       const next =
         pricing === undefined
           ? undefined
-          : rows.find((r) => r.prefix === pricing.prefix && r.mccMnc === pricing.mccMnc && !live(r));
+          : rows.find(
+              (r) =>
+                r.prefix === pricing.prefix && r.mccMnc === pricing.mccMnc && r.origin === pricing.origin && !live(r),
+            );
       return {
         number: digits,
         type: route.type,

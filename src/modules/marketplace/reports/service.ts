@@ -147,8 +147,11 @@ export function createReportsService(deps: {
   const setSuspension = async (
     route: { id: string; sellerId: string; name: string },
     s: { status: 'suspended' | 'active'; reason: string | null; at: Date | null },
+    operatorId: string,
   ) => {
     await sql.begin(async (tx) => {
+      // The listing's change history names the operator, not the seller (migration 287).
+      await tx`select set_config('svc.actor', ${operatorId}, true)`;
       await tx`
         update routes set status = ${s.status}, suspended_reason = ${s.reason}, suspended_at = ${s.at}, updated_at = ${clock.now()}
         where id = ${route.id}`;
@@ -302,7 +305,7 @@ export function createReportsService(deps: {
       if (route === undefined) throw notFound('Route');
       if (route.status === 'suspended') throw conflict('The listing is already suspended');
       const now = clock.now();
-      await setSuspension(route, { status: 'suspended', reason, at: now });
+      await setSuspension(route, { status: 'suspended', reason, at: now }, v.accountId);
       log.warn({ routeId }, 'listing suspended by the operator');
       return { routeId, status: 'suspended' as const, reason, suspendedAt: now.toISOString() };
     },
@@ -313,7 +316,7 @@ export function createReportsService(deps: {
       const route = await routeRow(routeId);
       if (route === undefined) throw notFound('Route');
       if (route.status !== 'suspended') throw conflict('The listing is not suspended');
-      await setSuspension(route, { status: 'active', reason: null, at: null });
+      await setSuspension(route, { status: 'active', reason: null, at: null }, v.accountId);
       return { routeId, status: 'active' as const, reason: null, suspendedAt: null };
     },
   };

@@ -21,6 +21,11 @@ export interface DeckCache {
   /** Loads every deck the first time it is called; later calls return at once. */
   ensureLoaded(): Promise<void>;
   reload(routeId: string): Promise<void>;
+  /**
+   * Re-reads one seller's listing facts (status, visibility, terms) in one query after a change
+   * that left every row alone (bulk status and terms): indexes are kept, decks not held yet are built.
+   */
+  refreshListings(sellerId: string): Promise<void>;
   refreshDue(): Promise<number>;
   /** LISTEN for changes from other daemons, and rebuild due decks on an interval. */
   start(): Promise<void>;
@@ -104,7 +109,36 @@ export function createDeckCache(deps: {
     log.info({ decks: all.length }, 'rate decks loaded');
   };
 
+  const refreshListings = async (sellerId: string): Promise<void> => {
+    const fresh = await deckMeta(sql, null, sellerId);
+    const seen = new Set<string>();
+    for (const meta of fresh) {
+      seen.add(meta.routeId);
+      const have = versions.get(meta.routeId);
+      if (have !== undefined && have > BigInt(meta.version)) continue;
+      if (!registry.has(meta.routeId)) {
+        await reload(meta.routeId);
+        continue;
+      }
+      metas.set(meta.routeId, meta);
+      versions.set(meta.routeId, BigInt(meta.version));
+    }
+    for (const [routeId, meta] of metas) {
+      if (meta.sellerId !== sellerId || seen.has(routeId)) continue;
+      registry.delete(routeId);
+      metas.delete(routeId);
+      versions.delete(routeId);
+      due.delete(routeId);
+    }
+    publicCache = null;
+  };
+
   const onNotify = (payload: string): void => {
+    if (payload.startsWith('m:')) {
+      const sellerId = payload.slice(2);
+      refreshListings(sellerId).catch((err: unknown) => log.error({ err, sellerId }, 'listing refresh failed'));
+      return;
+    }
     const [routeId, version] = payload.split(':');
     if (routeId === undefined || version === undefined || !/^\d+$/.test(version)) return;
     const have = versions.get(routeId);
@@ -131,6 +165,7 @@ export function createDeckCache(deps: {
       return loading;
     },
     reload,
+    refreshListings,
     async refreshDue() {
       const now = clock.now().getTime();
       const ids = [...due].filter(([, t]) => t <= now).map(([id]) => id);

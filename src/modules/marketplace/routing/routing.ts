@@ -1,8 +1,8 @@
 import { Decimal } from 'decimal.js';
 import type { Config } from '../../../config/schema.js';
 import { notFound, ruleError, validationError } from '../../../http/errors.js';
-import { buyerRate, priceSms, toMoney } from '../../../rating/index.js';
-import type { BillingIncrement, PlatformFee, RateMatch } from '../../../rating/index.js';
+import { buyerRate, callerOrigin, NO_ORIGIN, priceSms, toMoney } from '../../../rating/index.js';
+import type { BillingIncrement, CallerOrigin, PlatformFee, RateMatch } from '../../../rating/index.js';
 import type { Blend, BlendCache } from '../blends/blend-cache.js';
 import { orderMembers } from '../blends/rules.js';
 import type { PrivateRateCache } from '../offers/private-rates.js';
@@ -27,6 +27,11 @@ export interface CandidateQuery {
   strategy?: Strategy;
   /** SMS: the destination's network when known, for per-network prices. */
   mccMnc?: string | null;
+  /**
+   * The caller's number (voice: P-Asserted-Identity or From, the API's `from`; SMS: a numeric
+   * sender), for origin-based rates; absent or not a number: default rows only.
+   */
+  from?: string | null;
 }
 
 export type SipEndpoint = Pick<
@@ -51,6 +56,8 @@ export interface Candidate {
   /** Set when the terms of this interconnection between buyer and seller priced the route. */
   interconnectionId?: string;
   matchedPrefix: string;
+  /** The origin of the row that priced the route (null: the default row). */
+  matchedOrigin: string | null;
   destination: string;
   /** Buyer price per minute (voice) or per segment (SMS): seller rate plus platform fee. */
   price: Decimal;
@@ -186,6 +193,7 @@ export function createRouting(deps: {
     mccMnc: string | null,
     fee: PlatformFee,
     margin: Decimal | null,
+    caller: CallerOrigin = NO_ORIGIN,
   ): Priced | undefined => {
     const index = decks.registry.get(routeId);
     const meta = decks.meta(routeId);
@@ -194,13 +202,13 @@ export function createRouting(deps: {
     let sellerRate: Decimal;
     let basis: 'network' | 'country' | null = null;
     if (type === 'sms') {
-      const p = priceSms(index, digits, mccMnc, fee);
+      const p = priceSms(index, digits, mccMnc, fee, caller);
       if (p === undefined) return undefined;
       match = p.network ?? p.country;
       sellerRate = p.sellerRate;
       basis = p.basis;
     } else {
-      const m = index.lookup(digits);
+      const m = index.lookupFrom(digits, caller);
       if (m === undefined) return undefined;
       match = m;
       sellerRate = m.rateDecimal;
@@ -250,10 +258,11 @@ export function createRouting(deps: {
     fee: PlatformFee,
     quality: (routeId: string, meta: DeckMeta) => number,
     random: () => number,
+    caller: CallerOrigin = NO_ORIGIN,
   ): Promise<PricedMember[]> => {
     const priced: PricedMember[] = [];
     for (const m of await eligibleMembers(blend)) {
-      const p = priceRoute(m.routeId, digits, blend.type, mccMnc, fee, blend.margin);
+      const p = priceRoute(m.routeId, digits, blend.type, mccMnc, fee, blend.margin, caller);
       if (p !== undefined)
         priced.push({ ...p, position: m.position, percent: m.percent, quality: quality(m.routeId, p.meta) });
     }
@@ -270,6 +279,8 @@ export function createRouting(deps: {
     }
     const fee = platformFeeFrom(deps.config);
     const mccMnc = q.mccMnc ?? null;
+    // Worked out once per call: decks without origin rows never look at it.
+    const caller = callerOrigin(q.from);
     const inBlends = await blends.blendsAmong(usable.map((u) => u.routeId));
     const privates = deps.privateRates ? await deps.privateRates.forAccount(q.accountId) : undefined;
     const now = deps.clock?.now() ?? new Date();
@@ -282,7 +293,7 @@ export function createRouting(deps: {
         blended.push({ u, blend });
         continue;
       }
-      const p = priceRoute(u.routeId, digits, q.type, mccMnc, fee, null);
+      const p = priceRoute(u.routeId, digits, q.type, mccMnc, fee, null, caller);
       if (p === undefined) continue;
       // A private rate replaces the deck's rate for numbers under its prefix; the deck still decides coverage and increment.
       const own = privates?.size ? deps.privateRates!.lookup(privates.get(u.routeId), digits, now) : undefined;
@@ -323,7 +334,7 @@ export function createRouting(deps: {
       blend: null,
     }));
     for (const { u, blend } of blended) {
-      const members = await blendMembersFor(blend, digits, mccMnc, fee, scoreOf, random);
+      const members = await blendMembersFor(blend, digits, mccMnc, fee, scoreOf, random, caller);
       const first = members[0];
       // Ranked as its first member (what the next call would pay), under the blend's own id and position.
       if (first !== undefined) items.push({ ...first, routeId: u.routeId, u, position: u.position, members, blend });
@@ -368,6 +379,7 @@ export function createRouting(deps: {
       ...(item.offerId === undefined ? {} : { offerId: item.offerId }),
       ...(item.interconnectionId === undefined ? {} : { interconnectionId: item.interconnectionId }),
       matchedPrefix: item.match.prefix,
+      matchedOrigin: item.match.origin,
       destination: item.match.destination,
       price: item.price,
       sellerRate: item.sellerRate,
@@ -392,6 +404,7 @@ export function createRouting(deps: {
       | 'blendId'
       | 'offerId'
       | 'matchedPrefix'
+      | 'matchedOrigin'
       | 'destination'
       | 'price'
       | 'increment'
@@ -410,6 +423,7 @@ export function createRouting(deps: {
     blendId: c.blendId ?? null,
     offerId: c.offerId ?? null,
     matchedPrefix: c.matchedPrefix,
+    matchedOrigin: c.matchedOrigin,
     destination: c.destination,
     price: toMoney(c.price),
     billingIncrement: c.increment.text,
@@ -574,6 +588,7 @@ export function createRouting(deps: {
                   ...(item.blend === null ? {} : { blendId: item.blend.id }),
                   ...(part.offerId === undefined ? {} : { offerId: part.offerId }),
                   matchedPrefix: part.match.prefix,
+                  matchedOrigin: part.match.origin,
                   destination: part.match.destination,
                   price: part.price,
                   increment: part.match.increment,
@@ -669,20 +684,22 @@ export function createRouting(deps: {
      * GET /routes/price-number: every public active route covering the number, cheapest first,
      * priced for a buyer (seller rate plus platform fee); seller identities are never included.
      */
-    async priceNumber(number: string, type: 'voice' | 'sms') {
+    async priceNumber(number: string, type: 'voice' | 'sms', from: string | null = null) {
       const digits = normaliseNumber(number);
+      const caller = callerOrigin(from);
       await decks.ensureLoaded();
       const fee = platformFeeFrom(deps.config);
       const out: {
         destination: string;
         matchedPrefix: string;
+        matchedOrigin: string | null;
         rate: Decimal;
         billingIncrement: string;
         cliType: string | null;
         exchangeScore: number;
       }[] = [];
       for (const meta of decks.publicRoutes(type)) {
-        const m = decks.registry.get(meta.routeId)?.lookup(digits);
+        const m = decks.registry.get(meta.routeId)?.lookupFrom(digits, caller);
         if (m === undefined) continue;
         const stated = {
           expectedAsr: meta.expectedAsr === null ? null : Number(meta.expectedAsr),
@@ -692,6 +709,7 @@ export function createRouting(deps: {
         out.push({
           destination: m.destination,
           matchedPrefix: m.prefix,
+          matchedOrigin: m.origin,
           rate: buyerRate(m.rateDecimal, fee, type === 'voice' ? 'min' : 'msg'),
           billingIncrement: m.increment.text,
           cliType: meta.cliType,

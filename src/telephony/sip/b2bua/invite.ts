@@ -6,6 +6,7 @@ import { negotiateSession } from '../session-timer.js';
 import type { ServerTransaction } from '../transaction.js';
 import type { SipPeer } from '../transport.js';
 import { authenticate } from './auth.js';
+import { callerNumberOf } from './caller-number.js';
 import { onCallerCancel, tryNext } from './legs.js';
 import { closeRelay } from './media.js';
 import { failToCaller } from './teardown.js';
@@ -54,7 +55,14 @@ export async function onInvite(
   }
   const from = fromOf(req).uri.user ?? '';
   const callId = callIdOf(req);
-  const plan = await ctx.policy.planCall({ ...attribution, to, from, callId, sourceIp: source.host });
+  const plan = await ctx.policy.planCall({
+    ...attribution,
+    to,
+    from,
+    origin: callerNumberOf(req),
+    callId,
+    sourceIp: source.host,
+  });
   if (cancelledEarly) return;
   if ('reject' in plan) {
     tx.reply(plan.reject.status, plan.reject.reason, {

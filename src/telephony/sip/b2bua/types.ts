@@ -54,6 +54,8 @@ export interface PlanCallInput {
   to: string;
   /** Caller ID from From, passed through. */
   from: string;
+  /** The caller's number that rates the call by origin: P-Asserted-Identity, else From ('' when none). */
+  origin?: string;
   callId: string;
   sourceIp: string;
 }

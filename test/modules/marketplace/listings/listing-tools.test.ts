@@ -57,10 +57,16 @@ t.test(
       });
       t.match(paused.body.data, { updated: 2, notFound: ['01a213c9-0000-7000-8000-000000000000'] });
       t.equal((await seller('GET', `/routes/${r2.routeId}`)).body.data.status, 'paused');
+      // The deck cache took the new status from one re-read: paused listings leave the price look-up.
+      const priced = await buyer('GET', '/routes/price-number?number=%2B442400000001&type=voice');
+      t.equal(priced.status, 200, priced.text);
+      t.equal(priced.body.data.total, 0, 'paused listings are out of the price look-up at once');
       const again = await seller('POST', '/routes/my/bulk-status', { routeIds: [r2.routeId], action: 'pause' });
       t.match(again.body.data, { updated: 0, unchanged: [r2.routeId] });
       const resumed = await seller('POST', '/routes/my/bulk-status', { action: 'resume' });
       t.match(resumed.body.data, { updated: 2 });
+      const back = await buyer('GET', '/routes/price-number?number=%2B442400000001&type=voice');
+      t.equal(back.body.data.total, 2, 'resumed listings are priced again');
       const terms = await seller('POST', '/routes/my/bulk-terms', {
         terms: { capacity: 40, cliType: 'cli', expectedAsr: 45 },
       });

@@ -58,8 +58,8 @@ t.test('rate sheets: validation preview, download, history, increase notices to 
   const csv = await w.api('GET', `/routes/${r.routeId}/rates/download`, w.seller.token);
   t.equal(csv.status, 200);
   const lines = csv.text.trim().split('\n');
-  t.equal(lines[0], 'prefix,destination,rate,increment,mcc_mnc,effective_date');
-  t.match(lines[1], /^4424,UK test,0\.013700,6\/6,,\d{4}-/);
+  t.equal(lines[0], 'prefix,destination,rate,increment,mcc_mnc,origin,effective_date');
+  t.match(lines[1], /^4424,UK test,0\.013700,6\/6,,,\d{4}-/);
   t.equal(lines.length, 3);
   const reup = await w.api('POST', `/routes/${r.routeId}/rates/validate`, w.seller.token, {
     format: 'csv',

@@ -21,7 +21,7 @@ import type { RoutesService } from '../marketplace/listings/service.js';
 import type { RoutingCache } from '../marketplace/routing/routing-cache.js';
 import { createEndpointHealth, type HealthTarget } from './endpoint-health.js';
 import { callsRoutes, trunkIpPolicy } from './routes.js';
-import type { NumberCalls } from './number-calls.js';
+import type { LocalAnswerEndpoint, NumberCalls } from './number-calls.js';
 import { createSipTrunksService, sipTransportOf } from './service.js';
 import { every } from '../../platform/periodic.js';
 import { parseNetworks, supplierGuardFrom } from '../../platform/outbound-guard.js';
@@ -54,6 +54,8 @@ export function buildSipTrunksModule(
     sip: SipPlane;
     /** Calls a number's seller brings in for the numbers it rented out (the numbers module). */
     numberCalls?: NumberCalls;
+    /** The numbers module's answering endpoint (voicemail, AI agents on numbers). */
+    localAnswer?: LocalAnswerEndpoint;
   },
 ) {
   const { config, log } = core;

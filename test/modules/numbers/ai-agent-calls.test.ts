@@ -5,7 +5,7 @@ import { startStreamingChat, startSttServer } from '../ai-agents/provider-server
 import { speechPcap } from '../ai-agents/speech-pcap.js';
 import { available } from '../api-calls/peers.js';
 import * as trunk from '../sip-trunks/world.js';
-import { numbers } from './world.js';
+import { rentedNumber, sellerCall } from './rented.js';
 
 // Money (numbers' platform fee 10 %, inbound minutes billed 60/60): inbound rate 0.012000/min plus
 // the agent fee 0.050000/min = 0.062000 for a call of 1–60 s; the seller earns 0.010800 (its rate
@@ -37,26 +37,9 @@ t.test(
         end_of_speech_ms: 500,
       },
     });
-    const { numbers: svc, ledger } = w.d.modules.services;
-    const listed = await svc.inventory.importItems(
-      w.seller.accountId,
-      true,
-      numbers(1, { first: 5557001 }),
-      (i) => `items[${i}]`,
-    );
-    await svc.inventory.updateGroup(w.seller.accountId, listed.groups[0]!.groupId, { inboundRate: '0.012000' });
-    const cat = await w.api('GET', '/dids/catalog', w.operator.token);
-    const g = cat.body.data.groups.find((x: { groupId: string }) => x.groupId === listed.groups[0]!.groupId);
-    const bought = await w.api('POST', '/dids/buy', w.operator.token, { groupId: g.groupId, skuId: g.skus[0].skuId });
-    t.equal(bought.status, 201, bought.text);
-    await svc.orders.settled();
-    const did = (await w.api('GET', `/dids/${bought.body.data.id as string}`, w.operator.token)).body.data as {
-      id: string;
-      number: string;
-    };
-    const digits = did.number.replace(/^\+/, '');
-    const ip = await w.api('POST', '/sip/trunk-ips', w.seller.token, { ip: '127.0.0.1', label: 'numbers trunk' });
-    t.equal(ip.status, 201, ip.text);
+    const { ledger } = w.d.modules.services;
+    const did = await rentedNumber(w, t, { first: 5557001, inboundRate: '0.012000' });
+    const { digits } = did;
 
     const created = await w.api('POST', '/ai-agents', w.operator.token, {
       name: 'Front desk',
@@ -77,11 +60,11 @@ t.test(
     );
     // The caller lets the agent's opening line play, speaks, then listens until the agent's BYE.
     const speech = speechPcap(t, 'Hello, I would like to book a table for two, please.', 6000);
-    const run = await trunk.uac(
+    const run = await sellerCall(
       t,
-      w.sipPort,
-      trunk.uacScenario('uac-tail-speak-bye-in.xml', { PAUSE_MS: '2500', PCAP: speech.path }, false),
+      w,
       digits,
+      trunk.uacScenario('uac-tail-speak-bye-in.xml', { PAUSE_MS: '2500', PCAP: speech.path }, false),
     );
     await trunk.expectExit(t, run, 'the caller talked to the agent and got its BYE');
     const callId = await agentDone;

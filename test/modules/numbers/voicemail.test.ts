@@ -5,7 +5,7 @@ import { checkInvariants } from '../../ledger/helpers.js';
 import { available } from '../api-calls/peers.js';
 import { speechPcap } from '../ai-agents/speech-pcap.js';
 import * as trunk from '../sip-trunks/world.js';
-import { numbers } from './world.js';
+import { rentedNumber, sellerCall } from './rented.js';
 
 // Money (numbers' platform fee 10 %, inbound minutes billed 60/60): inbound rate 0.012000/min, so a
 // voicemail call of 1–60 s costs the renter 0.012000; the seller earns 0.010800.
@@ -21,26 +21,8 @@ t.test(
   async (t) => {
     const base = 44000 + (process.pid % 300) * 20;
     const w = await trunk.createWorld(t, { rtp: { port_min: base, port_max: base + 19, bind_address: '127.0.0.1' } });
-    const { numbers: svc } = w.d.modules.services;
-    const listed = await svc.inventory.importItems(
-      w.seller.accountId,
-      true,
-      numbers(1, { first: 5556001 }),
-      (i) => `items[${i}]`,
-    );
-    await svc.inventory.updateGroup(w.seller.accountId, listed.groups[0]!.groupId, { inboundRate: '0.012000' });
-    const cat = await w.api('GET', '/dids/catalog', w.operator.token);
-    const g = cat.body.data.groups.find((x: { groupId: string }) => x.groupId === listed.groups[0]!.groupId);
-    const bought = await w.api('POST', '/dids/buy', w.operator.token, { groupId: g.groupId, skuId: g.skus[0].skuId });
-    t.equal(bought.status, 201, bought.text);
-    await svc.orders.settled();
-    const did = (await w.api('GET', `/dids/${bought.body.data.id as string}`, w.operator.token)).body.data as {
-      id: string;
-      number: string;
-    };
-    const digits = did.number.replace(/^\+/, '');
-    const ip = await w.api('POST', '/sip/trunk-ips', w.seller.token, { ip: '127.0.0.1', label: 'numbers trunk' });
-    t.equal(ip.status, 201, ip.text);
+    const did = await rentedNumber(w, t, { first: 5556001, inboundRate: '0.012000' });
+    const { digits } = did;
 
     const bad = await w.api('PUT', `/dids/${did.id}/voicemail`, w.operator.token, {
       mode: 'always',
@@ -62,13 +44,19 @@ t.test(
     const kept = new Promise<string>((resolve) =>
       w.d.modules.services.numberVoice.answering.events.once('voicemail', resolve),
     );
-    // The caller waits out the greeting and the beep, speaks, then stays silent until our BYE.
-    const speech = speechPcap(t, 'Hello, this is Alice. Please call me back about the invoice.', 4000);
-    const run = await trunk.uac(
+    // The caller speaks from soon after the answer for longer than the greeting and the beep take
+    // (synthesis included, however slow), then stays silent until our BYE: speech reaches the recording.
+    const speech = speechPcap(
       t,
-      w.sipPort,
-      trunk.uacScenario('uac-tail-speak-bye-in.xml', { PAUSE_MS: '3000', PCAP: speech.path }, false),
+      'Hello, this is Alice. Please call me back about the invoice for March, the one for the new office, ' +
+        'before Friday if you can. I will be at my desk all afternoon, so any time after two is fine.',
+      4000,
+    );
+    const run = await sellerCall(
+      t,
+      w,
       digits,
+      trunk.uacScenario('uac-tail-speak-bye-in.xml', { PAUSE_MS: '500', PCAP: speech.path }, false),
     );
     await trunk.expectExit(t, run, 'the caller was answered, left a message and got our BYE');
     const voicemailId = await kept;

@@ -30,6 +30,7 @@ import { buildRouteChecksModule } from './route-checks/index.js';
 import { buildCliTestsModule } from './cli-tests/index.js';
 import { buildNumbersModule, createNumberCalls } from './numbers/index.js';
 import { buildRevenueShareModule } from './revenue-share/index.js';
+import { buildNumberVoice } from './numbers/voice/index.js';
 import { trunkIpPolicy } from './sip-trunks/routes.js';
 import { parseNetworks } from '../platform/outbound-guard.js';
 import { buildDncModule } from './dnc/index.js';
@@ -180,8 +181,15 @@ export async function buildModules(coreIn: CoreDeps) {
     sip,
     cdrs: cdrs.service,
     // A number's seller bringing in calls for the numbers it rented out: delivered where the renter points them.
-    numberCalls: createNumberCalls({ sql: core.sql, platformFeePercent: core.config.numbers.platform_fee_percent }),
     counters: liveCounters,
+    numberCalls: createNumberCalls({
+      sql: core.sql,
+      platformFeePercent: core.config.numbers.platform_fee_percent,
+      agentFeePerMinute: core.config.ai.agent_fee_per_minute,
+      agentsAvailable: core.config.ai.chat_url !== '' && core.config.ai.stt_url !== '',
+    }),
+    // Numbers the exchange answers itself: asked at call time, once every module is built.
+    localAnswer: (kind, callGroupId, didId) => numberVoice.service.answering.localEndpoint(kind, callGroupId, didId),
   });
   // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant, and
   // its agents hold API and campaign calls named with an agent.
@@ -298,6 +306,13 @@ export async function buildModules(coreIn: CoreDeps) {
     accountExists: async (id) => (await accounts.getAccount(id)) !== null,
     cdrs: cdrs.service,
   });
+  // Voicemail and AI agents answering rented numbers: the trunk B2BUA dials this daemon's answering endpoint.
+  const numberVoice = buildNumberVoice(core, {
+    sip,
+    media,
+    manage: numbers.service.manage,
+    agents: aiAgents.calls,
+  });
   // Readiness of the planes the status page shows that register no probe of their own.
   core.health.register('media', async () => {
     const pool = media.running();
@@ -408,6 +423,7 @@ export async function buildModules(coreIn: CoreDeps) {
     // After the call and SMS planes, so it stops placing calls before they stop.
     dialer.module,
     aiAgents.module,
+    numberVoice.module,
   ];
 
   return {
@@ -445,6 +461,7 @@ export async function buildModules(coreIn: CoreDeps) {
       interconnections: interconnections.service,
       team: team.service,
       accountLifecycle: accountLifecycle.service,
+      numberVoice: numberVoice.service,
     },
     list,
   };

@@ -1,4 +1,8 @@
 import { AppError } from '../../http/errors.js';
+import { wavOf } from '../../telephony/media/pcm.js';
+
+/** Kept here for the agent modules that take it from the providers. */
+export { wavOf };
 
 /**
  * Clients of the OpenAI-compatible provider protocols the agents use (`[ai]`): chat completions
@@ -228,24 +232,6 @@ export function createSpeechProvider(ep: Endpoint & { model: string }): SpeechPr
 }
 
 /** 16-bit mono PCM as a WAV file (what transcription endpoints take). */
-export function wavOf(pcm: Int16Array, sampleRate: number): Uint8Array {
-  const data = Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
-  const head = Buffer.alloc(44);
-  head.write('RIFF', 0);
-  head.writeUInt32LE(36 + data.length, 4);
-  head.write('WAVEfmt ', 8);
-  head.writeUInt32LE(16, 16);
-  head.writeUInt16LE(1, 20);
-  head.writeUInt16LE(1, 22);
-  head.writeUInt32LE(sampleRate, 24);
-  head.writeUInt32LE(sampleRate * 2, 28);
-  head.writeUInt16LE(2, 32);
-  head.writeUInt16LE(16, 34);
-  head.write('data', 36);
-  head.writeUInt32LE(data.length, 40);
-  return Buffer.concat([head, data]);
-}
-
 export function createTranscriptionProvider(ep: Endpoint & { model: string }): TranscriptionProvider {
   return {
     async transcribe(req, signal) {

@@ -1,7 +1,7 @@
 import { Decimal } from 'decimal.js';
 import type { Sql } from '../../db/connection.js';
 import type { NumberCalls, NumberCallTarget } from '../sip-trunks/number-calls.js';
-import { parseSipTarget } from './manage.js';
+import { parseSipTarget, type SipTarget } from './manage.js';
 
 interface TargetRow {
   id: string;
@@ -12,39 +12,57 @@ interface TargetRow {
   pointsTo: string | null;
   pointsToBackup: string | null;
   inboundRate: string | null;
+  voicemailMode: 'off' | 'always' | 'fallback';
+  /** The attached agent when it exists on the renter's account and is enabled. */
+  agentId: string | null;
 }
 
 /**
  * Where a call for a rented number goes, asked by the SIP plane for every trunk INVITE: only the
  * number's seller brings calls in for it (from its trunk, attributed as any trunk call), so a call
  * from anyone else to the same digits is an ordinary outbound call. Inbound minutes cost the
- * group's `inbound_rate`; the seller earns it less `platform_fee_percent`, as on rent.
+ * group's `inbound_rate`; the seller earns it less `platform_fee_percent`, as on rent. An enabled
+ * AI voice agent attached to the number answers every call (when agents have their providers),
+ * voicemail answers as the number's setting says.
  */
-export function createNumberCalls(deps: { sql: Sql; platformFeePercent: string }): NumberCalls {
+export function createNumberCalls(deps: {
+  sql: Sql;
+  platformFeePercent: string;
+  /** `[ai] agent_fee_per_minute`. */
+  agentFeePerMinute: string;
+  /** Chat and speech-to-text providers are configured: agents can hold calls. */
+  agentsAvailable: boolean;
+}): NumberCalls {
   const { sql } = deps;
   const sellerShare = new Decimal(100).minus(deps.platformFeePercent).div(100);
+  const agentFee = new Decimal(deps.agentFeePerMinute);
   return async (callerId: string, to: string): Promise<NumberCallTarget | null> => {
     const [row] = await sql<TargetRow[]>`
       select d.id, d.account_id, d.seller_id, d.status, d.point_mode, d.points_to, d.points_to_backup,
-             g.inbound_rate::text as inbound_rate
+             g.inbound_rate::text as inbound_rate, d.voicemail_mode, a.id as agent_id
       from dids d join did_groups g on g.id = d.group_id
+      left join ai_agents a on a.id = d.ai_agent_id and a.account_id = d.account_id and a.enabled
       where d.number = ${to} and d.status in ('active', 'suspended') and d.seller_id = ${callerId}`;
     if (!row) return null;
     const price = new Decimal(row.inboundRate ?? 0);
     const targets = [row.pointsTo, row.pointsToBackup].filter((t): t is string => t !== null);
+    const answer =
+      row.agentId && deps.agentsAvailable
+        ? { kind: 'ai_agent' as const, when: 'always' as const, feePerMinute: agentFee }
+        : row.voicemailMode !== 'off'
+          ? { kind: 'voicemail' as const, when: row.voicemailMode, feePerMinute: new Decimal(0) }
+          : null;
     return {
       didId: row.id,
       ownerId: row.accountId,
       sellerId: row.sellerId,
       status: row.status,
       pointMode: row.pointMode,
-      sipTargets:
-        row.pointMode === 'sip'
-          ? targets.map(parseSipTarget).filter((t): t is { host: string; port: number } => t !== null)
-          : [],
+      sipTargets: row.pointMode === 'sip' ? targets.map(parseSipTarget).filter((t): t is SipTarget => t !== null) : [],
       forwardTo: row.pointMode === 'forward' ? row.pointsTo : null,
       price,
       sellerRate: price.times(sellerShare).toDecimalPlaces(6, Decimal.ROUND_DOWN),
+      answer,
     };
   };
 }

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Db, Sql } from '../../db/connection.js';
@@ -7,7 +8,7 @@ import type { Clock } from '../../platform/clock.js';
 import { isE164 } from '../../platform/e164.js';
 import { TargetRefusedError, type TargetGuard } from '../../platform/outbound-guard.js';
 import type { ProbeResult } from '../../telephony/sip/probe.js';
-import type { SipPeer } from '../../telephony/sip/transport.js';
+import type { SipPeer, SipTransportName } from '../../telephony/sip/transport.js';
 import { emit } from '../../webhooks/emit.js';
 import * as dids from './did-repo.js';
 import type { DidRow, DidStatus, PointMode } from './did-repo.js';
@@ -16,15 +17,25 @@ import { presentDid } from './present.js';
 
 export type SipProbe = (target: SipPeer) => Promise<ProbeResult> | null;
 
-const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]{1,253})(?::(\d{1,5}))?$/;
+const HOST_PORT = /^(?:sip:)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]{1,253})(?::(\d{1,5}))?(?:;transport=(udp|tcp|tls))?$/i;
 
-/** host[:port] of a `sip` target, or null when malformed. */
-export function parseSipTarget(v: string): { host: string; port: number } | null {
+export interface SipTarget {
+  host: string;
+  port: number;
+  transport: SipTransportName;
+}
+
+/**
+ * A `sip` target: `host[:port]`, optionally `sip:` before it and `;transport=udp|tcp|tls` after it
+ * (RFC 3261's URI parameter); the port defaults to 5060, 5061 over TLS. Null when malformed.
+ */
+export function parseSipTarget(v: string): SipTarget | null {
   const m = HOST_PORT.exec(v.trim());
   if (!m) return null;
-  const port = m[2] === undefined ? 5060 : Number(m[2]);
+  const transport = (m[3]?.toLowerCase() ?? 'udp') as SipTransportName;
+  const port = m[2] === undefined ? (transport === 'tls' ? 5061 : 5060) : Number(m[2]);
   if (port < 1 || port > 65535) return null;
-  return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port, transport };
 }
 
 const LIVE: readonly DidStatus[] = ['pending', 'active', 'suspended'];
@@ -57,7 +68,7 @@ export function createNumberManagement(deps: {
       return n;
     }
     const t = parseSipTarget(v);
-    if (!t) throw validationError([{ path: field, message: 'must be host[:port]' }]);
+    if (!t) throw validationError([{ path: field, message: 'must be host[:port][;transport=udp|tcp|tls]' }]);
     try {
       guard.checkHost(t.host, t.port);
     } catch (err) {
@@ -127,7 +138,8 @@ export function createNumberManagement(deps: {
         const t = parseSipTarget(target)!;
         try {
           const pinned = await guard.resolve(t.host, t.port);
-          const probing = deps.sipProbe({ host: pinned.address, port: t.port, transport: 'udp' });
+          const servername = t.transport === 'tls' && isIP(t.host) === 0 ? { servername: t.host } : {};
+          const probing = deps.sipProbe({ host: pinned.address, port: t.port, transport: t.transport, ...servername });
           if (probing === null) throw ruleError('The SIP plane is not listening; try again shortly');
           const res = await probing;
           reachable = res.ok;

@@ -395,7 +395,8 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
           tags: TAGS,
           summary: 'Attach an AI voice agent to answer inbound calls (null detaches)',
           description:
-            'Until AI voice agents are served the id is validated and stored; inbound calls do not use it yet.',
+            'An enabled agent of the account answers every inbound call on the number (when the exchange has its ' +
+            'chat and speech-to-text providers); billed as the inbound call plus the agent fee per started minute.',
           params: IdParams,
           body: Type.Object({ aiAgentId: Nullable(Uuid()) }, { additionalProperties: false }),
           response: { 200: Ok(Did) },

@@ -22,7 +22,7 @@ export const Did = Type.Object({
     Type.Literal('failed'),
   ]),
   pointMode: Type.Union([Type.Literal('unrouted'), Type.Literal('sip'), Type.Literal('forward')]),
-  pointsTo: Nullable(Type.String({ description: 'host[:port] for sip; E.164 for forward' })),
+  pointsTo: Nullable(Type.String({ description: 'host[:port][;transport=udp|tcp|tls] for sip; E.164 for forward' })),
   pointsToBackup: Nullable(Type.String()),
   autoRenew: Type.Boolean(),
   setupPrice: Money(),

@@ -16,6 +16,7 @@ import type { PayerHints } from './payer-hints.js';
 import type { CallsRepo, FinishRow } from './repo.js';
 import type { Slots } from './slots.js';
 import { createWindowBatcher } from './window-batcher.js';
+import { emitMany, type EmitInput } from '../../webhooks/emit.js';
 
 /** Plain words for the hang-up causes the trunk B2BUA reports. */
 export const HANGUP_REASONS: Record<string, string> = {
@@ -61,6 +62,35 @@ interface Finish {
   row: FinishRow;
   cdrs: CdrInsert[];
   charge: LegCharge | null;
+  /** `number.call.received` of a call for a rented number, emitted with the settlement. */
+  event: EmitInput | null;
+}
+
+/** The renter's `number.call.received`: how its number's call was handled and what it cost. */
+function numberCallEvent(call: LiveCall, e: CallEndedEvent, row: FinishRow): EmitInput | null {
+  const n = call.number;
+  if (!n) return null;
+  const answered = e.attempts.find((a) => a.outcome === 'answered');
+  const handledBy = n.local && answered?.index === n.local.attempt ? n.local.kind : n.handledBy;
+  return {
+    accountId: call.payer,
+    event: 'number.call.received',
+    at: e.endedAt,
+    data: {
+      didId: n.didId,
+      callId: e.callGroupId,
+      number: n.number,
+      from: e.from,
+      to: e.to,
+      handledBy,
+      status: row.status,
+      durationSeconds: row.durationSeconds,
+      cost: row.cost,
+      startedAt: e.startedAt.toISOString(),
+      answeredAt: e.answeredAt?.toISOString() ?? null,
+      endedAt: e.endedAt.toISOString(),
+    },
+  };
 }
 
 /**
@@ -181,7 +211,7 @@ export function createFinishing(deps: {
     };
     await call.marked;
     // Never rejects: a call whose writes failed is logged and left to the orphan reconcile.
-    await finishes.add({ call, routeId: e.routeId, row, cdrs, charge });
+    await finishes.add({ call, routeId: e.routeId, row, cdrs, charge, event: numberCallEvent(call, e, row) });
     live.delete(e.callGroupId);
     await deps.slots.release(call.slots);
   }
@@ -206,10 +236,14 @@ export function createFinishing(deps: {
         // Pipelined on the transaction's connection: one round trip instead of one per statement. The
         // ledger last, so the payer's balance row (every call of that payer waits on it) stays locked shortest.
         // Two or more settlements go in one ledger_settle_many (each payer's row moved once).
-        const [, settled] = await Promise.all([
+        const [, , settled] = await Promise.all([
           deps.cdrs.insertCdrs(
             tx,
             mine.flatMap((f) => f.cdrs),
+          ),
+          emitMany(
+            tx,
+            mine.flatMap((f) => (f.event ? [f.event] : [])),
           ),
           deps.cdrs.settleMany(
             tx,

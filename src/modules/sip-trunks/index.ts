@@ -21,7 +21,7 @@ import type { RoutesService } from '../marketplace/listings/service.js';
 import type { RoutingCache } from '../marketplace/routing/routing-cache.js';
 import { createEndpointHealth, type HealthTarget } from './endpoint-health.js';
 import { callsRoutes, trunkIpPolicy } from './routes.js';
-import type { NumberCalls } from './number-calls.js';
+import type { LocalAnswerEndpoint, NumberCalls } from './number-calls.js';
 import { createSipTrunksService, sipTransportOf } from './service.js';
 import { every } from '../../platform/periodic.js';
 import { parseNetworks, supplierGuardFrom } from '../../platform/outbound-guard.js';
@@ -56,6 +56,8 @@ export function buildSipTrunksModule(
     numberCalls?: NumberCalls;
     /** The shared live-call and CPS counters, when the composition root shares them (the marketplace reads them). */
     counters?: Counters;
+    /** The numbers module's answering endpoint (voicemail, AI agents on numbers). */
+    localAnswer?: LocalAnswerEndpoint;
   },
 ) {
   const { config, log } = core;

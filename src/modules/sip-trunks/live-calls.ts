@@ -1,5 +1,6 @@
 import type { Decimal } from 'decimal.js';
 import type { PricedRoute } from '../cdrs/index.js';
+import type { NumberAnswerKind, NumberCallHandling } from './number-calls.js';
 
 /** A route a live call may take, priced as its hold was: what its end and its CDRs bill from. */
 export type PricedLeg = PricedRoute & { sellerId: string; mediaMode: 'direct' | 'proxy' };
@@ -20,6 +21,14 @@ export interface LiveCall {
   holdUntil: number;
   /** A call delivered to a rented number's own target: its CDRs are inbound. */
   direction?: 'inbound';
+  /** A call for a rented number (delivered, forwarded or answered here): `number.call.received` at its end. */
+  number?: {
+    didId: string;
+    number: string;
+    handledBy: NumberCallHandling;
+    /** The candidate (1-based) answered by this exchange itself, and how. */
+    local?: { kind: NumberAnswerKind; attempt: number };
+  };
 }
 
 /**

@@ -13,7 +13,14 @@ import type { Admission, PayerTerms } from './admission.js';
 import type { Attribution } from './attribution.js';
 import type { Finishing } from './finishing.js';
 import type { LiveCall } from './live-calls.js';
-import { INBOUND_INCREMENT, type NumberCallTarget, type NumberCalls } from './number-calls.js';
+import {
+  INBOUND_INCREMENT,
+  type LocalAnswerEndpoint,
+  type NumberAnswerKind,
+  type NumberCallHandling,
+  type NumberCallTarget,
+  type NumberCalls,
+} from './number-calls.js';
 import type { OrphanPricing } from './repo.js';
 
 /** A route endpoint's stored transport as the SIP stack names it (anything unknown goes out over UDP). */
@@ -35,7 +42,19 @@ interface InboundOf {
   didId: string;
   number: string;
   direct?: boolean;
+  /** How the call is delivered, as `number.call.received` says. */
+  handledBy?: NumberCallHandling;
+  /** The candidate (1-based) that is this exchange's own answering, and what answers there. */
+  local?: { kind: NumberAnswerKind; attempt: number };
 }
+
+/** A number's candidate leg before its endpoints: the inbound price, billed per started minute. */
+const numberLeg = (n: NumberCallTarget) => ({
+  routeId: n.didId,
+  price: n.price,
+  sellerRate: n.sellerRate,
+  increment: requireIncrement(INBOUND_INCREMENT),
+});
 
 /**
  * The `TrunkPolicy` the B2BUA calls: attribution, then the plan of a call (its admission, the
@@ -53,6 +72,8 @@ export function createPlanning(deps: {
   numberCalls?: NumberCalls | undefined;
   /** The outbound guard's check of a target a customer aims (a number's `sip` target): the address to send to. */
   resolveTarget: (host: string, port: number) => Promise<string>;
+  /** This daemon's answering endpoint for numbers it answers itself; absent, such numbers route as `pointMode` says. */
+  localAnswer?: LocalAnswerEndpoint | undefined;
 }): TrunkPolicy {
   const { admission } = deps;
   const isDown = deps.endpointDown ?? neverDown;
@@ -127,39 +148,57 @@ export function createPlanning(deps: {
   /**
    * A call to a rented number: `sip` delivers to the number's target, then its backup, billed to the
    * renter at the inbound rate (the seller earns it less the platform fee); `forward` is an outbound
-   * call of the renter to the forward number, over its routes with failover, billed as one.
+   * call of the renter to the forward number, over its routes with failover, billed as one. A number
+   * the exchange answers itself (an AI voice agent, voicemail) gets this daemon's answering endpoint
+   * as its only candidate, or (voicemail `fallback`) as the last one after the number's targets.
    */
   async function planNumberCall(input: PlanCallInput, n: NumberCallTarget): Promise<CallPlan> {
     const inbound: InboundOf = { didId: n.didId, number: input.to };
     if (n.status !== 'active') return admission.refuse('number-suspended', 480, 'Number suspended');
-    if (n.pointMode === 'forward' && n.forwardTo) {
+    const callGroupId = newId();
+    const answering = n.answer ? deps.localAnswer?.(n.answer.kind, callGroupId, n.didId) : null;
+    const answers = n.answer && answering ? n.answer : null;
+    if (answers?.when !== 'always' && n.pointMode === 'forward' && n.forwardTo) {
       const plan = await planOutbound({ ...input, accountId: n.ownerId, to: n.forwardTo }, inbound);
       return 'reject' in plan ? plan : { ...plan, to: n.forwardTo };
     }
-    if (n.pointMode !== 'sip' || n.sipTargets.length === 0)
-      return admission.refuse('number-unrouted', 480, 'Number not routed');
-    const account = await admission.payerFor(n.ownerId);
-    if ('reject' in account) return account;
     const targets: TrunkEndpoint[] = [];
-    for (const t of n.sipTargets) {
-      // Targets the renter aims: resolved through the outbound guard at each call (DNS may have moved).
-      const address = await deps.resolveTarget(t.host, t.port).catch(() => null);
-      if (address !== null) {
-        targets.push({ host: address, port: t.port, transport: 'udp', techPrefix: '', priority: 1, weight: 1 });
+    if (answers?.when !== 'always' && n.pointMode === 'sip') {
+      for (const t of n.sipTargets) {
+        // Targets the renter aims: resolved through the outbound guard at each call (DNS may have moved).
+        const address = await deps.resolveTarget(t.host, t.port).catch(() => null);
+        if (address === null) continue;
+        // Over TLS the certificate is checked against the name the renter gave.
+        const servername = t.transport === 'tls' && isIP(t.host) === 0 ? { servername: t.host } : {};
+        targets.push({ host: address, port: t.port, transport: t.transport, ...servername, priority: 1, weight: 1 });
       }
     }
-    if (targets.length === 0) return admission.refuse('number-target', 503, 'Number target refused or not found');
-    const increment = requireIncrement(INBOUND_INCREMENT);
+    const fee = answers?.feePerMinute;
+    const candidates: PlanCandidate[] = targets.map((e) => ({ ...numberLeg(n), endpoints: [e] }));
+    if (answers && answering) {
+      // The agent fee is the platform's: it rides on the inbound price, the seller's rate unchanged.
+      candidates.push({ ...numberLeg(n), price: fee ? n.price.plus(fee) : n.price, endpoints: [answering] });
+    }
+    if (candidates.length === 0) {
+      if (n.pointMode !== 'sip' || n.sipTargets.length === 0)
+        return admission.refuse('number-unrouted', 480, 'Number not routed');
+      return admission.refuse('number-target', 503, 'Number target refused or not found');
+    }
+    const account = await admission.payerFor(n.ownerId);
+    if ('reject' in account) return account;
     // The number is the "route" of both legs: one candidate per target, the backup as failover.
     const terms = new Map<string, RouteTerms>([
       [n.didId, { id: n.didId, sellerId: n.sellerId, capacity: null, maxCps: null, mediaMode: 'direct' }],
     ]);
+    // The answering candidate comes last: the attempt that reached it names how the call was handled.
+    const local = answers ? { kind: answers.kind, attempt: candidates.length } : undefined;
     return holdAndPlan(
       input,
       { account, payer: n.ownerId, routingAccount: n.ownerId },
-      targets.map((e) => ({ routeId: n.didId, price: n.price, sellerRate: n.sellerRate, increment, endpoints: [e] })),
+      candidates,
       terms,
-      { ...inbound, direct: true },
+      { ...inbound, direct: true, handledBy: 'sip', ...(local ? { local } : {}) },
+      callGroupId,
     );
   }
 
@@ -170,6 +209,7 @@ export function createPlanning(deps: {
     candidates: PlanCandidate[],
     terms: ReadonlyMap<string, RouteTerms>,
     inbound: InboundOf | undefined,
+    callGroupId = newId(),
   ): Promise<CallPlan> {
     const { account, payer, routingAccount } = who;
     const operatorId = account.parentId;
@@ -194,7 +234,6 @@ export function createPlanning(deps: {
         ] as const;
       }),
     );
-    const callGroupId = newId();
     const pricing: OrphanPricing = {
       markupPct: markupPct.toFixed(3),
       routes: Object.fromEntries(
@@ -225,6 +264,16 @@ export function createPlanning(deps: {
       priced: new Map(priced),
       holdUntil: Number.MAX_SAFE_INTEGER,
       ...(inbound?.direct ? { direction: 'inbound' as const } : {}),
+      ...(inbound
+        ? {
+            number: {
+              didId: inbound.didId,
+              number: inbound.number,
+              handledBy: inbound.handledBy ?? 'forward',
+              ...(inbound.local ? { local: inbound.local } : {}),
+            },
+          }
+        : {}),
     };
     const refused = await admission.hold(liveCall, input, [...priced.values()], pricing);
     if (refused) return refused;

@@ -14,7 +14,7 @@ import { createAttribution } from './attribution.js';
 import { createFinishing } from './finishing.js';
 import type { LiveCalls } from './live-calls.js';
 import { createPayerHints } from './payer-hints.js';
-import type { NumberCalls } from './number-calls.js';
+import type { LocalAnswerEndpoint, NumberCalls } from './number-calls.js';
 import { createPlanning } from './planning.js';
 import { createReconcile } from './reconcile.js';
 import { createCallsRepo } from './repo.js';
@@ -23,7 +23,7 @@ import { createSlots } from './slots.js';
 export { apiCallOwner } from './reconcile.js';
 export { sipTransportOf } from './planning.js';
 export type { ApiAdmission } from './admission.js';
-export type { NumberCalls, NumberCallTarget } from './number-calls.js';
+export type { LocalAnswerEndpoint, NumberCalls, NumberCallTarget } from './number-calls.js';
 
 /** How long holds, answered marks and call finishes wait for others to share their statement and commit. */
 const BATCH_WINDOW_MS = 5;
@@ -49,6 +49,8 @@ export interface SipTrunksDeps {
   numberCalls?: NumberCalls;
   /** The outbound guard's check of a target a customer aims: the address to send to. */
   resolveTarget: (host: string, port: number) => Promise<string>;
+  /** This daemon's answering endpoint for numbers the exchange answers itself (voicemail, AI agents). */
+  localAnswer?: LocalAnswerEndpoint;
 }
 
 /**
@@ -96,6 +98,7 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     endpointDown: deps.endpointDown,
     numberCalls: deps.numberCalls,
     resolveTarget: deps.resolveTarget,
+    localAnswer: deps.localAnswer,
     attribution,
     admission,
     finishing,

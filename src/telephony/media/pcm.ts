@@ -117,3 +117,22 @@ export function wavToTelephony(wav: WavAudio): Int16Array {
   }
   return resampleLinear(mono, wav.sampleRate, TELEPHONY_RATE);
 }
+
+/** 16-bit mono PCM as a WAV file (speech-to-text uploads, voicemail recordings). */
+export function wavOf(pcm: Int16Array, sampleRate: number): Uint8Array {
+  const data = Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
+  const head = Buffer.alloc(44);
+  head.write('RIFF', 0);
+  head.writeUInt32LE(36 + data.length, 4);
+  head.write('WAVEfmt ', 8);
+  head.writeUInt32LE(16, 16);
+  head.writeUInt16LE(1, 20);
+  head.writeUInt16LE(1, 22);
+  head.writeUInt32LE(sampleRate, 24);
+  head.writeUInt32LE(sampleRate * 2, 28);
+  head.writeUInt16LE(2, 32);
+  head.writeUInt16LE(16, 34);
+  head.write('data', 36);
+  head.writeUInt32LE(data.length, 40);
+  return Buffer.concat([head, data]);
+}

@@ -33,7 +33,7 @@ function buildLegInvite(
   body: Buffer,
 ): SipRequest {
   const host = ep.host.includes(':') ? `[${ep.host}]` : ep.host;
-  const user = `${ep.techPrefix ?? ''}${call.to}`;
+  const user = ep.user ?? `${ep.techPrefix ?? ''}${call.to}`;
   const target = `sip:${user}@${host}:${ep.port}${ep.transport === 'udp' ? '' : `;transport=${ep.transport}`}`;
   const inFrom = fromOf(call.inReq);
   const display = inFrom.displayName !== undefined ? `"${inFrom.displayName.replace(/(["\\])/g, '\\$1')}" ` : '';

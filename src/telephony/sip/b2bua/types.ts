@@ -23,6 +23,11 @@ export interface TrunkEndpoint {
   /** TLS: the endpoint's name, for SNI and the certificate check, when `host` is its checked address. */
   servername?: string;
   techPrefix?: string;
+  /**
+   * The request-URI user this endpoint is dialled with instead of the tech prefix and the call's
+   * number: the exchange's own answering of a rented number (voicemail, an AI voice agent).
+   */
+  user?: string;
   username?: string;
   password?: string;
   /** Lower is tried first. */

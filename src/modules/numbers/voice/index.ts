@@ -1,0 +1,58 @@
+import type { CoreDeps } from '../../../platform/core.js';
+import type { Module } from '../../../platform/module.js';
+import type { SipPlane } from '../../../platform/sip-plane.js';
+import { createMediaPlane, type MediaPlane } from '../../../telephony/media/index.js';
+import type { SharedMediaPool } from '../../../telephony/media/shared-pool.js';
+import type { AgentCalls } from '../../api-calls/agent.js';
+import type { NumberManagement } from '../manage.js';
+import { createNumberAnswering } from './answering.js';
+import { voicemailRoutes } from './routes.js';
+import { createVoicemailService } from './service.js';
+
+/**
+ * Numbers answered by the exchange itself: voicemail (settings, messages, recordings) and the
+ * hand-off to an attached AI voice agent. Its SIP request handler is registered here, at build
+ * time, so it sees the exchange's own answering INVITEs before the trunk B2BUA (registered at
+ * the calls module's start) would take them for trunk calls.
+ */
+export function buildNumberVoice(
+  core: CoreDeps,
+  deps: { sip: SipPlane; media: SharedMediaPool; manage: NumberManagement; agents?: AgentCalls | undefined },
+) {
+  const { config } = core;
+  const log = core.log.child({ module: 'numbers-voice' });
+  const stateDir = config.paths.state;
+  // Prompts (TTS, MP3 greetings) and the guarded downloader, made on the first answered call.
+  let plane: MediaPlane | null = null;
+  const media = (): MediaPlane =>
+    (plane ??= createMediaPlane({
+      log,
+      pool: deps.media.get(),
+      workers: config.rtp.workers,
+      portMin: config.rtp.port_min,
+      portMax: config.rtp.port_max,
+      ttsCacheDir: `${stateDir}/tts-cache`,
+    }));
+  const answering = createNumberAnswering({
+    sip: deps.sip,
+    media: () => deps.media.get(),
+    renderer: () => media().renderer,
+    download: (url) => media().downloader.download(url),
+    sql: core.sql,
+    clock: core.clock,
+    log,
+    stateDir,
+    speechLevel: config.ai.speech_level,
+    agents: deps.agents,
+  });
+  const voicemail = createVoicemailService({ sql: core.sql, clock: core.clock, manage: deps.manage, stateDir });
+  const module: Module = {
+    name: 'numbers-voice',
+    routes: voicemailRoutes(voicemail),
+    async stop() {
+      await answering.hangupAll();
+      await plane?.close();
+    },
+  };
+  return { module, service: { answering, voicemail } };
+}

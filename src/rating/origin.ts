@@ -75,10 +75,27 @@ export function callerOrigin(number: string | null | undefined): CallerOrigin {
   };
 }
 
+/** Shared calling codes' answers by full number: callers repeat (a trunk's CLIs), and a parse costs ~10 µs. */
+const sharedCodeMemo = new Map<string, string | null>();
+const MEMO_MAX = 20_000;
+
 function countryOf(digits: string): { country: string | null; regions: readonly string[] } {
-  let country: string | null = parsePhoneNumberFromString(`+${digits}`)?.country ?? null;
-  for (let l = Math.min(3, digits.length); l >= 1 && country === null; l--)
-    country = callingCodes[digits.slice(0, l)]?.[0] ?? null;
+  const country = countryOfDigits(digits);
   const regions = country === null ? [] : REGION_ORDER.filter((r) => REGIONS[r]!.has(country));
   return { country, regions };
+}
+
+function countryOfDigits(digits: string): string | null {
+  let countries: string[] | undefined;
+  for (let l = 1; l <= Math.min(3, digits.length) && countries === undefined; l++)
+    countries = callingCodes[digits.slice(0, l)];
+  if (countries === undefined) return null;
+  // A calling code of one country names it whatever the rest of the number: no parse needed.
+  if (countries.length === 1) return countries[0]!;
+  const known = sharedCodeMemo.get(digits);
+  if (known !== undefined) return known;
+  const country = parsePhoneNumberFromString(`+${digits}`)?.country ?? countries[0] ?? null;
+  if (sharedCodeMemo.size >= MEMO_MAX) sharedCodeMemo.clear();
+  sharedCodeMemo.set(digits, country);
+  return country;
 }

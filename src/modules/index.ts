@@ -378,6 +378,7 @@ export async function buildModules(coreIn: CoreDeps) {
       dialer: dialer.service,
       aiAgents: aiAgents.service,
       interconnections: interconnections.service,
+      interconnectionStatements: interconnections.statements,
     },
     list,
   };

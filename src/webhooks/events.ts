@@ -89,6 +89,9 @@ export const SubscribableEvents = [
   'interconnection.suspended',
   'interconnection.resumed',
   'interconnection.ended',
+  // Interconnections, complete: the sweep's expiry of a proposal or a term, a settlement statement ready.
+  'interconnection.expired',
+  'interconnection.statement_ready',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

@@ -5,6 +5,7 @@ import { buildApp, type ApiModule, type App } from '../../src/http/app.js';
 import { createAuthenticator } from '../../src/http/auth.js';
 import { createRateLimiters } from '../../src/http/rate-limit.js';
 import { buildModules, type Services } from '../../src/modules/index.js';
+import type { Module } from '../../src/platform/module.js';
 import { systemClock, type Clock } from '../../src/platform/clock.js';
 import { createHealthRegistry } from '../../src/platform/health.js';
 import type { Sql } from '../../src/db/connection.js';
@@ -19,6 +20,8 @@ const TEST_SECURITY = { private_supplier_networks: TEST_NETWORKS, private_trunk_
 
 export interface TestApp {
   app: App;
+  /** The modules, not started (a test starts what it needs). */
+  modules: Module[];
   sql: Sql;
   config: Readonly<Config>;
   services: Services;
@@ -32,9 +35,16 @@ export interface TestApp {
  */
 export async function buildTestApp(
   t: Teardown,
-  opts: { overrides?: DeepPartial<Config>; extra?: ApiModule[]; redis?: Redis | null; clock?: Clock } = {},
+  opts: {
+    overrides?: DeepPartial<Config>;
+    extra?: ApiModule[];
+    redis?: Redis | null;
+    clock?: Clock;
+    /** Another app's database: a second daemon's modules beside the first. */
+    sql?: Sql;
+  } = {},
 ): Promise<TestApp> {
-  const { sql } = await createTestDatabase(t);
+  const sql = opts.sql ?? (await createTestDatabase(t)).sql;
   const overrides = opts.overrides ?? {};
   const config = loadConfig({
     overrides: {
@@ -61,6 +71,7 @@ export async function buildTestApp(
   let n = 0;
   return {
     app,
+    modules: modules.list,
     sql,
     config,
     services: modules.services,

@@ -8,7 +8,7 @@ import { buildModules, type Services } from '../../src/modules/index.js';
 import type { Module } from '../../src/platform/module.js';
 import { systemClock, type Clock } from '../../src/platform/clock.js';
 import { createHealthRegistry } from '../../src/platform/health.js';
-import type { Sql } from '../../src/db/connection.js';
+import { connect, type Sql } from '../../src/db/connection.js';
 import type { Redis } from 'ioredis';
 import { createTestDatabase } from './db.js';
 import { TEST_NETWORKS, TEST_SCRYPT_COST } from './daemon.js';
@@ -22,6 +22,7 @@ export interface TestApp {
   app: App;
   /** The modules, not started (a test starts what it needs). */
   modules: Module[];
+  dbUrl: string;
   sql: Sql;
   config: Readonly<Config>;
   services: Services;
@@ -40,11 +41,11 @@ export async function buildTestApp(
     extra?: ApiModule[];
     redis?: Redis | null;
     clock?: Clock;
-    /** Another app's database: a second daemon's modules beside the first. */
-    sql?: Sql;
+    /** Another app's database (its `dbUrl`): a second daemon, with its own pool, beside the first. */
+    dbUrl?: string;
   } = {},
 ): Promise<TestApp> {
-  const sql = opts.sql ?? (await createTestDatabase(t)).sql;
+  const { sql, url: dbUrl } = opts.dbUrl === undefined ? await createTestDatabase(t) : attach(t, opts.dbUrl);
   const overrides = opts.overrides ?? {};
   const config = loadConfig({
     overrides: {
@@ -72,6 +73,7 @@ export async function buildTestApp(
   return {
     app,
     modules: modules.list,
+    dbUrl,
     sql,
     config,
     services: modules.services,
@@ -82,6 +84,12 @@ export async function buildTestApp(
       return { accountId: account.id, email, password, session: tokens.accessToken };
     },
   };
+}
+
+function attach(t: Teardown, url: string): { sql: Sql; url: string } {
+  const sql = connect({ url, max: 10, log: pino({ level: 'silent' }) });
+  t.teardown(() => sql.end({ timeout: 5 }));
+  return { sql, url };
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });

@@ -23,7 +23,7 @@ t.test('interconnection caps, agreed rates and statements on real SMS through tw
   const clock = createManualClock(new Date());
   const w = await createSmsWorld(t, { clock });
   const { h, buyer, seller } = w;
-  const h2 = await buildTestApp(t, { sql: h.sql, clock });
+  const h2 = await buildTestApp(t, { dbUrl: h.dbUrl, clock });
   t.teardown(() => h2.services.sms.stop());
   for (const x of [h, h2]) {
     const m = x.modules.find((m) => m.name === 'interconnections')!;

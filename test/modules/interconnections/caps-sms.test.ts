@@ -7,9 +7,9 @@ import { checkInvariants } from '../../ledger/helpers.js';
 import { createSmsWorld, eventually } from '../sms/world.js';
 
 /**
- * Interconnection terms beyond the flat discount, on real SMS to a Net::SMPP SMSC, with a second
- * daemon's modules on the same database (each with its terms cache listening; its routing, which
- * its SMS path prices with, is read for what it would charge): an agreed rate per
+ * Interconnection terms beyond the flat discount, on real SMS to a Net::SMPP SMSC through two
+ * daemons' modules on one database (each with its own pool and its terms cache listening; the
+ * message that crosses the cap is sent on the second): an agreed rate per
  * destination prefix, a messages cap past which the buyer's traffic goes at list price on both
  * daemons, an amount cap that refuses the seller's route, settlement statements (provisional, then
  * final by the job at period end; JSON and CSV, both parties), and the sweep that expires an
@@ -95,7 +95,7 @@ t.test('interconnection caps, agreed rates and statements on real SMS through tw
     t.same(await quote(h2, '13105550100'), [[w.routeId, '0.008500', id]]);
     t.equal(await send(a, '+12025550111'), '0.007623', 'the agreed rate of 1202555 on daemon 1');
     t.same(await cdrOf('+12025550111'), { buyerCost: '0.007623', interconnectionId: id, agreedRate: '0.007123' });
-    t.equal(await send(a, '+13105550112'), '0.008500', 'the discount elsewhere: the second message');
+    t.equal(await send(b, '+13105550112'), '0.008500', 'the discount elsewhere, sent on daemon 2: the second message');
     const usage = await a('GET', `/interconnections/${id}/usage`, seller.session);
     t.match(usage.body.data, {
       overCap: 'list_price',

@@ -462,6 +462,7 @@ export async function buildModules(coreIn: CoreDeps) {
       team: team.service,
       accountLifecycle: accountLifecycle.service,
       numberVoice: numberVoice.service,
+      interconnectionStatements: interconnections.statements,
     },
     list,
   };

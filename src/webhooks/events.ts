@@ -98,6 +98,9 @@ export const SubscribableEvents = [
   'account.deletion_scheduled',
   'account.deletion_cancelled',
   'account.export_completed',
+  // Interconnections, complete: the sweep's expiry of a proposal or a term, a settlement statement ready.
+  'interconnection.expired',
+  'interconnection.statement_ready',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

@@ -5,9 +5,10 @@ import { buildApp, type ApiModule, type App } from '../../src/http/app.js';
 import { createAuthenticator } from '../../src/http/auth.js';
 import { createRateLimiters } from '../../src/http/rate-limit.js';
 import { buildModules, type Services } from '../../src/modules/index.js';
+import type { Module } from '../../src/platform/module.js';
 import { systemClock, type Clock } from '../../src/platform/clock.js';
 import { createHealthRegistry } from '../../src/platform/health.js';
-import type { Sql } from '../../src/db/connection.js';
+import { connect, type Sql } from '../../src/db/connection.js';
 import type { Redis } from 'ioredis';
 import { createTestDatabase } from './db.js';
 import { TEST_NETWORKS, TEST_SCRYPT_COST } from './daemon.js';
@@ -19,6 +20,9 @@ const TEST_SECURITY = { private_supplier_networks: TEST_NETWORKS, private_trunk_
 
 export interface TestApp {
   app: App;
+  /** The modules, not started (a test starts what it needs). */
+  modules: Module[];
+  dbUrl: string;
   sql: Sql;
   config: Readonly<Config>;
   services: Services;
@@ -32,9 +36,16 @@ export interface TestApp {
  */
 export async function buildTestApp(
   t: Teardown,
-  opts: { overrides?: DeepPartial<Config>; extra?: ApiModule[]; redis?: Redis | null; clock?: Clock } = {},
+  opts: {
+    overrides?: DeepPartial<Config>;
+    extra?: ApiModule[];
+    redis?: Redis | null;
+    clock?: Clock;
+    /** Another app's database (its `dbUrl`): a second daemon, with its own pool, beside the first. */
+    dbUrl?: string;
+  } = {},
 ): Promise<TestApp> {
-  const { sql } = await createTestDatabase(t);
+  const { sql, url: dbUrl } = opts.dbUrl === undefined ? await createTestDatabase(t) : attach(t, opts.dbUrl);
   const overrides = opts.overrides ?? {};
   const config = loadConfig({
     overrides: {
@@ -61,6 +72,8 @@ export async function buildTestApp(
   let n = 0;
   return {
     app,
+    modules: modules.list,
+    dbUrl,
     sql,
     config,
     services: modules.services,
@@ -71,6 +84,12 @@ export async function buildTestApp(
       return { accountId: account.id, email, password, session: tokens.accessToken };
     },
   };
+}
+
+function attach(t: Teardown, url: string): { sql: Sql; url: string } {
+  const sql = connect({ url, max: 10, log: pino({ level: 'silent' }) });
+  t.teardown(() => sql.end({ timeout: 5 }));
+  return { sql, url };
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });

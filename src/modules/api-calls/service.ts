@@ -31,6 +31,7 @@ import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
 import { apiCallOwner, type ApiAdmission, type SipTrunksService } from '../sip-trunks/service.js';
 import {
+  agreementOf,
   buildCdr,
   chargeLeg,
   holdFor,
@@ -201,6 +202,7 @@ interface Priced extends PricedRoute {
   routeId: string;
   sellerId: string | null;
   endpoints: RouteEndpoint[];
+  interconnectionId?: string;
 }
 
 /**
@@ -264,6 +266,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       sellerRate: c.sellerRate,
       increment: c.increment,
       sellerId: terms.get(c.routeId) ?? null,
+      ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
       endpoints: orderEndpoints(
         eps.map((e) => ({
           // The address the routing guard checked, so the INVITE goes where the check looked.
@@ -511,6 +514,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
             increment: p.increment.text,
             sellerId: p.sellerId ?? '',
             ...(p.markupPct ? { markupPct: p.markupPct.toFixed(3) } : {}),
+            ...(p.interconnectionId === undefined ? {} : { interconnectionId: p.interconnectionId }),
           },
         ]),
       ),
@@ -661,6 +665,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       pddMs: null,
       mediaMode: null,
       billed: connected ? voiceBilled(charge) : null,
+      agreement: connected ? agreementOf(route) : undefined,
       simulated,
       answeredAt: connected ? answeredAt : null,
       endedAt,

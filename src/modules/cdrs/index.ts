@@ -27,8 +27,10 @@ export function buildCdrsModule(core: CoreDeps, deps: { ledger: Ledger }) {
 }
 
 export {
+  agreementOf,
   buildCdr,
   voiceBilled,
+  type Agreement,
   type CdrBilled,
   type CdrLeg,
   type CdrsService,

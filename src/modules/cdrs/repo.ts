@@ -27,6 +27,9 @@ export interface CdrInsert {
   buyerCost: string | null;
   sellerCredit: string | null;
   ratePerUnit: string | null;
+  /** The interconnection whose terms priced the leg or message, and the seller rate they agreed. */
+  interconnectionId: string | null;
+  agreedRate: string | null;
   simulated: boolean;
   isProbe: boolean;
   answeredAt: Date | null;
@@ -142,6 +145,8 @@ const cdrColumns = [
   'buyerCost',
   'sellerCredit',
   'ratePerUnit',
+  'interconnectionId',
+  'agreedRate',
   'simulated',
   'isProbe',
   'answeredAt',

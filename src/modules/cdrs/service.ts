@@ -62,13 +62,37 @@ export interface CdrBilled {
 /** A CDR's own facts; the money columns follow from `billed`. */
 export type CdrLeg = Omit<
   CdrInsert,
-  'id' | 'direction' | 'isProbe' | 'billedSeconds' | 'buyerCost' | 'sellerCredit' | 'ratePerUnit' | 'simulated'
+  | 'id'
+  | 'direction'
+  | 'isProbe'
+  | 'billedSeconds'
+  | 'buyerCost'
+  | 'sellerCredit'
+  | 'ratePerUnit'
+  | 'simulated'
+  | 'interconnectionId'
+  | 'agreedRate'
 > & {
   billed: CdrBilled | null;
+  /** Set when an interconnection's terms priced the route (its caps and statements count the row). */
+  agreement?: Agreement | undefined;
   simulated?: boolean;
   /** `outbound` unless said: `inbound` for a call delivered to a rented number. */
   direction?: 'outbound' | 'inbound';
 };
+
+/** The interconnection that priced a route, and the seller rate it agreed. */
+export interface Agreement {
+  interconnectionId: string;
+  rate: Decimal;
+}
+
+/** The agreement of a priced route, when an interconnection priced it. */
+export const agreementOf = (p: {
+  interconnectionId?: string | undefined;
+  sellerRate: Decimal;
+}): Agreement | undefined =>
+  p.interconnectionId === undefined ? undefined : { interconnectionId: p.interconnectionId, rate: p.sellerRate };
 
 const ZERO = '0.000000';
 const released: Settled = { settled: null, markup: null, capReached: false };
@@ -86,9 +110,11 @@ export const voiceBilled = (c: LegCharge): CdrBilled => ({
  * unbilled voice leg bills 0 seconds.
  */
 export function buildCdr(l: CdrLeg): CdrInsert {
-  const { billed, simulated = false, direction = 'outbound', ...facts } = l;
+  const { billed, simulated = false, direction = 'outbound', agreement, ...facts } = l;
   return {
     ...facts,
+    interconnectionId: agreement?.interconnectionId ?? null,
+    agreedRate: agreement ? toMoney(agreement.rate) : null,
     id: newId(),
     direction,
     sellerId: l.sellerId || null,

@@ -1,8 +1,15 @@
 import type { CoreDeps } from '../../platform/core.js';
 import type { Module } from '../../platform/module.js';
+import { every, type IntervalTimer } from '../../platform/periodic.js';
 import { interconnectionsRoutes } from './routes.js';
 import { createInterconnectionsService, type InterconnectionDeps } from './service.js';
+import { createStatements } from './statements.js';
 import { createPeeringTerms } from './terms.js';
+
+// Proposals and terms past their time are marked expired within a minute; a closed period's
+// statements are made within five.
+const SWEEP_MS = 60_000;
+const STATEMENTS_MS = 300_000;
 
 /**
  * The terms in force between accounts, read by rating. Built before the marketplace (whose routing
@@ -17,7 +24,7 @@ export type PeeringTermsCache = ReturnType<typeof buildPeeringTerms>;
 /** Interconnections between accounts (docs/interconnections.md). */
 export function buildInterconnectionsModule(
   core: CoreDeps,
-  deps: { terms: PeeringTermsCache } & Pick<InterconnectionDeps, 'account' | 'candidatesFor'>,
+  deps: { terms: PeeringTermsCache; timer?: IntervalTimer } & Pick<InterconnectionDeps, 'account' | 'candidatesFor'>,
 ) {
   const service = createInterconnectionsService({
     sql: core.sql,
@@ -26,13 +33,32 @@ export function buildInterconnectionsModule(
     candidatesFor: deps.candidatesFor,
     termsChanged: deps.terms.changed,
   });
+  const statements = createStatements({ sql: core.sql, clock: core.clock });
+  let jobs: { stop(): Promise<void> }[] = [];
+  const job = (name: string, ms: number, run: () => Promise<number>) =>
+    every(
+      ms,
+      () =>
+        run().then(
+          (n) => n > 0 && core.log.info({ job: name, count: n }, 'interconnections job done'),
+          (err: unknown) => core.log.error({ err, job: name }, 'interconnections job failed'),
+        ),
+      deps.timer,
+    );
   const module: Module = {
     name: 'interconnections',
-    routes: interconnectionsRoutes(service),
-    start: () => deps.terms.start(),
-    stop: () => deps.terms.stop(),
+    routes: interconnectionsRoutes(service, statements),
+    start: async () => {
+      await deps.terms.start();
+      jobs = [job('expiry sweep', SWEEP_MS, service.expireDue), job('statements', STATEMENTS_MS, statements.closeDue)];
+    },
+    stop: async () => {
+      await Promise.all(jobs.map((j) => j.stop()));
+      jobs = [];
+      await deps.terms.stop();
+    },
   };
-  return { module, service };
+  return { module, service, statements };
 }
 
 export type { InterconnectionsService } from './service.js';

@@ -8,7 +8,16 @@ import { emit } from '../../webhooks/emit.js';
 import type { EventName } from '../../webhooks/events.js';
 import type { Candidate } from '../marketplace/index.js';
 import * as repo from './repo.js';
-import type { InterconnectionRow, InterconnectionStatus, Service, Side, Terms } from './repo.js';
+import type {
+  AgreedRate,
+  InterconnectionRow,
+  InterconnectionStatus,
+  OverCap,
+  Period,
+  Service,
+  Side,
+  Terms,
+} from './repo.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -22,6 +31,9 @@ export interface TermsIn {
   termDays?: number;
   note?: string;
   expiresInHours?: number;
+  period?: Period;
+  caps?: { minutes?: number; messages?: number; amount?: string; overCap?: OverCap };
+  rates?: { payer: Side; service: Service; prefix: string; rate: string; destination?: string }[];
 }
 
 /** What the interconnections module needs of others: accounts to find the peer, routing to price. */
@@ -62,7 +74,7 @@ export function createInterconnectionsService(deps: InterconnectionDeps) {
     return r.status;
   };
 
-  const present = (r: InterconnectionRow, viewerId: string) => {
+  const present = (r: InterconnectionRow, viewerId: string, rates: readonly AgreedRate[]) => {
     const role = sideOf(r, viewerId);
     const status = statusOf(r);
     return {
@@ -86,11 +98,23 @@ export function createInterconnectionsService(deps: InterconnectionDeps) {
       endedBy: sideOfAccount(r, r.endedBy),
       endedAt: r.endedAt?.toISOString() ?? null,
       endReason: r.endReason,
+      period: r.period,
+      caps: {
+        minutes: r.capMinutes,
+        messages: r.capMessages,
+        amount: r.capAmount === null ? null : toMoney(new Decimal(r.capAmount)),
+        overCap: r.overCap,
+      },
+      rates: rates.map((x) => ({ ...x, rate: toMoney(new Decimal(x.rate)) })),
       createdAt: r.createdAt.toISOString(),
       updatedAt: r.updatedAt.toISOString(),
     };
   };
   type Shown = ReturnType<typeof present>;
+
+  /** One interconnection as `viewerId` sees it, with its agreed rates. */
+  const show = async (db: Db, r: InterconnectionRow, viewerId: string): Promise<Shown> =>
+    present(r, viewerId, (await repo.ratesOf(db, [r.id])).get(r.id)!);
 
   const termsFrom = (t: TermsIn): Terms => {
     const services = [...new Set(t.services)].sort() as Service[];
@@ -102,7 +126,28 @@ export function createInterconnectionsService(deps: InterconnectionDeps) {
       termDays: t.termDays ?? DEFAULT_TERM_DAYS,
       note: t.note ?? null,
       expiresAt: new Date(clock.now().getTime() + (t.expiresInHours ?? DEFAULT_EXPIRY_HOURS) * HOUR),
+      period: t.period ?? 'month',
+      capMinutes: t.caps?.minutes ?? null,
+      capMessages: t.caps?.messages ?? null,
+      capAmount: t.caps?.amount ?? null,
+      overCap: t.caps?.overCap ?? 'list_price',
     };
+  };
+
+  /** The agreed rates of proposed terms: each for a service the terms cover, one per side, service and prefix. */
+  const ratesFrom = (t: TermsIn, services: readonly Service[]): AgreedRate[] => {
+    const seen = new Set<string>();
+    return (t.rates ?? []).map((x, i) => {
+      if (!services.includes(x.service))
+        throw validationError([{ path: `/rates/${i}/service`, message: 'the terms do not cover this service' }]);
+      const key = `${x.payer}:${x.service}:${x.prefix}`;
+      if (seen.has(key))
+        throw validationError([
+          { path: `/rates/${i}/prefix`, message: 'a second rate for this side, service and prefix' },
+        ]);
+      seen.add(key);
+      return { payer: x.payer, service: x.service, prefix: x.prefix, rate: x.rate, destination: x.destination ?? null };
+    });
   };
 
   const tell = (tx: Db, r: InterconnectionRow, to: string, event: EventName, extra: Record<string, unknown> = {}) =>
@@ -142,7 +187,7 @@ export function createInterconnectionsService(deps: InterconnectionDeps) {
     });
     deps.termsChanged(r.requesterId);
     deps.termsChanged(r.peerId);
-    return present(r, accountId);
+    return show(sql, r, accountId);
   };
 
   const awaited = (r: InterconnectionRow, side: Side) => {
@@ -176,8 +221,6 @@ export function createInterconnectionsService(deps: InterconnectionDeps) {
       );
 
   return {
-    present,
-
     async propose(
       requester: { accountId: string; parentId: string | null },
       peerId: string,
@@ -190,17 +233,19 @@ export function createInterconnectionsService(deps: InterconnectionDeps) {
       // Sub-accounts and closed accounts are not peers; they are not told apart from unknown ids.
       if (!peer || peer.parentId !== null || peer.status !== 'active') throw notFound('Account');
       const terms = termsFrom(t);
+      const rates = ratesFrom(t, terms.services);
       const at = clock.now();
       try {
         const r = await sql.begin(async (tx) => {
           const r = await repo.insert(tx, { ...terms, id: newId(), requesterId: requester.accountId, peerId, at });
+          await repo.replaceRates(tx, r.id, rates);
           await tell(tx, r, peerId, 'interconnection.requested', {
             kind: 'request',
             expiresAt: r.expiresAt.toISOString(),
           });
           return r;
         });
-        return present(r, requester.accountId);
+        return present(r, requester.accountId, rates);
       } catch (err) {
         if ((err as { code?: unknown }).code === SqlState.UNIQUE_VIOLATION)
           throw conflict('An interconnection between these accounts is already pending or in force');
@@ -212,13 +257,18 @@ export function createInterconnectionsService(deps: InterconnectionDeps) {
       accountId: string,
       q: { role?: Side; status?: InterconnectionStatus; cursor?: string; limit: number },
     ): Promise<Shown[]> {
-      return (await repo.list(sql, accountId, q)).map((r) => present(r, accountId));
+      const rows = await repo.list(sql, accountId, q);
+      const rates = await repo.ratesOf(
+        sql,
+        rows.map((r) => r.id),
+      );
+      return rows.map((r) => present(r, accountId, rates.get(r.id)!));
     },
 
     async get(accountId: string, id: string): Promise<Shown> {
       const r = await repo.find(sql, id, accountId);
       if (r === undefined) throw notFound('Interconnection');
-      return present(r, accountId);
+      return show(sql, r, accountId);
     },
 
     counter: (accountId: string, id: string, t: TermsIn) =>
@@ -227,7 +277,9 @@ export function createInterconnectionsService(deps: InterconnectionDeps) {
         id,
         async (tx, r, side) => {
           awaited(r, side);
-          const next = await repo.counter(tx, r.id, side, termsFrom(t), clock.now());
+          const terms = termsFrom(t);
+          const next = await repo.counter(tx, r.id, side, terms, clock.now());
+          await repo.replaceRates(tx, r.id, ratesFrom(t, terms.services));
           await tell(tx, next, otherOf(r, side), 'interconnection.requested', {
             kind: 'counter',
             expiresAt: next.expiresAt.toISOString(),
@@ -312,6 +364,59 @@ export function createInterconnectionsService(deps: InterconnectionDeps) {
           increment: c.increment.text,
         })),
       };
+    },
+
+    /** Each side's traffic at the agreed prices in the running period, against the caps. */
+    async usage(accountId: string, id: string) {
+      const r = await repo.find(sql, id, accountId);
+      if (r === undefined) throw notFound('Interconnection');
+      const sides = await repo.usage(sql, r, clock.now());
+      const capAmount = r.capAmount === null ? null : new Decimal(r.capAmount);
+      return {
+        interconnectionId: r.id,
+        period: r.period,
+        periodStart: sides[0]!.periodStart.toISOString(),
+        periodEnd: sides[0]!.periodEnd.toISOString(),
+        overCap: r.overCap,
+        sides: sides.map((u) => {
+          const reached = {
+            minutes: r.capMinutes !== null && u.seconds >= r.capMinutes * 60,
+            messages: r.capMessages !== null && u.messages >= r.capMessages,
+            amount: capAmount !== null && new Decimal(u.amount).gte(capAmount),
+          };
+          return {
+            payer: u.payer,
+            minutes: new Decimal(u.seconds).div(60).toFixed(2),
+            messages: u.messages,
+            amount: toMoney(new Decimal(u.amount)),
+            capReached: reached,
+          };
+        }),
+      };
+    },
+
+    /**
+     * The sweep: marks pending proposals past their expiry, and terms past `validUntil`, expired,
+     * and tells both sides with `interconnection.expired` (`kind`: `proposal` or `term`). Returns
+     * how many it marked.
+     */
+    async expireDue(): Promise<number> {
+      const rows = await sql.begin(async (tx) => {
+        const rows = await repo.expireDue(tx, clock.now());
+        for (const r of rows)
+          for (const to of [r.requesterId, r.peerId])
+            await tell(tx, r, to, 'interconnection.expired', {
+              kind: r.activatedAt === null ? 'proposal' : 'term',
+              expiresAt: r.expiresAt.toISOString(),
+              validUntil: r.validUntil?.toISOString() ?? null,
+            });
+        return rows;
+      });
+      for (const r of rows) {
+        deps.termsChanged(r.requesterId);
+        deps.termsChanged(r.peerId);
+      }
+      return rows.length;
     },
   };
 }

@@ -1,14 +1,20 @@
 /**
  * The outbox events that become in-app notifications, with their wording. The list is mirrored by
- * the SQL function `notification_event` (migration 242), which limits the feed's index to these
+ * the SQL function `notification_event` (migrations 242, 291), which limits the feed's index to these
  * events: a kind added here needs a migration redefining that function.
  */
 type Data = Record<string, unknown>;
 const s = (v: unknown, dflt = '') => (typeof v === 'string' || typeof v === 'number' ? String(v) : dflt);
 const route = (d: Data) => (d['routeName'] ? `the route "${s(d['routeName'])}"` : `route ${s(d['routeId'])}`);
 const cap = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
-const list = (v: unknown) => (Array.isArray(v) ? v.map((x) => s(x)).join(', ') : s(v, 'no services'));
 const role = (v: unknown) => s(v, 'member').replace('_', '-');
+
+/** An interconnection's terms in a sentence: the services and each side's discount. */
+const terms = (d: Data) => {
+  const services = Array.isArray(d['services']) ? (d['services'] as unknown[]).map((x) => s(x)).join(' and ') : '';
+  return `${services}, requester ${s(d['requesterDiscountPct'])}% off, peer ${s(d['peerDiscountPct'])}% off`;
+};
+const because = (reason: unknown) => (typeof reason === 'string' && reason !== '' ? `: ${reason}` : '.');
 
 export interface KindSpec {
   label: string;
@@ -369,15 +375,17 @@ export const NotificationKinds: Record<string, KindSpec> = {
     inAppDefault: true,
     render: (d) => ({
       title: d['kind'] === 'counter' ? 'Interconnection counter-proposal' : 'Interconnection proposed',
-      body: `Account ${s(d['counterpartyId'])} proposes an interconnection (${list(d['services'])}) until ${s(d['expiresAt'])}.`,
+      body:
+        `Account ${s(d['counterpartyId'])} ${d['kind'] === 'counter' ? 'answered with new terms' : 'proposes an interconnection'} ` +
+        `(${terms(d)}); it stays open until ${s(d['expiresAt'], 'it expires')}.`,
     }),
   },
   'interconnection.accepted': {
     label: 'Interconnection accepted',
     inAppDefault: true,
     render: (d) => ({
-      title: 'Interconnection agreed',
-      body: `Account ${s(d['counterpartyId'])} accepted the interconnection (${list(d['services'])}); its terms apply now.`,
+      title: 'Interconnection in force',
+      body: `Account ${s(d['counterpartyId'])} accepted the terms (${terms(d)}); they run until ${s(d['validUntil'])}.`,
     }),
   },
   'interconnection.declined': {
@@ -385,7 +393,7 @@ export const NotificationKinds: Record<string, KindSpec> = {
     inAppDefault: true,
     render: (d) => ({
       title: 'Interconnection declined',
-      body: `Account ${s(d['counterpartyId'])} declined the interconnection proposal.`,
+      body: `Account ${s(d['counterpartyId'])} declined your terms${because(d['reason'])}`,
     }),
   },
   'interconnection.suspended': {
@@ -393,7 +401,7 @@ export const NotificationKinds: Record<string, KindSpec> = {
     inAppDefault: true,
     render: (d) => ({
       title: 'Interconnection suspended',
-      body: `Account ${s(d['counterpartyId'])} suspended your interconnection; its terms are paused.`,
+      body: `Account ${s(d['counterpartyId'])} suspended your interconnection: traffic between you goes at list prices until it resumes${because(d['reason'])}`,
     }),
   },
   'interconnection.resumed': {
@@ -401,15 +409,37 @@ export const NotificationKinds: Record<string, KindSpec> = {
     inAppDefault: true,
     render: (d) => ({
       title: 'Interconnection resumed',
-      body: `Account ${s(d['counterpartyId'])} resumed your interconnection; its terms apply again.`,
+      body: `Account ${s(d['counterpartyId'])} resumed your interconnection: the agreed terms apply again.`,
     }),
   },
   'interconnection.ended': {
     label: 'Interconnection ended',
     inAppDefault: true,
     render: (d) => ({
-      title: 'Interconnection ended',
-      body: `Your interconnection with account ${s(d['counterpartyId'])} ended (${s(d['status'], 'ended')}).`,
+      title: d['reason'] === 'cancelled' ? 'Interconnection proposal withdrawn' : 'Interconnection terminated',
+      body:
+        d['reason'] === 'cancelled'
+          ? `Account ${s(d['counterpartyId'])} withdrew its proposal.`
+          : `Account ${s(d['counterpartyId'])} terminated your interconnection${because(d['note'])}`,
+    }),
+  },
+  'interconnection.expired': {
+    label: 'Interconnection expired',
+    inAppDefault: true,
+    render: (d) => ({
+      title: d['kind'] === 'term' ? 'Interconnection term ended' : 'Interconnection proposal expired',
+      body:
+        d['kind'] === 'term'
+          ? `Your interconnection with account ${s(d['counterpartyId'])} reached the end of its term; traffic between you goes at list prices.`
+          : `The interconnection proposal between you and account ${s(d['counterpartyId'])} expired unanswered.`,
+    }),
+  },
+  'interconnection.statement_ready': {
+    label: 'Interconnection statements',
+    inAppDefault: true,
+    render: (d) => ({
+      title: 'Interconnection statement ready',
+      body: `The settlement statement with account ${s(d['counterpartyId'])} for ${s(d['periodStart'])} to ${s(d['periodEnd'])} is ready.`,
     }),
   },
   'team.invitation_sent': {

@@ -3,6 +3,7 @@ import type { Sql } from '../../db/connection.js';
 import { isRefusal, refusalError } from '../../ledger/ledger.js';
 import type { CallEndedEvent, TrunkPolicy } from '../../telephony/sip/b2bua/index.js';
 import {
+  agreementOf,
   buildCdr,
   chargeLeg,
   voiceBilled,
@@ -182,6 +183,7 @@ export function createFinishing(deps: {
         pddMs: a.pddMs,
         mediaMode: priced?.mediaMode ?? null,
         billed: connected ? voiceBilled(charge) : null,
+        agreement: connected && priced ? agreementOf(priced) : undefined,
         answeredAt: connected ? e.answeredAt : null,
         endedAt,
         createdAt: a.startedAt,

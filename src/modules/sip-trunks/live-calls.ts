@@ -3,7 +3,12 @@ import type { PricedRoute } from '../cdrs/index.js';
 import type { NumberAnswerKind, NumberCallHandling } from './number-calls.js';
 
 /** A route a live call may take, priced as its hold was: what its end and its CDRs bill from. */
-export type PricedLeg = PricedRoute & { sellerId: string; mediaMode: 'direct' | 'proxy' };
+export type PricedLeg = PricedRoute & {
+  sellerId: string;
+  mediaMode: 'direct' | 'proxy';
+  /** The interconnection whose terms priced the route. */
+  interconnectionId?: string;
+};
 
 /** A trunk call this daemon planned and has not finished. */
 export interface LiveCall {

@@ -35,6 +35,7 @@ interface PlanCandidate {
   sellerRate: Decimal;
   increment: BillingIncrement;
   endpoints: TrunkEndpoint[];
+  interconnectionId?: string;
 }
 
 /** The rented number a call arrived for; `direct`: delivered to the number's own target (an inbound leg). */
@@ -128,6 +129,7 @@ export function createPlanning(deps: {
         price: c.price,
         sellerRate: c.sellerRate,
         increment: c.increment,
+        ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
         endpoints: c.endpoints.map((e) => ({
           host: e.address ?? e.host,
           port: e.port,
@@ -230,6 +232,7 @@ export function createPlanning(deps: {
             markupPct: account.routeMarkups.get(c.routeId),
             sellerId: term?.sellerId ?? '',
             mediaMode: term?.mediaMode ?? 'direct',
+            ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
           },
         ] as const;
       }),
@@ -246,6 +249,7 @@ export function createPlanning(deps: {
             sellerId: p.sellerId,
             mediaMode: p.mediaMode,
             ...(p.markupPct ? { markupPct: p.markupPct.toFixed(3) } : {}),
+            ...(p.interconnectionId === undefined ? {} : { interconnectionId: p.interconnectionId }),
           },
         ]),
       ),

@@ -5,7 +5,7 @@ import type { Sql } from '../../db/connection.js';
 import type { Ledger } from '../../ledger/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { requireIncrement } from '../../rating/index.js';
-import { buildCdr, chargeLeg, voiceBilled, type CdrsService } from '../cdrs/index.js';
+import { agreementOf, buildCdr, chargeLeg, voiceBilled, type CdrsService } from '../cdrs/index.js';
 import { callSettlement, HANGUP_REASONS } from './finishing.js';
 import type { LiveCalls } from './live-calls.js';
 import type { PayerHints } from './payer-hints.js';
@@ -65,6 +65,7 @@ export function createReconcile(deps: {
             sellerRate: new Decimal(p.sellerRate),
             increment: requireIncrement(p.increment),
             markupPct: p.markupPct === undefined ? undefined : new Decimal(p.markupPct),
+            interconnectionId: p.interconnectionId,
           }
         : undefined;
       const seen = o.answeredAt ? Math.max(0, Math.ceil((o.lastSeenAt.getTime() - o.answeredAt.getTime()) / 1000)) : 0;
@@ -107,6 +108,7 @@ export function createReconcile(deps: {
               pddMs: null,
               mediaMode: o.source === 'trunk' ? (p?.mediaMode ?? null) : null,
               billed: charge ? voiceBilled(charge) : null,
+              agreement: charge && route ? agreementOf(route) : undefined,
               answeredAt: o.answeredAt,
               endedAt: o.lastSeenAt,
               createdAt: o.createdAt,

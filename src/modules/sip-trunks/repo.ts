@@ -15,6 +15,8 @@ export interface OrphanPricing {
       mediaMode?: 'direct' | 'proxy';
       /** The payer's own markup on this route (a sub-account's route markup), when it has one. */
       markupPct?: string;
+      /** The interconnection whose terms priced the route. */
+      interconnectionId?: string;
     }
   >;
   /** `inbound`: a call delivered to a rented number's own target (its CDRs say so). */

@@ -39,6 +39,7 @@ import { toMoney } from '../../rating/index.js';
 import { emit, emitMany, type EmitInput } from '../../webhooks/emit.js';
 import type { ApplicationService } from '../application/service.js';
 import {
+  agreementOf,
   buildCdr,
   NO_MARKUP,
   routeMarkup,
@@ -499,6 +500,7 @@ export function createSmsService(deps: SmsDeps) {
               pddMs: null,
               mediaMode: null,
               billed: { total, seller: toMoney(p.seller), ratePerUnit: toMoney(p.c.price), billableSeconds: null },
+              agreement: agreementOf(p.c),
               answeredAt: null,
               endedAt: sentAt,
               createdAt: sentAt,

@@ -82,6 +82,13 @@ export interface PeeringTerm {
   discountPct: Decimal;
   services: ReadonlySet<'voice' | 'sms'>;
   validUntil: Date;
+  /** Agreed seller rates by prefix, per service: the longest prefix under the number wins over the discount. */
+  rates?: ReadonlyMap<'voice' | 'sms', ReadonlyMap<string, Decimal>>;
+  /**
+   * Caps the buyer reached in the period ending `until`: its traffic of a capped service goes at
+   * the list price (`list_price`) or not over this seller's routes at all (`refuse`).
+   */
+  overCap?: { voice: boolean; sms: boolean; until: Date; action: 'list_price' | 'refuse' };
 }
 
 /** The interconnection terms of a buyer, by seller account (the interconnections module's cache). */
@@ -120,6 +127,30 @@ export function peeringTermFor(
   const term = peers.get(sellerId);
   if (term === undefined || !term.services.has(type) || term.validUntil.getTime() <= now.getTime()) return undefined;
   return term;
+}
+
+/**
+ * The seller rate a term sets for a number on a route listed at `listRate`: the agreed rate of the
+ * longest prefix under the number, else the list rate less the discount. Past a cap: `list` (the
+ * route is priced as listed) or `refuse` (the route is not used).
+ */
+export function agreedSellerRate(
+  term: PeeringTerm,
+  type: 'voice' | 'sms',
+  digits: string,
+  listRate: Decimal,
+  now: Date,
+): Decimal | 'list' | 'refuse' {
+  const over = term.overCap;
+  if (over !== undefined && over[type] && now.getTime() < over.until.getTime())
+    return over.action === 'refuse' ? 'refuse' : 'list';
+  const byPrefix = term.rates?.get(type);
+  if (byPrefix !== undefined)
+    for (let n = digits.length; n > 0; n--) {
+      const rate = byPrefix.get(digits.slice(0, n));
+      if (rate !== undefined) return rate;
+    }
+  return discounted(listRate, term.discountPct);
 }
 
 /** A seller rate less a percent discount, to 6 places (half up, as every rate). */
@@ -298,11 +329,12 @@ export function createRouting(deps: {
       // A private rate replaces the deck's rate for numbers under its prefix; the deck still decides coverage and increment.
       const own = privates?.size ? deps.privateRates!.lookup(privates.get(u.routeId), digits, now) : undefined;
       const term = own === undefined && peers?.size ? peeringTermFor(peers, p.meta.sellerId, q.type, now) : undefined;
-      if (term !== undefined) {
-        // An interconnection's discount applies where no offer set a private rate (the narrower agreement wins).
-        const sellerRate = discounted(p.sellerRate, term.discountPct);
-        const price = buyerRate(sellerRate, fee, q.type === 'voice' ? 'min' : 'msg');
-        plain.push({ u, ...p, sellerRate, price, interconnectionId: term.interconnectionId });
+      // An interconnection's terms apply where no offer set a private rate (the narrower agreement wins).
+      const agreed = term === undefined ? 'list' : agreedSellerRate(term, q.type, digits, p.sellerRate, now);
+      if (agreed === 'refuse') continue;
+      if (agreed !== 'list') {
+        const price = buyerRate(agreed, fee, q.type === 'voice' ? 'min' : 'msg');
+        plain.push({ u, ...p, sellerRate: agreed, price, interconnectionId: term!.interconnectionId });
       } else if (own === undefined) plain.push({ u, ...p });
       else
         plain.push({

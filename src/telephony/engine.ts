@@ -123,6 +123,11 @@ export interface EngineCall {
    * transcribe it). Throws MEDIA_UNSUPPORTED where the engine cannot hand audio out.
    */
   listen(listener: (frame: Uint8Array, codec: 'PCMU' | 'PCMA') => void): () => void;
+  /**
+   * Queues one frame of another call's audio (G.711 in `codec`, converted to this call's codec) to go
+   * out in the next free slot; resolves when it has been sent. Bridging two calls uses it.
+   */
+  send(frame: Uint8Array, codec: 'PCMU' | 'PCMA'): Promise<void>;
   /** Cuts the audio being played short (its play or speak resolves interrupted): barge-in. */
   interrupt(): void;
   /** Runs the call's actions in order; a `hangup` action does not itself hang up. */

@@ -2,7 +2,7 @@ import { Decimal } from 'decimal.js';
 import t from 'tap';
 import { createWorld, eventually } from '../sip-trunks/world.js';
 import { answering, available, exitOk, expectedCost } from '../api-calls/peers.js';
-import { startStreamingChat, startSttServer } from './provider-servers.js';
+import { aiSection, startStreamingChat, startSttServer } from './provider-servers.js';
 import { speechPcap } from './speech-pcap.js';
 
 /**
@@ -31,14 +31,7 @@ t.test(
     const w = await createWorld(t, {
       rtp: { port_min: base, port_max: base + 19, bind_address: '127.0.0.1' },
       dialer: { tick_ms: 50, call_poll_ms: 150 },
-      ai: {
-        chat_url: chat.url,
-        chat_api_key: 'sk-local',
-        stt_url: stt.url,
-        stt_api_key: 'sk-local',
-        agent_fee_per_minute: '0.050000',
-        end_of_speech_ms: 500,
-      },
+      ai: aiSection(stt, chat),
     });
     const { d, operator } = w;
     const caller = speechPcap(t, 'Hello, I would like a table for two tonight, please.', 1000);

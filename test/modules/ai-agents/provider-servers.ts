@@ -104,3 +104,14 @@ export async function startStreamingChat(t: Tt, turns: StreamedTurn[]) {
   });
   return { url, seen };
 }
+
+/** The daemon's `[ai]` section for the servers above, a 0.05 per-minute agent fee and a short end of speech. */
+export const aiSection = (stt: { url: string }, chat: { url: string }, extra: Record<string, unknown> = {}) => ({
+  chat_url: chat.url,
+  chat_api_key: 'sk-local',
+  stt_url: stt.url,
+  stt_api_key: 'sk-local',
+  agent_fee_per_minute: '0.050000',
+  end_of_speech_ms: 500,
+  ...extra,
+});

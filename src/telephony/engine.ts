@@ -114,7 +114,8 @@ export interface EngineCall {
   on<E extends keyof EngineCallEvents>(event: E, listener: EngineCallEvents[E]): void;
   /** Resolves with how the call ended (also emitted as `ended`). */
   readonly ended: Promise<CallEnd>;
-  speak(text: string, options?: { language?: CallLanguage }): Promise<{ interrupted: boolean }>;
+  /** `voice`: an espeak-ng voice name (variants too: `en-gb+f2`); default the language's voice. */
+  speak(text: string, options?: { language?: CallLanguage; voice?: string }): Promise<{ interrupted: boolean }>;
   play(mp3: Uint8Array): Promise<{ interrupted: boolean }>;
   gather(spec: GatherSpec): Promise<GatherResult>;
   pause(seconds: number): Promise<void>;

@@ -99,7 +99,7 @@ export function engineCall(p: EngineCallParts): EngineCall {
     on: (event, listener) => p.events.on(event, listener),
     async speak(text, opts) {
       const media = p.media();
-      return media.play(await p.renderer.say(text, opts?.language ?? p.language, media.codec));
+      return media.play(await p.renderer.say(text, opts?.language ?? p.language, media.codec, opts?.voice));
     },
     async play(mp3) {
       const media = p.media();

@@ -2,7 +2,9 @@ import { Decimal } from 'decimal.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
 import t from 'tap';
+import { createTts } from '../../../src/telephony/media/tts.js';
 import { createWorld, eventually } from '../sip-trunks/world.js';
 import { available, callee, exitOk, expectedCost } from '../api-calls/peers.js';
 import { withOptions } from '../../helpers/sipp-peers.js';
@@ -10,6 +12,7 @@ import { fill, freePort, sipp } from '../../telephony/sip/sipp.js';
 import { createRtpPeer, type RtpPeer } from '../../telephony/media/helpers/rtp-peer.js';
 import { aiSection, startStreamingChat, startSttServer } from './provider-servers.js';
 import { speechAudio } from './speech-pcap.js';
+import { sdpAt } from './phone-sdp.js';
 
 /**
  * An AI voice agent's transfer on a live call: the agent hears the caller ask for sales, says so,
@@ -23,10 +26,6 @@ import { speechAudio } from './speech-pcap.js';
 /** Quiet but not silent PCMU bytes: below the agent's speech level, and unlike the 0xff the daemon sends idle. */
 const CALLER_MARK = 0xfe;
 const TARGET_MARK = 0x7e;
-
-/** sipp's SDP answer replaced by one pointing at `peer`. */
-const sdpAt = (scenario: string, peer: RtpPeer): string =>
-  scenario.replace(/v=0\n[\s\S]*?(\n\s*\]\]>)/, `${peer.answerSdp().trim().split('\r\n').join('\n      ')}$1`);
 
 /** Sends `audio` as 20 ms PCMU packets to whoever sends to `peer` first, then `mark` frames until stopped. */
 function talk(peer: RtpPeer, audio: Uint8Array, mark: number): () => void {
@@ -52,6 +51,20 @@ function talk(peer: RtpPeer, audio: Uint8Array, mark: number): () => void {
     stopped = true;
     if (timer) clearInterval(timer);
   };
+}
+
+/** The caller received `audio`'s first 20 voiced frames, in order, in consecutive packets. */
+function heard(peer: RtpPeer, audio: Uint8Array): boolean {
+  const frame = (i: number) => audio.subarray(i * 160, i * 160 + 160);
+  let first = 0;
+  while (first * 160 < audio.length && frame(first).every((b) => b === 0xff || b === 0x7f)) first++;
+  const equal = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
+  const packets = peer.packets;
+  return packets.some(
+    (_p, at) =>
+      at + 20 <= packets.length &&
+      Array.from({ length: 20 }, (_x, k) => k).every((k) => equal(packets[at + k]!.payload, frame(first + k))),
+  );
 }
 
 const frames = (peer: RtpPeer, mark: number) =>
@@ -115,6 +128,7 @@ t.test(
       systemPrompt: 'You route callers to the right team.',
       tools: ['transfer'],
       maxCallSeconds: 60,
+      voiceId: 'espeak:en-us+f3',
     });
     t.equal(created.status, 201, created.text);
     const agentId = created.body.data.id as string;
@@ -155,6 +169,14 @@ t.test(
       ],
     );
     t.equal(chat.seen.length, 1, 'the agent took no turn after the transfer');
+
+    // The agent spoke in its voice (espeak-ng's en-us with the f3 variant), not the language's default.
+    const tts = createTts({ log: pino({ level: 'silent' }), cacheDir: null });
+    const line = 'Connecting you to sales now.';
+    const chosen = await tts.synthesize({ text: line, language: 'en', voice: 'en-us+f3', codec: 'PCMU' });
+    const plain = await tts.synthesize({ text: line, language: 'en', codec: 'PCMU' });
+    t.ok(heard(callerRtp, chosen), "the caller heard the reply in the agent's voice");
+    t.notOk(heard(callerRtp, plain), 'not in the default voice');
     t.equal(stt.seen.length, 1, 'nothing the caller said to the target was transcribed');
 
     const leg = await eventually(async () => {

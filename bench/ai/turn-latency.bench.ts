@@ -27,6 +27,7 @@ import { aiSection, startStreamingChat, startSttServer } from '../../test/module
 import { speechAudio } from '../../test/modules/ai-agents/speech-pcap.js';
 import { sdpAt } from '../../test/modules/ai-agents/phone-sdp.js';
 import { runCleanups } from '../lib/cleanups.js';
+import { decodeG711 } from '../../src/telephony/media/g711.js';
 
 const [turns = 30] = process.argv.slice(2).map(Number);
 const END_OF_SPEECH_MS = 300;
@@ -63,6 +64,13 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'svc-turns-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const speech = speechAudio('What time do you open tomorrow?', 0, dir);
+  // The end of speech is the last frame loud enough to count as speech (`[ai] speech_level`, 600 by
+  // default), as the daemon judges it: espeak-ng's trailing quiet is not speech.
+  let voicedEnd = 0;
+  for (let at = 0; at < speech.length; at += 160) {
+    const pcm = decodeG711('PCMU', speech.subarray(at, at + 160));
+    if (pcm.reduce((n, x) => n + Math.abs(x), 0) / pcm.length >= 600) voicedEnd = Math.min(speech.length, at + 160);
+  }
 
   const phone = await createRtpPeer();
   cleanups.push(() => phone.close());
@@ -90,7 +98,7 @@ async function main() {
       const frame = queue.length ? queue.subarray(0, 160) : quiet;
       if (queue.length) {
         queue = queue.subarray(160);
-        if (queue.length === 0) lastSpeechSentAt = performance.now();
+        if (speech.length - queue.length === voicedEnd) lastSpeechSentAt = performance.now();
       }
       phone.send(port, {
         payloadType: 0,

@@ -79,6 +79,13 @@ async function main() {
     from calls where source = 'trunk' and status = 'completed'`;
   const trunkSeconds = trunk!.seconds;
   const trunkRate = trunk!.n / trunkSeconds;
+  // sipp is done when its last BYE is answered; the daemon writes the call's end (settlement, CDR)
+  // after that, later under load. Counting before the last records land undercounts the anchor.
+  await eventually(async () => {
+    const [open] = await d.sql<{ n: number }[]>`
+      select count(*)::int as n from calls where source = 'trunk' and ended_at is null`;
+    return open!.n === 0 ? true : null;
+  }, 120_000);
   // Every call the anchor offered, by how it ended: a shortfall is read here, not guessed.
   const outcomes = await d.sql<{ status: string; code: number | null; n: number }[]>`
     select status, sip_response_code as code, count(*)::int as n from calls where source = 'trunk'

@@ -238,6 +238,8 @@ interface LiveApiCall {
   maxDuration: number;
   current: EngineCall | null;
   stopped: boolean;
+  /** Resolves once the call is settled and recorded. */
+  finished?: Promise<unknown>;
 }
 
 export function createApiCallsService(deps: ApiCallsDeps) {
@@ -585,6 +587,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
         running.delete(done);
       });
     running.add(done);
+    liveCall.finished = done;
     if (input.async) {
       return {
         status: 202,
@@ -1033,6 +1036,11 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       q: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number },
     ) => repo.history(accountId, { ...q, limit: q.limit + 1 }),
     liveCallIds: () => [...live.keys()],
+    /**
+     * Resolves once this daemon's live call is settled and its record final (null: not live here),
+     * so a caller of `place` learns the end at once instead of polling the record.
+     */
+    whenFinished: (id: string): Promise<void> | null => live.get(id)?.finished?.then(() => undefined) ?? null,
     /** Keeps live calls out of the orphan reconcile and their holds from the sweeper. */
     async heartbeat() {
       const ids = [...live.keys()];

@@ -69,13 +69,28 @@ async function main() {
     // A call whose last packet was lost under load must not hold the run up.
     { calls, timeout: `${Math.ceil(calls / rate) + 30}s` },
   );
-  await run.exited;
+  const uacExit = await run.exited;
+  // sipp's own count of calls that failed on its side (no record reaches the database for those).
+  const failedLine = /Failed call\s*\|[^\n]*/.exec(run.output())?.[0] ?? 'no statistics';
+  line('anchor sipp', { exit: uacExit, failed: JSON.stringify(failedLine.replace(/\s+/g, ' ')) });
+  // sipp is done when its last BYE is answered; the daemon writes the call's end (settlement, CDR)
+  // after that, later under load. Counting before the last records land undercounts the anchor.
+  await eventually(async () => {
+    const [open] = await d.sql<{ n: number }[]>`
+      select count(*)::int as n from calls where source = 'trunk' and ended_at is null`;
+    return open!.n === 0 ? true : null;
+  }, 120_000);
   // Rates over the span of the calls themselves (first created to last ended), from the records.
   const [trunk] = await d.sql<{ n: number; seconds: number }[]>`
     select count(*)::int as n, extract(epoch from max(ended_at) - min(created_at))::float8 as seconds
     from calls where source = 'trunk' and status = 'completed'`;
   const trunkSeconds = trunk!.seconds;
   const trunkRate = trunk!.n / trunkSeconds;
+  // Every call the anchor offered, by how it ended: a shortfall is read here, not guessed.
+  const outcomes = await d.sql<{ status: string; code: number | null; n: number }[]>`
+    select status, sip_response_code as code, count(*)::int as n from calls where source = 'trunk'
+    group by 1, 2 order by 3 desc`;
+  line('anchor outcomes', Object.fromEntries(outcomes.map((o) => [`${o.status}/${o.code ?? '-'}`, o.n])));
   line('anchor trunk calls', {
     offered: rate,
     completed: trunk!.n,

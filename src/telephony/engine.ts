@@ -114,7 +114,8 @@ export interface EngineCall {
   on<E extends keyof EngineCallEvents>(event: E, listener: EngineCallEvents[E]): void;
   /** Resolves with how the call ended (also emitted as `ended`). */
   readonly ended: Promise<CallEnd>;
-  speak(text: string, options?: { language?: CallLanguage }): Promise<{ interrupted: boolean }>;
+  /** `voice`: an espeak-ng voice name (variants too: `en-gb+f2`); default the language's voice. */
+  speak(text: string, options?: { language?: CallLanguage; voice?: string }): Promise<{ interrupted: boolean }>;
   play(mp3: Uint8Array): Promise<{ interrupted: boolean }>;
   gather(spec: GatherSpec): Promise<GatherResult>;
   pause(seconds: number): Promise<void>;
@@ -123,6 +124,11 @@ export interface EngineCall {
    * transcribe it). Throws MEDIA_UNSUPPORTED where the engine cannot hand audio out.
    */
   listen(listener: (frame: Uint8Array, codec: 'PCMU' | 'PCMA') => void): () => void;
+  /**
+   * Queues one frame of another call's audio (G.711 in `codec`, converted to this call's codec) to go
+   * out in the next free slot; resolves when it has been sent. Bridging two calls uses it.
+   */
+  send(frame: Uint8Array, codec: 'PCMU' | 'PCMA'): Promise<void>;
   /** Cuts the audio being played short (its play or speak resolves interrupted): barge-in. */
   interrupt(): void;
   /** Runs the call's actions in order; a `hangup` action does not itself hang up. */

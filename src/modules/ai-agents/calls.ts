@@ -51,12 +51,18 @@ export function createAgentCalls(deps: {
             transferTo: null,
             turnLatencyMs: [],
           };
+          const outcome =
+            c.outcome === 'transfer_requested' && r.transfer
+              ? r.transfer.bridged
+                ? 'transferred'
+                : 'transfer_failed'
+              : c.outcome;
           await tx`
             insert into ai_agent_calls (call_id, agent_id, account_id, outcome, transcript, captured, transfer_to,
-                                        turn_latency_ms, duration_seconds, fee, started_at, ended_at)
-            values (${r.callId}, ${a.id}, ${r.accountId}, ${c.outcome}, ${tx.json(c.transcript as never)},
-                    ${tx.json(c.captured)}, ${c.transferTo}, ${c.turnLatencyMs}, ${r.durationSeconds}, ${r.fee},
-                    ${r.startedAt}, ${r.endedAt})`;
+                                        transfer_call_id, turn_latency_ms, duration_seconds, fee, started_at, ended_at)
+            values (${r.callId}, ${a.id}, ${r.accountId}, ${outcome}, ${tx.json(c.transcript as never)},
+                    ${tx.json(c.captured)}, ${c.transferTo}, ${r.transfer?.callId ?? null}, ${c.turnLatencyMs},
+                    ${r.durationSeconds}, ${r.fee}, ${r.startedAt}, ${r.endedAt})`;
         },
       };
     },
@@ -70,11 +76,12 @@ export function createAgentCalls(deps: {
           transcript: unknown;
           captured: unknown;
           transferTo: string | null;
+          transferCallId: string | null;
           turnLatencyMs: number[];
           fee: string;
         }[]
       >`
-        select agent_id, outcome, transcript, captured, transfer_to, turn_latency_ms, fee::text as fee
+        select agent_id, outcome, transcript, captured, transfer_to, transfer_call_id, turn_latency_ms, fee::text as fee
         from ai_agent_calls where call_id = ${callId} and account_id = ${accountId}`;
       if (!r) return null;
       return { ...r };

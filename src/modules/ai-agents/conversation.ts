@@ -188,7 +188,10 @@ export async function converse(
       const r =
         voiceProvider === 'openai' && deps.speech && voiceName
           ? await call.play(await deps.speech.speak({ voice: voiceName, text }))
-          : await call.speak(text, { language });
+          : await call.speak(
+              text,
+              voiceProvider === 'espeak' && voiceName ? { language, voice: voiceName } : { language },
+            );
       return !r.interrupted;
     } finally {
       speaking = false;

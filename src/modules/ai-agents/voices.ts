@@ -10,20 +10,28 @@ export interface Voice {
   is_pro: boolean;
 }
 
-/** The exchange's built-in espeak-ng voices: [espeak voice, language tag, name]. */
-const ESPEAK: readonly [string, string, string][] = [
+/**
+ * The exchange's built-in espeak-ng voices: [espeak voice, language tag, name, gender]. A `+f…`
+ * suffix is one of espeak-ng's variants, which change pitch and formants on the same language.
+ */
+const ESPEAK: readonly [string, string, string, Voice['gender']?][] = [
   ['en-us', 'en-US', 'English (America)'],
+  ['en-us+f3', 'en-US', 'English (America), female', 'female'],
   ['en-gb', 'en-GB', 'English (Great Britain)'],
+  ['en-gb+f2', 'en-GB', 'English (Great Britain), female', 'female'],
   ['en-gb-scotland', 'en-GB', 'English (Scotland)'],
   ['en-gb-x-rp', 'en-GB', 'English (Received Pronunciation)'],
   ['en-029', 'en', 'English (Caribbean)'],
   ['en-us-nyc', 'en-US', 'English (New York City)'],
   ['es', 'es', 'Spanish (Spain)'],
+  ['es+f3', 'es', 'Spanish (Spain), female', 'female'],
   ['es-419', 'es-419', 'Spanish (Latin America)'],
   ['fr-fr', 'fr', 'French (France)'],
+  ['fr-fr+f3', 'fr', 'French (France), female', 'female'],
   ['fr-be', 'fr-BE', 'French (Belgium)'],
   ['fr-ch', 'fr-CH', 'French (Switzerland)'],
   ['de', 'de', 'German'],
+  ['de+f3', 'de', 'German, female', 'female'],
   ['pt', 'pt', 'Portuguese (Portugal)'],
   ['pt-br', 'pt-BR', 'Portuguese (Brazil)'],
   ['it', 'it', 'Italian'],
@@ -91,11 +99,11 @@ const PRO: readonly [string, Voice['gender'], string][] = [
 
 /** English non-premium voices first, then the other built-in voices, then premium ones when a speech provider is set. */
 export function voiceCatalog(withPro: boolean): Voice[] {
-  const builtIn = ESPEAK.map(([v, language, name]): Voice => ({
+  const builtIn = ESPEAK.map(([v, language, name, gender]): Voice => ({
     id: `espeak:${v}`,
     name,
     description: `Built-in synthetic voice (espeak-ng ${v})`,
-    gender: 'male',
+    gender: gender ?? 'male',
     language,
     is_pro: false,
   }));

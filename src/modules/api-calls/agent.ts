@@ -17,8 +17,11 @@ export interface AgentCallPlan {
   maxCallSeconds: number;
   /** Money string: the agent fee per started minute of the answered call. */
   feePerMinute: string;
-  /** Holds the conversation on the answered call; resolves when it is over (the call may still be up). */
-  converse(call: EngineCall): Promise<unknown>;
+  /**
+   * Holds the conversation on the answered call; resolves when it is over (the call may still be
+   * up). `transferTo`: the agent handed the caller to this number, which the call plane dials and joins.
+   */
+  converse(call: EngineCall): Promise<{ transferTo: string | null }>;
   /** Stores the conversation with the call's end, in the transaction that settles the call. */
   store(
     tx: Db,
@@ -28,6 +31,8 @@ export interface AgentCallPlan {
       conversation: unknown;
       durationSeconds: number;
       fee: string;
+      /** The transfer leg placed for the agent's `transferTo` (null id: it could not be placed). */
+      transfer: { callId: string | null; bridged: boolean } | null;
       startedAt: Date;
       endedAt: Date;
     },

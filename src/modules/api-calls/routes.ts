@@ -101,6 +101,7 @@ const CallRecord = Type.Object({
       ),
       captured: Type.Record(Type.String(), Type.String()),
       transferTo: Nullable(Type.String()),
+      transferCallId: Nullable(Uuid()),
       turnLatencyMs: Type.Array(Type.Integer()),
       fee: Money(),
     }),

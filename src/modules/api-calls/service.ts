@@ -26,6 +26,7 @@ import { MediaError } from '../../telephony/media/errors.js';
 import { isE164 } from '../../platform/e164.js';
 import { FAILOVER_MAX_ROUTES, shouldFailover } from '../../telephony/failover.js';
 import { orderEndpoints } from '../../telephony/sip/b2bua/index.js';
+import { bridgeCalls } from '../../telephony/media/bridge.js';
 import { emit } from '../../webhooks/emit.js';
 import type { AccountsService } from '../accounts/service.js';
 import type { ApplicationService } from '../application/service.js';
@@ -224,6 +225,13 @@ function overLimit(a: Extract<ApiAdmission, { ok: false }>): AppError {
   );
 }
 
+/** The caller's call an agent transferred, which the transfer leg joins once answered. */
+interface TransferBridge {
+  call: EngineCall;
+  /** The target answered and the two calls are joined. */
+  bridged(): void;
+}
+
 interface LiveApiCall {
   id: string;
   holdId: string;
@@ -232,6 +240,8 @@ interface LiveApiCall {
   maxDuration: number;
   current: EngineCall | null;
   stopped: boolean;
+  /** Resolves once the call is settled and recorded. */
+  finished?: Promise<unknown>;
 }
 
 export function createApiCallsService(deps: ApiCallsDeps) {
@@ -416,7 +426,12 @@ export function createApiCallsService(deps: ApiCallsDeps) {
   async function place(
     caller: Caller,
     input: PlaceCallInput,
-    opts: { storedActions?: unknown[]; idempotency?: { accountId: string; key: string } | null } = {},
+    opts: {
+      storedActions?: unknown[];
+      idempotency?: { accountId: string; key: string } | null;
+      /** An agent's transfer: the answered call is joined to this one instead of running actions. */
+      bridge?: TransferBridge;
+    } = {},
   ): Promise<{ status: 200 | 202; data: Record<string, unknown> }> {
     const actions = input.actions ?? [];
     const problems = checkActions(actions);
@@ -559,7 +574,17 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     }
     const liveCall: LiveApiCall = { id, holdId: hold.holdId, slots, maxDuration, current: null, stopped: false };
     live.set(id, liveCall);
-    const done = runLive(voice!, liveCall, base, input, priced, markup, engineActions(actions, audio), agent)
+    const done = runLive(
+      voice!,
+      liveCall,
+      base,
+      input,
+      priced,
+      markup,
+      engineActions(actions, audio),
+      agent,
+      opts.bridge ?? null,
+    )
       .catch((err: unknown) => log.error({ err, callId: id }, 'api call failed'))
       .finally(async () => {
         live.delete(id);
@@ -567,6 +592,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
         running.delete(done);
       });
     running.add(done);
+    liveCall.finished = done;
     if (input.async) {
       return {
         status: 202,
@@ -706,9 +732,16 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     markup: Decimal,
     actions: CallAction[],
     agent: AgentCallPlan | null = null,
+    bridgeTo: TransferBridge | null = null,
   ) {
     const startedAt = clock.now();
     let conversation: unknown = null;
+    let transfer: { callId: string | null; agentLeftAt: Date; bridged: boolean } | null = null;
+    // The caller hanging up ends the transfer leg, ringing or bridged.
+    void bridgeTo?.call.ended.then(() => {
+      lc.stopped = true;
+      void lc.current?.hangup();
+    });
     const attempts: AttemptView[] = [];
     const gathered: GatherResult[] = [];
     let rang = false;
@@ -746,11 +779,26 @@ export function createApiCallsService(deps: ApiCallsDeps) {
         inOrder('answer', () =>
           mark(base.payer, base.id, 'answered', route.routeId, at, { ...eventBase, answeredAt: at.toISOString() }),
         );
+        if (bridgeTo) {
+          const bridge = bridgeCalls(bridgeTo.call, call);
+          bridgeTo.bridged();
+          script = call.ended.then(() => bridge.close());
+          return;
+        }
         if (agent) {
           script = agent
             .converse(call)
-            .then((r) => {
+            .then(async (r) => {
               conversation = r;
+              if (r.transferTo && call.state === 'answered') {
+                const t = { callId: null as string | null, agentLeftAt: clock.now(), bridged: false };
+                transfer = t;
+                t.callId = await placeTransfer(base, input, lc, at, call, r.transferTo, () => {
+                  t.bridged = true;
+                });
+                // The transfer leg hangs this call up when it ends.
+                if (t.callId) return;
+              }
               return call.hangup();
             })
             .catch((err: unknown) => {
@@ -802,6 +850,8 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       if (!retry) break;
     }
     lc.current = null;
+    // A transfer that failed, or whose target hung up, ends the caller's call too.
+    if (bridgeTo) await bridgeTo.call.hangup();
     await chain;
     const endedAt = clock.now();
     const end = connected?.end ?? last?.end ?? null;
@@ -816,7 +866,14 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       await settle(tx, base, connected?.route, charge);
       if (agent && connected) {
         // The agent fee is charged with the call, after the settle freed the hold that covered it.
-        const fee = agentFee(agent, duration);
+        // After a transfer the agent is gone: its fee covers the time until it handed the caller over.
+        const t = transfer as { callId: string | null; agentLeftAt: Date; bridged: boolean } | null;
+        const answeredAt = connected.end.answeredAt;
+        const agentSeconds =
+          t?.callId && answeredAt
+            ? Math.min(duration, Math.max(0, Math.ceil((t.agentLeftAt.getTime() - answeredAt.getTime()) / 1000)))
+            : duration;
+        const fee = agentFee(agent, agentSeconds);
         if (new Decimal(fee).gt(0)) {
           await ledger.charge(
             {
@@ -836,8 +893,9 @@ export function createApiCallsService(deps: ApiCallsDeps) {
           callId: base.id,
           accountId: base.payer,
           conversation,
-          durationSeconds: duration,
+          durationSeconds: agentSeconds,
           fee,
+          transfer: t ? { callId: t.callId, bridged: t.bridged } : null,
           startedAt: connected.end.answeredAt ?? startedAt,
           endedAt,
         });
@@ -881,6 +939,36 @@ export function createApiCallsService(deps: ApiCallsDeps) {
         at: endedAt,
       });
     });
+  }
+
+  /**
+   * An agent's `transfer_call`: a new call from the caller's `from` to the target over the account's
+   * routes (failover, hold and billing as any API call), joined to the caller once answered. The
+   * transfer leg may last what is left of the caller's call. Returns its id, or null when it could
+   * not be placed (no route, no credit, over a limit): then the caller's call ends.
+   */
+  async function placeTransfer(
+    base: { payer: string; operatorId: string | null; id: string },
+    input: PlaceCallInput,
+    lc: LiveApiCall,
+    answeredAt: Date,
+    call: EngineCall,
+    to: string,
+    bridged: () => void,
+  ): Promise<string | null> {
+    const left = lc.maxDuration - Math.ceil((clock.now().getTime() - answeredAt.getTime()) / 1000);
+    if (left < 1) return null;
+    try {
+      const placed = await place(
+        { accountId: base.payer, parentId: base.operatorId, mode: 'live' },
+        { to, from: input.from, async: true, maxDuration: left, language: input.language },
+        { bridge: { call, bridged } },
+      );
+      return placed.data['callId'] as string;
+    } catch (err) {
+      log.warn({ err, callId: base.id }, 'agent transfer could not be placed');
+      return null;
+    }
   }
 
   /** POST /comms/voice-otp: an async call that reads the digits aloud `repeat` times, then hangs up. */
@@ -954,6 +1042,11 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       q: { from?: string | undefined; to?: string | undefined; cursor?: string | undefined; limit: number },
     ) => repo.history(accountId, { ...q, limit: q.limit + 1 }),
     liveCallIds: () => [...live.keys()],
+    /**
+     * Resolves once this daemon's live call is settled and its record final (null: not live here),
+     * so a caller of `place` learns the end at once instead of polling the record.
+     */
+    whenFinished: (id: string): Promise<void> | null => live.get(id)?.finished?.then(() => undefined) ?? null,
     /** Keeps live calls out of the orphan reconcile and their holds from the sweeper. */
     async heartbeat() {
       const ids = [...live.keys()];

@@ -88,7 +88,12 @@ export function buildDialerModule(
       actions: input.actions as never,
     });
     const data = r.data;
-    return { callId: data['callId'] as string, final: data['completedAt'] ? outcomeOfCall(data) : null };
+    const callId = data['callId'] as string;
+    return {
+      callId,
+      final: data['completedAt'] ? outcomeOfCall(data) : null,
+      finished: deps.commsCalls.whenFinished(callId),
+    };
   };
 
   const worstCase: RunnerDeps['worstCase'] = async (c, number) => {

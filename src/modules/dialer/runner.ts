@@ -50,7 +50,12 @@ export interface RunnerDeps {
       /** The agent that holds answered calls instead of actions. */
       aiAgentId?: string | undefined;
     },
-  ): Promise<{ callId: string; final: Outcome | null }>;
+  ): Promise<{
+    callId: string;
+    final: Outcome | null;
+    /** Resolves when the call's outcome is recorded (a call live in this daemon); polling covers the rest. */
+    finished?: Promise<void> | null;
+  }>;
   /** The call's outcome once it ended, else null. */
   callOutcome(accountId: string, callId: string): Promise<Outcome | null>;
   sendSms(payer: Payer, input: { to: string; from: string; message: string; routeId: string }): Promise<Outcome>;
@@ -238,6 +243,11 @@ export function createCampaignRunner(deps: RunnerDeps) {
       else {
         await repo.noteCall(f.claim.id, placed.callId);
         f.pollAt = Date.now() + deps.config.dialer.call_poll_ms;
+        // The slot is free the moment the call is recorded, not at the next poll after it.
+        void placed.finished?.then(() => {
+          f.pollAt = 0;
+          void tick();
+        });
       }
     } catch (caught) {
       const now = clock.now();

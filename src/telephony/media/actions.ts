@@ -24,7 +24,8 @@ export interface ActionMedia {
 
 /** Turns prompts into G.711 in the stream's codec. */
 export interface PromptRenderer {
-  say(text: string, language: TtsLanguage, codec: G711Codec): Promise<Uint8Array>;
+  /** `voice`: an espeak-ng voice (with its variant, `en-us+f3`) instead of the language's own. */
+  say(text: string, language: TtsLanguage, codec: G711Codec, voice?: string): Promise<Uint8Array>;
   play(mp3: Uint8Array, codec: G711Codec): Promise<Uint8Array>;
 }
 
@@ -55,7 +56,8 @@ export interface RunActionsOptions {
 export function createPromptRenderer(deps: { tts: Tts; mp3: Mp3Decoder }): PromptRenderer {
   const decoded = new WeakMap<Uint8Array, Map<G711Codec, Promise<Uint8Array>>>();
   return {
-    say: (text, language, codec) => deps.tts.synthesize({ text, language, codec }),
+    say: (text, language, codec, voice) =>
+      deps.tts.synthesize(voice ? { text, language, codec, voice } : { text, language, codec }),
     play(mp3, codec) {
       let byCodec = decoded.get(mp3);
       if (!byCodec) {

@@ -12,6 +12,7 @@ import type {
 } from '../engine.js';
 import { runActions, type ActionClock, type ActionMedia, type PromptRenderer } from './actions.js';
 import { MediaError } from './errors.js';
+import { decodeG711, encodeG711 } from './g711.js';
 
 /**
  * What every engine's call shares once it has a media stream: the event listeners, and the media
@@ -98,7 +99,7 @@ export function engineCall(p: EngineCallParts): EngineCall {
     on: (event, listener) => p.events.on(event, listener),
     async speak(text, opts) {
       const media = p.media();
-      return media.play(await p.renderer.say(text, opts?.language ?? p.language, media.codec));
+      return media.play(await p.renderer.say(text, opts?.language ?? p.language, media.codec, opts?.voice));
     },
     async play(mp3) {
       const media = p.media();
@@ -115,6 +116,10 @@ export function engineCall(p: EngineCallParts): EngineCall {
       const media = p.media();
       if (!media.onAudio) throw new MediaError('MEDIA_UNSUPPORTED', 'this media engine cannot hand out call audio');
       return media.onAudio((frame) => listener(frame, media.codec));
+    },
+    async send(frame, codec) {
+      const media = p.media();
+      await media.play(codec === media.codec ? frame : encodeG711(media.codec, decodeG711(codec, frame)));
     },
     interrupt() {
       if (p.state() === 'answered') p.media().stop();

@@ -2,7 +2,7 @@ import { Decimal } from 'decimal.js';
 import t from 'tap';
 import { createWorld, eventually } from '../sip-trunks/world.js';
 import { answering, available, exitOk, expectedCost } from '../api-calls/peers.js';
-import { startStreamingChat, startSttServer } from './provider-servers.js';
+import { aiSection, startSpeechServer, startStreamingChat, startSttServer } from './provider-servers.js';
 import { speechPcap } from './speech-pcap.js';
 
 /**
@@ -27,18 +27,16 @@ t.test(
         ],
       },
     ]);
+    const speech = await startSpeechServer(t, [
+      'Hello, this is the restaurant.',
+      'Certainly, a table for two tonight is booked.',
+      'Goodbye!',
+    ]);
     const base = 43000 + (process.pid % 300) * 20;
     const w = await createWorld(t, {
       rtp: { port_min: base, port_max: base + 19, bind_address: '127.0.0.1' },
       dialer: { tick_ms: 50, call_poll_ms: 150 },
-      ai: {
-        chat_url: chat.url,
-        chat_api_key: 'sk-local',
-        stt_url: stt.url,
-        stt_api_key: 'sk-local',
-        agent_fee_per_minute: '0.050000',
-        end_of_speech_ms: 500,
-      },
+      ai: aiSection(stt, chat, { tts_url: speech.url, tts_api_key: 'sk-local' }),
     });
     const { d, operator } = w;
     const caller = speechPcap(t, 'Hello, I would like a table for two tonight, please.', 1000);
@@ -60,6 +58,7 @@ t.test(
       firstMessage: 'Hello, this is the restaurant.',
       tools: ['end', 'capture'],
       maxCallSeconds: 60,
+      voiceId: 'openai:nova',
     });
     t.equal(created.status, 201, created.text);
     const agentId = created.body.data.id as string;
@@ -115,6 +114,15 @@ t.test(
     );
     t.same(agent.captured, { party: '2', when: 'tonight' });
     t.equal(agent.turnLatencyMs.length, 1, 'one answered turn was timed');
+    // The agent's voice is the speech endpoint's `nova`: each line spoken went there, sentence by sentence.
+    t.same(
+      speech.seen.map((s) => [s.model, s.voice, s.input]),
+      [
+        ['tts-1', 'nova', 'Hello, this is the restaurant.'],
+        ['tts-1', 'nova', 'Certainly, a table for two tonight is booked.'],
+        ['tts-1', 'nova', 'Goodbye!'],
+      ],
+    );
     t.ok(agent.turnLatencyMs[0] >= 0 && agent.turnLatencyMs[0] < 5000, 'end of speech to the agent speaking', {
       latencyMs: agent.turnLatencyMs[0],
     });

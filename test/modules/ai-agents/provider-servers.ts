@@ -1,17 +1,23 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { espeakMp3 } from '../../../src/modules/ai-agents/voices.js';
 
 /**
  * Local servers speaking the providers' real protocols for AI agents on calls: OpenAI-compatible
  * speech-to-text (`POST /v1/audio/transcriptions`, multipart with a WAV `file`) and streamed chat
- * completions (`POST /v1/chat/completions` with `stream: true`, answered as server-sent events).
- * Both want bearer `sk-local` and answer from the script they are given.
+ * completions (`POST /v1/chat/completions` with `stream: true`, answered as server-sent events),
+ * and text to speech (`POST /v1/audio/speech`, answered with MP3). All want bearer `sk-local` and answer from the script they are given.
  */
 
 type Tt = { teardown(fn: () => unknown): void };
 
-async function listen(t: Tt, handler: (req: IncomingMessage, body: Buffer, res: ServerResponse) => void) {
+/** `started`: performance.now() when the request arrived, so a server can report its own time. */
+async function listen(
+  t: Tt,
+  handler: (req: IncomingMessage, body: Buffer, res: ServerResponse, started: number) => void,
+) {
   const server = createServer((req, res) => {
+    const started = performance.now();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -19,7 +25,7 @@ async function listen(t: Tt, handler: (req: IncomingMessage, body: Buffer, res: 
         res.writeHead(401).end();
         return;
       }
-      handler(req, Buffer.concat(chunks), res);
+      handler(req, Buffer.concat(chunks), res, started);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -31,12 +37,14 @@ export interface Transcription {
   model: string;
   /** Seconds of 8 kHz 16-bit audio in the WAV. */
   seconds: number;
+  /** The server's own time: from the request's arrival to the answer sent (ms). */
+  ms: number;
 }
 
 /** Transcribes the n-th request as `texts[n]` (the last one again after that). */
 export async function startSttServer(t: Tt, texts: string[]) {
   const seen: Transcription[] = [];
-  const url = await listen(t, (req, body, res) => {
+  const url = await listen(t, (req, body, res, started) => {
     const type = req.headers['content-type'] ?? '';
     const boundary = /boundary=(.+)$/.exec(type)?.[1];
     if (req.url !== '/v1/audio/transcriptions' || !boundary) {
@@ -51,9 +59,11 @@ export async function startSttServer(t: Tt, texts: string[]) {
       res.writeHead(400).end(JSON.stringify({ error: { message: 'no WAV file' } }));
       return;
     }
-    seen.push({ model, seconds: body.readUInt32LE(dataAt + 4) / 16000 });
+    const heard = { model, seconds: body.readUInt32LE(dataAt + 4) / 16000, ms: 0 };
+    seen.push(heard);
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ text: texts[Math.min(seen.length - 1, texts.length - 1)] }));
+    heard.ms = performance.now() - started;
   });
   return { url, seen };
 }
@@ -69,12 +79,14 @@ export interface ChatRequestSeen {
   stream?: boolean;
   messages: { role: string; content: string }[];
   tools?: { function: { name: string } }[];
+  /** The server's own time to its first words: from the request's arrival to the first content event (ms). */
+  firstTextMs?: number;
 }
 
 /** Streams the n-th chat request's answer from `turns` as OpenAI chat.completion.chunk events. */
 export async function startStreamingChat(t: Tt, turns: StreamedTurn[]) {
   const seen: ChatRequestSeen[] = [];
-  const url = await listen(t, (req, body, res) => {
+  const url = await listen(t, (req, body, res, started) => {
     if (req.url !== '/v1/chat/completions') {
       res.writeHead(404).end();
       return;
@@ -89,7 +101,10 @@ export async function startStreamingChat(t: Tt, turns: StreamedTurn[]) {
       );
     event({ role: 'assistant', content: '' });
     const words = turn.content.split(/(?<= )/);
-    for (let i = 0; i < words.length; i += 3) event({ content: words.slice(i, i + 3).join('') });
+    for (let i = 0; i < words.length; i += 3) {
+      event({ content: words.slice(i, i + 3).join('') });
+      request.firstTextMs ??= performance.now() - started;
+    }
     (turn.toolCalls ?? []).forEach((c, index) => {
       const args = JSON.stringify(c.arguments);
       event({
@@ -104,3 +119,41 @@ export async function startStreamingChat(t: Tt, turns: StreamedTurn[]) {
   });
   return { url, seen };
 }
+
+export interface SpeechRequestSeen {
+  model: string;
+  voice: string;
+  input: string;
+  response_format?: string;
+}
+
+/**
+ * Speaks each of `lines` as MP3 (espeak-ng through lame: real MP3 the daemon must decode), rendered
+ * before it listens so its answers take no time; any other input is refused.
+ */
+export async function startSpeechServer(t: Tt, lines: string[]) {
+  const mp3 = new Map(await Promise.all(lines.map(async (l) => [l, await espeakMp3('en-gb', l)] as const)));
+  const seen: SpeechRequestSeen[] = [];
+  const url = await listen(t, (req, body, res) => {
+    const request = JSON.parse(body.toString('utf8')) as SpeechRequestSeen;
+    const audio = mp3.get(request.input);
+    if (req.url !== '/v1/audio/speech' || !audio) {
+      res.writeHead(400).end();
+      return;
+    }
+    seen.push(request);
+    res.writeHead(200, { 'content-type': 'audio/mpeg' }).end(audio);
+  });
+  return { url, seen };
+}
+
+/** The daemon's `[ai]` section for the servers above, a 0.05 per-minute agent fee and a short end of speech. */
+export const aiSection = (stt: { url: string }, chat: { url: string }, extra: Record<string, unknown> = {}) => ({
+  chat_url: chat.url,
+  chat_api_key: 'sk-local',
+  stt_url: stt.url,
+  stt_api_key: 'sk-local',
+  agent_fee_per_minute: '0.050000',
+  end_of_speech_ms: 500,
+  ...extra,
+});

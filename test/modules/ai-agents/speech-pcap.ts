@@ -5,6 +5,18 @@ import { join } from 'node:path';
 import { encodeG711 } from '../../../src/telephony/media/g711.js';
 import { parseWav, wavToTelephony } from '../../../src/telephony/media/pcm.js';
 
+/** `text` spoken by espeak-ng as 8 kHz PCMU, then `silenceMs` of quiet; `dir` holds the WAV. */
+export function speechAudio(text: string, silenceMs: number, dir: string): Uint8Array {
+  const wavPath = join(dir, 'speech.wav');
+  execFileSync('espeak-ng', ['-v', 'en-us', '-s', '170', '-w', wavPath, text]);
+  const speech = encodeG711('PCMU', wavToTelephony(parseWav(readFileSync(wavPath))));
+  const quiet = new Uint8Array(Math.round(silenceMs * 8)).fill(0xff);
+  const audio = new Uint8Array(speech.length + quiet.length);
+  audio.set(speech);
+  audio.set(quiet, speech.length);
+  return audio;
+}
+
 /**
  * A caller's speech as a phone sends it: `text` spoken by espeak-ng, 8 kHz PCMU in 20 ms RTP
  * packets, followed by `silenceMs` of quiet frames (a phone keeps sending while the caller listens),
@@ -17,13 +29,7 @@ export function speechPcap(
 ): { path: string; ms: number } {
   const dir = mkdtempSync(join(tmpdir(), 'svc-speech-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const wavPath = join(dir, 'speech.wav');
-  execFileSync('espeak-ng', ['-v', 'en-us', '-s', '170', '-w', wavPath, text]);
-  const speech = encodeG711('PCMU', wavToTelephony(parseWav(readFileSync(wavPath))));
-  const quiet = new Uint8Array(Math.round(silenceMs * 8)).fill(0xff);
-  const audio = new Uint8Array(speech.length + quiet.length);
-  audio.set(speech);
-  audio.set(quiet, speech.length);
+  const audio = speechAudio(text, silenceMs, dir);
   const frames = Math.ceil(audio.length / 160);
 
   const records: Buffer[] = [];

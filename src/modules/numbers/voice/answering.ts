@@ -170,6 +170,9 @@ export function createNumberAnswering(deps: NumberAnsweringDeps) {
         conversation,
         durationSeconds: seconds,
         fee,
+        // A transfer the agent asks for on a number's call is not placed: the caller's leg is the
+        // seller's trunk, and a second leg would need its own payer and route (docs/numbers.md).
+        transfer: null,
         startedAt: a.answeredAt,
         endedAt: end.endedAt,
       }),

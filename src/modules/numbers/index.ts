@@ -83,7 +83,15 @@ export function buildNumbersModule(
   });
 
   const messages = createNumberMessages({ sql, clock, log, manage, smsSend: deps.smsSend });
-  const inbound = createInboundSms({ sql, clock, log, sellerSmsRoute: deps.sellerSmsRoute });
+  const inbound = createInboundSms({
+    sql,
+    clock,
+    log,
+    ledger: deps.ledger,
+    sellerSmsRoute: deps.sellerSmsRoute,
+    platformFeePercent: settings.platform_fee_percent,
+    dedupWindowSeconds: settings.mo_dedup_window_seconds,
+  });
 
   /** Opens the SMPP binds of the sellers whose numbers are rented (run every minute, and at start). */
   const keepSellerBinds = async () => {

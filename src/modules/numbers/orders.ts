@@ -1,4 +1,3 @@
-import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Sql } from '../../db/connection.js';
 import { AppError, conflict, notFound, ruleError, SqlState } from '../../http/errors.js';
@@ -7,6 +6,7 @@ import { Money } from '../../ledger/money.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
+import { createFeeSplit } from './fee.js';
 import * as catalogRepo from './catalog-repo.js';
 import * as dids from './did-repo.js';
 import * as inv from './inventory-repo.js';
@@ -42,7 +42,8 @@ export interface BulkItemResult {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-const isBalanceRefusal = (err: unknown) => {
+/** The ledger refused a debit for the balance or the daily cap (nothing posted). */
+export const isBalanceRefusal = (err: unknown) => {
   const code = (err as { code?: unknown } | null)?.code;
   return code === SqlState.INSUFFICIENT_BALANCE || code === SqlState.DAILY_CAP;
 };
@@ -62,13 +63,7 @@ export function createOrders(deps: {
   platformFeePercent: string;
 }) {
   const { sql, clock, log, ledger } = deps;
-  const feeRate = new Decimal(deps.platformFeePercent).div(100);
-
-  /** The platform's part of a price and the seller's rest; the fee is rounded half-up to 6 places. */
-  const split = (price: Money) => {
-    const fee = price.times(feeRate);
-    return { fee, seller: price.minus(fee) };
-  };
+  const split = createFeeSplit(deps.platformFeePercent);
 
   async function provisionPending(limit = 100): Promise<number> {
     let done = 0;

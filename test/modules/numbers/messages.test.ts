@@ -69,7 +69,9 @@ t.test('SMS from a number through the SMS send path to a Net::SMPP SMSC; threads
   // The SMSC's delivery receipt reaches the number's message, in the thread.
   const inThread = async (id: string, status: string) => {
     const page = await w.api('GET', `/dids/${did.id}/messages`, buyer.session);
-    const found = (page.body.data as { id: string; status: string }[]).find((x) => x.id === id);
+    const found = (page.body.data as { id: string; status: string; deliveredAt: string; cost: string }[]).find(
+      (x) => x.id === id,
+    );
     return found?.status === status ? found : null;
   };
   const delivered = await eventually(() => inThread(m.id, 'delivered'));

@@ -39,6 +39,7 @@ export const Did = Type.Object({
   graceDays: Type.Integer({ description: 'days a suspended number is held before release' }),
   label: Nullable(Type.String()),
   accountId: Uuid('the owner: the caller, or the sub-account it bought for'),
+  simulated: Type.Optional(Type.Literal(true, { description: "a test key's order: nothing kept or charged" })),
 });
 
 /** The answer of store reads while the store is switched off (spec "Phone numbers (DID store)"). */

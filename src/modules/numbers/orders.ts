@@ -10,6 +10,7 @@ import { createFeeSplit } from './fee.js';
 import * as catalogRepo from './catalog-repo.js';
 import * as dids from './did-repo.js';
 import * as inv from './inventory-repo.js';
+import * as holds from './reservation-repo.js';
 import { addMonths, presentDid, type DidView } from './present.js';
 
 /** Whether an account's identity is verified (the Compliance module's answer). */
@@ -166,6 +167,10 @@ export function createOrders(deps: {
           endpointReachable: null,
           endpointCause: null,
           endpointCheckedAt: null,
+          tags: [],
+          callerName: null,
+          emergencyAddress: null,
+          releaseAt: null,
           country: o.group.country,
           countryCode: o.group.countryCode,
           city: o.group.city,
@@ -177,14 +182,18 @@ export function createOrders(deps: {
     };
   }
 
-  async function buy(callerId: string, input: BuyInput): Promise<DidView> {
+  /** `reservationId`: the order takes the number the caller holds (`POST /dids/reservations`). */
+  async function buy(callerId: string, input: BuyInput, opts: { reservationId?: string } = {}): Promise<DidView> {
     const { owner, group, sku, setup, monthly, price } = await prepare(callerId, input);
     const { fee, seller } = split(price);
     const id = newId();
     const at = clock.now();
     await sql.begin(async (tx) => {
-      const number = await inv.takeNumber(tx, group.groupId);
-      if (!number) throw conflict('No numbers left in this catalogue group');
+      const number = opts.reservationId
+        ? await holds.take(tx, opts.reservationId, callerId, group.groupId, at)
+        : await inv.takeNumber(tx, group.groupId);
+      if (!number)
+        throw opts.reservationId ? notFound('Held reservation') : conflict('No numbers left in this catalogue group');
       await dids.insert(tx, {
         id,
         accountId: owner,
@@ -212,6 +221,7 @@ export function createOrders(deps: {
         },
         tx,
       );
+      if (opts.reservationId) await holds.markBought(tx, opts.reservationId, id, at);
       await dids.event(tx, {
         didId: id,
         accountId: owner,

@@ -130,7 +130,11 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
         schema: {
           tags: TAGS,
           summary: "The caller's numbers (and its sub-accounts'), newest first",
-          querystring: Type.Object({ ...CursorQuery(), status: StatusQuery }),
+          querystring: Type.Object({
+            ...CursorQuery(),
+            status: StatusQuery,
+            tag: Type.Optional(Type.String({ maxLength: 32, description: 'numbers carrying this tag' })),
+          }),
           response: { 200: Type.Union([CursorPage(Did), Ok(Disabled)]) },
         },
       },

@@ -243,6 +243,10 @@ export const ConfigSchema = Type.Object({
     renewal_interval_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 300 }),
     provision_interval_seconds: Type.Integer({ minimum: 1, maximum: 3600, default: 30 }),
     endpoint_probe_timeout_ms: Type.Integer({ minimum: 100, maximum: 10000, default: 2000 }),
+    mo_dedup_window_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 600 }),
+    reservation_max_minutes: Type.Integer({ minimum: 1, maximum: 1440, default: 30 }),
+    reservations_per_account: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
+    release_sweep_seconds: Type.Integer({ minimum: 1, maximum: 3600, default: 60 }),
   }),
   mail: Type.Object({
     smtp_host: Type.String({ default: '' }),

@@ -20,6 +20,8 @@ export const STATUS = {
   ESME_RINVDCS: 0x104,
   ESME_RUNKNOWNERR: 0xff,
   ESME_RDELIVERYFAILURE: 0xfe,
+  // Permanent application error: the SMSC must not retry the message.
+  ESME_RX_P_APPN: 0x65,
 } as const;
 
 let rawCodec = false;

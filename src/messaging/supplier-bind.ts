@@ -97,6 +97,8 @@ export interface MobileOriginated {
   destination: string;
   text: string;
   parts: number;
+  /** `<reference>/<total>` of a concatenated message (UDH or sar_*), else null: part of a re-send's identity. */
+  reference: string | null;
 }
 
 export type SupplierBindState = 'idle' | 'connecting' | 'bound' | 'backoff' | 'closing' | 'closed';
@@ -429,7 +431,8 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     const whole = moParts.add(`${source}|${destination}`, part);
     if (whole === 'invalid') return answer(STATUS.ESME_RINVDCS);
     if (whole === 'pending') return answer(STATUS.ESME_ROK);
-    handler({ source, destination, text: whole.text, parts: whole.parts }).then(answer, (err: unknown) => {
+    const reference = part.concat ? `${part.concat.reference}/${part.concat.total}` : null;
+    handler({ source, destination, text: whole.text, parts: whole.parts, reference }).then(answer, (err: unknown) => {
       log.error({ err }, 'mobile-originated message not kept');
       answer(STATUS.ESME_RSYSERR);
     });

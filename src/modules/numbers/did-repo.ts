@@ -13,7 +13,21 @@ export type DidEventKind =
   | 'released'
   | 'routing_changed'
   | 'auto_renew_changed'
-  | 'failed';
+  | 'failed'
+  | 'release_scheduled'
+  | 'release_cancelled'
+  | 'settings_changed';
+
+/** Where the number's emergency calls are located (`PUT /dids/{id}/emergency-address`). */
+export interface EmergencyAddress {
+  name: string;
+  street: string;
+  street2: string | null;
+  city: string;
+  region: string | null;
+  postalCode: string;
+  countryCode: string;
+}
 
 export interface DidRow {
   id: string;
@@ -44,6 +58,10 @@ export interface DidRow {
   endpointReachable: boolean | null;
   endpointCause: string | null;
   endpointCheckedAt: Date | null;
+  tags: string[];
+  callerName: string | null;
+  emergencyAddress: EmergencyAddress | null;
+  releaseAt: Date | null;
   country: string;
   countryCode: string;
   city: string | null;
@@ -55,8 +73,8 @@ const COLUMNS = (db: Db) => db`
   d.id, d.account_id, d.ordered_by, d.group_id, d.sku_id, d.seller_id, d.number_id, d.number, d.status, d.point_mode,
   d.points_to, d.points_to_backup, d.auto_renew, d.channels, d.setup_price::text, d.monthly_price::text, d.grace_days,
   d.label, d.ai_agent_id, d.periods_paid, d.ordered_at, d.activated_at, d.next_renewal_at, d.suspended_at,
-  d.released_at, d.endpoint_reachable, d.endpoint_cause, d.endpoint_checked_at,
-  c.name as country, c.country_code, g.city, g.area_prefix, t.name as did_type`;
+  d.released_at, d.endpoint_reachable, d.endpoint_cause, d.endpoint_checked_at, d.tags, d.caller_name,
+  d.emergency_address, d.release_at, c.name as country, c.country_code, g.city, g.area_prefix, t.name as did_type`;
 
 const FROM = (db: Db) => db`
   dids d join did_groups g on g.id = d.group_id join did_countries c on c.id = g.country_id
@@ -97,12 +115,13 @@ export async function byId(db: Db, id: string, opts: { forUpdate?: boolean } = {
 export async function list(
   sql: Sql,
   viewerId: string,
-  q: { status?: DidStatus | undefined; cursor?: string | undefined; limit: number },
+  q: { status?: DidStatus | undefined; tag?: string | undefined; cursor?: string | undefined; limit: number },
 ): Promise<DidRow[]> {
   return sql<DidRow[]>`
     select ${COLUMNS(sql)} from ${FROM(sql)}
     where (d.account_id = ${viewerId} or d.ordered_by = ${viewerId})
       ${q.status ? sql`and d.status = ${q.status}` : sql``}
+      ${q.tag ? sql`and d.tags @> array[${q.tag}]::text[]` : sql``}
       ${q.cursor ? sql`and d.id < ${q.cursor}` : sql``}
     order by d.id desc limit ${q.limit + 1}`;
 }

@@ -1,10 +1,15 @@
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Sql } from '../../db/connection.js';
-import { AppError, notFound } from '../../http/errors.js';
+import type { Sql, TransactionSql } from '../../db/connection.js';
+import { AppError, InsufficientBalanceError, notFound } from '../../http/errors.js';
+import type { Ledger } from '../../ledger/ledger.js';
+import { Money } from '../../ledger/money.js';
 import { countSegments, SMPP_STATUS, type MobileOriginated } from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
+import { createFeeSplit } from './fee.js';
+import { isBalanceRefusal } from './orders.js';
 
 /** Whether `routeId` is an SMS route of `sellerId` (the marketplace's answer). */
 export type SellerSmsRoute = (routeId: string, sellerId: string) => Promise<boolean>;
@@ -15,6 +20,11 @@ export interface InboundSms {
   text: string;
   /** The seller's id of the message (HTTPS callbacks): a repeat is a no-op. SMPP's deliver_sm carries none. */
   supplierMessageId?: string;
+  /**
+   * What makes an SMPP re-send recognisable without a message id (concatenation reference; null for
+   * a single part): the same route, source, destination, reference and text within the window is one message.
+   */
+  smppReference?: string | null;
 }
 
 const digits = (n: string) => n.replace(/^\+/, '');
@@ -22,24 +32,90 @@ const digits = (n: string) => n.replace(/^\+/, '');
 /**
  * A mobile-originated SMS that a number's seller delivers to one of its numbers: kept as a
  * received message of the number's conversation with the sender and, in the same transaction,
- * `number.sms.received` for the owner (the outbox sends it signed to the owner's endpoints).
- * The seller's supplier message id makes a retried delivery a no-op.
+ * the group's inbound SMS price charged to the renter (the seller credited less the platform
+ * fee) and `number.sms.received` for the owner (the outbox sends it signed to the owner's
+ * endpoints). The seller's supplier message id, or for SMPP the re-send key, makes a repeated
+ * delivery a no-op.
  */
-export function createInboundSms(deps: { sql: Sql; clock: Clock; log: Logger; sellerSmsRoute: SellerSmsRoute }) {
-  const { sql, clock, log } = deps;
+export function createInboundSms(deps: {
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  ledger: Ledger;
+  sellerSmsRoute: SellerSmsRoute;
+  platformFeePercent: string;
+  dedupWindowSeconds: number;
+}) {
+  const { sql, clock, log, ledger } = deps;
+  const split = createFeeSplit(deps.platformFeePercent);
+
+  /**
+   * Claims an SMPP message's re-send key for `messageId`; false when the same message was kept
+   * within the window. A claim older than the window is taken over: the same words sent again
+   * later are a new message.
+   */
+  async function claimResend(tx: TransactionSql, key: string, messageId: string, at: Date): Promise<boolean> {
+    const since = new Date(at.getTime() - deps.dedupWindowSeconds * 1000);
+    const rows = await tx`
+      insert into did_mo_seen (key, message_id, seen_at) values (${key}, ${messageId}, ${at})
+      on conflict (key) do update set message_id = excluded.message_id, seen_at = excluded.seen_at
+        where did_mo_seen.seen_at < ${since}
+      returning message_id`;
+    return rows.length === 1;
+  }
+
+  /** The renter pays the group's price of a received message; null when the group sets none. */
+  async function charge(tx: TransactionSql, did: LiveDid, messageId: string) {
+    if (did.inboundSmsRate === null) return null;
+    const price = Money.parse(did.inboundSmsRate);
+    if (price.isZero()) return null;
+    const { fee, seller } = split(price);
+    try {
+      return await ledger.charge(
+        {
+          postingKey: `did:${did.id}:sms-in:${messageId}`,
+          accountId: did.accountId,
+          sellerId: did.sellerId,
+          amount: seller.toString(),
+          fee: fee.toString(),
+          reference: 'Phone number: SMS received',
+          relatedEntityType: 'did_message',
+          relatedEntityId: messageId,
+        },
+        tx,
+      );
+    } catch (err) {
+      if (isBalanceRefusal(err))
+        throw new InsufficientBalanceError(
+          "Insufficient balance: the number's owner cannot pay for received messages",
+          'balance',
+        );
+      throw err;
+    }
+  }
+
   const receiver = {
     async receive(routeId: string, sms: InboundSms): Promise<{ messageId: string; duplicate: boolean }> {
       const to = digits(sms.to);
-      const [did] = await sql<{ id: string; accountId: string; sellerId: string; number: string }[]>`
-        select id, account_id, seller_id, number from dids where number = ${to} and status = 'active'`;
+      const [did] = await sql<LiveDid[]>`
+        select d.id, d.account_id, d.seller_id, d.number, g.inbound_sms_rate::text
+        from dids d join did_groups g on g.id = d.group_id
+        where d.number = ${to} and d.status = 'active'`;
       // A number not rented, or rented from another seller, is not this route's to deliver to.
       if (!did || !(await deps.sellerSmsRoute(routeId, did.sellerId))) throw notFound('Active number');
       const key = sms.supplierMessageId === undefined ? null : `in:${sms.supplierMessageId}`;
       const from = digits(sms.from);
+      const resendKey =
+        sms.smppReference === undefined
+          ? null
+          : createHash('sha256')
+              .update([routeId, from, to, sms.smppReference ?? '', sms.text].join('\u0000'))
+              .digest('hex');
       const at = clock.now();
       const id = newId();
       const segments = countSegments(sms.text).segments;
       const stored = await sql.begin(async (tx) => {
+        if (resendKey !== null && !(await claimResend(tx, resendKey, id, at))) return false;
         const res = await tx`
           insert into did_messages (id, did_id, account_id, direction, from_number, to_number, peer, body, segments,
                                     status, provider_message_id, idempotency_key, created_at)
@@ -47,6 +123,11 @@ export function createInboundSms(deps: { sql: Sql; clock: Clock; log: Logger; se
                   'received', ${sms.supplierMessageId ?? null}, ${key}, ${at})
           on conflict (did_id, idempotency_key) where idempotency_key is not null do nothing`;
         if (res.count === 0) return false;
+        const paid = await charge(tx, did, id);
+        if (paid)
+          await tx`
+            update did_messages set cost = ${did.inboundSmsRate}::numeric, posting_id = ${paid.postingId}
+            where id = ${id}`;
         await emit(tx, {
           accountId: did.accountId,
           event: 'number.sms.received',
@@ -64,9 +145,13 @@ export function createInboundSms(deps: { sql: Sql; clock: Clock; log: Logger; se
         });
         return true;
       });
-      if (!stored && key !== null) {
-        const [first] = await sql<{ id: string }[]>`
-          select id from did_messages where did_id = ${did.id} and idempotency_key = ${key}`;
+      if (!stored) {
+        const [first] =
+          key !== null
+            ? await sql<{ id: string }[]>`
+                select id from did_messages where did_id = ${did.id} and idempotency_key = ${key}`
+            : await sql<{ id: string }[]>`select message_id as id from did_mo_seen where key = ${resendKey}`;
+        log.info({ didId: did.id, messageId: first!.id }, 'repeated SMS delivery to a number ignored');
         return { messageId: first!.id, duplicate: true };
       }
       log.info({ didId: did.id, messageId: id }, 'SMS received on a number');
@@ -75,14 +160,22 @@ export function createInboundSms(deps: { sql: Sql; clock: Clock; log: Logger; se
 
     /**
      * A mobile-originated message over one of the seller's SMPP binds: kept as the callback's are,
-     * answered ESME_ROK once committed, ESME_RINVDSTADR for a number not rented from this seller.
+     * answered ESME_ROK once committed (and for a re-send already kept), ESME_RINVDSTADR for a
+     * number not rented from this seller, ESME_RX_P_APPN (permanent: no retry) when the renter
+     * cannot pay the number's inbound SMS price.
      */
     async fromSmsc(routeId: string, mo: MobileOriginated): Promise<number> {
       try {
-        await receiver.receive(routeId, { from: mo.source, to: mo.destination, text: mo.text });
+        await receiver.receive(routeId, {
+          from: mo.source,
+          to: mo.destination,
+          text: mo.text,
+          smppReference: mo.reference,
+        });
         return SMPP_STATUS.ESME_ROK;
       } catch (err) {
         if (err instanceof AppError && err.code === 'NOT_FOUND') return SMPP_STATUS.ESME_RINVDSTADR;
+        if (err instanceof InsufficientBalanceError) return SMPP_STATUS.ESME_RX_P_APPN;
         throw err;
       }
     },
@@ -93,8 +186,22 @@ export function createInboundSms(deps: { sql: Sql; clock: Clock; log: Logger; se
         select distinct seller_id from dids where status in ('active', 'suspended')`;
       return rows.map((r) => r.sellerId);
     },
+
+    /** Forgets re-send keys older than the window (they no longer stop anything). */
+    async forgetOldResends(): Promise<number> {
+      const since = new Date(clock.now().getTime() - deps.dedupWindowSeconds * 1000);
+      return (await sql`delete from did_mo_seen where seen_at < ${since}`).count;
+    },
   };
   return receiver;
+}
+
+interface LiveDid {
+  id: string;
+  accountId: string;
+  sellerId: string;
+  number: string;
+  inboundSmsRate: string | null;
 }
 
 export type InboundSmsReceiver = ReturnType<typeof createInboundSms>;

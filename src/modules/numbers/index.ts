@@ -13,11 +13,14 @@ import { createListingRequests } from './listing.js';
 import { createNumberMessages, type SmsSend } from './messages.js';
 import { createNumberManagement, type SipProbe } from './manage.js';
 import { createOrders, type KycCheck, type SubAccountOf } from './orders.js';
+import { createNumberSettings } from './number-settings.js';
 import { createRenewals } from './renewals.js';
+import { createReservations } from './reservations.js';
 import { didRoutes, type CliSets } from './routes-dids.js';
 import { inboundRoutes, type RouteSecret } from './routes-inbound.js';
 import { inventoryRoutes } from './routes-inventory.js';
 import { messageRoutes } from './routes-messages.js';
+import { settingsRoutes } from './routes-settings.js';
 import { storeRoutes } from './routes-store.js';
 
 /** How often the SMPP binds of sellers with rented numbers are checked open (a new seller's, a changed route's). */
@@ -83,7 +86,32 @@ export function buildNumbersModule(
   });
 
   const messages = createNumberMessages({ sql, clock, log, manage, smsSend: deps.smsSend });
-  const inbound = createInboundSms({ sql, clock, log, sellerSmsRoute: deps.sellerSmsRoute });
+  const inbound = createInboundSms({
+    sql,
+    clock,
+    log,
+    ledger: deps.ledger,
+    sellerSmsRoute: deps.sellerSmsRoute,
+    platformFeePercent: settings.platform_fee_percent,
+    dedupWindowSeconds: settings.mo_dedup_window_seconds,
+  });
+
+  const reservations = createReservations({
+    sql,
+    clock,
+    log,
+    orders,
+    maxMinutes: settings.reservation_max_minutes,
+    perAccount: settings.reservations_per_account,
+  });
+  const numberSettings = createNumberSettings({ sql, clock, log, manage });
+
+  /** Expired holds back on sale, scheduled releases carried out, old SMPP re-send keys forgotten. */
+  const sweep = async () => {
+    await reservations.expire();
+    await numberSettings.releaseDue();
+    await inbound.forgetOldResends();
+  };
 
   /** Opens the SMPP binds of the sellers whose numbers are rented (run every minute, and at start). */
   const keepSellerBinds = async () => {
@@ -107,6 +135,7 @@ export function buildNumbersModule(
       didRoutes({ orders, manage, store, cliSets: deps.cliSets })(app);
       inventoryRoutes({ inventory, listing })(app);
       messageRoutes(messages)(app);
+      settingsRoutes({ reservations, settings: numberSettings })(app);
       inboundRoutes({
         inbound,
         routeSecret: deps.routeSecret,
@@ -125,6 +154,7 @@ export function buildNumbersModule(
           settings.renewal_interval_seconds * 1000,
           guarded('number renewals', () => renewals.run()),
         ),
+        every(settings.release_sweep_seconds * 1000, guarded('number holds and scheduled releases', sweep)),
         every(
           settings.provision_interval_seconds * 1000,
           guarded('number provisioning', () => orders.provisionPending()),
@@ -141,7 +171,20 @@ export function buildNumbersModule(
       await orders.settled();
     },
   };
-  const service = { catalog, inventory, listing, orders, renewals, manage, messages, inbound, keepSellerBinds };
+  const service = {
+    catalog,
+    inventory,
+    listing,
+    orders,
+    renewals,
+    manage,
+    messages,
+    inbound,
+    keepSellerBinds,
+    reservations,
+    settings: numberSettings,
+    sweep,
+  };
   return { module, service };
 }
 

@@ -65,6 +65,7 @@ export async function updateGroup(
     requiresKyc?: boolean | undefined;
     graceDays?: number | undefined;
     inboundRate?: string | null | undefined;
+    inboundSmsRate?: string | null | undefined;
     status?: 'active' | 'hidden' | undefined;
   },
   at: Date,
@@ -74,6 +75,7 @@ export async function updateGroup(
       requires_kyc = coalesce(${p.requiresKyc ?? null}::boolean, requires_kyc),
       grace_days = coalesce(${p.graceDays ?? null}::integer, grace_days),
       inbound_rate = ${p.inboundRate === undefined ? db`inbound_rate` : db`${p.inboundRate}::numeric`},
+      inbound_sms_rate = ${p.inboundSmsRate === undefined ? db`inbound_sms_rate` : db`${p.inboundSmsRate}::numeric`},
       status = coalesce(${p.status ?? null}::text, status),
       updated_at = ${at}
     where id = ${groupId} and seller_id = ${sellerId}`;
@@ -145,6 +147,7 @@ export async function sellerGroups(sql: Sql, sellerId: string) {
       requiresKyc: boolean;
       graceDays: number;
       inboundRate: string | null;
+      inboundSmsRate: string | null;
       status: string;
       available: number;
       assigned: number;
@@ -152,7 +155,7 @@ export async function sellerGroups(sql: Sql, sellerId: string) {
     }[]
   >`
     select g.id as group_id, g.country_id, c.name as country, c.country_code, g.city, g.area_prefix, g.type_id,
-           t.name as type_name, g.requires_kyc, g.grace_days, g.inbound_rate::text, g.status,
+           t.name as type_name, g.requires_kyc, g.grace_days, g.inbound_rate::text, g.inbound_sms_rate::text, g.status,
            (select count(*) from did_numbers n where n.group_id = g.id and n.state = 'available')::int as available,
            (select count(*) from did_numbers n where n.group_id = g.id and n.state = 'assigned')::int as assigned,
            g.created_at

@@ -246,6 +246,7 @@ export function createInventory(deps: { sql: Sql; clock: Clock; log: Logger }) {
         requiresKyc?: boolean | undefined;
         graceDays?: number | undefined;
         inboundRate?: string | null | undefined;
+        inboundSmsRate?: string | null | undefined;
         status?: 'active' | 'hidden' | undefined;
       },
     ) {

@@ -38,7 +38,20 @@ export function parseSipTarget(v: string): SipTarget | null {
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port, transport };
 }
 
-const LIVE: readonly DidStatus[] = ['pending', 'active', 'suspended'];
+export const LIVE: readonly DidStatus[] = ['pending', 'active', 'suspended'];
+
+/** Gives a locked live DID up: number back on sale, history and `number.released` in the caller's transaction. */
+export async function releaseNow(tx: Db, d: DidRow, reason: 'by_owner' | 'scheduled', at: Date): Promise<void> {
+  await dids.release(tx, d.id, at);
+  if (d.numberId) await inv.returnNumber(tx, d.numberId);
+  await dids.event(tx, { didId: d.id, accountId: d.accountId, kind: 'released', at, data: { reason } });
+  await emit(tx, {
+    accountId: d.accountId,
+    event: 'number.released',
+    data: { didId: d.id, number: d.number, reason },
+    at,
+  });
+}
 
 /** A customer's rented numbers: reads, routing, endpoint checks, renewal switch, labels, release, analytics. */
 export function createNumberManagement(deps: {
@@ -82,7 +95,10 @@ export function createNumberManagement(deps: {
     own,
     get: async (viewerId: string, id: string) => presentDid(await own(viewerId, id)),
 
-    async list(viewerId: string, q: { status?: DidStatus | undefined; cursor?: string | undefined; limit: number }) {
+    async list(
+      viewerId: string,
+      q: { status?: DidStatus | undefined; tag?: string | undefined; cursor?: string | undefined; limit: number },
+    ) {
       return (await dids.list(sql, viewerId, q)).map(presentDid);
     },
 
@@ -192,16 +208,7 @@ export function createNumberManagement(deps: {
       await sql.begin(async (tx) => {
         const d = await own(viewerId, id, { tx });
         if (!LIVE.includes(d.status)) throw ruleError(`The number is already ${d.status}`);
-        const at = clock.now();
-        await dids.release(tx, id, at);
-        if (d.numberId) await inv.returnNumber(tx, d.numberId);
-        await dids.event(tx, { didId: id, accountId: d.accountId, kind: 'released', at, data: { reason: 'by_owner' } });
-        await emit(tx, {
-          accountId: d.accountId,
-          event: 'number.released',
-          data: { didId: id, number: d.number, reason: 'by_owner' },
-          at,
-        });
+        await releaseNow(tx, d, 'by_owner', clock.now());
       });
       log.info({ didId: id }, 'number released by its owner');
       return reread(id);

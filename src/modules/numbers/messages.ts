@@ -25,6 +25,7 @@ interface MessageRow {
   error: string | null;
   providerMessageId: string | null;
   readAt: Date | null;
+  deliveredAt: Date | null;
   createdAt: Date;
   cost: string;
 }
@@ -41,6 +42,7 @@ const present = (m: MessageRow) => ({
   error: m.error,
   providerMessageId: m.providerMessageId,
   readAt: m.readAt === null ? null : m.readAt.toISOString(),
+  deliveredAt: m.deliveredAt === null ? null : m.deliveredAt.toISOString(),
   createdAt: m.createdAt.toISOString(),
   cost: money6(m.cost),
 });
@@ -60,13 +62,32 @@ export function createNumberMessages(deps: {
   const { sql, clock, log, manage } = deps;
   const COLUMNS = sql`
     id, direction, from_number, to_number, peer, body, segments, status, error, provider_message_id, read_at,
-    created_at, cost::text`;
+    delivered_at, created_at, cost::text`;
 
   const byKey = async (didId: string, key: string) => {
     const [row] = await sql<MessageRow[]>`
       select ${COLUMNS} from did_messages where did_id = ${didId} and idempotency_key = ${key}`;
     return row;
   };
+
+  /**
+   * Links the number message to the SMS path's message, taking its current state. The SMS row is
+   * read under a share lock: a receipt applied before this link is seen here, one applied after it
+   * waits for the link and is copied by the receipt trigger (282_numbers_api.sql).
+   */
+  async function followSend(id: string, r: Awaited<ReturnType<SmsSend>>) {
+    await sql.begin(async (tx) => {
+      const [m] = await tx<{ status: string; deliveredAt: Date | null; errorCode: string | null; refunded: boolean }[]>`
+        select status, delivered_at, error_code, refund_posting_id is not null as refunded
+        from messages where id = ${r.messageId} for share`;
+      const status = m && (m.status === 'delivered' || m.status === 'failed') ? m.status : r.status;
+      await tx`
+        update did_messages set status = ${status}, segments = ${r.segments},
+                                cost = ${m?.refunded ? '0' : r.cost}::numeric, provider_message_id = ${r.messageId},
+                                error = ${m?.errorCode ?? r.errorCode ?? null}, delivered_at = ${m?.deliveredAt ?? null}
+        where id = ${id}`;
+    });
+  }
 
   return {
     /**
@@ -101,10 +122,7 @@ export function createNumberMessages(deps: {
       };
       try {
         const r = await deps.smsSend(sender, { to, from: d.number, message: input.body });
-        await sql`
-          update did_messages set status = ${r.status}, segments = ${r.segments}, cost = ${r.cost}::numeric,
-                                  provider_message_id = ${r.messageId}, error = ${r.errorCode ?? null}
-          where id = ${id}`;
+        await followSend(id, r);
       } catch (err) {
         // Refused before anything was sent (balance, route, validation): no message is kept.
         await sql`delete from did_messages where id = ${id}`;

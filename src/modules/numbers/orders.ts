@@ -1,15 +1,16 @@
-import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Sql } from '../../db/connection.js';
-import { AppError, conflict, notFound, ruleError, SqlState } from '../../http/errors.js';
+import { AppError, conflict, InsufficientBalanceError, notFound, ruleError, SqlState } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/ledger.js';
 import { Money } from '../../ledger/money.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
+import { createFeeSplit } from './fee.js';
 import * as catalogRepo from './catalog-repo.js';
 import * as dids from './did-repo.js';
 import * as inv from './inventory-repo.js';
+import * as holds from './reservation-repo.js';
 import { addMonths, presentDid, type DidView } from './present.js';
 
 /** Whether an account's identity is verified (the Compliance module's answer). */
@@ -42,9 +43,12 @@ export interface BulkItemResult {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-const isBalanceRefusal = (err: unknown) => {
+/** The ledger refused a debit for the balance or the daily cap (nothing posted). */
+export const isBalanceRefusal = (err: unknown) => {
   const code = (err as { code?: unknown } | null)?.code;
-  return code === SqlState.INSUFFICIENT_BALANCE || code === SqlState.DAILY_CAP;
+  return (
+    code === SqlState.INSUFFICIENT_BALANCE || code === SqlState.DAILY_CAP || err instanceof InsufficientBalanceError
+  );
 };
 
 /**
@@ -62,13 +66,7 @@ export function createOrders(deps: {
   platformFeePercent: string;
 }) {
   const { sql, clock, log, ledger } = deps;
-  const feeRate = new Decimal(deps.platformFeePercent).div(100);
-
-  /** The platform's part of a price and the seller's rest; the fee is rounded half-up to 6 places. */
-  const split = (price: Money) => {
-    const fee = price.times(feeRate);
-    return { fee, seller: price.minus(fee) };
-  };
+  const split = createFeeSplit(deps.platformFeePercent);
 
   async function provisionPending(limit = 100): Promise<number> {
     let done = 0;
@@ -103,7 +101,8 @@ export function createOrders(deps: {
     return provisioning;
   };
 
-  async function buy(callerId: string, input: BuyInput): Promise<DidView> {
+  /** The checks every order passes, live or simulated: the owner, the group and SKU, the price. */
+  async function prepare(callerId: string, input: BuyInput) {
     const owner = input.subAccountId ? await deps.subAccountOf(callerId, input.subAccountId) : callerId;
     // Ids are up to 64 characters on the wire (spec); ours are UUIDs, so anything else names nothing.
     if (!UUID.test(input.groupId)) throw notFound('Catalogue group');
@@ -119,13 +118,82 @@ export function createOrders(deps: {
       throw new AppError('KYC_REQUIRED', 'Numbers of this group need verified identity (Compliance)');
     const setup = Money.parse(sku.setupPrice);
     const monthly = Money.parse(sku.monthlyPrice);
-    const price = setup.plus(monthly);
+    return { owner, group, sku, setup, monthly, price: setup.plus(monthly) };
+  }
+
+  /**
+   * A test key's order (spec "Accounting facts" 3): priced and checked as a live one, and the
+   * number it would get shown, but nothing is taken, charged or kept. The owner's test credit must
+   * cover the price (`spent`: what earlier items of the same bulk order would have drawn).
+   */
+  async function simulate(callerId: string, input: BuyInput, spent = Money.parse('0')) {
+    const o = await prepare(callerId, input);
+    const [next] = await sql<{ number: string }[]>`
+      select number from did_numbers where group_id = ${o.group.groupId} and state = 'available' order by id limit 1`;
+    if (!next) throw conflict('No numbers left in this catalogue group');
+    const credit = Money.parse((await ledger.balanceOf(o.owner)).testCredit);
+    if (credit.minus(spent).cmp(o.price) < 0)
+      throw new InsufficientBalanceError('Insufficient balance: test credit', 'balance');
+    const at = clock.now();
+    return {
+      price: o.price,
+      did: {
+        ...presentDid({
+          id: newId(),
+          accountId: o.owner,
+          orderedBy: callerId,
+          groupId: o.group.groupId,
+          skuId: o.sku.skuId,
+          sellerId: o.group.sellerId,
+          numberId: null,
+          number: next.number,
+          status: 'active',
+          pointMode: 'unrouted',
+          pointsTo: null,
+          pointsToBackup: null,
+          autoRenew: true,
+          channels: o.sku.channels,
+          setupPrice: o.setup.toString(),
+          monthlyPrice: o.monthly.toString(),
+          graceDays: o.group.graceDays,
+          label: null,
+          aiAgentId: null,
+          periodsPaid: 1,
+          orderedAt: at,
+          activatedAt: at,
+          nextRenewalAt: addMonths(at, 1),
+          suspendedAt: null,
+          releasedAt: null,
+          endpointReachable: null,
+          endpointCause: null,
+          endpointCheckedAt: null,
+          tags: [],
+          callerName: null,
+          emergencyAddress: null,
+          releaseAt: null,
+          country: o.group.country,
+          countryCode: o.group.countryCode,
+          city: o.group.city,
+          areaPrefix: o.group.areaPrefix,
+          didType: o.group.typeName,
+        }),
+        simulated: true as const,
+      },
+    };
+  }
+
+  /** `reservationId`: the order takes the number the caller holds (`POST /dids/reservations`). */
+  async function buy(callerId: string, input: BuyInput, opts: { reservationId?: string } = {}): Promise<DidView> {
+    const { owner, group, sku, setup, monthly, price } = await prepare(callerId, input);
     const { fee, seller } = split(price);
     const id = newId();
     const at = clock.now();
     await sql.begin(async (tx) => {
-      const number = await inv.takeNumber(tx, group.groupId);
-      if (!number) throw conflict('No numbers left in this catalogue group');
+      const number = opts.reservationId
+        ? await holds.take(tx, opts.reservationId, callerId, group.groupId, at)
+        : await inv.takeNumber(tx, group.groupId);
+      if (!number)
+        throw opts.reservationId ? notFound('Held reservation') : conflict('No numbers left in this catalogue group');
       await dids.insert(tx, {
         id,
         accountId: owner,
@@ -153,6 +221,7 @@ export function createOrders(deps: {
         },
         tx,
       );
+      if (opts.reservationId) await holds.markBought(tx, opts.reservationId, id, at);
       await dids.event(tx, {
         didId: id,
         accountId: owner,
@@ -180,9 +249,22 @@ export function createOrders(deps: {
     /** Waits for provisioning started by earlier orders (tests, shutdown). */
     settled: () => provisioning,
 
-    /** Buys in order; the first item the balance cannot pay fails and every later one is skipped. */
-    async bulkBuy(callerId: string, items: BuyInput[]) {
+    /** A test key's order: the DID it would make, marked `simulated`; nothing kept or charged. */
+    simulateBuy: async (callerId: string, input: BuyInput) => (await simulate(callerId, input)).did,
+
+    /**
+     * Buys in order; the first item the balance cannot pay fails and every later one is skipped.
+     * `simulated`: a test key's bulk order, each item simulated against the test credit left by the earlier ones.
+     */
+    async bulkBuy(callerId: string, items: BuyInput[], opts: { simulated?: boolean } = {}) {
       const results: BulkItemResult[] = [];
+      let spent = Money.parse('0');
+      const one = async (item: BuyInput) => {
+        if (!opts.simulated) return buy(callerId, item);
+        const r = await simulate(callerId, item, spent);
+        spent = spent.plus(r.price);
+        return r.did;
+      };
       let outOfMoney = false;
       for (const [index, item] of items.entries()) {
         const base = { index, skuId: item.skuId, groupId: item.groupId };
@@ -191,7 +273,7 @@ export function createOrders(deps: {
           continue;
         }
         try {
-          results.push({ ...base, status: 'ok', did: await buy(callerId, item), error: null });
+          results.push({ ...base, status: 'ok', did: await one(item), error: null });
         } catch (err) {
           if (isBalanceRefusal(err)) outOfMoney = true;
           else if (!(err instanceof AppError)) throw err;
@@ -205,6 +287,7 @@ export function createOrders(deps: {
         }
       }
       return {
+        ...(opts.simulated ? { simulated: true as const } : {}),
         requested: items.length,
         succeeded: results.filter((r) => r.status === 'ok').length,
         failed: results.filter((r) => r.status === 'failed').length,

@@ -32,6 +32,10 @@ export function presentDid(d: DidRow) {
     aiAgentId: d.aiAgentId,
     graceDays: d.graceDays,
     label: d.label,
+    tags: d.tags,
+    callerName: d.callerName,
+    emergencyAddress: d.emergencyAddress,
+    releaseAt: iso(d.releaseAt),
     accountId: d.accountId,
   };
 }

@@ -63,28 +63,36 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
     app.post(
       '/dids/buy',
       {
-        config: { access: WRITE, idempotent: true },
+        config: { access: { ...WRITE, testKeys: 'simulate' }, idempotent: true },
         schema: {
           tags: TAGS,
           summary: 'Rent a number from a catalogue group: setup plus the first month are charged',
           description:
             'The DID starts `pending` (number null) and becomes `active` once provisioned. `subAccountId`: that ' +
             "sub-account's balance pays and the number is theirs. A group that needs verified identity answers 403 " +
-            'KYC_REQUIRED; an empty group 409; a balance too small 400 "Insufficient balance". Test keys are refused.',
+            'KYC_REQUIRED; an empty group 409; a balance too small 400 "Insufficient balance". A test key\'s order is ' +
+            'checked and priced against its test credit and answered with the number it would get and ' +
+            '`simulated: true`: no number is taken, nothing is charged or kept.',
           body: Type.Object(BuyFields, { additionalProperties: false }),
           response: { 201: Ok(Did) },
         },
       },
-      async (req, reply) => reply.code(201).send(ok(await orders.buy(req.principal!.accountId, req.body))),
+      async (req, reply) => {
+        const p = req.principal!;
+        const did =
+          p.mode === 'test' ? await orders.simulateBuy(p.accountId, req.body) : await orders.buy(p.accountId, req.body);
+        return reply.code(201).send(ok(did));
+      },
     );
 
     app.post(
       '/dids/bulk-buy',
       {
-        config: { access: WRITE, idempotent: true },
+        config: { access: { ...WRITE, testKeys: 'simulate' }, idempotent: true },
         schema: {
           tags: TAGS,
           summary: 'Rent several numbers in order; the rest are skipped once the balance runs out',
+          description: "A test key's order is simulated item by item against its test credit (`simulated: true`).",
           body: Type.Object(
             {
               items: Type.Array(Type.Object(BuyFields, { additionalProperties: false }), {
@@ -97,6 +105,7 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
           response: {
             201: Ok(
               Type.Object({
+                simulated: Type.Optional(Type.Literal(true)),
                 requested: Type.Integer(),
                 succeeded: Type.Integer(),
                 failed: Type.Integer(),
@@ -107,7 +116,11 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
           },
         },
       },
-      async (req, reply) => reply.code(201).send(ok(await orders.bulkBuy(req.principal!.accountId, req.body.items))),
+      async (req, reply) => {
+        const p = req.principal!;
+        const r = await orders.bulkBuy(p.accountId, req.body.items, { simulated: p.mode === 'test' });
+        return reply.code(201).send(ok(r));
+      },
     );
 
     app.get(
@@ -117,7 +130,11 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
         schema: {
           tags: TAGS,
           summary: "The caller's numbers (and its sub-accounts'), newest first",
-          querystring: Type.Object({ ...CursorQuery(), status: StatusQuery }),
+          querystring: Type.Object({
+            ...CursorQuery(),
+            status: StatusQuery,
+            tag: Type.Optional(Type.String({ maxLength: 32, description: 'numbers carrying this tag' })),
+          }),
           response: { 200: Type.Union([CursorPage(Did), Ok(Disabled)]) },
         },
       },

@@ -140,6 +140,7 @@ export function inventoryRoutes(deps: { inventory: Inventory; listing: ListingRe
                   requiresKyc: Type.Boolean(),
                   graceDays: Type.Integer(),
                   inboundRate: Nullable(Type.String()),
+                  inboundSmsRate: Nullable(Type.String({ description: 'price of one received SMS; null: free' })),
                   status: Type.String(),
                   available: Type.Integer(),
                   assigned: Type.Integer(),
@@ -165,13 +166,14 @@ export function inventoryRoutes(deps: { inventory: Inventory; listing: ListingRe
         config: { access: WRITE },
         schema: {
           tags: TAGS,
-          summary: 'Change a group: identity required, grace days, inbound per-minute rate, shown or hidden',
+          summary: 'Change a group: identity required, grace days, inbound call and SMS rates, shown or hidden',
           params: Type.Object({ id: Uuid() }),
           body: Type.Object(
             {
               requiresKyc: Type.Optional(Type.Boolean()),
               graceDays: Type.Optional(Type.Integer({ minimum: 0, maximum: 90 })),
               inboundRate: Type.Optional(Nullable(Amount)),
+              inboundSmsRate: Type.Optional(Nullable(Amount)),
               status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('hidden')])),
             },
             { additionalProperties: false },

@@ -25,6 +25,7 @@ const Message = Type.Object({
   error: Nullable(Type.String()),
   providerMessageId: Nullable(Type.String()),
   readAt: Nullable(DateTime()),
+  deliveredAt: Nullable(DateTime()),
   createdAt: DateTime(),
   cost: Money('0.000000 when failed and refunded'),
 });

@@ -5,6 +5,19 @@ export const TAGS = ['Phone numbers'];
 export const READ = { auth: 'required', scope: 'numbers:read' } as const;
 export const WRITE = { auth: 'required', scope: 'numbers:write' } as const;
 
+export const EmergencyAddress = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    street: Type.String({ minLength: 1, maxLength: 200 }),
+    street2: Nullable(Type.String({ maxLength: 200 })),
+    city: Type.String({ minLength: 1, maxLength: 100 }),
+    region: Nullable(Type.String({ maxLength: 100 })),
+    postalCode: Type.String({ minLength: 1, maxLength: 20 }),
+    countryCode: Type.String({ pattern: '^[A-Z]{2}$', description: "ISO-3166-1 alpha-2: the number's country" }),
+  },
+  { additionalProperties: false },
+);
+
 export const Did = Type.Object({
   id: Uuid(),
   number: Nullable(Type.String({ description: 'digits, null until provisioning finishes' })),
@@ -38,7 +51,12 @@ export const Did = Type.Object({
   aiAgentId: Nullable(Uuid()),
   graceDays: Type.Integer({ description: 'days a suspended number is held before release' }),
   label: Nullable(Type.String()),
+  tags: Type.Array(Type.String()),
+  callerName: Nullable(Type.String({ description: 'CNAM listing (US and Canadian numbers)' })),
+  emergencyAddress: Nullable(EmergencyAddress),
+  releaseAt: Nullable(DateTime()),
   accountId: Uuid('the owner: the caller, or the sub-account it bought for'),
+  simulated: Type.Optional(Type.Literal(true, { description: "a test key's order: nothing kept or charged" })),
 });
 
 /** The answer of store reads while the store is switched off (spec "Phone numbers (DID store)"). */

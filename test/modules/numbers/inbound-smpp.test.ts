@@ -68,5 +68,54 @@ t.test(
     });
     const thread = await api(d, 'GET', `/dids/${did.id}/messages?peer=447700900555`, owner.key);
     t.match(thread.json.data, [{ direction: 'in', status: 'received', from: '447700900555' }]);
+
+    // The group prices received SMS: the renter pays, the seller earns it less the 10 % platform fee.
+    const priced = await api(d, 'PATCH', `/dids/inventory/groups/${stock.groups[0]!.groupId}`, seller.key, {
+      inboundSmsRate: '0.003333',
+    });
+    t.equal(priced.status, 200, JSON.stringify(priced.json));
+    const balances = async () => {
+      const [o, s] = await Promise.all([svc.ledger.balanceOf(owner.id), svc.ledger.balanceOf(seller.id)]);
+      return { owner: o.balance, seller: s.payable };
+    };
+    t.same(await balances(), { owner: '6.250000', seller: '3.375000' }, 'after the purchase');
+
+    // The SMSC sends the same deliver_sm again (its response lost): kept, billed and forwarded once.
+    smsc.send(`mo 447700900556 ${number} Priced hello`);
+    t.equal(await smsc.waitFor(/^DLR_RESP/, 3), 'DLR_RESP 0');
+    smsc.send(`mo 447700900556 ${number} Priced hello`);
+    t.equal(await smsc.waitFor(/^DLR_RESP/, 4), 'DLR_RESP 0', 'the re-send is answered ESME_ROK');
+    const kept2 = await d.sql<{ body: string; cost: string; postingId: string | null }[]>`
+      select body, cost::text, posting_id from did_messages where did_id = ${did.id} and peer = '447700900556'`;
+    t.equal(kept2.length, 1, 'the re-send is not kept again');
+    t.equal(kept2[0]!.cost, '0.003333');
+    t.ok(kept2[0]!.postingId, 'charged through the ledger');
+    t.same(await balances(), { owner: '6.246667', seller: '3.378000' }, 'charged once: 0.003333, seller 0.003000');
+    const priceHit = await api(d, 'GET', `/dids/${did.id}/messages?peer=447700900556`, owner.key);
+    t.match(priceHit.json.data, [{ direction: 'in', cost: '0.003333' }]);
+
+    // A different message from the same handset is a new one.
+    smsc.send(`mo 447700900556 ${number} Priced hello again`);
+    t.equal(await smsc.waitFor(/^DLR_RESP/, 5), 'DLR_RESP 0');
+    t.same(await balances(), { owner: '6.243334', seller: '3.381000' });
+
+    // A price the renter cannot pay: refused for good (ESME_RX_P_APPN, no retry), nothing kept or charged.
+    await api(d, 'PATCH', `/dids/inventory/groups/${stock.groups[0]!.groupId}`, seller.key, {
+      inboundSmsRate: '7.000000',
+    });
+    smsc.send(`mo 447700900557 ${number} Too dear`);
+    t.equal(await smsc.waitFor(/^DLR_RESP/, 6), 'DLR_RESP 101', 'ESME_RX_P_APPN');
+    const [none] = await d.sql<{ n: number }[]>`
+      select count(*)::int as n from did_messages where did_id = ${did.id} and peer = '447700900557'`;
+    t.equal(none!.n, 0, 'not kept');
+    t.same(await balances(), { owner: '6.243334', seller: '3.381000' }, 'nothing moved');
+
+    await svc.webhookWorker.runOnce();
+    await receiver.waitFor(3);
+    t.same(
+      receiver.received.map((r) => JSON.parse(r.rawBody.toString()).data.body),
+      ['Is the shop open today?', 'Priced hello', 'Priced hello again'],
+      'one webhook per message kept',
+    );
   },
 );

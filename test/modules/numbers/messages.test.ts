@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createSmsWorld } from '../sms/world.js';
+import { createSmsWorld, eventually } from '../sms/world.js';
 import { numbers } from './world.js';
 
 t.test('SMS from a number through the SMS send path to a Net::SMPP SMSC; threads and read marks', async (t) => {
@@ -32,7 +32,8 @@ t.test('SMS from a number through the SMS send path to a Net::SMPP SMSC; threads
     peer: '12025550199',
     body: 'Hello from my number',
     segments: 1,
-    status: 'sent',
+    // The SMSC's receipt can be applied before the send answers: the message then reads delivered at once.
+    status: /^(sent|delivered)$/,
     error: null,
     readAt: null,
     cost: '0.010500',
@@ -64,6 +65,28 @@ t.test('SMS from a number through the SMS send path to a Net::SMPP SMSC; threads
   );
   const read = await w.api('POST', `/dids/${did.id}/messages/read`, buyer.session, { peer: '12025550199' });
   t.same(read.body.data, { updated: 0 }, 'no received message to mark');
+
+  // The SMSC's delivery receipt reaches the number's message, in the thread.
+  const inThread = async (id: string, status: string) => {
+    const page = await w.api('GET', `/dids/${did.id}/messages`, buyer.session);
+    const found = (page.body.data as { id: string; status: string; deliveredAt: string; cost: string }[]).find(
+      (x) => x.id === id,
+    );
+    return found?.status === status ? found : null;
+  };
+  const delivered = await eventually(() => inThread(m.id, 'delivered'));
+  const sentAt = Date.parse(m.createdAt);
+  t.ok(Date.parse(delivered.deliveredAt) >= sentAt, 'deliveredAt from the receipt');
+  t.equal(delivered.cost, '0.010500');
+  const sms2 = await w.api('GET', `/comms/sms/${m.providerMessageId}`, buyer.session);
+  t.equal(sms2.body.data.status, 'delivered', 'as the SMS path has it');
+
+  // An undelivered receipt fails the message; the SMS path refunds it, so it cost nothing.
+  const lost = await send({ to: '14440001234', body: 'will not arrive' });
+  t.equal(lost.statusCode, 201, lost.body);
+  const failed = await eventually(() => inThread(lost.json().data.id, 'failed'));
+  t.match(failed, { status: 'failed', error: 'UNDELIVERABLE', cost: '0.000000', deliveredAt: null });
+  t.equal((await w.balance(buyer.accountId)).balance, '6.229000', 'two messages of 0.0105 paid, the lost one refunded');
 
   // A number no longer active sends nothing.
   await svc.manage.release(buyer.accountId, did.id);

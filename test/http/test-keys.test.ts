@@ -19,6 +19,14 @@ const SIMULATED = new Set([
   'POST /dialer/campaigns/{id}/control',
   'POST /dialer/campaigns/{id}/numbers',
   'POST /dialer/campaigns/{id}/contacts/import',
+  'POST /dialer/campaigns/{id}/clone',
+  'POST /dialer/campaigns/{id}/test-call',
+  'POST /dialer/campaigns/{id}/numbers/remove',
+  'POST /dialer/campaigns/{id}/numbers/reset',
+  'PUT /dialer/campaigns/{id}/results/{attemptId}/disposition',
+  // A test key's number orders are priced against test credit and keep nothing (docs/numbers.md).
+  'POST /dids/buy',
+  'POST /dids/bulk-buy',
   // Route checks and caller-ID tests of a test key: an instant simulated result, test credit only.
   'POST /routes/check',
   'POST /routes/check/sms',
@@ -40,6 +48,8 @@ const SERVED = new Set([
   // Previews read; they change nothing live.
   'POST /routes/{id}/rates/validate',
   'POST /cli-tests/batches/preview',
+  // Checks numbers against a campaign's; writes nothing.
+  'POST /dialer/campaigns/{id}/duplicate-check',
 ]);
 
 async function account(d: TestDaemon, email: string) {

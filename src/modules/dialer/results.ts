@@ -4,25 +4,13 @@ import type { Sql } from '../../db/connection.js';
 import { createCsvWriter } from '../../http/csv.js';
 import { notFound } from '../../http/errors.js';
 import type { Logger } from 'pino';
+import type { AttemptInsert } from './repo.js';
 
-/** One attempt as stored (numbers as E.164 digits, money as 6-place text). */
-export interface AttemptRow {
-  id: string;
-  number: string;
-  attempt: number;
-  callId: string | null;
-  cli: string | null;
-  status: string;
-  sipCode: number | null;
-  cause: string | null;
-  durationSeconds: number;
-  cost: string;
-  fee: string;
+/** One attempt as stored (numbers as E.164 digits, money as 6-place text), with its disposition. */
+export interface AttemptRow extends Omit<AttemptInsert, 'campaignId' | 'accountId'> {
   disposition: string | null;
   dispositionNote: string | null;
   dispositionAt: Date | null;
-  startedAt: Date;
-  endedAt: Date;
 }
 
 export const attemptView = (r: AttemptRow) => ({

@@ -1,5 +1,5 @@
 import { ruleError, validationError } from '../../http/errors.js';
-import type { Payer } from './runner.js';
+import type { Payer, RunnerDeps } from './runner.js';
 import type { CampaignRow, DialerRepo } from './repo.js';
 import { digitsOrFail } from './numbers.js';
 
@@ -7,18 +7,8 @@ export interface TestCallDeps {
   repo: DialerRepo;
   isBlocked(accountId: string, e164: string): Promise<boolean>;
   paused(accountId: string): Promise<Set<string>>;
-  placeCall(
-    payer: Payer,
-    input: {
-      to: string;
-      from: string;
-      routeId: string;
-      maxDuration: number;
-      language: string;
-      actions: unknown[];
-      aiAgentId?: string | undefined;
-    },
-  ): Promise<{ callId: string }>;
+  /** The runner's call placement; a test call needs only the call's id. */
+  placeCall(payer: Payer, input: Parameters<RunnerDeps['placeCall']>[1]): Promise<{ callId: string }>;
   sendSms(
     payer: Payer,
     input: { to: string; from: string; message: string; routeId: string },

@@ -333,6 +333,7 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
               timeout: ORIGINATE_TIMEOUT_S,
             }),
           );
+          book.placed(id);
           const got = await Promise.race([
             legArrives,
             new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), options.legTimeoutMs))),

@@ -28,6 +28,11 @@ export interface ChannelBook {
   /** Starts routing a channel's events to `owner` (and keeps `owner` for resyncs and host loss). */
   own(channelId: string, owner: ChannelOwner): void;
   disown(channelId: string): void;
+  /**
+   * Asterisk has answered the originate of this owned channel: from now a channel listing that
+   * leaves it out means it is gone. Before, a listing may simply predate it.
+   */
+  placed(channelId: string): void;
   /** Bridges of ours (ids `<app>-…`) in use; any other of our application's bridges is a stray. */
   ownBridge(bridgeId: string): void;
   disownBridge(bridgeId: string): void;
@@ -50,6 +55,7 @@ export function createChannelBook(hosts: readonly AriHost[], log: Logger, metric
   const owners = new Set<ChannelOwner>();
   const perHost = new Map<AriHost, number>();
   const bridges = new Set<string>();
+  const confirmed = new Set<string>();
   let turn = 0;
   let closed = false;
 
@@ -58,6 +64,13 @@ export function createChannelBook(hosts: readonly AriHost[], log: Logger, metric
 
   /** Channels in our application that nothing of this process owns (a previous process's) are hung up. */
   async function reconcile(host: AriHost): Promise<void> {
+    // Only channels known to exist before the listing was asked for can be judged by it: one whose
+    // originate is still in flight may be created after Asterisk answers the listing.
+    const judged = new Map<string, ChannelOwner>();
+    for (const id of confirmed) {
+      const owner = byChannel.get(id);
+      if (owner?.host === host) judged.set(id, owner);
+    }
     let channels: { id: string; state: string }[];
     try {
       channels = await host.request('list', (c) => c.channels.list());
@@ -66,9 +79,8 @@ export function createChannelBook(hosts: readonly AriHost[], log: Logger, metric
       return;
     }
     const present = new Map(channels.map((c) => [c.id, c.state]));
-    for (const owner of [...owners]) {
-      if (owner.host !== host) continue;
-      for (const id of owner.channelIds()) owner.resync(id, present.get(id) ?? null);
+    for (const [id, owner] of judged) {
+      if (byChannel.get(id) === owner && owners.has(owner)) owner.resync(id, present.get(id) ?? null);
     }
     for (const ch of channels) {
       if (!ch.id.startsWith(`${host.app}-`) || byChannel.has(ch.id)) continue;
@@ -121,12 +133,20 @@ export function createChannelBook(hosts: readonly AriHost[], log: Logger, metric
     },
     disown(channelId) {
       byChannel.delete(channelId);
+      confirmed.delete(channelId);
+    },
+    placed(channelId) {
+      if (byChannel.has(channelId)) confirmed.add(channelId);
     },
     ownBridge: (id) => void bridges.add(id),
     disownBridge: (id) => void bridges.delete(id),
     release(owner) {
       owners.delete(owner);
-      for (const id of owner.channelIds()) if (byChannel.get(id) === owner) byChannel.delete(id);
+      for (const id of owner.channelIds()) {
+        if (byChannel.get(id) !== owner) continue;
+        byChannel.delete(id);
+        confirmed.delete(id);
+      }
     },
     count(host, delta) {
       const n = (perHost.get(host) ?? 0) + delta;

@@ -89,6 +89,7 @@ async function anchorOn(host: AriHost, legs: LegListener, opts: MediaAnchorOptio
   };
   /** A channel is gone: after answer the call has no audio path left; before, it cannot get one. */
   const lost = (why: string): void => {
+    if (!broken) log.debug({ why }, 'an anchoring channel was lost');
     broken = true;
     if (answered) timeout(why);
   };
@@ -173,8 +174,8 @@ async function anchorOn(host: AriHost, legs: LegListener, opts: MediaAnchorOptio
         ),
     );
     await Promise.all(
-      SIDES.map((side) =>
-        host.request('originate', (c) =>
+      SIDES.map(async (side) => {
+        await host.request('originate', (c) =>
           c.channels.originate({
             endpoint: `PJSIP/${opts.pjsipEndpoint}/${legs.uri(tokens[side])}`,
             app: host.app,
@@ -182,8 +183,9 @@ async function anchorOn(host: AriHost, legs: LegListener, opts: MediaAnchorOptio
             channelId: ids[side],
             timeout: ORIGINATE_TIMEOUT_S,
           }),
-        ),
-      ),
+        );
+        book.placed(ids[side]);
+      }),
     );
     const arrived = await Promise.race([
       Promise.all(arrivals).then(() => true),

@@ -78,6 +78,7 @@ export function createAriHost(opts: AriHostOptions): AriHost {
   let failures = 0;
   let closed = false;
   let connecting = false;
+  let checking = false;
   let healthTimer: NodeJS.Timeout | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let attempt = 0;
@@ -212,6 +213,10 @@ export function createAriHost(opts: AriHostOptions): AriHost {
   }
 
   async function check(): Promise<void> {
+    // One check at a time: checks that overlap (a slow host, a loaded machine) would fail together
+    // on one dropped connection and count as consecutive failures that were never apart in time.
+    if (checking) return;
+    checking = true;
     const end = metrics.requestSeconds.startTimer({ host: name, operation: 'health' });
     let ok = false;
     try {
@@ -225,6 +230,7 @@ export function createAriHost(opts: AriHostOptions): AriHost {
       // unreachable, refused or timed out: a failed check
     } finally {
       end();
+      checking = false;
     }
     if (closed) return;
     if (ok) {

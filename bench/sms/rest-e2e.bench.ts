@@ -3,14 +3,15 @@
 // throughput of the `smpp` library on loopback, in the same run.
 // Needs wrk (Debian `wrk`) and PostgreSQL on 127.0.0.1:5432 (or SVC_BENCH_PG_ADMIN_URL).
 // Run: node --import tsx bench/sms/rest-e2e.bench.ts   (BENCH_SECONDS=10 BENCH_CONNECTIONS=64 BENCH_KEYS=600)
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Session } from 'node:inspector/promises';
 import { Decimal } from 'decimal.js';
 import postgres from 'postgres';
 import { startSmsBenchWorld } from '../lib/sms-world.js';
 import type { Sql } from '../../src/db/connection.js';
+import { startCpuProfile } from '../lib/cpu-profile.js';
+import { procCpuSeconds } from '../lib/proc-cpu.js';
 import { runWrk } from '../lib/wrk.js';
 import { driveSmpp, startSmsc } from './smpp-raw.js';
 
@@ -49,17 +50,7 @@ async function pgCounters(): Promise<{ xact: number; rows: number; cpu: number }
   const [d] = await adminSql<{ xact: string; rows: string }[]>`
     select xact_commit::text as xact, (tup_inserted + tup_updated + tup_deleted)::text as rows from pg_stat_database where datname = ${dbName}`;
   const pids = await adminSql<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${dbName}`;
-  let ticks = 0;
-  for (const { pid } of pids) {
-    try {
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const x = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(x[11]) + Number(x[12]);
-    } catch {
-      /* gone */
-    }
-  }
-  return { xact: Number(d?.xact ?? 0), rows: Number(d?.rows ?? 0), cpu: ticks / 100 };
+  return { xact: Number(d?.xact ?? 0), rows: Number(d?.rows ?? 0), cpu: procCpuSeconds(pids.map((p) => p.pid)) };
 }
 /**
  * The money after the run, once requests still in flight when wrk stopped are done: no message
@@ -129,19 +120,13 @@ try {
   const sentBefore = await sentCount();
   const pgBefore = await pgCounters();
   // BENCH_CPU_PROF=<file>: a CPU profile of the measured window only (not start-up or the raw anchor).
-  const profFile = process.env['BENCH_CPU_PROF'];
-  const prof = profFile ? new Session() : null;
-  if (prof) {
-    prof.connect();
-    await prof.post('Profiler.enable');
-    await prof.post('Profiler.start');
-  }
+  const prof = await startCpuProfile();
   const cpuBefore = process.cpuUsage();
   const wrkBefore = childTicks();
   const r = await runWrk(url, { seconds, connections, script, scriptArgs: [keyFile] });
   const cpu = process.cpuUsage(cpuBefore);
   const wrkSec = (childTicks() - wrkBefore) / 100;
-  if (prof && profFile) writeFileSync(profFile, JSON.stringify((await prof.post('Profiler.stop')).profile));
+  await prof.stop();
   const sentAfter = await sentCount();
   await new Promise((res) => setTimeout(res, 1100)); // PostgreSQL 15 flushes backend statistics at most once a second
   const pgAfter = await pgCounters();

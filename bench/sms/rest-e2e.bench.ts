@@ -118,6 +118,9 @@ try {
   const sentCount = async () =>
     (await daemon.sql<{ n: number }[]>`select count(*)::int as n from messages where status = 'sent'`)[0]!.n;
   const sentBefore = await sentCount();
+  // BENCH_PG_STATEMENTS=1 (a server with pg_stat_statements preloaded): the statements of the measured window, per message.
+  const statements = Boolean(process.env['BENCH_PG_STATEMENTS']);
+  if (statements) await adminSql`select pg_stat_statements_reset()`;
   const pgBefore = await pgCounters();
   // BENCH_CPU_PROF=<file>: a CPU profile of the measured window only (not start-up or the raw anchor).
   const prof = await startCpuProfile();
@@ -144,6 +147,18 @@ try {
     `CPU per sent message: daemon+SMSC process ${us((cpu.user + cpu.system) / 1e6)}, PostgreSQL backends ${us(pgAfter.cpu - pgBefore.cpu)}, wrk ${us(wrkSec)}; ` +
       `transactions per message ${((pgAfter.xact - pgBefore.xact) / n).toFixed(2)}, rows written per message ${((pgAfter.rows - pgBefore.rows) / n).toFixed(2)}`,
   );
+  if (statements) {
+    const top = await adminSql<{ calls: string; rows: string; ms: string; wal: string; query: string }[]>`
+      select s.calls::text, s.rows::text, round(s.total_exec_time::numeric, 1)::text as ms, s.wal_records::text as wal,
+             left(regexp_replace(s.query, '[[:space:]]+', ' ', 'g'), 140) as query
+      from pg_stat_statements s join pg_database d on d.oid = s.dbid
+      where d.datname = ${dbName} order by s.total_exec_time desc limit 30`;
+    for (const x of top)
+      console.log(
+        `  statement per message: calls ${(Number(x.calls) / n).toFixed(3)} rows ${(Number(x.rows) / n).toFixed(2)} ` +
+          `WAL records ${(Number(x.wal) / n).toFixed(2)} ms ${x.ms}: ${x.query}`,
+      );
+  }
   console.log(`uptime: ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
   phase('measured');
   console.log(await moneyCheck(daemon.sql, buyerId));

@@ -3,14 +3,15 @@
 // throughput of the `smpp` library on loopback, in the same run.
 // Needs wrk (Debian `wrk`) and PostgreSQL on 127.0.0.1:5432 (or SVC_BENCH_PG_ADMIN_URL).
 // Run: node --import tsx bench/sms/rest-e2e.bench.ts   (BENCH_SECONDS=10 BENCH_CONNECTIONS=64 BENCH_KEYS=600)
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Session } from 'node:inspector/promises';
 import { Decimal } from 'decimal.js';
 import postgres from 'postgres';
 import { startSmsBenchWorld } from '../lib/sms-world.js';
 import type { Sql } from '../../src/db/connection.js';
+import { startCpuProfile } from '../lib/cpu-profile.js';
+import { procCpuSeconds } from '../lib/proc-cpu.js';
 import { runWrk } from '../lib/wrk.js';
 import { driveSmpp, startSmsc } from './smpp-raw.js';
 
@@ -49,17 +50,7 @@ async function pgCounters(): Promise<{ xact: number; rows: number; cpu: number }
   const [d] = await adminSql<{ xact: string; rows: string }[]>`
     select xact_commit::text as xact, (tup_inserted + tup_updated + tup_deleted)::text as rows from pg_stat_database where datname = ${dbName}`;
   const pids = await adminSql<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${dbName}`;
-  let ticks = 0;
-  for (const { pid } of pids) {
-    try {
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const x = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(x[11]) + Number(x[12]);
-    } catch {
-      /* gone */
-    }
-  }
-  return { xact: Number(d?.xact ?? 0), rows: Number(d?.rows ?? 0), cpu: ticks / 100 };
+  return { xact: Number(d?.xact ?? 0), rows: Number(d?.rows ?? 0), cpu: procCpuSeconds(pids.map((p) => p.pid)) };
 }
 /**
  * The money after the run, once requests still in flight when wrk stopped are done: no message
@@ -127,21 +118,18 @@ try {
   const sentCount = async () =>
     (await daemon.sql<{ n: number }[]>`select count(*)::int as n from messages where status = 'sent'`)[0]!.n;
   const sentBefore = await sentCount();
+  // BENCH_PG_STATEMENTS=1 (a server with pg_stat_statements preloaded): the statements of the measured window, per message.
+  const statements = Boolean(process.env['BENCH_PG_STATEMENTS']);
+  if (statements) await adminSql`select pg_stat_statements_reset()`;
   const pgBefore = await pgCounters();
   // BENCH_CPU_PROF=<file>: a CPU profile of the measured window only (not start-up or the raw anchor).
-  const profFile = process.env['BENCH_CPU_PROF'];
-  const prof = profFile ? new Session() : null;
-  if (prof) {
-    prof.connect();
-    await prof.post('Profiler.enable');
-    await prof.post('Profiler.start');
-  }
+  const prof = await startCpuProfile();
   const cpuBefore = process.cpuUsage();
   const wrkBefore = childTicks();
   const r = await runWrk(url, { seconds, connections, script, scriptArgs: [keyFile] });
   const cpu = process.cpuUsage(cpuBefore);
   const wrkSec = (childTicks() - wrkBefore) / 100;
-  if (prof && profFile) writeFileSync(profFile, JSON.stringify((await prof.post('Profiler.stop')).profile));
+  await prof.stop();
   const sentAfter = await sentCount();
   await new Promise((res) => setTimeout(res, 1100)); // PostgreSQL 15 flushes backend statistics at most once a second
   const pgAfter = await pgCounters();
@@ -159,6 +147,18 @@ try {
     `CPU per sent message: daemon+SMSC process ${us((cpu.user + cpu.system) / 1e6)}, PostgreSQL backends ${us(pgAfter.cpu - pgBefore.cpu)}, wrk ${us(wrkSec)}; ` +
       `transactions per message ${((pgAfter.xact - pgBefore.xact) / n).toFixed(2)}, rows written per message ${((pgAfter.rows - pgBefore.rows) / n).toFixed(2)}`,
   );
+  if (statements) {
+    const top = await adminSql<{ calls: string; rows: string; ms: string; wal: string; query: string }[]>`
+      select s.calls::text, s.rows::text, round(s.total_exec_time::numeric, 1)::text as ms, s.wal_records::text as wal,
+             left(regexp_replace(s.query, '[[:space:]]+', ' ', 'g'), 140) as query
+      from pg_stat_statements s join pg_database d on d.oid = s.dbid
+      where d.datname = ${dbName} order by s.total_exec_time desc limit 30`;
+    for (const x of top)
+      console.log(
+        `  statement per message: calls ${(Number(x.calls) / n).toFixed(3)} rows ${(Number(x.rows) / n).toFixed(2)} ` +
+          `WAL records ${(Number(x.wal) / n).toFixed(2)} ms ${x.ms}: ${x.query}`,
+      );
+  }
   console.log(`uptime: ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
   phase('measured');
   console.log(await moneyCheck(daemon.sql, buyerId));

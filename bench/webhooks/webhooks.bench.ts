@@ -3,6 +3,7 @@
  * emit adds to a transaction. Run: npx tsx bench/webhooks/webhooks.bench.ts [deliveries=600]
  * The receiver runs in this process and verifies every signature, so it shares the CPU.
  */
+import { readFileSync } from 'node:fs';
 import pino from 'pino';
 import type { TransactionSql } from '../../src/db/connection.js';
 import { systemClock } from '../../src/platform/clock.js';
@@ -10,6 +11,8 @@ import { newId } from '../../src/platform/ids.js';
 import { emit } from '../../src/webhooks/emit.js';
 import { createWebhookSender } from '../../src/webhooks/sender.js';
 import { createDeliveryWorker } from '../../src/webhooks/worker.js';
+import { startCpuProfile } from '../lib/cpu-profile.js';
+import { procCpuSeconds } from '../lib/proc-cpu.js';
 import { createTestDatabase } from '../../test/helpers/db.js';
 import { startReceiver } from '../../test/webhooks/receiver.js';
 
@@ -43,11 +46,19 @@ try {
     return id;
   };
 
+  /** CPU seconds of this database's backends (their /proc stat: utime + stime). */
+  const pgCpu = async () => {
+    const pids = await sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database()`;
+    return procCpuSeconds(pids.map((p) => p.pid));
+  };
+
   // Warm-up: JIT, the first TLS handshakes and the connection pool.
   const warm = await account(1);
   for (let i = 0; i < 50; i++) await emit(sql, { accountId: warm, event: 'sms.sent', data: { i } });
   await worker.runOnce();
 
+  // BENCH_CPU_PROF=<file>: a CPU profile of the delivery runs only (not start-up or the emit rounds).
+  const prof = await startCpuProfile();
   for (const endpoints of [1, 10, 100]) {
     const acc = await account(endpoints);
     const events = Math.max(1, Math.round(total / endpoints));
@@ -56,14 +67,25 @@ try {
         await emit(tx, { accountId: acc, event: 'sms.sent', data: { i, cost: '0.010000' } });
     });
     const before = receiver.received.length;
+    const pg0 = await pgCpu();
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const n = await worker.runOnce();
     const secs = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const pgSec = (await pgCpu()) - pg0;
     const okCount = receiver.received.slice(before).filter((r) => r.signatureOk).length;
     console.log(
       `webhooks deliver endpoints=${endpoints} deliveries=${n} verified=${okCount} seconds=${secs.toFixed(2)} deliveries/s=${(n / secs).toFixed(0)}`,
     );
+    // The process's CPU includes the receiver's side (TLS, signature checks), which shares it.
+    console.log(
+      `webhooks cpu endpoints=${endpoints} per_delivery_us worker+receiver=${((cpu.user + cpu.system) / Math.max(1, n)).toFixed(0)} ` +
+        `postgres=${((pgSec * 1e6) / Math.max(1, n)).toFixed(0)} load=${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}`,
+    );
   }
+
+  await prof.stop();
 
   await sql`create table bench_changes (id uuid primary key, v integer not null)`;
   const none = await account(0);

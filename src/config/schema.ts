@@ -291,6 +291,7 @@ export const ConfigSchema = Type.Object({
     call_poll_ms: Type.Integer({ minimum: 50, maximum: 10000, default: 1000 }),
     platform_fee_per_call: Type.String({ pattern: '^\\d+(\\.\\d{1,6})?$', default: '0' }),
     max_numbers_per_campaign: Type.Integer({ minimum: 1, maximum: 10000000, default: 1000000 }),
+    max_calls_per_account: Type.Integer({ minimum: 0, maximum: 100000, default: 0 }),
   }),
   ai: Type.Object({
     chat_url: Type.String({ default: '' }),

@@ -111,7 +111,12 @@ export interface ApiCallsDeps {
   voice(): VoicePlane | null;
   /** The calls module's concurrency and calls-per-second counters, so API and trunk calls share every limit. */
   admission: {
-    admitApiCall(o: { payer: string; maxApiCalls: number; routeIds: readonly string[] }): Promise<ApiAdmission>;
+    admitApiCall(o: {
+      payer: string;
+      maxApiCalls: number;
+      routeIds: readonly string[];
+      pool?: 'api' | 'campaign' | undefined;
+    }): Promise<ApiAdmission>;
     releaseApiCall(slots: string[]): Promise<void>;
   };
   /** The calls module's writes of `calls` rows (API calls are rows of that table). */
@@ -213,6 +218,10 @@ interface Priced extends PricedRoute {
 function overLimit(a: Extract<ApiAdmission, { ok: false }>): AppError {
   const [message, retryAfter] = {
     'api-calls': [`Concurrent call limit reached: ${String(a.limit)} API calls in progress on this account`, 5],
+    'campaign-calls': [
+      `Concurrent call limit reached: ${String(a.limit)} campaign calls in progress on this account`,
+      5,
+    ],
     'sub-account-calls': [`Concurrent call limit reached: the sub-account allows ${String(a.limit)} calls at once`, 5],
     capacity: ['Route capacity reached: every route for this number is carrying its maximum calls', 5],
     cps: ['Route calls-per-second limit reached', 1],
@@ -431,6 +440,11 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       idempotency?: { accountId: string; key: string } | null;
       /** An agent's transfer: the answered call is joined to this one instead of running actions. */
       bridge?: TransferBridge;
+      /**
+       * A dialer campaign's call: bounded by the campaign's own `concurrency` (the runner's count) and
+       * the account's `[dialer] max_calls_per_account`, not by the API calls' account cap.
+       */
+      campaign?: boolean;
     } = {},
   ): Promise<{ status: 200 | 202; data: Record<string, unknown> }> {
     const actions = input.actions ?? [];
@@ -481,7 +495,9 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       try {
         admitted = await deps.admission.admitApiCall({
           payer: caller.accountId,
-          maxApiCalls: deps.config.voice.max_api_calls_per_account,
+          ...(opts.campaign
+            ? { pool: 'campaign' as const, maxApiCalls: deps.config.dialer.max_calls_per_account }
+            : { maxApiCalls: deps.config.voice.max_api_calls_per_account }),
           routeIds: priced.map((p) => p.routeId),
         });
       } catch (err) {

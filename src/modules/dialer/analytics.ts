@@ -26,6 +26,34 @@ const CAUSE_LABELS: Record<string, string> = {
 
 const label = (code: string) => CAUSE_LABELS[code] ?? code.replace(/_/g, ' ').toLowerCase();
 
+/**
+ * Plain words for the dispositions accounts use most; any other code (the account's own, up to 40 of
+ * `[a-z0-9_]`) reads as its words with a capital.
+ */
+const DISPOSITION_LABELS: Record<string, string> = {
+  interested: 'Interested',
+  not_interested: 'Not interested',
+  callback: 'Call back',
+  call_back: 'Call back',
+  wrong_number: 'Wrong number',
+  voicemail: 'Voicemail',
+  left_message: 'Message left',
+  sale: 'Sale',
+  appointment: 'Appointment set',
+  do_not_call: 'Asked not to be called',
+  dnc: 'Asked not to be called',
+  hung_up: 'Hung up',
+  language_barrier: 'Language barrier',
+};
+
+/** The label shown beside a disposition code. */
+export function dispositionLabel(code: string): string {
+  const known = DISPOSITION_LABELS[code];
+  if (known) return known;
+  const words = code.replace(/_+/g, ' ').trim();
+  return words ? words[0]!.toUpperCase() + words.slice(1) : code;
+}
+
 /** Calling code → the main country of that code (libphonenumber lists every country sharing one). */
 const MAIN: Record<string, string> = {
   '1': 'US',
@@ -90,6 +118,22 @@ export function createDialerAnalytics(sql: Sql) {
       select ${key}::text as k, count(*)::int as attempts, count(*) filter (where ${sql.unsafe(ANSWERED)})::int as answered,
              coalesce(sum(duration_seconds), 0)::text as talk, coalesce(sum(cost + fee), 0)::numeric(20,6)::text as spend
       from dialer_attempts a where ${where} group by 1 order by 1`;
+  }
+
+  /** The account's dispositions on the attempts within `where`, most used first, with labels. */
+  async function dispositionCodes(where: Frag) {
+    const rows = await sql<{ code: string; n: number; answered: number; lastAt: Date }[]>`
+      select disposition as code, count(*)::int as n,
+             count(*) filter (where ${sql.unsafe(ANSWERED)})::int as answered, max(disposition_at) as last_at
+      from dialer_attempts a where ${where} and a.disposition is not null
+      group by 1 order by 2 desc, 1`;
+    return rows.map((r) => ({
+      code: r.code,
+      label: dispositionLabel(r.code),
+      count: r.n,
+      answered: r.answered,
+      lastAt: r.lastAt.toISOString(),
+    }));
   }
 
   async function destinations(where: Frag) {
@@ -201,6 +245,7 @@ export function createDialerAnalytics(sql: Sql) {
           bestHour: best ? { hour: Number(best.k), asr: rate(best.answered, best.attempts), tz } : null,
         },
         dispositions,
+        dispositionCodes: await dispositionCodes(where),
         failureCauses: causes.map((r) => ({ code: r.code, label: label(r.code), count: r.n })),
         byHour: bucketsView(hours).map((b, hour) => ({ hour, ...b })),
         byDayOfWeek: DAYS.map((name, day) => {
@@ -280,6 +325,7 @@ export function createDialerAnalytics(sql: Sql) {
         }),
         daily: daily.map((r) => ({ date: r.k, ...bucketsView([r])[0]! })),
         topCampaigns: top.map((r) => ({ ...r, asr: rate(r.answered, r.attempts) })),
+        dispositionCodes: await dispositionCodes(where),
       };
     },
   };

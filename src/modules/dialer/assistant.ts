@@ -2,6 +2,7 @@ import { AppError, notFound, ruleError } from '../../http/errors.js';
 import type { ChatMessage, ChatProvider, ChatTool } from '../ai-agents/providers.js';
 import type { DialerAnalytics } from './analytics.js';
 import type { CampaignsService } from './campaigns.js';
+import type { Results } from './results.js';
 
 /** The do-not-call operations the assistant may use. */
 export interface AssistantDnc {
@@ -21,6 +22,8 @@ const str = (v: unknown, what: string): string => {
   if (typeof v !== 'string' || v === '') throw ruleError(`${what} is required`);
   return v;
 };
+
+const DISPOSITION = /^[a-z0-9_]{1,40}$/;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -43,6 +46,8 @@ export function createDialerAssistant(deps: {
   campaigns: CampaignsService;
   analytics: DialerAnalytics;
   dnc: AssistantDnc;
+  results: Pick<Results, 'setDisposition'>;
+  now: () => Date;
 }) {
   const { campaigns } = deps;
   const brief = (c: Awaited<ReturnType<CampaignsService['get']>>) => ({
@@ -107,6 +112,33 @@ export function createDialerAssistant(deps: {
         if (action !== 'start' && action !== 'pause' && action !== 'stop')
           throw ruleError('action must be start, pause or stop');
         return brief(await campaigns.control(a, campaignId(x['campaignId']), action));
+      },
+    },
+    {
+      name: 'set_disposition',
+      description:
+        "Record the account's outcome of one call of a campaign (its attempt id from the results): a code of " +
+        'lower-case letters, digits and _ (interested, callback, wrong_number…), or null to clear it, with an optional note.',
+      parameters: {
+        type: 'object',
+        properties: {
+          campaignId: { type: 'string' },
+          attemptId: { type: 'string' },
+          disposition: { type: ['string', 'null'] },
+          note: { type: 'string' },
+        },
+        required: ['campaignId', 'attemptId', 'disposition'],
+      },
+      write: true,
+      run: async (a, x) => {
+        const c = await campaigns.mustGet(a, campaignId(x['campaignId']));
+        const attemptId = str(x['attemptId'], 'attemptId');
+        if (!UUID.test(attemptId)) throw notFound('Attempt');
+        const d = x['disposition'];
+        if (d !== null && (typeof d !== 'string' || !DISPOSITION.test(d)))
+          throw ruleError('disposition must be 1-40 lower-case letters, digits or _, or null');
+        const note = typeof x['note'] === 'string' ? x['note'].slice(0, 1000) : null;
+        return deps.results.setDisposition(c.id, attemptId, { disposition: d, note }, deps.now());
       },
     },
     {

@@ -53,8 +53,8 @@ export function createCallerIdStates(deps: { sql: Sql; clock: Clock }) {
       return { cli: `+${cli}`, ...(await state(accountId, cli)) };
     },
 
-    /** One caller ID over a window: totals, per UTC day, per campaign, and the sets that hold it. */
-    async detail(accountId: string, cli: string, q: { from: Date; to: Date; today: Date }) {
+    /** One caller ID over a window: totals, per local day of `tz`, per campaign, and the sets that hold it. */
+    async detail(accountId: string, cli: string, q: { from: Date; to: Date; today: Date; tz: string }) {
       const sets = await known(accountId, cli);
       const scope = sql`account_id = ${accountId} and cli = ${cli} and started_at >= ${q.from} and started_at < ${q.to}`;
       const answered = sql`count(*) filter (where status in ('completed', 'sent'))::int`;
@@ -64,7 +64,7 @@ export function createCallerIdStates(deps: { sql: Sql; clock: Clock }) {
                  coalesce(sum(duration_seconds), 0)::text as talk_seconds, max(started_at) as last_used_at
           from dialer_attempts where ${scope}`,
         sql<{ date: string; calls: number; answered: number }[]>`
-          select (started_at at time zone 'UTC')::date::text as date, count(*)::int as calls, ${answered} as answered
+          select (started_at at time zone ${q.tz})::date::text as date, count(*)::int as calls, ${answered} as answered
           from dialer_attempts where ${scope} group by 1 order by 1`,
         sql<{ campaignId: string; name: string; calls: number; answered: number }[]>`
           select a.campaign_id, c.name, count(*)::int as calls,
@@ -79,6 +79,7 @@ export function createCallerIdStates(deps: { sql: Sql; clock: Clock }) {
       return {
         cli: `+${cli}`,
         ...(await state(accountId, cli)),
+        tz: q.tz,
         calls: total!.calls,
         answered: total!.answered,
         answerRate: rate(total!.answered, total!.calls),

@@ -11,7 +11,7 @@ function shared(a: string, b: string): number {
 /**
  * Caller IDs for a batch of callees. `used` holds each caller ID's calls today (attempts finished
  * plus calls in flight) and is moved as IDs are handed out, so a daily cap holds within a batch too.
- * A callee gets null when every caller ID reached its cap: it stays pending until the next UTC day.
+ * A callee gets null when every caller ID reached its cap: it stays pending until the campaign's next local day.
  */
 export function pickCallerIds(
   clis: readonly string[],

@@ -43,7 +43,7 @@ export interface CampaignInput {
 
 export interface CliStrategy {
   strategy: 'round_robin' | 'least_used' | 'match_destination' | 'random';
-  /** Calls a caller ID may place per UTC day across the account's campaigns (0 or absent: no cap). */
+  /** Calls a caller ID may place per day (midnight in the campaign's windowTz) across the account's campaigns (0 or absent: no cap). */
   dailyCap?: number | undefined;
 }
 

@@ -80,22 +80,28 @@ export function buildDialerModule(
     endedAt: r['endedAt'] || r['completedAt'] ? new Date((r['endedAt'] ?? r['completedAt']) as string) : null,
   });
 
-  const placeCall: RunnerDeps['placeCall'] = async (payer: Payer, input) => {
-    const r = await deps.commsCalls.place(payer, {
-      ...input,
-      async: true,
-      language: input.language as 'en',
-      actions: input.actions as never,
-    });
-    const data = r.data;
-    const callId = data['callId'] as string;
-    return {
-      callId,
-      final: data['completedAt'] ? outcomeOfCall(data) : null,
-      finished: deps.commsCalls.whenFinished(callId),
+  /**
+   * A campaign's calls count against the account's `[dialer] max_calls_per_account` beside their
+   * campaign's `concurrency`; a test call is one API call and counts as API calls do.
+   */
+  const callPlacer =
+    (campaign: boolean): RunnerDeps['placeCall'] =>
+    async (payer: Payer, input) => {
+      const r = await deps.commsCalls.place(
+        payer,
+        { ...input, async: true, language: input.language as 'en', actions: input.actions as never },
+        { campaign },
+      );
+      const data = r.data;
+      const callId = data['callId'] as string;
+      return {
+        callId,
+        final: data['completedAt'] ? outcomeOfCall(data) : null,
+        finished: deps.commsCalls.whenFinished(callId),
+      };
     };
-  };
-
+  const placeCall = callPlacer(true);
+  const placeTestCall = callPlacer(false);
   const worstCase: RunnerDeps['worstCase'] = async (c, number) => {
     try {
       const [best] = await deps.routing.candidatesFor({
@@ -185,14 +191,16 @@ export function buildDialerModule(
 
   const library = createLibraryService({ sql, clock });
   const analytics = createDialerAnalytics(sql);
+  const results = createResults({ sql, log });
   const ask = createDialerAssistant({
     chat: deps.chat,
     model: config.ai.chat_model,
     campaigns,
     analytics,
     dnc: deps.dnc,
+    results,
+    now: () => clock.now(),
   });
-  const results = createResults({ sql, log });
   const routes = campaignRoutes({ campaigns, library, analytics, repo, ask, results });
   const saved = libraryRoutes(library, clock);
   const numbers = createCampaignNumbers({ sql, clock, blockedAmong: (a, n) => deps.dnc.blockedAmong(a, n) });
@@ -211,13 +219,13 @@ export function buildDialerModule(
         const b = await deps.ledger.balanceOf(c.accountId);
         return c.environment === 'test' ? new Decimal(b.testCredit).minus(b.testHeld).toFixed(6) : b.available;
       },
-      accountCallCap: config.voice.max_api_calls_per_account,
+      accountCallCap: config.dialer.max_calls_per_account,
     }),
     testCall: createTestCaller({
       repo,
       isBlocked: (a, n) => deps.dnc.isBlocked(a, n),
       paused: (a) => callerIds.paused(a),
-      placeCall,
+      placeCall: placeTestCall,
       sendSms: (payer, input) => deps.sms.send({ ...payer, source: 'api' }, input),
     }),
   });

@@ -4,6 +4,7 @@ import { CursorPage, DateTime, Nullable, Ok, Uuid, ok } from '../../http/envelop
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
 import type { Clock } from '../../platform/clock.js';
 import type { LibraryService } from './library.js';
+import { startOfLocalDay } from './window.js';
 
 const TAGS = ['Dialer'];
 // Saved records live campaigns use: a test key reads them, only live credentials change them.
@@ -271,10 +272,13 @@ export function libraryRoutes(lib: LibraryService, clock: Clock) {
           summary: 'Caller IDs the campaigns presented, with calls, answers, answer rate and calls today (daily caps)',
           description:
             'One row per caller ID over the window (default the last 30 days), most used first; `callsToday` counts the ' +
-            "current UTC day, which a campaign's `cliStrategy.dailyCap` is measured against. Rotation is set per campaign " +
-            'with `cliStrategy` (`round_robin`, `least_used`, `match_destination`, `random`).',
+            "calls since midnight in `tz` (an IANA zone; default the `campaignId` campaign's `windowTz`, else the " +
+            "account's profile time zone, else UTC). A campaign's `cliStrategy.dailyCap` is measured from midnight in " +
+            "that campaign's `windowTz`. Rotation is set per campaign with `cliStrategy` (`round_robin`, `least_used`, " +
+            '`match_destination`, `random`).',
           querystring: Type.Object({
             campaignId: Type.Optional(Uuid()),
+            tz: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone of "today"' })),
             from: Type.Optional(DateTime()),
             to: Type.Optional(DateTime()),
           }),
@@ -299,10 +303,10 @@ export function libraryRoutes(lib: LibraryService, clock: Clock) {
         const now = clock.now();
         const to = req.query.to ? new Date(req.query.to) : new Date(now.getTime() + 1000);
         const from = req.query.from ? new Date(req.query.from) : new Date(to.getTime() - 30 * 86400_000);
-        const today = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-        return ok(
-          await lib.callerIdStats(req.principal!.accountId, { campaignId: req.query.campaignId, from, to, today }),
-        );
+        const accountId = req.principal!.accountId;
+        const tz = await lib.statsZone(accountId, req.query);
+        const today = startOfLocalDay(now, tz);
+        return ok(await lib.callerIdStats(accountId, { campaignId: req.query.campaignId, from, to, today }));
       },
     );
   };

@@ -5,6 +5,7 @@ import { isE164Digits } from '../../platform/e164.js';
 import { newId } from '../../platform/ids.js';
 import { countSegments } from '../../messaging/segments.js';
 import { numberDigits } from './campaigns.js';
+import { isTimeZone } from './window.js';
 
 export interface ContactInput {
   number: string;
@@ -267,6 +268,26 @@ export function createLibraryService(deps: { sql: Sql; clock: Clock }) {
       const r = await sql`delete from dialer_cli_sets where id = ${id} and account_id = ${accountId}`;
       if (r.count === 0) throw notFound('Caller-ID set');
       return { id };
+    },
+
+    /**
+     * The zone caller-ID stats count days in: `tz` when given (an IANA zone, else 400 naming `tz`), else
+     * the campaign's `windowTz` when one campaign is asked for, else the account's profile zone, else UTC.
+     */
+    async statsZone(accountId: string, q: { tz?: string | undefined; campaignId?: string | undefined }) {
+      if (q.tz !== undefined) {
+        if (!isTimeZone(q.tz))
+          throw validationError([{ path: 'tz', message: 'must be an IANA time zone such as Europe/London' }]);
+        return q.tz;
+      }
+      if (q.campaignId) {
+        const [c] = await sql<{ windowTz: string | null }[]>`
+          select window_tz from dialer_campaigns where id = ${q.campaignId} and account_id = ${accountId}`;
+        if (c?.windowTz) return c.windowTz;
+      }
+      const [p] = await sql<{ timeZone: string }[]>`
+        select time_zone from account_profiles where account_id = ${accountId}`;
+      return p && isTimeZone(p.timeZone) ? p.timeZone : 'UTC';
     },
 
     /** Answer-rate figures per caller ID the account's campaigns used (the `/dialer/caller-ids` stats). */

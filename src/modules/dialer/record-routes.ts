@@ -9,6 +9,7 @@ import type { ContactMembers } from './contact-members.js';
 import type { LibraryService } from './library.js';
 import { CliSet, Contact, ContactList, Template } from './library-routes.js';
 import { digitsOrFail } from './numbers.js';
+import { startOfLocalDay } from './window.js';
 
 const TAGS = ['Dialer'];
 // Saved records live campaigns use: only live credentials change them.
@@ -205,9 +206,16 @@ export function recordRoutes(d: RecordRouteDeps) {
         config: { access: FULL },
         schema: {
           tags: TAGS,
-          summary: 'One caller ID in rotation: status, answer rate per UTC day and per campaign, the sets holding it',
+          summary: 'One caller ID in rotation: status, answer rate per day and per campaign, the sets holding it',
+          description:
+            "`daily` dates and `callsToday` are in `tz` (an IANA zone; default the account's profile time zone, else " +
+            'UTC), answered as `tz`.',
           params: Type.Object({ cli: E164 }),
-          querystring: Type.Object({ from: Type.Optional(DateTime()), to: Type.Optional(DateTime()) }),
+          querystring: Type.Object({
+            from: Type.Optional(DateTime()),
+            to: Type.Optional(DateTime()),
+            tz: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone of the days' })),
+          }),
           response: {
             200: Ok(
               Type.Object({
@@ -216,6 +224,7 @@ export function recordRoutes(d: RecordRouteDeps) {
                 note: Nullable(Type.String()),
                 statusChangedAt: Nullable(DateTime()),
                 ...Rate,
+                tz: Type.String(),
                 callsToday: Type.Integer(),
                 talkSeconds: Type.Integer(),
                 lastUsedAt: Nullable(DateTime()),
@@ -231,9 +240,10 @@ export function recordRoutes(d: RecordRouteDeps) {
         const now = d.clock.now();
         const to = req.query.to ? new Date(req.query.to) : new Date(now.getTime() + 1000);
         const from = req.query.from ? new Date(req.query.from) : new Date(to.getTime() - 30 * 86400_000);
-        const today = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
         const [cli] = digitsOrFail([req.params.cli], 'cli');
-        return ok(await d.callerIds.detail(req.principal!.accountId, cli!, { from, to, today }));
+        const tz = await d.library.statsZone(req.principal!.accountId, { tz: req.query.tz });
+        const today = startOfLocalDay(now, tz);
+        return ok(await d.callerIds.detail(req.principal!.accountId, cli!, { from, to, today, tz }));
       },
     );
     app.put(

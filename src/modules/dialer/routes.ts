@@ -272,7 +272,9 @@ export function campaignRoutes(d: DialerRouteDeps) {
           description:
             'Rates (connectRate, asr) are fractions 0–1 and figures display numbers; money fields are 6-place strings. ' +
             '`connectRate` = numbers answered / numbers dialled; `asr` = answered attempts / attempts; `acd` in seconds. ' +
-            "Hours, days of week and days are in the campaign's `windowTz` (UTC without one).",
+            "Hours, days of week and days are in the campaign's `windowTz` (UTC without one). `dispositions` counts the " +
+            "numbers' outcomes; `dispositionCodes[] { code, label, count, answered, lastAt }` the account's own " +
+            'dispositions of its calls (PUT …/disposition or the assistant), most used first.',
           params: Id,
           response: { 200: Ok(Any) },
         },
@@ -293,7 +295,7 @@ export function campaignRoutes(d: DialerRouteDeps) {
             "Ask the dialer assistant: answers from the account's data and performs the dialer actions asked for",
           description:
             'The `[ai]` chat model with tools over the dialer: list campaigns, read one, its analytics and the overview, ' +
-            'start/pause/stop a campaign, check and add do-not-call numbers. Each tool call is reported in `actions` with ' +
+            "start/pause/stop a campaign, set a call's disposition, check and add do-not-call numbers. Each tool call is reported in `actions` with " +
             '`ok` and `write`; the same rules apply as to the operations themselves. Pass the returned `history` back with ' +
             'the next message. Without `[ai] chat_url`: 400 naming the setting.',
           body: Type.Object(

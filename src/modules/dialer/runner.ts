@@ -8,7 +8,7 @@ import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
 import { pickCallerIds } from './caller-ids.js';
 import type { CampaignRow, DialerRepo, NumberClaim } from './repo.js';
-import { inWindow, localDate } from './window.js';
+import { inWindow, localDate, startOfLocalDay } from './window.js';
 
 /** The paying side of a campaign's traffic, as the call and SMS planes take it. */
 export interface Payer {
@@ -91,8 +91,6 @@ const CLAIM_SECONDS = 30;
 const CLAIM_EVERY_MS = 5000;
 /** A limit said "not now" (capacity, CPS, the account's concurrent calls): the number waits this long. */
 const LIMIT_RETRY_MS = 3000;
-
-const startOfUtcDay = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
 
 /**
  * The start a paced campaign's next interval counts from: the slot this call was due in when it
@@ -423,7 +421,9 @@ export function createCampaignRunner(deps: RunnerDeps) {
         await pause(sql, c.id, 'no_caller_ids', now);
         return;
       }
-      const used = await repo.cliUsage(c.accountId, startOfUtcDay(now));
+      // A daily cap counts the caller ID's calls (every campaign of the account) since midnight in
+      // this campaign's zone: the day its calling window and holidays are read in.
+      const used = await repo.cliUsage(c.accountId, startOfLocalDay(now, c.windowTz ?? 'UTC'));
       for (const [cli, n] of inFlightClis(c.accountId, campaigns)) used.set(cli, (used.get(cli) ?? 0) + n);
       const strategy = c.cliStrategy as Parameters<typeof pickCallerIds>[2];
       const cursor =
@@ -438,7 +438,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
       const withCli = candidates.map((d, i) => ({ d, cli: clis[i] ?? null })).filter((x) => x.cli !== null);
       candidates = withCli.map((x) => x.d);
       clis = withCli.map((x) => x.cli);
-      if (candidates.length === 0) return; // every caller ID is at its daily cap: wait for the next UTC day
+      if (candidates.length === 0) return; // every caller ID is at its daily cap: wait for the next local day
     }
     const cliOf = new Map(candidates.map((d, i) => [d.id, clis[i] ?? null]));
     // Stamped now, not at the start of the step: the slots were counted after the awaits above.

@@ -28,7 +28,8 @@ export const CliStrategy = Type.Object(
       Type.Integer({
         minimum: 0,
         maximum: 1000000,
-        description: 'calls per caller ID per UTC day across the account (0: none)',
+        description:
+          'calls per caller ID per day (from midnight in the campaign windowTz) across the account (0: none)',
       }),
     ),
   },

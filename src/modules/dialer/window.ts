@@ -77,3 +77,20 @@ export function localDate(at: Date, tz: string): string {
   }
   return f.format(at);
 }
+
+/**
+ * The instant the local day of `at` began in `tz` (local midnight, or the first instant of the day
+ * where a DST change skips midnight). Local days begin on a UTC quarter hour, as local hours do, and
+ * the local date only moves forward with time, so a search over the last 27 hours' quarters is exact.
+ */
+export function startOfLocalDay(at: Date, tz: string): Date {
+  const day = localDate(at, tz);
+  let lo = Math.floor((at.getTime() - 27 * 3600_000) / QUARTER_MS); // a quarter of an earlier day
+  let hi = Math.floor(at.getTime() / QUARTER_MS); // a quarter of this day
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (localDate(new Date(mid * QUARTER_MS), tz) === day) hi = mid;
+    else lo = mid;
+  }
+  return new Date(hi * QUARTER_MS);
+}

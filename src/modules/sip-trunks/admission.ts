@@ -21,7 +21,11 @@ import { createWindowBatcher } from './window-batcher.js';
 /** What admitting an API call took, or which limit refused it. */
 export type ApiAdmission =
   | { ok: true; slots: string[]; routeIds: string[] }
-  | { ok: false; cause: 'sub-account-calls' | 'api-calls' | 'capacity' | 'cps'; limit: number | null };
+  | {
+      ok: false;
+      cause: 'sub-account-calls' | 'api-calls' | 'campaign-calls' | 'capacity' | 'cps';
+      limit: number | null;
+    };
 
 /** A trunk call turned away before any supplier is tried. */
 export type CallRefusal = Extract<CallPlan, { reject: unknown }>;
@@ -119,19 +123,27 @@ export function createAdmission(deps: {
     payer: string;
     maxApiCalls: number;
     routeIds: readonly string[];
+    /** Whose account cap `maxApiCalls` is: API calls' (default) or dialer campaigns' own. */
+    pool?: 'api' | 'campaign' | undefined;
   }): Promise<ApiAdmission> {
+    const pool = o.pool ?? 'api';
     const account = await payerTerms(o.payer);
     const wanted: { key: string; limit: number }[] = [];
     if (account?.maxConcurrentCalls !== null && account?.maxConcurrentCalls !== undefined)
       wanted.push({ key: `acct:${o.payer}`, limit: account.maxConcurrentCalls });
-    if (o.maxApiCalls > 0) wanted.push({ key: `api:${o.payer}`, limit: o.maxApiCalls });
+    if (o.maxApiCalls > 0) wanted.push({ key: `${pool}:${o.payer}`, limit: o.maxApiCalls });
     const taken: string[] = [];
     try {
       for (const w of wanted) {
         const got = await slots.acquireAll([w]);
         if (!got.ok) {
           await slots.release(taken);
-          return { ok: false, cause: w.key.startsWith('api:') ? 'api-calls' : 'sub-account-calls', limit: w.limit };
+          const cause = w.key.startsWith('acct:')
+            ? 'sub-account-calls'
+            : pool === 'api'
+              ? 'api-calls'
+              : 'campaign-calls';
+          return { ok: false, cause, limit: w.limit };
         }
         taken.push(...got.slots);
       }

@@ -7,22 +7,11 @@ import { startChatServer, toolCall, type ChatRequest } from '../ai-agents/chat-s
  * POST /dialer/agent/ask against a local chat server scripted like a model that reads the
  * campaigns, pauses the one asked for, then answers; every tool call is reported.
  */
-t.test('the dialer assistant reads the account data and performs the action asked for', async (t) => {
-  const script = (req: ChatRequest) => {
-    const tools = req.messages.filter((m) => m.role === 'tool');
-    if (tools.length === 0)
-      return {
-        content: '',
-        tool_calls: [toolCall('list_campaigns', {}), toolCall('get_campaign', { campaignId: 'nope' })],
-      };
-    if (tools.length === 2) {
-      const list = JSON.parse(tools[0]!.content) as { id: string; name: string }[];
-      const target = list.find((c) => c.name === 'Spring sale')!;
-      return { content: '', tool_calls: [toolCall('control_campaign', { campaignId: target.id, action: 'pause' })] };
-    }
-    const result = JSON.parse(tools[2]!.content) as { status: string; name: string };
-    return { content: `${result.name} is now ${result.status}.` };
-  };
+/** A daemon whose `[ai]` chat model is the scripted local server, an account and its campaign scheduled for tomorrow. */
+async function withCampaign(
+  t: Parameters<typeof startTestDaemon>[0] & { equal(found: unknown, wanted: unknown, message: string): boolean },
+  script: (req: ChatRequest) => Record<string, unknown>,
+) {
   const chat = await startChatServer(t, script);
   const d = await startTestDaemon(t, { ai: { chat_url: chat.url, chat_api_key: 'sk-local' } });
   const { accounts, keys } = d.modules.services;
@@ -63,6 +52,26 @@ t.test('the dialer assistant reads the account data and performs the action aske
   const started = await d.https('POST', `/dialer/campaigns/${id}/control`, { token, body: { action: 'start' } });
   t.equal(started.json.data.status, 'ready', 'scheduled for tomorrow');
 
+  return { d, token, full, id, acc, chat };
+}
+
+t.test('the dialer assistant reads the account data and performs the action asked for', async (t) => {
+  const script = (req: ChatRequest) => {
+    const tools = req.messages.filter((m) => m.role === 'tool');
+    if (tools.length === 0)
+      return {
+        content: '',
+        tool_calls: [toolCall('list_campaigns', {}), toolCall('get_campaign', { campaignId: 'nope' })],
+      };
+    if (tools.length === 2) {
+      const list = JSON.parse(tools[0]!.content) as { id: string; name: string }[];
+      const target = list.find((c) => c.name === 'Spring sale')!;
+      return { content: '', tool_calls: [toolCall('control_campaign', { campaignId: target.id, action: 'pause' })] };
+    }
+    const result = JSON.parse(tools[2]!.content) as { status: string; name: string };
+    return { content: `${result.name} is now ${result.status}.` };
+  };
+  const { d, token, id, chat } = await withCampaign(t, script);
   const r = await d.https('POST', '/dialer/agent/ask', { token, body: { message: 'Pause my spring sale campaign' } });
   t.equal(r.status, 200, r.text);
   t.same(r.json.data.actions, [
@@ -87,4 +96,47 @@ t.test('the dialer assistant reads the account data and performs the action aske
     'tool results go back with their call ids',
   );
   t.ok(last.messages.some((m) => m.role === 'assistant' && Array.isArray(m.tool_calls)));
+});
+
+t.test('the assistant records a disposition, which the analytics count with its label', async (t) => {
+  let attemptId = '';
+  let campaignId = '';
+  const script = (req: ChatRequest) => {
+    const tools = req.messages.filter((m) => m.role === 'tool');
+    if (tools.length === 0)
+      return {
+        content: '',
+        tool_calls: [
+          toolCall('set_disposition', { campaignId, attemptId, disposition: 'Not Valid!' }),
+          toolCall('set_disposition', { campaignId, attemptId, disposition: 'interested', note: 'wants a demo' }),
+        ],
+      };
+    return { content: 'Marked as interested.' };
+  };
+  const { d, token, full, id, acc } = await withCampaign(t, script);
+  campaignId = id;
+  attemptId = randomUUID();
+  const at = new Date();
+  await d.sql`
+    insert into dialer_attempts (id, campaign_id, account_id, number, attempt, cli, status, duration_seconds,
+                                 cost, started_at, ended_at)
+    values (${attemptId}, ${id}, ${acc.id}, '447700900001', 1, '15550001111', 'completed', 30, 0.005, ${at}, ${at})`;
+  const r = await d.https('POST', '/dialer/agent/ask', { token, body: { message: 'The first call was interested' } });
+  t.equal(r.status, 200, r.text);
+  t.same(r.json.data.actions, [
+    { tool: 'set_disposition', ok: false, write: true },
+    { tool: 'set_disposition', ok: true, write: true },
+  ]);
+  const results = await d.https('GET', `/dialer/campaigns/${id}/results`, { token });
+  t.match(results.json.data, [{ id: attemptId, disposition: 'interested', dispositionNote: 'wants a demo' }]);
+  const figures = await d.https('GET', `/dialer/campaigns/${id}/analytics`, { token: full });
+  t.equal(figures.status, 200, figures.text);
+  t.same(
+    figures.json.data.dispositionCodes.map((x: { code: string; label: string; count: number }) => [
+      x.code,
+      x.label,
+      x.count,
+    ]),
+    [['interested', 'Interested', 1]],
+  );
 });

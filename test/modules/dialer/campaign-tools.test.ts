@@ -316,6 +316,29 @@ t.test('a simulated run: holidays, paused caller IDs, results, dispositions, exp
       404,
       'an attempt of another campaign is not found',
     );
+    t.equal(
+      (
+        await w.api('PUT', `/dialer/campaigns/${c.id}/results/${results[1].id}/disposition`, test, {
+          disposition: 'not_interested',
+        })
+      ).status,
+      200,
+    );
+    const codes = [
+      { code: 'callback', label: 'Call back', count: 1, answered: 1 },
+      { code: 'not_interested', label: 'Not interested', count: 1, answered: 1 },
+    ];
+    const figures = await w.api('GET', `/dialer/campaigns/${c.id}/analytics`, live);
+    t.equal(figures.status, 200, figures.text);
+    t.match(figures.body.data.dispositionCodes, codes, 'the dispositions set, with labels');
+    t.equal(figures.body.data.dispositionCodes.length, 2);
+    const overview = await w.api(
+      'GET',
+      '/dialer/analytics/overview?from=2026-03-01T00:00:00Z&to=2026-04-30T00:00:00Z',
+      live,
+    );
+    t.equal(overview.status, 200, overview.text);
+    t.match(overview.body.data.dispositionCodes, codes);
 
     const csv = await d.https('GET', `/dialer/campaigns/${c.id}/results/export`, { token: test });
     t.equal(csv.status, 200, csv.text);

@@ -36,15 +36,23 @@ try {
   await hello.listen({ host: '127.0.0.1', port: 0 });
   const helloPort = (hello.server.address() as { port: number }).port;
 
+  // CPU of this process (the daemon and the hello server) per request, beside each wall rate.
+  const cpu0 = process.cpuUsage();
   const base = await runWrk(`https://127.0.0.1:${helloPort}/hello`, { seconds, connections: 32 });
+  const cpuBase = process.cpuUsage(cpu0);
+  const cpu1 = process.cpuUsage();
   const api = await runWrk(`https://127.0.0.1:${daemon.ports['http']}/api/v1/account`, {
     seconds,
     connections: 32,
     headers: { authorization: `Bearer ${key}` },
   });
-  console.log(`hello-world fastify https: ${base.requestsPerSecond.toFixed(0)} req/s, p99 ${base.p99Ms.toFixed(2)} ms`);
+  const cpuApi = process.cpuUsage(cpu1);
+  const perRequest = (c: NodeJS.CpuUsage, rps: number) => ((c.user + c.system) / (rps * seconds)).toFixed(0);
   console.log(
-    `GET /account (auth, scope, limit, envelope): ${api.requestsPerSecond.toFixed(0)} req/s, p99 ${api.p99Ms.toFixed(2)} ms, non-2xx ${api.non2xx}`,
+    `hello-world fastify https: ${base.requestsPerSecond.toFixed(0)} req/s, p99 ${base.p99Ms.toFixed(2)} ms, CPU ${perRequest(cpuBase, base.requestsPerSecond)} us/request`,
+  );
+  console.log(
+    `GET /account (auth, scope, limit, envelope): ${api.requestsPerSecond.toFixed(0)} req/s, p99 ${api.p99Ms.toFixed(2)} ms, non-2xx ${api.non2xx}, CPU ${perRequest(cpuApi, api.requestsPerSecond)} us/request`,
   );
   console.log(
     `ratio GET /account / hello-world: ${(api.requestsPerSecond / base.requestsPerSecond).toFixed(2)} (throughput), ${(api.p99Ms / base.p99Ms).toFixed(2)} (p99 latency)`,

@@ -4,13 +4,15 @@
 // with the same number of clients, prints each figure beside pgbench as a ratio, then drops it.
 // Charges are driven two ways: by pgbench itself with a custom script calling ledger_charge (the
 // same client as the anchor, so the ratio compares server work with server work), and from Node
-// through src/ledger (the daemon's own path, client CPU included on the same 2 cores).
+// through src/ledger as the daemon builds it (balance events into the webhooks outbox, so a charge
+// is the daemon's own statement: client CPU included on the same 2 cores), with the CPU each
+// charge costs the Node process (process.cpuUsage) and the pool's PostgreSQL backends (/proc).
 // The pgbench-driven charge alternates with pgbench -N for ROUNDS rounds and its ratio is the
 // median of the rounds' ratios: on a shared machine the server's speed drifts within a minute, so
 // a measure is compared only with the anchor measured just before it.
 // Defaults: 5 seconds per measure, 8 clients, 3 rounds (SVC_BENCH_LEDGER_ROUNDS).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -19,6 +21,8 @@ import { connect, type Sql } from '../../src/db/connection.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createLedger, type Ledger } from '../../src/ledger/ledger.js';
 import { newId } from '../../src/platform/ids.js';
+import { emit } from '../../src/webhooks/emit.js';
+import type { EventName } from '../../src/webhooks/events.js';
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CLIENTS = Number(process.argv[3] ?? 8);
@@ -49,10 +53,31 @@ function pgbenchTps(url: URL, db: string, workload: string[] = ['-N']): number {
   return Number(m[1]);
 }
 
+/** CPU (µs) used so far by this database's backends of the bench's pool, read from /proc (Linux, same host). */
+async function backendsCpu(sql: Sql): Promise<number> {
+  const rows = await sql<{ pid: number }[]>`
+    select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
+  let ticks = 0;
+  for (const { pid } of rows) {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(f[11]) + Number(f[12]); // utime, stime
+    } catch {
+      return NaN; // another host, or a backend gone
+    }
+  }
+  return (ticks * 1e6) / 100; // USER_HZ
+}
+
+/** The last `measure`'s CPU per operation, µs: this process, and the pool's backends. */
+const cpuPerOp = { node: NaN, backends: NaN };
+
 /** Runs `op` in CLIENTS concurrent loops for SECONDS; returns operations per second. */
-async function measure(op: (worker: number, i: number) => Promise<unknown>): Promise<number> {
+async function measure(op: (worker: number, i: number) => Promise<unknown>, sql?: Sql): Promise<number> {
   const until = Date.now() + SECONDS * 1000;
   let done = 0;
+  const b0 = sql ? await backendsCpu(sql) : NaN;
+  const c0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   await Promise.all(
     Array.from({ length: CLIENTS }, async (_, w) => {
@@ -62,7 +87,11 @@ async function measure(op: (worker: number, i: number) => Promise<unknown>): Pro
       }
     }),
   );
-  return done / (Number(process.hrtime.bigint() - t0) / 1e9);
+  const rate = done / (Number(process.hrtime.bigint() - t0) / 1e9);
+  const c = process.cpuUsage(c0);
+  cpuPerOp.node = (c.user + c.system) / done;
+  cpuPerOp.backends = sql ? ((await backendsCpu(sql)) - b0) / done : NaN;
+  return rate;
 }
 
 /**
@@ -89,7 +118,18 @@ async function main() {
   try {
     await migrate(sql, log);
     pgbench(adminUrl, name, ['-i', '-q', '-s', '1']);
-    const ledger: Ledger = createLedger({ sql, clock: { now: () => new Date() }, log });
+    // As the daemon builds it (src/modules/billing buildLedger): balance events go to the outbox.
+    const ledger: Ledger = createLedger({
+      sql,
+      clock: { now: () => new Date() },
+      log,
+      lowBalanceThreshold: '5.000000',
+      events: {
+        emit: async (db, accountId, event, data) => {
+          await emit(db, { accountId, event: event as EventName, data, at: new Date() });
+        },
+      },
+    });
     const buyers = await seed(sql, ACCOUNTS, '1000000', BUYER_PREFIX);
     const sellers = await seed(sql, ACCOUNTS, '100', SELLER_PREFIX);
     const [hot] = await seed(sql, 1, '100000000');
@@ -121,16 +161,19 @@ async function main() {
     const ratios = rounds.map((x) => x.charge / x.pg).sort((a, b) => a - b);
     const spreadRatio = ratios[Math.floor(ratios.length / 2)]!;
     const spreadPgbench = rounds.reduce((n, x) => n + x.charge, 0) / rounds.length;
-    const spread = await measure((w, i) =>
-      ledger.charge({
-        postingKey: `${run}-s-${w}-${i}`,
-        accountId: pick(buyers),
-        sellerId: pick(sellers),
-        amount: '0.012000',
-        fee: '0.000500',
-        relatedEntityType: 'call',
-      }),
+    const spread = await measure(
+      (w, i) =>
+        ledger.charge({
+          postingKey: `${run}-s-${w}-${i}`,
+          accountId: pick(buyers),
+          sellerId: pick(sellers),
+          amount: '0.012000',
+          fee: '0.000500',
+          relatedEntityType: 'call',
+        }),
+      sql,
     );
+    const spreadCpu = { ...cpuPerOp };
     const hotRate = await measure((w, i) =>
       ledger.charge({
         postingKey: `${run}-h-${w}-${i}`,
@@ -178,6 +221,9 @@ async function main() {
     );
     console.log(
       `charge, ${ACCOUNTS} accounts, Node-driven     ${f(spread)} /s    ${r(spread / pg)} x pgbench -N   (the daemon's path: client CPU on the same cores)`,
+    );
+    console.log(
+      `  CPU per Node-driven charge: node ${spreadCpu.node.toFixed(0)} us, PostgreSQL backends ${spreadCpu.backends.toFixed(0)} us`,
     );
     console.log(
       `charge, one hot account                 ${f(hotRate)} /s    ${r(hotRate / pg)} x pgbench -N   ${r(hotRate / spread)} x spread (goal >= 0.40)`,

@@ -1,3 +1,5 @@
+import type { Clock } from '../platform/clock.js';
+import { createTtlCache } from '../platform/ttl-cache.js';
 import type { Sql } from './connection.js';
 
 /**
@@ -52,6 +54,50 @@ export function createNotifiedCache<V>(sql: Sql, channel: string, load: (key: st
     },
     /** Forgets one key at once (this daemon's own change, before its NOTIFY arrives). */
     changed: (key: string) => void byKey.delete(key),
+    start: () => listener.start(),
+    stop: () => listener.stop(),
+  };
+}
+
+/**
+ * Credential look-ups (API keys, accounts) for the authentication path: one load per key at a
+ * time (concurrent requests share it, so an expiry never sends a burst of identical queries),
+ * kept `listeningTtlMs` while NOTIFY on `channel` tells of every change, else only `ttlMs` (the
+ * staleness a daemon accepts without it: `[auth] credential_cache_seconds`). A notification
+ * drops the key it names (`forget: 'key'`) or every entry (`'all'`, for caches keyed by
+ * something the payload does not name). A ttl of 0 disables the cache. A failed load is not kept.
+ */
+export function createCredentialCache<V extends NonNullable<unknown> | null>(opts: {
+  sql: Sql;
+  channel: string;
+  clock: Clock;
+  ttlMs: number;
+  listeningTtlMs: number;
+  forget: 'key' | 'all';
+  load: (key: string) => Promise<V>;
+}) {
+  const ttl = opts.ttlMs > 0 ? Math.max(opts.ttlMs, opts.listeningTtlMs) : 0;
+  const entries = createTtlCache<string, Promise<V>>(ttl, opts.clock);
+  const listener = createCacheListener(
+    opts.sql,
+    opts.channel,
+    (key) => (opts.forget === 'key' ? entries.delete(key) : entries.clear()),
+    () => entries.clear(),
+  );
+  return {
+    get(key: string): Promise<V> {
+      if (ttl === 0) return opts.load(key);
+      let hit = entries.get(key);
+      if (hit === undefined) {
+        hit = opts.load(key);
+        entries.set(key, hit, listener.listening ? opts.listeningTtlMs : opts.ttlMs);
+        hit.catch(() => entries.delete(key));
+      }
+      return hit;
+    },
+    /** This daemon's own change, known before its NOTIFY arrives. */
+    set: (key: string, value: V) => entries.set(key, Promise.resolve(value), opts.ttlMs),
+    delete: (key: string) => entries.delete(key),
     start: () => listener.start(),
     stop: () => listener.stop(),
   };

@@ -144,6 +144,16 @@ export function refusalError(r: Refusal): postgres.PostgresError {
 
 const str = (v: string | null | undefined) => v ?? null;
 
+/** The balance events a debit calls for (ledger_debit_signal, migration 283). */
+interface Signal {
+  parentId: string | null;
+  crossed: boolean;
+  capped: boolean;
+}
+
+/** ledger_debit_signal's refusal of a pool posting that has events to emit (migration 283). */
+const EVENTS_TO_EMIT = 'SVC90';
+
 /**
  * Typed calls of the PL/pgSQL ledger (migration 010). Every function takes an optional `db`:
  * pass a transaction to post together with a CDR or message row. Refusals arrive as
@@ -159,37 +169,24 @@ export function createLedger(deps: LedgerDeps) {
   const inTx = <T>(db: Db, fn: (db: Db) => Promise<T>): Promise<T> =>
     deps.events && db === sql ? (sql.begin((tx) => fn(tx)) as Promise<T>) : fn(db);
 
-  /** `afterDebit` of many postings: one query for all, events only for those that crossed a line. */
+  /** The balance events of many debits: one query for all, events only for those that crossed a line. */
   async function afterDebits(db: Db, list: ChargeResult[]) {
     const live = list.filter((r) => !r.replayed && r.mode === 'live');
     if (!deps.events || live.length === 0) return;
-    if (live.length === 1) return afterDebit(db, live[0]!);
-    const rows = live.map((r, i) => ({
-      i,
-      account_id: r.accountId,
-      before: r.balanceBefore,
-      after: r.balanceAfter,
-      capped: r.capReached,
-    }));
-    const hits = await db<{ i: number; parentId: string | null; crossed: boolean; capped: boolean }[]>`
-      select x.i, a.parent_id, (x.before >= t.v and x.after < t.v and t.v > 0) as crossed, x.capped
-      from jsonb_to_recordset(${db.json(rows as never)}) as x(i integer, account_id uuid, before numeric, after numeric, capped boolean)
-      -- Look-ups by key per item (limit: not flattened), never a join planned as a scan of accounts.
-      cross join lateral (select a.parent_id from accounts a where a.id = x.account_id limit 1) a
-      left join lateral (select s.sub_low_balance_threshold from application_settings s where s.operator_id = a.parent_id limit 1) s on true
-      cross join lateral (select case when a.parent_id is null
-                                      -- The account's own line when it set one (account_profiles, 254).
-                                      then coalesce((select p.low_balance_threshold from account_profiles p
-                                                     where p.account_id = x.account_id), ${lowThreshold}::numeric)
-                                      else coalesce(s.sub_low_balance_threshold, 5) end as v) t
-      where (x.before >= t.v and x.after < t.v and t.v > 0) or (x.capped and a.parent_id is not null)
+    // The rule is ledger_debit_signal's (migration 283), the one a single posting's statement applies.
+    const hits = await db<(Signal & { i: number })[]>`
+      select (x.i - 1)::integer as i, s.parent_id, s.crossed, s.capped
+      from jsonb_array_elements(${db.json(live as never)}) with ordinality as x(r, i)
+      cross join lateral ledger_debit_signal(x.r, ${lowThreshold}::numeric, false) s
+      where s.crossed or s.capped
       order by x.i`;
-    for (const h of hits) await debitEvents(db, live[h.i]!, h.parentId, h.crossed, h.capped);
+    for (const h of hits) await debitEvents(db, live[h.i]!, h);
   }
 
   /** Low balance (the line crossed by this debit) and a sub-account suspended by its daily cap. */
-  async function debitEvents(db: Db, r: ChargeResult, parentId: string | null, crossed: boolean, capped: boolean) {
+  async function debitEvents(db: Db, r: ChargeResult, signal: Signal) {
     if (!deps.events) return;
+    const { parentId, crossed, capped } = signal;
     const data = { accountId: r.accountId, balance: r.balanceAfter };
     if (crossed) {
       if (parentId)
@@ -204,21 +201,38 @@ export function createLedger(deps: LedgerDeps) {
     }
   }
 
-  async function afterDebit(db: Db, r: ChargeResult) {
-    if (r.replayed || r.mode !== 'live' || !deps.events) return;
-    const [row] = await db<{ parentId: string | null; threshold: string | null; crossed: boolean }[]>`
-      select a.parent_id,
-             s.sub_low_balance_threshold::text as threshold,
-             (${r.balanceBefore}::numeric >= t.v and ${r.balanceAfter}::numeric < t.v and t.v > 0) as crossed
-      from accounts a
-      left join application_settings s on s.operator_id = a.parent_id
-      cross join lateral (select case when a.parent_id is null
-                                      -- The account's own line when it set one (account_profiles, 254).
-                                      then coalesce((select p.low_balance_threshold from account_profiles p
-                                                     where p.account_id = a.id), ${lowThreshold}::numeric)
-                                      else coalesce(s.sub_low_balance_threshold, 5) end as v) t
-      where a.id = ${r.accountId}`;
-    if (row) await debitEvents(db, r, row.parentId, row.crossed, r.capReached);
+  /**
+   * Runs a debit's statement (`posting` gives the `from` item that yields its result `r`) with its
+   * balance events decided in the same statement (ledger_debit_signal, migration 283): one round
+   * trip. On the pool, a posting with events to emit is refused by the statement (SVC90, nothing
+   * posted) and posted again in a transaction with its events; inside the caller's transaction the
+   * events are emitted right after it.
+   */
+  async function debit<R extends ChargeResult>(
+    db: Db,
+    posting: (db: Db) => postgres.PendingQuery<postgres.Row[]>,
+    events = true,
+  ): Promise<R> {
+    if (!deps.events || !events) {
+      const [row] = await db<{ r: R }[]>`select p.r from ${posting(db)} as p(r)`;
+      return row!.r;
+    }
+    const run = async (db: Db, strict: boolean) => {
+      const [row] = await db<({ r: R } & Signal)[]>`
+        select p.r, s.parent_id, s.crossed, s.capped
+        from ${posting(db)} as p(r)
+        cross join lateral ledger_debit_signal(p.r, ${lowThreshold}::numeric, ${strict}) s`;
+      const { r, ...signal } = row!;
+      if (signal.crossed || signal.capped) await debitEvents(db, r, signal);
+      return r;
+    };
+    if (db !== sql) return run(db, false);
+    try {
+      return await run(db, true);
+    } catch (err) {
+      if (!(err instanceof postgres.PostgresError) || err.code !== EVENTS_TO_EMIT) throw err;
+      return sql.begin((tx) => run(tx, false)) as Promise<R>;
+    }
   }
 
   const ledger = {
@@ -247,14 +261,15 @@ export function createLedger(deps: LedgerDeps) {
 
     /** Charges `amount` (to the seller, or platform revenue without one) plus `fee` (platform fee entry). */
     async charge(input: ChargeInput, db: Db = sql, opts: { events?: boolean } = {}): Promise<ChargeResult> {
-      return inTx(db, async (db) => {
-        const [row] = await db<{ r: ChargeResult }[]>`
-          select ledger_charge(${input.postingKey}, ${input.accountId}::uuid, ${str(input.sellerId)}::uuid, ${input.amount}::numeric,
-                               ${input.fee ?? '0'}::numeric, ${input.mode === 'test'}, ${str(input.reference)},
-                               ${str(input.relatedEntityType)}, ${str(input.relatedEntityId)}, ${str(input.callId)}, ${clock.now()}) as r`;
-        if (opts.events !== false) await afterDebit(db, row!.r);
-        return row!.r;
-      });
+      const now = clock.now();
+      return debit<ChargeResult>(
+        db,
+        (db) => db`
+          ledger_charge(${input.postingKey}, ${input.accountId}::uuid, ${str(input.sellerId)}::uuid, ${input.amount}::numeric,
+                        ${input.fee ?? '0'}::numeric, ${input.mode === 'test'}, ${str(input.reference)},
+                        ${str(input.relatedEntityType)}, ${str(input.relatedEntityId)}, ${str(input.callId)}, ${now})`,
+        opts.events !== false,
+      );
     },
 
     /**
@@ -392,14 +407,14 @@ export function createLedger(deps: LedgerDeps) {
 
     /** Posts the final amount + fee of a hold (to `sellerId`, else platform revenue) and releases the rest. */
     async settle(input: SettleInput, db: Db = sql): Promise<SettleResult> {
-      return inTx(db, async (db) => {
-        const [row] = await db<{ r: SettleResult }[]>`
-          select ledger_settle(${input.postingKey}, ${input.holdId}::uuid, ${str(input.sellerId)}::uuid, ${input.amount}::numeric,
-                               ${input.fee ?? '0'}::numeric, ${str(input.reference)}, ${str(input.relatedEntityType)},
-                               ${str(input.relatedEntityId)}, ${str(input.callId)}, ${clock.now()}) as r`;
-        await afterDebit(db, row!.r);
-        return row!.r;
-      });
+      const now = clock.now();
+      return debit<SettleResult>(
+        db,
+        (db) => db`
+          ledger_settle(${input.postingKey}, ${input.holdId}::uuid, ${str(input.sellerId)}::uuid, ${input.amount}::numeric,
+                        ${input.fee ?? '0'}::numeric, ${str(input.reference)}, ${str(input.relatedEntityType)},
+                        ${str(input.relatedEntityId)}, ${str(input.callId)}, ${now})`,
+      );
     },
 
     /**

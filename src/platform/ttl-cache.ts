@@ -23,8 +23,9 @@ export function createTtlCache<K extends NonNullable<unknown>, V>(ttlMs: number,
     get(key: K): V | undefined {
       return lru?.get(key)?.value;
     },
-    set(key: K, value: V): void {
-      lru?.set(key, { value });
+    /** `ttl` (ms, at most the cache's own) overrides the cache's for this entry. */
+    set(key: K, value: V, ttl?: number): void {
+      lru?.set(key, { value }, ttl === undefined ? undefined : { ttl });
     },
     delete(key: K): void {
       lru?.delete(key);

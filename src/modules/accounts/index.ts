@@ -21,6 +21,8 @@ export async function buildAccountsModule(core: CoreDeps, deps: { mailer: Mailer
   const loginLimit = core.config.auth.login_attempts_per_minute;
   const module: Module = {
     name: 'accounts',
+    start: () => service.startCache(),
+    stop: () => service.stopCache(),
     routes: async (app) => {
       await accountsRoutes(service, loginLimit)(app);
       await accountSecurityRoutes(security, loginLimit)(app);

@@ -8,6 +8,7 @@ import { AppError, conflict, unauthorized, validationError } from '../../http/er
 import type { Clock } from '../../platform/clock.js';
 import { newId, randomToken, sha256Hex } from '../../platform/ids.js';
 import { createTtlCache } from '../../platform/ttl-cache.js';
+import { createCredentialCache } from '../../db/cache-listener.js';
 import { createLoginGuard } from './login-guard.js';
 import { burnPasswordTime, hashPassword, verifyPassword } from './passwords.js';
 import type { TeamRole } from '../../http/access.js';
@@ -38,6 +39,9 @@ export interface SessionClaims {
 }
 
 const REFRESH_PREFIX = 'svc_rt_';
+
+/** NOTIFY channel of accounts changes (migration 283); the payload is the account's id. */
+export const ACCOUNTS_CHANNEL = 'svc_auth_accounts';
 
 export function createAccountsService(deps: {
   sql: Sql;
@@ -74,7 +78,17 @@ export function createAccountsService(deps: {
     });
   const guard = createLoginGuard(deps.redis ?? null, config.auth);
   const sessionCache = createTtlCache<string, ActiveSession | null>(config.auth.credential_cache_seconds * 1000, clock);
-  const accountCache = createTtlCache<string, AccountRow | null>(config.auth.credential_cache_seconds * 1000, clock);
+  // Every daemon hears of an account's change at its commit (NOTIFY svc_auth_accounts, migration
+  // 283: a closing, a suspension, a role change); without the listen, credential_cache_seconds.
+  const accountCache = createCredentialCache<AccountRow | null>({
+    sql,
+    channel: ACCOUNTS_CHANNEL,
+    clock,
+    ttlMs: config.auth.credential_cache_seconds * 1000,
+    listeningTtlMs: 10 * 60_000,
+    forget: 'key',
+    load: async (id) => (await repo.byId(id)) ?? null,
+  });
 
   async function issueSession(
     accountId: string,
@@ -236,6 +250,10 @@ export function createAccountsService(deps: {
 
     recordLogin,
 
+    /** Listens for account changes made by any daemon (the cache then keeps accounts longer). */
+    startCache: () => accountCache.start(),
+    stopCache: () => accountCache.stop(),
+
     /** Whether `password` is the login's current one (a confirmation, not a sign-in). */
     async checkPassword(id: string, password: string): Promise<boolean> {
       const account = await repo.byId(id);
@@ -349,12 +367,7 @@ export function createAccountsService(deps: {
 
     /** Account by id, briefly cached for the authentication path. */
     async accountForAuth(id: string): Promise<AccountRow | null> {
-      let a = accountCache.get(id);
-      if (a === undefined) {
-        a = (await repo.byId(id)) ?? null;
-        accountCache.set(id, a);
-      }
-      return a;
+      return accountCache.get(id);
     },
 
     getAccount: (id: string) => repo.byId(id),

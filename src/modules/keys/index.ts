@@ -13,7 +13,8 @@ export function buildKeysModule(core: CoreDeps) {
   const module: Module = {
     name: 'keys',
     routes: keysRoutes(service),
-    start() {
+    async start() {
+      await service.startCache();
       usageTimer = setInterval(
         () => void service.flushUsage().catch((err) => core.log.warn({ err }, 'api usage flush failed')),
         USAGE_FLUSH_MS,
@@ -23,6 +24,7 @@ export function buildKeysModule(core: CoreDeps) {
     async stop() {
       clearInterval(usageTimer);
       await service.flushUsage();
+      await service.stopCache();
     },
   };
   return { module, service };

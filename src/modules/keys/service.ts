@@ -5,7 +5,7 @@ import { Scopes, type Scope } from '../../http/access.js';
 import { notFound, validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId, randomToken, sha256Hex } from '../../platform/ids.js';
-import { createTtlCache } from '../../platform/ttl-cache.js';
+import { createCredentialCache } from '../../db/cache-listener.js';
 
 export interface ApiKeyRow {
   id: string;
@@ -29,6 +29,11 @@ export interface VerifiedKey {
   webhooksWrite: boolean;
 }
 
+/** NOTIFY channel of api_keys changes (migration 283); the payload is the key's id. */
+export const API_KEYS_CHANNEL = 'svc_auth_api_keys';
+// With the NOTIFY listen up, a cached key is right until told otherwise; this only ages out idle ones.
+const LISTENING_TTL_MS = 10 * 60_000;
+
 const TYPE_PREFIX = { live: 'svc_live_sk_', test: 'svc_test_sk_' } as const;
 const LOOKUP_CHARS = 8;
 const SECRET_CHARS = 40;
@@ -49,8 +54,23 @@ export function normaliseScopes(requested: readonly string[] | undefined): {
 
 export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; clock: Clock; log: Logger }) {
   const { sql, clock } = deps;
-  // Keyed by the hash of the whole presented secret (never by its prefix).
-  const cache = createTtlCache<string, ApiKeyRow | null>(deps.config.auth.credential_cache_seconds * 1000, clock);
+  // Keyed by the hash of the whole presented secret (never by its prefix). Every daemon hears of a
+  // revocation, narrowing or new key at its commit (NOTIFY svc_auth_api_keys, migration 283) and
+  // drops its cached keys, so a revoked key is refused at once everywhere; without the listen, a
+  // daemon keeps a key no longer than credential_cache_seconds.
+  const cache = createCredentialCache<ApiKeyRow | null>({
+    sql,
+    channel: API_KEYS_CHANNEL,
+    clock,
+    ttlMs: deps.config.auth.credential_cache_seconds * 1000,
+    listeningTtlMs: LISTENING_TTL_MS,
+    // The payload is a key's id, the cache is keyed by hash: key changes are rare, drop them all.
+    forget: 'all',
+    load: async (hash) => {
+      const [row] = await sql<ApiKeyRow[]>`select * from api_keys where secret_hash = ${hash} and revoked_at is null`;
+      return row ?? null;
+    },
+  });
   // Requests are counted in memory and flushed in batches so the hot path does no write.
   const usage = new Map<string, number>();
 
@@ -70,6 +90,9 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
 
   const service = {
     present,
+    /** Listens for key changes made by any daemon (the cache then keeps keys longer). */
+    startCache: () => cache.start(),
+    stopCache: () => cache.stop(),
 
     async create(accountId: string, input: { name?: string; mode?: 'live' | 'test'; scopes?: string[] }, tx: Db = sql) {
       const mode = input.mode ?? 'live';
@@ -135,14 +158,7 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
     async verify(token: string): Promise<VerifiedKey | null> {
       const mode = token.startsWith(TYPE_PREFIX.live) ? 'live' : token.startsWith(TYPE_PREFIX.test) ? 'test' : null;
       if (!mode || token.length !== TYPE_PREFIX[mode].length + LOOKUP_CHARS + SECRET_CHARS) return null;
-      const hash = sha256Hex(token);
-      let row = cache.get(hash);
-      if (row === undefined) {
-        [row = null] = await sql<
-          ApiKeyRow[]
-        >`select * from api_keys where secret_hash = ${hash} and revoked_at is null`;
-        cache.set(hash, row);
-      }
+      const row = await cache.get(sha256Hex(token));
       if (!row) return null;
       usage.set(row.id, (usage.get(row.id) ?? 0) + 1);
       return {

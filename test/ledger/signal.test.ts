@@ -1,0 +1,105 @@
+import t from 'tap';
+import type { Sql } from '../../src/db/connection.js';
+import { createLedger, type Ledger } from '../../src/ledger/ledger.js';
+import { emit } from '../../src/webhooks/emit.js';
+import type { EventName } from '../../src/webhooks/events.js';
+import { createTestDatabase } from '../helpers/db.js';
+import { checkInvariants, makeAccounts, silent } from './helpers.js';
+
+// A debit's balance events are decided in the posting's own statement (migration 283); on the
+// pool a posting with events goes again in a transaction, so it and its outbox rows commit together.
+
+function daemonLedger(sql: Sql): Ledger {
+  return createLedger({
+    sql,
+    clock: { now: () => new Date() },
+    log: silent,
+    lowBalanceThreshold: '5',
+    events: {
+      emit: async (db, accountId, event, data) => {
+        await emit(db, { accountId, event: event as EventName, data });
+      },
+    },
+  });
+}
+
+const outbox = (sql: Sql) =>
+  sql<{ accountId: string; event: string; data: Record<string, unknown> }[]>`
+    select account_id, event, data from events where event in ('balance.low', 'sub_account.balance_low') order by created_at, id`;
+
+const postings = async (sql: Sql, key: string) =>
+  Number((await sql<{ n: string }[]>`select count(*)::text as n from postings where posting_key = ${key}`)[0]!.n);
+
+t.test('a charge on the pool: one posting, its low-balance event only when it crosses the line', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = daemonLedger(sql);
+  const [buyer, seller] = await makeAccounts(sql, 2);
+  await ledger.topup({ accountId: buyer!, amount: '6.000000', source: 'card', postingKey: 'top' });
+
+  const first = await ledger.charge({ postingKey: 'c1', accountId: buyer!, sellerId: seller!, amount: '0.500000' });
+  t.equal(first.balanceAfter, '5.500000');
+  t.same(await outbox(sql), [], 'above the line: no event');
+
+  const second = await ledger.charge({
+    postingKey: 'c2',
+    accountId: buyer!,
+    sellerId: seller!,
+    amount: '0.900000',
+    fee: '0.100000',
+  });
+  t.equal(second.balanceAfter, '4.500000');
+  t.equal(await postings(sql, 'c2'), 1, 'the posting refused on the pool and sent again is posted once');
+  t.same(await outbox(sql), [
+    { accountId: buyer!, event: 'balance.low', data: { accountId: buyer!, balance: '4.500000' } },
+  ]);
+
+  const replay = await ledger.charge({ postingKey: 'c2', accountId: buyer!, sellerId: seller!, amount: '0.900000' });
+  t.equal(replay.replayed, true);
+  await ledger.charge({ postingKey: 'c3', accountId: buyer!, sellerId: seller!, amount: '0.500000' });
+  t.equal((await outbox(sql)).length, 1, 'a replay and a debit below the line emit nothing more');
+  await checkInvariants(t, sql);
+});
+
+t.test("inside the caller's transaction the event joins it, and leaves with it on rollback", async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = daemonLedger(sql);
+  const [operator] = await makeAccounts(sql, 1);
+  const [sub] = await makeAccounts(sql, 1, operator!);
+  await ledger.topup({ accountId: sub!, amount: '6.000000', source: 'card', postingKey: 'top' });
+
+  await t.rejects(
+    sql.begin(async (tx) => {
+      await ledger.charge({ postingKey: 'rolled', accountId: sub!, amount: '2.000000' }, tx);
+      t.equal((await tx`select 1 from events where event = 'sub_account.balance_low'`).length, 1, 'emitted in tx');
+      throw new Error('caller fails');
+    }),
+    /caller fails/,
+  );
+  t.equal(await postings(sql, 'rolled'), 0);
+  t.same(await outbox(sql), [], 'no event without its posting');
+
+  await sql.begin((tx) => ledger.charge({ postingKey: 'kept', accountId: sub!, amount: '2.000000' }, tx));
+  t.same(await outbox(sql), [
+    {
+      accountId: operator!,
+      event: 'sub_account.balance_low',
+      data: { subAccountId: sub!, accountId: sub!, balance: '4.000000' },
+    },
+  ]);
+  await checkInvariants(t, sql);
+});
+
+t.test('a settle on the pool crossing the line emits once with its posting', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = daemonLedger(sql);
+  const [buyer] = await makeAccounts(sql, 1);
+  await ledger.topup({ accountId: buyer!, amount: '6.000000', source: 'card', postingKey: 'top' });
+  const hold = await ledger.hold({ postingKey: 'h', accountId: buyer!, amount: '3.000000', ttlSeconds: 60 });
+  const s = await ledger.settle({ postingKey: 's', holdId: hold.holdId, amount: '1.500000', fee: '0.500000' });
+  t.equal(s.balanceAfter, '4.000000');
+  t.equal(await postings(sql, 's'), 1);
+  t.same(await outbox(sql), [
+    { accountId: buyer!, event: 'balance.low', data: { accountId: buyer!, balance: '4.000000' } },
+  ]);
+  await checkInvariants(t, sql);
+});

@@ -5,7 +5,7 @@ import { supplierGuardFrom } from '../../platform/outbound-guard.js';
 import { every } from '../../platform/periodic.js';
 import type { AccountsService } from '../accounts/service.js';
 import { createCatalog } from './catalog.js';
-import { createInboundSms, type SellerSmsRoute } from './inbound-sms.js';
+import { createInboundSms, type PayerMarkupsOf, type SellerSmsRoute } from './inbound-sms.js';
 
 export { createNumberCalls } from './inbound-calls.js';
 import { createInventory } from './inventory.js';
@@ -45,6 +45,8 @@ export function buildNumbersModule(
     smsSend: SmsSend;
     routeSecret: RouteSecret;
     sellerSmsRoute: SellerSmsRoute;
+    /** A sub-account renter's reseller markups (Application Manager): priced on its received messages. */
+    payerMarkups: PayerMarkupsOf;
     cliSets: CliSets;
     /** Opens (keeps) the SMPP binds of these sellers' SMS routes: their SMSCs deliver messages to rented numbers over them. */
     keepSellerBinds?: (sellerIds: string[]) => Promise<void>;
@@ -92,6 +94,7 @@ export function buildNumbersModule(
     log,
     ledger: deps.ledger,
     sellerSmsRoute: deps.sellerSmsRoute,
+    payerMarkups: deps.payerMarkups,
     platformFeePercent: settings.platform_fee_percent,
     dedupWindowSeconds: settings.mo_dedup_window_seconds,
   });

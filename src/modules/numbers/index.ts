@@ -14,12 +14,14 @@ import { createNumberMessages, type SmsSend } from './messages.js';
 import { createNumberManagement, type SipProbe } from './manage.js';
 import { createOrders, type KycCheck, type SubAccountOf } from './orders.js';
 import { createNumberSettings } from './number-settings.js';
+import { createPortIns } from './port-ins.js';
 import { createRenewals } from './renewals.js';
 import { createReservations } from './reservations.js';
 import { didRoutes, type CliSets } from './routes-dids.js';
 import { inboundRoutes, type RouteSecret } from './routes-inbound.js';
 import { inventoryRoutes } from './routes-inventory.js';
 import { messageRoutes } from './routes-messages.js';
+import { portInRoutes } from './routes-port-ins.js';
 import { settingsRoutes } from './routes-settings.js';
 import { storeRoutes } from './routes-store.js';
 
@@ -108,6 +110,7 @@ export function buildNumbersModule(
     perAccount: settings.reservations_per_account,
   });
   const numberSettings = createNumberSettings({ sql, clock, log, manage });
+  const portIns = createPortIns({ sql, clock, log });
 
   /** Expired holds back on sale, scheduled releases carried out, old SMPP re-send keys forgotten. */
   const sweep = async () => {
@@ -139,6 +142,7 @@ export function buildNumbersModule(
       inventoryRoutes({ inventory, listing })(app);
       messageRoutes(messages)(app);
       settingsRoutes({ reservations, settings: numberSettings })(app);
+      portInRoutes(portIns)(app);
       inboundRoutes({
         inbound,
         routeSecret: deps.routeSecret,
@@ -187,6 +191,7 @@ export function buildNumbersModule(
     reservations,
     settings: numberSettings,
     sweep,
+    portIns,
   };
   return { module, service };
 }

@@ -14,14 +14,25 @@
  * Env: BENCH_SIP_RATES="50,100,…" (offered calls/s per step), BENCH_SIP_SKIP=kamailio,held,two,
  * BENCH_SIP_DB=socket (database over the local Unix socket instead of TCP), BENCH_SIP_VERBOSE=1.
  */
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
-import { tmpdir, loadavg } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { childDaemonConfig, spawnChildDaemon } from '../../test/modules/sip-trunks/child-daemon.js';
 import { createWorld } from '../../test/modules/sip-trunks/world.js';
-import { fill, fixture, freePort } from '../../test/telephony/sip/sipp.js';
+import { freePort } from '../../test/telephony/sip/sipp.js';
 import { runCleanups } from '../lib/cleanups.js';
+import {
+  cpuOf,
+  createSipBench,
+  nodeCpu,
+  pct,
+  ramp as rampOver,
+  uasScenario as uasFor,
+  uptime,
+  type Step,
+  type StepRunner,
+} from '../lib/sip-ramp.js';
 
 const [stepSeconds = 5, heldCalls = 5500] = process.argv.slice(2).map(Number);
 const RATES = (process.env['BENCH_SIP_RATES'] ?? '50,100,150,200,300,400,500,650,800,1000,1200,1400,1700,2000')
@@ -39,163 +50,11 @@ const t = {
 };
 const work = mkdtempSync(join(tmpdir(), 'bench-sip-'));
 cleanups.push(() => rmSync(work, { recursive: true, force: true }));
+const { run, sipp, step: stepAs, waitForUdp } = createSipBench({ work, cleanups, holdMs: HOLD_MS });
 
-const uptime = () => execFileSync('uptime', { encoding: 'utf8' }).trim();
+const uasScenario = uasFor(NUMBER);
 
-/** CPU seconds (user + system) of the processes `pick` selects, from /proc: PostgreSQL backends, Kamailio. */
-function cpuOf(pick: (pid: number, ppid: number, cmdline: string) => boolean): number {
-  let ticks = 0;
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      if (pick(Number(name), Number(fields[1]), cmdline)) ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // The process ended while being read.
-    }
-  }
-  return ticks / 100;
-}
-const nodeCpu = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-};
-
-interface Proc {
-  pid: number;
-  exited: Promise<number>;
-  kill(): Promise<void>;
-  output(): string;
-}
-
-// Each in its own process group: Kamailio forks workers, which a kill of the parent alone would
-// leave running (holding the output pipes, so the bench would never exit).
-function run(cmd: string, args: string[], cwd: string): Proc {
-  const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let out = '';
-  const keep = (d: Buffer) => {
-    out = (out + d.toString()).slice(-20_000);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const exited = new Promise<number>((r) => child.once('exit', (code) => r(code ?? -1)));
-  const proc: Proc = {
-    pid: child.pid ?? -1,
-    exited,
-    output: () => out,
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null && child.pid) {
-        process.kill(-child.pid, 'SIGKILL');
-        await exited;
-      }
-      child.stdout.destroy();
-      child.stderr.destroy();
-    },
-  };
-  cleanups.push(() => proc.kill());
-  return proc;
-}
-
-let dirs = 0;
-/** sipp with the bench's common options; the RTT trace lands in its own directory. */
-async function sipp(scenario: string, args: string[], calls: number, timeoutS: number) {
-  const dir = join(work, `sipp-${++dirs}`);
-  execFileSync('mkdir', ['-p', dir]);
-  writeFileSync(join(dir, 'scenario.xml'), scenario);
-  const port = await freePort();
-  const proc = run(
-    'sipp',
-    [
-      ...args,
-      '-sf',
-      'scenario.xml',
-      '-i',
-      '127.0.0.1',
-      '-p',
-      String(port),
-      '-m',
-      String(calls),
-      '-buff_size',
-      '1048576',
-      '-nostdin',
-      '-nd',
-      '-timeout',
-      `${timeoutS}s`,
-      '-timeout_error',
-    ],
-    dir,
-  );
-  await waitForUdp(port, proc);
-  return { ...proc, port, dir };
-}
-
-async function waitForUdp(port: number, proc: Proc) {
-  const dgram = await import('node:dgram');
-  let alive = true;
-  void proc.exited.then(() => (alive = false));
-  for (let i = 0; alive && i < 250; i++) {
-    const s = dgram.createSocket('udp4');
-    const taken = await new Promise<boolean>((r) => {
-      s.once('error', () => r(true));
-      s.bind(port, '127.0.0.1', () => r(false));
-    });
-    try {
-      s.close();
-    } catch {
-      // A socket whose bind failed is already closed.
-    }
-    if (taken) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** The UAC scenario: challenge, authenticated INVITE (setup time starts here), 200, ACK, hold, BYE. */
-function uacScenario(holdMs: number): string {
-  const auth = fixture('uac-auth.xml');
-  const marked = auth.replace(
-    '{{CHALLENGE_BLOCK}}\n  <send retrans="500">',
-    '{{CHALLENGE_BLOCK}}\n  <send retrans="500" start_rtd="true">',
-  );
-  if (marked === auth) throw new Error('uac-auth.xml changed: cannot mark the authenticated INVITE');
-  return fill(marked, {
-    CHALLENGE_BLOCK: fixture('uac-challenge.block'),
-    AUTH_HEADER: '[authentication]',
-    TAIL: fill(fixture('uac-tail-answer.xml'), { HOLD_MS: String(holdMs) }),
-  });
-}
-
-const uasScenario = fill(fixture('uas-answer.xml'), { EXPECT_USER: NUMBER });
-
-interface Step {
-  rate: number;
-  calls: number;
-  answered: number;
-  achieved: number;
-  exit: number;
-  setup: number[];
-}
-
-/** Reads sipp's RTT trace: one `date_ms;rtt_ms;rtd_no` line per answered call. */
-function readRtt(dir: string): { at: number[]; rtt: number[] } {
-  const at: number[] = [];
-  const rtt: number[] = [];
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('_rtt.csv'))) {
-    for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
-      const [d, r] = line.split(';');
-      const date = Number(d);
-      const ms = Number(r);
-      if (Number.isFinite(date) && Number.isFinite(ms) && d !== '') {
-        at.push(date);
-        rtt.push(ms);
-      }
-    }
-  }
-  return { at: at.sort((a, b) => a - b), rtt };
-}
-
-async function step(
+const step = (
   target: number,
   user: string,
   pass: string,
@@ -203,45 +62,8 @@ async function step(
   calls: number,
   holdMs = HOLD_MS,
   extraTimeoutS = 30,
-): Promise<Step> {
-  const uac = await sipp(
-    uacScenario(holdMs),
-    [
-      `127.0.0.1:${target}`,
-      '-s',
-      NUMBER,
-      '-au',
-      user,
-      '-ap',
-      pass,
-      '-r',
-      String(rate),
-      '-l',
-      String(Math.max(20000, calls)),
-      '-trace_rtt',
-      '-rtt_freq',
-      '1',
-      '-recv_timeout',
-      '10000',
-    ],
-    calls,
-    Math.ceil(calls / rate + holdMs / 1000) + extraTimeoutS,
-  );
-  const exit = await uac.exited;
-  const { at, rtt } = readRtt(uac.dir);
-  const span = at.length > 1 ? (at[at.length - 1]! - at[0]!) / 1000 : 0;
-  const achieved = span > 0 ? (at.length - 1) / span : 0;
-  if (exit !== 0 && process.env['BENCH_SIP_VERBOSE']) console.log(uac.output().slice(-3000));
-  return { rate, calls, answered: at.length, achieved, exit, setup: rtt };
-}
+): Promise<Step> => stepAs(target, { number: NUMBER, user, pass }, rate, calls, holdMs, extraTimeoutS);
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : 0;
-};
-
-/** Rising offered rates until one fails or falls behind; returns every step and the best clean one. */
-type StepRunner = (rate: number, calls: number) => Promise<Step>;
 const oneTarget =
   (target: number, user: string, pass: string): StepRunner =>
   (rate, calls) =>
@@ -264,38 +86,12 @@ const splitOver =
     };
   };
 
-async function ramp(
+const ramp = (
   label: string,
   runStep: StepRunner,
   between: () => Promise<void>,
   cost: () => Promise<Record<string, number>>,
-) {
-  let best: Step | null = null;
-  const steps: Step[] = [];
-  for (const rate of RATES) {
-    const before = await cost();
-    let s = await runStep(rate, Math.round(rate * stepSeconds));
-    // sipp's own fatal start errors (254/255, nothing sent: a port taken meanwhile) say nothing of the peer: once more.
-    if (s.answered === 0 && s.exit >= 254) s = await runStep(rate, Math.round(rate * stepSeconds));
-    steps.push(s);
-    await between();
-    const after = await cost();
-    // Per answered call: CPU ms of each process group (load-independent, unlike calls/s on a shared machine).
-    const per = Object.keys(after)
-      .map(
-        (k) =>
-          `${k} ${((((after[k] ?? 0) - (before[k] ?? 0)) * (k.endsWith('xacts') ? 1 : 1000)) / Math.max(1, s.answered)).toFixed(2)}`,
-      )
-      .join(', ');
-    const clean = s.exit === 0 && s.answered === s.calls && s.achieved >= rate * 0.95;
-    console.log(
-      `  ${label} offered ${rate}/s: ${s.achieved.toFixed(0)}/s answered ${s.answered}/${s.calls}, sipp exit ${s.exit}, setup p50 ${pct(s.setup, 50).toFixed(1)} ms p99 ${pct(s.setup, 99).toFixed(1)} ms${clean ? '' : ' (not sustained)'} · per call: ${per} · load ${loadavg()[0]!.toFixed(2)}`,
-    );
-    if (!clean) break;
-    best = s;
-  }
-  return { best, steps };
-}
+) => rampOver(label, RATES, stepSeconds, runStep, between, cost);
 
 // TCP to PostgreSQL as the daemon's embedded database uses; BENCH_SIP_DB=socket tries the local Unix socket.
 const SOCKET_DIR = '/var/run/postgresql';

@@ -284,6 +284,7 @@ export async function buildModules(coreIn: CoreDeps) {
       const r = await marketplace.services.routes.visibleRoute(routeId, sellerId);
       return r?.sellerId === sellerId && r.type === 'sms';
     },
+    payerMarkups: (accountId) => money.services.application.payerMarkups(accountId),
     // POST /dids/to-cli-set puts numbers into the dialer's caller-ID sets.
     cliSets: dialer.service.library,
     keepSellerBinds: async (sellerIds) => {

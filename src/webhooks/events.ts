@@ -101,6 +101,8 @@ export const SubscribableEvents = [
   // Interconnections, complete: the sweep's expiry of a proposal or a term, a settlement statement ready.
   'interconnection.expired',
   'interconnection.statement_ready',
+  // Port-in orders (docs/numbers.md): every step of an order, to its buyer.
+  'number.port_in.updated',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

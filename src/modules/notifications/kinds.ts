@@ -489,4 +489,12 @@ export const NotificationKinds: Record<string, KindSpec> = {
       body: `The archive of your account's data is ready to download until ${s(d['expiresAt'])}.`,
     }),
   },
+  'number.port_in.updated': {
+    label: 'Number port-in orders',
+    inAppDefault: true,
+    render: (d) => ({
+      title: `Port-in order ${s(d['status'], 'updated').replace('_', ' ')}`,
+      body: `Your order to bring ${Array.isArray(d['numbers']) ? d['numbers'].length : 'your'} number(s) in is now ${s(d['status'], 'updated').replace('_', ' ')}${d['note'] ? `: ${s(d['note'])}` : '.'}`,
+    }),
+  },
 };

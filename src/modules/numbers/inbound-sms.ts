@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from '../../db/connection.js';
 import { AppError, InsufficientBalanceError, notFound } from '../../http/errors.js';
@@ -8,8 +9,14 @@ import { countSegments, SMPP_STATUS, type MobileOriginated } from '../../messagi
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
+import type { ApplicationService } from '../application/service.js';
+import { chargeMarkup, markupOn, markupPctOn } from '../cdrs/index.js';
 import { createFeeSplit } from './fee.js';
 import { isBalanceRefusal } from './orders.js';
+
+/** Whether `routeId` is an SMS route of `sellerId` (the marketplace's answer). */
+/** A payer's reseller markups (Application Manager's one look-up): a sub-account renter pays its operator's. */
+export type PayerMarkupsOf = ApplicationService['payerMarkups'];
 
 /** Whether `routeId` is an SMS route of `sellerId` (the marketplace's answer). */
 export type SellerSmsRoute = (routeId: string, sellerId: string) => Promise<boolean>;
@@ -33,7 +40,7 @@ const digits = (n: string) => n.replace(/^\+/, '');
  * A mobile-originated SMS that a number's seller delivers to one of its numbers: kept as a
  * received message of the number's conversation with the sender and, in the same transaction,
  * the group's inbound SMS price charged to the renter (the seller credited less the platform
- * fee) and `number.sms.received` for the owner (the outbox sends it signed to the owner's
+ * fee, a sub-account renter's reseller markup on top, paid to its operator) and `number.sms.received` for the owner (the outbox sends it signed to the owner's
  * endpoints). The seller's supplier message id, or for SMPP the re-send key, makes a repeated
  * delivery a no-op.
  */
@@ -43,6 +50,7 @@ export function createInboundSms(deps: {
   log: Logger;
   ledger: Ledger;
   sellerSmsRoute: SellerSmsRoute;
+  payerMarkups: PayerMarkupsOf;
   platformFeePercent: string;
   dedupWindowSeconds: number;
 }) {
@@ -64,26 +72,58 @@ export function createInboundSms(deps: {
     return rows.length === 1;
   }
 
-  /** The renter pays the group's price of a received message; null when the group sets none. */
-  async function charge(tx: TransactionSql, did: LiveDid, messageId: string) {
+  /** The group's price of a received message; null when the group sets none (or 0). */
+  function priceOf(did: LiveDid): Money | null {
     if (did.inboundSmsRate === null) return null;
     const price = Money.parse(did.inboundSmsRate);
-    if (price.isZero()) return null;
-    const { fee, seller } = split(price);
+    return price.isZero() ? null : price;
+  }
+
+  /**
+   * What a priced message costs the renter: the group's price, and for a sub-account its reseller's
+   * markup on it (rounded once to 6 places, as calls and sent messages), paid to the operator. The
+   * number is the "route" of the markup look-up, as on the number's inbound calls.
+   */
+  async function renterPrice(did: LiveDid): Promise<RenterPrice | null> {
+    const price = priceOf(did);
+    if (price === null) return null;
+    const m = await deps.payerMarkups(did.accountId);
+    const markup = m.operatorId ? markupOn(price.value, markupPctOn(m, did.id)) : new Decimal(0);
+    return { price, operatorId: m.operatorId, markup };
+  }
+
+  /**
+   * The renter pays the priced message: the seller its part and the platform its fee in one
+   * charge, the operator its markup right behind it; either refused by the balance refuses the message.
+   */
+  async function charge(tx: TransactionSql, did: LiveDid, messageId: string, p: RenterPrice) {
+    const { fee, seller } = split(p.price);
+    const postingKey = `did:${did.id}:sms-in:${messageId}`;
+    const context = {
+      reference: 'Phone number: SMS received',
+      relatedEntityType: 'did_message',
+      relatedEntityId: messageId,
+    };
     try {
-      return await ledger.charge(
+      const paid = await ledger.charge(
         {
-          postingKey: `did:${did.id}:sms-in:${messageId}`,
+          postingKey,
           accountId: did.accountId,
           sellerId: did.sellerId,
           amount: seller.toString(),
           fee: fee.toString(),
-          reference: 'Phone number: SMS received',
-          relatedEntityType: 'did_message',
-          relatedEntityId: messageId,
+          ...context,
         },
         tx,
       );
+      await chargeMarkup(ledger, tx, {
+        key: postingKey,
+        payer: did.accountId,
+        operatorId: p.operatorId,
+        markup: p.markup.toFixed(6),
+        context,
+      });
+      return { postingId: paid.postingId, cost: p.price.value.plus(p.markup).toFixed(6) };
     } catch (err) {
       if (isBalanceRefusal(err))
         throw new InsufficientBalanceError(
@@ -114,6 +154,7 @@ export function createInboundSms(deps: {
       const at = clock.now();
       const id = newId();
       const segments = countSegments(sms.text).segments;
+      const priced = await renterPrice(did);
       const stored = await sql.begin(async (tx) => {
         if (resendKey !== null && !(await claimResend(tx, resendKey, id, at))) return false;
         const res = await tx`
@@ -123,10 +164,10 @@ export function createInboundSms(deps: {
                   'received', ${sms.supplierMessageId ?? null}, ${key}, ${at})
           on conflict (did_id, idempotency_key) where idempotency_key is not null do nothing`;
         if (res.count === 0) return false;
-        const paid = await charge(tx, did, id);
+        const paid = priced && (await charge(tx, did, id, priced));
         if (paid)
           await tx`
-            update did_messages set cost = ${did.inboundSmsRate}::numeric, posting_id = ${paid.postingId}
+            update did_messages set cost = ${paid.cost}::numeric, posting_id = ${paid.postingId}
             where id = ${id}`;
         await emit(tx, {
           accountId: did.accountId,
@@ -194,6 +235,13 @@ export function createInboundSms(deps: {
     },
   };
   return receiver;
+}
+
+interface RenterPrice {
+  price: Money;
+  /** The sub-account renter's operator, paid `markup`; null when the renter is not a sub-account. */
+  operatorId: string | null;
+  markup: Decimal;
 }
 
 interface LiveDid {

@@ -5,7 +5,7 @@ import { supplierGuardFrom } from '../../platform/outbound-guard.js';
 import { every } from '../../platform/periodic.js';
 import type { AccountsService } from '../accounts/service.js';
 import { createCatalog } from './catalog.js';
-import { createInboundSms, type SellerSmsRoute } from './inbound-sms.js';
+import { createInboundSms, type PayerMarkupsOf, type SellerSmsRoute } from './inbound-sms.js';
 
 export { createNumberCalls } from './inbound-calls.js';
 import { createInventory } from './inventory.js';
@@ -14,12 +14,14 @@ import { createNumberMessages, type SmsSend } from './messages.js';
 import { createNumberManagement, type SipProbe } from './manage.js';
 import { createOrders, type KycCheck, type SubAccountOf } from './orders.js';
 import { createNumberSettings } from './number-settings.js';
+import { createPortIns } from './port-ins.js';
 import { createRenewals } from './renewals.js';
 import { createReservations } from './reservations.js';
 import { didRoutes, type CliSets } from './routes-dids.js';
 import { inboundRoutes, type RouteSecret } from './routes-inbound.js';
 import { inventoryRoutes } from './routes-inventory.js';
 import { messageRoutes } from './routes-messages.js';
+import { portInRoutes } from './routes-port-ins.js';
 import { settingsRoutes } from './routes-settings.js';
 import { storeRoutes } from './routes-store.js';
 
@@ -45,6 +47,8 @@ export function buildNumbersModule(
     smsSend: SmsSend;
     routeSecret: RouteSecret;
     sellerSmsRoute: SellerSmsRoute;
+    /** A sub-account renter's reseller markups (Application Manager): priced on its received messages. */
+    payerMarkups: PayerMarkupsOf;
     cliSets: CliSets;
     /** Opens (keeps) the SMPP binds of these sellers' SMS routes: their SMSCs deliver messages to rented numbers over them. */
     keepSellerBinds?: (sellerIds: string[]) => Promise<void>;
@@ -92,6 +96,7 @@ export function buildNumbersModule(
     log,
     ledger: deps.ledger,
     sellerSmsRoute: deps.sellerSmsRoute,
+    payerMarkups: deps.payerMarkups,
     platformFeePercent: settings.platform_fee_percent,
     dedupWindowSeconds: settings.mo_dedup_window_seconds,
   });
@@ -105,6 +110,7 @@ export function buildNumbersModule(
     perAccount: settings.reservations_per_account,
   });
   const numberSettings = createNumberSettings({ sql, clock, log, manage });
+  const portIns = createPortIns({ sql, clock, log });
 
   /** Expired holds back on sale, scheduled releases carried out, old SMPP re-send keys forgotten. */
   const sweep = async () => {
@@ -136,6 +142,7 @@ export function buildNumbersModule(
       inventoryRoutes({ inventory, listing })(app);
       messageRoutes(messages)(app);
       settingsRoutes({ reservations, settings: numberSettings })(app);
+      portInRoutes(portIns)(app);
       inboundRoutes({
         inbound,
         routeSecret: deps.routeSecret,
@@ -184,6 +191,7 @@ export function buildNumbersModule(
     reservations,
     settings: numberSettings,
     sweep,
+    portIns,
   };
   return { module, service };
 }

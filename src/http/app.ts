@@ -3,6 +3,7 @@ import { STATUS_CODES, type IncomingMessage, type Server as HttpServer, type Ser
 import type { Duplex } from 'node:stream';
 import type { Server as HttpsServer } from 'node:https';
 import AjvCompiler from '@fastify/ajv-compiler';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
@@ -113,7 +114,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         reply,
       );
     },
-    schemaController: { compilersFactory: { buildValidator: validatorsByPart() } },
+    schemaController: {
+      compilersFactory: { buildValidator: validatorsByPart(), buildSerializer: sharedSerializers() },
+    },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.decorate('apiRoutes', [] as string[]);
@@ -300,15 +303,48 @@ function validatorsByPart(): AjvCompiler.BuildCompilerFromPool {
   return (externalSchemas) => {
     // Fastify calls a compiler with the route's schema definition (schema, method, url, httpPart);
     // the package's types describe it as taking the bare schema.
-    type Compile = (route: { httpPart?: string }) => ReturnType<ReturnType<AjvCompiler.BuildCompilerFromPool>>;
+    type Compile = (route: {
+      httpPart?: string;
+      schema?: unknown;
+    }) => ReturnType<ReturnType<AjvCompiler.BuildCompilerFromPool>>;
     const strict = pool(externalSchemas, {
       customOptions: { ...AJV_OPTIONS, coerceTypes: false },
     }) as unknown as Compile;
     const coercing = pool(externalSchemas, {
       customOptions: { ...AJV_OPTIONS, coerceTypes: 'array' },
     }) as unknown as Compile;
-    const byPart: Compile = (route) => (route.httpPart === 'body' ? strict(route) : coercing(route));
+    // Many routes take the same parameters or query (an id, a cursor page): Ajv caches by schema
+    // object, so equal schemas of different routes would each be compiled. A validator keeps
+    // nothing between calls but the last call's `errors`, read right after it.
+    const built = new Map<string, ReturnType<Compile>>();
+    const byPart: Compile = (route) => {
+      const body = route.httpPart === 'body';
+      const key = `${body ? 'body' : 'text'} ${JSON.stringify(route.schema)}`;
+      let validator = built.get(key);
+      if (!validator) built.set(key, (validator = body ? strict(route) : coercing(route)));
+      return validator;
+    };
     return byPart as unknown as ReturnType<AjvCompiler.BuildCompilerFromPool>;
+  };
+}
+
+/**
+ * Every route answers its 4xx and 5xx with the same envelope schema, and fast-json-stringify
+ * builds (with an Ajv instance of its own) one serializer per route and status: about a thousand
+ * identical builds, most of the daemon's start. Identical schemas within one set of shared
+ * schemas (the options are fixed per set) share one serializer.
+ */
+function sharedSerializers(): ReturnType<typeof SerializerSelector> {
+  const selector = SerializerSelector();
+  return (externalSchemas, options) => {
+    const compile = selector(externalSchemas, options);
+    const built = new Map<string, ReturnType<typeof compile>>();
+    return (route) => {
+      const key = JSON.stringify(route.schema);
+      let serializer = built.get(key);
+      if (!serializer) built.set(key, (serializer = compile(route)));
+      return serializer;
+    };
   };
 }
 

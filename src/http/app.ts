@@ -115,7 +115,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       );
     },
     schemaController: {
-      compilersFactory: { buildValidator: validatorsByPart(), buildSerializer: sharedSerializers() },
+      compilersFactory: {
+        buildValidator: validatorsByPart(config.http.schema_compile === 'first_use'),
+        buildSerializer: sharedSerializers(config.http.schema_compile === 'first_use'),
+      },
     },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
@@ -298,7 +301,7 @@ const AJV_OPTIONS = { allErrors: true, useDefaults: true, removeAdditional: fals
  * one-element array. Query strings, path parameters and headers arrive as text, so only they are
  * coerced to the schema's types.
  */
-function validatorsByPart(): AjvCompiler.BuildCompilerFromPool {
+function validatorsByPart(onFirstUse: boolean): AjvCompiler.BuildCompilerFromPool {
   const pool = AjvCompiler();
   return (externalSchemas) => {
     // Fastify calls a compiler with the route's schema definition (schema, method, url, httpPart);
@@ -321,7 +324,11 @@ function validatorsByPart(): AjvCompiler.BuildCompilerFromPool {
       const body = route.httpPart === 'body';
       const key = `${body ? 'body' : 'text'} ${JSON.stringify(route.schema)}`;
       let validator = built.get(key);
-      if (!validator) built.set(key, (validator = body ? strict(route) : coercing(route)));
+      if (!validator) {
+        const compile = () => (body ? strict(route) : coercing(route));
+        validator = onFirstUse ? validatorOnFirstUse(compile) : compile();
+        built.set(key, validator);
+      }
       return validator;
     };
     return byPart as unknown as ReturnType<AjvCompiler.BuildCompilerFromPool>;
@@ -334,7 +341,7 @@ function validatorsByPart(): AjvCompiler.BuildCompilerFromPool {
  * identical builds, most of the daemon's start. Identical schemas within one set of shared
  * schemas (the options are fixed per set) share one serializer.
  */
-function sharedSerializers(): ReturnType<typeof SerializerSelector> {
+function sharedSerializers(onFirstUse: boolean): ReturnType<typeof SerializerSelector> {
   const selector = SerializerSelector();
   return (externalSchemas, options) => {
     const compile = selector(externalSchemas, options);
@@ -342,10 +349,30 @@ function sharedSerializers(): ReturnType<typeof SerializerSelector> {
     return (route) => {
       const key = JSON.stringify(route.schema);
       let serializer = built.get(key);
-      if (!serializer) built.set(key, (serializer = compile(route)));
+      if (!serializer) {
+        let real: ReturnType<typeof compile> | undefined;
+        serializer = onFirstUse ? (doc) => (real ??= compile(route))(doc) : compile(route);
+        built.set(key, serializer);
+      }
       return serializer;
     };
   };
+}
+
+/**
+ * An Ajv validator compiled when first called (`[http] schema_compile = "first_use"`). Fastify
+ * reads `schemaEnv` (whether to pass the parent object, so a root value can be coerced) just
+ * before the call and `errors` just after it: both come from the compiled function.
+ */
+function validatorOnFirstUse<V extends (...args: never[]) => unknown>(compile: () => V): V {
+  let real: V | undefined;
+  const get = () => (real ??= compile());
+  const validate = (...args: Parameters<V>) => get()(...args);
+  Object.defineProperty(validate, 'schemaEnv', { get: () => (get() as unknown as { schemaEnv?: unknown }).schemaEnv });
+  Object.defineProperty(validate, 'errors', {
+    get: () => (real as unknown as { errors?: unknown } | undefined)?.errors,
+  });
+  return validate as unknown as V;
 }
 
 function requireForwardedHttps(req: FastifyRequest, proxies: readonly string[]) {

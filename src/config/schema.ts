@@ -38,6 +38,7 @@ export const ConfigSchema = Type.Object({
     body_limit_bytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 1048576 }),
     public_hostname: Type.String({ default: 'localhost' }),
     max_connections: Type.Integer({ minimum: 16, maximum: 1000000, default: 8192 }),
+    schema_compile: Type.Union([Type.Literal('at_start'), Type.Literal('first_use')], { default: 'at_start' }),
   }),
   database: Type.Object({
     url: Type.String({ default: '' }),

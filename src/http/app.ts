@@ -3,6 +3,7 @@ import { STATUS_CODES, type IncomingMessage, type Server as HttpServer, type Ser
 import type { Duplex } from 'node:stream';
 import type { Server as HttpsServer } from 'node:https';
 import AjvCompiler from '@fastify/ajv-compiler';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
@@ -113,7 +114,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         reply,
       );
     },
-    schemaController: { compilersFactory: { buildValidator: validatorsByPart() } },
+    schemaController: {
+      compilersFactory: {
+        buildValidator: validatorsByPart(config.http.schema_compile === 'first_use'),
+        buildSerializer: sharedSerializers(config.http.schema_compile === 'first_use'),
+      },
+    },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.decorate('apiRoutes', [] as string[]);
@@ -295,21 +301,78 @@ const AJV_OPTIONS = { allErrors: true, useDefaults: true, removeAdditional: fals
  * one-element array. Query strings, path parameters and headers arrive as text, so only they are
  * coerced to the schema's types.
  */
-function validatorsByPart(): AjvCompiler.BuildCompilerFromPool {
+function validatorsByPart(onFirstUse: boolean): AjvCompiler.BuildCompilerFromPool {
   const pool = AjvCompiler();
   return (externalSchemas) => {
     // Fastify calls a compiler with the route's schema definition (schema, method, url, httpPart);
     // the package's types describe it as taking the bare schema.
-    type Compile = (route: { httpPart?: string }) => ReturnType<ReturnType<AjvCompiler.BuildCompilerFromPool>>;
+    type Compile = (route: {
+      httpPart?: string;
+      schema?: unknown;
+    }) => ReturnType<ReturnType<AjvCompiler.BuildCompilerFromPool>>;
     const strict = pool(externalSchemas, {
       customOptions: { ...AJV_OPTIONS, coerceTypes: false },
     }) as unknown as Compile;
     const coercing = pool(externalSchemas, {
       customOptions: { ...AJV_OPTIONS, coerceTypes: 'array' },
     }) as unknown as Compile;
-    const byPart: Compile = (route) => (route.httpPart === 'body' ? strict(route) : coercing(route));
+    // Many routes take the same parameters or query (an id, a cursor page): Ajv caches by schema
+    // object, so equal schemas of different routes would each be compiled. A validator keeps
+    // nothing between calls but the last call's `errors`, read right after it.
+    const built = new Map<string, ReturnType<Compile>>();
+    const byPart: Compile = (route) => {
+      const body = route.httpPart === 'body';
+      const key = `${body ? 'body' : 'text'} ${JSON.stringify(route.schema)}`;
+      let validator = built.get(key);
+      if (!validator) {
+        const compile = () => (body ? strict(route) : coercing(route));
+        validator = onFirstUse ? validatorOnFirstUse(compile) : compile();
+        built.set(key, validator);
+      }
+      return validator;
+    };
     return byPart as unknown as ReturnType<AjvCompiler.BuildCompilerFromPool>;
   };
+}
+
+/**
+ * Every route answers its 4xx and 5xx with the same envelope schema, and fast-json-stringify
+ * builds (with an Ajv instance of its own) one serializer per route and status: about a thousand
+ * identical builds, most of the daemon's start. Identical schemas within one set of shared
+ * schemas (the options are fixed per set) share one serializer.
+ */
+function sharedSerializers(onFirstUse: boolean): ReturnType<typeof SerializerSelector> {
+  const selector = SerializerSelector();
+  return (externalSchemas, options) => {
+    const compile = selector(externalSchemas, options);
+    const built = new Map<string, ReturnType<typeof compile>>();
+    return (route) => {
+      const key = JSON.stringify(route.schema);
+      let serializer = built.get(key);
+      if (!serializer) {
+        let real: ReturnType<typeof compile> | undefined;
+        serializer = onFirstUse ? (doc) => (real ??= compile(route))(doc) : compile(route);
+        built.set(key, serializer);
+      }
+      return serializer;
+    };
+  };
+}
+
+/**
+ * An Ajv validator compiled when first called (`[http] schema_compile = "first_use"`). Fastify
+ * reads `schemaEnv` (whether to pass the parent object, so a root value can be coerced) just
+ * before the call and `errors` just after it: both come from the compiled function.
+ */
+function validatorOnFirstUse<V extends (...args: never[]) => unknown>(compile: () => V): V {
+  let real: V | undefined;
+  const get = () => (real ??= compile());
+  const validate = (...args: Parameters<V>) => get()(...args);
+  Object.defineProperty(validate, 'schemaEnv', { get: () => (get() as unknown as { schemaEnv?: unknown }).schemaEnv });
+  Object.defineProperty(validate, 'errors', {
+    get: () => (real as unknown as { errors?: unknown } | undefined)?.errors,
+  });
+  return validate as unknown as V;
 }
 
 function requireForwardedHttps(req: FastifyRequest, proxies: readonly string[]) {

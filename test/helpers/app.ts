@@ -52,6 +52,8 @@ export async function buildTestApp(
       log: { level: 'silent' },
       security: TEST_SECURITY,
       ...overrides,
+      // Schemas compile when a route is first called, as in startTestDaemon.
+      http: { schema_compile: 'first_use', ...(overrides.http ?? {}) },
       auth: { scrypt_cost: TEST_SCRYPT_COST, ...(overrides.auth ?? {}) },
     } as DeepPartial<Config>,
   });

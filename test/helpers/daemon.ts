@@ -53,7 +53,9 @@ export async function startTestDaemon(
   const base: Record<string, Record<string, unknown>> = {
     paths: { state },
     log: { level: 'silent' },
-    http: { host: '127.0.0.1', port: 0 },
+    // A test calls a few of the ~500 routes: their schemas compile on first use (about 2 s of CPU
+    // less per daemon); test/http/schema-compile.test.ts compiles them all at start.
+    http: { host: '127.0.0.1', port: 0, schema_compile: 'first_use' },
     database: { url: db.url, pool_max: 10 },
     // No background OPTIONS: a probe landing on a sipp peer (or on a port another test's sipp now
     // holds) fails that scenario; health tests call checkAll() themselves.

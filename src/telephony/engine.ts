@@ -117,6 +117,8 @@ export interface EngineCall {
   /** `voice`: an espeak-ng voice name (variants too: `en-gb+f2`); default the language's voice. */
   speak(text: string, options?: { language?: CallLanguage; voice?: string }): Promise<{ interrupted: boolean }>;
   play(mp3: Uint8Array): Promise<{ interrupted: boolean }>;
+  /** Readies speech in this voice ahead of `speak` (an AI agent's replies), where the engine can. */
+  readyVoice(options?: { language?: CallLanguage; voice?: string }): void;
   gather(spec: GatherSpec): Promise<GatherResult>;
   pause(seconds: number): Promise<void>;
   /**

@@ -170,7 +170,6 @@ export async function converse(
   const language = isTtsLanguage(lang) ? lang : 'en';
   const [voiceProvider, voiceName] = (agent.voiceId ?? 'espeak:en-us').split(':', 2) as [string, string | undefined];
   const ended = new AbortController();
-  let speaking = false;
   let bargedIn = false;
   let outcome: ConversationOutcome | null = null;
   let transferTo: string | null = null;
@@ -180,22 +179,35 @@ export async function converse(
     ended.abort();
   });
 
-  /** Plays one sentence; true when it played to its end. */
-  async function say(text: string): Promise<boolean> {
-    if (ended.signal.aborted) return false;
-    speaking = true;
-    try {
-      const r =
-        voiceProvider === 'openai' && deps.speech && voiceName
-          ? await call.play(await deps.speech.speak({ voice: voiceName, text }))
-          : await call.speak(
-              text,
-              voiceProvider === 'espeak' && voiceName ? { language, voice: voiceName } : { language },
-            );
-      return !r.interrupted;
-    } finally {
-      speaking = false;
-    }
+  const espeakVoice = voiceProvider === 'espeak' && voiceName ? { language, voice: voiceName } : { language };
+  const premium = voiceProvider === 'openai' && deps.speech && voiceName ? voiceName : null;
+  // Sentences being rendered or played; the caller's speech over any of them is barge-in.
+  let speaking = 0;
+
+  /**
+   * Starts one sentence at once (rendering overlaps the model's streaming and the sentences before
+   * it); the engine plays them in the order asked. Resolves true when it played to its end.
+   */
+  function say(text: string): Promise<boolean> {
+    if (ended.signal.aborted) return Promise.resolve(false);
+    speaking++;
+    const played = premium
+      ? deps.speech!.speak({ voice: premium, text }).then((mp3) => inOrder(() => call.play(mp3)))
+      : call.speak(text, espeakVoice);
+    const done = played
+      .then((r) => !r.interrupted)
+      .finally(() => {
+        speaking--;
+      });
+    done.catch(() => undefined); // awaited, and so reported, by the turn
+    return done;
+  }
+  // Premium speech arrives as whole MP3s, fetched in parallel and played one after another.
+  let playing: Promise<unknown> = Promise.resolve();
+  function inOrder<T>(play: () => Promise<T>): Promise<T> {
+    const next = playing.then(play, play);
+    playing = next.catch(() => undefined);
+    return next;
   }
 
   // Utterances wait here while a turn is being answered; the loop below takes them in order.
@@ -209,7 +221,7 @@ export async function converse(
       wake?.();
     },
     onSpeech(ms) {
-      if (speaking && ms >= BARGE_IN_MS && !bargedIn) {
+      if (speaking > 0 && ms >= BARGE_IN_MS && !bargedIn) {
         bargedIn = true;
         call.interrupt();
       }
@@ -223,6 +235,7 @@ export async function converse(
     return { outcome: 'provider_failed', transcript, captured, transferTo, turnLatencyMs };
   }
   ended.signal.addEventListener('abort', () => wake?.(), { once: true });
+  if (!premium) call.readyVoice(espeakVoice);
 
   try {
     if (agent.firstMessage) {
@@ -255,13 +268,11 @@ export async function converse(
       let text = '';
       let spokenTo = 0;
       let firstAudio: number | null = null;
-      let speech: Promise<boolean> = Promise.resolve(true);
+      const sentences: Promise<boolean>[] = [];
       const speakNext = (sentence: string) => {
-        speech = speech.then((okSoFar) => {
-          if (!okSoFar || bargedIn) return false;
-          firstAudio ??= performance.now();
-          return say(sentence);
-        });
+        if (bargedIn) return;
+        firstAudio ??= performance.now();
+        sentences.push(say(sentence));
       };
       const reply = await deps.chat.stream(
         { model: agent.model, messages: turnMessages(agent, history, heard), tools: toolsFor(agent) },
@@ -283,7 +294,7 @@ export async function converse(
       history.push({ role: 'user', content: heard }, { role: 'assistant', content: reply.content.trim() });
       const act = readToolCalls(agent, reply.toolCalls);
       Object.assign(captured, act.captured);
-      await speech;
+      await Promise.all(sentences);
       if (firstAudio !== null) {
         turn.latencyMs = Math.round(firstAudio - endedAt);
         turnLatencyMs.push(turn.latencyMs);

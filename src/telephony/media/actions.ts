@@ -20,13 +20,28 @@ export interface ActionMedia {
   onDtmf(listener: (key: DtmfKey) => void): () => void;
   /** The far end's voice frames in `codec`; absent where the engine cannot hand audio out. */
   onAudio?(listener: (frame: Uint8Array) => void): () => void;
+  /**
+   * Plays queue back to back with no gap between them (the native RTP session), so speech can be
+   * handed over piece by piece as it is rendered; absent where each play starts on its own.
+   */
+  readonly gapless?: boolean;
 }
 
 /** Turns prompts into G.711 in the stream's codec. */
 export interface PromptRenderer {
   /** `voice`: an espeak-ng voice (with its variant, `en-us+f3`) instead of the language's own. */
   say(text: string, language: TtsLanguage, codec: G711Codec, voice?: string): Promise<Uint8Array>;
+  /** `say` handing the audio to `onAudio` in order as it is rendered (whole 20 ms frames). */
+  sayStream?(
+    text: string,
+    language: TtsLanguage,
+    codec: G711Codec,
+    voice: string | undefined,
+    onAudio: (audio: Uint8Array) => void,
+  ): Promise<void>;
   play(mp3: Uint8Array, codec: G711Codec): Promise<Uint8Array>;
+  /** Makes the next `say` in this voice start faster (a synthesiser started ahead). */
+  warm?(language: TtsLanguage, voice?: string): void;
 }
 
 /** Timers, injectable so tests need not wait out real gather timeouts. */
@@ -58,6 +73,10 @@ export function createPromptRenderer(deps: { tts: Tts; mp3: Mp3Decoder }): Promp
   return {
     say: (text, language, codec, voice) =>
       deps.tts.synthesize(voice ? { text, language, codec, voice } : { text, language, codec }),
+    warm: (language, voice) => deps.tts.warm(language, voice),
+    async sayStream(text, language, codec, voice, onAudio) {
+      await deps.tts.stream(voice ? { text, language, codec, voice } : { text, language, codec }, onAudio);
+    },
     play(mp3, codec) {
       let byCodec = decoded.get(mp3);
       if (!byCodec) {

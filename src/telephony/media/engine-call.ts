@@ -90,6 +90,47 @@ export function engineCall(p: EngineCallParts): EngineCall {
       onGathered,
     });
   }
+  // Speeches hand their audio to the media in the order they were asked for: `handedOver` settles
+  // when the last one asked has queued all of its audio, so the next may render meanwhile and
+  // queue right behind it. `interrupt` moves to a new generation: audio of an older one is dropped.
+  let handedOver: Promise<void> = Promise.resolve();
+  let generation = 0;
+
+  /** Speech rendered and played piece by piece, from the first frame espeak-ng writes. */
+  async function speakStreaming(
+    media: ActionMedia,
+    sayStream: NonNullable<PromptRenderer['sayStream']>,
+    text: string,
+    opts: { language?: CallLanguage; voice?: string } | undefined,
+  ): Promise<{ interrupted: boolean }> {
+    const mine = generation;
+    const before = handedOver;
+    let done = (): void => undefined;
+    handedOver = new Promise((resolve) => {
+      done = resolve;
+    });
+    const plays: Promise<{ interrupted: boolean }>[] = [];
+    const held: Uint8Array[] = [];
+    let myTurn = false;
+    const hand = (audio: Uint8Array): void => {
+      if (mine === generation) plays.push(media.play(audio));
+    };
+    void before.then(() => {
+      myTurn = true;
+      for (const audio of held.splice(0)) hand(audio);
+    });
+    try {
+      await sayStream(text, opts?.language ?? p.language, media.codec, opts?.voice, (audio) =>
+        myTurn ? hand(audio) : held.push(audio),
+      );
+      await before;
+    } finally {
+      done();
+    }
+    const results = await Promise.all(plays);
+    return { interrupted: mine !== generation || results.some((r) => r.interrupted) };
+  }
+
   return {
     callId: p.callId,
     get state() {
@@ -99,7 +140,12 @@ export function engineCall(p: EngineCallParts): EngineCall {
     on: (event, listener) => p.events.on(event, listener),
     async speak(text, opts) {
       const media = p.media();
+      if (media.gapless && p.renderer.sayStream)
+        return speakStreaming(media, p.renderer.sayStream.bind(p.renderer), text, opts);
       return media.play(await p.renderer.say(text, opts?.language ?? p.language, media.codec, opts?.voice));
+    },
+    readyVoice(opts) {
+      p.renderer.warm?.(opts?.language ?? p.language, opts?.voice);
     },
     async play(mp3) {
       const media = p.media();
@@ -122,6 +168,7 @@ export function engineCall(p: EngineCallParts): EngineCall {
       await media.play(codec === media.codec ? frame : encodeG711(media.codec, decodeG711(codec, frame)));
     },
     interrupt() {
+      generation++;
       if (p.state() === 'answered') p.media().stop();
     },
     runActions: (actions, opts) => run(actions, opts?.onGathered),

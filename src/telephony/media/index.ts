@@ -85,6 +85,7 @@ export function createMediaPlane(options: MediaPlaneOptions): MediaPlane {
       await Promise.all(engines.map((e) => e.close()));
       if (!options.pool) await pool.close();
       await mp3.close();
+      tts.close();
     },
   };
 }

@@ -136,3 +136,129 @@ export function wavOf(pcm: Int16Array, sampleRate: number): Uint8Array {
   head.writeUInt32LE(data.length, 40);
   return Buffer.concat([head, data]);
 }
+
+/**
+ * `resampleLinear` and `wavToTelephony` over a WAV that arrives in pieces (espeak-ng's `--stdout`
+ * as it is written): `push` takes the next bytes and returns the 8 kHz samples they complete,
+ * `end` the rest. The samples it returns, joined, equal `wavToTelephony(parseWav(all bytes))`.
+ */
+export function createWavStream(toRate = TELEPHONY_RATE): {
+  push(bytes: Uint8Array): Int16Array;
+  end(): Int16Array;
+} {
+  let head: Uint8Array = new Uint8Array(0);
+  let format: { sampleRate: number; channels: number } | null = null;
+  let carry: Uint8Array = new Uint8Array(0);
+  let ratio = 1;
+  let width = 1;
+  // Filtered mono input so far, grown by doubling.
+  let source = new Float32Array(4096);
+  let length = 0;
+  let acc = 0;
+  const window: number[] = [];
+  let nextOut = 0;
+
+  /** Parses the header once all of it is here; returns the bytes after it, or null while it is incomplete. */
+  function readHeader(bytes: Uint8Array): Uint8Array | null {
+    const joined = new Uint8Array(head.length + bytes.length);
+    joined.set(head);
+    joined.set(bytes, head.length);
+    head = joined;
+    const view = new DataView(joined.buffer, joined.byteOffset, joined.byteLength);
+    const tag = (off: number) => String.fromCharCode(...joined.subarray(off, off + 4));
+    if (joined.length < 12) return null;
+    if (tag(0) !== 'RIFF' || tag(8) !== 'WAVE') throw new Error('not a RIFF/WAVE stream');
+    let off = 12;
+    let fmt: { sampleRate: number; channels: number } | null = null;
+    while (off + 8 <= joined.length) {
+      const size = view.getUint32(off + 4, true);
+      const body = off + 8;
+      if (tag(off) === 'data') {
+        if (!fmt) throw new Error('WAV data chunk before fmt chunk');
+        format = fmt;
+        ratio = fmt.sampleRate / toRate;
+        width = Math.max(1, Math.floor(ratio));
+        return joined.subarray(body);
+      }
+      if (tag(off) === 'fmt ') {
+        if (body + 16 > joined.length) return null;
+        if (view.getUint16(body, true) !== 1 || view.getUint16(body + 14, true) !== 16)
+          throw new Error('only 16-bit PCM WAV is supported');
+        fmt = { channels: view.getUint16(body + 2, true), sampleRate: view.getUint32(body + 4, true) };
+      }
+      off = body + size + (size & 1);
+    }
+    return null;
+  }
+
+  function append(bytes: Uint8Array): void {
+    const f = format!;
+    const all = carry.length ? new Uint8Array(carry.length + bytes.length) : bytes;
+    if (carry.length) {
+      all.set(carry);
+      all.set(bytes, carry.length);
+    }
+    const frameBytes = 2 * f.channels;
+    const frames = Math.floor(all.length / frameBytes);
+    carry = all.slice(frames * frameBytes);
+    if (length + frames > source.length) {
+      const grown = new Float32Array(Math.max(source.length * 2, length + frames));
+      grown.set(source.subarray(0, length));
+      source = grown;
+    }
+    const view = new DataView(all.buffer, all.byteOffset, frames * frameBytes);
+    for (let i = 0; i < frames; i++) {
+      let sum = 0;
+      for (let c = 0; c < f.channels; c++) sum += view.getInt16((i * f.channels + c) * 2, true);
+      const x = f.channels > 1 ? Math.round(sum / f.channels) : sum;
+      if (width >= 2) {
+        acc += x;
+        window.push(x);
+        if (window.length > width) acc -= window.shift()!;
+        source[length++] = acc / window.length;
+      } else source[length++] = x;
+    }
+  }
+
+  /** Output samples whose two source samples are both here (all of them at the end). */
+  function emit(final: boolean): Int16Array {
+    if (!format) return new Int16Array(0);
+    if (format.sampleRate === toRate) {
+      const out = new Int16Array(length - nextOut);
+      for (let i = 0; i < out.length; i++) out[i] = source[nextOut + i] as number;
+      nextOut = length;
+      return out;
+    }
+    // As many as the batch resampler makes of the input so far (never more than of all of it).
+    const total = Math.floor((length * toRate) / format.sampleRate);
+    const last = length - 1;
+    const out: number[] = [];
+    for (let i = nextOut; i < total; i++) {
+      const pos = i * ratio;
+      const idx = Math.floor(pos);
+      if (!final && idx + 1 > last) break;
+      const frac = pos - idx;
+      const a = source[Math.min(idx, last)] as number;
+      const b = source[Math.min(idx + 1, last)] as number;
+      out.push(Math.max(-32768, Math.min(32767, Math.round(a + (b - a) * frac))));
+      nextOut = i + 1;
+    }
+    return Int16Array.from(out);
+  }
+
+  return {
+    push(bytes) {
+      if (!format) {
+        const rest = readHeader(bytes);
+        if (rest === null) return new Int16Array(0);
+        bytes = rest;
+      }
+      append(bytes);
+      return emit(false);
+    },
+    end() {
+      if (!format) throw new Error('WAV has no data chunk');
+      return emit(true);
+    },
+  };
+}

@@ -37,6 +37,8 @@ export interface MediaSession {
   readonly localPort: number;
   /** The negotiated codec (the requested one until an answer or offer says otherwise). */
   readonly codec: G711Codec;
+  /** Plays queue in the worker and go out back to back (see `ActionMedia.gapless`). */
+  readonly gapless: true;
   /** Our SDP offer for an outgoing call. */
   offerSdp(): string;
   /** Applies the callee's SDP answer to our offer and starts the stream. */
@@ -295,6 +297,7 @@ export function createMediaPool(options: MediaPoolOptions): MediaPool {
     const session: MediaSession = {
       id,
       localPort,
+      gapless: true,
       get codec() {
         return codec;
       },

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { MediaError } from './errors.js';
 import { encodeG711 } from './g711.js';
 import type { G711Codec } from './g711.js';
-import { parseWav, wavToTelephony } from './pcm.js';
+import { createWavStream, parseWav, wavToTelephony } from './pcm.js';
 
 /**
  * Text-to-speech through the espeak-ng program. espeak-ng is GPL, so it runs as a child process
@@ -41,6 +41,8 @@ export interface TtsOptions {
   memoryBytes?: number;
   /** Words per minute (default espeak-ng's 175; telephony prompts read better a little slower). */
   wordsPerMinute?: number;
+  /** A started espeak-ng waiting for text is ended after this long unused (default 30 s). */
+  warmIdleMs?: number;
 }
 
 export interface SpeakRequest {
@@ -61,11 +63,26 @@ export interface TtsStats {
 export interface Tts {
   /** G.711 audio (8 kHz, one byte per sample) in the requested codec. */
   synthesize(req: SpeakRequest): Promise<Uint8Array>;
+  /**
+   * The same audio handed over as espeak-ng writes it: `onAudio` gets whole 20 ms frames (the last
+   * piece may be shorter) in order, the first a few ms after the call; resolves with all of it.
+   * A cached text arrives in one piece.
+   */
+  stream(req: SpeakRequest, onAudio: (audio: Uint8Array) => void): Promise<Uint8Array>;
+  /**
+   * Starts an espeak-ng for `voice` (or the language's) that waits for its text, so the next
+   * synthesis in that voice skips the program's start-up (most of its time).
+   */
+  warm(language: TtsLanguage, voice?: string): void;
   stats(): TtsStats;
+  /** Ends the waiting espeak-ng processes. */
+  close(): void;
 }
 
 const VOICE_NAME = /^[a-z][a-z0-9+_-]{0,40}$/i;
 const MAX_WAV_BYTES = 64 * 1024 * 1024;
+/** One 20 ms G.711 frame. */
+const FRAME_BYTES = 160;
 
 export function isTtsLanguage(value: unknown): value is TtsLanguage {
   return typeof value === 'string' && (TTS_LANGUAGES as readonly string[]).includes(value);
@@ -111,12 +128,77 @@ export function createTts(options: TtsOptions): Tts {
     }
   }
 
-  function runEspeak(text: string, voice: string): Promise<Uint8Array> {
+  // One espeak-ng per recently used voice, started ahead and waiting for its text on stdin: the
+  // program's start-up (loading its voice data, 100–200 ms under load) is most of a short
+  // sentence's time, so a turn that finds one ready has its first audio in a few ms.
+  const warmIdleMs = options.warmIdleMs ?? 30_000;
+  const warmCap = 8;
+  const ready = new Map<string, { child: ChildProcessWithoutNullStreams; timer: NodeJS.Timeout }>();
+  let closed = false;
+
+  const start = (voice: string): ChildProcessWithoutNullStreams =>
+    spawn(command, ['--stdout', '-b', '1', '-s', String(wpm), '-v', voice], { stdio: ['pipe', 'pipe', 'pipe'] });
+
+  /** Whether the child (and its pipes) keep the process alive: a waiting one must not. */
+  function hold(child: ChildProcessWithoutNullStreams, on: boolean): void {
+    for (const h of [child, child.stdin, child.stdout, child.stderr] as unknown as { ref?(): void; unref?(): void }[])
+      if (on) h.ref?.();
+      else h.unref?.();
+  }
+
+  function keepWarm(voice: string): void {
+    if (closed || ready.has(voice)) return;
+    if (ready.size >= warmCap) {
+      const [oldest, entry] = ready.entries().next().value!;
+      ready.delete(oldest);
+      clearTimeout(entry.timer);
+      entry.child.kill('SIGKILL');
+    }
+    const child = start(voice);
+    const forget = () => {
+      const entry = ready.get(voice);
+      if (entry?.child !== child) return;
+      ready.delete(voice);
+      clearTimeout(entry.timer);
+    };
+    child.on('error', forget);
+    child.on('exit', forget);
+    child.stdin.on('error', () => undefined);
+    const timer = setTimeout(() => {
+      forget();
+      child.kill('SIGKILL');
+    }, warmIdleMs);
+    timer.unref();
+    hold(child, false);
+    ready.set(voice, { child, timer });
+  }
+
+  /** A waiting espeak-ng for `voice` when there is one (and another started for next time), else a new one. */
+  function take(voice: string): ChildProcessWithoutNullStreams {
+    const entry = ready.get(voice);
+    let child: ChildProcessWithoutNullStreams | null = null;
+    if (entry) {
+      ready.delete(voice);
+      clearTimeout(entry.timer);
+      if (entry.child.exitCode === null && entry.child.signalCode === null) {
+        child = entry.child;
+        child.removeAllListeners('error');
+        child.removeAllListeners('exit');
+        hold(child, true);
+      }
+    }
+    child ??= start(voice);
+    keepWarm(voice);
+    return child;
+  }
+
+  /** Runs one synthesis on `child`: its WAV bytes go to `onWav` as they come; resolves with all of them. */
+  function runEspeak(
+    child: ChildProcessWithoutNullStreams,
+    text: string,
+    onWav?: (bytes: Buffer) => void,
+  ): Promise<Uint8Array> {
     return new Promise((resolve, reject) => {
-      // Text goes in on stdin, never as an argument, so it cannot be read as an option.
-      const child = spawn(command, ['--stdout', '-b', '1', '-s', String(wpm), '-v', voice], {
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
       const chunks: Buffer[] = [];
       let size = 0;
       let stderr = '';
@@ -131,7 +213,14 @@ export function createTts(options: TtsOptions): Tts {
           failed = new MediaError('MEDIA_TTS_FAILED', 'speech synthesis produced too much audio');
           child.kill('SIGKILL');
         }
-        if (!failed) chunks.push(c);
+        if (failed) return;
+        chunks.push(c);
+        try {
+          onWav?.(c);
+        } catch (err) {
+          failed = new MediaError('MEDIA_TTS_FAILED', 'speech synthesis returned unreadable audio', { cause: err });
+          child.kill('SIGKILL');
+        }
       });
       child.stderr.on('data', (c: Buffer) => {
         if (stderr.length < 2000) stderr += c.toString('utf8');
@@ -152,6 +241,7 @@ export function createTts(options: TtsOptions): Tts {
       child.stdin.on('error', () => {
         // The exit status reports the failure; a closed pipe here adds nothing.
       });
+      // Text goes in on stdin, never as an argument, so it cannot be read as an option.
       child.stdin.end(text, 'utf8');
     });
   }
@@ -190,7 +280,7 @@ export function createTts(options: TtsOptions): Tts {
       return cached;
     }
     counters.misses++;
-    const wav = await withSlot(() => runEspeak(req.text, voice));
+    const wav = await withSlot(() => runEspeak(take(voice), req.text));
     let audio: Uint8Array;
     try {
       audio = encodeG711(req.codec, wavToTelephony(parseWav(wav)));
@@ -202,27 +292,102 @@ export function createTts(options: TtsOptions): Tts {
     return audio;
   }
 
+  /** `produce` handing the audio to `onAudio` in whole 20 ms frames as espeak-ng writes it. */
+  async function produceStreaming(
+    key: string,
+    req: SpeakRequest,
+    voice: string,
+    onAudio: (audio: Uint8Array) => void,
+  ): Promise<Uint8Array> {
+    const cached = await fromDisk(key, req.codec);
+    if (cached) {
+      counters.diskHits++;
+      remember(key, cached);
+      onAudio(cached);
+      return cached;
+    }
+    counters.misses++;
+    const decoder = createWavStream();
+    const parts: Uint8Array[] = [];
+    let held: Uint8Array = new Uint8Array(0);
+    const hand = (pcm: Int16Array, last: boolean) => {
+      if (pcm.length === 0 && !(last && held.length)) return;
+      const encoded = encodeG711(req.codec, pcm);
+      const all = held.length ? Buffer.concat([held, encoded]) : encoded;
+      const cut = last ? all.length : all.length - (all.length % FRAME_BYTES);
+      held = all.subarray(cut);
+      if (cut === 0) return;
+      const out = all.subarray(0, cut);
+      parts.push(out);
+      onAudio(out);
+    };
+    await withSlot(() => runEspeak(take(voice), req.text, (bytes) => hand(decoder.push(bytes), false)));
+    try {
+      hand(decoder.end(), true);
+    } catch (err) {
+      throw new MediaError('MEDIA_TTS_FAILED', 'speech synthesis returned unreadable audio', { cause: err });
+    }
+    const audio = Buffer.concat(parts);
+    remember(key, audio);
+    void toDisk(key, req.codec, audio);
+    return audio;
+  }
+
+  /** The request's espeak-ng voice and cache key; throws on a bad language or voice name. */
+  function identify(req: SpeakRequest): { voice: string; key: string } {
+    if (!isTtsLanguage(req.language)) throw new MediaError('MEDIA_BAD_LANGUAGE', 'unsupported speech language');
+    const voice = req.voice ?? DEFAULT_VOICES[req.language];
+    if (!VOICE_NAME.test(voice)) throw new MediaError('MEDIA_BAD_LANGUAGE', 'invalid voice name');
+    const key = createHash('sha256')
+      .update(JSON.stringify(['v1', wpm, req.text, voice, req.language, req.codec]))
+      .digest('hex');
+    return { voice, key };
+  }
+
+  function fromMemory(key: string): Uint8Array | undefined {
+    const hit = memory.get(key);
+    if (hit) {
+      counters.memoryHits++;
+      memory.delete(key);
+      memory.set(key, hit);
+    }
+    return hit;
+  }
+
   return {
     async synthesize(req) {
-      if (!isTtsLanguage(req.language)) throw new MediaError('MEDIA_BAD_LANGUAGE', 'unsupported speech language');
-      const voice = req.voice ?? DEFAULT_VOICES[req.language];
-      if (!VOICE_NAME.test(voice)) throw new MediaError('MEDIA_BAD_LANGUAGE', 'invalid voice name');
-      const key = createHash('sha256')
-        .update(JSON.stringify(['v1', wpm, req.text, voice, req.language, req.codec]))
-        .digest('hex');
-      const hit = memory.get(key);
-      if (hit) {
-        counters.memoryHits++;
-        memory.delete(key);
-        memory.set(key, hit);
-        return hit;
-      }
+      const { voice, key } = identify(req);
+      const hit = fromMemory(key);
+      if (hit) return hit;
       const pending = inflight.get(key);
       if (pending) return pending;
       const job = produce(key, req, voice).finally(() => inflight.delete(key));
       inflight.set(key, job);
       return job;
     },
+    async stream(req, onAudio) {
+      const { voice, key } = identify(req);
+      const known = fromMemory(key) ?? (await inflight.get(key));
+      if (known) {
+        onAudio(known);
+        return known;
+      }
+      const job = produceStreaming(key, req, voice, onAudio).finally(() => inflight.delete(key));
+      inflight.set(key, job);
+      return job;
+    },
+    warm(language, voice) {
+      const name = voice ?? DEFAULT_VOICES[language];
+      if (isTtsLanguage(language) && VOICE_NAME.test(name)) keepWarm(name);
+    },
     stats: () => ({ ...counters, memoryBytes }),
+    close() {
+      closed = true;
+      for (const { child, timer } of ready.values()) {
+        clearTimeout(timer);
+        child.kill('SIGKILL');
+      }
+      ready.clear();
+    },
   };
 }

@@ -1,5 +1,12 @@
 import t from 'tap';
-import { downmix, floatToInt16, parseWav, resampleLinear, wavToTelephony } from '../../../src/telephony/media/pcm.js';
+import {
+  createWavStream,
+  downmix,
+  floatToInt16,
+  parseWav,
+  resampleLinear,
+  wavToTelephony,
+} from '../../../src/telephony/media/pcm.js';
 
 function wav(rate: number, channels: number, samples: number[], streamingHeader = false): Uint8Array {
   const data = Buffer.alloc(samples.length * 2);
@@ -57,4 +64,29 @@ t.test('downmix averages channels and wavToTelephony gives 8 kHz mono', async (t
   const out = wavToTelephony(parseWav(stereo));
   t.equal(out.length, 800);
   t.equal(out[400], 2000);
+});
+
+t.test('createWavStream over pieces of any size equals wavToTelephony over the whole', async (t) => {
+  for (const [rate, channels] of [
+    [22050, 1],
+    [16000, 2],
+    [8000, 1],
+    [4000, 1],
+  ] as const) {
+    const samples = Array.from({ length: 2000 * channels }, (_, i) =>
+      Math.round(8000 * Math.sin(i / 7) + ((i * 37) % 300)),
+    );
+    const bytes = wav(rate, channels, samples, true);
+    const whole = wavToTelephony(parseWav(bytes));
+    // Pieces cut at odd places: inside the header, inside a sample, inside a frame of channels.
+    for (const size of [1, 7, 45, 333, 4096]) {
+      const s = createWavStream();
+      const out: number[] = [];
+      for (let at = 0; at < bytes.length; at += size) out.push(...s.push(bytes.subarray(at, at + size)));
+      out.push(...s.end());
+      t.same(out, [...whole], `${rate} Hz, ${channels} channel(s), pieces of ${size} bytes`);
+    }
+  }
+  t.throws(() => createWavStream().push(Buffer.from('ID3 not a wav file')), /RIFF/);
+  t.throws(() => createWavStream().end(), /no data/);
 });

@@ -93,3 +93,32 @@ t.test('bad language, bad voice and a failing program are coded errors', async (
   const missing = createTts({ log, cacheDir: null, command: join(dir, 'no-such-program') });
   await t.rejects(missing.synthesize({ text: 'hello', language: 'en', codec: 'PCMU' }), { code: 'MEDIA_TTS_FAILED' });
 });
+
+t.test('stream hands over whole 20 ms frames in order that join to the synthesised audio', async (t) => {
+  const tts = createTts({ log, cacheDir: null });
+  t.teardown(() => tts.close());
+  const req = {
+    text: 'We open at nine tomorrow. Is there anything else?',
+    language: 'en' as const,
+    codec: 'PCMU' as const,
+  };
+  tts.warm('en');
+  const pieces: Uint8Array[] = [];
+  const all = await tts.stream(req, (a) => pieces.push(a));
+  t.ok(pieces.length > 1, 'more than one piece: audio is handed over before espeak-ng ends');
+  t.ok(
+    pieces.slice(0, -1).every((p) => p.length % 160 === 0),
+    'every piece but the last is whole frames',
+  );
+  t.same(Buffer.concat(pieces), Buffer.from(all));
+  t.ok(rms(all, 'PCMU') > 300, 'the audio is speech, not silence');
+  // The same text from an engine that renders it whole (nothing cached between the two).
+  const whole = createTts({ log, cacheDir: null });
+  t.teardown(() => whole.close());
+  t.same(Buffer.from(await whole.synthesize(req)), Buffer.from(all));
+  // Cached now: one piece.
+  const again: Uint8Array[] = [];
+  await tts.stream(req, (a) => again.push(a));
+  t.equal(again.length, 1);
+  t.equal(tts.stats().memoryHits, 1);
+});

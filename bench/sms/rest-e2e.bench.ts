@@ -11,6 +11,7 @@ import { Decimal } from 'decimal.js';
 import postgres from 'postgres';
 import { startSmsBenchWorld } from '../lib/sms-world.js';
 import type { Sql } from '../../src/db/connection.js';
+import { pgCounters } from '../lib/pg-counters.js';
 import { runWrk } from '../lib/wrk.js';
 import { driveSmpp, startSmsc } from './smpp-raw.js';
 
@@ -44,23 +45,6 @@ const childTicks = () => {
   const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
   return Number(f[13]) + Number(f[14]);
 };
-/** Commits, rows written and CPU seconds of the bench database's backends (their /proc stat: utime + stime). */
-async function pgCounters(): Promise<{ xact: number; rows: number; cpu: number }> {
-  const [d] = await adminSql<{ xact: string; rows: string }[]>`
-    select xact_commit::text as xact, (tup_inserted + tup_updated + tup_deleted)::text as rows from pg_stat_database where datname = ${dbName}`;
-  const pids = await adminSql<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${dbName}`;
-  let ticks = 0;
-  for (const { pid } of pids) {
-    try {
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const x = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(x[11]) + Number(x[12]);
-    } catch {
-      /* gone */
-    }
-  }
-  return { xact: Number(d?.xact ?? 0), rows: Number(d?.rows ?? 0), cpu: ticks / 100 };
-}
 /**
  * The money after the run, once requests still in flight when wrk stopped are done: no message
  * left queued or holding money, the buyer down by exactly the cost of its sent and delivered
@@ -127,7 +111,7 @@ try {
   const sentCount = async () =>
     (await daemon.sql<{ n: number }[]>`select count(*)::int as n from messages where status = 'sent'`)[0]!.n;
   const sentBefore = await sentCount();
-  const pgBefore = await pgCounters();
+  const pgBefore = await pgCounters(adminSql, dbName);
   // BENCH_CPU_PROF=<file>: a CPU profile of the measured window only (not start-up or the raw anchor).
   const profFile = process.env['BENCH_CPU_PROF'];
   const prof = profFile ? new Session() : null;
@@ -144,7 +128,7 @@ try {
   if (prof && profFile) writeFileSync(profFile, JSON.stringify((await prof.post('Profiler.stop')).profile));
   const sentAfter = await sentCount();
   await new Promise((res) => setTimeout(res, 1100)); // PostgreSQL 15 flushes backend statistics at most once a second
-  const pgAfter = await pgCounters();
+  const pgAfter = await pgCounters(adminSql, dbName);
   const sent = (sentAfter - sentBefore) / seconds;
   const n = Math.max(1, sentAfter - sentBefore);
 

@@ -227,7 +227,7 @@ export async function buildModules(coreIn: CoreDeps) {
     probe: (target) => sip.probe(target, { timeoutMs: core.config.sip.options_timeout_ms }),
   });
   // Verify: codes over the SMS send path or a voice one-time-code call.
-  const verify = buildVerifyModule(core, { sms: sms.service, calls: commsCalls.service });
+  const verify = await buildVerifyModule(core, { sms: sms.service, calls: commsCalls.service });
   // Number lookup: offline numbering, range and risk data with the caller's cheapest route prices.
   const lookup = buildLookupModule(core, { routing: marketplace.services.routing });
   // Route checks: short real calls over the API calls' engine, counted against the calls module's limits.

@@ -28,7 +28,7 @@ export async function startSmsBenchWorld(o: {
       paths: { state: o.state },
       log: { level: 'silent' },
       http: { host: '127.0.0.1', port: 0 },
-      sip: { host: '127.0.0.1', port: 0 },
+      sip: { host: '127.0.0.1', port: 0, tls_port: 0 },
       smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
       metrics: { enabled: false },
       limits: { default_per_second: 1_000_000 },

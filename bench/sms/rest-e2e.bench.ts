@@ -11,7 +11,7 @@ import postgres from 'postgres';
 import { startSmsBenchWorld } from '../lib/sms-world.js';
 import type { Sql } from '../../src/db/connection.js';
 import { startCpuProfile } from '../lib/cpu-profile.js';
-import { procCpuSeconds } from '../lib/proc-cpu.js';
+import { pgCounters } from '../lib/pg-counters.js';
 import { runWrk } from '../lib/wrk.js';
 import { driveSmpp, startSmsc } from './smpp-raw.js';
 
@@ -45,13 +45,6 @@ const childTicks = () => {
   const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
   return Number(f[13]) + Number(f[14]);
 };
-/** Commits, rows written and CPU seconds of the bench database's backends (their /proc stat: utime + stime). */
-async function pgCounters(): Promise<{ xact: number; rows: number; cpu: number }> {
-  const [d] = await adminSql<{ xact: string; rows: string }[]>`
-    select xact_commit::text as xact, (tup_inserted + tup_updated + tup_deleted)::text as rows from pg_stat_database where datname = ${dbName}`;
-  const pids = await adminSql<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${dbName}`;
-  return { xact: Number(d?.xact ?? 0), rows: Number(d?.rows ?? 0), cpu: procCpuSeconds(pids.map((p) => p.pid)) };
-}
 /**
  * The money after the run, once requests still in flight when wrk stopped are done: no message
  * left queued or holding money, the buyer down by exactly the cost of its sent and delivered
@@ -121,7 +114,7 @@ try {
   // BENCH_PG_STATEMENTS=1 (a server with pg_stat_statements preloaded): the statements of the measured window, per message.
   const statements = Boolean(process.env['BENCH_PG_STATEMENTS']);
   if (statements) await adminSql`select pg_stat_statements_reset()`;
-  const pgBefore = await pgCounters();
+  const pgBefore = await pgCounters(adminSql, dbName);
   // BENCH_CPU_PROF=<file>: a CPU profile of the measured window only (not start-up or the raw anchor).
   const prof = await startCpuProfile();
   const cpuBefore = process.cpuUsage();
@@ -132,7 +125,7 @@ try {
   await prof.stop();
   const sentAfter = await sentCount();
   await new Promise((res) => setTimeout(res, 1100)); // PostgreSQL 15 flushes backend statistics at most once a second
-  const pgAfter = await pgCounters();
+  const pgAfter = await pgCounters(adminSql, dbName);
   const sent = (sentAfter - sentBefore) / seconds;
   const n = Math.max(1, sentAfter - sentBefore);
 

@@ -1,37 +1,17 @@
 // Verifications started per second through SMS (POST /verify/start over real HTTPS: auth, the
 // per-number limits, the SMS send path with its ledger hold and settle, an SMPP bind to a local
 // SMSC), beside plain POST /comms/sms in the same run and the same world. Goal: at least 0.8 × the
-// plain SMS rate (issue 21).
+// plain SMS rate (issue 21). bench/verify/cpu.bench.ts compares the CPU each request costs.
 // Needs wrk (Debian `wrk`) and PostgreSQL on 127.0.0.1:5432 (or SVC_BENCH_PG_ADMIN_URL).
 // Run: node --import tsx bench/verify/start.bench.ts   (BENCH_SECONDS=10 BENCH_CONNECTIONS=64 BENCH_KEYS=600)
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import postgres from 'postgres';
-import { startSmsBenchWorld } from '../lib/sms-world.js';
+import { readFileSync } from 'node:fs';
 import { runWrk, type WrkResult } from '../lib/wrk.js';
-import { startSmsc } from '../sms/smpp-raw.js';
+import { withVerifyBenchWorld, type BenchPath } from './world.js';
 
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 10);
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 64);
-const keyCount = Number(process.env['BENCH_KEYS'] ?? 600);
-const admin = process.env['SVC_BENCH_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const dbName = `svc_bench_verify_${process.pid}`;
-const adminSql = postgres(admin, { max: 1, onnotice: () => {} });
-await adminSql.unsafe(`create database ${dbName}`);
-const state = mkdtempSync(join(tmpdir(), 'svc-bench-verify-'));
-const smsc = await startSmsc();
-try {
-  const { daemon, keyFile, base } = await startSmsBenchWorld({
-    databaseUrl: admin.replace(/\/[^/]*$/, `/${dbName}`),
-    state,
-    smscPort: smsc.port,
-    keyCount,
-    scopes: ['sms:send', 'verify:write'],
-    funds: '1000000.000000',
-  });
-  const smsScript = new URL('../sms/rest-send.lua', import.meta.url).pathname;
-  const verifyScript = new URL('./verify-start.lua', import.meta.url).pathname;
+
+await withVerifyBenchWorld('verify', async ({ daemon, paths, args }) => {
   const count = async (q: 'sms' | 'verify') =>
     q === 'sms'
       ? (await daemon.sql<{ n: number }[]>`select count(*)::int as n from messages where status <> 'queued'`)[0]!.n
@@ -39,24 +19,18 @@ try {
           await daemon.sql<{ n: number }[]>`select count(*)::int as n from verifications where message_id is not null`
         )[0]!.n;
   /** Sent messages (or started verifications) per second over one wrk window. */
-  // Each wrk run numbers its verifications from its own block, so no number is sent two codes.
-  let block = 0;
-  const args = () => [keyFile, String(++block * 100_000_000)];
-  const measure = async (url: string, script: string, what: 'sms' | 'verify'): Promise<[WrkResult, number]> => {
+  const measure = async (p: BenchPath, what: 'sms' | 'verify'): Promise<[WrkResult, number]> => {
     const before = await count(what);
-    const r = await runWrk(url, { seconds, connections, script, scriptArgs: args() });
+    const r = await runWrk(p.url, { seconds, connections, script: p.script, scriptArgs: args() });
     return [r, ((await count(what)) - before) / seconds];
   };
   // Warm-up of both paths: JIT, the bind, caches.
-  await runWrk(`${base}/comms/sms`, { seconds: 2, connections, script: smsScript, scriptArgs: [keyFile] });
-  await runWrk(`${base}/verify/start`, { seconds: 2, connections, script: verifyScript, scriptArgs: args() });
+  for (const p of [paths.sms, paths.verify])
+    await runWrk(p.url, { seconds: 2, connections, script: p.script, scriptArgs: args() });
   // Two rounds in turn, so a drift in the machine's load weighs on both paths alike.
   const rounds: { sms: [WrkResult, number]; verify: [WrkResult, number] }[] = [];
   for (let i = 0; i < 2; i++)
-    rounds.push({
-      sms: await measure(`${base}/comms/sms`, smsScript, 'sms'),
-      verify: await measure(`${base}/verify/start`, verifyScript, 'verify'),
-    });
+    rounds.push({ sms: await measure(paths.sms, 'sms'), verify: await measure(paths.verify, 'verify') });
   const mean = (k: 'sms' | 'verify') => rounds.reduce((a, r) => a + r[k][1], 0) / rounds.length;
   const smsRate = mean('sms');
   const verRate = mean('verify');
@@ -70,7 +44,7 @@ try {
   console.log(line('POST /comms/sms (messages sent, mean; latency of the last round)', sms, smsRate));
   console.log(line('POST /verify/start by SMS (verifications started, mean)', ver, verRate));
   console.log(
-    `ratio verify / sms: ${(verRate / smsRate).toFixed(3)} (goal >= 0.8; ${connections} connections, ${keyCount} keys)`,
+    `ratio verify / sms: ${(verRate / smsRate).toFixed(3)} (goal >= 0.8; ${connections} connections, ${process.env['BENCH_KEYS'] ?? 600} keys)`,
   );
   const [c] = await daemon.sql<{ pending: number; failed: number; plain: number }[]>`
     select count(*) filter (where status = 'pending')::int as pending,
@@ -81,11 +55,5 @@ try {
     `verifications: ${c!.pending} pending, ${c!.failed} failed, ${c!.plain} with a plain code stored (must be 0)`,
   );
   console.log(`uptime: ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
-  await daemon.stop();
-} finally {
-  smsc.server.close();
-  await adminSql.unsafe(`drop database if exists ${dbName} with (force)`);
-  await adminSql.end();
-  rmSync(state, { recursive: true, force: true });
-}
+});
 process.exit(0);

@@ -168,6 +168,7 @@ export const ConfigSchema = Type.Object({
     sms_sender: Type.String({ minLength: 1, maxLength: 15, default: 'Verify' }),
     codes_per_number_per_hour: Type.Integer({ minimum: 1, maximum: 5, default: 5 }),
     code_spacing_seconds: Type.Integer({ minimum: 30, maximum: 3600, default: 30 }),
+    code_secret: Type.String({ pattern: '^(.{32,})?$', default: '' }),
   }),
   route_checks: Type.Object({
     caller_id: Type.String({ pattern: `^(${E164_PATTERN_BODY})?$`, default: '' }),

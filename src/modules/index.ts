@@ -227,9 +227,11 @@ export async function buildModules(coreIn: CoreDeps) {
     probe: (target) => sip.probe(target, { timeoutMs: core.config.sip.options_timeout_ms }),
   });
   // Verify: codes over the SMS send path or a voice one-time-code call.
-  const verify = buildVerifyModule(core, { sms: sms.service, calls: commsCalls.service });
+  const verify = await buildVerifyModule(core, { sms: sms.service, calls: commsCalls.service });
   // Number lookup: offline numbering, range and risk data with the caller's cheapest route prices.
   const lookup = buildLookupModule(core, { routing: marketplace.services.routing });
+  // Do-not-call lists, checked by the dialer at dial time and by test SMS.
+  const dnc = buildDncModule(core);
   // Route checks: short real calls over the API calls' engine, counted against the calls module's limits.
   const routeChecks = buildRouteChecksModule(core, {
     ledger: money.services.ledger,
@@ -240,6 +242,7 @@ export async function buildModules(coreIn: CoreDeps) {
     sms: sms.service,
     blends: marketplace.services.blends,
     application: money.services.application,
+    dnc: dnc.service,
   });
   // Caller-ID tests on handsets: calls through the route checks' view of routes, observed on the SIP plane.
   const cliTests = buildCliTestsModule(core, {
@@ -254,8 +257,6 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
-  // Do-not-call lists, checked by the dialer at dial time.
-  const dnc = buildDncModule(core);
   // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
   const dialer = buildDialerModule(core, {
     accounts,

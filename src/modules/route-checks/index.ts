@@ -23,6 +23,7 @@ export function buildRouteChecksModule(
     sms: RouteChecksDeps['sms'];
     blends: RouteChecksDeps['blends'];
     application: RouteChecksDeps['application'];
+    dnc: RouteChecksDeps['dnc'];
   },
 ) {
   const service = createRouteChecksService({

@@ -63,6 +63,8 @@ export interface RouteChecksDeps {
   blends: { isBlend(routeId: string): Promise<boolean> };
   /** The reseller markup a sub-account's checks carry (its markup on the route first), as its calls and messages do. */
   application: Pick<ApplicationService, 'payerMarkups'>;
+  /** The caller's Do-Not-Contact list: no test message goes to a number on it (spec "Route checks"). */
+  dnc: { isBlocked(accountId: string, e164: string): Promise<boolean> };
 }
 
 /** Spec "Limits", route checks: ring-me numbers. */
@@ -484,6 +486,7 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
     routes,
     repo,
     sms: deps.sms,
+    dnc: deps.dnc,
     payerOf,
     visible: async (routeId, accountId) => {
       if (await deps.blends.isBlend(routeId)) throw blendRefused(routeId);

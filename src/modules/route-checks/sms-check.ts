@@ -46,6 +46,7 @@ export function createSmsCheck(deps: {
   routes: RoutesService;
   repo: RouteChecksRepo;
   sms: Pick<SmsService, 'sendTest' | 'onStoredTestReceipt'>;
+  dnc: { isBlocked(accountId: string, e164: string): Promise<boolean> };
   visible(routeId: string, accountId: string): ReturnType<RoutesService['visibleRoute']>;
   payerOf(accountId: string, routeId: string): Promise<CheckPayer>;
   cleanName(name: string): string;
@@ -229,6 +230,8 @@ export function createSmsCheck(deps: {
         throw validationError([{ path: 'number', message: 'must be your own mobile number in E.164' }]);
       const refused = destinationRefusal(number);
       if (refused) throw ruleError(refused.replace('checked', 'texted'));
+      if (await deps.dnc.isBlocked(who.accountId, number))
+        throw ruleError('This number is on your Do-Not-Contact list: no test message is sent to it');
       const route = await deps.visible(body.routeId, who.accountId);
       if (route === undefined || route.status === 'deleted') throw notFound('Route');
       if (route.type !== 'sms')

@@ -68,6 +68,17 @@ export interface SendInput {
   messageId?: string | undefined;
 }
 
+/** What a caller of `send` writes with the message. */
+export interface SendOptions {
+  /**
+   * The caller's own rows, written in the transaction that records the message and takes its
+   * hold: one commit for both (a verification and the SMS carrying its code). Returns an error to
+   * refuse the send having written nothing (`send` throws it; nothing is charged or sent); a
+   * statement's failure is thrown. It may run twice (a batch that rolls back runs each job again).
+   */
+  record?: (tx: Db) => Promise<AppError | null>;
+}
+
 export interface Sender {
   accountId: string;
   parentId: string | null;
@@ -322,7 +333,7 @@ export function createSmsService(deps: SmsDeps) {
     ...(m.simulated ? { simulated: true as const } : {}),
   });
 
-  async function send(s: Sender, input: SendInput): Promise<SendResult> {
+  async function send(s: Sender, input: SendInput, opts: SendOptions = {}): Promise<SendResult> {
     const { to, from, problems } = validate(input);
     if (problems.length) throw validationError(problems);
     const seg = countSegments(input.message);
@@ -358,6 +369,8 @@ export function createSmsService(deps: SmsDeps) {
       const p = priced[0]!;
       const total = toMoney(p.total);
       await sql.begin(async (tx) => {
+        const refused = opts.record ? await opts.record(tx) : null;
+        if (refused) throw refused;
         await repo.insert(base, tx);
         const charge = await ledger.chargeTest(
           {
@@ -410,17 +423,21 @@ export function createSmsService(deps: SmsDeps) {
     // The hold covers the dearest candidate, so a failover never needs more money.
     const holdAmount = toMoney(priced.reduce((m, p) => (p.total.gt(m) ? p.total : m), new Decimal(0)));
     // The hold, pipelined with other sends' in a batch; the row with its hold id goes in with the batch's rows.
-    const holdId = await money.run(s.accountId, async (_tx, put, call) => {
-      const hold = paid(
-        await call('hold', {
-          postingKey: `sms:${id}:hold`,
-          accountId: s.accountId,
-          amount: holdAmount,
-          ttlSeconds: 3600,
-          ...ctx,
-          relatedEntityId: id,
-        }),
-      );
+    const holdId = await money.run(s.accountId, async (tx, put, call) => {
+      const refused = opts.record ? await opts.record(tx) : null;
+      if (refused) throw new JobRefused(refused);
+      const held = await call('hold', {
+        postingKey: `sms:${id}:hold`,
+        accountId: s.accountId,
+        amount: holdAmount,
+        ttlSeconds: 3600,
+        ...ctx,
+        relatedEntityId: id,
+      });
+      // The caller's rows are written by now: a refused hold takes the batch back (each job then
+      // runs alone), so they go with it rather than being committed without their message.
+      if (opts.record && isRefusal(held)) throw refusalError(held);
+      const hold = paid(held);
       put('message', { ...base, holdId: hold.holdId });
       return hold.holdId;
     });

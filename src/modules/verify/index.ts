@@ -1,3 +1,4 @@
+import { loadServerSecret } from '../../db/server-secret.js';
 import type { CoreDeps } from '../../platform/core.js';
 import type { Module } from '../../platform/module.js';
 import type { ApiCallsService } from '../api-calls/service.js';
@@ -8,8 +9,10 @@ import { createVerifyService } from './service.js';
 const PRUNE_MS = 10 * 60_000;
 
 /** Verify: one-time codes over the SMS module's send path or the API calls module's voice one-time code. */
-export function buildVerifyModule(core: CoreDeps, deps: { sms: SmsService; calls: ApiCallsService }) {
+export async function buildVerifyModule(core: CoreDeps, deps: { sms: SmsService; calls: ApiCallsService }) {
   const c = core.config.verify;
+  // The codes' HMAC key: the setting, else one generated once and shared by every daemon of the database.
+  const codeSecret = c.code_secret || (await loadServerSecret(core.sql, 'verify-code'));
   const service = createVerifyService({
     sql: core.sql,
     clock: core.clock,
@@ -17,6 +20,7 @@ export function buildVerifyModule(core: CoreDeps, deps: { sms: SmsService; calls
     sms: deps.sms,
     calls: deps.calls,
     smsSender: c.sms_sender,
+    codeSecret,
     limits: { perNumberPerHour: c.codes_per_number_per_hour, spacingSeconds: c.code_spacing_seconds },
   });
   const log = core.log.child({ module: 'verify' });

@@ -34,13 +34,18 @@ export function createVerifyRepo(db: Db) {
     /**
      * Takes a send slot of the number and writes the verification, in one statement: the slot's
      * row lock makes concurrent starts for one number wait for each other and re-check the limits
-     * against what the first one took. Returns false, writing nothing, when a limit refuses.
+     * against what the first one took. Returns false, writing nothing, when a limit refuses. In
+     * `tx` when given (the SMS's own transaction, see the service).
      */
-    async reserve(v: NewVerification, limits: { spacingSeconds: number; perHour: number }): Promise<boolean> {
+    async reserve(
+      v: NewVerification,
+      limits: { spacingSeconds: number; perHour: number },
+      tx: Db = db,
+    ): Promise<boolean> {
       const now = v.createdAt;
       const spaced = new Date(now.getTime() - limits.spacingSeconds * 1000);
       const hour = new Date(now.getTime() - 3_600_000);
-      const rows = await db`
+      const rows = await tx`
         with slot as (
           insert into verification_sends as s (account_id, to_number, sent_at)
           values (${v.accountId}, ${v.toNumber}, array[${now}::timestamptz])
@@ -65,8 +70,8 @@ export function createVerifyRepo(db: Db) {
     },
 
     /** Send times still inside the hour (newest first), to say when the number has room again. */
-    async sendTimes(accountId: string, toNumber: string): Promise<Date[]> {
-      const [r] = await db<{ sentAt: Date[] }[]>`
+    async sendTimes(accountId: string, toNumber: string, tx: Db = db): Promise<Date[]> {
+      const [r] = await tx<{ sentAt: Date[] }[]>`
         select sent_at from verification_sends where account_id = ${accountId} and to_number = ${toNumber}`;
       return (r?.sentAt ?? []).map((d) => new Date(d)).sort((a, b) => b.getTime() - a.getTime());
     },

@@ -3,9 +3,9 @@
  * aloud by a voice call, checked at most five times, single-use once approved. The SMS or call is
  * billed by the module that carries it, as any other; there is no verification fee.
  */
-import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Sql } from '../../db/connection.js';
+import type { Db, Sql } from '../../db/connection.js';
 import { AppError, conflict, notFound, rateLimited, ruleError, validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { isE164 } from '../../platform/e164.js';
@@ -55,10 +55,10 @@ export interface VerifyDeps {
   calls: Pick<ApiCallsService, 'voiceOtp'>;
   /** Sender of verification SMS (`[verify] sms_sender`). */
   smsSender: string;
+  /** The key of the codes' HMAC (`[verify] code_secret`, else a generated server secret). */
+  codeSecret: string | Uint8Array;
   limits: VerifyLimits;
 }
-
-const hashCode = (id: string, code: string) => createHash('sha256').update(`${id}:${code}`).digest();
 
 function newCode(length: number): string {
   let code = '';
@@ -81,6 +81,14 @@ function mine(who: Requester, r: VerificationRow | null): VerificationRow {
 export function createVerifyService(deps: VerifyDeps) {
   const { sql, clock, log } = deps;
   const repo = createVerifyRepo(sql);
+  /**
+   * What is stored of a code: HMAC-SHA-256 under a server secret, over the verification's id and
+   * the code. A code has at most 10^10 values (10^6 by default), so an unkeyed hash of a stolen row
+   * is undone by trying them all in a moment; without the key nothing can be tried offline, and
+   * online the five checks and the expiry stop guessing. A slow password hash would add nothing
+   * against a space this small but CPU on every start and check.
+   */
+  const hashCode = (id: string, code: string) => createHmac('sha256', deps.codeSecret).update(`${id}:${code}`).digest();
 
   const view = (r: VerificationRow, now = clock.now()) => ({
     id: r.id,
@@ -103,45 +111,46 @@ export function createVerifyService(deps: VerifyDeps) {
     approvedAt: r.approvedAt?.toISOString() ?? null,
   });
 
-  /** The spacing and hourly limits of one number, taken with the new row in one statement (repo.reserve). */
-  async function reserve(row: NewVerification): Promise<void> {
+  /**
+   * The spacing and hourly limits of one number, taken with the new row in one statement
+   * (repo.reserve) in `tx`; a refusal (429 with Retry-After) has written nothing.
+   */
+  async function limitsRefuse(tx: Db, row: NewVerification): Promise<AppError | null> {
     const { spacingSeconds, perNumberPerHour } = deps.limits;
-    if (await repo.reserve(row, { spacingSeconds, perHour: perNumberPerHour })) return;
+    if (await repo.reserve(row, { spacingSeconds, perHour: perNumberPerHour }, tx)) return null;
     const now = row.createdAt.getTime();
-    const times = await repo.sendTimes(row.accountId, row.toNumber);
+    const times = await repo.sendTimes(row.accountId, row.toNumber, tx);
     const last = times[0];
     const spacedUntil = last ? last.getTime() + spacingSeconds * 1000 : 0;
     const inHour = times.filter((d) => d.getTime() > now - HOUR_MS);
     const roomAt = inHour.length >= perNumberPerHour ? inHour[perNumberPerHour - 1]!.getTime() + HOUR_MS : 0;
-    throw rateLimited(Math.max(1, Math.ceil((Math.max(spacedUntil, roomAt) - now) / 1000)));
+    return rateLimited(Math.max(1, Math.ceil((Math.max(spacedUntil, roomAt) - now) / 1000)));
   }
 
-  /** Sends the code; returns what carried it, or throws after marking the verification failed. */
+  /**
+   * Takes the number's slot, writes the verification and sends the code; returns what carried it,
+   * or throws after marking the verification failed. An SMS takes the slot and writes the row in
+   * the transaction that records the message and takes its hold (one commit for both, batched with
+   * other sends); a voice call after they are committed.
+   */
   async function deliver(
     who: Requester,
-    v: {
-      id: string;
-      messageId: string | null;
-      accountId: string;
-      to: string;
-      channel: Channel;
-      language: VerifyLanguage;
-      brand: string | null;
-      code: string;
-      at: Date;
-    },
+    row: NewVerification,
+    v: { language: VerifyLanguage; code: string },
   ): Promise<{ messageId: string } | { callId: string }> {
     let refused: string | null = null;
+    let limited: AppError | null = null;
     try {
-      if (v.channel === 'sms') {
+      if (row.channel === 'sms') {
         const sent = await deps.sms.send(
           { accountId: who.accountId, parentId: who.parentId, mode: who.mode, source: 'api' },
           {
-            to: `+${v.to}`,
+            to: `+${row.toNumber}`,
             from: deps.smsSender,
-            message: smsText(v.language, v.code, v.brand),
-            ...(v.messageId ? { messageId: v.messageId } : {}),
+            message: smsText(v.language, v.code, row.brand),
+            ...(row.messageId ? { messageId: row.messageId } : {}),
           },
+          { record: async (tx) => (limited = await limitsRefuse(tx, row)) },
         );
         if (sent.status === 'failed') {
           refused = sent.errorCode ?? 'UNDELIVERABLE';
@@ -151,26 +160,31 @@ export function createVerifyService(deps: VerifyDeps) {
         }
         return { messageId: sent.messageId };
       }
+      limited = await limitsRefuse(sql, row);
+      if (limited) throw limited;
       const call = await deps.calls.voiceOtp(
         { accountId: who.accountId, parentId: who.parentId, mode: who.mode },
         // Arabic was refused before anything was written.
         {
-          to: `+${v.to}`,
+          to: `+${row.toNumber}`,
           code: v.code,
           language: isVoiceLanguage(v.language) ? v.language : 'en',
-          brand: v.brand ?? undefined,
+          brand: row.brand ?? undefined,
         },
       );
       return { callId: call.callId };
     } catch (err) {
+      // Refused by the number's limits: nothing was written.
+      if (err === limited) throw err;
       const reason =
         refused ?? (err instanceof AppError ? `${err.code}: ${err.message}`.slice(0, 300) : 'INTERNAL_ERROR');
-      // A code that never went out does not count against the number.
-      // A refused message is on record (GET /comms/sms/{id}); one that was never made is not.
+      // A code that never went out does not count against the number. A refused message is on
+      // record (GET /comms/sms/{id}); one that was never made is not. (An SMS refused before its
+      // hold was taken wrote no verification either: both statements then change nothing.)
       await Promise.all([
-        repo.markFailed(v.id, reason, refused !== null, clock.now()),
-        repo.releaseSlot(v.accountId, v.to, v.at),
-      ]).catch((e: unknown) => log.warn({ err: e, verificationId: v.id }, 'failed verification not recorded'));
+        repo.markFailed(row.id, reason, refused !== null, clock.now()),
+        repo.releaseSlot(row.accountId, row.toNumber, row.createdAt),
+      ]).catch((e: unknown) => log.warn({ err: e, verificationId: row.id }, 'failed verification not recorded'));
       throw err;
     }
   }
@@ -199,33 +213,26 @@ export function createVerifyService(deps: VerifyDeps) {
       const brand = input.brand?.trim() || null;
       const digits = to.replace(/^\+/, '');
       const expiresAt = new Date(now.getTime() + (input.expirySeconds ?? 600) * 1000);
-      await reserve({
-        id,
-        accountId: who.accountId,
-        toNumber: digits,
-        channel: input.channel,
-        language,
-        brand,
-        codeLength,
-        codeHash: hashCode(id, code).toString('hex'),
-        status: 'pending',
-        maxAttempts: MAX_ATTEMPTS,
-        expiresAt,
-        simulated: who.mode === 'test',
-        messageId,
-        createdAt: now,
-      });
-      const carried = await deliver(who, {
-        id,
-        messageId,
-        accountId: who.accountId,
-        to: digits,
-        channel: input.channel,
-        language,
-        brand,
-        code,
-        at: now,
-      });
+      const carried = await deliver(
+        who,
+        {
+          id,
+          accountId: who.accountId,
+          toNumber: digits,
+          channel: input.channel,
+          language,
+          brand,
+          codeLength,
+          codeHash: hashCode(id, code).toString('hex'),
+          status: 'pending',
+          maxAttempts: MAX_ATTEMPTS,
+          expiresAt,
+          simulated: who.mode === 'test',
+          messageId,
+          createdAt: now,
+        },
+        { language, code },
+      );
       // No event of its own: the SMS (sms.sent) or the call (call.*) that carried the code has them.
       if ('callId' in carried) await repo.calledBy(id, carried.callId, clock.now());
       return {

@@ -90,6 +90,10 @@ t.test('test SMS: delivered and billed, failed receipt refunded, limits', async 
   });
   t.equal(uncovered.status, 400);
   t.match(uncovered.body.error.message, /does not cover/);
+  await w.h.services.dnc.add(buyer.accountId, { numbers: ['+12125550002'] });
+  const dnc = await api('POST', '/routes/check/sms', buyer.session, { routeId: w.routeId, number: '+12125550002' });
+  t.equal(dnc.status, 400, "a number on the caller's Do-Not-Contact list is refused");
+  t.match(dnc.body.error.message, /Do-Not-Contact/);
 
   // Three test messages to one number an hour.
   for (let i = 0; i < 2; i++) {

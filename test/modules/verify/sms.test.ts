@@ -1,3 +1,4 @@
+import { createHash, createHmac } from 'node:crypto';
 import { Decimal } from 'decimal.js';
 import t from 'tap';
 import { checkInvariants } from '../../ledger/helpers.js';
@@ -63,6 +64,14 @@ t.test('Verify by SMS through a real SMSC', async (t) => {
     >`select code_hash from verifications where id = ${v.verificationId}`;
     t.not(stored[0]!.codeHash, code);
     t.notOk(stored[0]!.codeHash.includes(code), 'only a hash is stored');
+    const [key1] = await h.sql<{ value: string }[]>`select value from server_secrets where name = 'verify-code'`;
+    const input = `${v.verificationId}:${code}`;
+    t.equal(
+      stored[0]!.codeHash,
+      createHmac('sha256', key1!.value).update(input).digest('hex'),
+      'HMAC-SHA-256 under the server secret',
+    );
+    t.not(stored[0]!.codeHash, createHash('sha256').update(input).digest('hex'), 'not a hash anyone can search');
 
     const wrong = code === '000000' ? '111111' : '000000';
     t.same((await check(v.verificationId, wrong)).body.data, { status: 'denied', attemptsRemaining: 4 });
@@ -262,6 +271,34 @@ t.test('Verify by SMS through a real SMSC', async (t) => {
       smsc.lines.some((l) => l.startsWith(`SUBMIT ${to.slice(1)}`)),
       'nothing reached the SMSC',
     );
+    await checkInvariants(t, h.sql);
+  });
+
+  t.test('a code the balance cannot pay for leaves no verification and takes no slot', async (t) => {
+    const poor = await h.signUp();
+    t.equal((await api('POST', '/purchases', poor.session, { routeId: w.routeId })).status, 201);
+    const poorKey = (await h.services.keys.create(poor.accountId, { mode: 'live', scopes: ['verify:write'] })).secret;
+    const to = number();
+    const r = await start({ to, channel: 'sms' }, poorKey);
+    t.equal(r.status, 400, JSON.stringify(r.body));
+    t.match(r.body.error.message, /^Insufficient balance/);
+    const [left] = await h.sql<{ verifications: number; slots: number; messages: number }[]>`
+      select (select count(*)::int from verifications where account_id = ${poor.accountId}) as verifications,
+             (select count(*)::int from verification_sends
+               where account_id = ${poor.accountId} and cardinality(sent_at) > 0) as slots,
+             (select count(*)::int from messages where account_id = ${poor.accountId}) as messages`;
+    t.same(left, { verifications: 0, slots: 0, messages: 0 }, 'the row, the slot and the message went back together');
+    t.same((await w.balance(poor.accountId)).balance, '0.000000');
+    await h.services.ledger.topup({
+      accountId: poor.accountId,
+      amount: '5.000000',
+      source: 'card',
+      postingKey: `fund-${poor.accountId}`,
+    });
+    const again = await start({ to, channel: 'sms' }, poorKey);
+    t.equal(again.status, 200, 'at once: the refused start did not count against the 30-second spacing');
+    t.ok(codeIn(await received(to)));
+    t.equal((await w.balance(poor.accountId)).balance, '4.989500', 'billed as the one SMS sent');
     await checkInvariants(t, h.sql);
   });
 

@@ -172,9 +172,11 @@ t.test('inbound calls on rented numbers over the seller trunk', async (t) => {
     const owner0 = await balance(w, w.operator.accountId);
     const c = await answered(t, digits, uas);
     t.match(c, { status: 'completed', cost: '0.013570', toNumber: forwardTo });
-    t.match(await cdrsOf(w, c.id), [
-      { direction: 'inbound', buyerCost: '0.012000', toNumber: digits },
+    // The two legs share the call's start: listed by direction, outbound first.
+    const legs = (await cdrsOf(w, c.id)).sort((a, b) => (a.direction < b.direction ? 1 : -1));
+    t.match(legs, [
       { direction: 'outbound', buyerCost: '0.001570', toNumber: forwardTo },
+      { direction: 'inbound', buyerCost: '0.012000', toNumber: digits },
     ]);
     t.equal(owner0.minus(await balance(w, w.operator.accountId)).toFixed(6), '0.013570');
   });

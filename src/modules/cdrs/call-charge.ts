@@ -26,6 +26,11 @@ export interface PricedRoute {
    * given for the call. Absent: the call's markup applies.
    */
   markupPct?: Decimal | undefined;
+  /**
+   * A second leg the payer pays for the same seconds from the same hold (a forwarded number call's
+   * inbound minutes beside the forward route): the hold and the affordable length count both.
+   */
+  alongside?: PricedRoute | undefined;
 }
 
 /** A sub-account's markups: its own (or its operator's default) and those it has per route. */
@@ -64,6 +69,12 @@ export function chargeLeg(route: PricedRoute, durationSeconds: number, callMarku
   };
 }
 
+/** What `seconds` cost on `r` and the leg billed alongside it, markup included. */
+function legsTotal(r: PricedRoute, seconds: number, markupPct: Decimal): Decimal {
+  const own = new Decimal(chargeLeg(r, seconds, markupPct).total);
+  return r.alongside ? own.plus(chargeLeg(r.alongside, seconds, markupPct).total) : own;
+}
+
 /**
  * The longest call `available` pays for at the dearest candidate, in whole seconds, capped at
  * `capSeconds`; 0 when not even the first billing block is covered.
@@ -76,6 +87,10 @@ export function affordableSeconds(
 ): number {
   let seconds = capSeconds;
   for (const r of routes) {
+    if (r.alongside) {
+      seconds = Math.min(seconds, affordableWithAlongside(available, r, markupPct, seconds));
+      continue;
+    }
     const perMinute = r.price.times((r.markupPct ?? markupPct).plus(hundred)).div(hundred);
     if (perMinute.lte(0)) continue;
     const fit = available.times(60).div(perMinute).floor().toNumber();
@@ -89,12 +104,27 @@ export function affordableSeconds(
   return Math.max(0, seconds);
 }
 
-/** The hold that covers `seconds` at the dearest candidate. */
+/**
+ * Two legs with their own increments: the longest length whose cost on both fits `available`,
+ * found by bisection (cost only grows with length, so every shorter call is covered too).
+ */
+function affordableWithAlongside(available: Decimal, r: PricedRoute, markupPct: Decimal, capSeconds: number): number {
+  if (legsTotal(r, capSeconds, markupPct).lte(available)) return capSeconds;
+  let lo = 0;
+  let hi = capSeconds;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (legsTotal(r, mid, markupPct).lte(available)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The hold that covers `seconds` at the dearest candidate (with the leg billed alongside it). */
 export function holdFor(seconds: number, routes: readonly PricedRoute[], markupPct: Decimal): string {
   let max = new Decimal(0);
   for (const r of routes) {
-    const c = chargeLeg(r, seconds, markupPct);
-    const total = new Decimal(c.total);
+    const total = legsTotal(r, seconds, markupPct);
     if (total.gt(max)) max = total;
   }
   return toMoney(max);

@@ -40,6 +40,12 @@ export interface Settlement {
   context: EntryContext;
   /** A test key's hold: released, and the charge drawn on test credit with no seller credited. */
   test?: boolean;
+  /**
+   * A second leg paid from the same hold (a forwarded number call's inbound minutes, to the
+   * number's seller): charged right behind the settle, under `<key>:inbound` (its markup
+   * `<key>:inbound:markup`), from what the settle gave back of the hold, which covered both legs.
+   */
+  alongside?: { sellerId: string; charge: SettleCharge } | undefined;
 }
 
 export interface Settled {
@@ -175,8 +181,50 @@ export function createCdrsService(deps: CdrsDeps) {
     }
     // The markup is sent right behind the settle (it runs after it on the connection) rather than
     // a round trip later: every other posting of this payer waits on the settle's lock on its row.
-    const [settled, markup] = await Promise.all([ledger.settle(settleInput(s), tx), chargeMarkup(tx, s)]);
-    return { settled, markup, capReached: settled.capReached || (markup?.capReached ?? false) };
+    const [settled, markup, second] = await Promise.all([
+      ledger.settle(settleInput(s), tx),
+      chargeMarkup(tx, s),
+      chargeAlongside(tx, s),
+    ]);
+    return {
+      settled,
+      markup,
+      capReached: settled.capReached || (markup?.capReached ?? false) || second.some((r) => r.capReached),
+    };
+  }
+
+  /**
+   * The second leg of a settled hold and its markup (`Settlement.alongside`), in `tx` after the
+   * settle: the payer's row is locked since the settle, so what it gave back of the hold pays it,
+   * and the ledger lets a settled call's own rest through a daily cap the settle reached.
+   */
+  async function chargeAlongside(tx: Db, s: Settlement, opts?: { events?: boolean }): Promise<ChargeResult[]> {
+    const leg = s.alongside;
+    if (!leg || !s.charge || s.test || !leg.charge.billableSeconds) return [];
+    const key = `${s.key}:inbound`;
+    const base = toMoney(new Decimal(leg.charge.total).minus(leg.charge.markup));
+    if (new Decimal(base).isZero()) return [];
+    const [charged, markup] = await Promise.all([
+      ledger.charge(
+        {
+          postingKey: key,
+          accountId: s.payer,
+          sellerId: leg.sellerId,
+          amount: leg.charge.seller,
+          fee: leg.charge.fee,
+          ...s.context,
+        },
+        tx,
+        opts,
+      ),
+      postMarkup(
+        ledger,
+        tx,
+        { key, payer: s.payer, operatorId: s.operatorId, markup: leg.charge.markup, context: s.context },
+        opts,
+      ),
+    ]);
+    return markup ? [charged, markup] : [charged];
   }
 
   /**
@@ -195,15 +243,17 @@ export function createCdrsService(deps: CdrsDeps) {
     const markups = await Promise.all(
       many.map((s, i) => (isRefusal(results[i]) ? null : chargeMarkup(tx, s, { events: false }))),
     );
-    await ledger.balanceEvents(
-      tx,
-      markups.filter((m): m is ChargeResult => m !== null),
+    const seconds = await Promise.all(
+      many.map((s, i) => (isRefusal(results[i]) ? [] : chargeAlongside(tx, s, { events: false }))),
     );
+    await ledger.balanceEvents(tx, [...markups.filter((m): m is ChargeResult => m !== null), ...seconds.flat()]);
     const out = new Map<Settlement, Settled | Refusal>();
     many.forEach((s, i) => {
       const r = results[i]!;
       const m = markups[i] ?? null;
-      out.set(s, isRefusal(r) ? r : { settled: r, markup: m, capReached: r.capReached || (m?.capReached ?? false) });
+      if (isRefusal(r)) return out.set(s, r);
+      const capped = r.capReached || (m?.capReached ?? false) || seconds[i]!.some((c) => c.capReached);
+      out.set(s, { settled: r, markup: m, capReached: capped });
     });
     rest.forEach((s, i) => out.set(s, others[i] as Settled));
     return items.map((s) => out.get(s)!);

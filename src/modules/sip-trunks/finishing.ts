@@ -1,6 +1,8 @@
+import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Sql } from '../../db/connection.js';
 import { isRefusal, refusalError } from '../../ledger/ledger.js';
+import { toMoney } from '../../rating/index.js';
 import type { CallEndedEvent, TrunkPolicy } from '../../telephony/sip/b2bua/index.js';
 import {
   agreementOf,
@@ -34,13 +36,18 @@ export const HANGUP_REASONS: Record<string, string> = {
   crash: 'The exchange restarted during the call; billed to the last time it was seen',
 };
 
-/** A call's settlement: the route's seller paid its rate, the platform its fee, the rest of the hold released. */
+/**
+ * A call's settlement: the route's seller paid its rate, the platform its fee, the rest of the hold
+ * released; `alongside`, a forwarded number call's inbound minutes paid to the number's seller from it.
+ */
 export function callSettlement(
   call: { id: string; payer: string; holdId: string; operatorId: string | null },
   sellerId: string | null,
   charge: LegCharge | null,
+  alongside?: { sellerId: string; charge: LegCharge } | null,
 ): Settlement {
   return {
+    ...(alongside ? { alongside } : {}),
     key: `call:${call.id}`,
     holdId: call.holdId,
     payer: call.payer,
@@ -63,6 +70,8 @@ interface Finish {
   row: FinishRow;
   cdrs: CdrInsert[];
   charge: LegCharge | null;
+  /** A forwarded number call's inbound minutes, paid from the same hold. */
+  inbound: { sellerId: string; charge: LegCharge } | null;
   /** `number.call.received` of a call for a rented number, emitted with the settlement. */
   event: EmitInput | null;
 }
@@ -92,6 +101,49 @@ function numberCallEvent(call: LiveCall, e: CallEndedEvent, row: FinishRow): Emi
       endedAt: e.endedAt.toISOString(),
     },
   };
+}
+
+/**
+ * The CDR of a forwarded number call's inbound leg (`direction: inbound`, route the DID, seller the
+ * number's): the caller's call to the number, billed for the forward's connected seconds.
+ */
+export function inboundCdr(
+  call: Pick<LiveCall, 'payer' | 'operatorId'>,
+  leg: { routeId: string; sellerId: string; number: string },
+  e: Pick<CallEndedEvent, 'callGroupId' | 'from' | 'answeredAt' | 'endedAt' | 'startedAt'> & {
+    sipCode: number | null;
+    /** A B2BUA hang-up cause, or `crash` from the orphan reconcile. */
+    hangupCause: string;
+  },
+  status: string,
+  charge: LegCharge | null,
+  durationSeconds: number,
+): CdrInsert {
+  return buildCdr({
+    direction: 'inbound',
+    accountId: call.payer,
+    operatorId: call.operatorId,
+    sellerId: leg.sellerId,
+    callUuid: e.callGroupId,
+    callGroupId: e.callGroupId,
+    kind: 'voice',
+    source: 'trunk',
+    routeId: leg.routeId,
+    fromNumber: e.from,
+    toNumber: leg.number,
+    cli: e.from,
+    status,
+    sipCode: e.sipCode,
+    hangupCause: e.hangupCause,
+    durationSeconds,
+    segments: null,
+    pddMs: null,
+    mediaMode: 'direct',
+    billed: charge ? voiceBilled(charge) : null,
+    answeredAt: charge ? e.answeredAt : null,
+    endedAt: e.endedAt,
+    createdAt: e.startedAt,
+  });
 }
 
 /**
@@ -151,6 +203,8 @@ export function createFinishing(deps: {
     // The session timer fires at maxDuration; the BYE's few ms past it must not bill (or hold) one more block.
     const duration = Math.min(Math.ceil(e.durationMs / 1000), call.maxDurationSeconds);
     const charge = route && e.answeredAt ? chargeLeg(route, duration, call.markupPct) : null;
+    const leg = call.inboundLeg;
+    const inbound = leg && charge ? { sellerId: leg.sellerId, charge: chargeLeg(leg, duration, call.markupPct) } : null;
     const status = e.answeredAt
       ? 'completed'
       : e.sipCode === 486 || e.sipCode === 600
@@ -189,6 +243,7 @@ export function createFinishing(deps: {
         createdAt: a.startedAt,
       });
     });
+    if (leg) cdrs.push(inboundCdr(call, leg, e, status, inbound?.charge ?? null, charge ? duration : 0));
     const row: FinishRow = {
       id: e.callGroupId,
       status,
@@ -198,7 +253,8 @@ export function createFinishing(deps: {
       hangupReason: HANGUP_REASONS[e.hangupCause] ?? e.hangupCause,
       durationSeconds: e.answeredAt ? duration : 0,
       billableSeconds: charge?.billableSeconds ?? 0,
-      cost: charge?.total ?? '0.000000',
+      // Both legs when a forwarded number call's inbound minutes ride on it (each leg's own on its CDR).
+      cost: inbound ? toMoney(new Decimal(charge!.total).plus(inbound.charge.total)) : (charge?.total ?? '0.000000'),
       billingIncrement: route?.increment.text ?? null,
       ratePerMinute: charge?.ratePerMinute ?? null,
       attempts: e.attempts.map((a, i) => ({
@@ -213,7 +269,7 @@ export function createFinishing(deps: {
     };
     await call.marked;
     // Never rejects: a call whose writes failed is logged and left to the orphan reconcile.
-    await finishes.add({ call, routeId: e.routeId, row, cdrs, charge, event: numberCallEvent(call, e, row) });
+    await finishes.add({ call, routeId: e.routeId, row, cdrs, charge, inbound, event: numberCallEvent(call, e, row) });
     live.delete(e.callGroupId);
     await deps.slots.release(call.slots);
   }
@@ -250,7 +306,9 @@ export function createFinishing(deps: {
           deps.cdrs.settleMany(
             tx,
             // The call is still live here (it leaves `live` once its finish is written).
-            held.map((f) => callSettlement(f.call, f.call.priced.get(f.routeId ?? '')?.sellerId ?? null, f.charge)),
+            held.map((f) =>
+              callSettlement(f.call, f.call.priced.get(f.routeId ?? '')?.sellerId ?? null, f.charge, f.inbound),
+            ),
           ),
         ]);
         // A refusal cannot come from a hold that covers the call; if one does, the batch rolls back

@@ -24,6 +24,11 @@ export interface LiveCall {
   marked?: Promise<unknown>;
   /** When the hold expires unless extended (ms since epoch). */
   holdUntil: number;
+  /**
+   * A forwarded number call's inbound leg: the number (`routeId` its DID) priced at its inbound
+   * rate, billed beside whichever route answers (`alongside` on each priced route).
+   */
+  inboundLeg?: PricedLeg & { routeId: string; number: string };
   /** A call delivered to a rented number's own target: its CDRs are inbound. */
   direction?: 'inbound';
   /** A call for a rented number (delivered, forwarded or answered here): `number.call.received` at its end. */

@@ -47,6 +47,8 @@ interface InboundOf {
   handledBy?: NumberCallHandling;
   /** The candidate (1-based) that is this exchange's own answering, and what answers there. */
   local?: { kind: NumberAnswerKind; attempt: number };
+  /** A forwarded call's inbound minutes (the number's rate, to its seller), billed beside the route that answers. */
+  leg?: Omit<PlanCandidate, 'endpoints'> & { sellerId: string };
 }
 
 /** A number's candidate leg before its endpoints: the inbound price, billed per started minute. */
@@ -161,7 +163,12 @@ export function createPlanning(deps: {
     const answering = n.answer ? deps.localAnswer?.(n.answer.kind, callGroupId, n.didId) : null;
     const answers = n.answer && answering ? n.answer : null;
     if (answers?.when !== 'always' && n.pointMode === 'forward' && n.forwardTo) {
-      const plan = await planOutbound({ ...input, accountId: n.ownerId, to: n.forwardTo }, inbound);
+      // The renter pays the number's inbound minutes too (the seller earns them as on `sip`), in the forward's hold.
+      const leg = n.price.gt(0) ? { ...numberLeg(n), sellerId: n.sellerId } : undefined;
+      const plan = await planOutbound(
+        { ...input, accountId: n.ownerId, to: n.forwardTo },
+        { ...inbound, ...(leg ? { leg } : {}) },
+      );
       return 'reject' in plan ? plan : { ...plan, to: n.forwardTo };
     }
     const targets: TrunkEndpoint[] = [];
@@ -220,6 +227,12 @@ export function createPlanning(deps: {
     const { usable, slots } = limited;
 
     const markupPct = account.markupPct;
+    const inboundLeg = inbound?.leg && {
+      ...inbound.leg,
+      markupPct: account.routeMarkups.get(inbound.leg.routeId),
+      mediaMode: 'direct' as const,
+      number: inbound.number,
+    };
     const priced = new Map(
       usable.map((c) => {
         const term = terms.get(c.routeId);
@@ -233,6 +246,7 @@ export function createPlanning(deps: {
             sellerId: term?.sellerId ?? '',
             mediaMode: term?.mediaMode ?? 'direct',
             ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
+            ...(inboundLeg ? { alongside: inboundLeg } : {}),
           },
         ] as const;
       }),
@@ -255,6 +269,19 @@ export function createPlanning(deps: {
       ),
       ...(inbound?.direct ? { direction: 'inbound' as const } : {}),
       ...(inbound ? { didId: inbound.didId } : {}),
+      ...(inboundLeg
+        ? {
+            inbound: {
+              didId: inboundLeg.routeId,
+              number: inboundLeg.number,
+              price: inboundLeg.price.toFixed(6),
+              sellerRate: inboundLeg.sellerRate.toFixed(6),
+              increment: inboundLeg.increment.text,
+              sellerId: inboundLeg.sellerId,
+              ...(inboundLeg.markupPct ? { markupPct: inboundLeg.markupPct.toFixed(3) } : {}),
+            },
+          }
+        : {}),
     };
     // No hold to extend until it exists.
     const liveCall: LiveCall = {
@@ -268,6 +295,7 @@ export function createPlanning(deps: {
       priced: new Map(priced),
       holdUntil: Number.MAX_SAFE_INTEGER,
       ...(inbound?.direct ? { direction: 'inbound' as const } : {}),
+      ...(inboundLeg ? { inboundLeg } : {}),
       ...(inbound
         ? {
             number: {

@@ -4,9 +4,9 @@ import type { Config } from '../../config/schema.js';
 import type { Sql } from '../../db/connection.js';
 import type { Ledger } from '../../ledger/index.js';
 import type { Clock } from '../../platform/clock.js';
-import { requireIncrement } from '../../rating/index.js';
+import { requireIncrement, toMoney } from '../../rating/index.js';
 import { agreementOf, buildCdr, chargeLeg, voiceBilled, type CdrsService } from '../cdrs/index.js';
-import { callSettlement, HANGUP_REASONS } from './finishing.js';
+import { callSettlement, HANGUP_REASONS, inboundCdr } from './finishing.js';
 import type { LiveCalls } from './live-calls.js';
 import type { PayerHints } from './payer-hints.js';
 import type { CallsRepo } from './repo.js';
@@ -70,7 +70,35 @@ export function createReconcile(deps: {
         : undefined;
       const seen = o.answeredAt ? Math.max(0, Math.ceil((o.lastSeenAt.getTime() - o.answeredAt.getTime()) / 1000)) : 0;
       const duration = o.maxDurationSeconds ? Math.min(seen, o.maxDurationSeconds) : seen;
-      const charge = route && o.answeredAt ? chargeLeg(route, duration, new Decimal(o.pricing?.markupPct ?? 0)) : null;
+      const markupPct = new Decimal(o.pricing?.markupPct ?? 0);
+      const charge = route && o.answeredAt ? chargeLeg(route, duration, markupPct) : null;
+      // A forwarded number call: its inbound minutes for the same seconds, from the same hold.
+      const leg = o.pricing?.inbound;
+      const inbound =
+        leg && charge
+          ? {
+              sellerId: leg.sellerId,
+              charge: chargeLeg(
+                {
+                  price: new Decimal(leg.price),
+                  sellerRate: new Decimal(leg.sellerRate),
+                  increment: requireIncrement(leg.increment),
+                  markupPct: leg.markupPct === undefined ? undefined : new Decimal(leg.markupPct),
+                },
+                duration,
+                markupPct,
+              ),
+            }
+          : null;
+      const ended = {
+        callGroupId: o.callGroupId,
+        from: o.fromNumber,
+        sipCode: o.answeredAt ? 200 : null,
+        hangupCause: 'crash',
+        answeredAt: o.answeredAt,
+        endedAt: o.lastSeenAt,
+        startedAt: o.createdAt,
+      };
       const done = await sql
         .begin(async (tx) => {
           // Another daemon may be reconciling the same stale call: whoever locks the row does it, once.
@@ -82,6 +110,7 @@ export function createReconcile(deps: {
                 { id: o.id, payer: o.accountId, holdId: o.holdId, operatorId: o.operatorId },
                 p?.sellerId ?? null,
                 charge,
+                inbound,
               ),
             );
             if (settled.capReached) deps.hints.capReached(o.accountId);
@@ -113,6 +142,18 @@ export function createReconcile(deps: {
               endedAt: o.lastSeenAt,
               createdAt: o.createdAt,
             }),
+            ...(leg
+              ? [
+                  inboundCdr(
+                    { payer: o.accountId, operatorId: o.operatorId },
+                    { routeId: leg.didId, sellerId: leg.sellerId, number: leg.number },
+                    ended,
+                    o.answeredAt ? 'completed' : 'failed',
+                    inbound?.charge ?? null,
+                    charge ? duration : 0,
+                  ),
+                ]
+              : []),
           ]);
           await repo.finishCall(tx, o.id, {
             status: o.answeredAt ? 'completed' : 'failed',
@@ -122,7 +163,9 @@ export function createReconcile(deps: {
             hangupReason: HANGUP_REASONS['crash']!,
             durationSeconds: duration,
             billableSeconds: charge?.billableSeconds ?? 0,
-            cost: charge?.total ?? '0.000000',
+            cost: inbound
+              ? toMoney(new Decimal(charge!.total).plus(inbound.charge.total))
+              : (charge?.total ?? '0.000000'),
             billingIncrement: route?.increment.text ?? null,
             ratePerMinute: charge?.ratePerMinute ?? null,
             attempts: [],

@@ -23,6 +23,19 @@ export interface OrphanPricing {
   direction?: 'inbound';
   /** The rented number the call arrived for (delivered or forwarded). */
   didId?: string;
+  /**
+   * A forwarded number call's inbound minutes, billed to the payer beside the answered route for
+   * the same seconds from the same hold (its own CDR, `direction: inbound`, route the DID).
+   */
+  inbound?: {
+    didId: string;
+    number: string;
+    price: string;
+    sellerRate: string;
+    increment: string;
+    sellerId: string;
+    markupPct?: string;
+  };
 }
 
 /**

@@ -9,7 +9,7 @@ import { numbers } from './world.js';
 //   inbound rate 0.012000/min: a call of 1–60 s costs the renter 0.012000; the seller earns
 //   0.010800, the platform 0.001200.
 //   Forwarded: the renter's route at seller rate 0.013700 + fee 0.002000 = 0.015700/min, 6/6:
-//   a 1–6 s call costs 0.001570 (seller 0.001370).
+//   a 1–6 s call costs 0.001570 (seller 0.001370), plus the number's inbound minute 0.012000.
 
 interface CallRow {
   id: string;
@@ -164,16 +164,21 @@ t.test('inbound calls on rented numbers over the seller trunk', async (t) => {
     t.equal((await balance(w, w.operator.accountId)).toFixed(6), owner0.toFixed(6), 'nothing charged');
   });
 
-  await t.test('forward: an outbound call of the renter over its routes, billed as one', async (t) => {
+  await t.test('forward: an outbound call of the renter over its routes, with the inbound minutes', async (t) => {
     const forwardTo = '441100000777';
     const uas = await trunk.uasAnswer(t, forwardTo);
     await w.route({ port: uas.port, prefix: '4411', rate: '0.013700' });
     await point(did.id, { pointMode: 'forward', pointsTo: `+${forwardTo}` });
     const owner0 = await balance(w, w.operator.accountId);
     const c = await answered(t, digits, uas);
-    t.match(c, { status: 'completed', cost: '0.001570', toNumber: forwardTo });
-    t.match(await cdrsOf(w, c.id), [{ direction: 'outbound', buyerCost: '0.001570', toNumber: forwardTo }]);
-    t.equal(owner0.minus(await balance(w, w.operator.accountId)).toFixed(6), '0.001570');
+    t.match(c, { status: 'completed', cost: '0.013570', toNumber: forwardTo });
+    // The two legs share the call's start: listed by direction, outbound first.
+    const legs = (await cdrsOf(w, c.id)).sort((a, b) => (a.direction < b.direction ? 1 : -1));
+    t.match(legs, [
+      { direction: 'outbound', buyerCost: '0.001570', toNumber: forwardTo },
+      { direction: 'inbound', buyerCost: '0.012000', toNumber: digits },
+    ]);
+    t.equal(owner0.minus(await balance(w, w.operator.accountId)).toFixed(6), '0.013570');
   });
 
   await t.test(

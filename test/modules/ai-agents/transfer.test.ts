@@ -9,7 +9,8 @@ import { createWorld, eventually } from '../sip-trunks/world.js';
 import { available, callee, exitOk, expectedCost } from '../api-calls/peers.js';
 import { withOptions } from '../../helpers/sipp-peers.js';
 import { fill, freePort, sipp } from '../../telephony/sip/sipp.js';
-import { createRtpPeer, type RtpPeer } from '../../telephony/media/helpers/rtp-peer.js';
+import { createRtpPeer } from '../../telephony/media/helpers/rtp-peer.js';
+import { frames, heard, talk } from './phone-audio.js';
 import { aiSection, startStreamingChat, startSttServer } from './provider-servers.js';
 import { speechAudio } from './speech-pcap.js';
 import { sdpAt } from './phone-sdp.js';
@@ -30,49 +31,6 @@ import { ENGINES, engineConfig } from '../api-calls/engines.js';
 /** Quiet but not silent PCMU bytes: below the agent's speech level, and unlike the 0xff the daemon sends idle. */
 const CALLER_MARK = 0xfe;
 const TARGET_MARK = 0x7e;
-
-/** Sends `audio` as 20 ms PCMU packets to whoever sends to `peer` first, then `mark` frames until stopped. */
-function talk(peer: RtpPeer, audio: Uint8Array, mark: number): () => void {
-  let timer: NodeJS.Timeout | null = null;
-  let stopped = false;
-  peer.socket.once('message', (_m, from) => {
-    if (stopped) return;
-    let i = 0;
-    timer = setInterval(() => {
-      const payload = i * 160 < audio.length ? audio.subarray(i * 160, i * 160 + 160) : new Uint8Array(160).fill(mark);
-      peer.send(from.port, {
-        payloadType: 0,
-        marker: i === 0,
-        sequence: i & 0xffff,
-        timestamp: i * 160,
-        ssrc: 0x77,
-        payload,
-      });
-      i++;
-    }, 20);
-  });
-  return () => {
-    stopped = true;
-    if (timer) clearInterval(timer);
-  };
-}
-
-/** The caller received `audio`'s first 20 voiced frames, in order, in consecutive packets. */
-function heard(peer: RtpPeer, audio: Uint8Array): boolean {
-  const frame = (i: number) => audio.subarray(i * 160, i * 160 + 160);
-  let first = 0;
-  while (first * 160 < audio.length && frame(first).every((b) => b === 0xff || b === 0x7f)) first++;
-  const equal = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
-  const packets = peer.packets;
-  return packets.some(
-    (_p, at) =>
-      at + 20 <= packets.length &&
-      Array.from({ length: 20 }, (_x, k) => k).every((k) => equal(packets[at + k]!.payload, frame(first + k))),
-  );
-}
-
-const frames = (peer: RtpPeer, mark: number) =>
-  peer.packets.filter((p) => p.payload.length === 160 && p.payload.every((b) => b === mark)).length;
 
 for (const engine of ENGINES)
   t.test(

@@ -45,7 +45,7 @@ for (const engine of ENGINES)
         ai: aiSection(stt, chat),
         ...(await engineConfig(t, engine.name)),
       });
-      const { d, operator } = w;
+      const { operator } = w;
       const dir = mkdtempSync(join(tmpdir(), 'svc-agent-engine-'));
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -314,6 +314,7 @@ export async function buildModules(coreIn: CoreDeps) {
     media,
     manage: numbers.service.manage,
     agents: aiAgents.calls,
+    transfer: (o) => commsCalls.service.transferCall(o),
   });
   // Readiness of the planes the status page shows that register no probe of their own.
   core.health.register('media', async () => {

@@ -18,6 +18,8 @@ declare module 'ari-client' {
     id: string;
     name: string;
     state: string;
+    /** externalMedia answers UNICASTRTP_LOCAL_ADDRESS and UNICASTRTP_LOCAL_PORT here. */
+    channelvars?: Record<string, string>;
   }
 
   export interface AriClient extends EventEmitter {
@@ -38,6 +40,16 @@ declare module 'ari-client' {
       get(params: { channelId: string }): Promise<AriChannelJson>;
       list(): Promise<AriChannelJson[]>;
       play(params: { channelId: string; media: string; playbackId?: string }): Promise<unknown>;
+      externalMedia(params: {
+        app: string;
+        channelId?: string;
+        external_host: string;
+        format: string;
+        encapsulation?: string;
+        transport?: string;
+        direction?: string;
+      }): Promise<AriChannelJson>;
+      getChannelVar(params: { channelId: string; variable: string }): Promise<{ value: string }>;
     };
     playbacks: {
       stop(params: { playbackId: string }): Promise<void>;

@@ -1028,9 +1028,41 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     };
   }
 
+  /**
+   * An agent's `transfer_call` on a call this module did not place (a rented number's inbound call,
+   * answered by the exchange): the transfer leg is an async call of `accountId` from `from` to `to`
+   * over its routes (failover, hold, CDR, settlement and `call.*` events as any API call), joined to
+   * `call` once answered; either side hanging up ends the other. Resolves with the leg's call id, or
+   * null when it could not be placed (the caller should then be hung up).
+   */
+  async function transferCall(o: {
+    accountId: string;
+    call: EngineCall;
+    from: string;
+    to: string;
+    maxDuration: number;
+    bridged(): void;
+  }): Promise<string | null> {
+    if (o.maxDuration < 1) return null;
+    try {
+      const account = await deps.accounts.getAccount(o.accountId);
+      if (!account || account.status !== 'active') throw ruleError('the account cannot place calls');
+      const placed = await place(
+        { accountId: o.accountId, parentId: account.parentId, mode: 'live' },
+        { to: o.to, from: o.from, async: true, maxDuration: o.maxDuration },
+        { bridge: { call: o.call, bridged: o.bridged } },
+      );
+      return placed.data['callId'] as string;
+    } catch (err) {
+      log.warn({ err, callId: o.call.callId }, 'agent transfer could not be placed');
+      return null;
+    }
+  }
+
   return {
     place,
     voiceOtp,
+    transferCall,
     /** Told by the SIP dialer how each leg ended (the failover rule needs "no response" and "ringing"). */
     noteLeg(outcome: LegOutcome): void {
       legOutcomes.set(outcome.callId, outcome);

@@ -4,10 +4,13 @@ import type { CallEnd, CallEndCause, CallEngine, CallState, EngineCall, Originat
 import { realClock, type ActionClock, type ActionMedia, type PromptRenderer } from '../media/actions.js';
 import { createCallEvents, endThenHangUp, engineCall, notAnswered } from '../media/engine-call.js';
 import { isDtmfKey, type DtmfKey } from '../media/dtmf.js';
+import { MediaError } from '../media/errors.js';
+import type { MediaPool } from '../media/pool.js';
 import { causeForStatus, type SignallingDialer, type SignallingLeg } from '../media/native-engine.js';
 import { AriRequestError, type AriHost } from './ari-host.js';
 import type { ChannelBook, ChannelOwner } from './channels.js';
 import type { AsteriskLeg, LegListener } from './leg-listener.js';
+import { openMediaTap, type MediaTap } from './media-tap.js';
 import type { PromptStore } from './prompts.js';
 
 /**
@@ -21,7 +24,9 @@ import type { PromptStore } from './prompts.js';
  * billing are decided where they are for the native engine. The supplier's answer goes back to
  * Asterisk as the 200; once the channel is up in Stasis the call counts as answered and its actions
  * run over ARI: prompts (rendered by the exchange to G.711) played with `sound:`, keys read from
- * ChannelDtmfReceived.
+ * ChannelDtmfReceived. A call whose audio is asked for (`listen`: an AI voice agent) is tapped
+ * through an externalMedia channel to one of our RTP sessions (`media-tap.ts`); from then on its
+ * speech goes out of that session too.
  */
 
 export interface AsteriskEngineOptions {
@@ -30,6 +35,8 @@ export interface AsteriskEngineOptions {
   dialer: SignallingDialer;
   renderer: PromptRenderer;
   prompts: PromptStore;
+  /** RTP sessions for calls whose audio an AI agent hears and speaks over (absent: `listen` is refused). */
+  pool?: MediaPool;
   /** The PJSIP endpoint in Asterisk facing the exchange. */
   pjsipEndpoint: string;
   /** Asterisk must bring a leg to the listener (and an answered leg into Stasis) within this. */
@@ -71,6 +78,8 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
     const stopped = new Set<string>();
     let current: string | null = null;
     const keyListeners = new Set<(key: DtmfKey) => void>();
+    let tap: MediaTap | null = null;
+    let tapMedia: ActionMedia | null = null;
 
     const hangupChannel = (): void => {
       const h = host;
@@ -95,6 +104,7 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
       for (const resolve of playbacks.values()) resolve({ interrupted: true });
       playbacks.clear();
       live.delete(call);
+      void tap?.close();
       book.release(entry);
       if (host) book.count(host, -1);
       hangupChannel();
@@ -166,7 +176,28 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
         keyListeners.add(listener);
         return () => keyListeners.delete(listener);
       },
+      onAudio(listener) {
+        return tapped().onAudio!(listener);
+      },
     };
+
+    /** The call's media through its tap, opened on first use; the call ends when Asterisk cannot give one. */
+    function tapped(): ActionMedia {
+      if (tapMedia) return tapMedia;
+      const h = host;
+      const id = channelId;
+      if (!options.pool) throw new MediaError('MEDIA_UNSUPPORTED', 'this Asterisk engine has no RTP pool to tap calls');
+      if (state !== 'answered' || !h || !id) throw notAnswered();
+      const t = openMediaTap({ host: h, book, pool: options.pool, channelId: id, owner: entry, log });
+      tap = t;
+      tapMedia = t.media(media.onDtmf);
+      t.ready.catch((err: unknown) => {
+        if (endResult) return;
+        log.error({ err }, 'Asterisk could not hand the call audio over; ending the call');
+        void endLocally('failed', 'the media server could not carry the call audio');
+      });
+      return tapMedia;
+    }
 
     /**
      * After a play request got no answer: once the host answers again, a playback Asterisk knows is
@@ -211,8 +242,13 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
       get host() {
         return host;
       },
-      channelIds: () => (channelId ? [channelId] : []),
+      channelIds: () => (channelId ? (tap ? [channelId, tap.channelId] : [channelId]) : []),
       onEvent(event) {
+        if (tap && event.channel?.id === tap.channelId) {
+          // The tap's own channel: only its end matters (the agent can no longer hear or speak).
+          if (event.type === 'ChannelDestroyed') asteriskEnded('the channel carrying the call audio ended');
+          return;
+        }
         switch (event.type) {
           case 'StasisStart':
             inStasis();
@@ -244,9 +280,13 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
         channelGone = cause === 'media_host_lost' ? channelGone : true;
         void endLocally(cause, reason);
       },
-      resync(_id, channelState) {
+      resync(id, channelState) {
         // A channel still being originated may not be listed yet: only placed legs are judged.
         if (!uas) return;
+        if (tap && id === tap.channelId) {
+          if (channelState === null) asteriskEnded('the channel carrying the call audio was gone after the ARI gap');
+          return;
+        }
         if (channelState === null) {
           channelGone = true;
           asteriskEnded('the channel was gone after the ARI connection came back');
@@ -367,7 +407,7 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
       events,
       media: () => {
         if (state !== 'answered') throw notAnswered();
-        return media;
+        return tapMedia ?? media;
       },
       renderer,
       language: req.language ?? 'en',

@@ -3,6 +3,7 @@ import type { CallEngine } from '../engine.js';
 import type { CallMediaRelay } from '../media/call-relay.js';
 import type { PromptRenderer } from '../media/actions.js';
 import type { SignallingDialer } from '../media/native-engine.js';
+import type { MediaPool } from '../media/pool.js';
 import { createAsteriskEngine } from './ari-engine.js';
 import { createAriHost, type AriHost, type AriHostConfig } from './ari-host.js';
 import { createLegListener, type LegListener } from './leg-listener.js';
@@ -38,7 +39,8 @@ export interface AsteriskSettings {
 
 export interface AsteriskFarm {
   hosts: readonly AriHost[];
-  createEngine(dialer: SignallingDialer, renderer: PromptRenderer): CallEngine;
+  /** `pool`: RTP sessions that calls' audio is tapped to when an AI agent listens and speaks. */
+  createEngine(dialer: SignallingDialer, renderer: PromptRenderer, pool?: MediaPool): CallEngine;
   /** Anchors a trunk call's media (a route in proxy media mode) in a bridge on a healthy host. */
   openRelay(): Promise<CallMediaRelay>;
   close(): Promise<void>;
@@ -91,13 +93,14 @@ export function createAsteriskFarm(settings: AsteriskSettings, log: Logger): Ast
   const engines: CallEngine[] = [];
   return {
     hosts,
-    createEngine(dialer, renderer) {
+    createEngine(dialer, renderer, pool) {
       const engine = createAsteriskEngine({
         book,
         legs,
         dialer,
         renderer,
         prompts,
+        ...(pool ? { pool } : {}),
         pjsipEndpoint: settings.pjsip_endpoint,
         legTimeoutMs: settings.leg_timeout_ms,
         log: flog,

@@ -41,7 +41,7 @@ export function createVoicePlane(opts: {
   });
   const own: AsteriskFarm | null = opts.asterisk ? createAsteriskFarm(opts.asterisk, opts.log) : null;
   const farm = own ?? opts.farm ?? null;
-  const engine = farm ? farm.createEngine(dialer, plane.renderer) : plane.createEngine(dialer);
+  const engine = farm ? farm.createEngine(dialer, plane.renderer, plane.pool) : plane.createEngine(dialer);
   return {
     engine,
     dialer,

@@ -188,7 +188,10 @@ export function createTts(options: TtsOptions): Tts {
       }
     }
     child ??= start(voice);
-    keepWarm(voice);
+    // The next one starts once this one has written its audio, not now: started here, its start-up
+    // (a fork of this process, blocking the event loop, then espeak-ng loading its voice data) ran
+    // beside the synthesis a caller waits for and delayed its first audio by 30-200 ms under load.
+    child.once('close', () => keepWarm(voice));
     return child;
   }
 

@@ -27,6 +27,7 @@ import type { ServerTransaction } from '../../../telephony/sip/transaction.js';
 import type { SipPeer } from '../../../telephony/sip/transport.js';
 import { emit } from '../../../webhooks/emit.js';
 import type { AgentCallPlan, AgentCalls } from '../../api-calls/agent.js';
+import type { EngineCall } from '../../../telephony/engine.js';
 import type { LocalAnswerEndpoint, NumberAnswerKind } from '../../sip-trunks/number-calls.js';
 import * as repo from './repo.js';
 import { recordVoicemail, type VoicemailScript } from './voicemail.js';
@@ -51,6 +52,28 @@ export interface NumberAnsweringDeps {
   speechLevel: number;
   /** AI voice agents; absent, calls handed to an agent are refused. */
   agents?: AgentCalls | undefined;
+  /**
+   * Places an agent's transfer as the renter's own outbound call (the API-call plane), joined to the
+   * caller once answered; resolves with its call id, or null when it could not be placed.
+   */
+  transfer?: ((o: AgentTransfer) => Promise<string | null>) | undefined;
+}
+
+export interface AgentTransfer {
+  accountId: string;
+  call: EngineCall;
+  from: string;
+  to: string;
+  maxDuration: number;
+  bridged(): void;
+}
+
+/** The caller ID a transfer leg presents: the caller's own number when it is E.164, else the number called. */
+export function transferCli(callerUser: string, didNumber: string | null): string | null {
+  const digits = callerUser.replace(/^\+/, '');
+  if (/^[1-9][0-9]{6,14}$/.test(digits)) return `+${digits}`;
+  const own = (didNumber ?? '').replace(/^\+/, '');
+  return /^[1-9][0-9]{6,14}$/.test(own) ? `+${own}` : null;
 }
 
 export function createNumberAnswering(deps: NumberAnsweringDeps) {
@@ -149,30 +172,63 @@ export function createNumberAnswering(deps: NumberAnsweringDeps) {
     if (msg && msg.pcm.length > 0) await keepMessage(d, callGroupId, from, msg);
   }
 
-  async function agentCall(a: AnsweredCall, d: repo.AnsweringRow, plan: AgentCallPlan, callGroupId: string) {
+  async function agentCall(
+    a: AnsweredCall,
+    d: repo.AnsweringRow,
+    plan: AgentCallPlan,
+    callGroupId: string,
+    callerUser: string,
+  ) {
+    // The caller's call, transferred or not, lasts at most the agent's maxCallSeconds.
     const limit = setTimeout(() => void a.call.hangup(), plan.maxCallSeconds * 1000);
     limit.unref();
-    let conversation: unknown = null;
+    let conversation: { transferTo: string | null } | null = null;
     try {
       conversation = await plan.converse(a.call);
     } catch (err) {
       log.warn({ err, callGroupId }, 'AI agent conversation failed');
     }
+    let transfer: { callId: string | null; bridged: boolean } | null = null;
+    let agentLeftAt: Date | null = null;
+    const target = conversation?.transferTo ?? null;
+    if (target && a.call.state === 'answered' && deps.transfer) {
+      agentLeftAt = clock.now();
+      const t = { callId: null as string | null, bridged: false };
+      transfer = t;
+      const from = transferCli(callerUser, d.number);
+      const left = plan.maxCallSeconds - Math.ceil((agentLeftAt.getTime() - a.answeredAt.getTime()) / 1000);
+      t.callId = from
+        ? await deps.transfer({
+            accountId: d.accountId,
+            call: a.call,
+            from,
+            to: target,
+            maxDuration: left,
+            bridged: () => {
+              t.bridged = true;
+            },
+          })
+        : null;
+      // Placed: the transfer leg hangs the caller up when it ends (and the caller ends it).
+      if (t.callId) await a.call.ended;
+    }
     const end = await a.call.hangup();
     clearTimeout(limit);
     const seconds = Math.max(0, Math.ceil((end.endedAt.getTime() - a.answeredAt.getTime()) / 1000));
+    // The agent's part ends when it hands the caller over.
+    const agentSeconds = agentLeftAt
+      ? Math.min(seconds, Math.max(0, Math.ceil((agentLeftAt.getTime() - a.answeredAt.getTime()) / 1000)))
+      : seconds;
     // The fee itself is billed with the call (it rides on the inbound price); this is its record.
-    const fee = new Decimal(plan.feePerMinute).times(Math.ceil(seconds / 60)).toFixed(6);
+    const fee = new Decimal(plan.feePerMinute).times(Math.ceil(agentSeconds / 60)).toFixed(6);
     await sql.begin((tx) =>
       plan.store(tx, {
         callId: callGroupId,
         accountId: d.accountId,
         conversation,
-        durationSeconds: seconds,
+        durationSeconds: agentSeconds,
         fee,
-        // A transfer the agent asks for on a number's call is not placed: the caller's leg is the
-        // seller's trunk, and a second leg would need its own payer and route (docs/numbers.md).
-        transfer: null,
+        transfer,
         startedAt: a.answeredAt,
         endedAt: end.endedAt,
       }),
@@ -216,7 +272,7 @@ export function createNumberAnswering(deps: NumberAnsweringDeps) {
     if (!answered) return;
     live.add(answered);
     const from = (fromOf(req).uri.user ?? '').replace(/^\+/, '');
-    const work = plan ? agentCall(answered, d, plan, callGroupId) : voicemail(answered, d, callGroupId, from);
+    const work = plan ? agentCall(answered, d, plan, callGroupId, from) : voicemail(answered, d, callGroupId, from);
     const p = work
       .catch((err: unknown) => {
         log.error({ err, callGroupId }, 'number answering failed');

@@ -5,7 +5,7 @@ import { createMediaPlane, type MediaPlane } from '../../../telephony/media/inde
 import type { SharedMediaPool } from '../../../telephony/media/shared-pool.js';
 import type { AgentCalls } from '../../api-calls/agent.js';
 import type { NumberManagement } from '../manage.js';
-import { createNumberAnswering } from './answering.js';
+import { createNumberAnswering, type NumberAnsweringDeps } from './answering.js';
 import { voicemailRoutes } from './routes.js';
 import { createVoicemailService } from './service.js';
 
@@ -17,7 +17,14 @@ import { createVoicemailService } from './service.js';
  */
 export function buildNumberVoice(
   core: CoreDeps,
-  deps: { sip: SipPlane; media: SharedMediaPool; manage: NumberManagement; agents?: AgentCalls | undefined },
+  deps: {
+    sip: SipPlane;
+    media: SharedMediaPool;
+    manage: NumberManagement;
+    agents?: AgentCalls | undefined;
+    /** An agent's transfer on a number's call, placed as the renter's own outbound call. */
+    transfer?: NumberAnsweringDeps['transfer'];
+  },
 ) {
   const { config } = core;
   const log = core.log.child({ module: 'numbers-voice' });
@@ -44,6 +51,7 @@ export function buildNumberVoice(
     stateDir,
     speechLevel: config.ai.speech_level,
     agents: deps.agents,
+    transfer: deps.transfer,
   });
   const voicemail = createVoicemailService({ sql: core.sql, clock: core.clock, manage: deps.manage, stateDir });
   const module: Module = {

@@ -1,0 +1,49 @@
+import type { RtpPeer } from '../../telephony/media/helpers/rtp-peer.js';
+
+/**
+ * A phone's audio at a test's UDP socket (sipp keeps the signalling, its SDP points here): what the
+ * phone says, and checks of what it heard.
+ */
+
+/** Sends `audio` as 20 ms PCMU packets to whoever sends to `peer` first, then `mark` frames until stopped. */
+export function talk(peer: RtpPeer, audio: Uint8Array, mark: number): () => void {
+  let timer: NodeJS.Timeout | null = null;
+  let stopped = false;
+  peer.socket.once('message', (_m, from) => {
+    if (stopped) return;
+    let i = 0;
+    timer = setInterval(() => {
+      const payload = i * 160 < audio.length ? audio.subarray(i * 160, i * 160 + 160) : new Uint8Array(160).fill(mark);
+      peer.send(from.port, {
+        payloadType: 0,
+        marker: i === 0,
+        sequence: i & 0xffff,
+        timestamp: i * 160,
+        ssrc: 0x77,
+        payload,
+      });
+      i++;
+    }, 20);
+  });
+  return () => {
+    stopped = true;
+    if (timer) clearInterval(timer);
+  };
+}
+
+/** The caller received `audio`'s first 20 voiced frames, in order, in consecutive packets. */
+export function heard(peer: RtpPeer, audio: Uint8Array): boolean {
+  const frame = (i: number) => audio.subarray(i * 160, i * 160 + 160);
+  let first = 0;
+  while (first * 160 < audio.length && frame(first).every((b) => b === 0xff || b === 0x7f)) first++;
+  const equal = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
+  const packets = peer.packets;
+  return packets.some(
+    (_p, at) =>
+      at + 20 <= packets.length &&
+      Array.from({ length: 20 }, (_x, k) => k).every((k) => equal(packets[at + k]!.payload, frame(first + k))),
+  );
+}
+
+export const frames = (peer: RtpPeer, mark: number) =>
+  peer.packets.filter((p) => p.payload.length === 160 && p.payload.every((b) => b === mark)).length;

@@ -27,10 +27,14 @@ create trigger smpp_accounts_changed after update of disabled_at, throughput on 
   for each row execute function svc_smpp_account_changed();
 
 -- The same for SIP connection points: every daemon drops what it cached of the address or username.
+-- Each branch names only its own table's columns (a record's fields are resolved when the statement runs).
 create function svc_trunk_point_changed() returns trigger language plpgsql as $$
 begin
-  perform pg_notify('svc_trunk_points', case when tg_table_name = 'trunk_ips' then 'ip:' || host(old.ip)
-                                             else 'user:' || old.username end);
+  if tg_table_name = 'trunk_ips' then
+    perform pg_notify('svc_trunk_points', 'ip:' || host(old.ip));
+  else
+    perform pg_notify('svc_trunk_points', 'user:' || old.username);
+  end if;
   return null;
 end $$;
 create trigger trunk_ips_changed after update or delete on trunk_ips

@@ -120,6 +120,11 @@ export interface SmppServer {
   /** Current binds (for status pages and tests). */
   binds(): Array<{ bindId: string; accountId: string; systemId: string; bindType: BindType; remoteIp: string }>;
   queuedReceipts(accountId: string): number;
+  /**
+   * A credential changed: `null` (disabled or gone) unbinds every session bound with it; otherwise
+   * its new throughput applies to the next submit. Returns the sessions it touched.
+   */
+  credentialChanged(systemId: string, now: { throughputPerSecond: number } | null): number;
 }
 
 interface BindState {
@@ -570,6 +575,21 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
       }
       for (const q of items) sendReceipt(b, accountId, q);
       return 'sent';
+    },
+    credentialChanged(systemId, changed) {
+      let touched = 0;
+      for (const b of binds.values()) {
+        if (b.systemId !== systemId || !b.account || !b.bindType) continue;
+        touched++;
+        if (changed === null) {
+          b.log.info({}, 'smpp credential disabled: unbinding');
+          closeBind(b);
+          continue;
+        }
+        b.account = { ...b.account, throughputPerSecond: changed.throughputPerSecond };
+        b.tokens = Math.min(b.tokens, changed.throughputPerSecond);
+      }
+      return touched;
     },
     binds() {
       return [...binds.values()]

@@ -223,6 +223,10 @@ export async function buildModules(coreIn: CoreDeps) {
     trunkIps: (id) => calls.service.repo.listTrunkIps(id),
     trunkCredentials: (id) => calls.service.repo.listTrunkCredentials(id),
     smppAccounts: (id) => sms.smppCredentials.list(id),
+    updateTrunkIp: (account, id, patch) => calls.service.points.updateIp(account, id, patch),
+    updateTrunkCredentials: (account, id, patch) => calls.service.points.updateCredentials(account, id, patch),
+    updateSmpp: (account, id, patch) => sms.smppCredentials.update(account, id, patch),
+    load: (ids) => calls.service.points.load(ids),
     binds: () => sms.customerBinds(),
     probe: (target) => sip.probe(target, { timeoutMs: core.config.sip.options_timeout_ms }),
   });

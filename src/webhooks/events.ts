@@ -103,6 +103,8 @@ export const SubscribableEvents = [
   'interconnection.statement_ready',
   // Port-in orders (docs/numbers.md): every step of an order, to its buyer.
   'number.port_in.updated',
+  // Interconnections: a side reached a cap of the period (both sides are told once per side, period and cap).
+  'interconnection.cap_reached',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

@@ -1,11 +1,24 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
-import { DateTime, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
+import { CursorPage, DateTime, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
+import { CursorQuery, cursorPage } from '../../http/pagination.js';
 import type { ConnectionsService } from './service.js';
 
 const TAGS = ['Connections'];
 const Kind = Type.Union([Type.Literal('sip_ip'), Type.Literal('sip_credentials'), Type.Literal('smpp')]);
 const Transport = Type.Union([Type.Literal('udp'), Type.Literal('tcp'), Type.Literal('tls')]);
+
+const TestResult = Type.Object({
+  id: Uuid(),
+  host: Type.String(),
+  port: Type.Integer(),
+  transport: Transport,
+  address: Nullable(Type.String({ description: 'the address tested; null when the name did not resolve' })),
+  reachable: Type.Boolean(),
+  status: Nullable(Type.Integer({ description: 'the final SIP status; null when nothing answered' })),
+  rttMs: Nullable(Type.Number()),
+  createdAt: DateTime(),
+});
 
 const ConnectionPoint = Type.Object({
   id: Uuid('the trunk address, purchase or SMPP credential id'),
@@ -13,11 +26,20 @@ const ConnectionPoint = Type.Object({
   identifier: Type.String({ description: 'the source address, SIP username or SMPP system_id' }),
   label: Nullable(Type.String()),
   status: Type.String({
-    description: '`sip_ip`: approved or pending; `sip_credentials`: active or inactive; `smpp`: active or disabled',
+    description:
+      '`sip_ip`: approved or pending; `sip_credentials`: active or inactive (purchase no longer active); any: disabled',
   }),
+  disabled: Type.Boolean({ description: 'calls or binds through it are refused until enabled again' }),
+  disabledAt: Nullable(DateTime()),
   purchaseId: Nullable(Uuid()),
   allowedIps: Nullable(Type.Array(Type.String())),
   throughput: Nullable(Type.Integer({ description: 'SMPP submits per second per bind (0: unlimited)' })),
+  maxConcurrentCalls: Nullable(
+    Type.Integer({ description: 'SIP: calls at once through this point (null: only the account limits)' }),
+  ),
+  maxCps: Nullable(Type.Integer({ description: 'SIP: new calls per second through this point (null: no limit)' })),
+  currentCalls: Nullable(Type.Integer({ description: 'SIP: calls live through this point now, on every server' })),
+  currentCps: Nullable(Type.Integer({ description: 'SIP: calls let through in the current second' })),
   binds: Nullable(
     Type.Array(Type.Object({ bindType: Type.String(), remoteIp: Type.String() }), {
       description: 'SMPP sessions bound now with these credentials',
@@ -111,24 +133,74 @@ export function connectionsRoutes(connections: ConnectionsService) {
             },
             { additionalProperties: false },
           ),
-          response: {
-            200: Ok(
-              Type.Object({
-                host: Type.String(),
-                port: Type.Integer(),
-                transport: Transport,
-                address: Nullable(
-                  Type.String({ description: 'the address tested; null when the name did not resolve' }),
-                ),
-                reachable: Type.Boolean(),
-                status: Nullable(Type.Integer({ description: 'the final SIP status; null when nothing answered' })),
-                rttMs: Nullable(Type.Number()),
-              }),
-            ),
-          },
+          response: { 200: Ok(TestResult) },
         },
       },
-      async (req) => ok(await connections.test(req.body)),
+      async (req) => ok(await connections.test(req.principal!.accountId, req.body)),
+    );
+
+    app.get(
+      '/connections/tests',
+      {
+        config: { access: { auth: 'required', scope: 'account:read' } },
+        schema: {
+          tags: TAGS,
+          summary: 'Reachability tests run so far, newest first',
+          description:
+            'Every `POST /connections/test` that sent a probe (or found the name unresolvable), as it answered.',
+          querystring: Type.Object(CursorQuery()),
+          response: { 200: CursorPage(TestResult) },
+        },
+      },
+      async (req) => {
+        const limit = req.query.limit ?? 25;
+        return cursorPage(
+          await connections.tests(req.principal!.accountId, { cursor: req.query.cursor, limit }),
+          limit,
+        );
+      },
+    );
+
+    app.get(
+      '/connections/:id',
+      {
+        config: { access: { auth: 'required', scope: 'account:read' } },
+        schema: {
+          tags: TAGS,
+          summary: 'One connection point with its limits and live state',
+          params: Type.Object({ id: Uuid() }),
+          response: { 200: Ok(ConnectionPoint) },
+        },
+      },
+      async (req) => ok(await connections.get(req.principal!.accountId, req.params.id)),
+    );
+
+    app.patch(
+      '/connections/:id',
+      {
+        config: { access: { auth: 'required', scope: 'account:write', denyTestKeys: true } },
+        schema: {
+          tags: TAGS,
+          summary: 'Set limits on a connection point, or disable it without deleting it',
+          description:
+            'SIP addresses and credentials take `maxConcurrentCalls` and `maxCps` (null lifts the limit); calls over ' +
+            'them are refused with 503. SMPP credentials take `throughput` (submits per second per bind; over it, ' +
+            '`ESME_RTHROTTLED`). A disabled point refuses calls (403) and binds (`ESME_RBINDFAIL`), and its bound ' +
+            'sessions are unbound, on every server; enabling it again restores it as it was.',
+          params: Type.Object({ id: Uuid() }),
+          body: Type.Object(
+            {
+              disabled: Type.Optional(Type.Boolean()),
+              maxConcurrentCalls: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 100_000 }))),
+              maxCps: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 10_000 }))),
+              throughput: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
+            },
+            { additionalProperties: false, minProperties: 1 },
+          ),
+          response: { 200: Ok(ConnectionPoint) },
+        },
+      },
+      async (req) => ok(await connections.update(req.principal!.accountId, req.params.id, req.body)),
     );
   };
 }

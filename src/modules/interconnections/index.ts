@@ -10,6 +10,8 @@ import { createPeeringTerms } from './terms.js';
 // statements are made within five.
 const SWEEP_MS = 60_000;
 const STATEMENTS_MS = 300_000;
+// A cap a side reached is told within seconds: the crossing is already committed with its CDR.
+const CAPS_MS = 5_000;
 
 /**
  * The terms in force between accounts, read by rating. Built before the marketplace (whose routing
@@ -50,7 +52,11 @@ export function buildInterconnectionsModule(
     routes: interconnectionsRoutes(service, statements),
     start: async () => {
       await deps.terms.start();
-      jobs = [job('expiry sweep', SWEEP_MS, service.expireDue), job('statements', STATEMENTS_MS, statements.closeDue)];
+      jobs = [
+        job('expiry sweep', SWEEP_MS, service.expireDue),
+        job('statements', STATEMENTS_MS, statements.closeDue),
+        job('caps reached', CAPS_MS, service.tellCapsReached),
+      ];
     },
     stop: async () => {
       await Promise.all(jobs.map((j) => j.stop()));

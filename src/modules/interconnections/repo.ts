@@ -229,3 +229,47 @@ export function closedPeriodDue(db: Db, now: Date): Promise<InterconnectionRow[]
         where s.interconnection_id = interconnections.id and s.period_start = p.prev and s.final)
     order by id limit 200`;
 }
+
+/** A cap one side reached in a period, recorded by the CDR trigger (migration 265) and not yet told. */
+export interface CapCrossing {
+  interconnectionId: string;
+  payer: Side;
+  periodStart: Date;
+  cap: 'minutes' | 'messages' | 'amount';
+  crossedAt: Date;
+  periodEnd: Date;
+  seconds: string;
+  messages: string;
+  amount: string;
+}
+
+/**
+ * Crossings nobody has told yet, locked (another daemon's job skips them), with their
+ * interconnection; each is marked told by `capCrossingsTold` in the same transaction.
+ */
+export async function untoldCapCrossings(
+  db: Db,
+  limit: number,
+): Promise<(CapCrossing & { interconnection: InterconnectionRow })[]> {
+  const crossings = await db<CapCrossing[]>`
+    select c.interconnection_id, c.payer, c.period_start, c.cap, c.crossed_at,
+           svc_interconnection_period_end(i.period, c.period_start) as period_end,
+           c.seconds::text, c.messages::text, c.amount::text
+    from interconnection_cap_crossings c join interconnections i on i.id = c.interconnection_id
+    where c.told_at is null
+    order by c.crossed_at limit ${limit} for update of c skip locked`;
+  if (crossings.length === 0) return [];
+  const rows = await db<InterconnectionRow[]>`
+    select ${columns(db)} from interconnections
+    where id = any(${[...new Set(crossings.map((c) => c.interconnectionId))]}::uuid[])`;
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return crossings.map((c) => ({ ...c, interconnection: byId.get(c.interconnectionId)! }));
+}
+
+export async function capCrossingsTold(db: Db, crossings: readonly CapCrossing[], at: Date): Promise<void> {
+  for (const c of crossings)
+    await db`
+      update interconnection_cap_crossings set told_at = ${at}
+      where interconnection_id = ${c.interconnectionId} and payer = ${c.payer}
+        and period_start = ${c.periodStart} and cap = ${c.cap}`;
+}

@@ -418,6 +418,42 @@ export function createInterconnectionsService(deps: InterconnectionDeps) {
       }
       return rows.length;
     },
+
+    /**
+     * The cap job: tells both sides of each cap a side reached (recorded by the CDR that crossed
+     * it, migration 265) with `interconnection.cap_reached`, once per side, period and cap; the
+     * events and the rows' told mark commit together. Returns how many crossings it told.
+     */
+    async tellCapsReached(): Promise<number> {
+      return sql.begin(async (tx) => {
+        const crossings = await repo.untoldCapCrossings(tx, 200);
+        for (const c of crossings) {
+          const r = c.interconnection;
+          const payerAccountId = c.payer === 'requester' ? r.requesterId : r.peerId;
+          const limit =
+            c.cap === 'minutes' ? String(r.capMinutes) : c.cap === 'messages' ? String(r.capMessages) : r.capAmount;
+          for (const to of [r.requesterId, r.peerId])
+            await tell(tx, r, to, 'interconnection.cap_reached', {
+              payer: c.payer,
+              payerAccountId,
+              cap: c.cap,
+              limit: c.cap === 'amount' ? new Decimal(limit ?? 0).toFixed(6) : limit,
+              period: r.period,
+              periodStart: c.periodStart.toISOString(),
+              periodEnd: c.periodEnd.toISOString(),
+              overCap: r.overCap,
+              crossedAt: c.crossedAt.toISOString(),
+              usage: {
+                minutes: new Decimal(c.seconds).div(60).toFixed(2),
+                messages: Number(c.messages),
+                amount: new Decimal(c.amount).toFixed(6),
+              },
+            });
+        }
+        await repo.capCrossingsTold(tx, crossings, clock.now());
+        return crossings.length;
+      });
+    },
   };
 }
 

@@ -497,4 +497,23 @@ export const NotificationKinds: Record<string, KindSpec> = {
       body: `Your order to bring ${Array.isArray(d['numbers']) ? d['numbers'].length : 'your'} number(s) in is now ${s(d['status'], 'updated').replace('_', ' ')}${d['note'] ? `: ${s(d['note'])}` : '.'}`,
     }),
   },
+  'interconnection.cap_reached': {
+    label: 'Interconnection caps reached',
+    inAppDefault: true,
+    render: (d) => {
+      const theirs = d['payerAccountId'] !== undefined && d['payerAccountId'] === d['counterpartyId'];
+      const what = d['cap'] === 'minutes' ? 'minutes' : d['cap'] === 'messages' ? 'messages' : 'amount';
+      const until = d['periodEnd'] ? ` until ${s(d['periodEnd'])}` : ' for the rest of the period';
+      const after =
+        d['overCap'] === 'refuse'
+          ? `${theirs ? 'its' : 'your'} traffic does not go over ${theirs ? 'your' : 'its'} routes${until}.`
+          : `${theirs ? 'its' : 'your'} traffic over ${theirs ? 'your' : 'its'} routes goes at list prices${until}.`;
+      return {
+        title: 'Interconnection cap reached',
+        body: theirs
+          ? `Account ${s(d['counterpartyId'])} reached the ${what} cap (${s(d['limit'], 'agreed')}) of your interconnection: ${after}`
+          : `You reached the ${what} cap (${s(d['limit'], 'agreed')}) of your interconnection with account ${s(d['counterpartyId'])}: ${after}`,
+      };
+    },
+  },
 };

@@ -14,7 +14,7 @@ import { affordableSeconds, holdFor, type CdrsService, type PricedRoute, type Ro
 import type { LiveCall, LiveCalls } from './live-calls.js';
 import type { PayerHints } from './payer-hints.js';
 import { createPayerTermsCache } from './payer-terms.js';
-import type { CallsRepo, OrphanPricing, TrunkCallInsert, TrunkHeld, TrunkHoldInput } from './repo.js';
+import type { CallsRepo, ConnectionGate, OrphanPricing, TrunkCallInsert, TrunkHeld, TrunkHoldInput } from './repo.js';
 import type { Slots } from './slots.js';
 import { createWindowBatcher } from './window-batcher.js';
 
@@ -41,6 +41,14 @@ export interface PayerTerms {
 }
 
 const NO_ROUTE_MARKUPS: ReadonlyMap<string, Decimal> = new Map();
+
+/** A connection point without a concurrency limit still counts its live calls (GET /connections). */
+const UNCAPPED = Number.MAX_SAFE_INTEGER;
+
+/** The shared counter of a connection point's live calls, across daemons. */
+export const connectionCallsKey = (pointId: string): string => `conn:${pointId}`;
+/** The shared calls-per-second window of a connection point. */
+export const connectionCpsKey = (pointId: string): string => `conn-cps:${pointId}`;
 
 /**
  * Admission of trunk and API calls: the payer's terms (status, markup, caps), its daily spend cap,
@@ -179,8 +187,9 @@ export function createAdmission(deps: {
   }
 
   /**
-   * The payer's and the routing account's concurrency slots, then each candidate route's capacity
-   * and calls per second: the routes still usable and every slot taken, or the refusal (nothing held).
+   * The connection point's calls per second and concurrency, the payer's and the routing account's
+   * concurrency slots, then each candidate route's capacity and calls per second: the routes still
+   * usable and every slot taken, or the refusal (nothing held).
    */
   async function takeLimits<T extends { routeId: string }>(
     account: PayerTerms,
@@ -188,15 +197,24 @@ export function createAdmission(deps: {
     routingAccount: string,
     candidates: readonly T[],
     terms: ReadonlyMap<string, RouteTerms>,
+    point?: ConnectionGate,
   ): Promise<{ usable: T[]; slots: string[] } | CallRefusal> {
     const wanted: { key: string; limit: number }[] = [];
+    if (point) {
+      if (point.maxCps !== null && !(await slots.rate(connectionCpsKey(point.id), point.maxCps)))
+        return refuse('connection-cps', 503, 'Connection calls-per-second limit reached');
+      wanted.push({ key: connectionCallsKey(point.id), limit: point.maxConcurrentCalls ?? UNCAPPED });
+    }
     if (account.maxConcurrentCalls !== null && account.maxConcurrentCalls !== undefined) {
       wanted.push({ key: `acct:${payer}`, limit: account.maxConcurrentCalls });
     }
     if (config.sip.max_calls_per_account > 0)
       wanted.push({ key: `acct-all:${routingAccount}`, limit: config.sip.max_calls_per_account });
     const taken = await slots.acquireAll(wanted);
-    if (!taken.ok) return refuse('concurrency', 503, 'Concurrent call limit reached');
+    if (!taken.ok)
+      return taken.key.startsWith('conn:')
+        ? refuse('connection-calls', 503, 'Connection concurrent call limit reached')
+        : refuse('concurrency', 503, 'Concurrent call limit reached');
 
     const held = [...taken.slots];
     const { usable } = await slots.takeRoutes(candidates, terms, held);

@@ -1,9 +1,9 @@
 import type { Clock } from '../../platform/clock.js';
 import { createTtlCache } from '../../platform/ttl-cache.js';
-import type { TrunkPolicy } from '../../telephony/sip/b2bua/index.js';
+import type { PlanCallInput, TrunkPolicy } from '../../telephony/sip/b2bua/index.js';
 import { computeHa1 } from '../../telephony/sip/index.js';
 import type { ApplicationService } from '../application/service.js';
-import type { CallsRepo } from './repo.js';
+import type { CallsRepo, ConnectionGate } from './repo.js';
 
 /**
  * Who a trunk call belongs to: a whitelisted source IP, or the digest user (a sub-account's SIP
@@ -58,7 +58,24 @@ export function createAttribution(deps: {
     sipUsers.delete(username);
   }
 
-  return { resolveByIp, lookupSipUser, purchaseCredentials };
+  /**
+   * The connection point a call came through, with its limits: the purchase's credentials, or the
+   * whitelisted source address (a digest user is a sub-account or a purchase, so a call with
+   * neither was attributed by its address). A sub-account's own credentials are not one.
+   */
+  async function pointOf(input: PlanCallInput): Promise<ConnectionGate | null> {
+    if (input.subAccountId) return null;
+    if (input.purchaseId) return repo.trunkCredentialPoint(input.purchaseId);
+    return repo.trunkIpPoint(input.sourceIp.replace(/^::ffff:/, ''));
+  }
+
+  /** Drops every cached answer: a connection point changed here or on another daemon. */
+  function forget(): void {
+    sipUsers.clear();
+    repo.forgetPoints();
+  }
+
+  return { resolveByIp, lookupSipUser, purchaseCredentials, pointOf, forget };
 }
 
 export type Attribution = ReturnType<typeof createAttribution>;

@@ -128,6 +128,7 @@ export function buildSipTrunksModule(
     ),
     async start() {
       await calls.termsCache.start();
+      await calls.pointsListener.start();
       // Before the SIP stack exists, so no API call of this daemon can be live yet.
       await calls.reconcileOrphans({ atStart: true });
       // Announces this daemon to the others sharing Redis and drops the shares it held before a
@@ -187,6 +188,7 @@ export function buildSipTrunksModule(
       }
       await sip.stack.close();
       await calls.termsCache.stop();
+      await calls.pointsListener.stop();
     },
   };
   return { module, service: calls };

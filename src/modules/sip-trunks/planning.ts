@@ -21,7 +21,10 @@ import {
   type NumberCallTarget,
   type NumberCalls,
 } from './number-calls.js';
-import type { OrphanPricing } from './repo.js';
+import type { ConnectionGate, OrphanPricing } from './repo.js';
+
+/** A call's input with the connection point it came through (limits taken with the payer's). */
+type RoutedInput = PlanCallInput & { point?: ConnectionGate };
 
 /** A route endpoint's stored transport as the SIP stack names it (anything unknown goes out over UDP). */
 export const sipTransportOf = (t: string): SipTransportName => (t === 'tcp' || t === 'tls' ? t : 'udp');
@@ -81,7 +84,11 @@ export function createPlanning(deps: {
   const { admission } = deps;
   const isDown = deps.endpointDown ?? neverDown;
 
-  async function planCall(input: PlanCallInput): Promise<CallPlan> {
+  async function planCall(call: PlanCallInput): Promise<CallPlan> {
+    // The address or credentials the call came through: refused while disabled, else its limits apply.
+    const point = await deps.attribution.pointOf(call);
+    if (point?.disabled) return admission.refuse('connection-disabled', 403, 'Connection disabled');
+    const input: RoutedInput = point ? { ...call, point } : call;
     // A number's seller bringing a call in for a number it rented out: delivered where the renter points it.
     if (deps.numberCalls && !input.subAccountId && !input.purchaseId) {
       const target = await deps.numberCalls(input.accountId, input.to);
@@ -91,7 +98,7 @@ export function createPlanning(deps: {
   }
 
   /** Candidate routes over the payer's purchases (or its operator's), in failover order. */
-  async function planOutbound(input: PlanCallInput, inbound?: InboundOf): Promise<CallPlan> {
+  async function planOutbound(input: RoutedInput, inbound?: InboundOf): Promise<CallPlan> {
     const payer = input.subAccountId ?? input.accountId;
     const account = await admission.payerFor(payer);
     if ('reject' in account) return account;
@@ -156,7 +163,7 @@ export function createPlanning(deps: {
    * the exchange answers itself (an AI voice agent, voicemail) gets this daemon's answering endpoint
    * as its only candidate, or (voicemail `fallback`) as the last one after the number's targets.
    */
-  async function planNumberCall(input: PlanCallInput, n: NumberCallTarget): Promise<CallPlan> {
+  async function planNumberCall(input: RoutedInput, n: NumberCallTarget): Promise<CallPlan> {
     const inbound: InboundOf = { didId: n.didId, number: input.to };
     if (n.status !== 'active') return admission.refuse('number-suspended', 480, 'Number suspended');
     const callGroupId = newId();
@@ -213,7 +220,7 @@ export function createPlanning(deps: {
 
   /** The limits, the priced candidates and the hold, then the plan the B2BUA runs. */
   async function holdAndPlan(
-    input: PlanCallInput,
+    input: RoutedInput,
     who: { account: PayerTerms; payer: string; routingAccount: string },
     candidates: PlanCandidate[],
     terms: ReadonlyMap<string, RouteTerms>,
@@ -222,7 +229,7 @@ export function createPlanning(deps: {
   ): Promise<CallPlan> {
     const { account, payer, routingAccount } = who;
     const operatorId = account.parentId;
-    const limited = await admission.takeLimits(account, payer, routingAccount, candidates, terms);
+    const limited = await admission.takeLimits(account, payer, routingAccount, candidates, terms, input.point);
     if ('reject' in limited) return limited;
     const { usable, slots } = limited;
 

@@ -46,8 +46,25 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
   const ipCacheMs = opts.ipCacheMs ?? 0;
   const now = opts.now ?? Date.now;
   // Bounded against a flood of distinct sources; null caches "not whitelisted" too.
-  const byIp = createTtlCache<string, string | null>(ipCacheMs, { now: () => new Date(now()) }, 10_000);
+  const byIp = createTtlCache<string, TrunkIpPoint | null>(ipCacheMs, { now: () => new Date(now()) }, 10_000);
+  const byPurchase = createTtlCache<string, ConnectionGate | null>(ipCacheMs, { now: () => new Date(now()) }, 10_000);
+  /** The approved claim of a source address with its limits, or null when none attributes calls. */
+  async function trunkIpPoint(ip: string): Promise<TrunkIpPoint | null> {
+    const hit = byIp.get(ip);
+    if (hit !== undefined) return hit;
+    // Only an approved claim attributes calls: a pending one is someone's unconfirmed word.
+    const [r] = await db<(ConnectionGate & { accountId: string })[]>`
+      select id, account_id, max_concurrent_calls, max_cps, disabled_at is not null as disabled
+      from trunk_ips where ip = ${ip}::inet and status = 'approved'`;
+    byIp.set(ip, r ?? null);
+    return r ?? null;
+  }
   return {
+    /** Drops every cached whitelist and credential answer (a connection point changed, here or on another daemon). */
+    forgetPoints(): void {
+      byIp.clear();
+      byPurchase.clear();
+    },
     // Status, operator and call terms of a paying account in one round trip (accounts, sub-account
     // and operator settings tables, read only): the trunk call path runs it for every call.
     async payerTerms(accountId: string) {
@@ -293,7 +310,7 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
       byIp.clear();
       const insert = (status: 'approved' | 'pending') => db<TrunkIpRow[]>`
         insert into trunk_ips (id, account_id, ip, label, status) values (${row.id}, ${row.accountId}, ${row.ip}::inet, ${row.label}, ${status})
-        returning id, host(ip) as ip, label, status, created_at`;
+        returning ${trunkIpColumns(db)}`;
       try {
         return (await insert('approved'))[0]!;
       } catch (err) {
@@ -310,11 +327,12 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
     },
     listTrunkIps: (accountId: string) =>
       db<TrunkIpRow[]>`
-        select id, host(ip) as ip, label, status, created_at from trunk_ips where account_id = ${accountId} order by id desc`,
+        select ${trunkIpColumns(db)} from trunk_ips where account_id = ${accountId} order by id desc`,
     /** Claims waiting for the operator, each with the account that holds the address now. */
     pendingTrunkIps: () =>
       db<(TrunkIpRow & { accountId: string; heldBy: string | null })[]>`
-        select p.id, host(p.ip) as ip, p.label, p.status, p.created_at, p.account_id, a.account_id as held_by
+        select p.id, host(p.ip) as ip, p.label, p.status, p.created_at, p.max_concurrent_calls, p.max_cps,
+               p.disabled_at, p.updated_at, p.account_id, a.account_id as held_by
         from trunk_ips p left join trunk_ips a on a.ip = p.ip and a.status = 'approved'
         where p.status = 'pending' order by p.id`,
     /**
@@ -346,14 +364,45 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
       return rows.length > 0;
     },
     async accountByIp(ip: string): Promise<string | null> {
-      const hit = byIp.get(ip);
+      return (await trunkIpPoint(ip))?.accountId ?? null;
+    },
+    trunkIpPoint,
+    /** A purchase's SIP credentials as a connection point (its limits), or null when it has none. */
+    async trunkCredentialPoint(purchaseId: string): Promise<ConnectionGate | null> {
+      const hit = byPurchase.get(purchaseId);
       if (hit !== undefined) return hit;
-      // Only an approved claim attributes calls: a pending one is someone's unconfirmed word.
-      const [r] = await db<
-        { accountId: string }[]
-      >`select account_id from trunk_ips where ip = ${ip}::inet and status = 'approved'`;
-      byIp.set(ip, r?.accountId ?? null);
-      return r?.accountId ?? null;
+      const [r] = await db<ConnectionGate[]>`
+        select purchase_id as id, max_concurrent_calls, max_cps, disabled_at is not null as disabled
+        from trunk_credentials where purchase_id = ${purchaseId}`;
+      byPurchase.set(purchaseId, r ?? null);
+      return r ?? null;
+    },
+    /**
+     * Sets an address's limits or disabled state (only the fields given; null lifts a limit).
+     * Undefined when the account has no such address.
+     */
+    async updateTrunkIp(accountId: string, id: string, patch: PointPatch, at: Date): Promise<TrunkIpRow | undefined> {
+      const [r] = await db<TrunkIpRow[]>`
+        update trunk_ips set ${db(pointSet(patch, at))}
+        where id = ${id} and account_id = ${accountId} returning ${trunkIpColumns(db)}`;
+      byIp.clear();
+      return r;
+    },
+    /** The same for a purchase's SIP credentials, by purchase. */
+    async updateTrunkCredential(
+      accountId: string,
+      purchaseId: string,
+      patch: PointPatch,
+      at: Date,
+    ): Promise<TrunkCredentialRow | undefined> {
+      const [r] = await db<TrunkCredentialRow[]>`
+        with c as (
+          update trunk_credentials set ${db(pointSet(patch, at))}
+          where purchase_id = ${purchaseId} and account_id = ${accountId} returning *
+        )
+        select ${credentialColumns(db)} from c join purchases p on p.id = c.purchase_id`;
+      byPurchase.clear();
+      return r;
     },
 
     async upsertTrunkCredential(row: { username: string; accountId: string; purchaseId: string; ha1: string }) {
@@ -363,9 +412,8 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
     },
     /** The account's purchase SIP credentials (no secrets), newest first. */
     listTrunkCredentials: (accountId: string) =>
-      db<{ username: string; purchaseId: string; purchaseStatus: string; createdAt: Date; rotatedAt: Date | null }[]>`
-        select c.username, c.purchase_id, p.status as purchase_status, c.created_at, c.rotated_at
-        from trunk_credentials c join purchases p on p.id = c.purchase_id
+      db<TrunkCredentialRow[]>`
+        select ${credentialColumns(db)} from trunk_credentials c join purchases p on p.id = c.purchase_id
         where c.account_id = ${accountId} order by c.created_at desc`,
     async trunkCredential(username: string) {
       const [r] = await db<{ accountId: string; purchaseId: string; ha1: string }[]>`
@@ -377,13 +425,61 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
   };
 }
 
+/** What a call through a connection point is held to: its limits, or refused while disabled. */
+export interface ConnectionGate {
+  /** The address's id, or the purchase of the credentials. */
+  id: string;
+  maxConcurrentCalls: number | null;
+  maxCps: number | null;
+  disabled: boolean;
+}
+
+export type TrunkIpPoint = ConnectionGate & { accountId: string };
+
+/** Limits and state of a connection point, as changed by its account (only the fields given). */
+export interface PointPatch {
+  maxConcurrentCalls?: number | null;
+  maxCps?: number | null;
+  disabled?: boolean;
+}
+
+const pointSet = (patch: PointPatch, at: Date) => ({
+  ...(patch.maxConcurrentCalls === undefined ? {} : { max_concurrent_calls: patch.maxConcurrentCalls }),
+  ...(patch.maxCps === undefined ? {} : { max_cps: patch.maxCps }),
+  ...(patch.disabled === undefined ? {} : { disabled_at: patch.disabled ? at : null }),
+  updated_at: at,
+});
+
+const trunkIpColumns = (db: Db) => db`
+  id, host(ip) as ip, label, status, created_at, max_concurrent_calls, max_cps, disabled_at, updated_at`;
+const credentialColumns = (db: Db) => db`
+  c.username, c.purchase_id, p.status as purchase_status, c.created_at, c.rotated_at, c.max_concurrent_calls,
+  c.max_cps, c.disabled_at, c.updated_at`;
+
+/** The limits and state every connection point row carries. */
+interface PointColumns {
+  maxConcurrentCalls: number | null;
+  maxCps: number | null;
+  disabledAt: Date | null;
+  updatedAt: Date | null;
+}
+
 /** A whitelisted (or claimed) trunk source address. */
-export interface TrunkIpRow {
+export interface TrunkIpRow extends PointColumns {
   id: string;
   ip: string;
   label: string | null;
   status: 'approved' | 'pending';
   createdAt: Date;
+}
+
+/** A purchase's SIP credentials (no secret). */
+export interface TrunkCredentialRow extends PointColumns {
+  username: string;
+  purchaseId: string;
+  purchaseStatus: string;
+  createdAt: Date;
+  rotatedAt: Date | null;
 }
 
 /** The account's second claim of one address (23505 on the per-account index). */

@@ -9,7 +9,8 @@ import type { ApplicationService } from '../application/service.js';
 import type { CdrsService } from '../cdrs/index.js';
 import type { RoutingCache } from '../marketplace/routing/routing-cache.js';
 import type { Routing } from '../marketplace/routing/routing.js';
-import { createAdmission } from './admission.js';
+import { createCacheListener } from '../../db/cache-listener.js';
+import { connectionCallsKey, connectionCpsKey, createAdmission } from './admission.js';
 import { createAttribution } from './attribution.js';
 import { createFinishing } from './finishing.js';
 import type { LiveCalls } from './live-calls.js';
@@ -17,7 +18,7 @@ import { createPayerHints } from './payer-hints.js';
 import type { LocalAnswerEndpoint, NumberCalls } from './number-calls.js';
 import { createPlanning } from './planning.js';
 import { createReconcile } from './reconcile.js';
-import { createCallsRepo } from './repo.js';
+import { createCallsRepo, type PointPatch } from './repo.js';
 import { createSlots } from './slots.js';
 
 export { apiCallOwner } from './reconcile.js';
@@ -52,6 +53,9 @@ export interface SipTrunksDeps {
   /** This daemon's answering endpoint for numbers the exchange answers itself (voicemail, AI agents). */
   localAnswer?: LocalAnswerEndpoint;
 }
+
+/** NOTIFY channel of migration 264: a trunk address or purchase credential changed. */
+const TRUNK_POINTS_CHANNEL = 'svc_trunk_points';
 
 /**
  * The voice plane's business side: who pays for a trunk call, which routes it may take, the
@@ -116,9 +120,34 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     node,
   });
 
+  // A connection point changed (its limits, disabled, deleted) on any daemon: the cached answers go.
+  const pointsListener = createCacheListener(sql, TRUNK_POINTS_CHANNEL, attribution.forget, attribution.forget);
+
   return {
     repo,
     policy,
+    /** Started with the module (LISTEN), stopped with it. */
+    pointsListener,
+    /** SIP connection points (whitelisted addresses, purchase credentials): limits, state, live load. */
+    points: {
+      updateIp: (accountId: string, id: string, patch: PointPatch) =>
+        repo.updateTrunkIp(accountId, id, patch, clock.now()),
+      updateCredentials: (accountId: string, purchaseId: string, patch: PointPatch) =>
+        repo.updateTrunkCredential(accountId, purchaseId, patch, clock.now()),
+      /** Live calls through each point across daemons, and calls let through in the current second. */
+      async load(ids: readonly string[]): Promise<Map<string, { calls: number; cps: number }>> {
+        const load = await Promise.all(
+          ids.map(async (id) => {
+            const [calls, cps] = await Promise.all([
+              deps.counters.current(connectionCallsKey(id)),
+              deps.counters.rateNow(connectionCpsKey(id)),
+            ]);
+            return [id, { calls, cps }] as const;
+          }),
+        );
+        return new Map(load);
+      },
+    },
     /** The `calls` rows of calls placed through the API (the api-calls module writes them through here). */
     records: {
       insertCall: repo.insertCall,

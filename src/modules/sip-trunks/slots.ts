@@ -76,6 +76,8 @@ export function createSlots(deps: { counters: Counters; log: Logger }) {
 
   return {
     acquireAll,
+    /** Counts one call of `key` in this second; false when `perSecond` were already let through. */
+    rate: (key: string, perSecond: number): Promise<boolean> => counters.rate(key, perSecond),
     takeRoutes,
     release,
     /** Counter shares this daemon really holds, for `Counters.reconcile`. */

@@ -14,6 +14,10 @@ import { smsReceiptRoutes } from './receipt-routes.js';
 import { smsRoutes } from './routes.js';
 import { createSmsService, type SmsDeps, type SmsOptions, type SupplierGateway } from './service.js';
 import { createCustomerSmpp, createSmppCredentials } from './smpp-in.js';
+import { createCacheListener } from '../../db/cache-listener.js';
+
+/** NOTIFY channel of migration 264: an SMPP credential's state or throughput changed (payload: system_id). */
+const SMPP_ACCOUNTS_CHANNEL = 'svc_smpp_accounts';
 
 /** The service's settings from `[sms]` (config/default.toml explains each). */
 export function optionsFrom(config: Readonly<Config>): SmsOptions {
@@ -71,6 +75,18 @@ export function buildSmsModule(
   const smppCredentials = createSmppCredentials(core);
   let timer: NodeJS.Timeout | undefined;
   let smpp: SmppServer | null = null;
+  // A credential disabled or re-limited on any daemon reaches the sessions bound here with it.
+  const recheck = (systemId: string) => {
+    const server = smpp;
+    if (!server) return;
+    void smppCredentials.state(systemId).then(
+      (now) => server.credentialChanged(systemId, now),
+      (err: unknown) => log.warn({ err }, 'smpp credential change not applied'),
+    );
+  };
+  // Changes missed while the listen was down are unknown: every bound credential is read again.
+  const recheckAll = () => new Set((smpp?.binds() ?? []).map((b) => b.systemId)).forEach(recheck);
+  const credentialChanges = createCacheListener(core.sql, SMPP_ACCOUNTS_CHANNEL, recheck, recheckAll);
   const bound: Record<string, number> = {};
   const module: Module = {
     name: 'sms',
@@ -115,11 +131,13 @@ export function buildSmsModule(
       if (p.port !== null) bound['smpp'] = p.port;
       if (p.tlsPort !== null) bound['smpp_tls'] = p.tlsPort;
       core.health.register('smpp', () => ({ ok: smpp !== null, ...bound }));
+      await credentialChanges.start();
     },
     async stop() {
       clearInterval(timer);
       await smpp?.stop();
       smpp = null;
+      await credentialChanges.stop();
       await smppCredentials.close();
       service.setReceiptSink(null);
       await service.stop();

@@ -45,6 +45,7 @@ export interface SmppCredentialRow {
   throughput: number;
   createdAt: Date;
   disabledAt: Date | null;
+  updatedAt: Date | null;
 }
 
 export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logger }) {
@@ -109,8 +110,39 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
     list: (accountId: string) =>
       sql<SmppCredentialRow[]>`
         select id, system_id, array(select host(a) from unnest(allowed_ips) a) as allowed_ips, throughput,
-               created_at, disabled_at
+               created_at, disabled_at, updated_at
         from smpp_accounts where account_id = ${accountId} order by created_at desc`,
+
+    /**
+     * Disables or enables a credential, or sets its throughput (only the fields given). Every
+     * daemon's binds hear of it (migration 264's trigger). Undefined when the account has no such credential.
+     */
+    async update(
+      accountId: string,
+      id: string,
+      patch: { disabled?: boolean; throughput?: number },
+    ): Promise<SmppCredentialRow | undefined> {
+      const at = clock.now();
+      const set = {
+        ...(patch.throughput === undefined ? {} : { throughput: patch.throughput }),
+        updated_at: at,
+      };
+      // Disabling twice keeps the first instant; enabling clears it.
+      const [row] = await sql<SmppCredentialRow[]>`
+        update smpp_accounts set ${sql(set)},
+          disabled_at = ${patch.disabled === undefined ? sql`disabled_at` : patch.disabled ? sql`coalesce(disabled_at, ${at})` : null}
+        where id = ${id} and account_id = ${accountId}
+        returning id, system_id, array(select host(a) from unnest(allowed_ips) a) as allowed_ips, throughput,
+                  created_at, disabled_at, updated_at`;
+      return row;
+    },
+
+    /** What live binds of `systemId` may do now: null when disabled or gone. */
+    async state(systemId: string): Promise<{ throughputPerSecond: number } | null> {
+      const [row] = await sql<{ throughput: number }[]>`
+        select throughput from smpp_accounts where system_id = ${systemId} and disabled_at is null`;
+      return row ? { throughputPerSecond: row.throughput } : null;
+    },
 
     /** Password checks run on the verifier thread so far. */
     checks: () => verifier.checks(),

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { createWorld, subAccountCall, uasAnswer } from '../sip-trunks/world.js';
+import { NotificationKinds } from '../../../src/modules/notifications/kinds.js';
+import { createWorld, eventually, subAccountCall, uasAnswer } from '../sip-trunks/world.js';
 
 // Money (platform fee 0.002000/min absolute; increment 6/6; 1–6 s calls bill 6 s): the seller's decks
 // have 4421 and 4422 at 0.010000. Agreed for the operator: 442100 at 0.007777 (else 20% off), and an
@@ -37,6 +38,42 @@ t.test('an agreed rate per destination and an amount cap on real SIP trunk calls
     capReached: { amount: true, minutes: false },
   });
 
+  // The crossing is told to both sides once, whichever job (the daemon's or this one) runs first.
+  const events = (accountId: string) =>
+    w.d.sql<{ data: Record<string, unknown> }[]>`
+      select data from events where account_id = ${accountId} and event = 'interconnection.cap_reached'`;
+  const told = await eventually(async () => {
+    await w.d.modules.services.interconnections.tellCapsReached();
+    const rows = await events(w.operator.accountId);
+    return rows.length > 0 ? rows : null;
+  });
+  t.equal(told.length, 1, 'the payer is told once');
+  t.match(told[0]!.data, {
+    interconnectionId: id,
+    counterpartyId: w.seller.accountId,
+    payer: 'requester',
+    payerAccountId: w.operator.accountId,
+    cap: 'amount',
+    limit: '0.000500',
+    period: 'month',
+    overCap: 'list_price',
+    usage: { minutes: '0.10', messages: 0, amount: '0.000778' },
+  });
+  const sellerTold = await events(w.seller.accountId);
+  t.equal(sellerTold.length, 1, 'the other side is told too');
+  t.match(sellerTold[0]!.data, { counterpartyId: w.operator.accountId, payerAccountId: w.operator.accountId });
+  t.equal(await w.d.modules.services.interconnections.tellCapsReached(), 0, 'nothing left to tell');
+  t.match(NotificationKinds['interconnection.cap_reached']!.render(told[0]!.data), {
+    title: 'Interconnection cap reached',
+    body: new RegExp(
+      `^You reached the amount cap \\(0\\.000500\\) of your interconnection with account ${w.seller.accountId}: your traffic over its routes goes at list prices until `,
+    ),
+  });
+  t.match(
+    NotificationKinds['interconnection.cap_reached']!.render(sellerTold[0]!.data).body,
+    /^Account .* reached the amount cap \(0\.000500\) of your interconnection: its traffic over your routes goes at list prices/,
+  );
+
   const second = await subAccountCall(t, w, '442200000002', uas2);
   t.same(
     second.cdr,
@@ -65,4 +102,5 @@ t.test('an agreed rate per destination and an amount cap on real SIP trunk calls
     net: { payer: 'requester', payee: 'peer', amount: '0.000778' },
   });
   t.equal(s.body.data.lines.length, 1, 'the call past the cap is not under the terms');
+  t.equal((await events(w.operator.accountId)).length, 1, 'a call past the cap tells nothing again');
 });

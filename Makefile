@@ -37,7 +37,7 @@ test: deps
 	  if [ -s var/tap-failed.txt ]; then cp var/tap-failed.txt var/test-first-failed.txt; fi; \
 	  if [ $$status -ne 0 ] && [ -s var/tap-failed.txt ]; then \
 	    echo "re-running once: $$(tr '\n' ' ' < var/tap-failed.txt)"; \
-	    node scripts/run-tests.mjs --save=var/tap-failed.txt --out=var/test-rerun.txt $$(cat var/tap-failed.txt); status=$$?; \
+	    node scripts/run-tests.mjs --source-maps --save=var/tap-failed.txt --out=var/test-rerun.txt $$(cat var/tap-failed.txt); status=$$?; \
 	    node scripts/test-summary.mjs var/test-output.txt var/test-first-failed.txt var/test-rerun.txt var/tap-failed.txt; \
 	  else \
 	    node scripts/test-summary.mjs var/test-output.txt var/test-first-failed.txt; \

@@ -8,8 +8,11 @@
 // The files are ordinary tap tests: each prints TAP and its own totals and exits non-zero on a
 // failure, so `npx tap test/x.test.ts` still runs any one of them from the sources.
 //
-// usage: run-tests.mjs [--jobs N] [--save FAILED_LIST] [--out OUTPUT] [test/x.test.ts ...]
-//   With no files, every test/**/*.test.ts. The output file gets every file's TAP and, last, the
+// usage: run-tests.mjs [--jobs N] [--save FAILED_LIST] [--out OUTPUT] [--source-maps] [test/x.test.ts ...]
+//   With no files, every test/**/*.test.ts. --source-maps runs node with --enable-source-maps, so
+//   stacks name lines of the sources instead of the bundles: `make test` asks for it on the re-run
+//   of failed files only, since reading the maps costs every process about a quarter of a short
+//   test's CPU (the first run's failures still show the bundle's code around each failing line). The output file gets every file's TAP and, last, the
 //   sum of their totals in tap's form (`# { total: N, pass: N, fail: N, skip: N }`); the failed
 //   list gets one source path a line. Slowest files start first (times of the last run).
 import { Buffer } from 'node:buffer';
@@ -34,9 +37,11 @@ const { values, positionals } = parseArgs({
     jobs: { type: 'string', default: process.env['TEST_JOBS'] ?? '2' },
     save: { type: 'string' },
     out: { type: 'string' },
+    'source-maps': { type: 'boolean', default: false },
   },
 });
 const jobs = Math.max(1, Number(values.jobs) || 2);
+const nodeArgs = values['source-maps'] ? ['--enable-source-maps'] : [];
 const timeoutSeconds = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).tap?.timeout ?? 180;
 
 function testFiles(dir) {
@@ -67,7 +72,7 @@ function runFile(file) {
   const started = performance.now();
   return new Promise((done) => {
     // A process group of its own, so a test that hangs is stopped with the peers it started.
-    const child = spawn(process.execPath, [script], {
+    const child = spawn(process.execPath, [...nodeArgs, script], {
       cwd: root,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -65,7 +65,9 @@ function readTimes(file) {
 
 const files = (positionals.length ? positionals.map((f) => relative(root, resolve(f))) : testFiles('test')).sort();
 const previous = { ...readTimes(seedTimesFile), ...readTimes(timesFile) };
-const queue = [...files].sort((a, b) => (previous[b] ?? 0) - (previous[a] ?? 0));
+// A file never timed (new since the times were saved) starts first: it may be long, and a long
+// file started last leaves one job running alone while the others have finished.
+const queue = [...files].sort((a, b) => (previous[b] ?? Infinity) - (previous[a] ?? Infinity) || a.localeCompare(b));
 
 function runFile(file) {
   const script = join(built, file.replace(/\.ts$/, '.js'));

@@ -25,9 +25,9 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'var', 'test-build');
 const SKIP_AT_ROOT = new Set(['node_modules', '.git', 'var', 'dist', '.tap', '.ci']);
 const TRANSPILED = ['src', 'test', 'bench'];
-// Scripts started as processes (by nodeScriptArgs) or worker threads (by startWorker) beside the
-// module that starts them; bundled like the tests, since each start loads them afresh.
-const SCRIPT = /(^|\/)([a-z0-9-]+-(child|worker))\.ts$/;
+// Scripts started as processes (by nodeScriptArgs: the programs of src/bin, the tests' children)
+// or worker threads (by startWorker); bundled like the tests, since each start loads them afresh.
+const SCRIPT = /^src\/bin\/[a-z0-9-]+\.ts$|(^|\/)(?!start-)[a-z0-9-]+-(child|worker)\.ts$/;
 // Packages left to Node at run time: they rely on sloppy mode (swagger-client, under ari-client,
 // assigns undeclared globals), which a bundle, being an ES module, does not allow.
 const EXTERNAL = ['ari-client'];
@@ -73,6 +73,19 @@ const ownLocation = {
   },
 };
 
+/**
+ * Leaves `import('some-package')` to Node: esbuild gives a CommonJS package imported that way only
+ * a default export when it splits chunks, where Node also gives its named exports.
+ */
+const packagesImportedLater = {
+  name: 'packages-imported-later',
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.kind === 'dynamic-import' ? { path: args.path, external: true } : undefined,
+    );
+  },
+};
+
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 for (const entry of readdirSync(root, { withFileTypes: true })) {
@@ -104,7 +117,7 @@ await Promise.all([
     splitting: true,
     chunkNames: 'test-chunks/[name]-[hash]',
     external: EXTERNAL,
-    plugins: [ownLocation],
+    plugins: [ownLocation, packagesImportedLater],
     // CommonJS packages inside an ES module bundle still call `require` for Node's own modules.
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",

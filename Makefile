@@ -24,9 +24,10 @@ lint: deps
 typecheck: deps
 	npm run typecheck
 
-# The tests run from a transpiled copy of the tree (scripts/build-tests.mjs), a few files at a time
-# (scripts/run-tests.mjs; TEST_JOBS=N to change how many). Test files that fail are run once more
-# (timing on a loaded 2-core machine). The closing lines name every file that failed on its first
+# The tests run from a transpiled copy of the tree in which each test file is bundled with what it
+# imports (scripts/build-tests.mjs: one file to load instead of ~3,100), a few files at a time,
+# slowest first (scripts/run-tests.mjs; TEST_JOBS=N to change how many). Test files that fail are
+# run once more (timing on a loaded 2-core machine), with source-mapped stacks. The closing lines name every file that failed on its first
 # run ("flaky: ..."), whatever the re-run did: each is a defect. The last line, "N passed, N
 # failed", counts the first run's passes and what still fails.
 test: deps
@@ -37,7 +38,7 @@ test: deps
 	  if [ -s var/tap-failed.txt ]; then cp var/tap-failed.txt var/test-first-failed.txt; fi; \
 	  if [ $$status -ne 0 ] && [ -s var/tap-failed.txt ]; then \
 	    echo "re-running once: $$(tr '\n' ' ' < var/tap-failed.txt)"; \
-	    node scripts/run-tests.mjs --save=var/tap-failed.txt --out=var/test-rerun.txt $$(cat var/tap-failed.txt); status=$$?; \
+	    node scripts/run-tests.mjs --source-maps --save=var/tap-failed.txt --out=var/test-rerun.txt $$(cat var/tap-failed.txt); status=$$?; \
 	    node scripts/test-summary.mjs var/test-output.txt var/test-first-failed.txt var/test-rerun.txt var/tap-failed.txt; \
 	  else \
 	    node scripts/test-summary.mjs var/test-output.txt var/test-first-failed.txt; \

@@ -8,10 +8,15 @@
 // The files are ordinary tap tests: each prints TAP and its own totals and exits non-zero on a
 // failure, so `npx tap test/x.test.ts` still runs any one of them from the sources.
 //
-// usage: run-tests.mjs [--jobs N] [--save FAILED_LIST] [--out OUTPUT] [test/x.test.ts ...]
-//   With no files, every test/**/*.test.ts. The output file gets every file's TAP and, last, the
-//   sum of their totals in tap's form (`# { total: N, pass: N, fail: N, skip: N }`); the failed
-//   list gets one source path a line. Slowest files start first (times of the last run).
+// usage: run-tests.mjs [--jobs N] [--save FAILED_LIST] [--out OUTPUT] [--source-maps] [test/x.test.ts ...]
+//   With no files, every test/**/*.test.ts. --source-maps runs node with --enable-source-maps, so
+//   stacks name lines of the sources instead of the bundles: `make test` asks for it on the re-run
+//   of failed files only, since reading the maps costs every process about a quarter of a short
+//   test's CPU (the first run's failures still show the bundle's code around each failing line).
+//   The output file gets every file's TAP and, last, the sum of their totals in tap's form
+//   (`# { total: N, pass: N, fail: N, skip: N }`); the failed list gets one source path a line.
+//   Slowest files start first (times of the last run). Each file's line gives its wall time and
+//   its CPU time, and the closing line the sums.
 import { Buffer } from 'node:buffer';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -34,9 +39,11 @@ const { values, positionals } = parseArgs({
     jobs: { type: 'string', default: process.env['TEST_JOBS'] ?? '2' },
     save: { type: 'string' },
     out: { type: 'string' },
+    'source-maps': { type: 'boolean', default: false },
   },
 });
 const jobs = Math.max(1, Number(values.jobs) || 2);
+const nodeArgs = values['source-maps'] ? ['--enable-source-maps'] : [];
 const timeoutSeconds = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).tap?.timeout ?? 180;
 
 function testFiles(dir) {
@@ -60,14 +67,35 @@ function readTimes(file) {
 
 const files = (positionals.length ? positionals.map((f) => relative(root, resolve(f))) : testFiles('test')).sort();
 const previous = { ...readTimes(seedTimesFile), ...readTimes(timesFile) };
-const queue = [...files].sort((a, b) => (previous[b] ?? 0) - (previous[a] ?? 0));
+// A file never timed (new since the times were saved) starts first: it may be long, and a long
+// file started last leaves one job running alone while the others have finished.
+const queue = [...files].sort((a, b) => (previous[b] ?? Infinity) - (previous[a] ?? Infinity) || a.localeCompare(b));
+
+/**
+ * CPU seconds (user + system) of this process's children reaped so far, from /proc (Linux; null
+ * elsewhere). A test's CPU, its daemons', sipp's and its other waited-for children's included,
+ * is what this grows by when its process is reaped: the figure to compare builds by on a machine
+ * whose load makes wall times noisy (PostgreSQL's share is not in it).
+ */
+// USER_HZ, which Linux fixes at 100 for what /proc reports whatever the kernel's own tick.
+const clockTicks = 100;
+function childrenCpu() {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+    // Fields 16 and 17 (cutime, cstime), counted from the state field, which is field 3.
+    return (Number(fields[13]) + Number(fields[14])) / clockTicks;
+  } catch {
+    return null;
+  }
+}
+let lastCpu = childrenCpu();
 
 function runFile(file) {
   const script = join(built, file.replace(/\.ts$/, '.js'));
   const started = performance.now();
   return new Promise((done) => {
     // A process group of its own, so a test that hangs is stopped with the peers it started.
-    const child = spawn(process.execPath, [script], {
+    const child = spawn(process.execPath, [...nodeArgs, script], {
       cwd: root,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -99,7 +127,10 @@ function runFile(file) {
       const totals = tapTotals(output);
       // A file whose every test is skipped may print no totals; its exit code still tells.
       const ok = code === 0 && !timedOut && !totals?.fail;
-      done({ file, ok, code, signal, timedOut, output, totals, seconds: (performance.now() - started) / 1000 });
+      const cpuNow = childrenCpu();
+      const cpu = cpuNow === null || lastCpu === null ? null : cpuNow - lastCpu;
+      lastCpu = cpuNow;
+      done({ file, ok, code, signal, timedOut, output, totals, cpu, seconds: (performance.now() - started) / 1000 });
     });
   });
 }
@@ -111,7 +142,8 @@ async function worker() {
     results.push(r);
     const asserts = r.totals ? `${r.totals.pass ?? 0}/${r.totals.total ?? 0} asserts` : 'no totals';
     const why = r.ok ? '' : r.timedOut ? ' (timed out)' : ` (exit ${r.code ?? r.signal})`;
-    console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.file}  ${asserts}  ${r.seconds.toFixed(1)} s${why}`);
+    const cpu = r.cpu === null ? '' : `, ${r.cpu.toFixed(1)} s CPU`;
+    console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.file}  ${asserts}  ${r.seconds.toFixed(1)} s${cpu}${why}`);
   }
 }
 const wallStarted = performance.now();
@@ -131,8 +163,10 @@ for (const r of results) {
 const totalsLine = `# { ${Object.entries(sum)
   .map(([k, v]) => `${k}: ${v}`)
   .join(', ')} }`;
+const cpuTotal = results.every((r) => r.cpu !== null) ? results.reduce((sum, r) => sum + r.cpu, 0) : null;
 console.log(
-  `\n${results.length} files, ${failed.length} failed, ${((performance.now() - wallStarted) / 1000).toFixed(0)} s wall with ${jobs} at a time`,
+  `\n${results.length} files, ${failed.length} failed, ${((performance.now() - wallStarted) / 1000).toFixed(0)} s wall` +
+    `${cpuTotal === null ? '' : `, ${cpuTotal.toFixed(0)} s CPU`} with ${jobs} at a time`,
 );
 console.log(totalsLine);
 

@@ -4,6 +4,11 @@ import { loadConfig } from '../../src/config/load.js';
 import { runSvcctl } from '../../src/cli/svcctl.js';
 import { TEST_SCRYPT_COST } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
+import { nodeScriptArgs } from '../helpers/node-script.js';
+
+// The source under tsx from the sources, as `make test` builds it from its tree: the same program
+// without tsx compiling some 3,000 modules at each start.
+const SVCCTL = nodeScriptArgs(import.meta.url, '../../src/bin/svcctl');
 
 interface Run {
   status: number;
@@ -30,7 +35,7 @@ function inProcess(url: string) {
 /** The real program: its settings come from the environment, its status is the process's. */
 function binary(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/svcctl.ts', ...args], {
+    const child = spawn(process.execPath, [...SVCCTL, ...args], {
       env: { ...process.env, ...env, SVCCTL_LOG: 'silent' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

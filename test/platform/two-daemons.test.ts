@@ -105,21 +105,21 @@ t.test('two daemons on one database and one Redis', { skip }, async (t) => {
     const key = (await services.keys.create(w.operator.accountId, { mode: 'live', scopes: [] })).secret;
     // Ask B once first: its own connection to Redis is up before the burst.
     t.equal((await apiB('GET', '/account', key)).status, 200);
-    // A burst that crossed into the next second would count in two windows: it is sent again.
+    // The burst is sent at once, half to each daemon, so it fits in one rate window even on a
+    // loaded machine; one that still crossed into the next second counted in two windows and is
+    // sent again.
     for (let attempt = 1; ; attempt++) {
       await new Promise((r) => setTimeout(r, 1000));
       await startOfSecond();
       const second = Math.floor(Date.now() / 1000);
-      const statuses: number[] = [];
-      for (let i = 0; i < 30; i++) {
-        statuses.push(
+      const statuses = await Promise.all(
+        Array.from({ length: 30 }, async (_, i) =>
           i % 2 === 0 ? (await w.api('GET', '/account', key)).status : (await apiB('GET', '/account', key)).status,
-        );
-      }
-      if (Math.floor(Date.now() / 1000) !== second && attempt < 4) continue;
+        ),
+      );
+      if (Math.floor(Date.now() / 1000) !== second && attempt < 10) continue;
       t.equal(statuses.filter((s) => s === 200).length, 20, `statuses: ${statuses.join(',')}`);
       t.equal(statuses.filter((s) => s === 429).length, 10, 'the rest refused, whichever daemon answered');
-      t.same(statuses.slice(0, 20), Array(20).fill(200), 'the first twenty of the second pass');
       break;
     }
   });

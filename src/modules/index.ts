@@ -32,7 +32,7 @@ import { buildNumbersModule, createNumberCalls } from './numbers/index.js';
 import { buildRevenueShareModule } from './revenue-share/index.js';
 import { buildNumberVoice } from './numbers/voice/index.js';
 import { trunkIpPolicy } from './sip-trunks/routes.js';
-import { parseNetworks } from '../platform/outbound-guard.js';
+import { parseNetworks, supplierGuardFrom } from '../platform/outbound-guard.js';
 import { buildDncModule } from './dnc/index.js';
 import { buildDialerModule } from './dialer/index.js';
 import { buildAiAgentsModule } from './ai-agents/index.js';
@@ -311,6 +311,12 @@ export async function buildModules(coreIn: CoreDeps) {
     ),
     accountExists: async (id) => (await accounts.getAccount(id)) !== null,
     cdrs: cdrs.service,
+    guard: supplierGuardFrom(core.config, {
+      ...(core.self ? { isSelf: core.self.isSelf } : {}),
+      ...(core.lookup ? { lookup: core.lookup } : {}),
+    }),
+    // A number's `forward`: the holder's outbound call through the trunk B2BUA.
+    forward: (...a) => calls.service.forward(...a),
   });
   // Voicemail and AI agents answering rented numbers: the trunk B2BUA dials this daemon's answering endpoint.
   const numberVoice = buildNumberVoice(core, {

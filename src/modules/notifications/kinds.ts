@@ -358,8 +358,12 @@ export const NotificationKinds: Record<string, KindSpec> = {
     label: 'Revenue share reviews',
     inAppDefault: true,
     render: (d) => ({
-      title: 'Flag reviewed',
-      body: `A fraud flag over ${s(d['calls'], '0')} call(s) was ${s(d['status'], 'resolved')}; ${s(d['payout'])} USD is payable.`,
+      title: d['status'] === 'confirmed' ? 'Flagged earnings clawed back' : 'Flag cleared',
+      // Cleared earnings go back on hold (released as usual); confirmed ones are taken back.
+      body:
+        d['status'] === 'confirmed'
+          ? `A fraud flag over ${s(d['calls'], '0')} call(s) was confirmed; ${s(d['payout'], 'their')} USD of earnings was clawed back.`
+          : `A fraud flag over ${s(d['calls'], '0')} call(s) was cleared; ${s(d['payout'], 'their')} USD of earnings is back on hold until its release.`,
     }),
   },
   'revenue_share.earnings_released': {

@@ -8,6 +8,12 @@
  * The seam: one handler on the stack's request chain, registered when the module is built, so it
  * runs before the trunk B2BUA's (registered at the trunk module's start). Every INVITE to a number
  * not answered here passes on untouched (one Map look-up).
+ *
+ * What the caller hears is the number's `answer`: silence, an announcement looped until the end, or a
+ * forward: the INVITE is handed to the trunk B2BUA (`forward`), which places the holder's B leg and
+ * answers the caller when the B leg answers; this side only times the A leg from that answer to the
+ * end. A forward the holder's balance cannot pay (402 from its plan) is answered here with the
+ * announcement instead.
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
@@ -20,6 +26,10 @@ import { callIdOf, fromOf, tagOf, toOf, type SipRequest } from '../../telephony/
 import type { SipStack } from '../../telephony/sip/stack.js';
 import type { ServerTransaction } from '../../telephony/sip/transaction.js';
 import type { SipPeer } from '../../telephony/sip/transport.js';
+import type { G711Codec } from '../../telephony/media/g711.js';
+import type { BridgeOutcome, CallEndedEvent, CallObserver } from '../../telephony/sip/b2bua/index.js';
+import type { ForwardPlanInput } from '../sip-trunks/planning.js';
+import { DEFAULT_ANNOUNCEMENT, parseForwardTarget, type Announcement } from './answer-setting.js';
 import type { AnsweredCall, LiveKey } from './crash.js';
 import type { AnswerableRow } from './repo.js';
 import type { EndedCall } from './traffic.js';
@@ -27,7 +37,40 @@ import type { EndedCall } from './traffic.js';
 const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS';
 
 export type RevshareHangup =
-  'caller-bye' | 'caller-cancel' | 'max-duration' | 'media-timeout' | 'ack-timeout' | 'no-media' | 'shutdown';
+  | 'caller-bye'
+  | 'caller-cancel'
+  | 'max-duration'
+  | 'media-timeout'
+  | 'ack-timeout'
+  | 'no-media'
+  | 'shutdown'
+  // A forward's ends, as the trunk B2BUA names them (`failed`: no forward leg connected).
+  | 'callee-bye'
+  | 'no-answer'
+  | 'session-expired'
+  | 'forward-failed';
+
+/** The trunk B2BUA's end of a forwarded call in this module's words. */
+const FORWARD_CAUSES: Record<CallEndedEvent['hangupCause'], RevshareHangup> = {
+  'caller-bye': 'caller-bye',
+  'callee-bye': 'callee-bye',
+  'max-duration': 'max-duration',
+  'caller-cancel': 'caller-cancel',
+  failed: 'forward-failed',
+  'no-answer': 'no-answer',
+  'ack-timeout': 'ack-timeout',
+  shutdown: 'shutdown',
+  'session-expired': 'session-expired',
+  'media-timeout': 'media-timeout',
+};
+
+/** Hands a taken INVITE to the trunk B2BUA for a forward (the sip-trunks module's `forward`). */
+export type Forwarder = (
+  req: SipRequest,
+  tx: ServerTransaction,
+  source: SipPeer,
+  o: { forward: ForwardPlanInput; observer: CallObserver },
+) => Promise<BridgeOutcome>;
 
 interface LiveCall {
   entry: AnswerableRow;
@@ -45,6 +88,10 @@ interface LiveCall {
   unregister?: () => void;
   /** The live row's write (crash.ts): the call is recorded only after it, so recording removes it. */
   marked?: Promise<unknown>;
+  /** Played on a loop once answered here; null: silence. */
+  announcement: Announcement | null;
+  /** Handed to the trunk B2BUA: it owns the INVITE, its answer and its dialogs. */
+  bridged: boolean;
   /** Answers the INVITE with a final refusal while it is not answered yet. */
   refuse(status: number, reason: string): void;
 }
@@ -74,6 +121,10 @@ export function createRevshareAnswering(deps: {
   record(call: EndedCall): Promise<unknown>;
   /** Marks an answered call live for the crash reconcile. */
   answered(call: AnsweredCall): Promise<unknown>;
+  /** An announcement in the session's codec (TTS, or the https file decoded). */
+  announcement(a: Announcement, codec: G711Codec): Promise<Uint8Array>;
+  /** Places a forward's B leg; absent (no SIP trunk plane), forwards play the announcement. */
+  forward?: Forwarder;
 }) {
   const { stack, clock, log } = deps;
   const live = new Set<LiveCall>();
@@ -87,7 +138,7 @@ export function createRevshareAnswering(deps: {
     stack.sendRequest(req, dest, { onResponse: () => undefined, onTimeout: () => undefined });
   }
 
-  function end(call: LiveCall, cause: RevshareHangup, sipCode: number) {
+  function end(call: LiveCall, cause: RevshareHangup, sipCode: number, endedAt = clock.now()) {
     if (call.ended) return;
     call.ended = true;
     live.delete(call);
@@ -97,7 +148,7 @@ export function createRevshareAnswering(deps: {
     const ended: EndedCall = {
       ...facts(call),
       answeredAt: call.answeredAt,
-      endedAt: clock.now(),
+      endedAt,
       sipCode,
       hangupCause: cause,
     };
@@ -187,6 +238,88 @@ export function createRevshareAnswering(deps: {
     limit.unref();
     call.timers.push(limit);
     events.emit('answered', call.entry.number, call.sipCallId);
+    if (call.announcement) void announce(call, session, call.announcement);
+  }
+
+  /** Plays the announcement back to back until the call ends; one that cannot be rendered leaves silence. */
+  async function announce(call: LiveCall, session: MediaSession, a: Announcement) {
+    let audio: Uint8Array;
+    try {
+      audio = await deps.announcement(a, session.codec);
+    } catch (err) {
+      log.warn({ err, numberId: call.entry.numberId }, 'announcement not rendered: the call stays up in silence');
+      return;
+    }
+    if (audio.length === 0) return;
+    try {
+      // The session queues plays gaplessly; closing it (the call's end) cuts the one playing short.
+      while (!call.ended) if ((await session.play(audio)).interrupted) return;
+    } catch (err) {
+      if (!call.ended) log.warn({ err, numberId: call.entry.numberId }, 'announcement stopped');
+    }
+  }
+
+  /**
+   * A forward: the INVITE goes to the trunk B2BUA with the holder as payer. The B2BUA answers the
+   * caller when the B leg answers (`observer.answered`, from which the A leg earns) and reports the
+   * end; refused for the balance, the call is answered here with the announcement.
+   */
+  async function forward(call: LiveCall, req: SipRequest, tx: ServerTransaction, fwd: Forwarder) {
+    const { entry } = call;
+    const answer = entry.answer.mode === 'forward' ? entry.answer : null;
+    const target = answer ? parseForwardTarget(answer.target) : null;
+    if (!answer || !target || !entry.holderId) return ring(call, req, tx);
+    call.bridged = true;
+    const outcome = await fwd(req, tx, call.source, {
+      forward: {
+        payer: entry.holderId,
+        target,
+        from: call.from,
+        origin: call.from,
+        callId: call.sipCallId,
+        sourceIp: call.source.host,
+        dialled: entry.number,
+        routeId: entry.numberId,
+        maxSeconds: entry.maxCallSeconds,
+      },
+      observer: {
+        answered: (at) => {
+          if (call.ended) return;
+          call.answeredAt = at;
+          call.marked = deps.answered({ ...facts(call), answeredAt: at });
+          events.emit('answered', entry.number, call.sipCallId);
+        },
+        ended: (e) => end(call, FORWARD_CAUSES[e.hangupCause], e.sipCode, e.endedAt),
+      },
+    });
+    if ('placed' in outcome) return;
+    call.bridged = false;
+    if ('cancelled' in outcome) return end(call, 'caller-cancel', 487);
+    if (outcome.reject.status === 402) {
+      log.info({ number: mask(entry.number) }, 'forward not affordable: the announcement answers');
+      // The B2BUA answered nothing; the INVITE and its CANCEL are this side's again.
+      tx.onCancel = () => end(call, 'caller-cancel', 487);
+      return ring(call, req, tx);
+    }
+    log.info({ number: mask(entry.number), status: outcome.reject.status }, 'forward refused');
+    call.refuse(outcome.reject.status, outcome.reject.reason);
+    end(call, 'forward-failed', outcome.reject.status);
+  }
+
+  /** Rings for the holder's ring time, then answers here. */
+  function ring(call: LiveCall, req: SipRequest, tx: ServerTransaction) {
+    const go = () =>
+      answer(call, req, tx).catch((err: unknown) => {
+        log.error({ err }, 'revenue share answer failed');
+        if (!call.answeredAt) tx.reply(500, 'Server Internal Error', { toTag: call.toTag });
+        end(call, 'no-media', 500);
+      });
+    if (call.entry.ringSeconds > 0) {
+      tx.reply(180, 'Ringing', { toTag: call.toTag });
+      const t = setTimeout(go, call.entry.ringSeconds * 1000);
+      t.unref();
+      call.timers.push(t);
+    } else void go();
   }
 
   function onInvite(entry: AnswerableRow, req: SipRequest, tx: ServerTransaction, source: SipPeer) {
@@ -209,6 +342,7 @@ export function createRevshareAnswering(deps: {
     } catch {
       from = '';
     }
+    const a = entry.answer;
     const call: LiveCall = {
       entry,
       sipCallId: callIdOf(req),
@@ -219,25 +353,31 @@ export function createRevshareAnswering(deps: {
       ended: false,
       toTag,
       timers: [],
+      // A forward answered here plays its own announcement, or the default one.
+      announcement:
+        a.mode === 'announcement'
+          ? a.announcement
+          : a.mode === 'forward'
+            ? (a.announcement ?? DEFAULT_ANNOUNCEMENT)
+            : null,
+      bridged: false,
       refuse: (status, reason) => {
-        if (tx.state === 'proceeding') tx.reply(status, reason, { toTag });
+        if (!call.bridged && tx.state === 'proceeding') tx.reply(status, reason, { toTag });
       },
     };
     live.add(call);
     // The transaction has answered the CANCEL and sent 487 by now.
     tx.onCancel = () => end(call, 'caller-cancel', 487);
-    const go = () =>
-      answer(call, req, tx).catch((err: unknown) => {
-        log.error({ err }, 'revenue share answer failed');
-        if (!call.answeredAt) tx.reply(500, 'Server Internal Error', { toTag });
-        end(call, 'no-media', 500);
+    if (a.mode === 'forward' && deps.forward) {
+      const fwd = deps.forward;
+      forward(call, req, tx, fwd).catch((err: unknown) => {
+        log.error({ err }, 'revenue share forward failed');
+        if (!call.bridged) call.refuse(500, 'Server Internal Error');
+        end(call, 'forward-failed', 500);
       });
-    if (entry.ringSeconds > 0) {
-      tx.reply(180, 'Ringing', { toTag });
-      const ring = setTimeout(go, entry.ringSeconds * 1000);
-      ring.unref();
-      call.timers.push(ring);
-    } else void go();
+      return;
+    }
+    ring(call, req, tx);
   }
 
   stack.onRequest((req, tx, source, next) => {
@@ -264,6 +404,11 @@ export function createRevshareAnswering(deps: {
     /** Ends every live call (shutdown) and waits for their records. */
     async hangupAll() {
       for (const call of [...live]) {
+        // A forward's dialogs are the trunk B2BUA's: it hangs them up at its own stop.
+        if (call.bridged) {
+          end(call, 'shutdown', call.answeredAt ? 200 : 503);
+          continue;
+        }
         if (call.answeredAt) bye(call);
         else call.refuse(503, 'Service Unavailable');
         end(call, 'shutdown', call.answeredAt ? 200 : 503);

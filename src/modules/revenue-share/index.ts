@@ -3,9 +3,12 @@ import type { CdrsService } from '../cdrs/index.js';
 import type { Module } from '../../platform/module.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import { every } from '../../platform/periodic.js';
+import { createMediaPlane, type MediaPlane } from '../../telephony/media/index.js';
 import type { MediaPool } from '../../telephony/media/pool.js';
 import type { SipStack } from '../../telephony/sip/stack.js';
-import { createRevshareAnswering } from './answer.js';
+import { createAnnouncements } from './announcements.js';
+import { createRevshareAnswering, type Forwarder } from './answer.js';
+import type { HostCheck } from './answer-setting.js';
 import { createCallsRepo } from './calls-repo.js';
 import { createRevshareCrash, STALE_AFTER_MS } from './crash.js';
 import { createEarnings } from './earnings.js';
@@ -37,6 +40,10 @@ export function buildRevenueShareModule(
     accountExists(id: string): Promise<boolean>;
     /** The shared CDR table: each call to a holder's number is written there too. */
     cdrs: Pick<CdrsService, 'insertCdrs'>;
+    /** The outbound guard: a forward's SIP host is checked when the holder sets it. */
+    guard: HostCheck;
+    /** The trunk B2BUA's bridge for forwards (asked at call time: the SIP plane starts after this module is built). */
+    forward?: Forwarder;
   },
 ) {
   const { sql, clock, config } = core;
@@ -75,6 +82,7 @@ export function buildRevenueShareModule(
     repo,
     sourceIps: deps.sourceIps,
     accountExists: deps.accountExists,
+    guard: deps.guard,
     changed,
   });
   const traffic = createTraffic({ sql, clock, log, repo: callsRepo, ledger, settings, cdrs: deps.cdrs });
@@ -87,6 +95,22 @@ export function buildRevenueShareModule(
     node: loadNodeId(config.paths.state),
     recordIn: traffic.recordIn,
   });
+  // TTS, MP3 decoding and the guarded downloader, made on the first announcement played.
+  let plane: MediaPlane | null = null;
+  const prompts = (): MediaPlane =>
+    (plane ??= createMediaPlane({
+      log,
+      pool: deps.media.get(),
+      workers: config.rtp.workers,
+      portMin: config.rtp.port_min,
+      portMax: config.rtp.port_max,
+      ttsCacheDir: `${config.paths.state}/tts-cache`,
+    }));
+  const announcements = createAnnouncements({
+    renderer: () => prompts().renderer,
+    download: (url) => prompts().downloader.download(url),
+    now: () => clock.now().getTime(),
+  });
   const answering = createRevshareAnswering({
     stack: deps.sip.stack,
     media: deps.media,
@@ -95,6 +119,8 @@ export function buildRevenueShareModule(
     lookup: (n) => answerable.get(n),
     record: (c) => traffic.record(c),
     answered: (c) => crash.answered(c),
+    announcement: (a, codec) => announcements.audio(a, codec),
+    ...(deps.forward ? { forward: deps.forward } : {}),
   });
 
   const loops: { stop(): Promise<void> }[] = [];
@@ -131,6 +157,7 @@ export function buildRevenueShareModule(
     async stop() {
       await Promise.all(loops.splice(0).map((l) => l.stop()));
       await answering.hangupAll();
+      await plane?.close();
     },
   };
   const service = { ranges, traffic, earnings, stats, answering, reload, crash };

@@ -8,6 +8,7 @@ import { conflict, forbidden, notFound, ruleError, validationError, type ErrorDe
 import { Money } from '../../ledger/money.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
+import { checkAnswer, presentAnswer, type AnswerInput, type HostCheck } from './answer-setting.js';
 import type { NumberRow, RangeRow, Repo } from './repo.js';
 
 export interface Principal {
@@ -100,6 +101,7 @@ export function presentNumber(n: NumberRow) {
     payouts: n.payouts,
     allocatedAt: n.allocatedAt.toISOString(),
     openFlag: n.openFlag,
+    answer: presentAnswer(n.answer),
   };
 }
 
@@ -135,6 +137,8 @@ export function createRanges(deps: {
   sourceIps: { permits(ip: string): boolean };
   /** Whether an account id names an existing account. */
   accountExists(id: string): Promise<boolean>;
+  /** The outbound guard: a forward's SIP host is checked when set (and its address again at each call). */
+  guard: HostCheck;
   /** Called after a change of which numbers are answered here. */
   changed(): void;
 }) {
@@ -383,11 +387,16 @@ export function createRanges(deps: {
     async updateNumber(
       holderId: string,
       id: string,
-      patch: { label?: string | null | undefined; maxCallSeconds?: number | null | undefined },
+      patch: {
+        label?: string | null | undefined;
+        maxCallSeconds?: number | null | undefined;
+        answer?: AnswerInput | undefined;
+      },
     ) {
       const set: Record<string, unknown> = {};
       if (patch.label !== undefined) set['label'] = patch.label === '' ? null : patch.label;
       if (patch.maxCallSeconds !== undefined) set['maxCallSeconds'] = patch.maxCallSeconds;
+      if (patch.answer !== undefined) set['answer'] = sql.json(checkAnswer(patch.answer, deps.guard) as never);
       if (Object.keys(set).length) {
         const done = await repo.updateNumber(sql, holderId, id, set, clock.now());
         if (done.length === 0) throw notFound('Number');

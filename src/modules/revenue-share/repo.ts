@@ -1,5 +1,6 @@
 /** SQL of ranges, their payouts, numbers and holder settings (tables of migration 226). */
 import type { Db } from '../../db/connection.js';
+import type { NumberAnswer } from './answer-setting.js';
 
 export type RangeStatusName = 'active' | 'paused' | 'retired';
 
@@ -38,6 +39,9 @@ export interface AnswerableRow {
   rangeActive: boolean;
   maxCallSeconds: number;
   ringSeconds: number;
+  /** The holder (null for a test number): pays a forward's B leg. */
+  holderId: string | null;
+  answer: NumberAnswer;
 }
 
 export interface NumberRow {
@@ -53,6 +57,7 @@ export interface NumberRow {
   allocatedAt: Date;
   openFlag: string | null;
   payouts: { origin: string; payoutPerMinute: string }[];
+  answer: NumberAnswer;
 }
 
 /** Columns of a range with its counts, test numbers and payout rows. */
@@ -175,7 +180,7 @@ export function createRepo() {
     ) {
       return db<{ id: string }[]>`
         update revshare_numbers set state = 'allocated', holder_id = ${holderId}, allocated_at = ${at}, released_at = null,
-               label = null, max_call_seconds = ${maxCallSeconds}, updated_at = ${at}
+               label = null, max_call_seconds = ${maxCallSeconds}, answer = default, updated_at = ${at}
         where id in (select id from revshare_numbers where range_id = ${rangeId} and state = 'available' and not is_test
                      order by number limit ${quantity} for update skip locked)
         returning id`;
@@ -195,7 +200,7 @@ export function createRepo() {
     ) {
       return db<NumberRow[]>`
         select n.id, n.number, n.range_id, r.name as range_name, r.country, r.country_code, r.number_type, n.label,
-               coalesce(n.max_call_seconds, r.max_call_seconds) as max_call_seconds, n.allocated_at,
+               coalesce(n.max_call_seconds, r.max_call_seconds) as max_call_seconds, n.allocated_at, n.answer,
                (select f.id from revshare_fraud_flags f where f.number_id = n.id and f.status = 'open') as open_flag,
                coalesce((select jsonb_agg(jsonb_build_object('origin', p.origin, 'payoutPerMinute', p.payout_per_minute::numeric(20,6)::text)
                                           order by length(p.origin) desc, p.origin)
@@ -216,7 +221,7 @@ export function createRepo() {
     },
 
     async releaseNumber(db: Db, holderId: string, id: string, at: Date) {
-      return db`update revshare_numbers set state = 'available', holder_id = null, label = null, max_call_seconds = null,
+      return db`update revshare_numbers set state = 'available', holder_id = null, label = null, max_call_seconds = null, answer = default,
                   released_at = ${at}, updated_at = ${at}
                 where id = ${id} and holder_id = ${holderId} and state = 'allocated' returning id`;
     },
@@ -225,7 +230,8 @@ export function createRepo() {
     async answerable(db: Db) {
       return db<AnswerableRow[]>`
         select n.number, n.id as number_id, n.range_id, n.is_test, r.source_ips, r.status = 'active' as range_active,
-               coalesce(n.max_call_seconds, r.max_call_seconds) as max_call_seconds, coalesce(s.ring_seconds, 0) as ring_seconds
+               coalesce(n.max_call_seconds, r.max_call_seconds) as max_call_seconds, coalesce(s.ring_seconds, 0) as ring_seconds,
+               n.holder_id, case when n.is_test then '{"mode": "silence"}'::jsonb else n.answer end as answer
         from revshare_numbers n join revshare_ranges r on r.id = n.range_id
         left join revshare_settings s on s.account_id = n.holder_id
         where r.status <> 'retired' and (n.state = 'allocated' or (n.is_test and n.state <> 'withdrawn'))`;

@@ -3,8 +3,9 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
 import { CursorPage, DateTime, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
+import { MAX_TEXT } from './answer-setting.js';
 import type { Ranges } from './ranges.js';
-import { NumberType, READ, RsNumber, Settings, TAGS, WRITE } from './schemas.js';
+import { AnswerMode, NumberType, READ, RsNumber, Settings, TAGS, WRITE } from './schemas.js';
 import type { Stats } from './stats.js';
 
 const IdParams = Type.Object({ id: Uuid() });
@@ -83,12 +84,35 @@ export function numberRoutes(deps: { ranges: Ranges; stats: Stats }) {
         schema: {
           tags: TAGS,
           summary:
-            "Set a number's label or call limit (answered calls are ended after `maxCallSeconds`; null: the range's)",
+            "Set a number's label, call limit (answered calls are ended after `maxCallSeconds`; null: the range's) " +
+            'or what the caller hears (`answer`: silence, an announcement looped until the end, or a forward to a ' +
+            'SIP URI or an E.164 number over the holder’s own routes, billed as its outbound call)',
           params: IdParams,
           body: Type.Object(
             {
               label: Type.Optional(Nullable(Type.String({ maxLength: 60 }))),
               maxCallSeconds: Type.Optional(Nullable(Type.Integer({ minimum: 10, maximum: 14400 }))),
+              answer: Type.Optional(
+                Type.Object(
+                  {
+                    mode: AnswerMode,
+                    target: Type.Optional(Nullable(Type.String({ maxLength: 300 }))),
+                    announcement: Type.Optional(
+                      Nullable(
+                        Type.Object(
+                          {
+                            url: Type.Optional(Nullable(Type.String({ maxLength: 2048 }))),
+                            text: Type.Optional(Nullable(Type.String({ maxLength: MAX_TEXT }))),
+                            language: Type.Optional(Nullable(Type.String({ maxLength: 8 }))),
+                          },
+                          { additionalProperties: false },
+                        ),
+                      ),
+                    ),
+                  },
+                  { additionalProperties: false },
+                ),
+              ),
             },
             { additionalProperties: false },
           ),

@@ -52,6 +52,23 @@ export const SupplierRange = Type.Intersect([
   }),
 ]);
 
+export const AnswerMode = Type.Union([Type.Literal('silence'), Type.Literal('announcement'), Type.Literal('forward')], {
+  description:
+    '`silence`: answered, nothing played; `announcement`: answered, the prompt looped until the end; ' +
+    '`forward`: answered when the forward target answers',
+});
+
+export const Announcement = Type.Object(
+  {
+    url: Nullable(Type.String({ description: 'an https MP3 file (public address, at most 2 MB)' })),
+    text: Nullable(Type.String({ description: 'read by the TTS' })),
+    language: Nullable(Type.String({ description: 'of `text`: en, es, fr, de, pt or hi' })),
+  },
+  {
+    description: '`announcement`: the prompt; `forward`: what plays when the holder’s balance cannot pay the forward',
+  },
+);
+
 export const RsNumber = Type.Object({
   id: Uuid(),
   number: Type.String(),
@@ -65,6 +82,14 @@ export const RsNumber = Type.Object({
   payouts: Type.Array(PayoutRow),
   allocatedAt: DateTime(),
   openFlag: Nullable(Uuid('an open fraud flag holds this number’s earnings')),
+  answer: Type.Object(
+    {
+      mode: AnswerMode,
+      target: Nullable(Type.String({ description: '`forward`: the SIP URI or E.164 number the call is forwarded to' })),
+      announcement: Nullable(Announcement),
+    },
+    { description: 'What the caller hears' },
+  ),
 });
 
 export const InventoryNumber = Type.Object({

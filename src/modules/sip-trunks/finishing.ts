@@ -220,7 +220,8 @@ export function createFinishing(deps: {
         ...(call.direction ? { direction: call.direction } : {}),
         accountId: call.payer,
         operatorId: call.operatorId,
-        sellerId: priced?.sellerId ?? null,
+        // A leg with no seller (a forward to a SIP address) names none.
+        sellerId: priced?.sellerId || null,
         callUuid: e.callGroupId,
         callGroupId: e.callGroupId,
         kind: 'voice',

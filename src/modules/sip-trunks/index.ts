@@ -5,7 +5,15 @@ import type { CoreDeps } from '../../platform/core.js';
 import { createCounters, type Counters } from '../../platform/counters.js';
 import { loadNodeId } from '../../platform/node-id.js';
 import type { SipPlane } from '../../platform/sip-plane.js';
-import { createTrunkB2bua, type TrunkB2bua } from '../../telephony/sip/b2bua/index.js';
+import {
+  createTrunkB2bua,
+  type BridgeOutcome,
+  type CallObserver,
+  type TrunkB2bua,
+} from '../../telephony/sip/b2bua/index.js';
+import type { SipRequest } from '../../telephony/sip/message.js';
+import type { ServerTransaction } from '../../telephony/sip/transaction.js';
+import type { SipPeer } from '../../telephony/sip/transport.js';
 import { createCallMediaRelay } from '../../telephony/media/call-relay.js';
 import type { SharedMediaPool } from '../../telephony/media/shared-pool.js';
 import type { SharedAsteriskFarm } from '../../telephony/asterisk/index.js';
@@ -22,6 +30,7 @@ import type { RoutingCache } from '../marketplace/routing/routing-cache.js';
 import { createEndpointHealth, type HealthTarget } from './endpoint-health.js';
 import { callsRoutes, trunkIpPolicy } from './routes.js';
 import type { LocalAnswerEndpoint, NumberCalls } from './number-calls.js';
+import type { ForwardPlanInput } from './planning.js';
 import { createSipTrunksService, sipTransportOf } from './service.js';
 import { every } from '../../platform/periodic.js';
 import { parseNetworks, supplierGuardFrom } from '../../platform/outbound-guard.js';
@@ -100,8 +109,29 @@ export function buildSipTrunksModule(
       endpointDown: (e) => health.isDown(e),
       resolveTarget: async (host, port) => (await guard.resolve(host, port)).address,
     }),
-    { health },
+    { health, forward },
   );
+
+  /**
+   * An INVITE another module's handler took, forwarded as the payer's outbound call through the trunk
+   * B2BUA (a revenue share number's `forward`): the same legs, failover, hold, settlement and CDRs
+   * as a rented number's forward.
+   */
+  async function forward(
+    req: SipRequest,
+    tx: ServerTransaction,
+    source: SipPeer,
+    o: { forward: ForwardPlanInput; observer: CallObserver },
+  ): Promise<BridgeOutcome> {
+    if (!b2bua) return { reject: { status: 503, reason: 'Service Unavailable' } };
+    const f = o.forward;
+    return b2bua.bridge(req, tx, source, {
+      attribution: { accountId: f.payer, via: 'handler' },
+      to: f.target.kind === 'number' ? f.target.digits : f.dialled,
+      plan: () => calls.policy.planForward(f),
+      observer: o.observer,
+    });
+  }
   let loops: { stop(): Promise<void> }[] = [];
 
   const housekeeping = async () => {

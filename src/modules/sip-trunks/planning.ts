@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { Config } from '../../config/schema.js';
 import { AppError } from '../../http/errors.js';
 import { newId } from '../../platform/ids.js';
-import type { Decimal } from 'decimal.js';
+import { Decimal } from 'decimal.js';
 import { requireIncrement, type BillingIncrement } from '../../rating/index.js';
 import type { CallPlan, PlanCallInput, TrunkEndpoint, TrunkPolicy } from '../../telephony/sip/b2bua/index.js';
 import type { SipTransportName } from '../../telephony/sip/index.js';
@@ -54,6 +54,29 @@ interface InboundOf {
   leg?: Omit<PlanCandidate, 'endpoints'> & { sellerId: string };
 }
 
+/** Where a forward placed for another module goes (a revenue share number's `forward`). */
+export type ForwardTarget =
+  | { kind: 'number'; digits: string }
+  | { kind: 'sip'; user: string | null; host: string; port: number; transport: SipTransportName };
+
+/** A forward's caller and payer: the call it bridges, who pays its B leg, the call's longest length. */
+export interface ForwardPlanInput {
+  payer: string;
+  target: ForwardTarget;
+  /** The caller's number (From) and the one that rates the call by origin. */
+  from: string;
+  origin: string;
+  callId: string;
+  sourceIp: string;
+  /** The number that was dialled: the request-URI user of a SIP target that names none. */
+  dialled: string;
+  /** The id a SIP target's leg is recorded under (the forwarding number's). */
+  routeId: string;
+  maxSeconds: number;
+}
+
+const FREE = new Decimal(0);
+
 /** A number's candidate leg before its endpoints: the inbound price, billed per started minute. */
 const numberLeg = (n: NumberCallTarget) => ({
   routeId: n.didId,
@@ -80,7 +103,7 @@ export function createPlanning(deps: {
   resolveTarget: (host: string, port: number) => Promise<string>;
   /** This daemon's answering endpoint for numbers it answers itself; absent, such numbers route as `pointMode` says. */
   localAnswer?: LocalAnswerEndpoint | undefined;
-}): TrunkPolicy {
+}): TrunkPolicy & { planForward(input: ForwardPlanInput): Promise<CallPlan> } {
   const { admission } = deps;
   const isDown = deps.endpointDown ?? neverDown;
 
@@ -218,6 +241,44 @@ export function createPlanning(deps: {
     );
   }
 
+  /**
+   * A forward placed for another module: the payer's own outbound call. A number goes over the
+   * payer's routes with failover, priced, held and billed as any of its outbound calls; a SIP address
+   * (resolved through the outbound guard at each call) is one candidate that costs nothing, its call
+   * row and CDR the payer's. The call is no longer than `maxSeconds`.
+   */
+  async function planForward(f: ForwardPlanInput): Promise<CallPlan> {
+    const base = { accountId: f.payer, from: f.from, origin: f.origin, callId: f.callId, sourceIp: f.sourceIp };
+    const cap = (plan: CallPlan, to: string): CallPlan =>
+      'reject' in plan ? plan : { ...plan, to, maxDurationSeconds: Math.min(plan.maxDurationSeconds, f.maxSeconds) };
+    const t = f.target;
+    if (t.kind === 'number') return cap(await planOutbound({ ...base, to: t.digits }), t.digits);
+    const address = await deps.resolveTarget(t.host, t.port).catch(() => null);
+    if (address === null) return admission.refuse('forward-target', 503, 'Forward target refused or not found');
+    const account = await admission.payerFor(f.payer);
+    if ('reject' in account) return account;
+    const servername = t.transport === 'tls' && isIP(t.host) === 0 ? { servername: t.host } : {};
+    const user = t.user ?? f.dialled;
+    const terms = new Map<string, RouteTerms>([
+      [f.routeId, { id: f.routeId, sellerId: '', capacity: null, maxCps: null, mediaMode: 'direct' }],
+    ]);
+    const candidate: PlanCandidate = {
+      routeId: f.routeId,
+      price: FREE,
+      sellerRate: FREE,
+      increment: requireIncrement('1/1'),
+      endpoints: [{ host: address, port: t.port, transport: t.transport, ...servername, user, priority: 1, weight: 1 }],
+    };
+    const plan = await holdAndPlan(
+      { ...base, to: user },
+      { account, payer: f.payer, routingAccount: f.payer },
+      [candidate],
+      terms,
+      undefined,
+    );
+    return cap(plan, user);
+  }
+
   /** The limits, the priced candidates and the hold, then the plan the B2BUA runs. */
   async function holdAndPlan(
     input: RoutedInput,
@@ -331,6 +392,7 @@ export function createPlanning(deps: {
     resolveByIp: deps.attribution.resolveByIp,
     lookupSipUser: deps.attribution.lookupSipUser,
     planCall,
+    planForward,
     onAnswered: deps.finishing.onAnswered,
     onCallEnded: deps.finishing.onCallEnded,
   };

@@ -120,7 +120,8 @@ export function createReconcile(deps: {
               ...(o.pricing?.direction ? { direction: o.pricing.direction } : {}),
               accountId: o.accountId,
               operatorId: o.operatorId,
-              sellerId: p?.sellerId ?? null,
+              // A leg with no seller (a forward to a SIP address) names none.
+              sellerId: p?.sellerId || null,
               callUuid: o.id,
               callGroupId: o.callGroupId,
               kind: 'voice',

@@ -11,13 +11,16 @@ import { createLoopMarker } from '../loop-marker.js';
 import { callIdOf, fromOf, tagOf, toOf, type SipRequest } from '../message.js';
 import { probeEndpoint } from '../probe.js';
 import { FAILOVER_MAX_ROUTES } from '../../failover.js';
-import { onInvite } from './invite.js';
+import { bridgeInvite, onInvite } from './invite.js';
 import { byeBoth, finish } from './teardown.js';
 import { ALLOW, type B2buaContext, type Call, type TrunkB2bua, type TrunkB2buaOptions } from './types.js';
 
 export { orderEndpoints } from './endpoints.js';
 export type {
   AttemptRecord,
+  BridgeInput,
+  BridgeOutcome,
+  CallObserver,
   CallAttribution,
   CallEndedEvent,
   CallPlan,
@@ -95,6 +98,7 @@ export function createTrunkB2bua(opts: TrunkB2buaOptions): TrunkB2bua {
 
   return {
     probeEndpoint: (target, o) => probeEndpoint(stack, target, o),
+    bridge: (req, tx, source, input) => bridgeInvite(ctx, req, tx, source, input),
     activeCalls: () => ctx.calls.size,
     hangupAll() {
       for (const call of [...ctx.calls]) {

@@ -245,6 +245,8 @@ function onLegAnswered(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse
   armSession(ctx, call);
   call.log.info({ routeId: leg.routeId, attempt: leg.index }, 'trunk call answered');
   const answeredAt = call.answeredAt;
+  const { observer } = call;
+  if (observer?.answered) notify(ctx, 'observer.answered', () => observer.answered?.(answeredAt));
   if (ctx.policy.onAnswered)
     notify(ctx, 'onAnswered', () =>
       ctx.policy.onAnswered?.({

@@ -81,6 +81,8 @@ export function finish(ctx: B2buaContext, call: Call, hangupCause: HangupCause, 
     'trunk call ended',
   );
   notify(ctx, 'onCallEnded', () => ctx.policy.onCallEnded(event));
+  const { observer } = call;
+  if (observer?.ended) notify(ctx, 'observer.ended', () => observer.ended?.(event));
 }
 
 /** Tells the caller the call failed, passing the supplier's status, Reason and Retry-After through. */

@@ -46,8 +46,8 @@ export interface CallAttribution {
   accountId: string;
   subAccountId?: string;
   purchaseId?: string;
-  /** How the caller was recognised. */
-  via: 'ip' | 'digest';
+  /** How the caller was recognised; `handler`: a call another handler took and bridged (it knows its payer). */
+  via: 'ip' | 'digest' | 'handler';
   username?: string;
 }
 
@@ -165,8 +165,31 @@ export interface TrunkB2buaOptions {
   media?: { openRelay(): Promise<CallMediaRelay> };
 }
 
+/** Told of a bridged call's answer and end, beside the policy (which settles the legs' money). */
+export interface CallObserver {
+  answered?(answeredAt: Date): void;
+  ended?(event: CallEndedEvent): void;
+}
+
+/** A call another request handler took and hands to the B2BUA (see `TrunkB2bua.bridge`). */
+export interface BridgeInput {
+  /** Who the call is for: named in the ended event. */
+  attribution: CallAttribution;
+  /** The number the legs dial unless the plan names one (or an endpoint its own user). */
+  to: string;
+  /** Made once the caller's session terms are agreed; a `reject` is handed back, not sent. */
+  plan(): Promise<CallPlan>;
+  observer?: CallObserver;
+}
+
 export interface TrunkB2bua {
   probeEndpoint(target: SipPeer, opts?: { timeoutMs?: number }): Promise<ProbeResult>;
+  /**
+   * Places the B legs of an INVITE another handler took (its caller and source already checked):
+   * `placed`, the call is the B2BUA's from then on (CANCEL, answer, in-dialog requests, teardown);
+   * `reject` or `cancelled`, nothing was answered and the INVITE is the handler's again.
+   */
+  bridge(req: SipRequest, tx: ServerTransaction, source: SipPeer, input: BridgeInput): Promise<BridgeOutcome>;
   activeCalls(): number;
   /** Ends every call with BYE/CANCEL (shutdown drain). */
   hangupAll(): void;
@@ -225,7 +248,13 @@ export interface Call {
   relay?: CallMediaRelay;
   /** Take the call's dialogs out of the stack's registry. */
   unregister: Array<() => void>;
+  /** A bridged call's handler, told of the answer and the end. */
+  observer?: CallObserver;
 }
+
+/** What became of an INVITE handed to `bridge`: its legs are under way, or nothing was answered. */
+export type BridgeOutcome =
+  { placed: true } | { reject: { status: number; reason: string }; minSe?: number } | { cancelled: true };
 
 /** What every part of the B2BUA shares: its dependencies, settings and live calls. */
 export interface B2buaContext {

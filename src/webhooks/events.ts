@@ -103,6 +103,8 @@ export const SubscribableEvents = [
   'interconnection.statement_ready',
   // Port-in orders (docs/numbers.md): every step of an order, to its buyer.
   'number.port_in.updated',
+  // A number's CNAM listing or emergency address changed status at the provisioning provider (docs/numbers.md).
+  'number.provisioning.updated',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

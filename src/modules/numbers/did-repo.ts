@@ -257,11 +257,11 @@ export async function release(db: Db, id: string, at: Date): Promise<void> {
                     point_mode = 'unrouted', points_to = null, points_to_backup = null
     where id = ${id} returning origin, number, account_id`;
   // What the provider lists for the number is taken off (the provisioning job clears it); what was never sent is forgotten.
+  await db`delete from did_provisioning where did_id = ${id} and status in ('not_provisioned', 'pending', 'failed')`;
   await db`
     update did_provisioning set desired = null, status = 'pending', attempts = 0, error = null, next_attempt_at = ${at},
                                 updated_at = ${at}
     where did_id = ${id} and status = 'provisioned' and desired is not null`;
-  await db`delete from did_provisioning where did_id = ${id} and status in ('not_provisioned', 'pending', 'failed')`;
   // A released ported number is no longer the buyer's here: its digits may be ordered again.
   if (d?.origin === 'ported' && d.number !== null)
     await db`

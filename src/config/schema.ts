@@ -249,6 +249,17 @@ export const ConfigSchema = Type.Object({
     reservation_max_minutes: Type.Integer({ minimum: 1, maximum: 1440, default: 30 }),
     reservations_per_account: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
     release_sweep_seconds: Type.Integer({ minimum: 1, maximum: 3600, default: 60 }),
+    ported_monthly_fee: Type.String({ pattern: '^\\d{1,9}(\\.\\d{1,6})?$', default: '0' }),
+    ported_grace_days: Type.Integer({ minimum: 0, maximum: 90, default: 7 }),
+    ported_inbound_trunk: Type.String({
+      pattern: '^$|^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+      default: '',
+    }),
+    provisioning_url: Type.String({ pattern: '^$|^https://', default: '' }),
+    provisioning_api_key: Type.String({ default: '' }),
+    provisioning_ca_file: Type.String({ default: '' }),
+    provisioning_interval_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 60 }),
+    provisioning_timeout_ms: Type.Integer({ minimum: 500, maximum: 60000, default: 10000 }),
   }),
   mail: Type.Object({
     smtp_host: Type.String({ default: '' }),

@@ -187,6 +187,7 @@ export async function buildModules(coreIn: CoreDeps) {
       platformFeePercent: core.config.numbers.platform_fee_percent,
       agentFeePerMinute: core.config.ai.agent_fee_per_minute,
       agentsAvailable: core.config.ai.chat_url !== '' && core.config.ai.stt_url !== '',
+      portedInboundTrunk: core.config.numbers.ported_inbound_trunk,
     }),
     // Numbers the exchange answers itself: asked at call time, once every module is built.
     localAnswer: (kind, callGroupId, didId) => numberVoice.service.answering.localEndpoint(kind, callGroupId, didId),

@@ -105,6 +105,8 @@ export const SubscribableEvents = [
   'number.port_in.updated',
   // Interconnections: a side reached a cap of the period (both sides are told once per side, period and cap).
   'interconnection.cap_reached',
+  // A number's CNAM listing or emergency address changed status at the provisioning provider (docs/numbers.md).
+  'number.provisioning.updated',
 ] as const;
 
 export type EventName = (typeof SubscribableEvents)[number];

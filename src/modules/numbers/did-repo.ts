@@ -16,7 +16,9 @@ export type DidEventKind =
   | 'failed'
   | 'release_scheduled'
   | 'release_cancelled'
-  | 'settings_changed';
+  | 'settings_changed'
+  | 'ported_in'
+  | 'provisioning_changed';
 
 /** Where the number's emergency calls are located (`PUT /dids/{id}/emergency-address`). */
 export interface EmergencyAddress {
@@ -33,9 +35,10 @@ export interface DidRow {
   id: string;
   accountId: string;
   orderedBy: string;
-  groupId: string;
-  skuId: string;
-  sellerId: string;
+  /** Null on a ported number (no seller, group or SKU). */
+  groupId: string | null;
+  skuId: string | null;
+  sellerId: string | null;
   numberId: string | null;
   number: string | null;
   status: DidStatus;
@@ -62,23 +65,32 @@ export interface DidRow {
   callerName: string | null;
   emergencyAddress: EmergencyAddress | null;
   releaseAt: Date | null;
-  country: string;
-  countryCode: string;
+  /** Null for a ported number whose digits no catalogue country dials. */
+  country: string | null;
+  countryCode: string | null;
   city: string | null;
   areaPrefix: string | null;
   didType: string;
+  /** `rented` from a seller's listing, or `ported` in by a completed port-in order. */
+  origin: DidOrigin;
+  portInId: string | null;
+  /** A ported number's carrier trunk account when its order named one. */
+  inboundCarrierId: string | null;
 }
+
+export type DidOrigin = 'rented' | 'ported';
 
 const COLUMNS = (db: Db) => db`
   d.id, d.account_id, d.ordered_by, d.group_id, d.sku_id, d.seller_id, d.number_id, d.number, d.status, d.point_mode,
   d.points_to, d.points_to_backup, d.auto_renew, d.channels, d.setup_price::text, d.monthly_price::text, d.grace_days,
   d.label, d.ai_agent_id, d.periods_paid, d.ordered_at, d.activated_at, d.next_renewal_at, d.suspended_at,
   d.released_at, d.endpoint_reachable, d.endpoint_cause, d.endpoint_checked_at, d.tags, d.caller_name,
-  d.emergency_address, d.release_at, c.name as country, c.country_code, g.city, g.area_prefix, t.name as did_type`;
+  d.emergency_address, d.release_at, c.name as country, c.country_code,
+  g.city, g.area_prefix, coalesce(t.name, 'Ported') as did_type, d.origin, d.port_in_id, d.inbound_carrier_id`;
 
 const FROM = (db: Db) => db`
-  dids d join did_groups g on g.id = d.group_id join did_countries c on c.id = g.country_id
-  join did_types t on t.id = g.type_id`;
+  dids d left join did_groups g on g.id = d.group_id left join did_countries c on c.id = coalesce(g.country_id, d.country_id)
+  left join did_types t on t.id = g.type_id`;
 
 export async function insert(
   db: Db,
@@ -102,6 +114,40 @@ export async function insert(
                       monthly_price, grace_days, ordered_at, updated_at)
     values (${d.id}, ${d.accountId}, ${d.orderedBy}, ${d.groupId}, ${d.skuId}, ${d.sellerId}, ${d.numberId}, ${d.channels},
             ${d.setupPrice}::numeric, ${d.monthlyPrice}::numeric, ${d.graceDays}, ${d.orderedAt}, ${d.orderedAt})`;
+}
+
+/**
+ * A ported number's DID, active at once (its digits are known): the buyer's own, without seller,
+ * group or SKU; its monthly fee is the platform's, charged from `nextRenewalAt` by the renewal job.
+ */
+export async function insertPorted(
+  db: Db,
+  d: {
+    id: string;
+    accountId: string;
+    number: string;
+    portInId: string;
+    inboundCarrierId: string | null;
+    monthlyFee: string;
+    graceDays: number;
+    at: Date;
+    nextRenewalAt: Date;
+  },
+): Promise<void> {
+  // The catalogue country is the longest dialling prefix the digits start with (none: unknown).
+  await db`
+    insert into dids (id, account_id, ordered_by, origin, port_in_id, number, status, channels, setup_price,
+                      monthly_price, grace_days, ordered_at, activated_at, next_renewal_at, inbound_carrier_id,
+                      country_id, updated_at)
+    values (${d.id}, ${d.accountId}, ${d.accountId}, 'ported', ${d.portInId}, ${d.number}, 'active', 1, 0,
+            ${d.monthlyFee}::numeric, ${d.graceDays}, ${d.at}, ${d.at}, ${d.nextRenewalAt}, ${d.inboundCarrierId},
+            (select id from did_countries where ${d.number} like prefix || '%' order by length(prefix) desc limit 1),
+            ${d.at})`;
+}
+
+/** The monthly price a ported number was last charged (the setting may change between months). */
+export async function setMonthlyPrice(db: Db, id: string, price: string): Promise<void> {
+  await db`update dids set monthly_price = ${price}::numeric where id = ${id}`;
 }
 
 export async function byId(db: Db, id: string, opts: { forUpdate?: boolean } = {}): Promise<DidRow | undefined> {
@@ -206,10 +252,21 @@ export async function suspend(db: Db, id: string, at: Date): Promise<void> {
 }
 
 export async function release(db: Db, id: string, at: Date): Promise<void> {
-  await db`
+  const [d] = await db<{ origin: DidOrigin; number: string | null; accountId: string }[]>`
     update dids set status = 'released', released_at = ${at}, next_renewal_at = null, updated_at = ${at},
                     point_mode = 'unrouted', points_to = null, points_to_backup = null
-    where id = ${id}`;
+    where id = ${id} returning origin, number, account_id`;
+  // What the provider lists for the number is taken off (the provisioning job clears it); what was never sent is forgotten.
+  await db`delete from did_provisioning where did_id = ${id} and status in ('not_provisioned', 'pending', 'failed')`;
+  await db`
+    update did_provisioning set desired = null, status = 'pending', attempts = 0, error = null, next_attempt_at = ${at},
+                                updated_at = ${at}
+    where did_id = ${id} and status = 'provisioned' and desired is not null`;
+  // A released ported number is no longer the buyer's here: its digits may be ordered again.
+  if (d?.origin === 'ported' && d.number !== null)
+    await db`
+      update did_port_in_numbers set state = 'dropped'
+      where number = ${d.number} and account_id = ${d.accountId} and state = 'ported'`;
 }
 
 export async function setAutoRenew(db: Db, id: string, on: boolean, at: Date): Promise<void> {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Ledger } from '../../ledger/ledger.js';
 import type { CoreDeps } from '../../platform/core.js';
 import type { Module } from '../../platform/module.js';
@@ -15,6 +16,7 @@ import { createNumberManagement, type SipProbe } from './manage.js';
 import { createOrders, type KycCheck, type SubAccountOf } from './orders.js';
 import { createNumberSettings } from './number-settings.js';
 import { createPortIns } from './port-ins.js';
+import { createProvisioning } from './provisioning.js';
 import { createRenewals } from './renewals.js';
 import { createReservations } from './reservations.js';
 import { didRoutes, type CliSets } from './routes-dids.js';
@@ -24,6 +26,7 @@ import { messageRoutes } from './routes-messages.js';
 import { portInRoutes } from './routes-port-ins.js';
 import { settingsRoutes } from './routes-settings.js';
 import { storeRoutes } from './routes-store.js';
+import { createTelnyxProvider } from './telnyx-provisioning.js';
 
 /** How often the SMPP binds of sellers with rented numbers are checked open (a new seller's, a changed route's). */
 const SELLER_BINDS_MS = 60_000;
@@ -76,15 +79,17 @@ export function buildNumbersModule(
     log,
     ledger: deps.ledger,
     platformFeePercent: settings.platform_fee_percent,
+    portedMonthlyFee: settings.ported_monthly_fee,
+  });
+  const guard = supplierGuardFrom(config, {
+    ...(core.self ? { isSelf: core.self.isSelf } : {}),
+    ...(core.lookup ? { lookup: core.lookup } : {}),
   });
   const manage = createNumberManagement({
     sql,
     clock,
     log,
-    guard: supplierGuardFrom(config, {
-      ...(core.self ? { isSelf: core.self.isSelf } : {}),
-      ...(core.lookup ? { lookup: core.lookup } : {}),
-    }),
+    guard,
     sipProbe: deps.sipProbe,
     probeTimeoutMs: settings.endpoint_probe_timeout_ms,
   });
@@ -109,8 +114,37 @@ export function buildNumbersModule(
     maxMinutes: settings.reservation_max_minutes,
     perAccount: settings.reservations_per_account,
   });
-  const numberSettings = createNumberSettings({ sql, clock, log, manage });
-  const portIns = createPortIns({ sql, clock, log });
+  // CNAM and emergency addresses go to the configured provider (Telnyx v2 protocol) through the outbound guard.
+  const provisioning = createProvisioning({
+    sql,
+    clock,
+    log,
+    intervalSeconds: settings.provisioning_interval_seconds,
+    provider: settings.provisioning_url
+      ? createTelnyxProvider({
+          url: settings.provisioning_url,
+          apiKey: settings.provisioning_api_key,
+          guard,
+          ...(settings.provisioning_ca_file ? { ca: readFileSync(settings.provisioning_ca_file) } : {}),
+          timeoutMs: settings.provisioning_timeout_ms,
+          log,
+        })
+      : null,
+  });
+  const numberSettings = createNumberSettings({
+    sql,
+    clock,
+    log,
+    manage,
+    provisioning,
+    portedInboundTrunk: settings.ported_inbound_trunk,
+  });
+  const portIns = createPortIns({
+    sql,
+    clock,
+    log,
+    ported: { monthlyFee: settings.ported_monthly_fee, graceDays: settings.ported_grace_days },
+  });
 
   /** Expired holds back on sale, scheduled releases carried out, old SMPP re-send keys forgotten. */
   const sweep = async () => {
@@ -167,6 +201,13 @@ export function buildNumbersModule(
           guarded('number provisioning', () => orders.provisionPending()),
         ),
       );
+      if (provisioning.configured) {
+        const sendProvisioning = guarded('number CNAM and emergency provisioning', async () => {
+          await provisioning.queueUnsent();
+          await provisioning.run();
+        });
+        loops.push(every(settings.provisioning_interval_seconds * 1000, sendProvisioning));
+      }
       if (deps.keepSellerBinds) {
         const bindSellers = guarded('number seller binds', keepSellerBinds);
         void bindSellers();
@@ -192,6 +233,7 @@ export function buildNumbersModule(
     settings: numberSettings,
     sweep,
     portIns,
+    provisioning,
   };
   return { module, service };
 }

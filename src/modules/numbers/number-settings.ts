@@ -8,6 +8,7 @@ import * as dids from './did-repo.js';
 import type { DidRow, EmergencyAddress } from './did-repo.js';
 import { LIVE, releaseNow, type NumberManagement } from './manage.js';
 import { presentDid } from './present.js';
+import type { Provisioning } from './provisioning.js';
 
 /** Countries whose numbers carry a CNAM (caller name) listing. */
 const CNAM_COUNTRIES = new Set(['US', 'CA']);
@@ -21,8 +22,16 @@ type ChargeKind = 'order' | 'renewal' | 'reactivation' | 'sms_sent' | 'sms_recei
  * The owner's settings of a rented number that are not routing: tags, caller name (CNAM),
  * emergency address, a scheduled release, bulk changes, the features read and the charges read.
  */
-export function createNumberSettings(deps: { sql: Sql; clock: Clock; log: Logger; manage: NumberManagement }) {
-  const { sql, clock, log, manage } = deps;
+export function createNumberSettings(deps: {
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  manage: NumberManagement;
+  provisioning: Provisioning;
+  /** `[numbers] ported_inbound_trunk` (empty: none). */
+  portedInboundTrunk: string;
+}) {
+  const { sql, clock, log, manage, provisioning } = deps;
   const reread = async (id: string) => presentDid((await dids.byId(sql, id))!);
   const live = (d: DidRow) => {
     if (!LIVE.includes(d.status)) throw ruleError(`The number is ${d.status}`);
@@ -66,28 +75,25 @@ export function createNumberSettings(deps: { sql: Sql; clock: Clock; log: Logger
 
     async setCallerName(viewerId: string, id: string, name: string | null) {
       const d = await manage.own(viewerId, id);
-      if (name !== null && !CNAM_COUNTRIES.has(d.countryCode))
+      if (name !== null && !CNAM_COUNTRIES.has(d.countryCode ?? ''))
         throw ruleError('Caller name (CNAM) listings exist for US and Canadian numbers only');
-      return change(
-        viewerId,
-        id,
-        'caller_name',
-        (tx, row, at) => tx`update dids set caller_name = ${name}, updated_at = ${at} where id = ${row.id}`,
-      );
+      return change(viewerId, id, 'caller_name', async (tx, row, at) => {
+        await tx`update dids set caller_name = ${name}, updated_at = ${at} where id = ${row.id}`;
+        await provisioning.request(tx, row.id, 'cnam', name, at);
+      });
     },
 
     async setEmergencyAddress(viewerId: string, id: string, a: EmergencyAddress | null) {
       const d = await manage.own(viewerId, id);
+      if (a !== null && d.countryCode === null)
+        throw ruleError("The number's country is not in the catalogue: no emergency address can be checked for it");
       if (a !== null && a.countryCode !== d.countryCode)
         throw validationError([{ path: 'countryCode', message: `must be the number's country (${d.countryCode})` }]);
-      return change(
-        viewerId,
-        id,
-        'emergency_address',
-        (tx, row, at) =>
-          tx`update dids set emergency_address = ${a === null ? null : tx.json(a as never)}, updated_at = ${at}
-           where id = ${row.id}`,
-      );
+      return change(viewerId, id, 'emergency_address', async (tx, row, at) => {
+        await tx`update dids set emergency_address = ${a === null ? null : tx.json(a as never)}, updated_at = ${at}
+                 where id = ${row.id}`;
+        await provisioning.request(tx, row.id, 'emergency', a, at);
+      });
     },
 
     /**
@@ -187,28 +193,47 @@ export function createNumberSettings(deps: { sql: Sql; clock: Clock; log: Logger
     /** What the number can do and what it costs to use, from its group and state. */
     async features(viewerId: string, id: string) {
       const d = await manage.own(viewerId, id);
-      const [g] = await sql<{ inboundRate: string | null; inboundSmsRate: string | null }[]>`
-        select inbound_rate::text, inbound_sms_rate::text from did_groups where id = ${d.groupId}`;
+      // A ported number has no group: free inbound minutes, and no seller's SMPP bind to bring messages in.
+      const [g] = d.groupId
+        ? await sql<{ inboundRate: string | null; inboundSmsRate: string | null }[]>`
+            select inbound_rate::text, inbound_sms_rate::text from did_groups where id = ${d.groupId}`
+        : [{ inboundRate: null, inboundSmsRate: null }];
       const usable = d.status === 'active';
+      const provisioned = await provisioning.of(d.id);
       return {
         didId: d.id,
         status: d.status,
         voice: {
-          inbound: usable && d.pointMode !== 'unrouted',
+          // A ported number's calls come in only over a carrier trunk named for it (or the default one).
+          inbound:
+            usable &&
+            d.pointMode !== 'unrouted' &&
+            (d.origin === 'rented' || d.inboundCarrierId !== null || deps.portedInboundTrunk !== ''),
           channels: d.channels,
           inboundRatePerMinute: g!.inboundRate === null ? null : money6(g!.inboundRate),
           pointMode: d.pointMode,
         },
         sms: {
-          inbound: usable,
+          inbound: usable && d.origin === 'rented',
           outbound: usable,
           inboundPrice: g!.inboundSmsRate === null ? null : money6(g!.inboundSmsRate),
         },
-        callerName: { supported: CNAM_COUNTRIES.has(d.countryCode), value: d.callerName },
-        emergency: { addressSet: d.emergencyAddress !== null },
+        callerName: {
+          supported: CNAM_COUNTRIES.has(d.countryCode ?? ''),
+          value: d.callerName,
+          provisioning: provisioned.cnam ?? null,
+        },
+        emergency: { addressSet: d.emergencyAddress !== null, provisioning: provisioned.emergency ?? null },
         aiAgent: { attached: d.aiAgentId !== null },
         callerId: { usable: usable && d.number !== null },
       };
+    },
+
+    /** The number's provisioning state per kind (null: never set). */
+    async provisioningOf(viewerId: string, id: string) {
+      const d = await manage.own(viewerId, id);
+      const p = await provisioning.of(d.id);
+      return { didId: d.id, callerName: p.cnam ?? null, emergency: p.emergency ?? null };
     },
 
     /**

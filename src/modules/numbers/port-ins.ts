@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
-import type { Sql } from '../../db/connection.js';
-import { conflict, notFound, ruleError } from '../../http/errors.js';
+import type { Db, Sql } from '../../db/connection.js';
+import { conflict, notFound, ruleError, validationError } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { emit } from '../../webhooks/emit.js';
+import * as dids from './did-repo.js';
 import * as repo from './port-in-repo.js';
+import { addMonths } from './present.js';
 import type { PortInInput, PortInRow, PortInStatus } from './port-in-repo.js';
 
 /** Which states each step leaves from (docs/numbers.md "Port-in orders"). */
@@ -58,13 +60,48 @@ export type PortInReview = ReturnType<typeof presentForOperator>;
  * `number.port_in.updated` event (outbox and in-app feed). A number is in one open order at a
  * time, and a number rented here or already ported cannot be ordered (409).
  */
-export function createPortIns(deps: { sql: Sql; clock: Clock; log: Logger }) {
+export function createPortIns(deps: {
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  /** `[numbers] ported_monthly_fee` and `ported_grace_days`: a ported number's terms when it is made. */
+  ported: { monthlyFee: string; graceDays: number };
+}) {
   const { sql, clock, log } = deps;
+
+  /**
+   * A completed order's numbers become DIDs of the buyer, active at once and routable as rented
+   * ones (docs/numbers.md "Ported numbers"), each with its history row and `number.activated`.
+   */
+  async function makeDids(tx: Db, r: PortInRow, at: Date, inboundCarrierId: string | null) {
+    const nextRenewalAt = addMonths(at, 1);
+    for (const number of r.numbers) {
+      const id = newId();
+      await dids.insertPorted(tx, {
+        id,
+        accountId: r.accountId,
+        number,
+        portInId: r.id,
+        inboundCarrierId,
+        monthlyFee: deps.ported.monthlyFee,
+        graceDays: deps.ported.graceDays,
+        at,
+        nextRenewalAt,
+      });
+      await dids.event(tx, { didId: id, accountId: r.accountId, kind: 'ported_in', at, data: { portInId: r.id } });
+      await emit(tx, {
+        accountId: r.accountId,
+        event: 'number.activated',
+        data: { didId: id, number, nextRenewalAt: nextRenewalAt.toISOString() },
+        at,
+      });
+    }
+  }
 
   async function step(
     id: string,
     s: PortInStep,
-    o: { accountId?: string; reviewer?: string; note?: string | null },
+    o: { accountId?: string; reviewer?: string; note?: string | null; inboundCarrierId?: string | null },
   ): Promise<PortInRow> {
     const at = clock.now();
     const row = await sql.begin(async (tx) => {
@@ -77,6 +114,7 @@ export function createPortIns(deps: { sql: Sql; clock: Clock; log: Logger }) {
         ...(o.reviewer ? { reviewer: o.reviewer } : {}),
         ...(o.note !== undefined ? { note: o.note } : {}),
       });
+      if (s === 'complete') await makeDids(tx, r, at, o.inboundCarrierId ?? null);
       const next = (await repo.byId(tx, id))!;
       await emit(tx, {
         accountId: r.accountId,
@@ -148,9 +186,31 @@ export function createPortIns(deps: { sql: Sql; clock: Clock; log: Logger }) {
       return (await repo.list(sql, q)).map(presentForOperator);
     },
 
-    /** The operator's steps: `review` (in_review), `approve`, `reject`, `complete` (the numbers become the buyer's). */
-    async decide(reviewerId: string, id: string, s: Exclude<PortInStep, 'cancel'>, note?: string | null) {
-      return presentForOperator(await step(id, s, { reviewer: reviewerId, ...(note !== undefined ? { note } : {}) }));
+    /**
+     * The operator's steps: `review` (in_review), `approve`, `reject`, `complete` (the numbers become
+     * the buyer's DIDs; `inboundCarrierId` names the account whose trunk brings their calls in).
+     */
+    async decide(
+      reviewerId: string,
+      id: string,
+      s: Exclude<PortInStep, 'cancel'>,
+      note?: string | null,
+      inboundCarrierId?: string | null,
+    ) {
+      try {
+        return presentForOperator(
+          await step(id, s, {
+            reviewer: reviewerId,
+            ...(note !== undefined ? { note } : {}),
+            ...(inboundCarrierId ? { inboundCarrierId } : {}),
+          }),
+        );
+      } catch (err) {
+        // The carrier named is no account (foreign key of dids.inbound_carrier_id).
+        if ((err as { code?: string }).code === '23503')
+          throw validationError([{ path: 'inboundCarrierId', message: 'names no account' }]);
+        throw err;
+      }
     },
 
     /** Numbers ported into the exchange and owned by `accountId`. */

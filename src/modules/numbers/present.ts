@@ -37,6 +37,8 @@ export function presentDid(d: DidRow) {
     emergencyAddress: d.emergencyAddress,
     releaseAt: iso(d.releaseAt),
     accountId: d.accountId,
+    origin: d.origin,
+    portInId: d.portInId,
   };
 }
 

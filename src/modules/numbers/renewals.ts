@@ -38,16 +38,23 @@ export function createRenewals(deps: {
   log: Logger;
   ledger: Ledger;
   platformFeePercent: string;
+  /** `[numbers] ported_monthly_fee`: what a ported number's month costs, read at each renewal. */
+  portedMonthlyFee?: string;
   batch?: number;
 }) {
   const { sql, clock, log, ledger } = deps;
   const feeRate = new Decimal(deps.platformFeePercent).div(100);
   const batch = deps.batch ?? 200;
+  const portedFee = Money.parse(deps.portedMonthlyFee ?? '0');
+
+  /** A month's price: the rented number's, fixed at order; a ported number's, the platform's fee now. */
+  const monthlyOf = (d: DidRow) => (d.origin === 'ported' ? portedFee : Money.parse(d.monthlyPrice));
 
   /** Charges period `period` of `d`; null when the balance (or daily cap) refuses it (nothing posted). */
   async function chargePeriod(tx: TransactionSql, d: DidRow, period: number) {
-    const monthly = Money.parse(d.monthlyPrice);
-    const fee = monthly.times(feeRate);
+    const monthly = monthlyOf(d);
+    // A ported number has no seller: its whole fee is the platform's (the ledger's no-seller charge).
+    const fee = d.sellerId === null ? Money.parse('0') : monthly.times(feeRate);
     try {
       return await tx.savepoint((sp) =>
         ledger.charge(
@@ -56,8 +63,8 @@ export function createRenewals(deps: {
             accountId: d.accountId,
             sellerId: d.sellerId,
             amount: monthly.minus(fee).toString(),
-            fee: fee.toString(),
-            reference: `Phone number: month ${period}`,
+            ...(d.sellerId === null ? {} : { fee: fee.toString() }),
+            reference: d.origin === 'ported' ? `Ported number: month ${period}` : `Phone number: month ${period}`,
             relatedEntityType: 'did',
             relatedEntityId: d.id,
           },
@@ -93,8 +100,9 @@ export function createRenewals(deps: {
     postingId: string,
     kind: 'renewed' | 'reactivated',
   ) {
-    const amount = Money.parse(d.monthlyPrice).toString();
+    const amount = monthlyOf(d).toString();
     await dids.renewed(tx, d.id, period, next, at);
+    if (d.origin === 'ported') await dids.setMonthlyPrice(tx, d.id, amount);
     await dids.event(tx, { didId: d.id, accountId: d.accountId, kind, at, amount, postingId, data: { period } });
     await emit(tx, {
       accountId: d.accountId,
@@ -123,6 +131,11 @@ export function createRenewals(deps: {
           return 'released';
         }
         const period = d.periodsPaid + 1;
+        if (monthlyOf(d).isZero()) {
+          // A ported number while the platform charges nothing for it: the month passes, nothing posted.
+          await dids.renewed(tx, d.id, period, addMonths(d.nextRenewalAt, 1), at);
+          return null;
+        }
         const charge = await chargePeriod(tx, d, period);
         if (charge === null) {
           await dids.suspend(tx, d.id, at);
@@ -135,7 +148,7 @@ export function createRenewals(deps: {
               didId: d.id,
               number: d.number,
               reason: 'insufficient_balance',
-              amount: d.monthlyPrice,
+              amount: monthlyOf(d).toString(),
               releaseAt: releaseAt.toISOString(),
             },
             at,
@@ -153,6 +166,12 @@ export function createRenewals(deps: {
         if (!d.autoRenew) return null;
         // Within the grace days a top-up brings the number back: the unpaid month is charged.
         const period = d.periodsPaid + 1;
+        if (monthlyOf(d).isZero()) {
+          // The platform stopped charging for ported numbers meanwhile: nothing is owed any more.
+          await dids.renewed(tx, d.id, period, addMonths(d.nextRenewalAt ?? at, 1), at);
+          await dids.event(tx, { didId: d.id, accountId: d.accountId, kind: 'reactivated', at, data: { period } });
+          return 'reactivated';
+        }
         const charge = await chargePeriod(tx, d, period);
         if (charge === null) return null;
         await paidPeriod(tx, d, period, addMonths(d.nextRenewalAt ?? at, 1), at, charge.postingId, 'reactivated');

@@ -169,7 +169,18 @@ export function portInRoutes(portIns: PortIns) {
             params: Type.Object({ id: Uuid() }),
             body: Type.Optional(
               Type.Object(
-                { note: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))) },
+                {
+                  note: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+                  ...(s.step === 'complete'
+                    ? {
+                        inboundCarrierId: Type.Optional(
+                          Uuid(
+                            "the account whose SIP trunk brings the ported numbers' calls in; default [numbers] ported_inbound_trunk",
+                          ),
+                        ),
+                      }
+                    : {}),
+                },
                 { additionalProperties: false },
               ),
             ),
@@ -178,7 +189,10 @@ export function portInRoutes(portIns: PortIns) {
         },
         async (req) => {
           if (req.principal!.role !== 'admin') throw forbidden('Only the platform operator reviews port-in orders');
-          return ok(await portIns.decide(req.principal!.accountId, req.params.id, s.step, req.body?.note));
+          const body = req.body as { note?: string | null; inboundCarrierId?: string } | undefined;
+          return ok(
+            await portIns.decide(req.principal!.accountId, req.params.id, s.step, body?.note, body?.inboundCarrierId),
+          );
         },
       );
     }

@@ -3,7 +3,7 @@ import type { App } from '../../http/app.js';
 import { DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import type { NumberSettings } from './number-settings.js';
 import type { Reservations } from './reservations.js';
-import { Did, EmergencyAddress, READ, TAGS, WRITE } from './schemas.js';
+import { Did, EmergencyAddress, ProvisionState, READ, TAGS, WRITE } from './schemas.js';
 
 const IdParams = Type.Object({ id: Uuid() });
 const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 32 }), { maxItems: 20 });
@@ -251,8 +251,12 @@ export function settingsRoutes(deps: { reservations: Reservations; settings: Num
                   outbound: Type.Boolean(),
                   inboundPrice: Nullable(Money()),
                 }),
-                callerName: Type.Object({ supported: Type.Boolean(), value: Nullable(Type.String()) }),
-                emergency: Type.Object({ addressSet: Type.Boolean() }),
+                callerName: Type.Object({
+                  supported: Type.Boolean(),
+                  value: Nullable(Type.String()),
+                  provisioning: Nullable(ProvisionState),
+                }),
+                emergency: Type.Object({ addressSet: Type.Boolean(), provisioning: Nullable(ProvisionState) }),
                 aiAgent: Type.Object({ attached: Type.Boolean() }),
                 callerId: Type.Object({ usable: Type.Boolean() }),
               }),
@@ -261,6 +265,31 @@ export function settingsRoutes(deps: { reservations: Reservations; settings: Num
         },
       },
       async (req) => ok(await settings.features(req.principal!.accountId, req.params.id)),
+    );
+
+    app.get(
+      '/dids/:id/provisioning',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary: "Where the number's caller name and emergency address stand at the provisioning provider",
+          description:
+            '`not_provisioned` (no provider configured: `error` says so), `pending` (sent or retried by the job), ' +
+            "`provisioned`, `failed` (the provider's error). A kind never set is null.",
+          params: IdParams,
+          response: {
+            200: Ok(
+              Type.Object({
+                didId: Uuid(),
+                callerName: Nullable(ProvisionState),
+                emergency: Nullable(ProvisionState),
+              }),
+            ),
+          },
+        },
+      },
+      async (req) => ok(await settings.provisioningOf(req.principal!.accountId, req.params.id)),
     );
 
     app.get(

@@ -56,7 +56,28 @@ export const Did = Type.Object({
   emergencyAddress: Nullable(EmergencyAddress),
   releaseAt: Nullable(DateTime()),
   accountId: Uuid('the owner: the caller, or the sub-account it bought for'),
+  origin: Type.Union([Type.Literal('rented'), Type.Literal('ported')], {
+    description: "rented from a seller's listing, or ported in (no seller, group or SKU; the platform's monthly fee)",
+  }),
+  portInId: Nullable(Uuid('the completed port-in order of a ported number')),
   simulated: Type.Optional(Type.Literal(true, { description: "a test key's order: nothing kept or charged" })),
+});
+
+/** A number's caller name or emergency address at the provisioning provider (docs/numbers.md "Provisioning"). */
+export const ProvisionState = Type.Object({
+  status: Type.Union([
+    Type.Literal('not_provisioned'),
+    Type.Literal('pending'),
+    Type.Literal('provisioned'),
+    Type.Literal('failed'),
+  ]),
+  error: Nullable(
+    Type.String({ description: "why not provisioned, the provider's refusal, or the last retried error" }),
+  ),
+  attempts: Type.Integer(),
+  nextAttemptAt: Nullable(DateTime()),
+  provisionedAt: Nullable(DateTime()),
+  updatedAt: DateTime(),
 });
 
 /** The answer of store reads while the store is switched off (spec "Phone numbers (DID store)"). */

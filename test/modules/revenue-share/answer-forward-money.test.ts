@@ -1,0 +1,155 @@
+/**
+ * A revenue share number forwarded to a phone number over the holder's own purchased route: the B
+ * leg is the holder's outbound call, held, settled and recorded at the route's price to the sixth
+ * decimal, while the A leg earns the payout; a holder whose balance cannot pay the forward has the
+ * call answered with the number's announcement instead (the 402 fallback), nothing charged.
+ */
+import dgram from 'node:dgram';
+import { once } from 'node:events';
+import t from 'tap';
+import { checkInvariants } from '../../ledger/helpers.js';
+import { sipp } from '../../telephony/sip/sipp.js';
+import { createWorld, eventually, uasAnswer } from '../sip-trunks/world.js';
+
+/** The supplier's caller: INVITE with PCMA audio at `mediaPort`, hold, BYE. */
+const caller = (mediaPort: number, holdMs: number) => {
+  const send = (method: string, cseq: number, dialog: boolean, offer: boolean) => {
+    const lines = [
+      `${method} sip:[service]@[remote_ip]:[remote_port] SIP/2.0`,
+      'Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]',
+      'From: "Alice" <sip:15550001111@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]',
+      `To: <sip:[service]@[remote_ip]:[remote_port]>${dialog ? '[peer_tag_param]' : ''}`,
+      'Call-ID: [call_id]',
+      `CSeq: ${cseq} ${method}`,
+      ...(method === 'INVITE' ? ['Contact: <sip:sipp@[local_ip]:[local_port];transport=[transport]>'] : []),
+      'Max-Forwards: 70',
+    ];
+    const sdp = ['v=0', 'o=- 1 1 IN IP4 127.0.0.1', 's=caller', 'c=IN IP4 127.0.0.1', 't=0 0'];
+    sdp.push(`m=audio ${mediaPort} RTP/AVP 8`, 'a=rtpmap:8 PCMA/8000');
+    const tail = offer
+      ? ['Content-Type: application/sdp', 'Content-Length: [len]', '', ...sdp]
+      : ['Content-Length: 0', '', ''];
+    const body = [...lines, ...tail].map((l) => `      ${l}`).join('\n');
+    return `  <send${method === 'ACK' ? '' : ' retrans="500"'}>\n    <![CDATA[\n${body}\n    ]]>\n  </send>`;
+  };
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="revenue share caller">
+${send('INVITE', 1, false, true)}
+  <recv response="100" optional="true"/>
+  <recv response="180" optional="true"/>
+  <recv response="183" optional="true"/>
+  <recv response="200" rtd="true"/>
+${send('ACK', 1, true, false)}
+  <pause milliseconds="${holdMs}"/>
+${send('BYE', 2, true, false)}
+  <recv response="200" crlf="true"/>
+</scenario>`;
+};
+
+async function mediaSink(t: { teardown(fn: () => void): void }) {
+  const sock = dgram.createSocket('udp4');
+  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
+  t.teardown(() => sock.close());
+  const seen = { packets: 0, voiced: 0 };
+  sock.on('message', (m) => {
+    if (m.length <= 12 || (m[0]! & 0xc0) !== 0x80) return;
+    seen.packets++;
+    if (m.subarray(12).some((b) => (b ^ 0x55) & 0x70)) seen.voiced++;
+  });
+  return { port: (sock.address() as dgram.RemoteInfo).port, seen };
+}
+
+t.test('revenue share forward to a number: billed over the holder’s route, or announced when unpaid', async (t) => {
+  const w = await createWorld(t);
+  const d = w.d;
+  const rs = d.modules.services.revenueShare;
+  const accounts = d.modules.services.accounts;
+  const admin = await accounts.createAccount({
+    email: 'fwd-operator@example.com',
+    password: 'correct horse battery',
+    role: 'admin',
+  });
+  const adminKey = (await d.modules.services.keys.create(admin.id, { mode: 'live' })).secret;
+  const supplier = await accounts.createAccount({
+    email: 'fwd-supplier@example.com',
+    password: 'correct horse battery',
+  });
+  const poor = await accounts.createAccount({ email: 'fwd-poor@example.com', password: 'correct horse battery' });
+  const poorKey = (await d.modules.services.keys.create(poor.id, { mode: 'live' })).secret;
+
+  const range = await w.api('POST', '/revenue-share/ranges', adminKey, {
+    supplierId: supplier.id,
+    name: 'Latvia IPRN 3714',
+    countryCode: 'LV',
+    country: 'Latvia',
+    prefix: '3714',
+    numberType: 'iprn',
+    ratePerMinute: '0.120000',
+    payouts: [{ origin: '', payoutPerMinute: '0.060000' }],
+    sourceIps: ['127.0.0.1'],
+  });
+  t.equal(range.status, 201, range.text);
+  const rangeId = range.body.data.id as string;
+  const supplierKey = (await d.modules.services.keys.create(supplier.id, { mode: 'live' })).secret;
+  const added = await w.api('POST', `/revenue-share/ranges/${rangeId}/numbers`, supplierKey, {
+    numbers: ['37140000001', '37140000002'],
+  });
+  t.ok(added.status < 300, added.text);
+
+  // The holder is the world's funded buyer; the forward's destination is on its purchased route.
+  const uas = await uasAnswer(t, '447700900123');
+  const { routeId } = await w.route({ port: uas.port, prefix: '4477', rate: '0.013700' });
+  const mine = await w.api('POST', '/revenue-share/numbers', w.operator.token, { rangeId, quantity: 1 });
+  t.equal(mine.status, 201, mine.text);
+  const number = mine.body.data[0] as { id: string; number: string };
+  const set = await w.api('PATCH', `/revenue-share/numbers/${number.id}`, w.operator.token, {
+    answer: { mode: 'forward', target: '+447700900123' },
+  });
+  t.equal(set.status, 200, set.text);
+
+  await t.test('the B leg is the holder’s outbound call at the route’s price', async (t) => {
+    const sink = await mediaSink(t);
+    const recorded = once(rs.answering.events, 'recorded');
+    const run = await sipp(t, caller(sink.port, 1200), ['-s', number.number, `127.0.0.1:${w.sipPort}`]);
+    t.equal(await run.exited, 0, 'the caller completed the call', { output: run.output() });
+    t.equal(await uas.exited, 0, 'the forward target answered and got the BYE', { output: uas.output() });
+    const [callId] = (await recorded) as [string];
+    const [a] = await d.sql<{ status: string; billedSeconds: number }[]>`
+      select status, billed_seconds from revshare_calls where id = ${callId}`;
+    t.match(a, { status: 'held' }, 'the A leg answered and earning');
+    t.ok(a!.billedSeconds >= 1, 'the A leg billed from the B leg’s answer');
+    // 6/6 on 0.013700 plus the 0.002000 platform fee per minute: 6 s cost 0.001570, the seller 0.001370.
+    const legs = await eventually(async () => {
+      const rows = await d.sql<{ status: string; buyerCost: string; sellerCredit: string; routeId: string }[]>`
+        select status, buyer_cost::text, seller_credit::text, route_id from cdrs
+         where account_id = ${w.operator.accountId} and source = 'trunk' and direction = 'outbound'`;
+      return rows.length ? rows : undefined;
+    });
+    t.match(legs, [{ status: 'completed', buyerCost: '0.001570', sellerCredit: '0.001370', routeId }]);
+    await checkInvariants(t as never, d.sql);
+  });
+
+  await t.test('a holder who cannot pay the forward gets the announcement instead', async (t) => {
+    const bought = await w.api('POST', '/purchases', poorKey, { routeId });
+    t.equal(bought.status, 201, bought.text);
+    const theirs = await w.api('POST', '/revenue-share/numbers', poorKey, { rangeId, quantity: 1 });
+    t.equal(theirs.status, 201, theirs.text);
+    const n = theirs.body.data[0] as { id: string; number: string };
+    const patched = await w.api('PATCH', `/revenue-share/numbers/${n.id}`, poorKey, {
+      answer: { mode: 'forward', target: '+447700900124', announcement: { text: 'Thank you for calling.' } },
+    });
+    t.equal(patched.status, 200, patched.text);
+    const sink = await mediaSink(t);
+    const recorded = once(rs.answering.events, 'recorded');
+    const run = await sipp(t, caller(sink.port, 2500), ['-s', n.number, `127.0.0.1:${w.sipPort}`]);
+    t.equal(await run.exited, 0, 'the caller was answered', { output: run.output() });
+    const [callId] = (await recorded) as [string];
+    const [a] = await d.sql<{ status: string }[]>`select status from revshare_calls where id = ${callId}`;
+    t.match(a, { status: 'held' }, 'answered by the exchange and earning');
+    t.ok(sink.seen.voiced > 10, `the announcement was heard (${sink.seen.voiced} voiced packets)`);
+    const charged = await d.sql`
+      select 1 from cdrs where account_id = ${poor.id} and source = 'trunk' and buyer_cost > 0`;
+    t.equal(charged.length, 0, 'no forward leg charged to the holder who could not pay');
+    await checkInvariants(t as never, d.sql);
+  });
+});

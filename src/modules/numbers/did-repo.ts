@@ -42,6 +42,7 @@ export interface DidRow {
   pointMode: PointMode;
   pointsTo: string | null;
   pointsToBackup: string | null;
+  ringTimeoutSeconds: number;
   autoRenew: boolean;
   channels: number;
   setupPrice: string;
@@ -71,7 +72,7 @@ export interface DidRow {
 
 const COLUMNS = (db: Db) => db`
   d.id, d.account_id, d.ordered_by, d.group_id, d.sku_id, d.seller_id, d.number_id, d.number, d.status, d.point_mode,
-  d.points_to, d.points_to_backup, d.auto_renew, d.channels, d.setup_price::text, d.monthly_price::text, d.grace_days,
+  d.points_to, d.points_to_backup, d.ring_timeout_seconds, d.auto_renew, d.channels, d.setup_price::text, d.monthly_price::text, d.grace_days,
   d.label, d.ai_agent_id, d.periods_paid, d.ordered_at, d.activated_at, d.next_renewal_at, d.suspended_at,
   d.released_at, d.endpoint_reachable, d.endpoint_cause, d.endpoint_checked_at, d.tags, d.caller_name,
   d.emergency_address, d.release_at, c.name as country, c.country_code, g.city, g.area_prefix, t.name as did_type`;
@@ -223,11 +224,12 @@ export async function setLabel(db: Db, id: string, label: string | null, at: Dat
 export async function setRouting(
   db: Db,
   id: string,
-  r: { pointMode: PointMode; pointsTo: string | null; pointsToBackup: string | null },
+  r: { pointMode: PointMode; pointsTo: string | null; pointsToBackup: string | null; ringTimeoutSeconds: number },
   at: Date,
 ): Promise<void> {
   await db`
     update dids set point_mode = ${r.pointMode}, points_to = ${r.pointsTo}, points_to_backup = ${r.pointsToBackup},
+                    ring_timeout_seconds = ${r.ringTimeoutSeconds},
                     endpoint_reachable = null, endpoint_cause = null, endpoint_checked_at = null, updated_at = ${at}
     where id = ${id}`;
 }

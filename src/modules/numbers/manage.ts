@@ -117,7 +117,12 @@ export function createNumberManagement(deps: {
     async setRouting(
       viewerId: string,
       id: string,
-      r: { pointMode: PointMode; pointsTo?: string | null | undefined; pointsToBackup?: string | null | undefined },
+      r: {
+        pointMode: PointMode;
+        pointsTo?: string | null | undefined;
+        pointsToBackup?: string | null | undefined;
+        ringTimeoutSeconds?: number | undefined;
+      },
     ) {
       const pointsTo = r.pointMode === 'unrouted' ? null : checkTarget(r.pointMode, 'pointsTo', r.pointsTo ?? null);
       const backup =
@@ -130,13 +135,15 @@ export function createNumberManagement(deps: {
         const d = await own(viewerId, id, { tx });
         if (!LIVE.includes(d.status)) throw ruleError(`The number is ${d.status}`);
         const at = clock.now();
-        await dids.setRouting(tx, id, { pointMode: r.pointMode, pointsTo, pointsToBackup: backup }, at);
+        const ringTimeoutSeconds = r.ringTimeoutSeconds ?? d.ringTimeoutSeconds;
+        const routing = { pointMode: r.pointMode, pointsTo, pointsToBackup: backup, ringTimeoutSeconds };
+        await dids.setRouting(tx, id, routing, at);
         await dids.event(tx, {
           didId: id,
           accountId: d.accountId,
           kind: 'routing_changed',
           at,
-          data: { pointMode: r.pointMode, pointsTo, pointsToBackup: backup },
+          data: routing,
         });
       });
       return reread(id);

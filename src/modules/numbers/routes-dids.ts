@@ -344,13 +344,16 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
             'Point the number: unrouted, a SIP endpoint host[:port] (with a backup) or forward to an E.164 number',
           description:
             'SIP targets pass the outbound guard (no private or loopback addresses). Changing the routing clears ' +
-            '`endpointReachable` until the next check.',
+            '`endpointReachable` until the next check. `ringTimeoutSeconds` (5–120, default 25, kept when absent): ' +
+            'a target ringing that long is cancelled and the call goes to voicemail when it is on (a forwarded ' +
+            'call too), else ends unanswered.',
           params: IdParams,
           body: Type.Object(
             {
               pointMode: Type.Union([Type.Literal('unrouted'), Type.Literal('sip'), Type.Literal('forward')]),
               pointsTo: Type.Optional(Nullable(Type.String({ maxLength: 260 }))),
               pointsToBackup: Type.Optional(Nullable(Type.String({ maxLength: 260 }))),
+              ringTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 5, maximum: 120 })),
             },
             { additionalProperties: false },
           ),

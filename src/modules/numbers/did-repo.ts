@@ -286,6 +286,34 @@ export async function spendByMonth(sql: Sql, didId: string, from: Date) {
     group by 1, 2 order by 1`;
 }
 
+/** The numbers an account rents or rented (usage follows the renter). */
+export async function idsOf(sql: Sql, accountId: string): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`select id from dids where account_id = ${accountId}`;
+  return rows.map((r) => r.id);
+}
+
+/** Messages and voicemails on numbers by month (UTC) while `accountId` rented them. */
+export async function messageUsage(sql: Sql, accountId: string, didIds: readonly string[], from: Date, to: Date) {
+  return sql<{ period: string; received: number; sent: number; segments: number; cost: string }[]>`
+    select to_char(created_at at time zone 'UTC', 'YYYY-MM') as period,
+           count(*) filter (where direction = 'in')::int as received, count(*) filter (where direction = 'out')::int as sent,
+           coalesce(sum(segments), 0)::int as segments, sum(cost)::numeric(20, 6)::text as cost
+    from did_messages
+    where did_id = any(${didIds as string[]}::uuid[]) and account_id = ${accountId}
+      and created_at >= ${from} and created_at < ${to}
+    group by 1`;
+}
+
+export async function voicemailUsage(sql: Sql, accountId: string, didIds: readonly string[], from: Date, to: Date) {
+  return sql<{ period: string; voicemails: number; ms: number }[]>`
+    select to_char(created_at at time zone 'UTC', 'YYYY-MM') as period, count(*)::int as voicemails,
+           coalesce(sum(duration_ms), 0)::int as ms
+    from did_voicemails
+    where did_id = any(${didIds as string[]}::uuid[]) and account_id = ${accountId} and deleted_at is null
+      and created_at >= ${from} and created_at < ${to}
+    group by 1`;
+}
+
 export async function spendTotals(sql: Sql, didId: string) {
   const [row] = await sql<{ gross: string; setup: string; recurring: string; refunded: string }[]>`
     select coalesce(sum(amount) filter (where amount > 0), 0)::text as gross,

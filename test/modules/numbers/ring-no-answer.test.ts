@@ -243,50 +243,54 @@ t.test(
       },
     );
 
-    await t.test(
-      'a forwarded call whose route rings out goes to voicemail (uploaded greeting), billed as the inbound leg',
-      async (t) => {
-        const ringing = await sipp(t, fixture('uas-ring-cancel.xml'), []);
-        const route = await w.route({ port: ringing.port, prefix: '4411', rate: '0.013700' });
-        const point = await w.api('PUT', `/dids/${did.id}/routing`, w.operator.token, {
-          pointMode: 'forward',
-          pointsTo: '+441100000777',
-          ringTimeoutSeconds: 5,
-        });
-        t.equal(point.status, 200, point.text);
-        const owner0 = await balance(w, w.operator.accountId);
-        const seller0 = await payable(w, w.seller.accountId);
-        const { voicemailId, call } = await leaveMessage(t, 'the forward rang out, then voicemail took a message');
-        await trunk.expectExit(t, ringing, 'the forward route got a CANCEL');
-        t.ok(voicemailId);
-        t.match(call, { status: 'completed', cost: '0.012000', billableSeconds: 60 });
-        const cdrs = await cdrsOf(w, call.id);
-        t.equal(cdrs.length, 2, 'the forward attempt and the voicemail leg, no separate inbound leg');
-        t.match(cdrs[0], {
-          direction: 'outbound',
-          routeId: route.routeId,
-          status: 'no-answer',
-          buyerCost: '0.000000',
-          toNumber: '441100000777',
-        });
-        t.match(cdrs[1], {
-          direction: 'inbound',
-          routeId: did.id,
-          status: 'completed',
-          buyerCost: '0.012000',
-          sellerCredit: '0.010800',
-          toNumber: did.digits,
-        });
-        const owner1 = await balance(w, w.operator.accountId);
-        t.equal(owner0.minus(owner1).toFixed(6), '0.012000', 'the renter paid the inbound minute only');
-        const seller1 = await payable(w, w.seller.accountId);
-        t.equal(seller1.minus(seller0).toFixed(6), '0.010800', 'the number’s seller earned it; the route nothing');
-        const [ev] = await w.d.sql<{ data: Record<string, unknown> }[]>`
+    await t.test('a forwarded call whose route rings out goes to voicemail, billed as the inbound leg', async (t) => {
+      // The uploaded greeting removed: the spoken one plays again.
+      const removed = await w.api('DELETE', `/dids/${did.id}/voicemail/greeting`, w.operator.token);
+      t.equal(removed.status, 200, removed.text);
+      t.equal(removed.body.data.greetingUploaded, false);
+      const [g] = await w.d.sql<{ file: string | null }[]>`
+          select voicemail_greeting_file as file from dids where id = ${did.id}`;
+      t.equal(g!.file, null);
+      const ringing = await sipp(t, fixture('uas-ring-cancel.xml'), []);
+      const route = await w.route({ port: ringing.port, prefix: '4411', rate: '0.013700' });
+      const point = await w.api('PUT', `/dids/${did.id}/routing`, w.operator.token, {
+        pointMode: 'forward',
+        pointsTo: '+441100000777',
+        ringTimeoutSeconds: 5,
+      });
+      t.equal(point.status, 200, point.text);
+      const owner0 = await balance(w, w.operator.accountId);
+      const seller0 = await payable(w, w.seller.accountId);
+      const { voicemailId, call } = await leaveMessage(t, 'the forward rang out, then voicemail took a message');
+      await trunk.expectExit(t, ringing, 'the forward route got a CANCEL');
+      t.ok(voicemailId);
+      t.match(call, { status: 'completed', cost: '0.012000', billableSeconds: 60 });
+      const cdrs = await cdrsOf(w, call.id);
+      t.equal(cdrs.length, 2, 'the forward attempt and the voicemail leg, no separate inbound leg');
+      t.match(cdrs[0], {
+        direction: 'outbound',
+        routeId: route.routeId,
+        status: 'no-answer',
+        buyerCost: '0.000000',
+        toNumber: '441100000777',
+      });
+      t.match(cdrs[1], {
+        direction: 'inbound',
+        routeId: did.id,
+        status: 'completed',
+        buyerCost: '0.012000',
+        sellerCredit: '0.010800',
+        toNumber: did.digits,
+      });
+      const owner1 = await balance(w, w.operator.accountId);
+      t.equal(owner0.minus(owner1).toFixed(6), '0.012000', 'the renter paid the inbound minute only');
+      const seller1 = await payable(w, w.seller.accountId);
+      t.equal(seller1.minus(seller0).toFixed(6), '0.010800', 'the number’s seller earned it; the route nothing');
+      const [ev] = await w.d.sql<{ data: Record<string, unknown> }[]>`
         select data from events where account_id = ${w.operator.accountId} and event = 'number.call.received'
           and data->>'callId' = ${call.id}`;
-        t.match(ev?.data, { handledBy: 'voicemail', status: 'completed', cost: '0.012000' });
-      },
-    );
+      t.match(ev?.data, { handledBy: 'voicemail', status: 'completed', cost: '0.012000' });
+    });
 
     await t.test('usage in analytics and the CSV export, from the CDRs of the three calls', async (t) => {
       const a = await w.api('GET', `/dids/${did.id}/analytics?months=1`, w.operator.token);

@@ -293,6 +293,7 @@ export async function buildModules(coreIn: CoreDeps) {
     payerMarkups: (accountId) => money.services.application.payerMarkups(accountId),
     // POST /dids/to-cli-set puts numbers into the dialer's caller-ID sets.
     cliSets: dialer.service.library,
+    callUsage: (q) => cdrs.service.numberUsage(q),
     keepSellerBinds: async (sellerIds) => {
       const { routes } = marketplace.services;
       for (const sellerId of sellerIds) {

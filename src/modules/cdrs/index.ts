@@ -38,7 +38,7 @@ export {
   type Settlement,
   type SettleCharge,
 } from './service.js';
-export type { CdrInsert, CdrRow, CdrFilter, RouteTerms } from './repo.js';
+export type { CdrInsert, CdrRow, CdrFilter, NumberUsageMonth, RouteTerms } from './repo.js';
 export {
   affordableSeconds,
   chargeLeg,

@@ -85,6 +85,16 @@ export interface RouteTerms {
   mediaMode: 'direct' | 'proxy';
 }
 
+/** One month of a rented number's calls (`period` YYYY-MM, UTC). */
+export interface NumberUsageMonth {
+  period: string;
+  calls: number;
+  answered: number;
+  seconds: number;
+  /** 6-place money: everything the payer's calls on the number cost. */
+  cost: string;
+}
+
 export function createCdrsRepo(db: Db) {
   return {
     /** Many rows in one statement, in the caller's transaction. */
@@ -111,6 +121,36 @@ export function createCdrsRepo(db: Db) {
           ${f.cursor ? db`and id < ${f.cursor}` : db``}
         order by id desc
         limit ${f.limit}`;
+    },
+
+    /**
+     * Rented numbers' calls by month (UTC) of the payer: every call with a leg routed at the number
+     * (`route_id` the DID: delivered, voicemail, or a forward's inbound leg), its connected seconds
+     * (the longest such leg) and what the whole call cost the payer (all its legs, forward routes too).
+     */
+    async numberUsage(q: {
+      accountId: string;
+      didIds: readonly string[];
+      from: Date;
+      to: Date;
+    }): Promise<NumberUsageMonth[]> {
+      return db<NumberUsageMonth[]>`
+        with calls as (
+          select call_group_id, min(created_at) as at, max(duration_seconds) as seconds
+          from cdrs
+          where route_id = any(${q.didIds as string[]}::uuid[]) and account_id = ${q.accountId} and kind = 'voice' and not is_probe
+            and not simulated and created_at >= ${q.from} and created_at < ${q.to} and call_group_id is not null
+          group by call_group_id
+        )
+        select to_char(k.at at time zone 'UTC', 'YYYY-MM') as period, count(*)::int as calls,
+               count(*) filter (where k.seconds > 0)::int as answered, coalesce(sum(k.seconds), 0)::int as seconds,
+               coalesce(sum(c.cost), 0)::numeric(20, 6)::text as cost
+        from calls k
+        cross join lateral (
+          select sum(x.buyer_cost) as cost from cdrs x
+          where x.call_group_id = k.call_group_id and x.account_id = ${q.accountId}
+        ) c
+        group by 1 order by 1`;
     },
 
     // Seller and capacity terms of routes: read here until the marketplace service exposes them.

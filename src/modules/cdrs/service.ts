@@ -265,6 +265,8 @@ export function createCdrsService(deps: CdrsDeps) {
     /** Many CDRs in one statement, in the caller's transaction. */
     insertCdrs: (tx: Db, rows: readonly CdrInsert[]): Promise<void> => repo.insertCdrs(tx, rows),
     listCdrs: (f: CdrFilter): Promise<CdrRow[]> => repo.listCdrs(f),
+    /** A rented number's calls by month: counts, connected seconds, cost (the numbers module's analytics). */
+    numberUsage: (q: { accountId: string; didIds: readonly string[]; from: Date; to: Date }) => repo.numberUsage(q),
     /** Seller, capacity, calls per second and media mode of routes, read from the table. */
     routeTerms: (ids: readonly string[]): Promise<RouteTerms[]> => repo.routeTerms(ids),
   };

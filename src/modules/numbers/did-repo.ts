@@ -45,6 +45,7 @@ export interface DidRow {
   pointMode: PointMode;
   pointsTo: string | null;
   pointsToBackup: string | null;
+  ringTimeoutSeconds: number;
   autoRenew: boolean;
   channels: number;
   setupPrice: string;
@@ -82,7 +83,7 @@ export type DidOrigin = 'rented' | 'ported';
 
 const COLUMNS = (db: Db) => db`
   d.id, d.account_id, d.ordered_by, d.group_id, d.sku_id, d.seller_id, d.number_id, d.number, d.status, d.point_mode,
-  d.points_to, d.points_to_backup, d.auto_renew, d.channels, d.setup_price::text, d.monthly_price::text, d.grace_days,
+  d.points_to, d.points_to_backup, d.ring_timeout_seconds, d.auto_renew, d.channels, d.setup_price::text, d.monthly_price::text, d.grace_days,
   d.label, d.ai_agent_id, d.periods_paid, d.ordered_at, d.activated_at, d.next_renewal_at, d.suspended_at,
   d.released_at, d.endpoint_reachable, d.endpoint_cause, d.endpoint_checked_at, d.tags, d.caller_name,
   d.emergency_address, d.release_at, c.name as country, c.country_code,
@@ -280,11 +281,12 @@ export async function setLabel(db: Db, id: string, label: string | null, at: Dat
 export async function setRouting(
   db: Db,
   id: string,
-  r: { pointMode: PointMode; pointsTo: string | null; pointsToBackup: string | null },
+  r: { pointMode: PointMode; pointsTo: string | null; pointsToBackup: string | null; ringTimeoutSeconds: number },
   at: Date,
 ): Promise<void> {
   await db`
     update dids set point_mode = ${r.pointMode}, points_to = ${r.pointsTo}, points_to_backup = ${r.pointsToBackup},
+                    ring_timeout_seconds = ${r.ringTimeoutSeconds},
                     endpoint_reachable = null, endpoint_cause = null, endpoint_checked_at = null, updated_at = ${at}
     where id = ${id}`;
 }
@@ -339,6 +341,34 @@ export async function spendByMonth(sql: Sql, didId: string, from: Date) {
            sum(amount)::text as amount
     from did_events where did_id = ${didId} and amount is not null and created_at >= ${from}
     group by 1, 2 order by 1`;
+}
+
+/** The numbers an account rents or rented (usage follows the renter). */
+export async function idsOf(sql: Sql, accountId: string): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`select id from dids where account_id = ${accountId}`;
+  return rows.map((r) => r.id);
+}
+
+/** Messages and voicemails on numbers by month (UTC) while `accountId` rented them. */
+export async function messageUsage(sql: Sql, accountId: string, didIds: readonly string[], from: Date, to: Date) {
+  return sql<{ period: string; received: number; sent: number; segments: number; cost: string }[]>`
+    select to_char(created_at at time zone 'UTC', 'YYYY-MM') as period,
+           count(*) filter (where direction = 'in')::int as received, count(*) filter (where direction = 'out')::int as sent,
+           coalesce(sum(segments), 0)::int as segments, sum(cost)::numeric(20, 6)::text as cost
+    from did_messages
+    where did_id = any(${didIds as string[]}::uuid[]) and account_id = ${accountId}
+      and created_at >= ${from} and created_at < ${to}
+    group by 1`;
+}
+
+export async function voicemailUsage(sql: Sql, accountId: string, didIds: readonly string[], from: Date, to: Date) {
+  return sql<{ period: string; voicemails: number; ms: number }[]>`
+    select to_char(created_at at time zone 'UTC', 'YYYY-MM') as period, count(*)::int as voicemails,
+           coalesce(sum(duration_ms), 0)::int as ms
+    from did_voicemails
+    where did_id = any(${didIds as string[]}::uuid[]) and account_id = ${accountId} and deleted_at is null
+      and created_at >= ${from} and created_at < ${to}
+    group by 1`;
 }
 
 export async function spendTotals(sql: Sql, didId: string) {

@@ -13,6 +13,7 @@ interface TargetRow {
   pointsToBackup: string | null;
   inboundRate: string | null;
   voicemailMode: 'off' | 'always' | 'fallback';
+  ringTimeoutSeconds: number;
   /** The attached agent when it exists on the renter's account and is enabled. */
   agentId: string | null;
 }
@@ -42,7 +43,8 @@ export function createNumberCalls(deps: {
   return async (callerId: string, to: string): Promise<NumberCallTarget | null> => {
     const [row] = await sql<TargetRow[]>`
       select d.id, d.account_id, d.seller_id, d.status, d.point_mode, d.points_to, d.points_to_backup,
-             g.inbound_rate::text as inbound_rate, d.voicemail_mode, a.id as agent_id
+             g.inbound_rate::text as inbound_rate, d.voicemail_mode,
+             d.ring_timeout_seconds, a.id as agent_id
       from dids d left join did_groups g on g.id = d.group_id
       left join ai_agents a on a.id = d.ai_agent_id and a.account_id = d.account_id and a.enabled
       where d.number = ${to} and d.status in ('active', 'suspended')
@@ -68,6 +70,7 @@ export function createNumberCalls(deps: {
       pointMode: row.pointMode,
       sipTargets: row.pointMode === 'sip' ? targets.map(parseSipTarget).filter((t): t is SipTarget => t !== null) : [],
       forwardTo: row.pointMode === 'forward' ? row.pointsTo : null,
+      ringTimeoutSeconds: row.ringTimeoutSeconds,
       price,
       sellerRate: price.times(sellerShare).toDecimalPlaces(6, Decimal.ROUND_DOWN),
       answer,

@@ -12,7 +12,7 @@ export { createNumberCalls } from './inbound-calls.js';
 import { createInventory } from './inventory.js';
 import { createListingRequests } from './listing.js';
 import { createNumberMessages, type SmsSend } from './messages.js';
-import { createNumberManagement, type SipProbe } from './manage.js';
+import { createNumberManagement, type CallUsage, type SipProbe } from './manage.js';
 import { createOrders, type KycCheck, type SubAccountOf } from './orders.js';
 import { createNumberSettings } from './number-settings.js';
 import { createPortIns } from './port-ins.js';
@@ -53,6 +53,8 @@ export function buildNumbersModule(
     /** A sub-account renter's reseller markups (Application Manager): priced on its received messages. */
     payerMarkups: PayerMarkupsOf;
     cliSets: CliSets;
+    /** Monthly figures of calls on numbers, from CDRs (the cdrs module's service). */
+    callUsage: CallUsage;
     /** Opens (keeps) the SMPP binds of these sellers' SMS routes: their SMSCs deliver messages to rented numbers over them. */
     keepSellerBinds?: (sellerIds: string[]) => Promise<void>;
   },
@@ -92,6 +94,7 @@ export function buildNumbersModule(
     guard,
     sipProbe: deps.sipProbe,
     probeTimeoutMs: settings.endpoint_probe_timeout_ms,
+    callUsage: deps.callUsage,
   });
 
   const messages = createNumberMessages({ sql, clock, log, manage, smsSend: deps.smsSend });

@@ -53,6 +53,81 @@ export async function releaseNow(tx: Db, d: DidRow, reason: 'by_owner' | 'schedu
   });
 }
 
+/** The cdrs module's figures of calls on numbers (`CdrsService.numberUsage`). */
+export type CallUsage = (q: {
+  accountId: string;
+  didIds: readonly string[];
+  from: Date;
+  to: Date;
+}) => Promise<{ period: string; calls: number; answered: number; seconds: number; cost: string }[]>;
+
+/** One month of usage on numbers; money kept exact until shown. */
+export interface UsageMonth {
+  period: string;
+  calls: number;
+  answeredCalls: number;
+  callSeconds: number;
+  callCost: Decimal;
+  smsReceived: number;
+  smsSent: number;
+  smsCost: Decimal;
+  voicemails: number;
+  voicemailSeconds: number;
+}
+
+export const emptyUsage = (period: string): UsageMonth => ({
+  period,
+  calls: 0,
+  answeredCalls: 0,
+  callSeconds: 0,
+  callCost: new Decimal(0),
+  smsReceived: 0,
+  smsSent: 0,
+  smsCost: new Decimal(0),
+  voicemails: 0,
+  voicemailSeconds: 0,
+});
+
+function addUsage(into: UsageMonth, u: UsageMonth): void {
+  into.calls += u.calls;
+  into.answeredCalls += u.answeredCalls;
+  into.callSeconds += u.callSeconds;
+  into.callCost = into.callCost.plus(u.callCost);
+  into.smsReceived += u.smsReceived;
+  into.smsSent += u.smsSent;
+  into.smsCost = into.smsCost.plus(u.smsCost);
+  into.voicemails += u.voicemails;
+  into.voicemailSeconds += u.voicemailSeconds;
+}
+
+/** Connected minutes to two places (seconds / 60): a figure to read, the CDRs carry the billed ones. */
+const minutes = (seconds: number) => Math.round((seconds / 60) * 100) / 100;
+
+/** Usage as analytics shows it: counts and minutes as numbers, money as 6-place strings. */
+export const presentUsage = (u: UsageMonth) => ({
+  calls: u.calls,
+  answeredCalls: u.answeredCalls,
+  callMinutes: minutes(u.callSeconds),
+  callCost: money6(u.callCost.toFixed(6)),
+  sms: u.smsReceived + u.smsSent,
+  smsReceived: u.smsReceived,
+  smsSent: u.smsSent,
+  smsCost: money6(u.smsCost.toFixed(6)),
+  voicemails: u.voicemails,
+  voicemailMinutes: minutes(u.voicemailSeconds),
+  cost: money6(u.callCost.plus(u.smsCost).toFixed(6)),
+});
+
+/** `count` month keys (YYYY-MM) from `from`'s month on. */
+function monthsFrom(from: Date, count: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const p = new Date(Date.UTC(from.getUTCFullYear(), from.getUTCMonth() + i, 1));
+    out.push(`${p.getUTCFullYear()}-${String(p.getUTCMonth() + 1).padStart(2, '0')}`);
+  }
+  return out;
+}
+
 /** A customer's rented numbers: reads, routing, endpoint checks, renewal switch, labels, release, analytics. */
 export function createNumberManagement(deps: {
   sql: Sql;
@@ -61,8 +136,44 @@ export function createNumberManagement(deps: {
   guard: TargetGuard;
   sipProbe: SipProbe;
   probeTimeoutMs: number;
+  /** The cdrs module's monthly figures of calls on numbers. */
+  callUsage: CallUsage;
 }) {
   const { sql, clock, log, guard } = deps;
+
+  /** Calls (from CDRs), messages and voicemails on `didIds` while `accountId` rented them, by month. */
+  async function usageByMonth(accountId: string, didIds: readonly string[], from: Date, to: Date) {
+    const [calls, msgs, vms] = await Promise.all([
+      deps.callUsage({ accountId, didIds, from, to }),
+      dids.messageUsage(sql, accountId, didIds, from, to),
+      dids.voicemailUsage(sql, accountId, didIds, from, to),
+    ]);
+    const months = new Map<string, UsageMonth>();
+    const month = (period: string) => {
+      let m = months.get(period);
+      if (!m) months.set(period, (m = emptyUsage(period)));
+      return m;
+    };
+    for (const c of calls) {
+      const m = month(c.period);
+      m.calls = c.calls;
+      m.answeredCalls = c.answered;
+      m.callSeconds = c.seconds;
+      m.callCost = new Decimal(c.cost);
+    }
+    for (const r of msgs) {
+      const m = month(r.period);
+      m.smsReceived = r.received;
+      m.smsSent = r.sent;
+      m.smsCost = new Decimal(r.cost);
+    }
+    for (const v of vms) {
+      const m = month(v.period);
+      m.voicemails = v.voicemails;
+      m.voicemailSeconds = Math.round(v.ms / 1000);
+    }
+    return months;
+  }
 
   /** The DID if the viewer owns it or ordered it for a sub-account; NOT_FOUND otherwise. */
   async function own(viewerId: string, id: string, forUpdate?: { tx: Db }): Promise<DidRow> {
@@ -117,7 +228,12 @@ export function createNumberManagement(deps: {
     async setRouting(
       viewerId: string,
       id: string,
-      r: { pointMode: PointMode; pointsTo?: string | null | undefined; pointsToBackup?: string | null | undefined },
+      r: {
+        pointMode: PointMode;
+        pointsTo?: string | null | undefined;
+        pointsToBackup?: string | null | undefined;
+        ringTimeoutSeconds?: number | undefined;
+      },
     ) {
       const pointsTo = r.pointMode === 'unrouted' ? null : checkTarget(r.pointMode, 'pointsTo', r.pointsTo ?? null);
       const backup =
@@ -130,13 +246,15 @@ export function createNumberManagement(deps: {
         const d = await own(viewerId, id, { tx });
         if (!LIVE.includes(d.status)) throw ruleError(`The number is ${d.status}`);
         const at = clock.now();
-        await dids.setRouting(tx, id, { pointMode: r.pointMode, pointsTo, pointsToBackup: backup }, at);
+        const ringTimeoutSeconds = r.ringTimeoutSeconds ?? d.ringTimeoutSeconds;
+        const routing = { pointMode: r.pointMode, pointsTo, pointsToBackup: backup, ringTimeoutSeconds };
+        await dids.setRouting(tx, id, routing, at);
         await dids.event(tx, {
           didId: id,
           accountId: d.accountId,
           kind: 'routing_changed',
           at,
-          data: { pointMode: r.pointMode, pointsTo, pointsToBackup: backup },
+          data: routing,
         });
       });
       return reread(id);
@@ -229,8 +347,31 @@ export function createNumberManagement(deps: {
       }));
     },
 
+    usageByMonth,
+
+    /**
+     * A number's usage by month for the export: the months from `from` (first day, UTC) to the
+     * current one, each present even when nothing happened.
+     */
+    async usageExport(viewerId: string, id: string, months: number) {
+      const d = await own(viewerId, id);
+      const now = clock.now();
+      const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - (months - 1), 1));
+      const to = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+      const by = await usageByMonth(d.accountId, [d.id], from, to);
+      return {
+        number: d.number,
+        months: monthsFrom(from, months).map((period) => by.get(period) ?? emptyUsage(period)),
+      };
+    },
+
     async overview(viewerId: string) {
       const o = await dids.overview(sql, viewerId);
+      const now = clock.now();
+      const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+      const to = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+      const ids = await dids.idsOf(sql, viewerId);
+      const month = ids.length ? (await usageByMonth(viewerId, ids, from, to)).values().next().value : undefined;
       return {
         counts: {
           total: o.total,
@@ -242,8 +383,8 @@ export function createNumberManagement(deps: {
         },
         monthlyRecurring: new Decimal(o.monthlyRecurring).toNumber(),
         lifetimeSpend: new Decimal(o.lifetimeSpend).toNumber(),
-        // Inbound calls, SMS and voicemail on numbers are not carried yet: nothing to count.
-        usage: { calls: 0, callMinutes: 0, sms: 0, voicemails: 0, voicemailMinutes: 0 },
+        // This calendar month (UTC), every number the caller rents.
+        usage: presentUsage(month ?? emptyUsage('')),
       };
     },
 
@@ -251,23 +392,20 @@ export function createNumberManagement(deps: {
       const d = await own(viewerId, id);
       const now = clock.now();
       const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - (months - 1), 1));
-      const [totals, rows] = await Promise.all([dids.spendTotals(sql, id), dids.spendByMonth(sql, id, from)]);
+      const to = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+      const [totals, rows, usage] = await Promise.all([
+        dids.spendTotals(sql, id),
+        dids.spendByMonth(sql, id, from),
+        usageByMonth(d.accountId, [d.id], from, to),
+      ]);
       const spendBy = new Map<string, Decimal>();
       for (const r of rows) spendBy.set(r.period, (spendBy.get(r.period) ?? new Decimal(0)).plus(r.amount));
-      const series = [];
-      for (let i = 0; i < months; i++) {
-        const p = new Date(Date.UTC(from.getUTCFullYear(), from.getUTCMonth() + i, 1));
-        const period = `${p.getUTCFullYear()}-${String(p.getUTCMonth() + 1).padStart(2, '0')}`;
-        series.push({
-          period,
-          calls: 0,
-          callMinutes: 0,
-          sms: 0,
-          voicemails: 0,
-          voicemailMinutes: 0,
-          spend: (spendBy.get(period) ?? new Decimal(0)).toNumber(),
-        });
-      }
+      const total = emptyUsage('');
+      const series = monthsFrom(from, months).map((period) => {
+        const u = usage.get(period) ?? emptyUsage(period);
+        addUsage(total, u);
+        return { period, ...presentUsage(u), spend: (spendBy.get(period) ?? new Decimal(0)).toNumber() };
+      });
       const gross = new Decimal(totals.gross);
       const refunded = new Decimal(totals.refunded);
       return {
@@ -281,7 +419,7 @@ export function createNumberManagement(deps: {
           setup: new Decimal(totals.setup).toNumber(),
           recurring: new Decimal(totals.recurring).toNumber(),
         },
-        usage: { calls: 0, callMinutes: 0, sms: 0, voicemails: 0, voicemailMinutes: 0 },
+        usage: presentUsage(total),
         window: { months, from: from.toISOString() },
         series,
       };

@@ -151,6 +151,7 @@ export function createOrders(deps: {
           pointMode: 'unrouted',
           pointsTo: null,
           pointsToBackup: null,
+          ringTimeoutSeconds: 25,
           autoRenew: true,
           channels: o.sku.channels,
           setupPrice: o.setup.toString(),

@@ -18,6 +18,7 @@ export function presentDid(d: DidRow) {
     pointMode: d.pointMode,
     pointsTo: d.pointsTo,
     pointsToBackup: d.pointsToBackup,
+    ringTimeoutSeconds: d.ringTimeoutSeconds,
     autoRenew: d.autoRenew,
     setupPrice: money6(d.setupPrice),
     monthlyPrice: money6(d.monthlyPrice),

@@ -3,7 +3,8 @@ import type { App } from '../../http/app.js';
 import { CursorPage, DateTime, Money, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
 import { ruleError, validationError } from '../../http/errors.js';
-import type { NumberManagement } from './manage.js';
+import { createCsvWriter } from '../../http/csv.js';
+import { presentUsage, type NumberManagement } from './manage.js';
 import type { Orders } from './orders.js';
 import type { StoreSwitch } from './routes-store.js';
 import { BuyFields, Did, Disabled, READ, TAGS, WRITE } from './schemas.js';
@@ -29,12 +30,33 @@ const BulkItem = Type.Object({
 });
 
 const Usage = Type.Object({
-  calls: Type.Number(),
-  callMinutes: Type.Number(),
+  calls: Type.Number({ description: 'calls that reached the number (delivered, forwarded or answered here)' }),
+  answeredCalls: Type.Number(),
+  callMinutes: Type.Number({ description: 'connected minutes (seconds / 60, two places)' }),
+  callCost: Money('what those calls cost the renter, forward legs included'),
   sms: Type.Number(),
+  smsReceived: Type.Number(),
+  smsSent: Type.Number(),
+  smsCost: Money(),
   voicemails: Type.Number(),
   voicemailMinutes: Type.Number(),
+  cost: Money('callCost + smsCost'),
 });
+
+const USAGE_CSV = [
+  'period',
+  'number',
+  'calls',
+  'answered_calls',
+  'call_minutes',
+  'call_cost',
+  'sms_received',
+  'sms_sent',
+  'sms_cost',
+  'voicemails',
+  'voicemail_minutes',
+  'total_cost',
+] as const;
 
 const HistoryItem = Type.Object({
   id: Uuid(),
@@ -297,11 +319,7 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
                 series: Type.Array(
                   Type.Object({
                     period: Type.String({ description: 'YYYY-MM' }),
-                    calls: Type.Number(),
-                    callMinutes: Type.Number(),
-                    sms: Type.Number(),
-                    voicemails: Type.Number(),
-                    voicemailMinutes: Type.Number(),
+                    ...Usage.properties,
                     spend: Type.Number(),
                   }),
                 ),
@@ -311,6 +329,49 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
         },
       },
       async (req) => ok(await manage.analytics(req.principal!.accountId, req.params.id, req.query.months ?? 6)),
+    );
+
+    app.get(
+      '/dids/:id/usage/export',
+      {
+        config: { access: READ },
+        schema: {
+          tags: TAGS,
+          summary: "The number's usage by month as CSV (calls from CDRs, messages, voicemails, cost)",
+          description:
+            'One row per calendar month (UTC) of the window, the current month last, months without use included. ' +
+            'Money in 6-place figures; `call_cost` is everything the calls on the number cost the renter.',
+          params: IdParams,
+          querystring: Type.Object({ months: Type.Optional(Type.Integer({ minimum: 1, maximum: 36, default: 12 })) }),
+          produces: ['text/csv'],
+        },
+      },
+      async (req, reply) => {
+        const u = await manage.usageExport(req.principal!.accountId, req.params.id, req.query.months ?? 12);
+        const csv = createCsvWriter(USAGE_CSV, USAGE_CSV.slice(2));
+        reply
+          .type('text/csv; charset=utf-8')
+          .header('content-disposition', `attachment; filename="number-usage-${req.params.id}.csv"`);
+        for (const m of u.months) {
+          const p = presentUsage(m);
+          csv.write({
+            period: m.period,
+            number: u.number ?? '',
+            calls: String(p.calls),
+            answered_calls: String(p.answeredCalls),
+            call_minutes: p.callMinutes.toFixed(2),
+            call_cost: p.callCost,
+            sms_received: String(p.smsReceived),
+            sms_sent: String(p.smsSent),
+            sms_cost: p.smsCost,
+            voicemails: String(p.voicemails),
+            voicemail_minutes: p.voicemailMinutes.toFixed(2),
+            total_cost: p.cost,
+          });
+        }
+        csv.end();
+        return reply.send(csv as unknown as never);
+      },
     );
 
     app.get(
@@ -344,13 +405,16 @@ export function didRoutes(deps: { orders: Orders; manage: NumberManagement; stor
             'Point the number: unrouted, a SIP endpoint host[:port] (with a backup) or forward to an E.164 number',
           description:
             'SIP targets pass the outbound guard (no private or loopback addresses). Changing the routing clears ' +
-            '`endpointReachable` until the next check.',
+            '`endpointReachable` until the next check. `ringTimeoutSeconds` (5–120, default 25, kept when absent): ' +
+            'a target ringing that long is cancelled and the call goes to voicemail when it is on (a forwarded ' +
+            'call too), else ends unanswered.',
           params: IdParams,
           body: Type.Object(
             {
               pointMode: Type.Union([Type.Literal('unrouted'), Type.Literal('sip'), Type.Literal('forward')]),
               pointsTo: Type.Optional(Nullable(Type.String({ maxLength: 260 }))),
               pointsToBackup: Type.Optional(Nullable(Type.String({ maxLength: 260 }))),
+              ringTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 5, maximum: 120 })),
             },
             { additionalProperties: false },
           ),

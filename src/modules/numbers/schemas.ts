@@ -37,6 +37,9 @@ export const Did = Type.Object({
   pointMode: Type.Union([Type.Literal('unrouted'), Type.Literal('sip'), Type.Literal('forward')]),
   pointsTo: Nullable(Type.String({ description: 'host[:port][;transport=udp|tcp|tls] for sip; E.164 for forward' })),
   pointsToBackup: Nullable(Type.String()),
+  ringTimeoutSeconds: Type.Integer({
+    description: 'seconds a target (or a forward route before voicemail) rings before the call moves on',
+  }),
   autoRenew: Type.Boolean(),
   setupPrice: Money(),
   monthlyPrice: Money(),

@@ -203,8 +203,13 @@ export function createFinishing(deps: {
     // The session timer fires at maxDuration; the BYE's few ms past it must not bill (or hold) one more block.
     const duration = Math.min(Math.ceil(e.durationMs / 1000), call.maxDurationSeconds);
     const charge = route && e.answeredAt ? chargeLeg(route, duration, call.markupPct) : null;
-    const leg = call.inboundLeg;
-    const inbound = leg && charge ? { sellerId: leg.sellerId, charge: chargeLeg(leg, duration, call.markupPct) } : null;
+    // A forwarded call's voicemail is the number's own leg: its inbound minutes are that leg's, not alongside.
+    const atNumber = (routeId: string) => call.number !== undefined && routeId === call.number.didId;
+    const leg = e.attempts.some((a) => atNumber(a.routeId)) ? undefined : call.inboundLeg;
+    const inbound =
+      leg && charge && route?.alongside
+        ? { sellerId: leg.sellerId, charge: chargeLeg(leg, duration, call.markupPct) }
+        : null;
     const status = e.answeredAt
       ? 'completed'
       : e.sipCode === 486 || e.sipCode === 600
@@ -216,8 +221,9 @@ export function createFinishing(deps: {
     const cdrs: CdrInsert[] = e.attempts.map((a) => {
       const connected = a.outcome === 'answered' && a.routeId === e.routeId && charge !== null;
       const priced = call.priced.get(a.routeId);
+      const own = atNumber(a.routeId);
       return buildCdr({
-        ...(call.direction ? { direction: call.direction } : {}),
+        ...(call.direction ? { direction: call.direction } : own ? { direction: 'inbound' as const } : {}),
         accountId: call.payer,
         operatorId: call.operatorId,
         // A leg with no seller (a forward to a SIP address) names none.
@@ -228,7 +234,7 @@ export function createFinishing(deps: {
         source: 'trunk',
         routeId: a.routeId,
         fromNumber: e.from,
-        toNumber: e.to,
+        toNumber: own ? call.number!.number : e.to,
         cli: e.from,
         status: connected ? 'completed' : a.outcome === 'answered' ? 'completed' : a.outcome,
         sipCode: a.sipCode,

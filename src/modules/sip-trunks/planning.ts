@@ -39,6 +39,12 @@ interface PlanCandidate {
   increment: BillingIncrement;
   endpoints: TrunkEndpoint[];
   interconnectionId?: string;
+  /** A rented number's target: cancelled after ringing this long, the call moving to its fallback. */
+  ringTimeoutMs?: number;
+  /** The exchange's own voicemail after the number's targets (or forward routes) fail or ring out. */
+  fallback?: boolean;
+  /** This exchange answers this candidate itself (voicemail, an AI voice agent). */
+  local?: NumberAnswerKind;
 }
 
 /** The rented number a call arrived for; `direct`: delivered to the number's own target (an inbound leg). */
@@ -48,10 +54,14 @@ interface InboundOf {
   direct?: boolean;
   /** How the call is delivered, as `number.call.received` says. */
   handledBy?: NumberCallHandling;
-  /** The candidate (1-based) that is this exchange's own answering, and what answers there. */
-  local?: { kind: NumberAnswerKind; attempt: number };
   /** A forwarded call's inbound minutes (the number's rate, to its seller), billed beside the route that answers. */
   leg?: Omit<PlanCandidate, 'endpoints'> & { sellerId: string };
+  /** A forwarded call: each route rings at most this long when voicemail follows. */
+  ringTimeoutMs?: number;
+  /** A forwarded call's voicemail after its routes (priced as the number's inbound leg alone). */
+  fallback?: PlanCandidate;
+  /** The number's own terms (its seller), for a fallback candidate on a forwarded call. */
+  terms?: RouteTerms;
 }
 
 /** Where a forward placed for another module goes (a revenue share number's `forward`). */
@@ -76,6 +86,15 @@ export interface ForwardPlanInput {
 }
 
 const FREE = new Decimal(0);
+
+/** The number as the "route" of its own legs: its seller, no capacity or rate limits of a route. */
+const numberTerms = (n: NumberCallTarget): RouteTerms => ({
+  id: n.didId,
+  sellerId: n.sellerId,
+  capacity: null,
+  maxCps: null,
+  mediaMode: 'direct',
+});
 
 /** A number's candidate leg before its endpoints: the inbound price, billed per started minute. */
 const numberLeg = (n: NumberCallTarget) => ({
@@ -153,30 +172,29 @@ export function createPlanning(deps: {
       return admission.refuse('endpoints-down', 503, 'Every supplier endpoint for this number is down');
 
     const terms = new Map((await admission.routeTerms(candidates.map((c) => c.routeId))).map((t) => [t.id, t]));
-    return holdAndPlan(
-      input,
-      { account, payer, routingAccount },
-      candidates.map((c) => ({
-        routeId: c.routeId,
-        price: c.price,
-        sellerRate: c.sellerRate,
-        increment: c.increment,
-        ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
-        endpoints: c.endpoints.map((e) => ({
-          host: e.address ?? e.host,
-          port: e.port,
-          transport: sipTransportOf(e.transport),
-          ...(e.transport === 'tls' && isIP(e.host.replace(/^\[|\]$/g, '')) === 0 ? { servername: e.host } : {}),
-          techPrefix: e.techPrefix,
-          ...(e.username ? { username: e.username } : {}),
-          ...(e.password ? { password: e.password } : {}),
-          priority: e.priority,
-          weight: e.weight,
-        })),
+    if (inbound?.terms) terms.set(inbound.terms.id, inbound.terms);
+    const ringTimeout = inbound?.ringTimeoutMs ? { ringTimeoutMs: inbound.ringTimeoutMs } : {};
+    const routed: PlanCandidate[] = candidates.map((c) => ({
+      ...ringTimeout,
+      routeId: c.routeId,
+      price: c.price,
+      sellerRate: c.sellerRate,
+      increment: c.increment,
+      ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
+      endpoints: c.endpoints.map((e) => ({
+        host: e.address ?? e.host,
+        port: e.port,
+        transport: sipTransportOf(e.transport),
+        ...(e.transport === 'tls' && isIP(e.host.replace(/^\[|\]$/g, '')) === 0 ? { servername: e.host } : {}),
+        techPrefix: e.techPrefix,
+        ...(e.username ? { username: e.username } : {}),
+        ...(e.password ? { password: e.password } : {}),
+        priority: e.priority,
+        weight: e.weight,
       })),
-      terms,
-      inbound,
-    );
+    }));
+    if (inbound?.fallback) routed.push(inbound.fallback);
+    return holdAndPlan(input, { account, payer, routingAccount }, routed, terms, inbound);
   }
 
   /**
@@ -192,12 +210,22 @@ export function createPlanning(deps: {
     const callGroupId = newId();
     const answering = n.answer ? deps.localAnswer?.(n.answer.kind, callGroupId, n.didId) : null;
     const answers = n.answer && answering ? n.answer : null;
+    const ringTimeoutMs = n.ringTimeoutSeconds * 1000;
     if (answers?.when !== 'always' && n.pointMode === 'forward' && n.forwardTo) {
       // The renter pays the number's inbound minutes too (the seller earns them as on `sip`), in the forward's hold.
       const leg = n.price.gt(0) ? { ...numberLeg(n), sellerId: n.sellerId } : undefined;
+      // Voicemail after the forward: the number's own leg at its inbound rate, nothing billed alongside.
+      const fallback =
+        answers && answering
+          ? {
+              fallback: { ...numberLeg(n), endpoints: [answering], fallback: true, local: answers.kind },
+              ringTimeoutMs,
+              terms: numberTerms(n),
+            }
+          : {};
       const plan = await planOutbound(
         { ...input, accountId: n.ownerId, to: n.forwardTo },
-        { ...inbound, ...(leg ? { leg } : {}) },
+        { ...inbound, ...(leg ? { leg } : {}), ...fallback },
       );
       return 'reject' in plan ? plan : { ...plan, to: n.forwardTo };
     }
@@ -213,10 +241,17 @@ export function createPlanning(deps: {
       }
     }
     const fee = answers?.feePerMinute;
-    const candidates: PlanCandidate[] = targets.map((e) => ({ ...numberLeg(n), endpoints: [e] }));
+    // A target that rings out is cancelled so voicemail (when on) takes the call.
+    const candidates: PlanCandidate[] = targets.map((e) => ({ ...numberLeg(n), endpoints: [e], ringTimeoutMs }));
     if (answers && answering) {
       // The agent fee is the platform's: it rides on the inbound price, the seller's rate unchanged.
-      candidates.push({ ...numberLeg(n), price: fee ? n.price.plus(fee) : n.price, endpoints: [answering] });
+      candidates.push({
+        ...numberLeg(n),
+        price: fee ? n.price.plus(fee) : n.price,
+        endpoints: [answering],
+        local: answers.kind,
+        ...(answers.when === 'fallback' ? { fallback: true } : {}),
+      });
     }
     if (candidates.length === 0) {
       if (n.pointMode !== 'sip' || n.sipTargets.length === 0)
@@ -226,17 +261,13 @@ export function createPlanning(deps: {
     const account = await admission.payerFor(n.ownerId);
     if ('reject' in account) return account;
     // The number is the "route" of both legs: one candidate per target, the backup as failover.
-    const terms = new Map<string, RouteTerms>([
-      [n.didId, { id: n.didId, sellerId: n.sellerId, capacity: null, maxCps: null, mediaMode: 'direct' }],
-    ]);
-    // The answering candidate comes last: the attempt that reached it names how the call was handled.
-    const local = answers ? { kind: answers.kind, attempt: candidates.length } : undefined;
+    const terms = new Map<string, RouteTerms>([[n.didId, numberTerms(n)]]);
     return holdAndPlan(
       input,
       { account, payer: n.ownerId, routingAccount: n.ownerId },
       candidates,
       terms,
-      { ...inbound, direct: true, handledBy: 'sip', ...(local ? { local } : {}) },
+      { ...inbound, direct: true, handledBy: 'sip' },
       callGroupId,
     );
   }
@@ -293,6 +324,10 @@ export function createPlanning(deps: {
     const limited = await admission.takeLimits(account, payer, routingAccount, candidates, terms, input.point);
     if ('reject' in limited) return limited;
     const { usable, slots } = limited;
+    // The answering candidate: the attempt (1-based, as the B2BUA numbers legs) that reached it names how the call was handled.
+    const localAt = usable.findIndex((c) => c.local !== undefined);
+    const localKind = usable[localAt]?.local;
+    const local = localKind ? { kind: localKind, attempt: localAt + 1 } : undefined;
 
     const markupPct = account.markupPct;
     const inboundLeg = inbound?.leg && {
@@ -314,7 +349,8 @@ export function createPlanning(deps: {
             sellerId: term?.sellerId ?? '',
             mediaMode: term?.mediaMode ?? 'direct',
             ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
-            ...(inboundLeg ? { alongside: inboundLeg } : {}),
+            // The number's own leg (voicemail after a forward) is the inbound minutes: nothing rides on it.
+            ...(inboundLeg && c.routeId !== inboundLeg.routeId ? { alongside: inboundLeg } : {}),
           },
         ] as const;
       }),
@@ -370,7 +406,7 @@ export function createPlanning(deps: {
               didId: inbound.didId,
               number: inbound.number,
               handledBy: inbound.handledBy ?? 'forward',
-              ...(inbound.local ? { local: inbound.local } : {}),
+              ...(local ? { local } : {}),
             },
           }
         : {}),
@@ -384,6 +420,8 @@ export function createPlanning(deps: {
         routeId: c.routeId,
         mediaMode: terms.get(c.routeId)?.mediaMode ?? 'direct',
         endpoints: c.endpoints,
+        ...(c.ringTimeoutMs ? { ringTimeoutMs: c.ringTimeoutMs } : {}),
+        ...(c.fallback ? { fallback: true } : {}),
       })),
     };
   }

@@ -72,8 +72,10 @@ export function createReconcile(deps: {
       const duration = o.maxDurationSeconds ? Math.min(seen, o.maxDurationSeconds) : seen;
       const markupPct = new Decimal(o.pricing?.markupPct ?? 0);
       const charge = route && o.answeredAt ? chargeLeg(route, duration, markupPct) : null;
-      // A forwarded number call: its inbound minutes for the same seconds, from the same hold.
-      const leg = o.pricing?.inbound;
+      // A forwarded number call: its inbound minutes for the same seconds, from the same hold, unless
+      // the number's own voicemail answered it (that leg is the inbound minutes).
+      const atNumber = o.routeId !== null && o.routeId === o.pricing?.didId && !o.pricing.direction;
+      const leg = atNumber ? undefined : o.pricing?.inbound;
       const inbound =
         leg && charge
           ? {
@@ -117,7 +119,11 @@ export function createReconcile(deps: {
           }
           await deps.cdrs.insertCdrs(tx, [
             buildCdr({
-              ...(o.pricing?.direction ? { direction: o.pricing.direction } : {}),
+              ...(o.pricing?.direction
+                ? { direction: o.pricing.direction }
+                : atNumber
+                  ? { direction: 'inbound' as const }
+                  : {}),
               accountId: o.accountId,
               operatorId: o.operatorId,
               // A leg with no seller (a forward to a SIP address) names none.
@@ -128,7 +134,7 @@ export function createReconcile(deps: {
               source: o.source,
               routeId: o.routeId,
               fromNumber: o.fromNumber,
-              toNumber: o.toNumber,
+              toNumber: atNumber && o.pricing?.inbound ? o.pricing.inbound.number : o.toNumber,
               cli: o.fromNumber,
               status: o.answeredAt ? 'completed' : 'failed',
               sipCode: o.answeredAt ? 200 : null,

@@ -7,7 +7,7 @@
  * loop marker, an HMAC of the server secret) are answered; anything else naming such a user is refused.
  */
 import { EventEmitter } from 'node:events';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
@@ -149,6 +149,13 @@ export function createNumberAnswering(deps: NumberAnsweringDeps) {
   }
 
   async function greetingOf(d: repo.AnsweringRow): Promise<VoicemailScript['greeting']> {
+    if (d.greetingFile) {
+      try {
+        return { mp3: await readFile(join(deps.stateDir, d.greetingFile)) };
+      } catch (err) {
+        log.warn({ err, didId: d.id }, 'uploaded voicemail greeting could not be read');
+      }
+    }
     if (d.greetingUrl) {
       try {
         return { mp3: await deps.download(d.greetingUrl) };

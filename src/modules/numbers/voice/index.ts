@@ -53,10 +53,14 @@ export function buildNumberVoice(
     agents: deps.agents,
     transfer: deps.transfer,
   });
-  const voicemail = createVoicemailService({ sql: core.sql, clock: core.clock, manage: deps.manage, stateDir });
+  const voicemail = createVoicemailService({ sql: core.sql, clock: core.clock, log, manage: deps.manage, stateDir });
   const module: Module = {
     name: 'numbers-voice',
     routes: voicemailRoutes(voicemail),
+    async start() {
+      const n = await voicemail.finishDeletions();
+      if (n) log.info({ voicemails: n }, 'finished voicemail deletions a stop interrupted');
+    },
     async stop() {
       await answering.hangupAll();
       await plane?.close();

@@ -6,6 +6,8 @@ export interface VoicemailSettings {
   mode: VoicemailMode;
   greetingText: string | null;
   greetingUrl: string | null;
+  /** An uploaded MP3 greeting, relative to the state directory (set by the upload, not the settings). */
+  greetingFile: string | null;
   language: string;
   maxSeconds: number;
   silenceSeconds: number;
@@ -36,13 +38,18 @@ export interface VoicemailRow {
 export async function answeringRow(db: Db, didId: string): Promise<AnsweringRow | undefined> {
   const [r] = await db<AnsweringRow[]>`
     select id, account_id, number, ai_agent_id, voicemail_mode as mode, voicemail_greeting_text as greeting_text,
-           voicemail_greeting_url as greeting_url, voicemail_language as language,
+           voicemail_greeting_url as greeting_url, voicemail_greeting_file as greeting_file,
+           voicemail_language as language,
            voicemail_max_seconds as max_seconds, voicemail_silence_seconds as silence_seconds
     from dids where id = ${didId}`;
   return r;
 }
 
-export async function setSettings(db: Db, didId: string, s: VoicemailSettings): Promise<void> {
+export async function setGreetingFile(db: Db, didId: string, file: string | null): Promise<void> {
+  await db`update dids set voicemail_greeting_file = ${file} where id = ${didId}`;
+}
+
+export async function setSettings(db: Db, didId: string, s: Omit<VoicemailSettings, 'greetingFile'>): Promise<void> {
   await db`
     update dids set voicemail_mode = ${s.mode}, voicemail_greeting_text = ${s.greetingText},
                     voicemail_greeting_url = ${s.greetingUrl}, voicemail_language = ${s.language},
@@ -69,7 +76,7 @@ export async function listVoicemails(
 ): Promise<VoicemailRow[]> {
   return db<VoicemailRow[]>`
     select ${VM_COLUMNS(db)} from did_voicemails
-    where did_id = ${didId} and account_id = ${accountId}
+    where did_id = ${didId} and account_id = ${accountId} and deleted_at is null
       ${q.cursor ? db`and (created_at, id) < (select created_at, id from did_voicemails where id = ${q.cursor})` : db``}
     order by created_at desc, id desc limit ${q.limit}`;
 }
@@ -81,8 +88,34 @@ export async function voicemail(
   accountId: string,
 ): Promise<VoicemailRow | undefined> {
   const [r] = await db<VoicemailRow[]>`
-    select ${VM_COLUMNS(db)} from did_voicemails where id = ${id} and did_id = ${didId} and account_id = ${accountId}`;
+    select ${VM_COLUMNS(db)} from did_voicemails
+    where id = ${id} and did_id = ${didId} and account_id = ${accountId} and deleted_at is null`;
   return r;
+}
+
+/** Hides a message (the first step of its deletion); its file, or undefined when it was not there to hide. */
+export async function markDeleted(
+  db: Db,
+  didId: string,
+  id: string,
+  accountId: string,
+  at: Date,
+): Promise<string | undefined> {
+  const [r] = await db<{ file: string }[]>`
+    update did_voicemails set deleted_at = ${at}
+    where id = ${id} and did_id = ${didId} and account_id = ${accountId} and deleted_at is null
+    returning file`;
+  return r?.file;
+}
+
+/** Messages marked deleted whose recording and row are still to go (a deletion a stop interrupted). */
+export async function markedDeleted(db: Db, limit: number): Promise<{ id: string; file: string }[]> {
+  return db<{ id: string; file: string }[]>`
+    select id, file from did_voicemails where deleted_at is not null order by deleted_at limit ${limit}`;
+}
+
+export async function removeVoicemail(db: Db, id: string): Promise<void> {
+  await db`delete from did_voicemails where id = ${id} and deleted_at is not null`;
 }
 
 export async function markRead(db: Db, id: string, at: Date): Promise<void> {

@@ -1,9 +1,10 @@
 import { Type } from 'typebox';
 import type { App } from '../../../http/app.js';
 import { CursorPage, DateTime, Nullable, Ok, Uuid, ok } from '../../../http/envelope.js';
+import { validationError } from '../../../http/errors.js';
 import { cursorPage, CursorQuery } from '../../../http/pagination.js';
 import { READ, TAGS, WRITE } from '../schemas.js';
-import type { VoicemailService } from './service.js';
+import { GREETING_MAX_BYTES, type VoicemailService } from './service.js';
 
 const IdParams = Type.Object({ id: Uuid() });
 const Mode = Type.Union([Type.Literal('off'), Type.Literal('always'), Type.Literal('fallback')]);
@@ -13,6 +14,9 @@ const Settings = Type.Object({
   mode: Mode,
   greetingText: Nullable(Type.String()),
   greetingUrl: Nullable(Type.String()),
+  greetingUploaded: Type.Boolean({
+    description: 'an uploaded MP3 greeting plays (before greetingUrl and greetingText)',
+  }),
   language: Type.String(),
   maxSeconds: Type.Integer(),
   silenceSeconds: Type.Integer(),
@@ -34,7 +38,7 @@ const Voicemail = Type.Object({
 
 /** Voicemail on a number: its settings, the messages left and their recordings. */
 export function voicemailRoutes(svc: VoicemailService) {
-  return (app: App) => {
+  return async (app: App) => {
     app.get(
       '/dids/:id/voicemail',
       {
@@ -113,5 +117,68 @@ export function voicemailRoutes(svc: VoicemailService) {
         return reply.type('audio/wav').header('content-length', a.bytes).send(a.stream);
       },
     );
+
+    app.delete(
+      '/dids/:id/voicemails/:voicemailId',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Delete a message and its recording',
+          params: Type.Object({ id: Uuid(), voicemailId: Uuid() }),
+          response: { 200: Ok(Type.Object({ id: Uuid(), deleted: Type.Literal(true) })) },
+        },
+      },
+      async (req) => {
+        await svc.remove(req.principal!.accountId, req.params.id, req.params.voicemailId);
+        return ok({ id: req.params.voicemailId, deleted: true as const });
+      },
+    );
+
+    app.delete(
+      '/dids/:id/voicemail/greeting',
+      {
+        config: { access: WRITE },
+        schema: {
+          tags: TAGS,
+          summary: 'Remove the uploaded greeting (greetingUrl or greetingText plays again)',
+          params: IdParams,
+          response: { 200: Ok(Settings) },
+        },
+      },
+      async (req) => ok(await svc.removeGreeting(req.principal!.accountId, req.params.id)),
+    );
+
+    await app.register(async (scope) => {
+      // Only this scope takes audio bodies, as bytes, up to the greeting limit (more: 413).
+      scope.addContentTypeParser(
+        'audio/mpeg',
+        { parseAs: 'buffer', bodyLimit: GREETING_MAX_BYTES },
+        (_req, body, done) => done(null, body),
+      );
+      // The child scope keeps the TypeBox provider at run time; only its static type is the plain instance.
+      (scope as unknown as App).put(
+        '/dids/:id/voicemail/greeting',
+        {
+          config: { access: WRITE },
+          schema: {
+            tags: TAGS,
+            summary: 'Upload the voicemail greeting (an MP3 file)',
+            description:
+              `Body: the MP3 file as \`audio/mpeg\`, up to ${GREETING_MAX_BYTES} bytes (413 past it). The bytes must be ` +
+              'MPEG audio (an ID3 tag allowed first): anything else is 400 naming `body`. It replaces an earlier upload ' +
+              'and plays instead of `greetingUrl` and `greetingText`.',
+            params: IdParams,
+            consumes: ['audio/mpeg'],
+            response: { 200: Ok(Settings) },
+          },
+        },
+        async (req) => {
+          if (!Buffer.isBuffer(req.body))
+            throw validationError([{ path: 'body', message: 'must be sent as audio/mpeg' }]);
+          return ok(await svc.uploadGreeting(req.principal!.accountId, req.params.id, req.body));
+        },
+      );
+    });
   };
 }

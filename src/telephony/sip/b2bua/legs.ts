@@ -114,9 +114,10 @@ export function tryNext(
 ): void {
   if (call.ended) return;
   if (call.cancelled) return finish(ctx, call, 'caller-cancel', 487);
-  const limit = Math.min(ctx.maxRoutes, call.candidates.length);
-  while (call.nextRoute < limit) {
+  while (call.nextRoute < call.candidates.length) {
     const cand = call.candidates[call.nextRoute++] as TrunkCandidate;
+    // The route limit counts supplier routes; the fallback (listed last) is dialled whatever it says.
+    if (!cand.fallback && call.nextRoute > ctx.maxRoutes) continue;
     const ep = orderEndpoints(cand.endpoints)[0];
     if (!ep) continue;
     call.log.info({ routeId: cand.routeId, attempt: call.nextRoute, host: ep.host }, 'trunk leg started');
@@ -132,8 +133,10 @@ function onLegNoResponse(ctx: B2buaContext, call: Call, leg: Leg): void {
   // Nothing came back before any provisional: the leg is abandoned (a late 1xx gets a CANCEL).
   leg.ct.cancel();
   recordAttempt(ctx, call, leg, null, 'no response', 'timeout');
-  if (!shouldFailover({ sipStatus: null, noResponse: true, ringing: leg.ringing }))
+  if (!shouldFailover({ sipStatus: null, noResponse: true, ringing: leg.ringing })) {
+    if (toFallback(ctx, call)) return;
     return failToCaller(ctx, call, 408, 'Request Timeout');
+  }
   tryNext(ctx, call, { status: 408, reason: 'Request Timeout' });
 }
 
@@ -159,8 +162,13 @@ function onLegResponse(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse
     if (!leg.provisional && leg.setupTimer !== undefined) ctx.stack.timers.clear(leg.setupTimer);
     leg.provisional = true;
     if (res.status === 100) return;
-    // 180/183: the call now stays on this route whatever happens (spec failover rule).
-    if (!call.ringing) later(ctx, call, ctx.noAnswerMs, () => onNoAnswer(ctx, call));
+    // 180/183: the call now stays on this route whatever happens (spec failover rule), but for its fallback.
+    if (!call.noAnswerArmed) {
+      call.noAnswerArmed = true;
+      later(ctx, call, ctx.noAnswerMs, () => onNoAnswer(ctx, call));
+    }
+    const ringTimeoutMs = call.candidates[leg.index - 1]?.ringTimeoutMs;
+    if (!leg.ringing && ringTimeoutMs) later(ctx, call, ringTimeoutMs, () => onRingOut(ctx, call, leg));
     leg.ringing = true;
     call.ringing = true;
     const headers: HeaderField[] = [
@@ -196,7 +204,31 @@ function onLegResponse(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse
     return tryNext(ctx, call, { status: res.status, reason: res.reason, res });
   }
   if (call.cancelled) return finish(ctx, call, 'caller-cancel', 487);
+  if (toFallback(ctx, call)) return;
   failToCaller(ctx, call, res.status, res.reason, res);
+}
+
+/**
+ * Moves the call to its fallback candidate when one is left (the earlier candidates skipped): a new
+ * destination, so its own refusal ends the call as any first answer would. False when none is left.
+ */
+function toFallback(ctx: B2buaContext, call: Call): boolean {
+  const at = call.candidates.findIndex((c, i) => c.fallback === true && i >= call.nextRoute);
+  if (at < 0 || call.cancelled) return false;
+  call.nextRoute = at;
+  call.ringing = false;
+  tryNext(ctx, call);
+  return true;
+}
+
+/** A candidate rang past its ring timeout: cancelled, and the call goes to its fallback (or ends unanswered). */
+function onRingOut(ctx: B2buaContext, call: Call, leg: Leg): void {
+  if (call.leg !== leg || leg.ended || call.ended || call.answeredAt) return;
+  leg.ct.cancel();
+  recordAttempt(ctx, call, leg, null, 'ring timeout', 'no-answer');
+  if (toFallback(ctx, call)) return;
+  if (call.cancelled) return finish(ctx, call, 'caller-cancel', 487);
+  failToCaller(ctx, call, 480, 'Temporarily Unavailable', undefined, 'no-answer');
 }
 
 function onLegAnswered(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse): void {
@@ -273,6 +305,7 @@ function onNoAnswer(ctx: B2buaContext, call: Call): void {
     leg.ct.cancel();
     recordAttempt(ctx, call, leg, null, 'no answer', 'no-answer');
   }
+  if (toFallback(ctx, call)) return;
   failToCaller(ctx, call, 480, 'Temporarily Unavailable', undefined, 'no-answer');
 }
 

@@ -40,6 +40,16 @@ export interface TrunkCandidate {
   endpoints: TrunkEndpoint[];
   /** `proxy`: the call's audio is relayed through the media plane; `direct` (default): SDP passes through. */
   mediaMode?: 'direct' | 'proxy';
+  /**
+   * Ringing this long without an answer: the leg is cancelled and the call goes to its `fallback`
+   * candidate, else ends unanswered (a rented number's ring timeout). Absent: only `noAnswerMs` bounds it.
+   */
+  ringTimeoutMs?: number;
+  /**
+   * The call's last resort (the exchange's own voicemail on a number), listed last: dialled once the
+   * others failed, refused (busy included) or rang out, even after ringing, and outside the route limit.
+   */
+  fallback?: boolean;
 }
 
 export interface CallAttribution {
@@ -230,6 +240,8 @@ export interface Call {
   maxDurationSeconds: number;
   nextRoute: number;
   leg?: Leg;
+  /** The call-wide no-answer timer runs (armed at the first ringing, kept across a ring-out). */
+  noAnswerArmed?: boolean;
   attempts: AttemptRecord[];
   ringing: boolean;
   cancelled: boolean;

@@ -871,8 +871,13 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     await chain;
     const endedAt = clock.now();
     const end = connected?.end ?? last?.end ?? null;
+    // A call cut at its maximum ends a few milliseconds after it (timer and hang-up): it is billed
+    // the maximum, never the second those milliseconds would start.
     const duration = connected?.end.answeredAt
-      ? Math.max(0, Math.ceil((connected.end.endedAt.getTime() - connected.end.answeredAt.getTime()) / 1000))
+      ? Math.min(
+          lc.maxDuration,
+          Math.max(0, Math.ceil((connected.end.endedAt.getTime() - connected.end.answeredAt.getTime()) / 1000)),
+        )
       : 0;
     const charge = connected ? chargeLeg(connected.route, duration, markup) : null;
     const status = connected ? 'completed' : end ? attemptStatus(end) : 'failed';

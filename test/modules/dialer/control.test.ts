@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createWorld, eventually } from '../sip-trunks/world.js';
+import { simulatedDialer } from '../../helpers/dialer.js';
 
 /**
  * Campaign control on the dialer's injected clock: a scheduled campaign waits as `ready` until
@@ -8,41 +8,9 @@ import { createWorld, eventually } from '../sip-trunks/world.js';
  * recorded as the runner does, never dialled.
  */
 t.test('scheduled start, pause, resume, stop and destination-matched caller IDs', async (t) => {
-  let offset = Date.parse('2026-05-04T10:00:00Z') - Date.now();
-  const clock = { now: () => new Date(Date.now() + offset) };
-  const w = await createWorld(t, { dialer: { tick_ms: 50, call_poll_ms: 100 } }, { clock } as never);
-  const { d, operator } = w;
-  const { keys, ledger } = d.modules.services;
-  const live = (await keys.create(operator.accountId, { mode: 'live', scopes: [] })).secret;
-  const test = (await keys.create(operator.accountId, { mode: 'test', scopes: ['dialer:write'] })).secret;
-  await ledger.grantTestCredit({
-    postingKey: `tc-${operator.accountId}`,
-    accountId: operator.accountId,
-    amount: '5.000000',
-  });
-  const uk = await w.route({ port: 9, prefix: '44', rate: '0.020000', increment: '60/60' });
-  const set = async (clis: string[]) =>
-    (await w.api('POST', '/dialer/cli-sets', live, { name: clis[0], clis })).body.data.id as string;
-  const campaign = async (name: string, numbers: string[], extra: Record<string, unknown>) => {
-    const r = await w.api('POST', '/dialer/campaigns', test, {
-      name,
-      routeId: uk.routeId,
-      concurrency: 1,
-      maxCallDuration: 60,
-      actions: [{ say: 'Hello' }],
-      ...extra,
-    });
-    t.equal(r.status, 201, r.text);
-    t.equal((await w.api('POST', `/dialer/campaigns/${r.body.data.id}/numbers`, test, { numbers })).status, 200);
-    return r.body.data.id as string;
-  };
-  const control = (id: string, action: string) => w.api('POST', `/dialer/campaigns/${id}/control`, test, { action });
-  const get = async (id: string) => (await w.api('GET', `/dialer/campaigns/${id}`, test)).body.data;
-  const until = (id: string, pred: (c: Record<string, unknown>) => boolean) =>
-    eventually(async () => {
-      const c = await get(id);
-      return pred(c) ? c : null;
-    }, 60_000);
+  const w = await simulatedDialer(t, '2026-05-04T10:00:00Z', { prefix: '44' });
+  const { d, campaign, control, get, until, moveTo } = w;
+  const set = (clis: string[]) => w.cliSet(clis);
   const attempts = (id: string) =>
     d.sql<{ number: string; cli: string }[]>`
       select number, cli from dialer_attempts where campaign_id = ${id} order by started_at, number`;
@@ -74,7 +42,7 @@ t.test('scheduled start, pause, resume, stop and destination-matched caller IDs'
   );
   t.match(await get(later), { status: 'ready', numbersDialed: 0 }, 'nothing dialled before scheduleAt');
 
-  offset = Date.parse('2026-05-04T11:00:30Z') - Date.now();
+  moveTo('2026-05-04T11:00:30Z');
   const ran = await until(later, (c) => c.status === 'completed');
   t.match(ran, { numbersDialed: 2, numbersAnswered: 2, statusReason: 'all_numbers_done' });
   t.ok(Date.parse(ran.startedAt) >= Date.parse(scheduleAt), `started at its time (${ran.startedAt})`);
@@ -98,7 +66,7 @@ t.test('scheduled start, pause, resume, stop and destination-matched caller IDs'
   t.equal(stopped.status, 200, stopped.text);
   t.match(stopped.body.data, { status: 'completed', statusReason: 'stopped_by_user', numbersDialed: 1 });
   // The next day the cap would let the campaign go on: a stopped campaign does not.
-  offset = Date.parse('2026-05-05T10:00:00Z') - Date.now();
+  moveTo('2026-05-05T10:00:00Z');
   const probe = await campaign('Probe', ['+447400003001'], { cliSetId: await set(['+15550009004']) });
   await control(probe, 'start');
   await until(probe, (c) => c.status === 'completed');
@@ -107,7 +75,7 @@ t.test('scheduled start, pause, resume, stop and destination-matched caller IDs'
     ['447400002001'],
     'the numbers not yet called stay uncalled',
   );
-  const pending = await w.api('GET', `/dialer/campaigns/${held}/numbers?state=pending`, test);
+  const pending = await w.api('GET', `/dialer/campaigns/${held}/numbers?state=pending`, w.test);
   t.equal(pending.body.data.length, 2);
   const events = await d.sql<{ event: string; data: Record<string, unknown> }[]>`
     select event, data from events where event like 'campaign.%' and data->>'campaignId' = ${held} order by id`;
@@ -120,10 +88,10 @@ t.test('scheduled start, pause, resume, stop and destination-matched caller IDs'
     ],
   );
   t.match(events[2]!.data, { numbersDialed: 1, numbersAnswered: 1 });
-  for (const action of ['start', 'pause', 'stop']) {
+  for (const action of ['start', 'pause', 'stop'] as const) {
     const r = await control(held, action);
     t.equal(r.status, 409, `${action} on a completed campaign: ${r.text}`);
   }
-  const changed = await w.api('PUT', `/dialer/campaigns/${held}`, test, { name: 'Renamed' });
+  const changed = await w.api('PUT', `/dialer/campaigns/${held}`, w.test, { name: 'Renamed' });
   t.equal(changed.status, 409, 'a completed campaign cannot be changed');
 });

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startChatServer, toolCall, type ChatRequest } from '../ai-agents/chat-server.js';
-import { createWorld, eventually } from '../sip-trunks/world.js';
+import { simulatedDialer } from '../../helpers/dialer.js';
 
 /**
  * On the dialer's injected clock (late March 2026, months from the host's date): a do-not-call entry
@@ -9,11 +9,6 @@ import { createWorld, eventually } from '../sip-trunks/world.js';
  * field the spec lists. Test-key campaign: placed, priced and recorded as the runner does, never dialled.
  */
 t.test('dial-time do-not-call and analytics on the injected clock', async (t) => {
-  let offset = Date.parse('2026-03-30T22:50:00Z') - Date.now();
-  const clock = { now: () => new Date(Date.now() + offset) };
-  const moveTo = (iso: string) => {
-    offset = Date.parse(iso) - Date.now();
-  };
   let overviewSeen: { headline: { dialed: number }; window: { to: string } } | null = null;
   const chat = await startChatServer(t, (req: ChatRequest) => {
     const tools = req.messages.filter((m) => m.role === 'tool');
@@ -21,50 +16,26 @@ t.test('dial-time do-not-call and analytics on the injected clock', async (t) =>
     overviewSeen = JSON.parse(tools[0]!.content) as typeof overviewSeen;
     return { content: `${overviewSeen!.headline.dialed} numbers dialled in the last 30 days.` };
   });
-  const w = await createWorld(
-    t,
-    { dialer: { tick_ms: 50, call_poll_ms: 100 }, ai: { chat_url: chat.url, chat_api_key: 'sk-local' } },
-    { clock } as never,
-  );
-  const { d, operator } = w;
-  const { keys, ledger } = d.modules.services;
-  const live = (await keys.create(operator.accountId, { mode: 'live', scopes: [] })).secret;
-  const test = (await keys.create(operator.accountId, { mode: 'test', scopes: ['dialer:write'] })).secret;
-  await ledger.grantTestCredit({
-    postingKey: `tc-${operator.accountId}`,
-    accountId: operator.accountId,
-    amount: '5.000000',
+  const w = await simulatedDialer(t, '2026-03-30T22:50:00Z', {
+    overrides: { ai: { chat_url: chat.url, chat_api_key: 'sk-local' } },
   });
-  const { routeId } = await w.route({ port: 9, prefix: '4475', rate: '0.020000', increment: '60/60' });
-  const set = (await w.api('POST', '/dialer/cli-sets', live, { name: 'one', clis: ['+15550008001'] })).body.data;
-  const created = await w.api('POST', '/dialer/campaigns', test, {
-    name: 'Reminders',
-    routeId,
-    concurrency: 1,
-    maxCallDuration: 60,
-    cliSetId: set.id,
-    cliStrategy: { strategy: 'round_robin', dailyCap: 2 },
-    actions: [{ say: 'Hello' }],
-  });
-  t.equal(created.status, 201, created.text);
-  const id = created.body.data.id as string;
+  const { d, live, test, moveTo } = w;
   const numbers = ['8001', '8002', '8003', '8101', '8102', '8103', '8004'].map((n) => `+44750000${n}`);
-  const added = await w.api('POST', `/dialer/campaigns/${id}/numbers`, test, { numbers });
-  t.match(added.body.data, { added: 7, totalNumbers: 7 });
-  t.equal((await w.api('POST', `/dialer/campaigns/${id}/control`, test, { action: 'start' })).status, 200);
-  const get = async () => (await w.api('GET', `/dialer/campaigns/${id}`, test)).body.data;
+  const id = await w.campaign('Reminders', numbers, {
+    cliSetId: await w.cliSet(['+15550008001']),
+    cliStrategy: { strategy: 'round_robin', dailyCap: 2 },
+  });
+  t.equal((await w.control(id, 'start')).status, 200);
+  const get = () => w.get(id);
 
   // The cap holds the campaign after two calls on 30 March, running: the list changes under it.
-  await eventually(async () => ((await get()).numbersDialed === 2 ? true : null), 60_000);
+  await w.until(id, (c) => c.numbersDialed === 2);
   const listed = await w.api('POST', '/dnc', live, { numbers: ['+447500008003'], prefixes: ['4475000081'] });
   t.equal(listed.status, 200, listed.text);
   t.match(await get(), { status: 'running', numbersDialed: 2 });
 
   moveTo('2026-03-31T00:05:00Z');
-  const done = await eventually(async () => {
-    const c = await get();
-    return c.status === 'completed' ? c : null;
-  }, 60_000);
+  const done = await w.until(id, (c) => c.status === 'completed');
   t.match(done, { numbersDialed: 3, numbersAnswered: 3, numbersFailed: 4, statusReason: 'all_numbers_done' });
   const attempts = await d.sql<{ number: string; startedAt: Date; spend: string }[]>`
     select number, started_at, (cost + fee)::numeric(20,6)::text as spend

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import pino from 'pino';
 import { loadConfig, type DeepPartial } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
@@ -31,7 +32,7 @@ export interface TestDaemon extends Daemon {
   https(
     method: string,
     path: string,
-    opts?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+    opts?: { token?: string; body?: unknown; rawBody?: string | Readable; headers?: Record<string, string> },
   ): Promise<HttpsResult>;
 }
 
@@ -107,7 +108,14 @@ export function httpsCall(
   url: string,
   method: string,
   ca: string | undefined,
-  o: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; insecure?: boolean },
+  o: {
+    token?: string;
+    body?: unknown;
+    /** A stream is piped as it is read (a body too large to build in memory). */
+    rawBody?: string | Readable;
+    headers?: Record<string, string>;
+    insecure?: boolean;
+  },
 ): Promise<HttpsResult> {
   const body = o.rawBody ?? (o.body === undefined ? undefined : JSON.stringify(o.body));
   const headers: Record<string, string> = { ...(o.headers ?? {}) };
@@ -141,6 +149,11 @@ export function httpsCall(
       },
     );
     req.on('error', reject);
+    if (typeof body === 'object') {
+      body.on('error', (err) => req.destroy(err));
+      body.pipe(req);
+      return;
+    }
     if (body !== undefined) req.write(body);
     req.end();
   });

@@ -96,7 +96,11 @@ export function createDialerAssistant(deps: {
       description: 'Figures of every campaign over the last 30 days.',
       parameters: { type: 'object', properties: {} },
       write: false,
-      run: (a) => deps.analytics.overview(a, new Date(Date.now() - 30 * 86400_000), new Date()),
+      run: (a) => {
+        // The injected clock, as the runner's: "the last 30 days" is the exchange's days, not the host's.
+        const to = deps.now();
+        return deps.analytics.overview(a, new Date(to.getTime() - 30 * 86400_000), to);
+      },
     },
     {
       name: 'control_campaign',

@@ -232,10 +232,13 @@ export function createCampaignsService(deps: DialerDeps) {
       const [c] = await tx<{ totalNumbers: number }[]>`
         select total_numbers from dialer_campaigns where id = ${campaignId} for update`;
       const room = deps.config.dialer.max_numbers_per_campaign - (c?.totalNumbers ?? 0);
-      if (room < rows.length) {
+      // Counted after the insert: numbers already in the campaign take no room, so a file that fills
+      // the campaign exactly may still repeat one. Too many rolls the batch back.
+      const added = await repo.addNumbers(tx, campaignId, rows);
+      if (added > room) {
         throw ruleError(`A campaign holds at most ${deps.config.dialer.max_numbers_per_campaign} numbers`);
       }
-      return repo.addNumbers(tx, campaignId, rows);
+      return added;
     });
   }
 

@@ -201,7 +201,7 @@ export function buildDialerModule(
     results,
     now: () => clock.now(),
   });
-  const routes = campaignRoutes({ campaigns, library, analytics, repo, ask, results });
+  const routes = campaignRoutes({ campaigns, library, analytics, repo, ask, results, clock });
   const saved = libraryRoutes(library, clock);
   const numbers = createCampaignNumbers({ sql, clock, blockedAmong: (a, n) => deps.dnc.blockedAmong(a, n) });
   const more = campaignToolRoutes({

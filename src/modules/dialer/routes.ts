@@ -4,6 +4,7 @@ import { ChatHistory } from '../ai-agents/history.js';
 import { acceptCsvStream, isStream } from '../../http/csv-body.js';
 import { CursorPage, DateTime, Ok, Uuid, ok } from '../../http/envelope.js';
 import { badRequest } from '../../http/errors.js';
+import type { Clock } from '../../platform/clock.js';
 import { cursorPage, CursorQuery } from '../../http/pagination.js';
 import type { DialerAnalytics } from './analytics.js';
 import type { DialerAssistant } from './assistant.js';
@@ -27,6 +28,7 @@ export interface DialerRouteDeps {
   repo: DialerRepo;
   ask: DialerAssistant;
   results: Results;
+  clock: Clock;
 }
 
 /**
@@ -332,7 +334,7 @@ export function campaignRoutes(d: DialerRouteDeps) {
         },
       },
       async (req) => {
-        const to = req.query.to ? new Date(req.query.to) : new Date();
+        const to = req.query.to ? new Date(req.query.to) : d.clock.now();
         const from = req.query.from ? new Date(req.query.from) : new Date(to.getTime() - 30 * 86400_000);
         return ok(await d.analytics.overview(req.principal!.accountId, from, to));
       },

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { createWorld, eventually } from '../sip-trunks/world.js';
+import { simulatedDialer } from '../../helpers/dialer.js';
+import { eventually } from '../sip-trunks/world.js';
 
 /**
  * Caller-ID days in a zone other than UTC, across a local midnight, on the dialer's injected clock:
@@ -9,47 +10,19 @@ import { createWorld, eventually } from '../sip-trunks/world.js';
  */
 t.test('daily caps and caller-ID stats follow the local day', async (t) => {
   // 22:50 UTC on Monday 30 March 2026 is 23:50 in London (BST): the London day ends ten minutes before UTC's.
-  let offset = Date.parse('2026-03-30T22:50:00Z') - Date.now();
-  const clock = { now: () => new Date(Date.now() + offset) };
-  const moveTo = (iso: string) => {
-    offset = Date.parse(iso) - Date.now();
-  };
-  const w = await createWorld(t, { dialer: { tick_ms: 50, call_poll_ms: 100 } }, { clock } as never);
-  const { d, operator } = w;
-  const { keys, ledger } = d.modules.services;
-  const live = (await keys.create(operator.accountId, { mode: 'live', scopes: [] })).secret;
-  const test = (await keys.create(operator.accountId, { mode: 'test', scopes: ['dialer:write'] })).secret;
-  await ledger.grantTestCredit({
-    postingKey: `tc-${operator.accountId}`,
-    accountId: operator.accountId,
-    amount: '5.000000',
-  });
-  const { routeId } = await w.route({ port: 9, prefix: '4475', rate: '0.020000', increment: '60/60' });
-  const shared = (await w.api('POST', '/dialer/cli-sets', live, { name: 'one', clis: ['+15550007001'] })).body.data;
-  const other = (await w.api('POST', '/dialer/cli-sets', live, { name: 'probe', clis: ['+15550007002'] })).body.data;
+  const w = await simulatedDialer(t, '2026-03-30T22:50:00Z');
+  const { d, live, moveTo } = w;
+  const shared = { id: await w.cliSet(['+15550007001']) };
+  const other = { id: await w.cliSet(['+15550007002']) };
 
   const campaign = async (name: string, numbers: string[], extra: Record<string, unknown>) => {
-    const r = await w.api('POST', '/dialer/campaigns', test, {
-      name,
-      routeId,
-      concurrency: 1,
-      maxCallDuration: 60,
-      cliSetId: shared.id,
-      actions: [{ say: 'Hello' }],
-      ...extra,
-    });
-    t.equal(r.status, 201, r.text);
-    t.equal((await w.api('POST', `/dialer/campaigns/${r.body.data.id}/numbers`, test, { numbers })).status, 200);
-    const s = await w.api('POST', `/dialer/campaigns/${r.body.data.id}/control`, test, { action: 'start' });
+    const id = await w.campaign(name, numbers, { cliSetId: shared.id, ...extra });
+    const s = await w.control(id, 'start');
     t.equal(s.status, 200, s.text);
-    return r.body.data as { id: string };
+    return { id };
   };
-  const get = async (id: string) => (await w.api('GET', `/dialer/campaigns/${id}`, test)).body.data;
-  const status = (id: string, want: string) =>
-    eventually(async () => {
-      const c = await get(id);
-      return c.status === want ? c : null;
-    }, 60_000);
+  const { get } = w;
+  const status = (id: string, want: string) => w.until(id, (c) => c.status === want);
   const inRunner = (id: string) =>
     eventually(() => Promise.resolve(d.modules.services.dialer.runner.snapshot().some((x) => x.id === id)), 30_000);
   /**

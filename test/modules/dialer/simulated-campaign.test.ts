@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { Decimal } from 'decimal.js';
 import t from 'tap';
 import { createWorld, eventually } from '../sip-trunks/world.js';
@@ -78,17 +79,25 @@ t.test('a test-key campaign is simulated and waits for its window across a DST c
   t.equal(hours.headline.bestHour.tz, 'Europe/London');
 });
 
-t.test('a contact import of 200,000 rows streams in with per-row errors and readable progress', async (t) => {
-  const w = await createWorld(t);
+t.test('a contact import of 1,000,000 rows streams in with per-row errors and readable progress', async (t) => {
+  // The issue's figure, generated as the request reads it: neither side ever holds the file.
+  // `DIALER_IMPORT_ROWS` lowers it for a quick run; the campaign's capacity follows, so the file fills it.
+  const N = Number(process.env['DIALER_IMPORT_ROWS'] ?? 1_000_000);
+  const w = await createWorld(t, { dialer: { max_numbers_per_campaign: N } });
   const { d, operator } = w;
   const { secret } = await d.modules.services.keys.create(operator.accountId, { mode: 'live', scopes: [] });
   const { routeId } = await w.route({ port: 9, prefix: '44', rate: '0.010000' });
   const c = (await w.api('POST', '/dialer/campaigns', secret, { name: 'Big', routeId })).body.data;
-  const rows = ['name,number,city'];
-  const N = 200_000;
-  for (let i = 0; i < N; i++) rows.push(`Person ${i},+447${String(i).padStart(9, '0')},Leeds`);
-  rows.push('Bad,12345,X', 'Dup,+447000000007,Y');
-  const body = rows.join('\n');
+  function* csv() {
+    yield 'name,number,city\n';
+    const CHUNK = 1_000;
+    for (let from = 0; from < N; from += CHUNK) {
+      let s = '';
+      for (let i = from; i < from + CHUNK; i++) s += `Person ${i},+447${String(i).padStart(9, '0')},Leeds\n`;
+      yield s;
+    }
+    yield 'Bad,12345,X\nDup,+447000000007,Y\n';
+  }
 
   let lagMax = 0;
   let last = performance.now();
@@ -98,22 +107,24 @@ t.test('a contact import of 200,000 rows streams in with per-row errors and read
     last = now;
   }, 10);
   const progress: number[] = [];
+  let finished = false;
   const watching = (async () => {
-    for (let i = 0; i < 400; i++) {
+    while (!finished) {
       const r = await d.https('GET', `/dialer/campaigns/${c.id}/imports`, { token: secret });
       const job = r.json.data[0];
       if (job) progress.push(job.imported);
       if (job?.status === 'completed') return;
-      await new Promise((res) => setTimeout(res, 50));
+      await new Promise((res) => setTimeout(res, 100));
     }
   })();
   const started = Date.now();
   const res = await d.https('POST', `/dialer/campaigns/${c.id}/contacts/import`, {
     token: secret,
-    rawBody: body,
+    rawBody: Readable.from(csv()),
     headers: { 'content-type': 'text/csv' },
   });
   const ms = Date.now() - started;
+  finished = true;
   clearInterval(probe);
   await watching;
   t.equal(res.status, 200, res.text.slice(0, 300));
@@ -125,6 +136,9 @@ t.test('a contact import of 200,000 rows streams in with per-row errors and read
   );
   const camp = (await d.https('GET', `/dialer/campaigns/${c.id}`, { token: secret })).json.data;
   t.equal(camp.totalNumbers, N);
+  const [stored] = await d.sql<{ n: number; distinct: number }[]>`
+    select count(*)::int as n, count(distinct number)::int as distinct from dialer_numbers where campaign_id = ${c.id}`;
+  t.same(stored, { n: N, distinct: N }, 'every row stored once');
   const [row] = await d.sql<{ name: string; fields: Record<string, string> }[]>`
     select name, fields from dialer_numbers where campaign_id = ${c.id} and number = '447000000007'`;
   t.same(
@@ -132,8 +146,18 @@ t.test('a contact import of 200,000 rows streams in with per-row errors and read
     { name: 'Person 7', fields: { city: 'Leeds' } },
     'name and other columns kept; the duplicate row ignored',
   );
+  const more = await w.api('POST', `/dialer/campaigns/${c.id}/numbers`, secret, { numbers: ['+447999999999'] });
+  t.equal(more.status, 400, 'a full campaign takes no more numbers');
+  t.match(more.body.error, { code: 'VALIDATION_ERROR' });
+  const again = await w.api('POST', `/dialer/campaigns/${c.id}/numbers`, secret, { numbers: ['+447000000007'] });
+  t.match(
+    again.body.data,
+    { added: 0, duplicates: 1, totalNumbers: N },
+    'a number it holds is a duplicate, not a new one',
+  );
   t.comment(`import of ${N} rows: ${ms} ms, longest event-loop stall ${lagMax.toFixed(0)} ms`);
   // Client and daemon share this process on a shared machine, so scheduling alone can delay a timer
-  // by a second; parsing and storing the whole file in one go would hold the loop for most of the import.
-  t.ok(lagMax < 3000, 'the event loop kept turning');
+  // by seconds under load; parsing and storing the whole file in one go would hold the loop for most
+  // of the import. The progress reads above were answered by this same loop while it ran.
+  t.ok(lagMax < Math.max(3000, ms / 20), 'the event loop kept turning');
 });

@@ -4,60 +4,12 @@
  * decimal, while the A leg earns the payout; a holder whose balance cannot pay the forward has the
  * call answered with the number's announcement instead (the 402 fallback), nothing charged.
  */
-import dgram from 'node:dgram';
 import { once } from 'node:events';
 import t from 'tap';
 import { checkInvariants } from '../../ledger/helpers.js';
 import { sipp } from '../../telephony/sip/sipp.js';
 import { createWorld, eventually, uasAnswer } from '../sip-trunks/world.js';
-
-/** The supplier's caller: INVITE with PCMA audio at `mediaPort`, hold, BYE. */
-const caller = (mediaPort: number, holdMs: number) => {
-  const send = (method: string, cseq: number, dialog: boolean, offer: boolean) => {
-    const lines = [
-      `${method} sip:[service]@[remote_ip]:[remote_port] SIP/2.0`,
-      'Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]',
-      'From: "Alice" <sip:15550001111@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]',
-      `To: <sip:[service]@[remote_ip]:[remote_port]>${dialog ? '[peer_tag_param]' : ''}`,
-      'Call-ID: [call_id]',
-      `CSeq: ${cseq} ${method}`,
-      ...(method === 'INVITE' ? ['Contact: <sip:sipp@[local_ip]:[local_port];transport=[transport]>'] : []),
-      'Max-Forwards: 70',
-    ];
-    const sdp = ['v=0', 'o=- 1 1 IN IP4 127.0.0.1', 's=caller', 'c=IN IP4 127.0.0.1', 't=0 0'];
-    sdp.push(`m=audio ${mediaPort} RTP/AVP 8`, 'a=rtpmap:8 PCMA/8000');
-    const tail = offer
-      ? ['Content-Type: application/sdp', 'Content-Length: [len]', '', ...sdp]
-      : ['Content-Length: 0', '', ''];
-    const body = [...lines, ...tail].map((l) => `      ${l}`).join('\n');
-    return `  <send${method === 'ACK' ? '' : ' retrans="500"'}>\n    <![CDATA[\n${body}\n    ]]>\n  </send>`;
-  };
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="revenue share caller">
-${send('INVITE', 1, false, true)}
-  <recv response="100" optional="true"/>
-  <recv response="180" optional="true"/>
-  <recv response="183" optional="true"/>
-  <recv response="200" rtd="true"/>
-${send('ACK', 1, true, false)}
-  <pause milliseconds="${holdMs}"/>
-${send('BYE', 2, true, false)}
-  <recv response="200" crlf="true"/>
-</scenario>`;
-};
-
-async function mediaSink(t: { teardown(fn: () => void): void }) {
-  const sock = dgram.createSocket('udp4');
-  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
-  t.teardown(() => sock.close());
-  const seen = { packets: 0, voiced: 0 };
-  sock.on('message', (m) => {
-    if (m.length <= 12 || (m[0]! & 0xc0) !== 0x80) return;
-    seen.packets++;
-    if (m.subarray(12).some((b) => (b ^ 0x55) & 0x70)) seen.voiced++;
-  });
-  return { port: (sock.address() as dgram.RemoteInfo).port, seen };
-}
+import { caller, mediaSink } from './caller.js';
 
 t.test('revenue share forward to a number: billed over the holder’s route, or announced when unpaid', async (t) => {
   const w = await createWorld(t);

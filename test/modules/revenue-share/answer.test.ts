@@ -5,12 +5,12 @@
  * B leg answers (the A leg recorded and credited, the B leg the holder's free outbound CDR), and a
  * forward to a number the holder's balance cannot pay, answered with the announcement instead.
  */
-import dgram from 'node:dgram';
 import { once } from 'node:events';
 import t from 'tap';
 import { startTestDaemon, type TestDaemon } from '../../helpers/daemon.js';
 import { uasAnswer } from '../sip-trunks/world.js';
 import { sipp } from '../../telephony/sip/sipp.js';
+import { caller, mediaSink } from './caller.js';
 
 async function account(d: TestDaemon, email: string, role?: 'admin') {
   const a = await d.modules.services.accounts.createAccount({
@@ -29,60 +29,6 @@ async function api(d: TestDaemon, method: string, url: string, key: string, body
     ...(body === undefined ? {} : { payload: body as object }),
   });
   return { status: r.statusCode, json: r.json() as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-/** One request of the caller's dialog; the INVITE offers PCMA with its audio at `mediaPort`. */
-function request(method: string, cseq: number, mediaPort: number, opts: { dialog?: boolean; offer?: boolean } = {}) {
-  const lines = [
-    `${method} sip:[service]@[remote_ip]:[remote_port] SIP/2.0`,
-    'Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]',
-    `From: "Alice" <sip:15550001111@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]`,
-    `To: <sip:[service]@[remote_ip]:[remote_port]>${opts.dialog ? '[peer_tag_param]' : ''}`,
-    'Call-ID: [call_id]',
-    `CSeq: ${cseq} ${method}`,
-    ...(method === 'INVITE' ? ['Contact: <sip:sipp@[local_ip]:[local_port];transport=[transport]>'] : []),
-    'Max-Forwards: 70',
-  ];
-  const sdp = [
-    'v=0',
-    'o=- 1 1 IN IP4 127.0.0.1',
-    's=caller',
-    'c=IN IP4 127.0.0.1',
-    't=0 0',
-    `m=audio ${mediaPort} RTP/AVP 8`,
-    'a=rtpmap:8 PCMA/8000',
-  ];
-  const tail = opts.offer
-    ? ['Content-Type: application/sdp', 'Content-Length: [len]', '', ...sdp]
-    : ['Content-Length: 0', '', ''];
-  return `  <send${method === 'ACK' ? '' : ' retrans="500"'}>\n    <![CDATA[\n${[...lines, ...tail].map((l) => `      ${l}`).join('\n')}\n    ]]>\n  </send>`;
-}
-
-const caller = (mediaPort: number, holdMs: number) => `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="revenue share caller">
-${request('INVITE', 1, mediaPort, { offer: true })}
-  <recv response="100" optional="true"/>
-  <recv response="180" optional="true"/>
-  <recv response="200" rtd="true"/>
-${request('ACK', 1, mediaPort, { dialog: true })}
-  <pause milliseconds="${holdMs}"/>
-${request('BYE', 2, mediaPort, { dialog: true })}
-  <recv response="200" crlf="true"/>
-</scenario>`;
-
-/** The caller's media port: counts RTP packets and the ones carrying more than silence. */
-async function mediaSink(t: { teardown(fn: () => void): void }) {
-  const sock = dgram.createSocket('udp4');
-  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
-  t.teardown(() => sock.close());
-  const seen = { packets: 0, voiced: 0 };
-  sock.on('message', (m) => {
-    if (m.length <= 12 || (m[0]! & 0xc0) !== 0x80) return;
-    seen.packets++;
-    // PCMA silence is 0xd5/0x55 around zero: a spoken prompt has samples far from it.
-    if (m.subarray(12).some((b) => (b ^ 0x55) & 0x70)) seen.voiced++;
-  });
-  return { port: (sock.address() as dgram.RemoteInfo).port, seen };
 }
 
 t.test('revenue share answer: announcement, forward to SIP, forward without a route, validation', async (t) => {

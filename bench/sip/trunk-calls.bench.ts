@@ -14,6 +14,7 @@
  * Env: BENCH_SIP_RATES="50,100,…" (offered calls/s per step), BENCH_SIP_SKIP=kamailio,held,two,
  * BENCH_SIP_DB=socket (database over the local Unix socket instead of TCP), BENCH_SIP_VERBOSE=1.
  */
+import { startCpuProfile } from '../lib/cpu-profile.js';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -133,7 +134,9 @@ try {
       'pg xacts': x?.n ?? 0,
     };
   };
+  const prof = await startCpuProfile();
   const ours = await ramp('exchange', oneTarget(w.sipPort, sub.sipUsername, sub.sipPassword), drained, ourCost);
+  await prof.stop();
   const oursAnswered = ours.steps.reduce((n, s) => n + s.answered, 0);
   const oursBest = ours.best?.rate ?? 0;
   console.log(`sip trunk calls/s (auth, routing, billing, CDR): ${oursBest} sustained, zero failures · ${uptime()}`);
@@ -253,7 +256,7 @@ try {
       console.log(`kamailio setup p50: ${pct(theirs.best.setup, 50).toFixed(2)} ms at ${theirBest}/s`);
       console.log(`kamailio setup p99: ${pct(theirs.best.setup, 99).toFixed(2)} ms at ${theirBest}/s`);
     }
-    console.log(`sip trunk calls/s ÷ kamailio: ${theirBest ? (oursBest / theirBest).toFixed(2) : 'n/a'} (goal ≥ 0.30)`);
+    console.log(`sip trunk calls/s ÷ kamailio: ${theirBest ? (oursBest / theirBest).toFixed(2) : 'n/a'} (goal ≥ 0.5)`);
   }
   if (!ok) process.exitCode = 1;
 } finally {

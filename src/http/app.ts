@@ -477,7 +477,9 @@ export function toAppError(err: unknown, req: FastifyRequest): AppError {
   }
   if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return badRequest('Unsupported Content-Type; send application/json');
   if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return badRequest('Request body is empty');
-  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return badRequest('Request body is too large');
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    // No limit named: a route's own parser (greeting uploads) has a limit the route options do not show.
+    return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large');
   if (e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || e.code === 'FST_ERR_CTP_INVALID_TYPE')
     return badRequest('Malformed request');
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500)

@@ -18,6 +18,9 @@ export const ErrorCodes = {
   NOT_FOUND: 404,
   REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
+  // The spec's table names no code for an oversize body ("the complete code list … not shown"): 413 keeps it
+  // apart from malformed input, so a client knows to split or shrink rather than fix the JSON.
+  PAYLOAD_TOO_LARGE: 413,
   IDEMPOTENCY_KEY_REUSED: 422,
   RATE_LIMITED: 429,
   TOO_MANY_EXPORTS: 429,

@@ -25,3 +25,23 @@ t.test('oversized query string and bodiless refresh answer in the error envelope
   const emptyObject = await d.https('POST', '/auth/refresh', { body: {} });
   t.equal(emptyObject.json.error.code, 'MISSING_TOKEN');
 });
+
+t.test('a body over the limit answers 413 PAYLOAD_TOO_LARGE in the envelope, a body at it is read', async (t) => {
+  const d = await startTestDaemon(t, { http: { body_limit_bytes: 4096 } });
+  const login = (pad: number) => {
+    const body = JSON.stringify({ email: 'nobody@example.com', password: 'x', pad: '' });
+    return d.https('POST', '/auth/login', {
+      rawBody: body.replace('"pad":""', `"pad":"${'a'.repeat(pad)}"`),
+      headers: { 'content-type': 'application/json' },
+    });
+  };
+  const big = await login(5000);
+  t.equal(big.status, 413, big.text);
+  t.same(big.json, {
+    success: false,
+    error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body is too large' },
+  });
+  t.match(big.headers['x-request-id'], /^[0-9a-f-]{36}$/);
+  const fits = await login(3000);
+  t.match(fits.json.error, { code: 'VALIDATION_ERROR' }, 'under the limit the body is parsed and validated');
+});

@@ -1,6 +1,6 @@
 /**
  * The outbox events that become in-app notifications, with their wording. The list is mirrored by
- * the SQL function `notification_event` (migrations 242, 291), which limits the feed's index to these
+ * the SQL function `notification_event` (migrations 242, 291, …, 301), which limits the feed's index to these
  * events: a kind added here needs a migration redefining that function.
  */
 type Data = Record<string, unknown>;
@@ -517,6 +517,19 @@ export const NotificationKinds: Record<string, KindSpec> = {
         body: theirs
           ? `Account ${s(d['counterpartyId'])} reached the ${what} cap (${s(d['limit'], 'agreed')}) of your interconnection: ${after}`
           : `You reached the ${what} cap (${s(d['limit'], 'agreed')}) of your interconnection with account ${s(d['counterpartyId'])}: ${after}`,
+      };
+    },
+  },
+  'number.provisioning.updated': {
+    label: 'Number caller name and emergency address provisioning',
+    inAppDefault: true,
+    render: (d) => {
+      const what = d['kind'] === 'emergency' ? 'emergency address' : d['kind'] === 'cnam' ? 'caller name' : 'listing';
+      const on = d['number'] ? `+${s(d['number'])}` : 'your number';
+      const status = s(d['status'], 'updated').replace('_', ' ');
+      return {
+        title: `Number ${what} ${status}`,
+        body: `The ${what} of ${on} is now ${status} at the provider${because(d['error'])}`,
       };
     },
   },

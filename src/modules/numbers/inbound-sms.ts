@@ -14,7 +14,6 @@ import { chargeMarkup, markupOn, markupPctOn } from '../cdrs/index.js';
 import { createFeeSplit } from './fee.js';
 import { isBalanceRefusal } from './orders.js';
 
-/** Whether `routeId` is an SMS route of `sellerId` (the marketplace's answer). */
 /** A payer's reseller markups (Application Manager's one look-up): a sub-account renter pays its operator's. */
 export type PayerMarkupsOf = ApplicationService['payerMarkups'];
 
@@ -53,8 +52,11 @@ export function createInboundSms(deps: {
   payerMarkups: PayerMarkupsOf;
   platformFeePercent: string;
   dedupWindowSeconds: number;
+  /** `[numbers] ported_inbound_trunk`: the carrier bringing ported numbers' traffic in (empty: none). */
+  portedInboundTrunk?: string;
 }) {
   const { sql, clock, log, ledger } = deps;
+  const portedCarrier = deps.portedInboundTrunk ? deps.portedInboundTrunk : null;
   const split = createFeeSplit(deps.platformFeePercent);
 
   /**
@@ -86,10 +88,11 @@ export function createInboundSms(deps: {
    */
   async function renterPrice(did: LiveDid): Promise<RenterPrice | null> {
     const price = priceOf(did);
-    if (price === null) return null;
+    // A ported number has no seller to earn from its messages (nor a group to price them): free.
+    if (price === null || did.sellerId === null) return null;
     const m = await deps.payerMarkups(did.accountId);
     const markup = m.operatorId ? markupOn(price.value, markupPctOn(m, did.id)) : new Decimal(0);
-    return { price, operatorId: m.operatorId, markup };
+    return { price, sellerId: did.sellerId, operatorId: m.operatorId, markup };
   }
 
   /**
@@ -109,7 +112,7 @@ export function createInboundSms(deps: {
         {
           postingKey,
           accountId: did.accountId,
-          sellerId: did.sellerId,
+          sellerId: p.sellerId,
           amount: seller.toString(),
           fee: fee.toString(),
           ...context,
@@ -137,12 +140,16 @@ export function createInboundSms(deps: {
   const receiver = {
     async receive(routeId: string, sms: InboundSms): Promise<{ messageId: string; duplicate: boolean }> {
       const to = digits(sms.to);
+      // A ported number's messages come from the carrier its port-in named (or the default one), as its calls do.
       const [did] = await sql<LiveDid[]>`
-        select d.id, d.account_id, d.seller_id, d.number, g.inbound_sms_rate::text
-        from dids d join did_groups g on g.id = d.group_id
+        select d.id, d.account_id, d.seller_id, d.number, g.inbound_sms_rate::text,
+               case when d.origin = 'ported' then coalesce(d.inbound_carrier_id, ${portedCarrier}::uuid)
+                    else d.seller_id end as carrier_id
+        from dids d left join did_groups g on g.id = d.group_id
         where d.number = ${to} and d.status = 'active'`;
-      // A number not rented, or rented from another seller, is not this route's to deliver to.
-      if (!did || !(await deps.sellerSmsRoute(routeId, did.sellerId))) throw notFound('Active number');
+      // A number not rented (or ported), or brought in by another seller or carrier, is not this route's to deliver to.
+      if (!did || did.carrierId === null || !(await deps.sellerSmsRoute(routeId, did.carrierId)))
+        throw notFound('Active number');
       const key = sms.supplierMessageId === undefined ? null : `in:${sms.supplierMessageId}`;
       const from = digits(sms.from);
       const resendKey =
@@ -221,10 +228,15 @@ export function createInboundSms(deps: {
       }
     },
 
-    /** Sellers whose numbers are rented: their SMPP binds are kept open for the messages to those numbers. */
+    /**
+     * Sellers whose numbers are rented, and carriers of ported numbers: their SMPP binds are kept open
+     * for the messages to those numbers.
+     */
     async sellersWithNumbers(): Promise<string[]> {
       const rows = await sql<{ sellerId: string }[]>`
-        select distinct seller_id from dids where status in ('active', 'suspended')`;
+        select distinct coalesce(seller_id, inbound_carrier_id, ${portedCarrier}::uuid) as seller_id
+        from dids where status in ('active', 'suspended')
+          and coalesce(seller_id, inbound_carrier_id, ${portedCarrier}::uuid) is not null`;
       return rows.map((r) => r.sellerId);
     },
 
@@ -239,6 +251,7 @@ export function createInboundSms(deps: {
 
 interface RenterPrice {
   price: Money;
+  sellerId: string;
   /** The sub-account renter's operator, paid `markup`; null when the renter is not a sub-account. */
   operatorId: string | null;
   markup: Decimal;
@@ -247,9 +260,12 @@ interface RenterPrice {
 interface LiveDid {
   id: string;
   accountId: string;
-  sellerId: string;
+  /** Null on a ported number. */
+  sellerId: string | null;
   number: string;
   inboundSmsRate: string | null;
+  /** Who may deliver its messages: the seller, or a ported number's carrier (null: nobody named). */
+  carrierId: string | null;
 }
 
 export type InboundSmsReceiver = ReturnType<typeof createInboundSms>;

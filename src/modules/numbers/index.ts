@@ -107,6 +107,7 @@ export function buildNumbersModule(
     payerMarkups: deps.payerMarkups,
     platformFeePercent: settings.platform_fee_percent,
     dedupWindowSeconds: settings.mo_dedup_window_seconds,
+    portedInboundTrunk: settings.ported_inbound_trunk,
   });
 
   const reservations = createReservations({

@@ -193,7 +193,7 @@ export function createNumberSettings(deps: {
     /** What the number can do and what it costs to use, from its group and state. */
     async features(viewerId: string, id: string) {
       const d = await manage.own(viewerId, id);
-      // A ported number has no group: free inbound minutes, and no seller's SMPP bind to bring messages in.
+      // A ported number has no group: free inbound minutes and messages.
       const [g] = d.groupId
         ? await sql<{ inboundRate: string | null; inboundSmsRate: string | null }[]>`
             select inbound_rate::text, inbound_sms_rate::text from did_groups where id = ${d.groupId}`
@@ -214,7 +214,8 @@ export function createNumberSettings(deps: {
           pointMode: d.pointMode,
         },
         sms: {
-          inbound: usable && d.origin === 'rented',
+          // A ported number's messages come in over its carrier's SMS routes, as its calls.
+          inbound: usable && (d.origin === 'rented' || d.inboundCarrierId !== null || deps.portedInboundTrunk !== ''),
           outbound: usable,
           inboundPrice: g!.inboundSmsRate === null ? null : money6(g!.inboundSmsRate),
         },

@@ -62,6 +62,8 @@ interface InboundOf {
   fallback?: PlanCandidate;
   /** The number's own terms (its seller), for a fallback candidate on a forwarded call. */
   terms?: RouteTerms;
+  /** The call group the number's answering endpoint was named with: the call must carry the same id. */
+  callGroupId?: string;
 }
 
 /** Where a forward placed for another module goes (a revenue share number's `forward`). */
@@ -194,7 +196,7 @@ export function createPlanning(deps: {
       })),
     }));
     if (inbound?.fallback) routed.push(inbound.fallback);
-    return holdAndPlan(input, { account, payer, routingAccount }, routed, terms, inbound);
+    return holdAndPlan(input, { account, payer, routingAccount }, routed, terms, inbound, inbound?.callGroupId);
   }
 
   /**
@@ -221,6 +223,8 @@ export function createPlanning(deps: {
               fallback: { ...numberLeg(n), endpoints: [answering], fallback: true, local: answers.kind },
               ringTimeoutMs,
               terms: numberTerms(n),
+              // The voicemail's call id (its row, its event) is the forwarded call's own.
+              callGroupId,
             }
           : {};
       const plan = await planOutbound(

@@ -59,7 +59,7 @@ t.test('a ported number: routable DID, a real call delivered, the monthly fee ch
   await t.test('the /dids operations that apply: label, routing, features', async (t) => {
     t.equal((await w.api('PUT', `/dids/${didId}/label`, w.operator.token, { label: 'Head office' })).status, 200);
     const f = await w.api('GET', `/dids/${didId}/features`, w.operator.token);
-    t.match(f.body.data, { voice: { inbound: false, inboundRatePerMinute: null }, sms: { inbound: false } });
+    t.match(f.body.data, { voice: { inbound: false, inboundRatePerMinute: null }, sms: { inbound: true } });
     const again = await w.api('POST', '/dids/port-ins', w.seller.token, {
       numbers: [number],
       losingCarrier: 'X',

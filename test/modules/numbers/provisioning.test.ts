@@ -156,6 +156,18 @@ t.test('no provider configured: not_provisioned with the reason, nothing faked',
   const [ev] = await d.sql<{ data: { status: string } }[]>`
     select data from events where event = 'number.provisioning.updated' and account_id = ${owner.id}`;
   t.equal(ev?.data.status, 'not_provisioned', 'the state is announced');
+  await d.modules.services.notifications.pump();
+  const feed = await api(d, 'GET', '/notifications', owner.key);
+  t.match(
+    (feed.json.data as { kind: string }[]).filter((n) => n.kind === 'number.provisioning.updated'),
+    [
+      {
+        title: 'Number caller name not provisioned',
+        body: /^The caller name of \+12025550143 is now not provisioned at the provider: No provisioning provider/,
+      },
+    ],
+    'in the in-app feed (migration 301)',
+  );
 });
 
 t.test('a Telnyx v2 provider over HTTPS: CNAM, emergency address, retries, refusals, events', async (t) => {
@@ -194,6 +206,16 @@ t.test('a Telnyx v2 provider over HTTPS: CNAM, emergency address, retries, refus
       supported: true,
       value: 'ADA LOVELACE',
       provisioning: { status: 'provisioned' },
+    });
+    // The change is in the owner's in-app feed (migration 301), read as the feed's users read it.
+    await d.modules.services.notifications.pump();
+    const feed = await api(d, 'GET', '/notifications', owner.key);
+    const listed = (feed.json.data as { kind: string; title: string; body: string; data: { status: string } }[]).find(
+      (n) => n.kind === 'number.provisioning.updated' && n.data.status === 'provisioned',
+    );
+    t.match(listed, {
+      title: 'Number caller name provisioned',
+      body: 'The caller name of +12025550143 is now provisioned at the provider.',
     });
   });
 

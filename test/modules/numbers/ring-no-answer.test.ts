@@ -215,8 +215,8 @@ t.test(
         );
         t.equal(id3Only.statusCode, 400, 'an ID3 tag with no audio after it is refused');
         const huge = await put(Buffer.alloc(2 * 1024 * 1024 + 1, 0xff));
-        t.equal(huge.statusCode, 400, 'past 2 MB');
-        t.match(huge.json().error, { message: /too large/ });
+        t.equal(huge.statusCode, 413, 'past 2 MB');
+        t.match(huge.json().error, { code: 'PAYLOAD_TOO_LARGE', message: /too large/ });
         const mp3 = silenceMp3();
         // Over the API's usual 1 MB body limit, under the greeting's 2 MB: taken.
         const big = Buffer.concat(Array.from({ length: Math.ceil((1536 * 1024) / mp3.length) }, () => mp3));
@@ -344,6 +344,39 @@ t.test(
       const theirs = await w.api('GET', `/dids/${did.id}/usage/export`, stranger.token);
       t.equal(theirs.status, 404, 'only the renter exports');
     });
+
+    await t.test(
+      'an uploaded greeting on a forwarded call whose route rings out: greeting, beep, the message kept',
+      async (t) => {
+        const up = await w.d.app.inject({
+          method: 'PUT',
+          url: `/api/v1/dids/${did.id}/voicemail/greeting`,
+          headers: { authorization: `Bearer ${w.operator.token}`, 'content-type': 'audio/mpeg' },
+          payload: silenceMp3(),
+        });
+        t.equal(up.statusCode, 200, up.body);
+        const ringing = await sipp(t, fixture('uas-ring-cancel.xml'), []);
+        await w.route({ port: ringing.port, prefix: '4412', rate: '0.013700' });
+        const point = await w.api('PUT', `/dids/${did.id}/routing`, w.operator.token, {
+          pointMode: 'forward',
+          pointsTo: '+441200000778',
+          ringTimeoutSeconds: 5,
+        });
+        t.equal(point.status, 200, point.text);
+        const { voicemailId, call } = await leaveMessage(t, 'the forward rang out, then voicemail took a message');
+        await trunk.expectExit(t, ringing, 'the forward route got a CANCEL');
+        t.match(call, { status: 'completed', cost: '0.012000' });
+        const [kept] = await w.d.sql<{ durationMs: number; callId: string }[]>`
+          select duration_ms, call_id from did_voicemails where id = ${voicemailId}`;
+        t.equal(kept?.callId, call.id, "the message's call is the forwarded call");
+        // The caller speaks from 0.5 s after the answer for about 4.5 s; the 1 s greeting and the beep
+        // play over its start. A message that heard no speech ends after the 2 s of silence: one
+        // longer holds the caller's words (the greeting was decoded while the caller still heard ringing).
+        t.ok(kept && kept.durationMs >= 3000, "the caller's words are in the message", {
+          durationMs: kept?.durationMs,
+        });
+      },
+    );
 
     await checkInvariants(t, w.d.sql);
   },

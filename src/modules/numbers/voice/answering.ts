@@ -17,6 +17,7 @@ import { newId } from '../../../platform/ids.js';
 import type { SipPlane } from '../../../platform/sip-plane.js';
 import type { PromptRenderer } from '../../../telephony/media/actions.js';
 import { answerWithMedia, type AnsweredCall } from '../../../telephony/media/answered-call.js';
+import type { G711Codec } from '../../../telephony/media/g711.js';
 import { TELEPHONY_RATE, wavOf } from '../../../telephony/media/pcm.js';
 import type { MediaPool } from '../../../telephony/media/pool.js';
 import { isTtsLanguage } from '../../../telephony/media/tts.js';
@@ -34,6 +35,8 @@ import { recordVoicemail, type VoicemailScript } from './voicemail.js';
 
 const USER = /^n(vm|ai)\.([0-9a-f-]{36})\.([0-9a-f-]{36})$/;
 const KIND_CODE: Record<NumberAnswerKind, string> = { voicemail: 'vm', ai_agent: 'ai' };
+/** The session's codec is known only once answered: a greeting is decoded for both. */
+const LAWS: readonly G711Codec[] = ['PCMU', 'PCMA'];
 
 export const DEFAULT_GREETING = 'The person you are calling is not available. Please leave a message after the tone.';
 
@@ -167,9 +170,35 @@ export function createNumberAnswering(deps: NumberAnsweringDeps) {
     return { text: d.greetingText ?? DEFAULT_GREETING };
   }
 
-  async function voicemail(a: AnsweredCall, d: repo.AnsweringRow, callGroupId: string, from: string) {
+  /**
+   * The greeting, ready to play before the call is answered: an MP3 is decoded (for either G.711 law,
+   * into the renderer's cache the play then reads) while the caller still hears ringing. Decoding after
+   * the answer left the caller in silence for seconds on a cold or busy decoder, speaking before the
+   * beep, so the message held none of it (or nothing at all when the caller hung up first). An MP3
+   * the decoder refuses gives the spoken greeting, as a greeting URL that cannot be fetched does.
+   */
+  async function readyGreeting(d: repo.AnsweringRow): Promise<VoicemailScript['greeting']> {
+    const greeting = await greetingOf(d);
+    if (!('mp3' in greeting)) return greeting;
+    const renderer = deps.renderer();
+    try {
+      await Promise.all(LAWS.map((law) => renderer.play(greeting.mp3, law)));
+      return greeting;
+    } catch (err) {
+      log.warn({ err, didId: d.id }, 'voicemail greeting could not be decoded; the spoken greeting plays');
+      return { text: d.greetingText ?? DEFAULT_GREETING };
+    }
+  }
+
+  async function voicemail(
+    a: AnsweredCall,
+    d: repo.AnsweringRow,
+    callGroupId: string,
+    from: string,
+    greeting: VoicemailScript['greeting'],
+  ) {
     const msg = await recordVoicemail(a, {
-      greeting: await greetingOf(d),
+      greeting,
       maxSeconds: d.maxSeconds,
       silenceSeconds: d.silenceSeconds,
       speechLevel: deps.speechLevel,
@@ -263,6 +292,7 @@ export function createNumberAnswering(deps: NumberAnsweringDeps) {
       }
     }
     const language = isTtsLanguage(d.language) ? d.language : 'en';
+    const greeting = plan ? null : await readyGreeting(d);
     const answered = await answerWithMedia({
       stack,
       pool: deps.media(),
@@ -279,7 +309,9 @@ export function createNumberAnswering(deps: NumberAnsweringDeps) {
     if (!answered) return;
     live.add(answered);
     const from = (fromOf(req).uri.user ?? '').replace(/^\+/, '');
-    const work = plan ? agentCall(answered, d, plan, callGroupId, from) : voicemail(answered, d, callGroupId, from);
+    const work = plan
+      ? agentCall(answered, d, plan, callGroupId, from)
+      : voicemail(answered, d, callGroupId, from, greeting!);
     const p = work
       .catch((err: unknown) => {
         log.error({ err, callGroupId }, 'number answering failed');

@@ -8,14 +8,16 @@
 // The files are ordinary tap tests: each prints TAP and its own totals and exits non-zero on a
 // failure, so `npx tap test/x.test.ts` still runs any one of them from the sources.
 //
-// usage: run-tests.mjs [--jobs N] [--save FAILED_LIST] [--out OUTPUT] [--source-maps] [test/x.test.ts ...]
+// usage: run-tests.mjs [--jobs N] [--save FAILED_LIST] [--out OUTPUT] [--source-maps] [--update-seed] [test/x.test.ts ...]
 //   With no files, every test/**/*.test.ts. --source-maps runs node with --enable-source-maps, so
 //   stacks name lines of the sources instead of the bundles: `make test` asks for it on the re-run
 //   of failed files only, since reading the maps costs every process about a quarter of a short
 //   test's CPU (the first run's failures still show the bundle's code around each failing line).
 //   The output file gets every file's TAP and, last, the sum of their totals in tap's form
 //   (`# { total: N, pass: N, fail: N, skip: N }`); the failed list gets one source path a line.
-//   Slowest files start first (times of the last run). Each file's line gives its wall time and
+//   Slowest files start first (times of the last run). --update-seed also writes the times of the
+//   files run (passed ones only: a failure's time says little) into the committed seed,
+//   test/test-times.json, and drops its entries for files that no longer exist. Each file's line gives its wall time and
 //   its CPU time, and the closing line the sums.
 import { Buffer } from 'node:buffer';
 import { spawn } from 'node:child_process';
@@ -40,6 +42,7 @@ const { values, positionals } = parseArgs({
     save: { type: 'string' },
     out: { type: 'string' },
     'source-maps': { type: 'boolean', default: false },
+    'update-seed': { type: 'boolean', default: false },
   },
 });
 const jobs = Math.max(1, Number(values.jobs) || 2);
@@ -178,4 +181,12 @@ if (values.save) writeFileSync(values.save, failed.map((r) => `${r.file}\n`).joi
 const times = existsSync(timesFile) ? readTimes(timesFile) : {};
 for (const r of results) times[r.file] = Math.round(r.seconds * 10) / 10;
 writeFileSync(timesFile, `${JSON.stringify(times, null, 1)}\n`);
+if (values['update-seed']) {
+  const seed = readTimes(seedTimesFile);
+  for (const r of results) if (r.ok) seed[r.file] = Math.round(r.seconds * 10) / 10;
+  const kept = Object.keys(seed)
+    .filter((f) => existsSync(join(root, f)))
+    .sort();
+  writeFileSync(seedTimesFile, `${JSON.stringify(Object.fromEntries(kept.map((f) => [f, seed[f]])), null, 1)}\n`);
+}
 process.exit(failed.length ? 1 : 0);

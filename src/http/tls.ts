@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { generate } from 'selfsigned';
 import type { Config } from '../config/schema.js';
 
 export interface TlsMaterial {
@@ -26,6 +25,8 @@ export async function loadTls(config: Readonly<Config>, log: Logger): Promise<Tl
     return { key: readFileSync(keyPath, 'utf8'), cert: readFileSync(certPath, 'utf8') };
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // Loaded only to make a certificate: a daemon with one already kept does not pay for its import.
+  const { generate } = await import('selfsigned');
   const pems = await generate([{ name: 'commonName', value: http.public_hostname }], {
     keyType: 'ec',
     curve: 'P-256',

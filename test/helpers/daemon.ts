@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,6 +76,7 @@ export async function startTestDaemon(
     merged[section] = { ...base[section], ...values };
   }
   const config = loadConfig({ overrides: merged as DeepPartial<Config> });
+  const sharedTls = seedTls(config, state);
   const log = pino({ level: process.env['SVC_TEST_LOG'] ?? 'silent' });
   const daemon = await startDaemon(config, {
     log,
@@ -86,6 +87,7 @@ export async function startTestDaemon(
     await daemon.stop();
     rmSync(state, { recursive: true, force: true });
   });
+  if (sharedTls) keepTls(state, sharedTls);
   const cert = readCert(state);
   const baseUrl = `https://127.0.0.1:${daemon.ports['http']}/api/v1`;
   return {
@@ -94,6 +96,44 @@ export async function startTestDaemon(
     baseUrl,
     https: (method, path, o = {}) => httpsCall(baseUrl + path, method, cert, o),
   };
+}
+
+/**
+ * One self-signed certificate for every test daemon of the machine: each starts on a fresh state
+ * directory, where the daemon would otherwise make (and import the generator for) a certificate of
+ * its own. The first daemon's is kept under the temporary directory, named by the host name it was
+ * made for; later daemons find it in their state directory, as a restarted daemon would. Returns
+ * where the kept one is, or null when the daemon does not make its own.
+ */
+function seedTls(config: Readonly<Config>, state: string): string | null {
+  if (config.http.tls_mode !== 'self-signed') return null;
+  const shared = join(tmpdir(), `svc-test-tls-${config.http.public_hostname.replace(/[^a-z0-9.-]/gi, '_')}`);
+  const key = join(shared, 'server.key');
+  const cert = join(shared, 'server.crt');
+  if (existsSync(key) && existsSync(cert)) {
+    mkdirSync(join(state, 'tls'), { recursive: true, mode: 0o700 });
+    copyFileSync(key, join(state, 'tls', 'server.key'));
+    copyFileSync(cert, join(state, 'tls', 'server.crt'));
+  }
+  return shared;
+}
+
+/**
+ * Keeps the certificate a daemon made, if none is kept yet. The pair is written to a directory of
+ * this process's and renamed into place whole: of several processes racing, the first rename wins
+ * and no reader ever sees one process's key beside another's certificate.
+ */
+function keepTls(state: string, shared: string): void {
+  if (existsSync(shared)) return;
+  const partial = `${shared}.${process.pid}`;
+  try {
+    mkdirSync(partial, { recursive: true, mode: 0o700 });
+    for (const file of ['server.key', 'server.crt']) copyFileSync(join(state, 'tls', file), join(partial, file));
+    renameSync(partial, shared);
+  } catch {
+    // Another process kept its own first (or the state had none): later daemons use that.
+    rmSync(partial, { recursive: true, force: true });
+  }
 }
 
 function readCert(state: string): string | undefined {

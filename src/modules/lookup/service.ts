@@ -4,12 +4,12 @@
  * range's mobile network, the cheapest route the caller can see and a risk view.
  */
 import { parsePhoneNumberFromString, type NumberType } from 'libphonenumber-js/max';
-import { LRUCache } from 'lru-cache';
 import { networkFor } from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Routing } from '../marketplace/routing/routing.js';
 import type { CheapestRoute } from '../marketplace/routing/cheapest-visible.js';
 import { rangesOf, riskOf, type Risk } from './risk.js';
+import { createGrowingLru } from '../../platform/growing-lru.js';
 
 const CACHE_MS = 10 * 60_000;
 /** Sellers whose decks must name the same destination before it is given as the operator (spec). */
@@ -125,7 +125,7 @@ const pricingOf = (c: CheapestRoute): VoicePricing => ({
 export function createLookupService(deps: { routing: Pick<Routing, 'cheapestVisible'>; clock: Clock }) {
   const { clock } = deps;
   // Keyed by caller as well: the prices depend on the routes the caller bought or owns.
-  const cache = new LRUCache<string, LookupResult>({ max: 20_000, ttl: CACHE_MS });
+  const cache = createGrowingLru<string, LookupResult>(20_000, { ttl: CACHE_MS });
 
   async function compute(input: string, accountId: string | null): Promise<Omit<LookupResult, 'input'>> {
     const now = clock.now().toISOString();

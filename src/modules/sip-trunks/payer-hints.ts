@@ -1,6 +1,6 @@
 import { Decimal } from 'decimal.js';
-import { LRUCache } from 'lru-cache';
 import type { Clock } from '../../platform/clock.js';
+import { createGrowingLru } from '../../platform/growing-lru.js';
 
 /**
  * Payers seen capped on a UTC day (a hold refused or a settlement reached the cap), and the
@@ -8,8 +8,8 @@ import type { Clock } from '../../platform/clock.js';
  * Bounded against a flood of distinct payers: the least recently used hint goes first.
  */
 export function createPayerHints(clock: Clock) {
-  const capSuspects = new LRUCache<string, string>({ max: 50_000 });
-  const availableHints = new LRUCache<string, Decimal>({ max: 50_000 });
+  const capSuspects = createGrowingLru<string, string>(50_000);
+  const availableHints = createGrowingLru<string, Decimal>(50_000);
   const utcDay = () => clock.now().toISOString().slice(0, 10);
   return {
     /** Seen capped today: its cap is worth reading before routing. */

@@ -1,7 +1,7 @@
-import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { Sql } from '../../db/connection.js';
 import { createCacheListener } from '../../db/cache-listener.js';
+import { createGrowingLru } from '../../platform/growing-lru.js';
 
 /** Sent by triggers on accounts, sub_accounts and application_settings (migration 041). */
 export const CALL_TERMS_CHANNEL = 'svc_call_terms';
@@ -38,7 +38,7 @@ export function createPayerTermsCache(deps: {
   const ttl = deps.ttlMs ?? CALL_TERMS_TTL_MS;
   const now = deps.now ?? Date.now;
   // Bounded against a flood of distinct payers: the least recently used entry goes first.
-  const map = new LRUCache<string, { at: number; value: Promise<PayerTermsRow | null> }>({ max: 50_000 });
+  const map = createGrowingLru<string, { at: number; value: Promise<PayerTermsRow | null> }>(50_000);
 
   const changed = (payload: string) => {
     const id = payload.slice(2);

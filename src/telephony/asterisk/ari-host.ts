@@ -1,4 +1,4 @@
-import ari, { type AriClient, type AriEvent } from 'ari-client';
+import type { AriClient, AriEvent } from 'ari-client';
 import type { Logger } from 'pino';
 import type { AsteriskMetrics } from './metrics.js';
 
@@ -152,6 +152,9 @@ export function createAriHost(opts: AriHostOptions): AriHost {
       });
       await docs.body?.cancel();
       if (!docs.ok) throw new AriRequestError(`ARI resource list on ${name} answered ${docs.status}`, docs.status);
+      // Loaded on the first connection: a daemon without Asterisk hosts never needs it, and its
+      // import (swagger-client, request, the public-suffix list) costs about 0.3 s of CPU.
+      const { default: ari } = await import('ari-client');
       c = await withTimeout('connect', ari.connect(base, opts.username, opts.password));
       const self = c;
       c.on('*', (event: AriEvent) => {

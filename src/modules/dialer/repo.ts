@@ -285,6 +285,14 @@ export function createDialerRepo(sql: Sql) {
       return new Map(rows.map((r) => [r.cli, r.n]));
     },
 
+    /** The campaign's settled spend as recorded now (the budget check's fresh figure). */
+    async spent(campaignId: string): Promise<string> {
+      const [r] = await sql<
+        { spent: string }[]
+      >`select spent::numeric(20,6)::text as spent from dialer_campaigns where id = ${campaignId}`;
+      return r?.spent ?? '0';
+    },
+
     async takeCliCursor(campaignId: string, n: number): Promise<number> {
       const [r] = await sql<{ c: string }[]>`
         update dialer_campaigns set cli_cursor = cli_cursor + ${n} where id = ${campaignId} returning cli_cursor - ${n} as c`;

@@ -241,10 +241,17 @@ export function createCampaignRunner(deps: RunnerDeps) {
       else {
         await repo.noteCall(f.claim.id, placed.callId);
         f.pollAt = Date.now() + deps.config.dialer.call_poll_ms;
-        // The slot is free the moment the call is recorded, not at the next poll after it.
+        // Recorded as the call ends, beside the other calls' records, rather than one by one in the
+        // tick: the tick keeps placing calls meanwhile, and the slot is free at once. After a stop
+        // the call is left to the restart's recovery, as one placed by a dead daemon is.
         void placed.finished?.then(() => {
-          f.pollAt = 0;
-          void tick();
+          if (!stopped) {
+            track(
+              settle(c, r, f).catch((err: unknown) =>
+                log.error({ err, campaignId: c.id }, 'campaign attempt not recorded'),
+              ),
+            );
+          }
         });
       }
     } catch (caught) {
@@ -282,14 +289,25 @@ export function createCampaignRunner(deps: RunnerDeps) {
     }
   }
 
+  async function settle(c: CampaignRow, r: Running, f: InFlight): Promise<void> {
+    f.pollAt = Number.POSITIVE_INFINITY;
+    const o = await deps.callOutcome(c.accountId, f.callId!);
+    if (o) await record(c, r, f, o);
+    else f.pollAt = 0;
+    void tick();
+  }
+
+  /** Calls this daemon does not follow live (placed before a restart, or on another node). */
   async function poll(c: CampaignRow, r: Running): Promise<void> {
     const t = Date.now();
-    for (const f of r.inFlight.values()) {
-      if (!f.callId || f.pollAt > t) continue;
-      f.pollAt = t + deps.config.dialer.call_poll_ms;
-      const o = await deps.callOutcome(c.accountId, f.callId);
-      if (o) await record(c, r, f, o);
-    }
+    const due = [...r.inFlight.values()].filter((f) => f.callId && f.pollAt <= t);
+    await Promise.all(
+      due.map(async (f) => {
+        f.pollAt = t + deps.config.dialer.call_poll_ms;
+        const o = await deps.callOutcome(c.accountId, f.callId!);
+        if (o) await record(c, r, f, o);
+      }),
+    );
   }
 
   async function complete(c: CampaignRow, now: Date): Promise<void> {
@@ -394,8 +412,11 @@ export function createCampaignRunner(deps: RunnerDeps) {
     const reserves = new Map<string, Decimal>();
     if (c.maxSpend !== null) {
       const limit = new Decimal(c.maxSpend);
-      let committed = new Decimal(c.spent);
+      let committed = new Decimal(0);
       for (const f of r.inFlight.values()) committed = committed.plus(f.reserve);
+      // Read after the reserves: calls are recorded beside the tick, and one recorded since the
+      // campaign row was read has left the flights but is in this figure, so none is left out.
+      committed = committed.plus(await repo.spent(c.id));
       const fee = new Decimal(c.platformFeePerCall);
       const fits: typeof candidates = [];
       for (const d of candidates) {

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Sql } from '../../db/connection.js';
-import { csvRows } from '../../http/csv-body.js';
+import { csvBatches } from '../../http/csv-body.js';
 import { notFound, validationError, type ErrorDetail } from '../../http/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { isE164Digits } from '../../platform/e164.js';
@@ -99,30 +99,44 @@ export function createDncService(deps: { sql: Sql; clock: Clock }) {
       let truncated = false;
       const errors: { row: number; value: string; message: string }[] = [];
       let batch: DncInsert[] = [];
+      // One batch is stored while the next is read: the database and the parser work at once.
+      let storing: Promise<void> = Promise.resolve();
+      const store = async (rows: DncInsert[]) => {
+        imported += await repo.insertMany(accountId, rows, 'import', at);
+      };
       const flush = async () => {
-        imported += await repo.insertMany(accountId, batch, 'import', at);
+        await storing;
+        storing = store(batch);
+        // Handled when awaited; a failure must not surface as an unhandled rejection meanwhile.
+        storing.catch(() => {});
         batch = [];
       };
-      for await (const { row, cells } of csvRows(body)) {
-        const raw = cells[0] ?? '';
-        if (row === 1 && /^[a-z_ ]+$/i.test(raw)) continue;
-        rowsRead++;
-        if (candidates >= DNC_IMPORT_MAX) {
-          truncated = true;
-          body.destroy();
-          break;
+      try {
+        reading: for await (const rows of csvBatches(body)) {
+          for (const { row, cells } of rows) {
+            const raw = cells[0] ?? '';
+            if (row === 1 && /^[a-z_ ]+$/i.test(raw)) continue;
+            rowsRead++;
+            if (candidates >= DNC_IMPORT_MAX) {
+              truncated = true;
+              body.destroy();
+              break reading;
+            }
+            const e = parseEntry(raw, 'number');
+            if (!e.ok) {
+              invalid++;
+              if (errors.length < ERRORS_KEPT) errors.push({ row, value: raw.slice(0, 40), message: e.message });
+              continue;
+            }
+            candidates++;
+            batch.push({ id: newId(), kind: e.kind, value: e.value, note: cells[1]?.slice(0, 500) || null });
+            if (batch.length >= BATCH) await flush();
+          }
         }
-        const e = parseEntry(raw, 'number');
-        if (!e.ok) {
-          invalid++;
-          if (errors.length < ERRORS_KEPT) errors.push({ row, value: raw.slice(0, 40), message: e.message });
-          continue;
-        }
-        candidates++;
-        batch.push({ id: newId(), kind: e.kind, value: e.value, note: cells[1]?.slice(0, 500) || null });
-        if (batch.length >= BATCH) await flush();
+        await flush();
+      } finally {
+        await storing;
       }
-      await flush();
       return {
         rowsRead,
         imported,

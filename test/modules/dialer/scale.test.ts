@@ -5,12 +5,11 @@ import { available, callee } from '../api-calls/peers.js';
 import { createWorld, eventually } from '../sip-trunks/world.js';
 
 /**
- * Many numbers at high concurrency against sipp, money checked to the sixth decimal. The issue
- * asks for 2,000 numbers at concurrency 50; `DIALER_SCALE_NUMBERS` sets the count (default 400,
- * for a machine shared with other test runs).
+ * The issue's campaign: 2,000 numbers at concurrency 50 against sipp, money checked to the sixth
+ * decimal. `DIALER_SCALE_NUMBERS` and `DIALER_SCALE_CONCURRENCY` change the figures.
  */
-const N = Number(process.env['DIALER_SCALE_NUMBERS'] ?? 400);
-const CONCURRENCY = 40;
+const N = Number(process.env['DIALER_SCALE_NUMBERS'] ?? 2000);
+const CONCURRENCY = Number(process.env['DIALER_SCALE_CONCURRENCY'] ?? 50);
 
 t.test(
   `${N} numbers at concurrency ${CONCURRENCY}`,

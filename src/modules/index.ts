@@ -327,6 +327,7 @@ export async function buildModules(coreIn: CoreDeps) {
     manage: numbers.service.manage,
     agents: aiAgents.calls,
     transfer: (o) => commsCalls.service.transferCall(o),
+    agentLeft: (callGroupId, at) => calls.service.agentLeft(callGroupId, at),
   });
   // Readiness of the planes the status page shows that register no probe of their own.
   core.health.register('media', async () => {

@@ -14,7 +14,7 @@ import {
   type LegCharge,
   type Settlement,
 } from '../cdrs/index.js';
-import type { LiveCall, LiveCalls } from './live-calls.js';
+import type { LiveCall, LiveCalls, PricedLeg } from './live-calls.js';
 import type { PayerHints } from './payer-hints.js';
 import type { CallsRepo, FinishRow } from './repo.js';
 import type { Slots } from './slots.js';
@@ -61,6 +61,42 @@ export function callSettlement(
       callId: call.id,
     },
   };
+}
+
+/**
+ * The answered leg's charge. An AI agent that answered a number's call and then transferred the
+ * caller earns its fee for its own seconds only (in the leg's increments): the whole call at the price
+ * without the fee, plus the fee over the agent's part. The fee is the platform's, as on arrival.
+ */
+export function answeredCharge(
+  route: Pick<PricedLeg, 'price' | 'sellerRate' | 'increment' | 'markupPct' | 'agentFee'>,
+  durationSeconds: number,
+  markupPct: Decimal,
+  agentSeconds: number | null,
+): LegCharge {
+  if (!route.agentFee || agentSeconds === null) return chargeLeg(route, durationSeconds, markupPct);
+  const rest = chargeLeg({ ...route, price: route.price.minus(route.agentFee) }, durationSeconds, markupPct);
+  const agent = chargeLeg(
+    { price: route.agentFee, sellerRate: new Decimal(0), increment: route.increment, markupPct: route.markupPct },
+    Math.min(agentSeconds, durationSeconds),
+    markupPct,
+  );
+  const sum = (k: 'total' | 'seller' | 'fee' | 'markup') => toMoney(new Decimal(rest[k]).plus(agent[k]));
+  return {
+    billableSeconds: rest.billableSeconds,
+    // The price the caller paid once handed over; the total tells the agent's minutes apart.
+    ratePerMinute: rest.ratePerMinute,
+    total: sum('total'),
+    seller: sum('seller'),
+    fee: sum('fee'),
+    markup: sum('markup'),
+  };
+}
+
+/** Whole seconds from the answer to the AI agent's transfer; null while no transfer happened. */
+export function agentSecondsOf(answeredAt: Date | null, agentLeftAt: Date | undefined | null): number | null {
+  if (!answeredAt || !agentLeftAt) return null;
+  return Math.max(0, Math.ceil((agentLeftAt.getTime() - answeredAt.getTime()) / 1000));
 }
 
 /** One ended trunk call's writes: its call row, one CDR per leg, and the money. */
@@ -202,7 +238,8 @@ export function createFinishing(deps: {
     const route = e.routeId ? call.priced.get(e.routeId) : undefined;
     // The session timer fires at maxDuration; the BYE's few ms past it must not bill (or hold) one more block.
     const duration = Math.min(Math.ceil(e.durationMs / 1000), call.maxDurationSeconds);
-    const charge = route && e.answeredAt ? chargeLeg(route, duration, call.markupPct) : null;
+    const agentSeconds = agentSecondsOf(e.answeredAt, call.number?.agentLeftAt);
+    const charge = route && e.answeredAt ? answeredCharge(route, duration, call.markupPct, agentSeconds) : null;
     // A forwarded call's voicemail is the number's own leg: its inbound minutes are that leg's, not alongside.
     const atNumber = (routeId: string) => call.number !== undefined && routeId === call.number.didId;
     const leg = e.attempts.some((a) => atNumber(a.routeId)) ? undefined : call.inboundLeg;

@@ -8,6 +8,11 @@ export type PricedLeg = PricedRoute & {
   mediaMode: 'direct' | 'proxy';
   /** The interconnection whose terms priced the route. */
   interconnectionId?: string;
+  /**
+   * An AI voice agent's per-minute fee inside `price` (a number's call the agent answered): billed only
+   * until the agent hands the caller over (`number.agentLeftAt`), the rest at the price without it.
+   */
+  agentFee?: Decimal;
 };
 
 /** A trunk call this daemon planned and has not finished. */
@@ -38,6 +43,8 @@ export interface LiveCall {
     handledBy: NumberCallHandling;
     /** The candidate (1-based) answered by this exchange itself, and how. */
     local?: { kind: NumberAnswerKind; attempt: number };
+    /** When the answering AI agent transferred the caller: its fee stops there. */
+    agentLeftAt?: Date;
   };
 }
 

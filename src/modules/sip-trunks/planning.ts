@@ -45,6 +45,8 @@ interface PlanCandidate {
   fallback?: boolean;
   /** This exchange answers this candidate itself (voicemail, an AI voice agent). */
   local?: NumberAnswerKind;
+  /** The AI agent's fee per minute inside `price`: it stops at the agent's transfer. */
+  agentFee?: Decimal;
 }
 
 /** The rented number a call arrived for; `direct`: delivered to the number's own target (an inbound leg). */
@@ -252,6 +254,7 @@ export function createPlanning(deps: {
       candidates.push({
         ...numberLeg(n),
         price: fee ? n.price.plus(fee) : n.price,
+        ...(fee?.gt(0) ? { agentFee: fee } : {}),
         endpoints: [answering],
         local: answers.kind,
         ...(answers.when === 'fallback' ? { fallback: true } : {}),
@@ -353,6 +356,7 @@ export function createPlanning(deps: {
             sellerId: term?.sellerId ?? '',
             mediaMode: term?.mediaMode ?? 'direct',
             ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
+            ...(c.agentFee ? { agentFee: c.agentFee } : {}),
             // The number's own leg (voicemail after a forward) is the inbound minutes: nothing rides on it.
             ...(inboundLeg && c.routeId !== inboundLeg.routeId ? { alongside: inboundLeg } : {}),
           },
@@ -372,6 +376,7 @@ export function createPlanning(deps: {
             mediaMode: p.mediaMode,
             ...(p.markupPct ? { markupPct: p.markupPct.toFixed(3) } : {}),
             ...(p.interconnectionId === undefined ? {} : { interconnectionId: p.interconnectionId }),
+            ...(p.agentFee ? { agentFee: p.agentFee.toFixed(6) } : {}),
           },
         ]),
       ),

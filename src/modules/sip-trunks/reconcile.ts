@@ -6,7 +6,7 @@ import type { Ledger } from '../../ledger/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { requireIncrement, toMoney } from '../../rating/index.js';
 import { agreementOf, buildCdr, chargeLeg, voiceBilled, type CdrsService } from '../cdrs/index.js';
-import { callSettlement, HANGUP_REASONS, inboundCdr } from './finishing.js';
+import { agentSecondsOf, answeredCharge, callSettlement, HANGUP_REASONS, inboundCdr } from './finishing.js';
 import type { LiveCalls } from './live-calls.js';
 import type { PayerHints } from './payer-hints.js';
 import type { CallsRepo } from './repo.js';
@@ -66,12 +66,14 @@ export function createReconcile(deps: {
             increment: requireIncrement(p.increment),
             markupPct: p.markupPct === undefined ? undefined : new Decimal(p.markupPct),
             interconnectionId: p.interconnectionId,
+            ...(p.agentFee ? { agentFee: new Decimal(p.agentFee) } : {}),
           }
         : undefined;
       const seen = o.answeredAt ? Math.max(0, Math.ceil((o.lastSeenAt.getTime() - o.answeredAt.getTime()) / 1000)) : 0;
       const duration = o.maxDurationSeconds ? Math.min(seen, o.maxDurationSeconds) : seen;
       const markupPct = new Decimal(o.pricing?.markupPct ?? 0);
-      const charge = route && o.answeredAt ? chargeLeg(route, duration, markupPct) : null;
+      const agentSeconds = agentSecondsOf(o.answeredAt, o.agentLeftAt);
+      const charge = route && o.answeredAt ? answeredCharge(route, duration, markupPct, agentSeconds) : null;
       // A forwarded number call: its inbound minutes for the same seconds, from the same hold, unless
       // the number's own voicemail answered it (that leg is the inbound minutes).
       const atNumber = o.routeId !== null && o.routeId === o.pricing?.didId && !o.pricing.direction;

@@ -17,6 +17,8 @@ export interface OrphanPricing {
       markupPct?: string;
       /** The interconnection whose terms priced the route. */
       interconnectionId?: string;
+      /** An AI agent's fee per minute inside `price`: billed only to `agentLeftAt` when the agent transferred. */
+      agentFee?: string;
     }
   >;
   /** `inbound`: a call delivered to a rented number's own target (its CDRs say so). */
@@ -182,6 +184,10 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
           last_seen_at = greatest(last_seen_at, ${patch.answeredAt ?? patch.ringingAt ?? null}::timestamptz)
         where id = ${id} and ended_at is null`;
     },
+    /** The moment an AI agent answering the call transferred the caller (its fee ends there). */
+    async markAgentLeft(id: string, at: Date) {
+      await db`update calls set agent_left_at = ${at} where id = ${id} and ended_at is null`;
+    },
     /** Answered marks of many trunk calls in one statement (ids sorted: row locks always taken in one order). */
     async markAnsweredMany(marks: readonly { id: string; routeId: string; answeredAt: Date }[]) {
       const sorted = [...marks].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -295,10 +301,12 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
           lastSeenAt: Date;
           createdAt: Date;
           maxDurationSeconds: number | null;
+          agentLeftAt: Date | null;
         }[]
       >`
         select id, account_id, operator_id, source, to_number, from_number, call_group_id, route_id, hold_id, pricing,
-               answered_at, coalesce(last_seen_at, created_at) as last_seen_at, created_at, max_duration_seconds
+               answered_at, coalesce(last_seen_at, created_at) as last_seen_at, created_at, max_duration_seconds,
+               agent_left_at
         from calls where ended_at is null and (owner_node = any(${owners as string[]}) or last_seen_at < ${staleBefore})
         limit 500`,
 

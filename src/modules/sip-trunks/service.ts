@@ -161,6 +161,19 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     admitApiCall: admission.admitApiCall,
     releaseApiCall: (taken: string[]) => slots.release(taken),
     liveCallIds: () => [...live.keys()],
+    /**
+     * The AI agent answering a number's call handed the caller over at `at`: the agent fee is billed
+     * to there only. A call not live here (already finished) keeps what it was billed.
+     */
+    agentLeft(callGroupId: string, at: Date) {
+      const n = live.get(callGroupId)?.number;
+      if (!n) return;
+      n.agentLeftAt = at;
+      // Kept on the row for the crash reconcile; the live call bills from memory whatever this does.
+      repo.markAgentLeft(callGroupId, at).catch((err: unknown) => {
+        log.warn({ err, callGroupId }, 'agent transfer moment not kept on the call');
+      });
+    },
     openCallCount: (accountId: string) => repo.openCallCount(accountId),
     /** Trunk calls refused before routing since start, by cause. */
     refusals: admission.refusals,

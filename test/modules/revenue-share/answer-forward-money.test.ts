@@ -8,56 +8,24 @@ import { once } from 'node:events';
 import t from 'tap';
 import { checkInvariants } from '../../ledger/helpers.js';
 import { sipp } from '../../telephony/sip/sipp.js';
-import { createWorld, eventually, uasAnswer } from '../sip-trunks/world.js';
+import { createWorld, eventually } from '../sip-trunks/world.js';
 import { caller, mediaSink } from './caller.js';
+import { forwardedRevshareNumber } from './forward-world.js';
 
 t.test('revenue share forward to a number: billed over the holder’s route, or announced when unpaid', async (t) => {
   const w = await createWorld(t);
   const d = w.d;
   const rs = d.modules.services.revenueShare;
   const accounts = d.modules.services.accounts;
-  const admin = await accounts.createAccount({
-    email: 'fwd-operator@example.com',
-    password: 'correct horse battery',
-    role: 'admin',
-  });
-  const adminKey = (await d.modules.services.keys.create(admin.id, { mode: 'live' })).secret;
-  const supplier = await accounts.createAccount({
-    email: 'fwd-supplier@example.com',
-    password: 'correct horse battery',
-  });
   const poor = await accounts.createAccount({ email: 'fwd-poor@example.com', password: 'correct horse battery' });
   const poorKey = (await d.modules.services.keys.create(poor.id, { mode: 'live' })).secret;
-
-  const range = await w.api('POST', '/revenue-share/ranges', adminKey, {
-    supplierId: supplier.id,
-    name: 'Latvia IPRN 3714',
-    countryCode: 'LV',
-    country: 'Latvia',
-    prefix: '3714',
-    numberType: 'iprn',
-    ratePerMinute: '0.120000',
-    payouts: [{ origin: '', payoutPerMinute: '0.060000' }],
-    sourceIps: ['127.0.0.1'],
-  });
-  t.equal(range.status, 201, range.text);
-  const rangeId = range.body.data.id as string;
-  const supplierKey = (await d.modules.services.keys.create(supplier.id, { mode: 'live' })).secret;
-  const added = await w.api('POST', `/revenue-share/ranges/${rangeId}/numbers`, supplierKey, {
-    numbers: ['37140000001', '37140000002'],
-  });
-  t.ok(added.status < 300, added.text);
-
   // The holder is the world's funded buyer; the forward's destination is on its purchased route.
-  const uas = await uasAnswer(t, '447700900123');
-  const { routeId } = await w.route({ port: uas.port, prefix: '4477', rate: '0.013700' });
-  const mine = await w.api('POST', '/revenue-share/numbers', w.operator.token, { rangeId, quantity: 1 });
-  t.equal(mine.status, 201, mine.text);
-  const number = mine.body.data[0] as { id: string; number: string };
-  const set = await w.api('PATCH', `/revenue-share/numbers/${number.id}`, w.operator.token, {
-    answer: { mode: 'forward', target: '+447700900123' },
+  const { rangeId, routeId, number, uas } = await forwardedRevshareNumber(w, t, {
+    tag: 'fwd',
+    prefix: '3714',
+    numbers: ['37140000001', '37140000002'],
+    target: '+447700900123',
   });
-  t.equal(set.status, 200, set.text);
 
   await t.test('the B leg is the holder’s outbound call at the route’s price', async (t) => {
     const sink = await mediaSink(t);

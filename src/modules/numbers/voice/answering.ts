@@ -60,6 +60,8 @@ export interface NumberAnsweringDeps {
    * caller once answered; resolves with its call id, or null when it could not be placed.
    */
   transfer?: ((o: AgentTransfer) => Promise<string | null>) | undefined;
+  /** The agent handed the caller over at `at` (the trunk call's agent fee stops there). */
+  agentLeft?: ((callGroupId: string, at: Date) => void) | undefined;
 }
 
 export interface AgentTransfer {
@@ -229,6 +231,7 @@ export function createNumberAnswering(deps: NumberAnsweringDeps) {
     const target = conversation?.transferTo ?? null;
     if (target && a.call.state === 'answered' && deps.transfer) {
       agentLeftAt = clock.now();
+      deps.agentLeft?.(callGroupId, agentLeftAt);
       const t = { callId: null as string | null, bridged: false };
       transfer = t;
       const from = transferCli(callerUser, d.number);

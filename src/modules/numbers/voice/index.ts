@@ -24,6 +24,8 @@ export function buildNumberVoice(
     agents?: AgentCalls | undefined;
     /** An agent's transfer on a number's call, placed as the renter's own outbound call. */
     transfer?: NumberAnsweringDeps['transfer'];
+    /** The agent handed a number's caller over: the trunk call's agent fee stops there. */
+    agentLeft?: NumberAnsweringDeps['agentLeft'];
   },
 ) {
   const { config } = core;
@@ -52,6 +54,7 @@ export function buildNumberVoice(
     speechLevel: config.ai.speech_level,
     agents: deps.agents,
     transfer: deps.transfer,
+    agentLeft: deps.agentLeft,
   });
   const voicemail = createVoicemailService({ sql: core.sql, clock: core.clock, log, manage: deps.manage, stateDir });
   const module: Module = {

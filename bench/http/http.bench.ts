@@ -9,6 +9,7 @@ import postgres from 'postgres';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { startDaemon } from '../../src/daemon.js';
+import { startCpuProfile } from '../lib/cpu-profile.js';
 import { runWrk } from '../lib/wrk.js';
 
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 5);
@@ -41,12 +42,15 @@ try {
   const base = await runWrk(`https://127.0.0.1:${helloPort}/hello`, { seconds, connections: 32 });
   const cpuBase = process.cpuUsage(cpu0);
   const cpu1 = process.cpuUsage();
+  // BENCH_CPU_PROF=<file> profiles the daemon's window only (the hello server is idle then).
+  const prof = await startCpuProfile();
   const api = await runWrk(`https://127.0.0.1:${daemon.ports['http']}/api/v1/account`, {
     seconds,
     connections: 32,
     headers: { authorization: `Bearer ${key}` },
   });
   const cpuApi = process.cpuUsage(cpu1);
+  await prof.stop();
   const perRequest = (c: NodeJS.CpuUsage, rps: number) => ((c.user + c.system) / (rps * seconds)).toFixed(0);
   console.log(
     `hello-world fastify https: ${base.requestsPerSecond.toFixed(0)} req/s, p99 ${base.p99Ms.toFixed(2)} ms, CPU ${perRequest(cpuBase, base.requestsPerSecond)} us/request`,

@@ -1,4 +1,4 @@
-import { randomBytes, createHash } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { uuidv7 } from 'uuidv7';
 
 /** Time-ordered ids: list order by id is creation order, which makes cursors simple. */
@@ -18,4 +18,6 @@ export function randomToken(length: number): string {
   return out;
 }
 
-export const sha256Hex = (s: string | Buffer): string => createHash('sha256').update(s).digest('hex');
+// The one-shot digest: every API request hashes its key, and a Hash object per call costs about
+// four times as much for inputs this short.
+export const sha256Hex = (s: string | Buffer): string => hash('sha256', s, 'hex');

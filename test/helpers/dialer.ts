@@ -1,5 +1,7 @@
 /** A daemon on a movable clock with test-key dialer campaigns: routed, priced and recorded, never dialled. */
 import { createWorld, eventually, type Tt, type World } from '../modules/sip-trunks/world.js';
+import { callee, MANY } from '../modules/api-calls/peers.js';
+import { freePort, sipp } from '../telephony/sip/sipp.js';
 
 /** A campaign as the API answers it. */
 type CampaignBody = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -78,5 +80,33 @@ export async function simulatedDialer(
         const c = await get(id);
         return pred(c) ? c : null;
       }, 60_000),
+  });
+}
+
+/** A live dialer through the call plane: the daemon dialling a sipp that answers every number. */
+export interface LiveDialer extends World {
+  /** The API with the account's full-access live key. */
+  liveApi(method: string, url: string, body?: unknown): ReturnType<World['api']>;
+  /** A voice route to the sipp for `4473…`, rated 0.012000 per second. */
+  routeId: string;
+}
+
+/** A trading world with a live key and a sipp callee behind a `4473` route; `dialer` overrides the dialer settings. */
+export async function liveDialer(t: Tt, dialer: Record<string, unknown> = {}): Promise<LiveDialer> {
+  const base = 45000 + (process.pid % 300) * 20;
+  const w = await createWorld(t, {
+    rtp: { port_min: base, port_max: base + 19, bind_address: '127.0.0.1' },
+    voice: { max_api_calls_per_account: 0 },
+    dialer: { tick_ms: 50, call_poll_ms: 150, ...dialer },
+  });
+  const { secret } = await w.d.modules.services.keys.create(w.operator.accountId, { mode: 'live', scopes: [] });
+  const peer = await sipp(t, callee('[0-9]+', '', false), ['-mp', String(await freePort())], {
+    timeout: '60s',
+    calls: MANY,
+  });
+  const { routeId } = await w.route({ port: peer.port, prefix: '4473', rate: '0.012000', increment: '1/1' });
+  return Object.assign(w, {
+    liveApi: (method: string, url: string, body?: unknown) => w.api(method, url, secret, body),
+    routeId,
   });
 }

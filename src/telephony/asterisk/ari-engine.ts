@@ -188,7 +188,15 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
       const id = channelId;
       if (!options.pool) throw new MediaError('MEDIA_UNSUPPORTED', 'this Asterisk engine has no RTP pool to tap calls');
       if (state !== 'answered' || !h || !id) throw notAnswered();
-      const t = openMediaTap({ host: h, book, pool: options.pool, channelId: id, owner: entry, log });
+      const t = openMediaTap({
+        host: h,
+        book,
+        pool: options.pool,
+        channelId: id,
+        owner: entry,
+        stasisTimeoutMs: options.legTimeoutMs,
+        log,
+      });
       tap = t;
       tapMedia = t.media(media.onDtmf);
       t.ready.catch((err: unknown) => {
@@ -245,7 +253,9 @@ export function createAsteriskEngine(options: AsteriskEngineOptions): CallEngine
       channelIds: () => (channelId ? (tap ? [channelId, tap.channelId] : [channelId]) : []),
       onEvent(event) {
         if (tap && event.channel?.id === tap.channelId) {
-          // The tap's own channel: only its end matters (the agent can no longer hear or speak).
+          // The tap's own channel: its entry into Stasis lets it be bridged; its end ends the call
+          // (the agent can no longer hear or speak).
+          tap.onEvent(event);
           if (event.type === 'ChannelDestroyed') asteriskEnded('the channel carrying the call audio ended');
           return;
         }

@@ -1,3 +1,4 @@
+import type { AriEvent } from 'ari-client';
 import type { Logger } from 'pino';
 import type { ActionMedia } from '../media/actions.js';
 import { MediaError } from '../media/errors.js';
@@ -23,6 +24,8 @@ export interface MediaTapOptions {
   channelId: string;
   /** The call, which owns the tap's channel too (its events, host loss, resyncs). */
   owner: ChannelOwner;
+  /** The tap's channel must enter Stasis within this. */
+  stasisTimeoutMs: number;
   log: Logger;
 }
 
@@ -33,6 +36,8 @@ export interface MediaTap {
   readonly ready: Promise<MediaSession>;
   /** The tap as the call's media; `onDtmf` is the caller channel's. */
   media(onDtmf: ActionMedia['onDtmf']): ActionMedia;
+  /** An event of the tap's own channel (the call's owner routes them here). */
+  onEvent(event: AriEvent): void;
   close(): Promise<void>;
 }
 
@@ -69,6 +74,16 @@ export function openMediaTap(o: MediaTapOptions): MediaTap {
   let bridgeMade = false;
   // `stop` before the session is up cuts the plays already waiting for it.
   let generation = 0;
+  // Asterisk answers externalMedia before the channel is in Stasis (a thread of its own dials it and
+  // then starts the application), and a bridge refuses a channel not yet there: the StasisStart
+  // event, which may come before the answer does, is what says it can be bridged.
+  let enteredStasis: () => void = () => undefined;
+  let notInStasis: (err: Error) => void = () => undefined;
+  const inStasis = new Promise<void>((resolve, reject) => {
+    enteredStasis = resolve;
+    notInStasis = reject;
+  });
+  inStasis.catch(() => undefined); // awaited by the set-up
 
   // Owned before it exists, so its StasisStart is never taken for a stray's.
   book.own(channelId, o.owner);
@@ -85,6 +100,21 @@ export function openMediaTap(o: MediaTapOptions): MediaTap {
       placed ? host.request('hangup', (c) => c.channels.hangup({ channelId })).catch(() => undefined) : undefined,
       made ? host.request('bridge', (c) => c.bridges.destroy({ bridgeId })).catch(() => undefined) : undefined,
     ]);
+  }
+  /** Resolves once the tap's channel is in Stasis; rejects if it ends or does not get there in time. */
+  async function stasisReached(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new MediaError('MEDIA_TAP_TIMEOUT', 'the channel carrying the call audio did not enter Stasis')),
+        o.stasisTimeoutMs,
+      );
+    });
+    try {
+      await Promise.race([inStasis, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
   const ifClosed = async (): Promise<void> => {
     if (!closed) return;
@@ -125,6 +155,8 @@ export function openMediaTap(o: MediaTapOptions): MediaTap {
     book.ownBridge(bridgeId);
     await host.request('bridge', (c) => c.bridges.create({ type: 'mixing', bridgeId }));
     bridgeMade = true;
+    await ifClosed();
+    await stasisReached();
     await ifClosed();
     await host.request('bridge', (c) => c.bridges.addChannel({ bridgeId, channel: `${o.channelId},${channelId}` }));
     await ifClosed();
@@ -168,9 +200,15 @@ export function openMediaTap(o: MediaTapOptions): MediaTap {
         },
       };
     },
+    onEvent(event) {
+      if (event.type === 'StasisStart') enteredStasis();
+      else if (event.type === 'ChannelDestroyed')
+        notInStasis(new MediaError('MEDIA_SESSION_CLOSED', 'the channel carrying the call audio ended'));
+    },
     async close() {
       if (closed) return;
       closed = true;
+      notInStasis(new MediaError('MEDIA_SESSION_CLOSED', 'the call ended'));
       await cleanup();
       book.disownBridge(bridgeId);
       book.disown(channelId);

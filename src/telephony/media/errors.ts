@@ -11,7 +11,8 @@ export type MediaErrorCode =
   | 'MEDIA_DOWNLOAD_REFUSED'
   | 'MEDIA_DOWNLOAD_FAILED'
   | 'MEDIA_POOL_CLOSED'
-  | 'MEDIA_UNSUPPORTED';
+  | 'MEDIA_UNSUPPORTED'
+  | 'MEDIA_TAP_TIMEOUT';
 
 export class MediaError extends Error {
   readonly code: MediaErrorCode;

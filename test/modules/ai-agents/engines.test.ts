@@ -9,7 +9,7 @@ import { available, callee, exitOk, expectedCost } from '../api-calls/peers.js';
 import { ENGINES, engineConfig } from '../api-calls/engines.js';
 import { freePort, sipp } from '../../telephony/sip/sipp.js';
 import { createRtpPeer } from '../../telephony/media/helpers/rtp-peer.js';
-import { heard, talk } from './phone-audio.js';
+import { audioCrossed, heard, talk } from './phone-audio.js';
 import { sdpAt } from './phone-sdp.js';
 import { aiSection, startStreamingChat, startSttServer } from './provider-servers.js';
 import { speechAudio } from './speech-pcap.js';
@@ -81,6 +81,8 @@ for (const engine of ENGINES)
       });
       t.equal(res.status, 200, res.text);
       t.equal(res.body.data.status, 'completed');
+      // Without audio both ways nothing below can hold: stop here with a clear message.
+      if (!audioCrossed(t, phone, stt.seen.length, res.body.data)) return;
       await exitOk(t, sip, 'the phone was answered and hung up by the agent');
 
       const rec = await eventually(async () => {
@@ -141,6 +143,9 @@ for (const engine of ENGINES)
       });
       t.equal(res2.status, 200, res2.text);
       await exitOk(t, sip2, 'the silent phone was hung up at the agent’s limit');
+      // A call whose audio never crossed would also end without a turn: the silent phone heard the greeting.
+      const hello = await tts.synthesize({ text: 'Hello.', language: 'en', codec: 'PCMU' });
+      t.ok(heard(quietPhone, hello), 'the silent phone heard the agent say hello');
       const rec2 = await eventually(async () => {
         const r = await w.api('GET', `/comms/calls/${res2.body.data.callId}`, operator.token);
         return r.status === 200 && r.body.data.endedAt ? r.body.data : null;

@@ -1,3 +1,4 @@
+import type { Test } from 'tap';
 import type { RtpPeer } from '../../telephony/media/helpers/rtp-peer.js';
 
 /**
@@ -47,3 +48,15 @@ export function heard(peer: RtpPeer, audio: Uint8Array): boolean {
 
 export const frames = (peer: RtpPeer, mark: number) =>
   peer.packets.filter((p) => p.payload.length === 160 && p.payload.every((b) => b === mark)).length;
+
+/**
+ * Checks, right after an agent's call, that its audio crossed the engine both ways: the daemon's
+ * stream reached the phone, and the phone's speech reached the agent (`transcribed` utterances).
+ * Nothing later in such a test holds otherwise, so the caller stops there on false.
+ */
+export function audioCrossed(t: Test, phone: RtpPeer, transcribed: number, call: unknown): boolean {
+  const reachedPhone = phone.packets.length > 0;
+  t.ok(reachedPhone, "the daemon's audio reached the phone", { packets: phone.packets.length });
+  t.ok(transcribed > 0, "the phone's audio reached the agent (an utterance was transcribed)", { call });
+  return reachedPhone && transcribed > 0;
+}

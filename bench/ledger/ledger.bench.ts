@@ -10,6 +10,9 @@
 // The pgbench-driven charge alternates with pgbench -N for ROUNDS rounds and its ratio is the
 // median of the rounds' ratios: on a shared machine the server's speed drifts within a minute, so
 // a measure is compared only with the anchor measured just before it.
+// The Node-driven charge is measured three ways: one statement per charge (ledger.charge), a
+// turn's charges grouped into ledger_charge_many calls (ledger.chargeGrouped, migration 223), and
+// the single statement pipelined on fewer connections (SVC_BENCH_LEDGER_PIPE_CONNECTIONS, 2).
 // Defaults: 5 seconds per measure, 8 clients, 3 rounds (SVC_BENCH_LEDGER_ROUNDS).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -10,6 +10,9 @@
 // The pgbench-driven charge alternates with pgbench -N for ROUNDS rounds and its ratio is the
 // median of the rounds' ratios: on a shared machine the server's speed drifts within a minute, so
 // a measure is compared only with the anchor measured just before it.
+// The Node-driven charge is measured three ways: one statement per charge (ledger.charge), a
+// turn's charges grouped into ledger_charge_many calls (ledger.chargeGrouped, migration 223), and
+// the single statement pipelined on fewer connections (SVC_BENCH_LEDGER_PIPE_CONNECTIONS, 2).
 // Defaults: 5 seconds per measure, 8 clients, 3 rounds (SVC_BENCH_LEDGER_ROUNDS).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,7 +22,7 @@ import pino from 'pino';
 import postgres from 'postgres';
 import { connect, type Sql } from '../../src/db/connection.js';
 import { migrate } from '../../src/db/migrate.js';
-import { createLedger, type Ledger } from '../../src/ledger/ledger.js';
+import { createLedger, type Ledger, type LedgerDeps } from '../../src/ledger/ledger.js';
 import { newId } from '../../src/platform/ids.js';
 import { emit } from '../../src/webhooks/emit.js';
 import type { EventName } from '../../src/webhooks/events.js';
@@ -28,6 +31,7 @@ const SECONDS = Number(process.argv[2] ?? 5);
 const CLIENTS = Number(process.argv[3] ?? 8);
 const ROUNDS = Number(process.env['SVC_BENCH_LEDGER_ROUNDS'] ?? 3);
 const ACCOUNTS = 1000;
+const PIPE_CONNECTIONS = Number(process.env['SVC_BENCH_LEDGER_PIPE_CONNECTIONS'] ?? 2);
 // UUIDv7-shaped prefixes for the bench's buyers and sellers (see benchId).
 const BUYER_PREFIX = '01900000-0000-7000-8000-';
 const SELLER_PREFIX = '01900000-0000-7000-9000-';
@@ -119,7 +123,7 @@ async function main() {
     await migrate(sql, log);
     pgbench(adminUrl, name, ['-i', '-q', '-s', '1']);
     // As the daemon builds it (src/modules/billing buildLedger): balance events go to the outbox.
-    const ledger: Ledger = createLedger({
+    const ledgerDeps: LedgerDeps = {
       sql,
       clock: { now: () => new Date() },
       log,
@@ -129,7 +133,8 @@ async function main() {
           await emit(db, { accountId, event: event as EventName, data, at: new Date() });
         },
       },
-    });
+    };
+    const ledger: Ledger = createLedger(ledgerDeps);
     const buyers = await seed(sql, ACCOUNTS, '1000000', BUYER_PREFIX);
     const sellers = await seed(sql, ACCOUNTS, '100', SELLER_PREFIX);
     const [hot] = await seed(sql, 1, '100000000');
@@ -161,19 +166,27 @@ async function main() {
     const ratios = rounds.map((x) => x.charge / x.pg).sort((a, b) => a - b);
     const spreadRatio = ratios[Math.floor(ratios.length / 2)]!;
     const spreadPgbench = rounds.reduce((n, x) => n + x.charge, 0) / rounds.length;
-    const spread = await measure(
-      (w, i) =>
-        ledger.charge({
-          postingKey: `${run}-s-${w}-${i}`,
-          accountId: pick(buyers),
-          sellerId: pick(sellers),
-          amount: '0.012000',
-          fee: '0.000500',
-          relatedEntityType: 'call',
-        }),
-      sql,
-    );
+    // A call charge of a random buyer to a random seller, keyed by measure, loop and iteration.
+    const spreadCharge = (tag: string, w: number, i: number) => ({
+      postingKey: `${run}-${tag}-${w}-${i}`,
+      accountId: pick(buyers),
+      sellerId: pick(sellers),
+      amount: '0.012000',
+      fee: '0.000500',
+      relatedEntityType: 'call',
+    });
+    const spread = await measure((w, i) => ledger.charge(spreadCharge('s', w, i)), sql);
     const spreadCpu = { ...cpuPerOp };
+    // The same charges grouped per event-loop turn into ledger_charge_many calls (migration 223).
+    const grouped = await measure((w, i) => ledger.chargeGrouped(spreadCharge('g', w, i)), sql);
+    const groupedCpu = { ...cpuPerOp };
+    // The single-charge statement pipelined: CLIENTS loops on PIPE_CONNECTIONS connections, the
+    // postgres library sending each connection's next statements before the answers come back.
+    const pipeSql = connect({ url: dbUrl.toString(), max: PIPE_CONNECTIONS, log });
+    const pipeLedger = createLedger({ ...ledgerDeps, sql: pipeSql });
+    const piped = await measure((w, i) => pipeLedger.charge(spreadCharge('p', w, i)), pipeSql);
+    const pipedCpu = { ...cpuPerOp };
+    await pipeSql.end({ timeout: 5 });
     const hotRate = await measure((w, i) =>
       ledger.charge({
         postingKey: `${run}-h-${w}-${i}`,
@@ -224,6 +237,12 @@ async function main() {
     );
     console.log(
       `  CPU per Node-driven charge: node ${spreadCpu.node.toFixed(0)} us, PostgreSQL backends ${spreadCpu.backends.toFixed(0)} us`,
+    );
+    console.log(
+      `charge, ${ACCOUNTS} accounts, Node, grouped   ${f(grouped)} /s    ${r(grouped / pg)} x pgbench -N   (chargeGrouped: a turn's charges in ledger_charge_many calls; node ${groupedCpu.node.toFixed(0)} us, backends ${groupedCpu.backends.toFixed(0)} us per charge)`,
+    );
+    console.log(
+      `charge, ${ACCOUNTS} accounts, Node, piped     ${f(piped)} /s    ${r(piped / pg)} x pgbench -N   (charge pipelined on ${PIPE_CONNECTIONS} connections; node ${pipedCpu.node.toFixed(0)} us, backends ${pipedCpu.backends.toFixed(0)} us per charge)`,
     );
     console.log(
       `charge, one hot account                 ${f(hotRate)} /s    ${r(hotRate / pg)} x pgbench -N   ${r(hotRate / spread)} x spread (goal >= 0.40)`,

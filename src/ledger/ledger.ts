@@ -144,6 +144,44 @@ export function refusalError(r: Refusal): postgres.PostgresError {
 
 const str = (v: string | null | undefined) => v ?? null;
 
+/** A charge's or settle's seller, amounts and context as a batch item's JSON fields (absent: as the single calls pass them). */
+const debitItem = (i: EntryContext & { sellerId?: string | null; amount: string; fee?: string }) => ({
+  sellerId: str(i.sellerId),
+  amount: i.amount,
+  fee: i.fee ?? '0',
+  reference: str(i.reference),
+  relatedEntityType: str(i.relatedEntityType),
+  relatedEntityId: str(i.relatedEntityId),
+  callId: str(i.callId),
+});
+
+/** An item of `chargeMany` that failed alone: the SQLSTATE and message the single call raises. */
+export interface ItemError {
+  error: { code: string; message: string };
+}
+
+export const isItemError = (r: unknown): r is ItemError => typeof (r as ItemError | null)?.error === 'object';
+
+export function itemError(r: ItemError): postgres.PostgresError {
+  return new postgres.PostgresError({ code: r.error.code, message: r.error.message, severity: 'ERROR' } as never);
+}
+
+/**
+ * At most this many charges per ledger_charge_many call: each item is a subtransaction, and more
+ * than 64 in one transaction overflow PostgreSQL's per-backend subxid cache (migration 223).
+ */
+export const CHARGE_BATCH_MAX = 32;
+
+/**
+ * Items a batch gives back to the single-charge path: events to emit (SVC90, posted again in a
+ * transaction with them), and a deadlock or serialization failure between two batches locking
+ * the same accounts in different orders (the single call locks one buyer at a time).
+ */
+const RETRY_ALONE = new Set(['SVC90', '40P01', '40001']);
+
+/** How many calls a turn's waiting charges are split into at least (see flushQueue). */
+const GROUP_CALLS = 2;
+
 /** The balance events a debit calls for (ledger_debit_signal, migration 283). */
 interface Signal {
   parentId: string | null;
@@ -235,6 +273,41 @@ export function createLedger(deps: LedgerDeps) {
     }
   }
 
+  interface Waiting {
+    input: ChargeInput;
+    resolve: (r: ChargeResult) => void;
+    reject: (e: unknown) => void;
+  }
+  let queue: Waiting[] = [];
+  let flushing = false;
+
+  function flushQueue() {
+    const all = queue;
+    queue = [];
+    flushing = false;
+    // Several calls when many wait: one backend posts a call's items one after the other, and
+    // the server has more than one core.
+    const calls = Math.max(Math.ceil(all.length / CHARGE_BATCH_MAX), Math.min(GROUP_CALLS, all.length));
+    const size = Math.ceil(all.length / calls);
+    for (let i = 0; i < all.length; i += size) void sendGroup(all.slice(i, i + size));
+  }
+
+  async function sendGroup(group: Waiting[]) {
+    let results: (ChargeResult | ItemError)[];
+    try {
+      results = await ledger.chargeMany(group.map((w) => w.input));
+    } catch (err) {
+      for (const w of group) w.reject(err);
+      return;
+    }
+    group.forEach((w, i) => {
+      const r = results[i]!;
+      if (!isItemError(r)) w.resolve(r);
+      else if (RETRY_ALONE.has(r.error.code)) ledger.charge(w.input).then(w.resolve, w.reject);
+      else w.reject(itemError(r));
+    });
+  }
+
   const ledger = {
     /** Credits a top-up (card, crypto: 5 USD minimum; wire: 100 USD; x402). */
     async topup(
@@ -270,6 +343,43 @@ export function createLedger(deps: LedgerDeps) {
                         ${str(input.relatedEntityType)}, ${str(input.relatedEntityId)}, ${str(input.callId)}, ${now})`,
         opts.events !== false,
       );
+    },
+
+    /**
+     * `charge` of many items in one call (migration 223), in array order, each posted as `charge`
+     * would post it; an item that fails comes back as an `ItemError` (nothing of it posted) and the
+     * others go on. With an event sink, an item with balance events to emit comes back as SVC90:
+     * post it with `charge`, which emits them in its transaction. At most CHARGE_BATCH_MAX items.
+     */
+    async chargeMany(inputs: ChargeInput[], db: Db = sql): Promise<(ChargeResult | ItemError)[]> {
+      if (inputs.length === 0) return [];
+      if (inputs.length > CHARGE_BATCH_MAX) throw new RangeError(`at most ${CHARGE_BATCH_MAX} charges per call`);
+      const items = inputs.map((i) => ({
+        key: i.postingKey,
+        accountId: i.accountId,
+        test: i.mode === 'test',
+        ...debitItem(i),
+      }));
+      const threshold = deps.events ? lowThreshold : null;
+      const [row] = await db<{ r: (ChargeResult | ItemError)[] }[]>`
+        select ledger_charge_many(${db.json(items as never)}, ${clock.now()}, ${threshold}::numeric) as r`;
+      return row!.r;
+    },
+
+    /**
+     * `charge` on the pool, grouped: the charges asked for within one turn of the event loop go to
+     * PostgreSQL together (chargeMany, up to CHARGE_BATCH_MAX per call, several calls in flight
+     * when more wait), so concurrent requests share round trips and statements. Resolves or
+     * rejects as `charge` would for this input alone.
+     */
+    chargeGrouped(input: ChargeInput): Promise<ChargeResult> {
+      return new Promise<ChargeResult>((resolve, reject) => {
+        queue.push({ input, resolve, reject });
+        if (!flushing) {
+          flushing = true;
+          setImmediate(flushQueue);
+        }
+      });
     },
 
     /**
@@ -453,13 +563,7 @@ export function createLedger(deps: LedgerDeps) {
         const items = inputs.map((i) => ({
           key: i.postingKey,
           holdId: i.holdId,
-          sellerId: str(i.sellerId),
-          amount: i.amount,
-          fee: i.fee ?? '0',
-          reference: str(i.reference),
-          relatedEntityType: str(i.relatedEntityType),
-          relatedEntityId: str(i.relatedEntityId),
-          callId: str(i.callId),
+          ...debitItem(i),
         }));
         const [row] = await db<
           { r: (SettleResult | Refusal)[] }[]

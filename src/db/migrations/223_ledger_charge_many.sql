@@ -18,6 +18,19 @@ declare
   r jsonb;
   v_out jsonb := '[]';
 begin
+  -- Every account row the items debit or credit, locked at once in ascending id (ledger_lock's
+  -- order). Each item then takes rows this transaction already holds, so two batches in flight
+  -- never hold rows crosswise: item by item, two batches sharing a busy seller would deadlock
+  -- (and wait deadlock_timeout before one item is retried alone).
+  perform 1 from ledger_accounts a
+   where a.owner_id = any(array(
+           select (e->>'accountId')::uuid from jsonb_array_elements(p_items) e
+           union
+           select (e->>'sellerId')::uuid from jsonb_array_elements(p_items) e
+            where e->>'sellerId' is not null and not coalesce((e->>'test')::boolean, false)))
+     and a.kind in ('customer', 'test_credit', 'seller_payable')
+   order by a.id
+     for update;
   for x in select value from jsonb_array_elements(p_items) loop
     begin
       r := ledger_charge(x->>'key', (x->>'accountId')::uuid, (x->>'sellerId')::uuid, (x->>'amount')::numeric,

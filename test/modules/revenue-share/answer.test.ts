@@ -8,7 +8,7 @@
 import { once } from 'node:events';
 import t from 'tap';
 import { startTestDaemon, type TestDaemon } from '../../helpers/daemon.js';
-import { uasAnswer } from '../sip-trunks/world.js';
+import { eventually, uasAnswer } from '../sip-trunks/world.js';
 import { sipp } from '../../telephony/sip/sipp.js';
 import { caller, mediaSink } from './caller.js';
 
@@ -128,12 +128,22 @@ t.test('revenue share answer: announcement, forward to SIP, forward without a ro
       select status, hangup_cause, billed_seconds, payout::text from revshare_calls where id = ${callId}`;
     t.match(row, { status: 'held', hangupCause: 'caller-bye' }, 'the A leg recorded as answered');
     t.ok(row!.billedSeconds >= 1, 'billed from the B leg’s answer');
-    const legs = await d.sql<
-      { direction: string; source: string; status: string; buyerCost: string; sellerId: string | null }[]
-    >`
-      select direction, source, status, buyer_cost::text, seller_id from cdrs where account_id = ${holder.id} order by direction`;
+    // The B leg's CDR is written when that leg's own BYE transaction ends, which may be after the A
+    // leg's record: wait for it rather than read once.
+    const trunkLegs = async () =>
+      (
+        await d.sql<
+          { direction: string; source: string; status: string; buyerCost: string; sellerId: string | null }[]
+        >`
+          select direction, source, status, buyer_cost::text, seller_id from cdrs
+          where account_id = ${holder.id} order by direction`
+      ).filter((l) => l.source === 'trunk');
+    const legs = await eventually(async () => {
+      const l = await trunkLegs();
+      return l.length > 0 ? l : null;
+    }).catch(trunkLegs);
     t.match(
-      legs.filter((l) => l.source === 'trunk'),
+      legs,
       [{ direction: 'outbound', status: 'completed', buyerCost: '0.000000', sellerId: null }],
       'the B leg is the holder’s outbound call, free to a SIP address',
     );

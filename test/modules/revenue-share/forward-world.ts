@@ -11,7 +11,7 @@ type Checks = Tt & { ok(value: unknown, message: string): boolean };
 export async function forwardedRevshareNumber(
   w: World,
   t: Checks,
-  o: { tag: string; prefix: string; numbers: string[]; target: string },
+  o: { tag: string; prefix: string; numbers: string[]; target: string; uasTimeout?: string },
 ): Promise<{
   rangeId: string;
   routeId: string;
@@ -47,7 +47,7 @@ export async function forwardedRevshareNumber(
   const added = await w.api('POST', `/revenue-share/ranges/${rangeId}/numbers`, supplierKey, { numbers: o.numbers });
   t.ok(added.status < 300, added.text);
   const digits = o.target.replace(/^\+/, '');
-  const uas = await uasAnswer(t, digits);
+  const uas = await uasAnswer(t, digits, 'u1', 0, o.uasTimeout);
   const { routeId } = await w.route({ port: uas.port, prefix: digits.slice(0, 4), rate: '0.013700' });
   const mine = await w.api('POST', '/revenue-share/numbers', w.operator.token, { rangeId, quantity: 1 });
   t.equal(mine.status, 201, mine.text, {});

@@ -155,6 +155,8 @@ export const uasAnswer = (
   expectUser: string,
   transport: 'u1' | 't1' = 'u1',
   ringAfterMs = 0,
+  /** How long sipp waits for its call (sipp's form, e.g. '120s'); longer where a daemon starts first. */
+  timeout?: string,
 ): Promise<SippRun> =>
   sipp(
     t,
@@ -163,6 +165,7 @@ export const uasAnswer = (
       BEFORE_RING: ringAfterMs ? fill(fixture('uas-trying-pause.block'), { PAUSE_MS: String(ringAfterMs) }) : '',
     }),
     ['-t', transport],
+    timeout ? { timeout } : {},
   );
 
 export const uasFinal = (t: Tt, code: number, text: string, ring = false): Promise<SippRun> =>

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startPerlSmsc } from '../../messaging/perl-smsc.js';
-import { account, api, daemonWithReceiver, numbers } from './world.js';
+import { account, api, daemonWithReceiver, numbers, smsWebhook } from './world.js';
 
 t.test(
   'mobile-originated SMS over the seller SMPP bind (Net::SMPP SMSC): kept on the number, signed webhook',
@@ -30,13 +30,7 @@ t.test(
     const did = await svc.numbers.orders.buy(owner.id, { groupId: stock.groups[0]!.groupId, skuId: sku!.id });
     await svc.numbers.orders.settled();
     const number = (await svc.numbers.manage.get(owner.id, did.id)).number!.replace(/^\+/, '');
-    const hooks = (await svc.keys.create(owner.id, { mode: 'live', scopes: ['webhooks:write'] })).secret;
-    const hook = await api(d, 'POST', '/account/webhooks', hooks, {
-      url: receiver.url(),
-      events: ['number.sms.received'],
-    });
-    t.equal(hook.status, 201, JSON.stringify(hook.json));
-    receiver.secret = hook.json.data.secret;
+    await smsWebhook(t, d, receiver, owner.id);
 
     // The minute's bind check (run now) opens the seller's bind without anything sent over it.
     await svc.numbers.keepSellerBinds();

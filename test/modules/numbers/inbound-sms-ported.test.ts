@@ -1,7 +1,7 @@
 import t from 'tap';
 import { signBody } from '../../../src/messaging/index.js';
 import { startPerlSmsc } from '../../messaging/perl-smsc.js';
-import { account, api, daemonWithReceiver } from './world.js';
+import { account, api, daemonWithReceiver, httpsSmsRoute, smsWebhook } from './world.js';
 
 const SECRET = 'carrier-sms-route-secret-0123456789';
 
@@ -24,17 +24,8 @@ t.test('mobile-originated SMS to a ported number: SMPP and HTTPS, kept, signed w
     smsDelivery: { kind: 'smpp', host: '127.0.0.1', port: smsc.port, systemId: 'carrier-mo', password: 'pw-carrier' },
   });
   t.equal(smppRoute.status, 201, JSON.stringify(smppRoute.json));
-  const httpRoute = async (key: string, secret: string) => {
-    const r = await api(d, 'POST', '/routes', key, {
-      type: 'sms',
-      name: 'HTTPS callbacks',
-      smsDelivery: { kind: 'http', url: 'https://127.0.0.1:9/sms', signingSecret: secret },
-    });
-    t.equal(r.status, 201, JSON.stringify(r.json));
-    return r.json.data.id as string;
-  };
-  const carrierHttp = await httpRoute(carrier.key, SECRET);
-  const strangerHttp = await httpRoute(stranger.key, 'stranger-route-secret-0123456789');
+  const carrierHttp = await httpsSmsRoute(t, d, carrier.key, SECRET);
+  const strangerHttp = await httpsSmsRoute(t, d, stranger.key, 'stranger-route-secret-0123456789');
 
   const number = '447911123401';
   const order = await svc.numbers.portIns.create(owner.id, {
@@ -54,13 +45,7 @@ t.test('mobile-originated SMS to a ported number: SMPP and HTTPS, kept, signed w
   const features = await api(d, 'GET', `/dids/${didId}/features`, owner.key);
   t.match(features.json.data.sms, { inbound: true, inboundPrice: null }, 'messages come in, free');
 
-  const hooks = (await svc.keys.create(owner.id, { mode: 'live', scopes: ['webhooks:write'] })).secret;
-  const hook = await api(d, 'POST', '/account/webhooks', hooks, {
-    url: receiver.url(),
-    events: ['number.sms.received'],
-  });
-  t.equal(hook.status, 201, JSON.stringify(hook.json));
-  receiver.secret = hook.json.data.secret;
+  await smsWebhook(t, d, receiver, owner.id);
 
   // The minute's bind check opens the carrier's bind: it has no rented numbers, only the ported one.
   await svc.numbers.keepSellerBinds();

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { signBody } from '../../../src/messaging/index.js';
-import { account, api, daemonWithReceiver, numbers } from './world.js';
+import { account, daemonWithReceiver, httpsSmsRoute, numbers } from './world.js';
 
 const SECRET = 'seller-sms-route-secret-0123456789';
 
@@ -15,18 +15,8 @@ t.test(
     const { accessToken: owner } = await svc.accounts.login('owner@example.com', 'correct horse battery', {});
     const ownerId = (await svc.accounts.repo.byEmail('owner@example.com'))!.id;
 
-    // The seller's SMS route delivering over HTTPS carries the signing secret of its callbacks.
-    const route = async (key: string, secret: string) => {
-      const r = await api(d, 'POST', '/routes', key, {
-        type: 'sms',
-        name: 'Seller SMS',
-        smsDelivery: { kind: 'http', url: 'https://127.0.0.1:9/sms', signingSecret: secret },
-      });
-      t.equal(r.status, 201, JSON.stringify(r.json));
-      return r.json.data.id as string;
-    };
-    const routeId = await route(seller.key, SECRET);
-    const otherRoute = await route(other.key, 'other-route-secret-0123456789');
+    const routeId = await httpsSmsRoute(t, d, seller.key, SECRET);
+    const otherRoute = await httpsSmsRoute(t, d, other.key, 'other-route-secret-0123456789');
 
     const stock = await svc.numbers.inventory.importItems(seller.id, true, numbers(1), (i) => `items[${i}]`);
     const [sku] = await d.sql<{ id: string }[]>`select id from did_skus where group_id = ${stock.groups[0]!.groupId}`;

@@ -73,3 +73,32 @@ export function numbers(
     monthlyPrice: o.monthlyPrice ?? '2.250000',
   }));
 }
+
+type Checks = { equal(a: unknown, b: unknown, message: string): unknown };
+
+/** A seller's SMS route delivering over HTTPS: its signing secret is the one its inbound callbacks carry. */
+export async function httpsSmsRoute(t: Checks, d: TestDaemon, key: string, secret: string): Promise<string> {
+  const r = await api(d, 'POST', '/routes', key, {
+    type: 'sms',
+    name: 'HTTPS callbacks',
+    smsDelivery: { kind: 'http', url: 'https://127.0.0.1:9/sms', signingSecret: secret },
+  });
+  t.equal(r.status, 201, JSON.stringify(r.json));
+  return r.json.data.id as string;
+}
+
+/** `ownerId` subscribes the test's receiver to `number.sms.received`; the receiver checks with its secret. */
+export async function smsWebhook(
+  t: Checks,
+  d: TestDaemon,
+  receiver: { url(): string; secret: string },
+  ownerId: string,
+): Promise<void> {
+  const hooks = (await d.modules.services.keys.create(ownerId, { mode: 'live', scopes: ['webhooks:write'] })).secret;
+  const hook = await api(d, 'POST', '/account/webhooks', hooks, {
+    url: receiver.url(),
+    events: ['number.sms.received'],
+  });
+  t.equal(hook.status, 201, JSON.stringify(hook.json));
+  receiver.secret = hook.json.data.secret;
+}

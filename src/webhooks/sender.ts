@@ -1,6 +1,7 @@
 import { Agent, request } from 'node:https';
 import type { OutgoingHttpHeaders } from 'node:http';
-import { resolveTarget, TargetRefusedError, type Lookup } from './target.js';
+import { createGrowingLru } from '../platform/growing-lru.js';
+import { resolveTarget, TargetRefusedError, type Lookup, type ResolvedTarget } from './target.js';
 
 export type AttemptOutcome =
   'ok' | 'http_status' | 'redirect' | 'timeout' | 'connect_error' | 'tls_error' | 'refused_target';
@@ -34,6 +35,14 @@ export type WebhookSender = ((req: {
   close?(): void;
 };
 
+/**
+ * How long a checked answer for an endpoint's host is reused. The socket always goes to the
+ * address that was checked, so reuse never lets an unchecked (rebound) address through; it spares
+ * a getaddrinfo per delivery (a thread-pool hop, a few hundred microseconds) on a busy endpoint.
+ */
+const RESOLVED_TTL_MS = 30_000;
+const RESOLVED_MAX = 10_000;
+
 const TLS_CODES = /^(CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|ERR_TLS_|ERR_SSL_|HOSTNAME_MISMATCH|ERR_OSSL|EPROTO$)/;
 /** A TLS failure by its code, or by the OpenSSL library an error came from (set on every OpenSSL error), never by its text. */
 const isTlsError = (err: NodeJS.ErrnoException & { library?: unknown }) =>
@@ -50,44 +59,63 @@ export function createWebhookSender(opts: SenderOptions): WebhookSender {
   // Pooled per address, port, SNI name and CA, so a connection never serves another target.
   // Idle ones close after 4 s, before the usual 5 s server keep-alive timeout.
   const agent = new Agent({ keepAlive: true, maxSockets: 16, maxFreeSockets: 64, timeout: 4000 });
+  const resolved = createGrowingLru<string, ResolvedTarget>(RESOLVED_MAX, { ttl: RESOLVED_TTL_MS });
   const send: WebhookSender = async ({ url, headers, body }) => {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const signal = AbortSignal.timeout(opts.timeoutMs);
-    let target;
-    try {
-      // getaddrinfo cannot be cancelled; the attempt's deadline still bounds the wait for it.
-      const aborted = new Promise<never>((_, reject) =>
-        signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
-      );
-      aborted.catch(() => undefined);
-      target = await Promise.race([
-        resolveTarget(url, { allowPrivate: opts.allowPrivate, ...(opts.lookup ? { lookup: opts.lookup } : {}) }),
-        aborted,
-      ]);
-    } catch (err) {
-      if (signal.aborted) {
+    const result = await attempt(url, headers, body, signal, elapsed);
+    // An endpoint that could not be reached may have moved: its next attempt looks it up again.
+    if (result.outcome === 'connect_error' || result.outcome === 'tls_error' || result.outcome === 'timeout')
+      resolved.delete(url);
+    return result;
+  };
+
+  async function attempt(
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    signal: AbortSignal,
+    elapsed: () => number,
+  ): Promise<AttemptResult> {
+    let target = resolved.get(url);
+    if (!target) {
+      try {
+        // getaddrinfo cannot be cancelled; the attempt's deadline still bounds the wait for it.
+        const aborted = new Promise<never>((_, reject) =>
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+        );
+        aborted.catch(() => undefined);
+        target = await Promise.race([
+          resolveTarget(url, { allowPrivate: opts.allowPrivate, ...(opts.lookup ? { lookup: opts.lookup } : {}) }),
+          aborted,
+        ]);
+        resolved.set(url, target);
+      } catch (err) {
+        if (signal.aborted) {
+          return {
+            outcome: 'timeout',
+            statusCode: null,
+            error: `no address within ${opts.timeoutMs} ms`,
+            responseExcerpt: null,
+            durationMs: elapsed(),
+          };
+        }
+        const refused = err instanceof TargetRefusedError;
         return {
-          outcome: 'timeout',
+          outcome: refused ? 'refused_target' : 'connect_error',
           statusCode: null,
-          error: `no address within ${opts.timeoutMs} ms`,
+          error: (err as Error).message,
           responseExcerpt: null,
           durationMs: elapsed(),
         };
       }
-      const refused = err instanceof TargetRefusedError;
-      return {
-        outcome: refused ? 'refused_target' : 'connect_error',
-        statusCode: null,
-        error: (err as Error).message,
-        responseExcerpt: null,
-        durationMs: elapsed(),
-      };
     }
     const payload = Buffer.from(body);
+    const pinned = target;
     const reqHeaders: OutgoingHttpHeaders = {
       ...headers,
-      host: target.hostHeader,
+      host: pinned.hostHeader,
       'content-type': 'application/json',
       'content-length': payload.length,
       'user-agent': opts.userAgent ?? 'svc-exchange-webhooks/1',
@@ -102,13 +130,13 @@ export function createWebhookSender(opts: SenderOptions): WebhookSender {
         };
         const req = request(
           {
-            host: target.address,
-            family: target.family,
-            port: target.port,
-            path: `${target.url.pathname}${target.url.search}`,
+            host: pinned.address,
+            family: pinned.family,
+            port: pinned.port,
+            path: `${pinned.url.pathname}${target.url.search}`,
             method: 'POST',
             headers: reqHeaders,
-            ...(target.servername ? { servername: target.servername } : {}),
+            ...(pinned.servername ? { servername: target.servername } : {}),
             ...(opts.ca ? { ca: opts.ca } : {}),
             agent: pooled ? agent : false,
             signal,
@@ -191,7 +219,7 @@ export function createWebhookSender(opts: SenderOptions): WebhookSender {
           durationMs: elapsed(),
         }
       : second;
-  };
+  }
   send.close = () => agent.destroy();
   return send;
 }

@@ -87,6 +87,30 @@ t.test('SSRF: the sender refuses a loopback receiver unless private targets are 
   t.equal(r.received[0]?.headers.host, `hooks.test:${r.port}`);
 });
 
+t.test('a checked answer is reused for the next deliveries, and looked up again after a failure', async (t) => {
+  const r = await startReceiver(t, { now });
+  const asked: string[] = [];
+  const sender = createWebhookSender({
+    timeoutMs: 2000,
+    allowPrivate: true,
+    ca: r.cert,
+    lookup: async (host) => {
+      asked.push(host);
+      return [{ address: '127.0.0.1', family: 4 }];
+    },
+  });
+  t.teardown(() => sender.close?.());
+  const url = `https://hooks.test:${r.port}/hook`;
+  for (let i = 0; i < 3; i++) t.equal((await send(sender, url)).outcome, 'ok');
+  t.same(asked, ['hooks.test'], 'one lookup served three deliveries');
+  const port = r.port;
+  await r.close();
+  t.equal((await send(sender, url)).outcome, 'connect_error', 'the kept address no longer answers');
+  t.same(asked, ['hooks.test'], 'the failed attempt used the kept answer');
+  t.equal((await send(sender, `https://hooks.test:${port}/hook`)).outcome, 'connect_error');
+  t.same(asked, ['hooks.test', 'hooks.test'], 'after a failed delivery the name is looked up again');
+});
+
 t.test('redirects are not followed and count as failures', async (t) => {
   const r = await startReceiver(t, { now });
   r.replies = [{ status: 307, headers: { location: r.url('/elsewhere') } }];

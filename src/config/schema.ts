@@ -101,6 +101,8 @@ export const ConfigSchema = Type.Object({
     bind_timeout_seconds: Type.Integer({ minimum: 1, maximum: 600, default: 10 }),
     bind_lockout_failures: Type.Integer({ minimum: 1, maximum: 1000, default: 5 }),
     bind_lockout_seconds: Type.Integer({ minimum: 1, maximum: 86400, default: 300 }),
+    // Binds one credential may hold open at once across the daemons (a credential's own maxBinds overrides it).
+    max_binds_per_credential: Type.Integer({ minimum: 1, maximum: 1000, default: 8 }),
   }),
   sms: Type.Object({
     receipt_expiry_hours: Type.Integer({ minimum: 1, maximum: 720, default: 48 }),

@@ -24,7 +24,7 @@ export {
   messageStateFor,
 } from './receipt-text.js';
 export type { ReceiptStat, ReceiptText } from './receipt-text.js';
-export { createSmppServer } from './smpp-server.js';
+export { bindSlotKey, countedSlots, createSmppServer } from './smpp-server.js';
 export type {
   SmppServer,
   SmppServerOptions,
@@ -33,6 +33,7 @@ export type {
   SmppSubmitResult,
   CustomerReceipt,
   BindType,
+  BindSlots,
 } from './smpp-server.js';
 export { createSupplierBind } from './supplier-bind.js';
 export type {

@@ -3,6 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Clock } from '../platform/clock.js';
 import { createConnectionCaps } from '../platform/connection-caps.js';
+import { createCounters, type Counters } from '../platform/counters.js';
 import { createReassembler, readPduPart } from './inbound.js';
 import { buildReceiptText, messageStateFor } from './receipt-text.js';
 import type { ReceiptStat } from './receipt-text.js';
@@ -16,7 +17,28 @@ import { checkSender } from './sender.js';
 export interface SmppAccount {
   accountId: string;
   throughputPerSecond: number;
+  /** Binds of this credential open at once (every daemon's, with shared `bindSlots`); absent: no limit. */
+  maxBinds?: number;
 }
+
+/**
+ * Where a credential's open binds are counted. Throughput is per bind, so without a cap a customer
+ * multiplies it by opening more binds. Shared by the daemons when backed by shared counters.
+ */
+export interface BindSlots {
+  /** Takes one of `limit` slots of `systemId`; false when all are taken. */
+  acquire(systemId: string, limit: number): Promise<boolean>;
+  release(systemId: string): Promise<void>;
+}
+
+/** The counter of a credential's open binds. */
+export const bindSlotKey = (systemId: string) => `smpp-binds:${systemId}`;
+
+/** Bind slots kept in concurrency counters (shared by the daemons when the counters are). */
+export const countedSlots = (counters: Counters): BindSlots => ({
+  acquire: (systemId, limit) => counters.acquire(bindSlotKey(systemId), limit),
+  release: (systemId) => counters.release(bindSlotKey(systemId)),
+});
 
 export type BindType = 'transmitter' | 'receiver' | 'transceiver';
 
@@ -85,6 +107,8 @@ export interface SmppServerOptions {
    */
   isOwnAddress?(systemId: string, remoteIp: string): Promise<boolean>;
   onSubmit(account: SmppAccount, submission: SmppSubmission): Promise<SmppSubmitResult>;
+  /** Counts each credential's open binds against `SmppAccount.maxBinds`. Default: in this process. */
+  bindSlots?: BindSlots;
   idleTimeoutMs: number;
   /** A connection not bound by then is closed. Default 10 s. */
   bindTimeoutMs?: number;
@@ -141,6 +165,8 @@ interface BindState {
   bindTimer: NodeJS.Timeout | null;
   /** A bind is being checked: a second one on the connection is refused unchecked. */
   binding: boolean;
+  /** The credential slot this bind holds (given back when the session closes). */
+  slot: string | null;
   closing: boolean;
   /** Receipts written on this bind and not yet answered; failed over when the bind closes. */
   inflight: Set<(why: string) => void>;
@@ -182,6 +208,13 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
   const maxPerSource = opts.maxPerSource ?? 16;
   const lockout = createBindLockout({ ...(opts.lockout ?? { failures: 5, lockoutMs: 300_000 }), now });
   const caps = createConnectionCaps({ max: maxConnections, perSource: maxPerSource });
+  const bindSlots = opts.bindSlots ?? countedSlots(createCounters(null, 'local'));
+  const releaseSlot = (b: BindState) => {
+    if (b.slot === null) return;
+    const systemId = b.slot;
+    b.slot = null;
+    bindSlots.release(systemId).catch((err: unknown) => log.warn({ err }, 'smpp bind slot not released'));
+  };
 
   /** Counts a raw connection against the caps; over either it is destroyed before anything is read. */
   function admit(sock: Socket) {
@@ -268,6 +301,26 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
       return refuseBind(b, pdu);
     }
     lockout.succeeded(systemId);
+    if (account.maxBinds !== undefined) {
+      let got: boolean;
+      try {
+        got = await bindSlots.acquire(systemId, account.maxBinds);
+      } catch (err) {
+        b.log.warn({ err }, 'smpp bind slots unavailable');
+        return refuseBind(b, pdu);
+      }
+      // The password was right: not a failure for the lockout, only one bind too many.
+      if (!got) {
+        b.log.info(
+          { systemId, maxBinds: account.maxBinds },
+          'smpp bind refused: the credential has all its binds open',
+        );
+        return refuseBind(b, pdu);
+      }
+      b.slot = systemId;
+      // The connection may have gone while the slot was taken: the close handler ran before it was ours.
+      if (b.session.socket.destroyed) return releaseSlot(b);
+    }
     if (b.closing || b.session.socket.destroyed) return;
     if (b.bindTimer) clearTimeout(b.bindTimer);
     b.bindTimer = null;
@@ -385,6 +438,7 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
       idle: null,
       bindTimer: null,
       binding: false,
+      slot: null,
       closing: false,
       inflight: new Set(),
     };
@@ -408,6 +462,7 @@ export function createSmppServer(opts: SmppServerOptions): SmppServer {
       if (b.idle) clearTimeout(b.idle);
       if (b.bindTimer) clearTimeout(b.bindTimer);
       binds.delete(bindId);
+      releaseSlot(b);
       for (const fail of [...b.inflight]) fail('closed');
       b.log.info({}, 'smpp session closed');
     });

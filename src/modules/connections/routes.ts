@@ -34,6 +34,12 @@ const ConnectionPoint = Type.Object({
   purchaseId: Nullable(Uuid()),
   allowedIps: Nullable(Type.Array(Type.String())),
   throughput: Nullable(Type.Integer({ description: 'SMPP submits per second per bind (0: unlimited)' })),
+  maxBinds: Nullable(
+    Type.Integer({
+      description:
+        "SMPP: binds these credentials may hold open at once, on every server (the credential's own, else the default)",
+    }),
+  ),
   maxConcurrentCalls: Nullable(
     Type.Integer({ description: 'SIP: calls at once through this point (null: only the account limits)' }),
   ),
@@ -185,7 +191,8 @@ export function connectionsRoutes(connections: ConnectionsService) {
           description:
             'SIP addresses and credentials take `maxConcurrentCalls` and `maxCps` (null lifts the limit); calls over ' +
             'them are refused with 503. SMPP credentials take `throughput` (submits per second per bind; over it, ' +
-            '`ESME_RTHROTTLED`). A disabled point refuses calls (403) and binds (`ESME_RBINDFAIL`), and its bound ' +
+            '`ESME_RTHROTTLED`) and `maxBinds` (binds open at once on every server, 1 to 1000; null: the default; a bind ' +
+            'over it gets `ESME_RBINDFAIL`, binds already open stay). A disabled point refuses calls (403) and binds (`ESME_RBINDFAIL`), and its bound ' +
             'sessions are unbound, on every server; enabling it again restores it as it was.',
           params: Type.Object({ id: Uuid() }),
           body: Type.Object(
@@ -194,6 +201,7 @@ export function connectionsRoutes(connections: ConnectionsService) {
               maxConcurrentCalls: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 100_000 }))),
               maxCps: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 10_000 }))),
               throughput: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
+              maxBinds: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 1000 }))),
             },
             { additionalProperties: false, minProperties: 1 },
           ),

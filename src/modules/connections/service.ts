@@ -29,7 +29,7 @@ export interface ConnectionsDeps {
   updateSmpp(
     accountId: string,
     id: string,
-    patch: { disabled?: boolean; throughput?: number },
+    patch: { disabled?: boolean; throughput?: number; maxBinds?: number | null },
   ): Promise<SmppCredentialRow | undefined>;
   /** Live calls through SIP points across daemons, and calls let through in the current second. */
   load(ids: readonly string[]): Promise<ReadonlyMap<string, { calls: number; cps: number }>>;
@@ -54,6 +54,8 @@ export interface ConnectionPoint {
   purchaseId: string | null;
   allowedIps: string[] | null;
   throughput: number | null;
+  /** SMPP: binds the credential may hold open at once (its own, else the daemon's default). */
+  maxBinds: number | null;
   maxConcurrentCalls: number | null;
   maxCps: number | null;
   currentCalls: number | null;
@@ -69,6 +71,8 @@ export interface ConnectionPatch {
   maxConcurrentCalls?: number | null;
   maxCps?: number | null;
   throughput?: number;
+  /** SMPP; null: back to the daemon's `[smpp] max_binds_per_credential`. */
+  maxBinds?: number | null;
 }
 
 /** One reachability test as kept and listed. */
@@ -119,6 +123,7 @@ export function createConnectionsService(deps: ConnectionsDeps) {
       purchaseId: null,
       allowedIps: null,
       throughput: null,
+      maxBinds: null,
       maxConcurrentCalls: null,
       maxCps: null,
       currentCalls: null,
@@ -169,6 +174,7 @@ export function createConnectionsService(deps: ConnectionsDeps) {
         disabledAt: iso(r.disabledAt),
         allowedIps: r.allowedIps,
         throughput: r.throughput,
+        maxBinds: r.maxBinds ?? config.smpp.max_binds_per_credential,
         binds: bound
           .filter((b) => b.systemId === r.systemId)
           .map((b) => ({ bindType: b.bindType, remoteIp: b.remoteIp })),
@@ -192,7 +198,7 @@ export function createConnectionsService(deps: ConnectionsDeps) {
 
     /**
      * Changes a point's limits or disables it without deleting it: SIP points take
-     * `maxConcurrentCalls` and `maxCps` (null lifts one), SMPP credentials `throughput`; any takes
+     * `maxConcurrentCalls` and `maxCps` (null lifts one), SMPP credentials `throughput` and `maxBinds`; any takes
      * `disabled`. Calls and binds through a disabled point are refused on every daemon.
      */
     async update(accountId: string, id: string, patch: ConnectionPatch): Promise<ConnectionPoint> {
@@ -207,10 +213,11 @@ export function createConnectionsService(deps: ConnectionsDeps) {
         await deps.updateSmpp(accountId, id, {
           ...(patch.disabled === undefined ? {} : { disabled: patch.disabled }),
           ...(patch.throughput === undefined ? {} : { throughput: patch.throughput }),
+          ...(patch.maxBinds === undefined ? {} : { maxBinds: patch.maxBinds }),
         });
       } else {
-        if (patch.throughput !== undefined)
-          throw validationError([{ path: '/throughput', message: 'SMPP credentials only' }]);
+        for (const f of ['throughput', 'maxBinds'] as const)
+          if (patch[f] !== undefined) throw validationError([{ path: `/${f}`, message: 'SMPP credentials only' }]);
         if (point.kind === 'sip_ip') await deps.updateTrunkIp(accountId, id, given(sip));
         else await deps.updateTrunkCredentials(accountId, id, given(sip));
       }

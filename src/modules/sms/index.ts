@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from '../../config/schema.js';
 import type { Ledger } from '../../ledger/index.js';
-import type { SmppServer } from '../../messaging/index.js';
+import { bindSlotKey, countedSlots, type SmppServer } from '../../messaging/index.js';
 import type { CoreDeps } from '../../platform/core.js';
 import { connectionCaps } from '../../platform/fd-budget.js';
 import { supplierGuardFrom } from '../../platform/outbound-guard.js';
@@ -15,9 +15,13 @@ import { smsRoutes } from './routes.js';
 import { createSmsService, type SmsDeps, type SmsOptions, type SupplierGateway } from './service.js';
 import { createCustomerSmpp, createSmppCredentials } from './smpp-in.js';
 import { createCacheListener } from '../../db/cache-listener.js';
+import { createCounters } from '../../platform/counters.js';
+import { loadNodeId } from '../../platform/node-id.js';
 
 /** NOTIFY channel of migration 264: an SMPP credential's state or throughput changed (payload: system_id). */
 const SMPP_ACCOUNTS_CHANNEL = 'svc_smpp_accounts';
+/** How often this daemon rewrites its share of the open-bind counts (well inside the counters' 90 s heartbeat). */
+const BIND_RECONCILE_MS = 30_000;
 
 /** The service's settings from `[sms]` (config/default.toml explains each). */
 export function optionsFrom(config: Readonly<Config>): SmsOptions {
@@ -72,7 +76,16 @@ export function buildSmsModule(
     options: { ...optionsFrom(core.config), guard, ...options },
     ...rest,
   });
-  const smppCredentials = createSmppCredentials(core);
+  const smppCredentials = createSmppCredentials({
+    ...core,
+    defaultMaxBinds: core.config.smpp.max_binds_per_credential,
+  });
+  // Open binds per credential, shared by the daemons. A counter set of its own (node id suffixed), so
+  // the SIP plane's rewrite of its live calls never touches it; rewritten here from this server's binds.
+  const bindCounters = createCounters(core.redis, `${loadNodeId(core.config.paths.state)}:smpp`, () =>
+    core.clock.now().getTime(),
+  );
+  let bindReconcile: NodeJS.Timeout | undefined;
   let timer: NodeJS.Timeout | undefined;
   let smpp: SmppServer | null = null;
   // A credential disabled or re-limited on any daemon reaches the sessions bound here with it.
@@ -107,7 +120,7 @@ export function buildSmsModule(
       timer.unref();
       await service.loadEarlyReceipts().catch((err: unknown) => log.warn({ err }, 'sms early receipts not loaded'));
       const caps = connectionCaps(core.config);
-      smpp = createCustomerSmpp({
+      const server = createCustomerSmpp({
         sql: core.sql,
         clock: core.clock,
         log,
@@ -117,6 +130,7 @@ export function buildSmsModule(
         port: core.config.smpp.port,
         tlsPort: core.config.smpp.tls_port,
         tls: smppTls ?? null,
+        bindSlots: countedSlots(bindCounters),
         limits: {
           maxConnections: caps.smpp,
           maxPerSource: caps.smppPerSource,
@@ -127,6 +141,19 @@ export function buildSmsModule(
           },
         },
       });
+      smpp = server;
+      // A daemon's share counts while its heartbeat is fresh (90 s): rewritten from the live binds, which
+      // also mends a count a lost release left behind.
+      const reconcileBinds = () => {
+        const live = new Map<string, number>();
+        for (const b of server.binds()) live.set(bindSlotKey(b.systemId), (live.get(bindSlotKey(b.systemId)) ?? 0) + 1);
+        return bindCounters.reconcile(live);
+      };
+      await reconcileBinds();
+      bindReconcile = setInterval(() => {
+        reconcileBinds().catch((err: unknown) => log.warn({ err }, 'smpp bind counts not rewritten'));
+      }, BIND_RECONCILE_MS);
+      bindReconcile.unref();
       const p = await smpp.start();
       if (p.port !== null) bound['smpp'] = p.port;
       if (p.tlsPort !== null) bound['smpp_tls'] = p.tlsPort;
@@ -135,6 +162,7 @@ export function buildSmsModule(
     },
     async stop() {
       clearInterval(timer);
+      clearInterval(bindReconcile);
       await smpp?.stop();
       smpp = null;
       await credentialChanges.stop();

@@ -32,6 +32,8 @@ export interface SmppCredentials {
   password: string;
   allowedIps: string[];
   throughput: number;
+  /** Binds open at once; null: the daemon's `[smpp] max_binds_per_credential`. */
+  maxBinds: number | null;
 }
 
 /** How long a password that passed scrypt is accepted again without it (reconnecting binds). */
@@ -43,13 +45,14 @@ export interface SmppCredentialRow {
   systemId: string;
   allowedIps: string[];
   throughput: number;
+  maxBinds: number | null;
   createdAt: Date;
   disabledAt: Date | null;
   updatedAt: Date | null;
 }
 
-export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logger }) {
-  const { sql, clock } = deps;
+export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logger; defaultMaxBinds: number }) {
+  const { sql, clock, defaultMaxBinds } = deps;
   const verifier = createSmppVerifier({ log: deps.log.child({ plane: 'smpp-in' }) });
   // Passwords that passed, as a keyed hash with the stored hash they passed against (a new
   // password or a re-issue misses): a bind storm of good credentials costs one scrypt each, and
@@ -62,7 +65,7 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
     /** Issues SMPP credentials for an account (or sub-account); the password is returned only here. */
     async issue(
       accountId: string,
-      opts: { systemId?: string; allowedIps?: string[]; throughput?: number } = {},
+      opts: { systemId?: string; allowedIps?: string[]; throughput?: number; maxBinds?: number } = {},
       db: Db = sql,
     ): Promise<SmppCredentials> {
       const systemId = opts.systemId ?? `s${randomBytes(5).toString('hex')}`;
@@ -72,19 +75,23 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
       const password = randomBytes(6).toString('base64url');
       const id = newId();
       const throughput = opts.throughput ?? 50;
+      const maxBinds = opts.maxBinds ?? null;
       await db`
-        insert into smpp_accounts (id, account_id, system_id, password_hash, allowed_ips, throughput, created_at)
-        values (${id}, ${accountId}, ${systemId}, ${await hashPassword(password)}, ${opts.allowedIps ?? []}::inet[], ${throughput}, ${clock.now()})`;
-      return { id, systemId, password, allowedIps: opts.allowedIps ?? [], throughput };
+        insert into smpp_accounts (id, account_id, system_id, password_hash, allowed_ips, throughput, max_binds, created_at)
+        values (${id}, ${accountId}, ${systemId}, ${await hashPassword(password)}, ${opts.allowedIps ?? []}::inet[],
+                ${throughput}, ${maxBinds}, ${clock.now()})`;
+      return { id, systemId, password, allowedIps: opts.allowedIps ?? [], throughput, maxBinds };
     },
 
     async authenticate(
       systemId: string,
       password: string,
       remoteIp: string,
-    ): Promise<{ accountId: string; throughputPerSecond: number } | null> {
-      const [row] = await sql<{ accountId: string; passwordHash: string; throughput: number; ipOk: boolean }[]>`
-        select account_id, password_hash, throughput,
+    ): Promise<{ accountId: string; throughputPerSecond: number; maxBinds: number } | null> {
+      const [row] = await sql<
+        { accountId: string; passwordHash: string; throughput: number; maxBinds: number | null; ipOk: boolean }[]
+      >`
+        select account_id, password_hash, throughput, max_binds,
                (cardinality(allowed_ips) = 0 or ${remoteIp.replace(/^::ffff:/, '')}::inet = any(allowed_ips)) as ip_ok
         from smpp_accounts where system_id = ${systemId} and disabled_at is null`;
       const fp = row ? fingerprint(systemId, password, row.passwordHash) : null;
@@ -95,7 +102,11 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
       if (!row || !good) return null;
       verified.set(fp!, true);
       if (!row.ipOk) return null;
-      return { accountId: row.accountId, throughputPerSecond: row.throughput };
+      return {
+        accountId: row.accountId,
+        throughputPerSecond: row.throughput,
+        maxBinds: row.maxBinds ?? defaultMaxBinds,
+      };
     },
 
     /** Whether the credential is restricted to a list of addresses and `remoteIp` is on it. */
@@ -109,7 +120,7 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
     /** The account's SMPP credentials (no secrets), newest first. */
     list: (accountId: string) =>
       sql<SmppCredentialRow[]>`
-        select id, system_id, array(select host(a) from unnest(allowed_ips) a) as allowed_ips, throughput,
+        select id, system_id, array(select host(a) from unnest(allowed_ips) a) as allowed_ips, throughput, max_binds,
                created_at, disabled_at, updated_at
         from smpp_accounts where account_id = ${accountId} order by created_at desc`,
 
@@ -120,11 +131,12 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
     async update(
       accountId: string,
       id: string,
-      patch: { disabled?: boolean; throughput?: number },
+      patch: { disabled?: boolean; throughput?: number; maxBinds?: number | null },
     ): Promise<SmppCredentialRow | undefined> {
       const at = clock.now();
       const set = {
         ...(patch.throughput === undefined ? {} : { throughput: patch.throughput }),
+        ...(patch.maxBinds === undefined ? {} : { max_binds: patch.maxBinds }),
         updated_at: at,
       };
       // Disabling twice keeps the first instant; enabling clears it.
@@ -133,7 +145,7 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
           disabled_at = ${patch.disabled === undefined ? sql`disabled_at` : patch.disabled ? sql`coalesce(disabled_at, ${at})` : null}
         where id = ${id} and account_id = ${accountId}
         returning id, system_id, array(select host(a) from unnest(allowed_ips) a) as allowed_ips, throughput,
-                  created_at, disabled_at, updated_at`;
+                  max_binds, created_at, disabled_at, updated_at`;
       return row;
     },
 
@@ -181,6 +193,7 @@ export function createCustomerSmpp(deps: {
   tls: { key: string | Buffer; cert: string | Buffer } | null;
   idleTimeoutMs?: number;
   limits?: Pick<SmppServerOptions, 'bindTimeoutMs' | 'maxConnections' | 'maxPerSource' | 'lockout'>;
+  bindSlots?: SmppServerOptions['bindSlots'];
 }): SmppServer {
   const { sql, log, sms } = deps;
   const server = createSmppServer({
@@ -192,6 +205,7 @@ export function createCustomerSmpp(deps: {
     clock: deps.clock,
     idleTimeoutMs: deps.idleTimeoutMs ?? 120_000,
     ...deps.limits,
+    ...(deps.bindSlots ? { bindSlots: deps.bindSlots } : {}),
     authenticate: (systemId, password, ip) => deps.credentials.authenticate(systemId, password, ip),
     isOwnAddress: (systemId, ip) => deps.credentials.isOwnAddress(systemId, ip),
     async onSubmit(account, sub: SmppSubmission): Promise<SmppSubmitResult> {

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
-import { Ok, Uuid, ok } from '../../http/envelope.js';
+import { Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import type { ApplicationService } from '../application/service.js';
 import type { SmppCredentialsService } from './smpp-in.js';
 
@@ -10,6 +10,7 @@ const Issued = Type.Object({
   password: Type.String({ description: 'shown once' }),
   allowedIps: Type.Array(Type.String()),
   throughput: Type.Integer(),
+  maxBinds: Nullable(Type.Integer({ description: 'binds open at once; null: the exchange default' })),
   accountId: Uuid(),
 });
 
@@ -37,6 +38,15 @@ export function smppCredentialRoutes(credentials: SmppCredentialsService, applic
               throughput: Type.Optional(
                 Type.Integer({ minimum: 1, maximum: 1000, description: 'messages per second per bind' }),
               ),
+              maxBinds: Type.Optional(
+                Type.Integer({
+                  minimum: 1,
+                  maximum: 1000,
+                  description:
+                    'binds these credentials may hold open at once, on every server (throughput is per bind); default: ' +
+                    "the exchange's `[smpp] max_binds_per_credential`. A bind over it gets ESME_RBINDFAIL",
+                }),
+              ),
               subAccountId: Type.Optional(Uuid()),
             },
             { additionalProperties: false },
@@ -55,6 +65,7 @@ export function smppCredentialRoutes(credentials: SmppCredentialsService, applic
           ...(req.body.systemId ? { systemId: req.body.systemId } : {}),
           ...(req.body.allowedIps ? { allowedIps: req.body.allowedIps } : {}),
           ...(req.body.throughput ? { throughput: req.body.throughput } : {}),
+          ...(req.body.maxBinds ? { maxBinds: req.body.maxBinds } : {}),
         });
         return reply.code(201).send(ok({ ...issued, accountId }));
       },

@@ -1,8 +1,11 @@
 /**
  * Trunk B2BUA throughput: sipp UAC (digest auth) → B2BUA (in-memory policy) → sipp UAS.
  * Usage: node --import tsx bench/sip/b2bua-calls.bench.ts [callsPerSecond=200] [calls=2000] [holdMs=0]
- * Prints calls/s completed, p50/p99 setup time (authenticated INVITE → 200 OK) and peak concurrent calls.
+ * Prints calls/s completed, p50/p99 setup time (authenticated INVITE → 200 OK), peak concurrent calls,
+ * and this process's CPU time per answered call (user + system; the sipp peers are other processes),
+ * which a loaded machine skews far less than calls per second.
  */
+import { loadavg } from 'node:os';
 import pino from 'pino';
 import { createSipTransport } from '../../src/telephony/sip/transport.js';
 import { createSipStack } from '../../src/telephony/sip/stack.js';
@@ -95,7 +98,9 @@ const uac = await sipp(
   ],
   { calls, timeout: '120s' },
 );
+const cpuAt = process.cpuUsage();
 const code = await uac.exited;
+const cpu = process.cpuUsage(cpuAt);
 
 const sorted = [...setup].sort((a, b) => a - b);
 const pct = (p: number) =>
@@ -107,6 +112,9 @@ console.log(
 console.log(`sip b2bua setup p50: ${pct(50).toFixed(2)} ms`);
 console.log(`sip b2bua setup p99: ${pct(99).toFixed(2)} ms`);
 console.log(`sip b2bua peak concurrent calls: ${peak}`);
+console.log(
+  `sip b2bua cpu per call: ${((cpu.user + cpu.system) / 1000 / Math.max(answered, 1)).toFixed(3)} ms (user ${(cpu.user / 1000 / Math.max(answered, 1)).toFixed(3)}, system ${(cpu.system / 1000 / Math.max(answered, 1)).toFixed(3)}) · load ${loadavg()[0]!.toFixed(2)}`,
+);
 console.log(`sip b2bua planned ${started.size}, still active ${b2bua.activeCalls()}`);
 for (const c of cleanups.reverse()) await c();
 await stack.close();

@@ -75,7 +75,7 @@ export function createUacDialog(
     localSeq: cseqOf(invite).seq,
     remoteSeq: 0,
     remoteTarget: target ? formatUri(target.uri) : invite.uri,
-    routeSet: recordRoutesOf(res).reverse().map(formatNameAddr),
+    routeSet: recordRoutesOf(res).map(formatNameAddr).reverse(),
     transport,
     contact,
   };

@@ -56,33 +56,32 @@ export function isToken(s: string): boolean {
   return TOKEN.test(s);
 }
 
-/** Split on `sep` outside quotes and angle brackets. */
+/**
+ * Split on `sep` outside quotes and angle brackets. Scans indices and slices once per part: building
+ * each part a character at a time made a string per character on every header read.
+ */
 export function splitOutside(value: string, sep: string): string[] {
   const out: string[] = [];
-  let cur = '';
+  let from = 0;
   let quoted = false;
   let angle = false;
   for (let i = 0; i < value.length; i++) {
     const ch = value[i] as string;
     if (quoted) {
-      cur += ch;
-      if (ch === '\\' && i + 1 < value.length) {
-        cur += value[++i];
-      } else if (ch === '"') quoted = false;
+      if (ch === '\\' && i + 1 < value.length) i++;
+      else if (ch === '"') quoted = false;
       continue;
     }
     if (ch === '"') quoted = true;
     else if (ch === '<') angle = true;
     else if (ch === '>') angle = false;
     if (ch === sep && !angle) {
-      out.push(cur);
-      cur = '';
-      continue;
+      out.push(value.slice(from, i));
+      from = i + 1;
     }
-    cur += ch;
   }
   if (quoted) throw new SipParseError('unterminated quoted string');
-  out.push(cur);
+  out.push(value.slice(from));
   return out;
 }
 

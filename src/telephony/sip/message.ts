@@ -105,7 +105,7 @@ export function headerValues(msg: { headers: HeaderField[] }, name: string): str
 }
 
 export function getHeader(msg: { headers: HeaderField[] }, name: string): string | undefined {
-  return headerLines(msg, name)[0];
+  return firstLine(msg, canonicalName(name))?.value;
 }
 
 export function setHeader(msg: { headers: HeaderField[] }, name: string, value: string): void {
@@ -132,25 +132,104 @@ export function addHeader(msg: { headers: HeaderField[] }, name: string, value: 
   msg.headers.push({ name, value });
 }
 
-function required(msg: SipMessage, name: string): string {
-  const v = getHeader(msg, name);
-  if (v === undefined) throw new SipParseError(`missing ${name}`);
-  return v;
+/**
+ * Typed views parsed once per header line. A HeaderField is never changed once parsed (setHeader,
+ * stampVia and the dialog code put new lines in place of old ones), so the view parsed for one
+ * reader (the parser's validation, the stack's matching, the B2BUA) serves the next. Views are
+ * frozen: a caller that needs a changed header builds a new value rather than editing a shared one.
+ * The value is kept beside the view so a line whose text did change is parsed again.
+ */
+interface CachedView {
+  value: string;
+  view: unknown;
+}
+const VIEW = Symbol('sip.view');
+type WithView = HeaderField & { [VIEW]?: CachedView };
+
+/** Freezes a parsed view and what it holds (params, URI); a frozen object reads as fast as another. */
+function freezeView<T>(view: T): T {
+  if (view === null || typeof view !== 'object') return view;
+  if (Array.isArray(view)) {
+    for (const v of view) freezeView(v);
+  } else {
+    const o = view as { params?: object; uri?: { params: object; headers: object } };
+    if (o.params) Object.freeze(o.params);
+    if (o.uri) {
+      Object.freeze(o.uri.params);
+      Object.freeze(o.uri.headers);
+      Object.freeze(o.uri);
+    }
+  }
+  return Object.freeze(view);
 }
 
-export const vias = (msg: SipMessage): Via[] => headerValues(msg, 'via').map(parseVia);
+function viewOf<T>(h: HeaderField, parse: (value: string) => T): T {
+  const hit = (h as WithView)[VIEW];
+  if (hit !== undefined && hit.value === h.value) return hit.view as T;
+  const view = freezeView(parse(h.value));
+  (h as WithView)[VIEW] = { value: h.value, view };
+  return view;
+}
+
+/** Records `view` as the parsed form of `h` (for a line built from an already parsed value). */
+export function primeView(h: HeaderField, view: Via[] | NameAddr | CSeq): void {
+  (h as WithView)[VIEW] = { value: h.value, view: freezeView(view) };
+}
+
+const keyOf = (h: HeaderField): string => h.key ?? canonicalName(h.name);
+
+function firstLine(msg: { headers: HeaderField[] }, want: string): HeaderField | undefined {
+  for (const h of msg.headers) if (keyOf(h) === want) return h;
+  return undefined;
+}
+
+function requiredLine(msg: SipMessage, name: string): HeaderField {
+  const h = firstLine(msg, name);
+  if (h === undefined) throw new SipParseError(`missing ${name}`);
+  return h;
+}
+
+function required(msg: SipMessage, name: string): string {
+  return requiredLine(msg, name).value;
+}
+
+const splitList = (value: string): string[] =>
+  value.indexOf(',') < 0 ? [value] : splitOutside(value, ',').map((v) => v.trim());
+const parseViaLine = (value: string): Via[] => splitList(value).map(parseVia);
+const parseNameAddrLine = (value: string): NameAddr[] => splitList(value).map(parseNameAddr);
+
+/** Every entry of a list header parsed, each line's views from the cache; one line's array is returned as is. */
+function listOf<T>(msg: SipMessage, name: string, parse: (value: string) => T[]): readonly T[] {
+  let out: T[] | undefined;
+  let only: readonly T[] | undefined;
+  for (const h of msg.headers) {
+    if (keyOf(h) !== name) continue;
+    const v = viewOf(h, parse);
+    if (only === undefined && out === undefined) only = v;
+    else {
+      out ??= [...(only ?? [])];
+      out.push(...v);
+    }
+  }
+  return out ?? only ?? [];
+}
+
+/** The Vias of one header line, parsed once (see `viewOf`). */
+export const viasOfLine = (h: HeaderField): readonly Via[] => viewOf(h, parseViaLine);
+export const vias = (msg: SipMessage): readonly Via[] => listOf(msg, 'via', parseViaLine);
 export const topVia = (msg: SipMessage): Via => {
-  const v = headerValues(msg, 'via')[0];
+  const h = firstLine(msg, 'via');
+  const v = h === undefined ? undefined : viewOf(h, parseViaLine)[0];
   if (v === undefined) throw new SipParseError('missing Via');
-  return parseVia(v);
+  return v;
 };
-export const fromOf = (msg: SipMessage): NameAddr => parseNameAddr(required(msg, 'from'));
-export const toOf = (msg: SipMessage): NameAddr => parseNameAddr(required(msg, 'to'));
+export const fromOf = (msg: SipMessage): NameAddr => viewOf(requiredLine(msg, 'from'), parseNameAddr);
+export const toOf = (msg: SipMessage): NameAddr => viewOf(requiredLine(msg, 'to'), parseNameAddr);
 export const callIdOf = (msg: SipMessage): string => required(msg, 'call-id');
-export const cseqOf = (msg: SipMessage): CSeq => parseCSeq(required(msg, 'cseq'));
-export const contactsOf = (msg: SipMessage): NameAddr[] => headerValues(msg, 'contact').map(parseNameAddr);
-export const routesOf = (msg: SipMessage): NameAddr[] => headerValues(msg, 'route').map(parseNameAddr);
-export const recordRoutesOf = (msg: SipMessage): NameAddr[] => headerValues(msg, 'record-route').map(parseNameAddr);
+export const cseqOf = (msg: SipMessage): CSeq => viewOf(requiredLine(msg, 'cseq'), parseCSeq);
+export const contactsOf = (msg: SipMessage): readonly NameAddr[] => listOf(msg, 'contact', parseNameAddrLine);
+export const routesOf = (msg: SipMessage): readonly NameAddr[] => listOf(msg, 'route', parseNameAddrLine);
+export const recordRoutesOf = (msg: SipMessage): readonly NameAddr[] => listOf(msg, 'record-route', parseNameAddrLine);
 export function maxForwardsOf(msg: SipMessage): number | undefined {
   const v = getHeader(msg, 'max-forwards');
   if (v === undefined) return undefined;
@@ -162,10 +241,13 @@ export function tagOf(na: NameAddr): string | undefined {
   return t === null ? undefined : t;
 }
 
-/** Copies the first line of a header, keeping the name as written. */
+/**
+ * Copies every line of a header, keeping the name as written. The lines themselves are shared (no
+ * code changes a HeaderField in place), so the response reuses the request's parsed views.
+ */
 function copyLines(from: SipMessage, to: HeaderField[], name: string): void {
   const want = canonicalName(name);
-  for (const h of from.headers) if (canonicalName(h.name) === want) to.push({ ...h });
+  for (const h of from.headers) if (keyOf(h) === want) to.push(h);
 }
 
 export interface ResponseOptions {
@@ -184,11 +266,11 @@ export function createResponse(
   const headers: HeaderField[] = [];
   copyLines(req, headers, 'via');
   copyLines(req, headers, 'from');
-  const toLine = req.headers.find((h) => canonicalName(h.name) === 'to');
+  const toLine = firstLine(req, 'to');
   if (toLine) {
-    let value = toLine.value;
-    if (opts.toTag !== undefined && status > 100 && !/;\s*tag\s*=/i.test(value)) value += `;tag=${opts.toTag}`;
-    headers.push({ name: toLine.name, value });
+    if (opts.toTag !== undefined && status > 100 && !/;\s*tag\s*=/i.test(toLine.value)) {
+      headers.push({ name: toLine.name, value: `${toLine.value};tag=${opts.toTag}`, key: 'to' });
+    } else headers.push(toLine);
   }
   copyLines(req, headers, 'call-id');
   copyLines(req, headers, 'cseq');
@@ -203,7 +285,7 @@ export function serialize(msg: SipMessage): Buffer {
   let head = start + '\r\n';
   let sawLength = false;
   for (const h of msg.headers) {
-    if (canonicalName(h.name) === 'content-length') {
+    if (keyOf(h) === 'content-length') {
       if (sawLength) continue;
       sawLength = true;
       head += `${h.name}: ${msg.body.length}\r\n`;

@@ -123,12 +123,21 @@ export function parseMessage(buf: Buffer, opts: ParseOptions = {}): SipMessage {
   return msg;
 }
 
+const REQUIRED_HEADERS = ['to', 'from', 'call-id', 'cseq', 'via'];
+const COUNTED = new Set([...SINGLE_HEADERS, ...REQUIRED_HEADERS]);
+
 function validate(msg: SipMessage): void {
-  for (const name of SINGLE_HEADERS) {
-    if (headerLines(msg, name).length > 1) throw new SipParseError(`multiple ${name} headers`);
+  // One pass counts the headers that must appear once or at least once.
+  const seen = new Map<string, number>();
+  for (const h of msg.headers) {
+    const k = h.key ?? canonicalName(h.name);
+    if (COUNTED.has(k)) seen.set(k, (seen.get(k) ?? 0) + 1);
   }
-  for (const name of ['to', 'from', 'call-id', 'cseq', 'via']) {
-    if (headerLines(msg, name).length === 0) throw new SipParseError(`missing ${name} header`);
+  for (const name of SINGLE_HEADERS) {
+    if ((seen.get(name) ?? 0) > 1) throw new SipParseError(`multiple ${name} headers`);
+  }
+  for (const name of REQUIRED_HEADERS) {
+    if (!seen.has(name)) throw new SipParseError(`missing ${name} header`);
   }
   const cseq = cseqOf(msg);
   fromOf(msg);

@@ -234,8 +234,11 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     servers.set(key, tx);
     if (req.method === 'INVITE') {
       awaitingAck.set(ackKey(req), tx);
-      if (isRoutable(replyTo)) tx.reply(100, 'Trying');
-      else tx.tryingAfter(TRYING_DELAY_MS);
+      // 100 Trying only when the TU has said nothing within 200 ms (RFC 3261 §17.2.1): the challenge,
+      // a refusal or the supplier's ringing usually come first, and each 100 sent costs a
+      // serialisation and a UDP send (the largest item on the call-path profile). For a source not
+      // yet proved routable the wait also keeps a forged INVITE from drawing two packets.
+      tx.tryingAfter(TRYING_DELAY_MS);
     }
     if (maxForwardsOf(req) === 0 && req.method !== 'OPTIONS') {
       tx.reply(483, 'Too Many Hops', { toTag: newTag() });

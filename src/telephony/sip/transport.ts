@@ -7,8 +7,16 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
 import { createConnectionCaps } from '../../platform/connection-caps.js';
-import { formatVia, parseVia, splitOutside, type Via } from './headers.js';
-import { canonicalName, serialize, type HeaderField, type SipMessage, type SipResponse } from './message.js';
+import { formatVia, splitOutside, type Via } from './headers.js';
+import {
+  canonicalName,
+  primeView,
+  serialize,
+  viasOfLine,
+  type HeaderField,
+  type SipMessage,
+  type SipResponse,
+} from './message.js';
 import { createStreamFramer, parseMessage, SipMessageError, SipParseError } from './parser.js';
 
 export type SipTransportName = 'udp' | 'tcp' | 'tls';
@@ -92,20 +100,43 @@ export function responseTarget(via: Via, transport: SipTransportName): SipPeer {
   return { transport, host: bareHost(host), port };
 }
 
-/** Stamps `received` and `rport` on the top Via of an incoming request (RFC 3261 §18.2.1, RFC 3581 §4). */
+/**
+ * Stamps `received` and `rport` on the top Via of an incoming request (RFC 3261 §18.2.1, RFC 3581 §4).
+ * The stamped Via is a new header line (the parsed views are shared and frozen), primed with its
+ * parsed form so the stack's reads of it parse nothing; a Via that needs no stamp is left as it came.
+ */
 export function stampVia(headers: HeaderField[], source: SipPeer): void {
-  const idx = headers.findIndex((h) => canonicalName(h.name) === 'via');
+  const idx = headers.findIndex((h) => (h.key ?? canonicalName(h.name)) === 'via');
   const line = headers[idx];
   if (!line) return;
-  const parts = splitOutside(line.value, ',');
-  const via = parseVia(parts[0] ?? '');
-  if (bareHost(via.host) !== source.host) via.params['received'] = source.host;
-  if ('rport' in via.params) {
-    via.params['rport'] = String(source.port);
-    via.params['received'] = source.host;
+  const [top, ...rest] = viasOfLine(line);
+  if (!top) return;
+  const params = { ...top.params };
+  let changed = false;
+  if (bareHost(top.host) !== source.host) {
+    params['received'] = source.host;
+    changed = true;
   }
-  parts[0] = formatVia(via);
-  headers[idx] = { name: line.name, value: parts.map((p) => p.trim()).join(', ') };
+  if ('rport' in params) {
+    params['rport'] = String(source.port);
+    params['received'] = source.host;
+    changed = true;
+  }
+  if (!changed) return;
+  const stamped: Via = { ...top, params };
+  const first = formatVia(stamped);
+  const value =
+    rest.length === 0
+      ? first
+      : [
+          first,
+          ...splitOutside(line.value, ',')
+            .slice(1)
+            .map((p) => p.trim()),
+        ].join(', ');
+  const next: HeaderField = { name: line.name, value, key: 'via' };
+  primeView(next, [stamped, ...rest]);
+  headers[idx] = next;
 }
 
 /** A 400 (or 505) built from what could be read of a malformed request, or undefined when it cannot be answered. */

@@ -27,6 +27,10 @@ export const ErrorCodes = {
   HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
+  // Switch invoicing (spec names the codes, not their status): what the preview reviewed has changed;
+  // the period holds usage no rate priced, and the request did not exclude it.
+  INVOICE_REVIEW_STALE: 409,
+  INVOICE_UNRATED_USAGE: 422,
 } as const;
 
 export type ErrorCode = keyof typeof ErrorCodes;

@@ -261,7 +261,14 @@ export async function buildModules(coreIn: CoreDeps) {
     checkResults: marketplace.services.routes,
   });
   // Switch plans and the Switch operations built so far.
-  const switchModule = buildSwitchModule(core);
+  const switchModule = buildSwitchModule(core, {
+    // Switch customers are the operator's sub-accounts; invoices go out through the account mailer.
+    invoicing: {
+      mailer,
+      customer: (operatorId, id) => money.services.application.get(operatorId, id),
+      issuer: billingIdentity,
+    },
+  });
   // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
   const dialer = buildDialerModule(core, {
     accounts,
@@ -469,6 +476,7 @@ export async function buildModules(coreIn: CoreDeps) {
       verify: verify.service,
       lookup: lookup.service,
       switchSubscriptions: switchModule.subscriptions,
+      switchInvoices: switchModule.invoices,
       numbers: numbers.service,
       revenueShare: revenueShare.service,
       dnc: dnc.service,

@@ -6,7 +6,7 @@ import type { Statement } from './statements.js';
  * is loaded on the first document: its import inflates font and Unicode tables (about 0.1 s of
  * CPU bundled, 0.4 s from node_modules) that every daemon start paid for a rarely used route.
  */
-async function render(title: string, draw: (doc: PDFKit.PDFDocument) => void): Promise<Buffer> {
+export async function render(title: string, draw: (doc: PDFKit.PDFDocument) => void): Promise<Buffer> {
   const { default: PDFDocument } = await import('pdfkit');
   const doc = new PDFDocument({ size: 'A4', margin: 50, info: { Title: title } });
   const chunks: Buffer[] = [];
@@ -20,7 +20,8 @@ async function render(title: string, draw: (doc: PDFKit.PDFDocument) => void): P
   return done;
 }
 
-function row(doc: PDFKit.PDFDocument, left: string, right: string) {
+/** A line of a document: text on the left, a figure right-aligned. */
+export function row(doc: PDFKit.PDFDocument, left: string, right: string) {
   const y = doc.y;
   doc.text(left, 50, y, { width: 330 });
   const after = doc.y;
@@ -28,7 +29,8 @@ function row(doc: PDFKit.PDFDocument, left: string, right: string) {
   doc.y = Math.max(after, doc.y);
 }
 
-const identity = (o: Record<string, unknown>) =>
+/** The printable lines of a billing identity (ids left out). */
+export const identity = (o: Record<string, unknown>) =>
   Object.values(o)
     .filter((v): v is string => typeof v === 'string' && v !== '')
     .filter((v) => !/^[0-9a-f-]{36}$/.test(v));

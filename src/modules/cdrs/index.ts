@@ -6,6 +6,7 @@ import { createCdrReports } from './reports.js';
 import { cdrsRoutes } from './routes.js';
 export { cdrCsv } from './routes.js';
 export type { CdrReports } from './reports.js';
+export { countryOf } from './reports.js';
 import { createCdrsService } from './service.js';
 
 /**

@@ -5,7 +5,7 @@ import { Money, money6 } from '../../ledger/money.js';
 const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
 
 /** Country of an E.164 number (digits, no plus), cached by its first 7 digits: a country never splits finer. */
-function countryOf(cache: Map<string, string | null>, digits: string | null): string | null {
+export function countryOf(cache: Map<string, string | null>, digits: string | null): string | null {
   if (!digits) return null;
   const key = digits.slice(0, 7);
   if (cache.has(key)) return cache.get(key)!;

@@ -3,19 +3,25 @@ import { supplierGuardFrom } from '../../platform/outbound-guard.js';
 import type { Module } from '../../platform/module.js';
 import { switchRoutes } from './routes.js';
 import { createSwitchSubscriptions } from './subscriptions.js';
+import { buildSwitchInvoices, type SwitchInvoicingDeps } from './invoices/index.js';
 
 /**
  * The carrier-side Switch (spec "Switch"): so far its plans and trials, which every Switch
  * operation needs, and the check of SMS delivery details before they are saved.
  */
-export function buildSwitchModule(core: CoreDeps) {
+export function buildSwitchModule(core: CoreDeps, deps: { invoicing: SwitchInvoicingDeps }) {
   const subscriptions = createSwitchSubscriptions(core);
+  const routes = switchRoutes(
+    subscriptions,
+    supplierGuardFrom(core.config, { ...(core.self ? { isSelf: core.self.isSelf } : {}) }),
+  );
+  const invoices = buildSwitchInvoices(core, subscriptions, deps.invoicing);
   const module: Module = {
     name: 'switch',
-    routes: switchRoutes(
-      subscriptions,
-      supplierGuardFrom(core.config, { ...(core.self ? { isSelf: core.self.isSelf } : {}) }),
-    ),
+    routes: (app) => {
+      routes(app);
+      invoices.routes(app);
+    },
   };
-  return { module, subscriptions };
+  return { module, subscriptions, invoices: invoices.service };
 }

@@ -3,6 +3,7 @@ import { supplierGuardFrom } from '../../platform/outbound-guard.js';
 import type { Module } from '../../platform/module.js';
 import { switchRoutes } from './routes.js';
 import { createSwitchSubscriptions } from './subscriptions.js';
+import { attachSwitchRecords } from './records/index.js';
 
 /**
  * The carrier-side Switch (spec "Switch"): so far its plans and trials, which every Switch
@@ -17,5 +18,6 @@ export function buildSwitchModule(core: CoreDeps) {
       supplierGuardFrom(core.config, { ...(core.self ? { isSelf: core.self.isSelf } : {}) }),
     ),
   };
+  attachSwitchRecords(module, core, subscriptions);
   return { module, subscriptions };
 }

@@ -2,12 +2,17 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
 import { DateTime, Nullable, Ok, ok, Uuid } from '../../http/envelope.js';
 import { EntryTypes } from '../../ledger/ledger.js';
-import type { BillingExports } from './exports.js';
+import type { BillingExports, ExportKind } from './exports.js';
 import { MAX_EXPORT_ROWS, MAX_RUNNING } from './exports.js';
 
 const Export = Type.Object({
   id: Uuid(),
-  kind: Type.Unsafe<'transactions' | 'cdrs'>(Type.String({ enum: ['transactions', 'cdrs'] })),
+  kind: Type.Unsafe<ExportKind>(
+    Type.String({
+      enum: ['transactions', 'cdrs', 'switch_cdrs'],
+      description: '`switch_cdrs`: a Switch record export',
+    }),
+  ),
   phase: Type.Unsafe<'queued' | 'running' | 'completed' | 'failed'>(
     Type.String({ enum: ['queued', 'running', 'completed', 'failed'] }),
   ),

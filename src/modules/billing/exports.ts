@@ -12,13 +12,28 @@ import { cdrCsv, type CdrFilter, type CdrRow } from '../cdrs/index.js';
 import { CSV_COLUMNS, CSV_NUMERIC, presentTransaction } from './service.js';
 import type { BillingRepo, TransactionFilter, TransactionRow } from './repo.js';
 
-export type ExportKind = 'transactions' | 'cdrs';
+export type ExportKind = 'transactions' | 'cdrs' | 'switch_cdrs';
+
+/**
+ * The rows of an export kind another module owns (the Switch call records): its CSV columns and
+ * the rows of one export, in order; `stop` says the file is full (truncated past MAX_EXPORT_ROWS).
+ */
+export interface ExportSource {
+  columns: readonly string[];
+  numeric?: readonly string[] | undefined;
+  rows(e: { id: string; accountId: string; params: ExportParams }, max: number): AsyncIterable<Record<string, unknown>>;
+}
+
+/** The kinds GET /billing/exports lists: its own. */
+const BILLING_KINDS: readonly ExportKind[] = ['transactions', 'cdrs'];
 
 export interface ExportParams {
   from?: string | undefined;
   to?: string | undefined;
   /** transactions: entry type; cdrs: voice or sms. */
   type?: string | undefined;
+  /** Another source's own filters (kept as `requestedScope`). */
+  [filter: string]: unknown;
 }
 
 interface ExportRow {
@@ -77,6 +92,8 @@ export function createBillingExports(deps: {
   stateDir: string;
   repo: BillingRepo;
   cdrs: { listCdrs(f: CdrFilter): Promise<CdrRow[]> };
+  /** Kinds other modules write (an instance made by that module, sharing the table and its limits). */
+  sources?: Partial<Record<ExportKind, ExportSource>>;
 }) {
   const { sql, clock, log } = deps;
   const dir = join(deps.stateDir, 'exports');
@@ -85,11 +102,19 @@ export function createBillingExports(deps: {
 
   async function writeRows(e: ExportRow, write: (row: Record<string, unknown>) => Promise<void>): Promise<number> {
     let n = 0;
+    const source = deps.sources?.[e.kind];
+    if (source) {
+      for await (const row of source.rows(e, MAX_EXPORT_ROWS)) {
+        await write(row);
+        if (++n >= MAX_EXPORT_ROWS) break;
+      }
+      return n;
+    }
     if (e.kind === 'transactions') {
       const f: TransactionFilter = {
         type: e.params.type as TransactionFilter['type'],
-        from: e.params.from,
-        to: e.params.to,
+        from: e.params.from as string | undefined,
+        to: e.params.to as string | undefined,
       };
       await deps.repo.eachTransactionBatch(e.accountId, f, MAX_EXPORT_ROWS, async (rows: TransactionRow[]) => {
         for (const r of rows) {
@@ -103,8 +128,8 @@ export function createBillingExports(deps: {
     while (n < MAX_EXPORT_ROWS) {
       const rows = await deps.cdrs.listCdrs({
         viewerId: e.accountId,
-        from: e.params.from ? new Date(e.params.from) : undefined,
-        to: e.params.to ? new Date(e.params.to) : undefined,
+        from: e.params.from ? new Date(e.params.from as string) : undefined,
+        to: e.params.to ? new Date(e.params.to as string) : undefined,
         kind: e.params.type as CdrFilter['kind'],
         cursor,
         limit: Math.min(BATCH, MAX_EXPORT_ROWS - n),
@@ -124,8 +149,10 @@ export function createBillingExports(deps: {
       mkdirSync(dir, { recursive: true });
       const out = createWriteStream(file);
       const cdr = cdrCsv(e.accountId);
-      const csv =
-        e.kind === 'transactions'
+      const source = deps.sources?.[e.kind];
+      const csv = source
+        ? createCsvWriter(source.columns, source.numeric ?? [])
+        : e.kind === 'transactions'
           ? createCsvWriter(CSV_COLUMNS, CSV_NUMERIC)
           : createCsvWriter(cdr.columns, cdr.numeric);
       csv.pipe(out);
@@ -188,15 +215,20 @@ export function createBillingExports(deps: {
       return present(row);
     },
 
-    async list(accountId: string) {
+    /** The latest 25 exports of `kinds` (default: the billing kinds). */
+    async list(accountId: string, kinds: readonly ExportKind[] = BILLING_KINDS) {
       return (
-        await sql<
-          ExportRow[]
-        >`select ${cols} from billing_exports where account_id = ${accountId} order by id desc limit 25`
+        await sql<ExportRow[]>`select ${cols} from billing_exports
+          where account_id = ${accountId} and kind = any(${kinds as string[]}) order by id desc limit 25`
       ).map(present);
     },
 
-    get: async (accountId: string, id: string) => present(await own(accountId, id)),
+    /** One export of the account; 404 when unknown (or, with `kinds`, of another kind). */
+    async get(accountId: string, id: string, kinds?: readonly ExportKind[]) {
+      const e = await own(accountId, id);
+      if (kinds && !kinds.includes(e.kind)) throw notFound('Export');
+      return present(e);
+    },
 
     async download(accountId: string, id: string): Promise<{ stream: ReadStream; name: string }> {
       const e = await own(accountId, id);

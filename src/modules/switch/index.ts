@@ -4,6 +4,7 @@ import type { Module } from '../../platform/module.js';
 import { switchRoutes } from './routes.js';
 import { createSwitchSubscriptions } from './subscriptions.js';
 import { buildSwitchInvoices, type SwitchInvoicingDeps } from './invoices/index.js';
+import { attachSwitchRecords } from './records/index.js';
 
 /**
  * The carrier-side Switch (spec "Switch"): so far its plans and trials, which every Switch
@@ -23,5 +24,6 @@ export function buildSwitchModule(core: CoreDeps, deps: { invoicing: SwitchInvoi
       invoices.routes(app);
     },
   };
+  attachSwitchRecords(module, core, subscriptions);
   return { module, subscriptions, invoices: invoices.service };
 }

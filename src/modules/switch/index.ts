@@ -19,3 +19,4 @@ export function buildSwitchModule(core: CoreDeps) {
   };
   return { module, subscriptions };
 }
+export { buildSwitchCustomersModule, createSellRateDecks, type SellRateDecks } from './customers/index.js';

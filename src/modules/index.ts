@@ -23,7 +23,7 @@ import { buildCdrsModule } from './cdrs/index.js';
 import { buildSipTrunksModule } from './sip-trunks/index.js';
 import { buildApiCallsModule } from './api-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
-import { buildSwitchModule } from './switch/index.js';
+import { buildSwitchCustomersModule, buildSwitchModule, createSellRateDecks } from './switch/index.js';
 import { buildVerifyModule } from './verify/index.js';
 import { buildLookupModule } from './lookup/index.js';
 import { buildRouteChecksModule } from './route-checks/index.js';
@@ -103,6 +103,8 @@ export async function buildModules(coreIn: CoreDeps) {
   // Settlement and CDRs of calls and messages, GET /billing/cdrs: used by the Application Manager,
   // billing exports and the planes below.
   const cdrs = buildCdrsModule(core, { ledger });
+  // Switch customers' sell-rate decks, read by the call and SMS planes, written by the Switch customers module.
+  const sellRates = createSellRateDecks(core);
   const application = buildApplicationModule(core, {
     ledger,
     accounts,
@@ -173,6 +175,7 @@ export async function buildModules(coreIn: CoreDeps) {
       : undefined;
   // SIP trunks in, supplier routes out.
   const calls = buildSipTrunksModule(core, {
+    sellRates,
     accounts,
     ...money.services,
     ...marketplace.services,
@@ -211,6 +214,7 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // SMS through the API, supplier SMPP binds per route, receipts.
   const sms = buildSmsModule(core, {
+    sellRates,
     smppTls: core.tls ?? null,
     ledger: money.services.ledger,
     routing: marketplace.services.routing,
@@ -268,6 +272,11 @@ export async function buildModules(coreIn: CoreDeps) {
       customer: (operatorId, id) => money.services.application.get(operatorId, id),
       issuer: billingIdentity,
     },
+  });
+  const switchCustomers = buildSwitchCustomersModule(core, {
+    subscriptions: switchModule.subscriptions,
+    decks: sellRates,
+    mailer,
   });
   // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
   const dialer = buildDialerModule(core, {
@@ -447,6 +456,7 @@ export async function buildModules(coreIn: CoreDeps) {
     dialer.module,
     aiAgents.module,
     numberVoice.module,
+    switchCustomers.module,
   ];
 
   return {
@@ -487,6 +497,7 @@ export async function buildModules(coreIn: CoreDeps) {
       accountLifecycle: accountLifecycle.service,
       numberVoice: numberVoice.service,
       interconnectionStatements: interconnections.statements,
+      switchCustomers: switchCustomers.service,
     },
     list,
   };

@@ -31,6 +31,17 @@ export interface PricedRoute {
    * inbound minutes beside the forward route): the hold and the affordable length count both.
    */
   alongside?: PricedRoute | undefined;
+  /**
+   * The payer's sell rate for the dialled number (a Switch customer's deck): charged instead of
+   * price plus markup, the difference the operator's margin. Absent: the markup applies.
+   */
+  sell?: SellPrice | undefined;
+}
+
+/** A Switch customer's sell rate per minute and its billing increment (src/modules/switch/customers). */
+export interface SellPrice {
+  rate: Decimal;
+  increment: BillingIncrement;
 }
 
 /** A sub-account's markups: its own (or its operator's default) and those it has per route. */
@@ -54,6 +65,7 @@ export function withMarkup(amount: Decimal, markupPct: Decimal): { markup: Decim
 
 /** Prices a leg of `durationSeconds`, rounding each part once to 6 places (spec "Conventions"). */
 export function chargeLeg(route: PricedRoute, durationSeconds: number, callMarkupPct: Decimal): LegCharge {
+  if (route.sell) return chargeAtSellRate(route, route.sell, durationSeconds);
   const markupPct = route.markupPct ?? callMarkupPct;
   const billable = billableSeconds(durationSeconds, route.increment);
   const base = callCost(billable, route.price);
@@ -66,6 +78,30 @@ export function chargeLeg(route: PricedRoute, durationSeconds: number, callMarku
     seller: toMoney(seller),
     fee: toMoney(base.minus(seller)),
     markup: toMoney(markup),
+  };
+}
+
+/**
+ * A leg at the payer's sell rate (docs/switch.md "Customers and sell rates"): the route's cost in
+ * its own increments as ever (seller and fee), the customer billed the sell rate in the sell row's
+ * increments, the difference the operator's margin. A call is never routed where the sell rate per
+ * minute is below the route's price (planning leaves such routes out); where increments alone would
+ * put one call's sell amount under its cost, the customer pays the cost and the margin is 0, so the
+ * operator never pays for a customer's call.
+ */
+function chargeAtSellRate(route: PricedRoute, sell: SellPrice, durationSeconds: number): LegCharge {
+  const costSeconds = billableSeconds(durationSeconds, route.increment);
+  const base = callCost(costSeconds, route.price);
+  const seller = Decimal.min(callCost(costSeconds, route.sellerRate), base);
+  const sold = callCost(billableSeconds(durationSeconds, sell.increment), sell.rate);
+  const total = Decimal.max(sold, base);
+  return {
+    billableSeconds: costSeconds === 0 ? 0 : billableSeconds(durationSeconds, sell.increment),
+    ratePerMinute: toMoney(sell.rate),
+    total: toMoney(total),
+    seller: toMoney(seller),
+    fee: toMoney(base.minus(seller)),
+    markup: toMoney(total.minus(base)),
   };
 }
 
@@ -87,7 +123,8 @@ export function affordableSeconds(
 ): number {
   let seconds = capSeconds;
   for (const r of routes) {
-    if (r.alongside) {
+    // A sell rate bills in its own increments: found by bisection like two legs.
+    if (r.alongside || r.sell) {
       seconds = Math.min(seconds, affordableWithAlongside(available, r, markupPct, seconds));
       continue;
     }
@@ -105,8 +142,8 @@ export function affordableSeconds(
 }
 
 /**
- * Two legs with their own increments: the longest length whose cost on both fits `available`,
- * found by bisection (cost only grows with length, so every shorter call is covered too).
+ * Two legs, or a sell rate, with their own increments: the longest length whose cost fits
+ * `available`, found by bisection (cost only grows with length, so every shorter call is covered too).
  */
 function affordableWithAlongside(available: Decimal, r: PricedRoute, markupPct: Decimal, capSeconds: number): number {
   if (legsTotal(r, capSeconds, markupPct).lte(available)) return capSeconds;

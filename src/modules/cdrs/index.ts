@@ -50,5 +50,6 @@ export {
   type LegCharge,
   type MarkupTerms,
   type PricedRoute,
+  type SellPrice,
 } from './call-charge.js';
 export { chargeMarkup, markupOn, markupPctOn, type MarkupCharge, type PayerMarkups } from './markup.js';

@@ -69,7 +69,7 @@ export function callSettlement(
  * without the fee, plus the fee over the agent's part. The fee is the platform's, as on arrival.
  */
 export function answeredCharge(
-  route: Pick<PricedLeg, 'price' | 'sellerRate' | 'increment' | 'markupPct' | 'agentFee'>,
+  route: Pick<PricedLeg, 'price' | 'sellerRate' | 'increment' | 'markupPct' | 'agentFee' | 'sell'>,
   durationSeconds: number,
   markupPct: Decimal,
   agentSeconds: number | null,

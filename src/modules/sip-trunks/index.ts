@@ -1,3 +1,4 @@
+import type { SellRateLookup } from '../switch/customers/deck-cache.js';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { Ledger } from '../../ledger/index.js';
@@ -67,6 +68,8 @@ export function buildSipTrunksModule(
     counters?: Counters;
     /** The numbers module's answering endpoint (voicemail, AI agents on numbers). */
     localAnswer?: LocalAnswerEndpoint;
+    /** Switch customers' sell-rate decks. */
+    sellRates?: SellRateLookup;
   },
 ) {
   const { config, log } = core;

@@ -8,7 +8,8 @@ import type { CallPlan, PlanCallInput, TrunkEndpoint, TrunkPolicy } from '../../
 import type { SipTransportName } from '../../telephony/sip/index.js';
 import type { Candidate } from '../marketplace/index.js';
 import type { Routing } from '../marketplace/routing/routing.js';
-import type { RouteTerms } from '../cdrs/index.js';
+import type { RouteTerms, SellPrice } from '../cdrs/index.js';
+import type { SellRateLookup } from '../switch/customers/deck-cache.js';
 import type { Admission, PayerTerms } from './admission.js';
 import type { Attribution } from './attribution.js';
 import type { Finishing } from './finishing.js';
@@ -126,6 +127,8 @@ export function createPlanning(deps: {
   resolveTarget: (host: string, port: number) => Promise<string>;
   /** This daemon's answering endpoint for numbers it answers itself; absent, such numbers route as `pointMode` says. */
   localAnswer?: LocalAnswerEndpoint | undefined;
+  /** Switch customers' sell-rate decks; absent, sub-accounts pay base plus markup. */
+  sellRates?: SellRateLookup | undefined;
 }): TrunkPolicy & { planForward(input: ForwardPlanInput): Promise<CallPlan> } {
   const { admission } = deps;
   const isDown = deps.endpointDown ?? neverDown;
@@ -175,6 +178,15 @@ export function createPlanning(deps: {
     if (candidates.length === 0)
       return admission.refuse('endpoints-down', 503, 'Every supplier endpoint for this number is down');
 
+    // A Switch customer's sell rate replaces the markup; no route is taken at a loss on it.
+    const sell =
+      deps.sellRates && account.parentId && !inbound ? await deps.sellRates.match(payer, 'voice', input.to) : null;
+    if (sell) {
+      candidates = candidates.filter((c) => c.price.lte(sell.rate));
+      if (candidates.length === 0)
+        return admission.refuse('sell-rate', 503, "No route costs less than the customer's sell rate");
+    }
+
     const terms = new Map((await admission.routeTerms(candidates.map((c) => c.routeId))).map((t) => [t.id, t]));
     if (inbound?.terms) terms.set(inbound.terms.id, inbound.terms);
     const ringTimeout = inbound?.ringTimeoutMs ? { ringTimeoutMs: inbound.ringTimeoutMs } : {};
@@ -198,7 +210,14 @@ export function createPlanning(deps: {
       })),
     }));
     if (inbound?.fallback) routed.push(inbound.fallback);
-    return holdAndPlan(input, { account, payer, routingAccount }, routed, terms, inbound, inbound?.callGroupId);
+    return holdAndPlan(
+      input,
+      { account, payer, routingAccount, ...(sell ? { sell } : {}) },
+      routed,
+      terms,
+      inbound,
+      inbound?.callGroupId,
+    );
   }
 
   /**
@@ -320,7 +339,7 @@ export function createPlanning(deps: {
   /** The limits, the priced candidates and the hold, then the plan the B2BUA runs. */
   async function holdAndPlan(
     input: RoutedInput,
-    who: { account: PayerTerms; payer: string; routingAccount: string },
+    who: { account: PayerTerms; payer: string; routingAccount: string; sell?: SellPrice },
     candidates: PlanCandidate[],
     terms: ReadonlyMap<string, RouteTerms>,
     inbound: InboundOf | undefined,
@@ -357,6 +376,7 @@ export function createPlanning(deps: {
             mediaMode: term?.mediaMode ?? 'direct',
             ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
             ...(c.agentFee ? { agentFee: c.agentFee } : {}),
+            ...(who.sell ? { sell: who.sell } : {}),
             // The number's own leg (voicemail after a forward) is the inbound minutes: nothing rides on it.
             ...(inboundLeg && c.routeId !== inboundLeg.routeId ? { alongside: inboundLeg } : {}),
           },
@@ -382,6 +402,7 @@ export function createPlanning(deps: {
       ),
       ...(inbound?.direct ? { direction: 'inbound' as const } : {}),
       ...(inbound ? { didId: inbound.didId } : {}),
+      ...(who.sell ? { sell: { rate: who.sell.rate.toFixed(6), increment: who.sell.increment.text } } : {}),
       ...(inboundLeg
         ? {
             inbound: {

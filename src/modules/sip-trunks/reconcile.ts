@@ -67,6 +67,14 @@ export function createReconcile(deps: {
             markupPct: p.markupPct === undefined ? undefined : new Decimal(p.markupPct),
             interconnectionId: p.interconnectionId,
             ...(p.agentFee ? { agentFee: new Decimal(p.agentFee) } : {}),
+            ...(o.pricing?.sell
+              ? {
+                  sell: {
+                    rate: new Decimal(o.pricing.sell.rate),
+                    increment: requireIncrement(o.pricing.sell.increment),
+                  },
+                }
+              : {}),
           }
         : undefined;
       const seen = o.answeredAt ? Math.max(0, Math.ceil((o.lastSeenAt.getTime() - o.answeredAt.getTime()) / 1000)) : 0;

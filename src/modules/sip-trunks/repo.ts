@@ -23,6 +23,8 @@ export interface OrphanPricing {
   >;
   /** `inbound`: a call delivered to a rented number's own target (its CDRs say so). */
   direction?: 'inbound';
+  /** A Switch customer's sell rate for the number, which replaces the markup on every route. */
+  sell?: { rate: string; increment: string };
   /** The rented number the call arrived for (delivered or forwarded). */
   didId?: string;
   /**

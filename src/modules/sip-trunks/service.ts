@@ -16,6 +16,7 @@ import { createFinishing } from './finishing.js';
 import type { LiveCalls } from './live-calls.js';
 import { createPayerHints } from './payer-hints.js';
 import type { LocalAnswerEndpoint, NumberCalls } from './number-calls.js';
+import type { SellRateLookup } from '../switch/customers/deck-cache.js';
 import { createPlanning } from './planning.js';
 import { createReconcile } from './reconcile.js';
 import { createCallsRepo, type PointPatch } from './repo.js';
@@ -52,6 +53,8 @@ export interface SipTrunksDeps {
   resolveTarget: (host: string, port: number) => Promise<string>;
   /** This daemon's answering endpoint for numbers the exchange answers itself (voicemail, AI agents). */
   localAnswer?: LocalAnswerEndpoint;
+  /** Switch customers' sell-rate decks (src/modules/switch/customers); absent, sub-accounts pay base plus markup. */
+  sellRates?: SellRateLookup;
 }
 
 /** NOTIFY channel of migration 264: a trunk address or purchase credential changed. */
@@ -103,6 +106,7 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     numberCalls: deps.numberCalls,
     resolveTarget: deps.resolveTarget,
     localAnswer: deps.localAnswer,
+    sellRates: deps.sellRates,
     attribution,
     admission,
     finishing,

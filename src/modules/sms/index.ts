@@ -64,6 +64,8 @@ export function buildSmsModule(
     /** A mobile-originated message a route's SMSC delivered; resolves to the SMPP status to answer. */
     onMobileOriginated?: SmsDeps['onMobileOriginated'];
     smppTls?: { key: string | Buffer; cert: string | Buffer } | null;
+    /** Switch customers' sell-rate decks. */
+    sellRates?: SmsDeps['sellRates'];
   },
 ) {
   const log = core.log.child({ module: 'sms' });

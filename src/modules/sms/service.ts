@@ -3,6 +3,7 @@
  * routing, the hold → settle / release money path, supplier submission over SMPP binds kept per
  * route, receipts (delivered, failed and refunded), receipt expiry, and test-key simulation.
  */
+import type { SellRateLookup } from '../switch/customers/deck-cache.js';
 import { createHash } from 'node:crypto';
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
@@ -141,6 +142,8 @@ export interface SmsDeps {
   gateway?: SupplierGateway;
   /** A mobile-originated message a route's SMSC delivered (to a rented number); resolves to the SMPP status to answer. */
   onMobileOriginated?: (routeId: string, mo: MobileOriginated) => Promise<number>;
+  /** Switch customers' sell-rate decks (src/modules/switch/customers); absent, sub-accounts pay base plus markup. */
+  sellRates?: SellRateLookup;
 }
 
 /** Refusals that are the message's fault: another route would refuse them too. */
@@ -168,6 +171,12 @@ function receiptErrorCode(stat: ReceiptStat): string {
   if (stat === 'EXPIRED') return 'EXPIRED';
   if (stat === 'REJECTD') return 'REJECTED';
   return 'UNDELIVERABLE';
+}
+
+/** A Switch customer's sell rate per message over `segments`: the margin its operator earns over `base`. */
+function sellPriced(base: Decimal, rate: Decimal, segments: number): { markup: Decimal; total: Decimal } {
+  const total = Decimal.max(rate.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP), base);
+  return { markup: total.minus(base), total };
 }
 
 interface Priced {
@@ -290,16 +299,23 @@ export function createSmsService(deps: SmsDeps) {
       ...(input.routeId !== undefined ? { routeId: input.routeId } : {}),
       ...(input.strategy !== undefined ? { strategy: input.strategy } : {}),
     });
-    const usable = candidates.slice(0, input.routeId !== undefined ? 1 : maxRoutes);
+    // A Switch customer's sell rate per message replaces the markup; no route is taken at a loss on it.
+    const sell = s.parentId && deps.sellRates ? await deps.sellRates.match(s.accountId, 'sms', toDigits) : null;
+    const affordable = sell ? candidates.filter((c) => c.price.lte(sell.rate)) : candidates;
+    if (sell && candidates.length > 0 && affordable.length === 0)
+      throw ruleError("No SMS route costs less than the customer's sell rate");
+    const usable = affordable.slice(0, input.routeId !== undefined ? 1 : maxRoutes);
     if (usable.length === 0) throw ruleError('No purchased or own SMS route covers this number');
     const missing = usable.map((c) => c.routeId).filter((r) => !sellerOf.has(r));
     if (missing.length > 0) for (const t of await cdrs.routeTerms(missing)) sellerOf.set(t.id, t.sellerId);
     // Reseller markup of a sub-account sender, per route where it has one (none for everyone else).
-    const markups = s.parentId ? await deps.application.routeMarkups.terms(s.accountId) : NO_MARKUP;
+    const markups = s.parentId && !sell ? await deps.application.routeMarkups.terms(s.accountId) : NO_MARKUP;
     return usable.map((c) => {
       const base = c.price.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
       const seller = Decimal.min(c.sellerRate.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP), base);
-      const { markup, total } = withMarkup(base, routeMarkup(markups, c.routeId) ?? markups.pct);
+      const { markup, total } = sell
+        ? sellPriced(base, sell.rate, segments)
+        : withMarkup(base, routeMarkup(markups, c.routeId) ?? markups.pct);
       return { c, sellerId: sellerOf.get(c.routeId) ?? null, base, seller, markup, total };
     });
   }

@@ -27,3 +27,4 @@ export function buildSwitchModule(core: CoreDeps, deps: { invoicing: SwitchInvoi
   attachSwitchRecords(module, core, subscriptions);
   return { module, subscriptions, invoices: invoices.service };
 }
+export { buildSwitchCustomersModule, createSellRateDecks, type SellRateDecks } from './customers/index.js';

@@ -27,6 +27,9 @@ export const ErrorCodes = {
   HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
+  // A write carrying a version older than the record's (spec "Errors" names the code, not its status):
+  // 409, as any change clashing with the current state.
+  STALE_WRITE: 409,
 } as const;
 
 export type ErrorCode = keyof typeof ErrorCodes;

@@ -261,7 +261,10 @@ export async function buildModules(coreIn: CoreDeps) {
     checkResults: marketplace.services.routes,
   });
   // Switch plans and the Switch operations built so far.
-  const switchModule = buildSwitchModule(core);
+  const switchModule = buildSwitchModule(core, {
+    // Supplier trunks: portal invitations by e-mail, OPTIONS through the connections' reachability test.
+    providers: { mailer, probe: (accountId, target) => connections.service.test(accountId, target) },
+  });
   // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
   const dialer = buildDialerModule(core, {
     accounts,

@@ -31,6 +31,9 @@ export const ErrorCodes = {
   // the period holds usage no rate priced, and the request did not exclude it.
   INVOICE_REVIEW_STALE: 409,
   INVOICE_UNRATED_USAGE: 422,
+  // A write carrying a version older than the record's (spec "Errors" names the code, not its status):
+  // 409, as any change clashing with the current state.
+  STALE_WRITE: 409,
 } as const;
 
 export type ErrorCode = keyof typeof ErrorCodes;

@@ -266,6 +266,8 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core, {
+    // Supplier trunks: portal invitations by e-mail, OPTIONS through the connections' reachability test.
+    providers: { mailer, probe: (accountId, target) => connections.service.test(accountId, target) },
     // Switch customers are the operator's sub-accounts; invoices go out through the account mailer.
     invoicing: {
       mailer,

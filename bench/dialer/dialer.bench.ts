@@ -156,6 +156,7 @@ async function main() {
   line('dialer pacing (callInterval 100 ms)', {
     calls: starts.length,
     meanGapMs: mean.toFixed(1),
+    minGapMs: gaps.length > 0 ? Math.min(...gaps).toFixed(0) : '-',
     ratio: (mean / 100).toFixed(3),
     p95ErrorMs: (sorted[Math.floor(sorted.length * 0.95)] ?? 0).toFixed(0),
   });

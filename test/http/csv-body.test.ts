@@ -1,22 +1,23 @@
 import { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import t from 'tap';
-import { csvBatches, CsvReader, type CsvRow } from '../../src/http/csv-body.js';
+import { csvBatches, type CsvRow } from '../../src/http/csv-body.js';
 
-/** What the reader gives for `text` fed in pieces cut at `cuts`. */
-function read(text: string, cuts: number[] = []): CsvRow[] {
-  const r = new CsvReader();
-  const out: CsvRow[] = [];
+/** What the reader gives for `text` arriving in pieces cut at `cuts`. */
+async function read(text: string, cuts: number[] = []): Promise<CsvRow[]> {
+  const bytes = Buffer.from(text);
+  const pieces: Buffer[] = [];
   let from = 0;
-  for (const at of [...cuts, text.length]) {
-    r.push(text.slice(from, at), out);
+  for (const at of [...cuts, bytes.length]) {
+    pieces.push(bytes.subarray(from, at));
     from = at;
   }
-  r.end(out);
+  const out: CsvRow[] = [];
+  for await (const rows of csvBatches(Readable.from(pieces))) out.push(...rows);
   return out;
 }
 
-/** csv-parse, the library the reader replaced, with the options the imports used. */
+/** csv-parse read whole with `info` (its own line count is right while no quoted cell holds `\r\n`). */
 function reference(text: string): CsvRow[] {
   const recs = parse(text, {
     relax_column_count: true,
@@ -40,31 +41,85 @@ const samples: [string, string][] = [
   ['a CR-only file', 'a,b\r1,2\r'],
 ];
 
-t.test('reads what csv-parse read, however the text is cut', async (t) => {
+t.test('reads what csv-parse reads whole, however the bytes are cut', async (t) => {
   for (const [name, text] of samples) {
     const want = reference(text);
-    t.same(read(text), want, name);
-    for (let at = 0; at <= text.length; at++) t.same(read(text, [at]), want, `${name}, cut at ${at}`);
+    t.same(await read(text), want, name);
+    const n = Buffer.byteLength(text);
+    for (let at = 0; at <= n; at++) t.same(await read(text, [at]), want, `${name}, cut at ${at}`);
   }
 });
 
-t.test('keeps a quote inside an unquoted cell and refuses what cannot be read', async (t) => {
-  t.same(read('ab"c,d\n'), [{ row: 1, cells: ['ab"c', 'd'] }]);
-  t.throws(() => read('a,"open\n1,2\n'), { code: 'VALIDATION_ERROR', message: /line 3: a quote that is never closed/ });
-  t.throws(() => read('"a"b,c\n'), { code: 'VALIDATION_ERROR', message: /line 1: text after a closing quote/ });
-  t.throws(() => read(`"${'x'.repeat(1_100_000)}`), { message: /longer than 1 MiB/ });
+t.test('a row is the line it ends on, with CRLF inside quotes and mixed line ends', async (t) => {
+  const crlf = 'a\r\n"x\r\ny",1\r\nb,2\r\n"p\r\nq\r\nr",3\r\nc,4\r\n';
+  const want = [
+    { row: 1, cells: ['a'] },
+    { row: 3, cells: ['x\r\ny', '1'] },
+    { row: 4, cells: ['b', '2'] },
+    { row: 7, cells: ['p\r\nq\r\nr', '3'] },
+    { row: 8, cells: ['c', '4'] },
+  ];
+  for (let at = 0; at <= crlf.length; at++) t.same(await read(crlf, [at]), want, `CRLF file cut at ${at}`);
+  t.same(await read('a\nb\r\nc\rd\n'), [
+    { row: 1, cells: ['a'] },
+    { row: 2, cells: ['b'] },
+    { row: 3, cells: ['c'] },
+    { row: 4, cells: ['d'] },
+  ]);
 });
 
-t.test('streams: rows come in batches as bytes arrive, multi-byte characters cut anywhere', async (t) => {
+t.test('keeps a quote inside an unquoted cell and refuses what cannot be read, naming the line', async (t) => {
+  t.same(await read('ab"c,d\n'), [{ row: 1, cells: ['ab"c', 'd'] }]);
+  await t.rejects(read('a,"open\n1,2\n'), {
+    code: 'VALIDATION_ERROR',
+    message: 'The CSV file is malformed at line 3: a quote that is never closed',
+  });
+  await t.rejects(read('a\r\nb,"open\r\n1,2\r\n', [11]), { message: /line 4: a quote that is never closed/ });
+  await t.rejects(read('a,"open'), { message: /line 1: a quote that is never closed/ });
+  await t.rejects(read('"a"b,c\n'), { code: 'VALIDATION_ERROR', message: /line 1: text after a closing quote/ });
+  await t.rejects(read('x\r\n"y\r\nz",1\r\n"a"b,c\n'), { message: /line 4: text after a closing quote/ });
+  await t.rejects(read(`"${'x'.repeat(1_100_000)}`), { message: /line 1: a row longer than 1 MiB/ });
+  await t.rejects(read(`a\nb,${'x'.repeat(1_100_000)}\n`), { message: /line 2: a row longer than 1 MiB/ });
+});
+
+t.test('streams: rows come before the file ends, multi-byte characters cut anywhere', async (t) => {
   const text = 'name,number\nZoë,+447700900001\n"Ağa, B",+447700900002\n';
   const bytes = Buffer.from(text);
-  const chunks = Array.from(bytes, (b) => Buffer.from([b]));
+  let sent = 0;
+  const seenAt: number[] = [];
+  async function* slowly() {
+    for (const b of bytes) {
+      sent++;
+      yield Buffer.from([b]);
+      await new Promise((r) => setImmediate(r));
+    }
+  }
   const rows: CsvRow[] = [];
-  let batches = 0;
-  for await (const b of csvBatches(Readable.from(chunks))) {
-    batches++;
+  for await (const b of csvBatches(Readable.from(slowly()))) {
+    seenAt.push(sent);
     rows.push(...b);
   }
   t.same(rows, reference(text));
-  t.equal(batches, 3, 'one batch per row here: each row ended in its own chunk');
+  t.ok(seenAt[0]! < bytes.length, `the first row was handed over after ${seenAt[0]} of ${bytes.length} bytes`);
+});
+
+t.test('a large file comes in bounded batches and the reader stops the body when left early', async (t) => {
+  function* lines() {
+    for (let i = 0; i < 100; i++) {
+      let s = '';
+      for (let j = 0; j < 1000; j++) s += `+4470${String(i * 1000 + j).padStart(8, '0')}\n`;
+      yield s;
+    }
+  }
+  let biggest = 0;
+  let n = 0;
+  for await (const b of csvBatches(Readable.from(lines()))) {
+    biggest = Math.max(biggest, b.length);
+    n += b.length;
+  }
+  t.equal(n, 100_000);
+  t.ok(biggest <= 2048, `batches of at most 2,048 rows (largest ${biggest})`);
+  const body = Readable.from(lines());
+  for await (const b of csvBatches(body)) if (b.length > 0) break;
+  t.ok(body.destroyed, 'the body is destroyed once the reader is left');
 });

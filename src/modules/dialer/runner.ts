@@ -93,18 +93,6 @@ const CLAIM_EVERY_MS = 5000;
 const LIMIT_RETRY_MS = 3000;
 
 /**
- * The start a paced campaign's next interval counts from: the slot this call was due in when it
- * started within one interval of it (a tick or a slow query late), so lateness does not add up
- * over the campaign and the mean gap stays `callInterval`; after a longer stop (paused, outside the
- * window, no number due) the actual start.
- */
-export function paceFrom(lastStart: number, startedAt: number, interval: number): number {
-  if (interval <= 0) return startedAt;
-  const due = lastStart + interval;
-  return startedAt >= due && startedAt - due < interval ? due : startedAt;
-}
-
-/**
  * Runs the campaigns of the account base: claims running campaigns for this daemon, places calls
  * and sends within windows, pacing, caller-ID caps and budget, records each attempt's outcome
  * with the campaign counters in one transaction, and picks up after a crash from what the
@@ -479,7 +467,8 @@ export function createCampaignRunner(deps: RunnerDeps) {
         pollAt: Number.POSITIVE_INFINITY,
       };
       r.inFlight.set(claim.id, f);
-      r.lastStart = paceFrom(r.lastStart, claimedAt.getTime(), c.callInterval);
+      // Paced: the next start waits `callInterval` from this one's actual start (docs/dialer.md, Pacing).
+      r.lastStart = claimedAt.getTime();
       const camp = c;
       track(
         launch(camp, r, f).catch((err: unknown) =>

@@ -1,5 +1,6 @@
 import type { Sql } from '../../../db/connection.js';
-import { CsvReader, type CsvRow } from '../../../http/csv-body.js';
+import { Readable } from 'node:stream';
+import { csvRows, type CsvRow } from '../../../http/csv-body.js';
 import { validationError, type ErrorDetail } from '../../../http/errors.js';
 import type { Clock } from '../../../platform/clock.js';
 import { newId } from '../../../platform/ids.js';
@@ -27,11 +28,9 @@ const CSV_COLUMNS = ['prefix', 'rate', 'effective_date', 'destination', 'origin_
  * A CSV deck: a header naming at least `prefix` and `rate` (also `effective_date`, `destination`,
  * `origin_prefix`, `billing_increment`, in any order), then one row per prefix.
  */
-export function parseDeckCsv(text: string): DeckRowIn[] {
-  const reader = new CsvReader();
+export async function parseDeckCsv(text: string): Promise<DeckRowIn[]> {
   const rows: CsvRow[] = [];
-  reader.push(text, rows);
-  reader.end(rows);
+  for await (const row of csvRows(Readable.from([text]))) rows.push(row);
   const [head, ...body] = rows;
   const names = (head?.cells ?? []).map((c) => c.toLowerCase().replace(/\s+/g, '_'));
   const at = Object.fromEntries(CSV_COLUMNS.map((c) => [c, names.indexOf(c)])) as Record<

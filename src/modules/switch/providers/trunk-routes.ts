@@ -571,7 +571,7 @@ export function trunkRoutes(s: {
         if ((rows === undefined) === (csv === undefined))
           throw validationError([{ path: '/rows', message: 'send either rows or csv' }]);
         const p = req.principal!;
-        return wire(await rates.upload(p.accountId, actorOf(p), req.params.id, rows ?? parseDeckCsv(csv!)));
+        return wire(await rates.upload(p.accountId, actorOf(p), req.params.id, rows ?? (await parseDeckCsv(csv!))));
       },
     );
   };

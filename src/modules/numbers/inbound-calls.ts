@@ -70,6 +70,7 @@ export function createNumberCalls(deps: {
       pointMode: row.pointMode,
       sipTargets: row.pointMode === 'sip' ? targets.map(parseSipTarget).filter((t): t is SipTarget => t !== null) : [],
       forwardTo: row.pointMode === 'forward' ? row.pointsTo : null,
+      forwardBackup: row.pointMode === 'forward' ? row.pointsToBackup : null,
       ringTimeoutSeconds: row.ringTimeoutSeconds,
       price,
       sellerRate: price.times(sellerShare).toDecimalPlaces(6, Decimal.ROUND_DOWN),

@@ -14,7 +14,7 @@ import {
   type LegCharge,
   type Settlement,
 } from '../cdrs/index.js';
-import type { LiveCall, LiveCalls, PricedLeg } from './live-calls.js';
+import { pricedLeg, type LiveCall, type LiveCalls, type PricedLeg } from './live-calls.js';
 import type { PayerHints } from './payer-hints.js';
 import type { CallsRepo, FinishRow } from './repo.js';
 import type { Slots } from './slots.js';
@@ -102,7 +102,8 @@ export function agentSecondsOf(answeredAt: Date | null, agentLeftAt: Date | unde
 /** One ended trunk call's writes: its call row, one CDR per leg, and the money. */
 interface Finish {
   call: LiveCall;
-  routeId: string | null;
+  /** The answered leg's seller (its route's, or the backup's route's). */
+  sellerId: string | null;
   row: FinishRow;
   cdrs: CdrInsert[];
   charge: LegCharge | null;
@@ -113,7 +114,7 @@ interface Finish {
 }
 
 /** The renter's `number.call.received`: how its number's call was handled and what it cost. */
-function numberCallEvent(call: LiveCall, e: CallEndedEvent, row: FinishRow): EmitInput | null {
+function numberCallEvent(call: LiveCall, e: CallEndedEvent, row: FinishRow, reached: string): EmitInput | null {
   const n = call.number;
   if (!n) return null;
   const answered = e.attempts.find((a) => a.outcome === 'answered');
@@ -127,7 +128,7 @@ function numberCallEvent(call: LiveCall, e: CallEndedEvent, row: FinishRow): Emi
       callId: e.callGroupId,
       number: n.number,
       from: e.from,
-      to: e.to,
+      to: reached,
       handledBy,
       status: row.status,
       durationSeconds: row.durationSeconds,
@@ -202,7 +203,7 @@ export function createFinishing(deps: {
 
   // Answered marks of a few ms share one UPDATE: the crash reconcile bills from answeredAt, and a
   // crash within the window loses only what a crash before a single mark's commit always lost.
-  const answers = createWindowBatcher<{ id: string; routeId: string; answeredAt: Date }>({
+  const answers = createWindowBatcher<{ id: string; routeId: string; answeredAt: Date; toNumber?: string }>({
     windowMs: deps.batchWindowMs,
     maxBatch: 500,
     async run(marks) {
@@ -219,8 +220,15 @@ export function createFinishing(deps: {
   });
 
   const onAnswered: NonNullable<TrunkPolicy['onAnswered']> = async (e) => {
-    const marked = answers.add({ id: e.callGroupId, routeId: e.routeId, answeredAt: e.answeredAt });
     const call = live.get(e.callGroupId);
+    // A forward's backup: the row names the number reached from the answer on.
+    const to = call ? pricedLeg(call, e.attempt, e.routeId)?.to : undefined;
+    const marked = answers.add({
+      id: e.callGroupId,
+      routeId: e.routeId,
+      answeredAt: e.answeredAt,
+      ...(to === undefined ? {} : { toNumber: to }),
+    });
     if (call) call.marked = marked.catch(() => undefined);
     await marked;
   };
@@ -235,7 +243,8 @@ export function createFinishing(deps: {
       log.warn({ callGroupId: e.callGroupId }, 'call ended that this daemon did not plan');
       return;
     }
-    const route = e.routeId ? call.priced.get(e.routeId) : undefined;
+    const answered = e.attempts.find((a) => a.outcome === 'answered' && a.routeId === e.routeId);
+    const route = e.routeId ? pricedLeg(call, answered?.index ?? 0, e.routeId) : undefined;
     // The session timer fires at maxDuration; the BYE's few ms past it must not bill (or hold) one more block.
     const duration = Math.min(Math.ceil(e.durationMs / 1000), call.maxDurationSeconds);
     const agentSeconds = agentSecondsOf(e.answeredAt, call.number?.agentLeftAt);
@@ -257,7 +266,7 @@ export function createFinishing(deps: {
     const endedAt = e.endedAt;
     const cdrs: CdrInsert[] = e.attempts.map((a) => {
       const connected = a.outcome === 'answered' && a.routeId === e.routeId && charge !== null;
-      const priced = call.priced.get(a.routeId);
+      const priced = pricedLeg(call, a.index, a.routeId);
       const own = atNumber(a.routeId);
       return buildCdr({
         ...(call.direction ? { direction: call.direction } : own ? { direction: 'inbound' as const } : {}),
@@ -271,7 +280,7 @@ export function createFinishing(deps: {
         source: 'trunk',
         routeId: a.routeId,
         fromNumber: e.from,
-        toNumber: own ? call.number!.number : e.to,
+        toNumber: own ? call.number!.number : (priced?.to ?? e.to),
         cli: e.from,
         status: connected ? 'completed' : a.outcome === 'answered' ? 'completed' : a.outcome,
         sipCode: a.sipCode,
@@ -292,6 +301,7 @@ export function createFinishing(deps: {
       id: e.callGroupId,
       status,
       routeId: e.routeId,
+      ...(route?.to === undefined || !e.answeredAt ? {} : { toNumber: route.to }),
       sipCode: e.sipCode,
       hangupCause: e.hangupCause,
       hangupReason: HANGUP_REASONS[e.hangupCause] ?? e.hangupCause,
@@ -313,7 +323,15 @@ export function createFinishing(deps: {
     };
     await call.marked;
     // Never rejects: a call whose writes failed is logged and left to the orphan reconcile.
-    await finishes.add({ call, routeId: e.routeId, row, cdrs, charge, inbound, event: numberCallEvent(call, e, row) });
+    await finishes.add({
+      call,
+      sellerId: route?.sellerId ?? null,
+      row,
+      cdrs,
+      charge,
+      inbound,
+      event: numberCallEvent(call, e, row, (e.answeredAt ? route?.to : undefined) ?? e.to),
+    });
     live.delete(e.callGroupId);
     await deps.slots.release(call.slots);
   }
@@ -350,9 +368,7 @@ export function createFinishing(deps: {
           deps.cdrs.settleMany(
             tx,
             // The call is still live here (it leaves `live` once its finish is written).
-            held.map((f) =>
-              callSettlement(f.call, f.call.priced.get(f.routeId ?? '')?.sellerId ?? null, f.charge, f.inbound),
-            ),
+            held.map((f) => callSettlement(f.call, f.sellerId, f.charge, f.inbound)),
           ),
         ]);
         // A refusal cannot come from a hold that covers the call; if one does, the batch rolls back

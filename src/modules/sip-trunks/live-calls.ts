@@ -13,7 +13,24 @@ export type PricedLeg = PricedRoute & {
    * until the agent hands the caller over (`number.agentLeftAt`), the rest at the price without it.
    */
   agentFee?: Decimal;
+  /**
+   * The number this candidate dials when it is not the call's own: a forwarded number's backup
+   * (`pointsToBackup`), priced at its own destination on the same or another route.
+   */
+  to?: string;
 };
+
+/**
+ * The key of a candidate's price in `LiveCall.priced` and in the call row's pricing: its route, or
+ * its route and destination when it dials another number than the call's (a forward's backup), so
+ * one route can carry both the forward number and its backup at their own rates.
+ */
+export const pricedKey = (routeId: string, to?: string): string => (to === undefined ? routeId : `${routeId}>${to}`);
+
+/** The price of the leg the B2BUA numbered `attempt` (1-based candidate position) on `routeId`. */
+export function pricedLeg(call: Pick<LiveCall, 'priced' | 'keys'>, attempt: number, routeId: string) {
+  return call.priced.get(call.keys?.[attempt - 1] ?? routeId);
+}
 
 /** A trunk call this daemon planned and has not finished. */
 export interface LiveCall {
@@ -24,7 +41,10 @@ export interface LiveCall {
   maxDurationSeconds: number;
   slots: string[];
   markupPct: Decimal;
+  /** By `pricedKey`: the route id, or route and destination for a forward's backup candidates. */
   priced: Map<string, PricedLeg>;
+  /** Each candidate's `pricedKey` by position (absent when every key is the route id). */
+  keys?: string[];
   /** The answered-mark update in flight: the settlement waits for it rather than finding the row locked. */
   marked?: Promise<unknown>;
   /** When the hold expires unless extended (ms since epoch). */

@@ -18,6 +18,8 @@ export interface NumberCallTarget {
   sipTargets: { host: string; port: number; transport: SipTransportName }[];
   /** `forward`: the E.164 digits the call is forwarded to over the owner's routes. */
   forwardTo: string | null;
+  /** `forward`: the E.164 digits dialled when every route to `forwardTo` fails (`pointsToBackup`). */
+  forwardBackup: string | null;
   /** How long a target (or a forward route) may ring before voicemail takes the call (or it ends unanswered). */
   ringTimeoutSeconds: number;
   /** Per minute charged to the owner; 0 when the number's group sets no inbound rate. */

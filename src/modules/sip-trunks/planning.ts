@@ -13,7 +13,7 @@ import type { SellRateLookup } from '../switch/customers/deck-cache.js';
 import type { Admission, PayerTerms } from './admission.js';
 import type { Attribution } from './attribution.js';
 import type { Finishing } from './finishing.js';
-import type { LiveCall } from './live-calls.js';
+import { pricedKey, type LiveCall } from './live-calls.js';
 import {
   INBOUND_INCREMENT,
   type LocalAnswerEndpoint,
@@ -48,6 +48,8 @@ interface PlanCandidate {
   local?: NumberAnswerKind;
   /** The AI agent's fee per minute inside `price`: it stops at the agent's transfer. */
   agentFee?: Decimal;
+  /** A forward's backup: the number this candidate dials instead of the call's (priced at its destination). */
+  to?: string;
 }
 
 /** The rented number a call arrived for; `direct`: delivered to the number's own target (an inbound leg). */
@@ -59,8 +61,10 @@ interface InboundOf {
   handledBy?: NumberCallHandling;
   /** A forwarded call's inbound minutes (the number's rate, to its seller), billed beside the route that answers. */
   leg?: Omit<PlanCandidate, 'endpoints'> & { sellerId: string };
-  /** A forwarded call: each route rings at most this long when voicemail follows. */
+  /** A forwarded call: each route rings at most this long when a backup or voicemail follows. */
   ringTimeoutMs?: number;
+  /** A forwarded call's backup number (`pointsToBackup`): dialled over the payer's routes once the forward number's fail. */
+  backupTo?: string;
   /** A forwarded call's voicemail after its routes (priced as the number's inbound leg alone). */
   fallback?: PlanCandidate;
   /** The number's own terms (its seller), for a fallback candidate on a forwarded call. */
@@ -146,24 +150,23 @@ export function createPlanning(deps: {
     return planOutbound(input);
   }
 
-  /** Candidate routes over the payer's purchases (or its operator's), in failover order. */
-  async function planOutbound(input: RoutedInput, inbound?: InboundOf): Promise<CallPlan> {
-    const payer = input.subAccountId ?? input.accountId;
-    const account = await admission.payerFor(payer);
-    if ('reject' in account) return account;
-    const operatorId = account.parentId;
-    const routingAccount = operatorId ?? payer;
+  /** The payer's routes to `to` with their endpoints up, priced, in failover order; or why there are none. */
+  async function routedTo(
+    input: RoutedInput,
+    routingAccount: string,
+    to: string,
+  ): Promise<{ candidates: PlanCandidate[] } | { refusal: [string, number, string] }> {
     let candidates: Candidate[];
     try {
       candidates = await deps.routing.candidatesFor({
         accountId: routingAccount,
-        number: input.to,
+        number: to,
         type: 'voice',
         from: input.origin ?? input.from,
       });
     } catch (err) {
       // Routing refuses a malformed number with a rule error; anything else is ours (500 to the caller).
-      if (err instanceof AppError) return admission.refuse('number', 484, 'Address incomplete: E.164 digits expected');
+      if (err instanceof AppError) return { refusal: ['number', 484, 'Address incomplete: E.164 digits expected'] };
       throw err;
     }
     if (input.purchaseId) {
@@ -171,44 +174,76 @@ export function createPlanning(deps: {
       candidates.sort((a, b) => Number(b.purchaseId === input.purchaseId) - Number(a.purchaseId === input.purchaseId));
     }
     const covering = candidates.filter((c) => c.endpoints.length > 0);
-    if (covering.length === 0) return admission.refuse('no-route', 404, 'No purchased route covers this number');
+    if (covering.length === 0) return { refusal: ['no-route', 404, 'No purchased route covers this number'] };
     candidates = covering
       .map((c) => ({ ...c, endpoints: c.endpoints.filter((e) => !isDown(e)) }))
       .filter((c) => c.endpoints.length > 0);
     if (candidates.length === 0)
-      return admission.refuse('endpoints-down', 503, 'Every supplier endpoint for this number is down');
+      return { refusal: ['endpoints-down', 503, 'Every supplier endpoint for this number is down'] };
+    return {
+      candidates: candidates.map((c) => ({
+        routeId: c.routeId,
+        price: c.price,
+        sellerRate: c.sellerRate,
+        increment: c.increment,
+        ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
+        endpoints: c.endpoints.map((e) => ({
+          host: e.address ?? e.host,
+          port: e.port,
+          transport: sipTransportOf(e.transport),
+          ...(e.transport === 'tls' && isIP(e.host.replace(/^\[|\]$/g, '')) === 0 ? { servername: e.host } : {}),
+          techPrefix: e.techPrefix,
+          ...(e.username ? { username: e.username } : {}),
+          ...(e.password ? { password: e.password } : {}),
+          priority: e.priority,
+          weight: e.weight,
+        })),
+      })),
+    };
+  }
 
+  /** Candidate routes over the payer's purchases (or its operator's), in failover order. */
+  async function planOutbound(input: RoutedInput, inbound?: InboundOf): Promise<CallPlan> {
+    const payer = input.subAccountId ?? input.accountId;
+    const account = await admission.payerFor(payer);
+    if ('reject' in account) return account;
+    const operatorId = account.parentId;
+    const routingAccount = operatorId ?? payer;
+    let primary = await routedTo(input, routingAccount, input.to);
     // A Switch customer's sell rate replaces the markup; no route is taken at a loss on it.
     const sell =
-      deps.sellRates && account.parentId && !inbound ? await deps.sellRates.match(payer, 'voice', input.to) : null;
-    if (sell) {
-      candidates = candidates.filter((c) => c.price.lte(sell.rate));
-      if (candidates.length === 0)
+      deps.sellRates && account.parentId && !inbound && !('refusal' in primary)
+        ? await deps.sellRates.match(payer, 'voice', input.to)
+        : null;
+    if (sell && !('refusal' in primary)) {
+      const affordable = primary.candidates.filter((c) => c.price.lte(sell.rate));
+      if (affordable.length === 0)
         return admission.refuse('sell-rate', 503, "No route costs less than the customer's sell rate");
+      primary = { candidates: affordable };
     }
-
-    const terms = new Map((await admission.routeTerms(candidates.map((c) => c.routeId))).map((t) => [t.id, t]));
+    // The backup's own routes (its own prices), after every route to the forward number.
+    const backupTo = inbound?.backupTo;
+    const second = backupTo ? await routedTo(input, routingAccount, backupTo) : null;
+    const backups =
+      second && backupTo && !('refusal' in second)
+        ? second.candidates.map((c) => ({
+            ...c,
+            to: backupTo,
+            endpoints: c.endpoints.map((e) => ({ ...e, user: `${e.techPrefix ?? ''}${backupTo}` })),
+          }))
+        : [];
+    if ('refusal' in primary && backups.length === 0) return admission.refuse(...primary.refusal);
+    const firsts = 'refusal' in primary ? [] : primary.candidates;
+    const all = [...firsts, ...backups];
+    const terms = new Map((await admission.routeTerms([...new Set(all.map((c) => c.routeId))])).map((t) => [t.id, t]));
     if (inbound?.terms) terms.set(inbound.terms.id, inbound.terms);
-    const ringTimeout = inbound?.ringTimeoutMs ? { ringTimeoutMs: inbound.ringTimeoutMs } : {};
-    const routed: PlanCandidate[] = candidates.map((c) => ({
-      ...ringTimeout,
-      routeId: c.routeId,
-      price: c.price,
-      sellerRate: c.sellerRate,
-      increment: c.increment,
-      ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
-      endpoints: c.endpoints.map((e) => ({
-        host: e.address ?? e.host,
-        port: e.port,
-        transport: sipTransportOf(e.transport),
-        ...(e.transport === 'tls' && isIP(e.host.replace(/^\[|\]$/g, '')) === 0 ? { servername: e.host } : {}),
-        techPrefix: e.techPrefix,
-        ...(e.username ? { username: e.username } : {}),
-        ...(e.password ? { password: e.password } : {}),
-        priority: e.priority,
-        weight: e.weight,
-      })),
-    }));
+    // A route rings at most the number's ring timeout when something follows it: the backup, or voicemail.
+    const ring = (c: PlanCandidate, followed: boolean): PlanCandidate =>
+      inbound?.ringTimeoutMs && followed ? { ...c, ringTimeoutMs: inbound.ringTimeoutMs } : c;
+    const routed: PlanCandidate[] = [
+      ...firsts.map((c) => ring(c, backups.length > 0 || inbound?.fallback !== undefined)),
+      ...backups.map((c) => ring(c, inbound?.fallback !== undefined)),
+    ];
     if (inbound?.fallback) routed.push(inbound.fallback);
     return holdAndPlan(
       input,
@@ -248,9 +283,11 @@ export function createPlanning(deps: {
               callGroupId,
             }
           : {};
+      // The backup number when every route to the forward number fails, refuses or rings out.
+      const backup = n.forwardBackup ? { backupTo: n.forwardBackup, ringTimeoutMs } : {};
       const plan = await planOutbound(
         { ...input, accountId: n.ownerId, to: n.forwardTo },
-        { ...inbound, ...(leg ? { leg } : {}), ...fallback },
+        { ...inbound, ...(leg ? { leg } : {}), ...backup, ...fallback },
       );
       return 'reject' in plan ? plan : { ...plan, to: n.forwardTo };
     }
@@ -347,9 +384,18 @@ export function createPlanning(deps: {
   ): Promise<CallPlan> {
     const { account, payer, routingAccount } = who;
     const operatorId = account.parentId;
-    const limited = await admission.takeLimits(account, payer, routingAccount, candidates, terms, input.point);
+    // A route carrying both a forward number and its backup takes its limits once.
+    const perRoute = candidates.filter((c, i) => candidates.findIndex((o) => o.routeId === c.routeId) === i);
+    const limited = await admission.takeLimits(account, payer, routingAccount, perRoute, terms, input.point);
     if ('reject' in limited) return limited;
-    const { usable, slots } = limited;
+    const { slots } = limited;
+    const open = new Set(limited.usable.map((c) => c.routeId));
+    const usable = candidates.filter((c) => open.has(c.routeId));
+    // The first usable backup candidate is the B2BUA's fallback: dialled once the forward number's
+    // routes failed, refused (busy included) or rang out; those after it are its own failover.
+    const firstBackup = usable.findIndex((c) => c.to !== undefined);
+    if (firstBackup >= 0) usable[firstBackup] = { ...usable[firstBackup]!, fallback: true };
+    const keyOf = (c: PlanCandidate) => pricedKey(c.routeId, c.to);
     // The answering candidate: the attempt (1-based, as the B2BUA numbers legs) that reached it names how the call was handled.
     const localAt = usable.findIndex((c) => c.local !== undefined);
     const localKind = usable[localAt]?.local;
@@ -366,7 +412,7 @@ export function createPlanning(deps: {
       usable.map((c) => {
         const term = terms.get(c.routeId);
         return [
-          c.routeId,
+          keyOf(c),
           {
             price: c.price,
             sellerRate: c.sellerRate,
@@ -377,6 +423,7 @@ export function createPlanning(deps: {
             ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
             ...(c.agentFee ? { agentFee: c.agentFee } : {}),
             ...(who.sell ? { sell: who.sell } : {}),
+            ...(c.to === undefined ? {} : { to: c.to }),
             // The number's own leg (voicemail after a forward) is the inbound minutes: nothing rides on it.
             ...(inboundLeg && c.routeId !== inboundLeg.routeId ? { alongside: inboundLeg } : {}),
           },
@@ -397,6 +444,7 @@ export function createPlanning(deps: {
             ...(p.markupPct ? { markupPct: p.markupPct.toFixed(3) } : {}),
             ...(p.interconnectionId === undefined ? {} : { interconnectionId: p.interconnectionId }),
             ...(p.agentFee ? { agentFee: p.agentFee.toFixed(6) } : {}),
+            ...(p.to === undefined ? {} : { to: p.to }),
           },
         ]),
       ),
@@ -427,6 +475,7 @@ export function createPlanning(deps: {
       slots,
       markupPct,
       priced: new Map(priced),
+      ...(firstBackup >= 0 ? { keys: usable.map(keyOf) } : {}),
       holdUntil: Number.MAX_SAFE_INTEGER,
       ...(inbound?.direct ? { direction: 'inbound' as const } : {}),
       ...(inboundLeg ? { inboundLeg } : {}),

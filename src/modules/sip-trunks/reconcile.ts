@@ -7,7 +7,7 @@ import type { Clock } from '../../platform/clock.js';
 import { requireIncrement, toMoney } from '../../rating/index.js';
 import { agreementOf, buildCdr, chargeLeg, voiceBilled, type CdrsService } from '../cdrs/index.js';
 import { agentSecondsOf, answeredCharge, callSettlement, HANGUP_REASONS, inboundCdr } from './finishing.js';
-import type { LiveCalls } from './live-calls.js';
+import { pricedKey, type LiveCalls } from './live-calls.js';
 import type { PayerHints } from './payer-hints.js';
 import type { CallsRepo } from './repo.js';
 
@@ -58,7 +58,10 @@ export function createReconcile(deps: {
     let n = 0;
     for (const o of rows) {
       if (live.has(o.id)) continue;
-      const p = o.routeId ? o.pricing?.routes[o.routeId] : undefined;
+      // A forward's backup answered: its price is keyed by route and the number reached (the row's to_number).
+      const p = o.routeId
+        ? (o.pricing?.routes[pricedKey(o.routeId, o.toNumber)] ?? o.pricing?.routes[o.routeId])
+        : undefined;
       const route = p
         ? {
             price: new Decimal(p.price),

@@ -19,6 +19,8 @@ export interface OrphanPricing {
       interconnectionId?: string;
       /** An AI agent's fee per minute inside `price`: billed only to `agentLeftAt` when the agent transferred. */
       agentFee?: string;
+      /** A forward's backup number this entry (keyed `route>number`) dials; the call row's `to_number` once answered. */
+      to?: string;
     }
   >;
   /** `inbound`: a call delivered to a rented number's own target (its CDRs say so). */
@@ -191,15 +193,20 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
       await db`update calls set agent_left_at = ${at} where id = ${id} and ended_at is null`;
     },
     /** Answered marks of many trunk calls in one statement (ids sorted: row locks always taken in one order). */
-    async markAnsweredMany(marks: readonly { id: string; routeId: string; answeredAt: Date }[]) {
+    async markAnsweredMany(
+      marks: readonly { id: string; routeId: string; answeredAt: Date; toNumber?: string | undefined }[],
+    ) {
       const sorted = [...marks].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       await db`
         update calls c set status = 'answered', route_id = v.route_id,
+          -- A forward's backup answered: the row names the number reached (the crash reconcile prices by it).
+          to_number = coalesce(v.to_number, c.to_number),
           answered_at = coalesce(c.answered_at, v.at),
           -- A sign of life: a crash before the next heartbeat bills from here, not from the INVITE.
           last_seen_at = greatest(c.last_seen_at, v.at)
         from unnest(${db.array(sorted.map((m) => m.id))}::uuid[], ${db.array(sorted.map((m) => m.routeId))}::uuid[],
-                    ${db.array(sorted.map((m) => m.answeredAt.toISOString()))}::timestamptz[]) as v(id, route_id, at)
+                    ${db.array(sorted.map((m) => m.answeredAt.toISOString()))}::timestamptz[],
+                    ${db.array(sorted.map((m) => m.toNumber ?? null) as string[])}::text[]) as v(id, route_id, at, to_number)
         where c.id = v.id and c.ended_at is null`;
     },
     /**
@@ -209,7 +216,8 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
      */
     async finishCalls(tx: Db, rows: readonly FinishRow[]): Promise<Set<string>> {
       const ended = await tx<{ id: string }[]>`
-        update calls c set status = v.status, route_id = v.route_id, sip_response_code = v.sip_code, hangup_cause = v.hangup_cause,
+        update calls c set status = v.status, route_id = v.route_id, to_number = coalesce(v.to_number, c.to_number),
+          sip_response_code = v.sip_code, hangup_cause = v.hangup_cause,
           hangup_reason = v.hangup_reason, duration_seconds = v.duration_seconds, billable_seconds = v.billable_seconds,
           cost = v.cost, billing_increment = v.billing_increment, rate_per_minute = v.rate_per_minute,
           attempts = v.attempts, answered_at = v.answered_at, ended_at = v.ended_at, error = null, gathered = null
@@ -218,6 +226,7 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
             id: r.id,
             status: r.status,
             route_id: r.routeId,
+            to_number: r.toNumber ?? null,
             sip_code: r.sipCode,
             hangup_cause: r.hangupCause,
             hangup_reason: r.hangupReason,
@@ -230,7 +239,7 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
             answered_at: r.answeredAt?.toISOString() ?? null,
             ended_at: r.endedAt.toISOString(),
           })) as never,
-        )}) as v(id uuid, status text, route_id uuid, sip_code integer, hangup_cause text, hangup_reason text, duration_seconds integer,
+        )}) as v(id uuid, status text, route_id uuid, to_number text, sip_code integer, hangup_cause text, hangup_reason text, duration_seconds integer,
              billable_seconds integer, cost numeric, billing_increment text, rate_per_minute numeric, attempts jsonb, answered_at timestamptz,
              ended_at timestamptz)
         where c.id = v.id and c.ended_at is null
@@ -526,6 +535,8 @@ export interface FinishRow {
   id: string;
   status: string;
   routeId: string | null;
+  /** The number reached when it is not the one the call row names (a forward's backup); absent, unchanged. */
+  toNumber?: string | null;
   sipCode: number | null;
   hangupCause: string;
   hangupReason: string;

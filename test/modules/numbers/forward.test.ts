@@ -12,6 +12,10 @@ import { rentedNumber } from './rented.js';
 //   refusing one is cheaper (tried first) at 0.010000 + 0.002000.
 //   A forwarded 1–6 s call: renter 0.013570 = route seller 0.001370 + number seller 0.010800 +
 //   platform 0.001400.
+//   The backup (`pointsToBackup`) on its own route at seller rate 0.020000 + fee 0.002000 =
+//   0.022000/min, so 1–6 s cost 0.002200 (seller 0.002000, platform 0.000200): a call the forward
+//   number refuses (486) and the backup answers costs the renter 0.012000 + 0.002200 = 0.014200,
+//   the platform keeping 0.001200 + 0.000200 = 0.001400.
 
 interface CallRow {
   id: string;
@@ -155,6 +159,52 @@ t.test('forwarded number calls: the inbound minutes and the forward leg in one h
       select data from events where account_id = ${w.operator.accountId} and event = 'number.call.received'
         and data->>'callId' = ${c.id}`;
     t.match(event?.data, { handledBy: 'forward', cost: '0.013570' });
+  });
+
+  await t.test('the forward number busy on every route: the backup dialled at its own rate', async (t) => {
+    const forwardTo = '441400000777';
+    const backupTo = '441500000888';
+    const busy = await trunk.uasFinal(t, 486, 'Busy Here');
+    // sipp checks the request-URI user: the backup's digits, not the forward number's.
+    const backup = await trunk.uasAnswer(t, backupTo);
+    const primary = await sellerRoute(w, carrier, { port: busy.port, prefix: '4414', rate: '0.010000' });
+    const second = await sellerRoute(w, carrier, { port: backup.port, prefix: '4415', rate: '0.020000' });
+    await point({ pointMode: 'forward', pointsTo: `+${forwardTo}`, pointsToBackup: `+${backupTo}` });
+    const [renter0, numberSeller0, routeSeller0] = [
+      await balance(w, w.operator.accountId),
+      await payable(w, w.seller.accountId),
+      await payable(w, carrier.accountId),
+    ];
+
+    const run = await call('uac-tail-answer.xml', { HOLD_MS: '300' });
+    await trunk.expectExit(t, run, 'the seller trunk completed the call');
+    await trunk.expectExit(t, busy, 'the forward number was busy');
+    await trunk.expectExit(t, backup, 'the backup answered and got the BYE');
+    const c = await next();
+    t.match(c, { status: 'completed', cost: '0.014200', toNumber: backupTo }, 'the call row names the number reached');
+    t.equal(renter0.minus(await balance(w, w.operator.accountId)).toFixed(6), '0.014200', 'the renter paid both legs');
+    t.equal((await payable(w, w.seller.accountId)).minus(numberSeller0).toFixed(6), '0.010800');
+    t.equal(
+      (await payable(w, carrier.accountId)).minus(routeSeller0).toFixed(6),
+      '0.002000',
+      "the backup route's seller earned the backup's rate",
+    );
+    t.equal(await platformFee(w, c.id), '0.001400');
+    t.match(await cdrsOf(w, c.id), [
+      { direction: 'outbound', routeId: primary, status: 'failed', buyerCost: '0.000000', toNumber: forwardTo },
+      {
+        direction: 'outbound',
+        routeId: second,
+        sellerId: carrier.accountId,
+        status: 'completed',
+        buyerCost: '0.002200',
+        sellerCredit: '0.002000',
+        billedSeconds: 6,
+        toNumber: backupTo,
+      },
+      { direction: 'inbound', routeId: did.id, status: 'completed', buyerCost: '0.012000', toNumber: did.digits },
+    ]);
+    t.equal((await w.d.modules.services.ledger.balanceOf(w.operator.accountId)).held, '0.000000', 'no hold left');
   });
 
   await checkInvariants(t, w.d.sql);

@@ -1,7 +1,5 @@
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Decimal } from 'decimal.js';
 import { checkInvariants } from '../../ledger/helpers.js';
@@ -9,6 +7,7 @@ import { available } from '../api-calls/peers.js';
 import { speechPcap } from '../ai-agents/speech-pcap.js';
 import { fixture, sipp } from '../../telephony/sip/sipp.js';
 import * as trunk from '../sip-trunks/world.js';
+import { lameMp3 } from './mp3-fixture.js';
 import { rentedNumber, sellerCall } from './rented.js';
 
 // Money (numbers' platform fee 10 %, inbound minutes billed 60/60): inbound rate 0.012000/min, so a
@@ -41,34 +40,8 @@ const balance = async (w: trunk.World, id: string) =>
 const payable = async (w: trunk.World, id: string) =>
   new Decimal((await w.d.modules.services.ledger.balanceOf(id)).payable);
 
-/** A short MP3 (silence) made by Debian's `lame`: the greeting upload's real input. */
-function silenceMp3(): Buffer {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-greeting-'));
-  try {
-    writeFileSync(join(dir, 'in.raw'), Buffer.alloc(8000 * 2));
-    const r = spawnSync('lame', [
-      '-r',
-      '-s',
-      '8',
-      '--bitwidth',
-      '16',
-      '--signed',
-      '--little-endian',
-      '-m',
-      'm',
-      '--add-id3v2',
-      '--tt',
-      'greeting',
-      '--silent',
-      join(dir, 'in.raw'),
-      join(dir, 'out.mp3'),
-    ]);
-    if (r.status !== 0) throw new Error(`lame failed: ${r.stderr}`);
-    return readFileSync(join(dir, 'out.mp3'));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+/** A short MP3 (one second of silence) made by Debian's `lame`: the greeting upload's real input. */
+const silenceMp3 = () => lameMp3({ seconds: 1, hz: 0, title: 'greeting' });
 
 t.test(
   'ring-no-answer: a target that rings out is cancelled and voicemail takes the call (sip and forward numbers)',

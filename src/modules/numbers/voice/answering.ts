@@ -17,7 +17,6 @@ import { newId } from '../../../platform/ids.js';
 import type { SipPlane } from '../../../platform/sip-plane.js';
 import type { PromptRenderer } from '../../../telephony/media/actions.js';
 import { answerWithMedia, type AnsweredCall } from '../../../telephony/media/answered-call.js';
-import type { G711Codec } from '../../../telephony/media/g711.js';
 import { TELEPHONY_RATE, wavOf } from '../../../telephony/media/pcm.js';
 import type { MediaPool } from '../../../telephony/media/pool.js';
 import { isTtsLanguage } from '../../../telephony/media/tts.js';
@@ -30,13 +29,12 @@ import { emit } from '../../../webhooks/emit.js';
 import type { AgentCallPlan, AgentCalls } from '../../api-calls/agent.js';
 import type { EngineCall } from '../../../telephony/engine.js';
 import type { LocalAnswerEndpoint, NumberAnswerKind } from '../../sip-trunks/number-calls.js';
+import type { GreetingCache } from './greeting-cache.js';
 import * as repo from './repo.js';
 import { recordVoicemail, type VoicemailScript } from './voicemail.js';
 
 const USER = /^n(vm|ai)\.([0-9a-f-]{36})\.([0-9a-f-]{36})$/;
 const KIND_CODE: Record<NumberAnswerKind, string> = { voicemail: 'vm', ai_agent: 'ai' };
-/** The session's codec is known only once answered: a greeting is decoded for both. */
-const LAWS: readonly G711Codec[] = ['PCMU', 'PCMA'];
 
 export const DEFAULT_GREETING = 'The person you are calling is not available. Please leave a message after the tone.';
 
@@ -53,6 +51,8 @@ export interface NumberAnsweringDeps {
   stateDir: string;
   /** Mean sample level above which audio is speech (`[ai] speech_level`). */
   speechLevel: number;
+  /** Decoded uploaded and URL greetings, shared with the voicemail settings that invalidate them. */
+  greetings: GreetingCache;
   /** AI voice agents; absent, calls handed to an agent are refused. */
   agents?: AgentCalls | undefined;
   /**
@@ -82,7 +82,7 @@ export function transferCli(callerUser: string, didNumber: string | null): strin
 }
 
 export function createNumberAnswering(deps: NumberAnsweringDeps) {
-  const { sip, sql, clock, log } = deps;
+  const { sip, sql, clock, log, greetings } = deps;
   const { stack } = sip;
   const live = new Set<AnsweredCall>();
   const pending = new Set<Promise<unknown>>();
@@ -153,43 +153,33 @@ export function createNumberAnswering(deps: NumberAnsweringDeps) {
     events.emit('voicemail', id);
   }
 
-  async function greetingOf(d: repo.AnsweringRow): Promise<VoicemailScript['greeting']> {
-    if (d.greetingFile) {
+  /**
+   * The greeting, ready to play before the call is answered: an uploaded or URL MP3 comes decoded
+   * (both G.711 laws) from the greeting cache, read and decoded only when the number's greeting is
+   * not kept, while the caller still hears ringing. Decoding after the answer left the caller in
+   * silence for seconds on a cold or busy decoder, speaking before the beep, so the message held none
+   * of it (or nothing at all when the caller hung up first). An uploaded greeting that cannot be
+   * read falls back to the URL; an MP3 that cannot be fetched or decoded gives the spoken greeting.
+   */
+  async function readyGreeting(d: repo.AnsweringRow): Promise<VoicemailScript['greeting']> {
+    const file = d.greetingFile;
+    if (file) {
       try {
-        return { mp3: await readFile(join(deps.stateDir, d.greetingFile)) };
+        return { audio: await greetings.get(d.id, `file:${file}`, () => readFile(join(deps.stateDir, file))) };
       } catch (err) {
-        log.warn({ err, didId: d.id }, 'uploaded voicemail greeting could not be read');
+        log.warn({ err, didId: d.id }, 'uploaded voicemail greeting could not be read or decoded');
       }
     }
-    if (d.greetingUrl) {
+    const url = d.greetingUrl;
+    if (url) {
       try {
-        return { mp3: await deps.download(d.greetingUrl) };
+        return { audio: await greetings.get(d.id, `url:${url}`, () => deps.download(url)) };
       } catch (err) {
         // The caller still hears a greeting: the spoken one.
-        log.warn({ err, didId: d.id }, 'voicemail greeting could not be fetched; the spoken greeting plays');
+        log.warn({ err, didId: d.id }, 'voicemail greeting could not be fetched or decoded; the spoken greeting plays');
       }
     }
     return { text: d.greetingText ?? DEFAULT_GREETING };
-  }
-
-  /**
-   * The greeting, ready to play before the call is answered: an MP3 is decoded (for either G.711 law,
-   * into the renderer's cache the play then reads) while the caller still hears ringing. Decoding after
-   * the answer left the caller in silence for seconds on a cold or busy decoder, speaking before the
-   * beep, so the message held none of it (or nothing at all when the caller hung up first). An MP3
-   * the decoder refuses gives the spoken greeting, as a greeting URL that cannot be fetched does.
-   */
-  async function readyGreeting(d: repo.AnsweringRow): Promise<VoicemailScript['greeting']> {
-    const greeting = await greetingOf(d);
-    if (!('mp3' in greeting)) return greeting;
-    const renderer = deps.renderer();
-    try {
-      await Promise.all(LAWS.map((law) => renderer.play(greeting.mp3, law)));
-      return greeting;
-    } catch (err) {
-      log.warn({ err, didId: d.id }, 'voicemail greeting could not be decoded; the spoken greeting plays');
-      return { text: d.greetingText ?? DEFAULT_GREETING };
-    }
   }
 
   async function voicemail(

@@ -6,6 +6,7 @@ import type { SharedMediaPool } from '../../../telephony/media/shared-pool.js';
 import type { AgentCalls } from '../../api-calls/agent.js';
 import type { NumberManagement } from '../manage.js';
 import { createNumberAnswering, type NumberAnsweringDeps } from './answering.js';
+import { createGreetingCache } from './greeting-cache.js';
 import { voicemailRoutes } from './routes.js';
 import { createVoicemailService } from './service.js';
 
@@ -42,6 +43,11 @@ export function buildNumberVoice(
       portMax: config.rtp.port_max,
       ttsCacheDir: `${stateDir}/tts-cache`,
     }));
+  // Decoded greetings, kept across calls; the voicemail settings drop a number's when they change it.
+  const greetings = createGreetingCache({
+    decode: (mp3, codec) => media().renderer.play(mp3, codec),
+    clock: core.clock,
+  });
   const answering = createNumberAnswering({
     sip: deps.sip,
     media: () => deps.media.get(),
@@ -52,11 +58,19 @@ export function buildNumberVoice(
     log,
     stateDir,
     speechLevel: config.ai.speech_level,
+    greetings,
     agents: deps.agents,
     transfer: deps.transfer,
     agentLeft: deps.agentLeft,
   });
-  const voicemail = createVoicemailService({ sql: core.sql, clock: core.clock, log, manage: deps.manage, stateDir });
+  const voicemail = createVoicemailService({
+    sql: core.sql,
+    clock: core.clock,
+    log,
+    manage: deps.manage,
+    stateDir,
+    greetingChanged: (didId) => greetings.invalidate(didId),
+  });
   const module: Module = {
     name: 'numbers-voice',
     routes: voicemailRoutes(voicemail),
@@ -69,5 +83,5 @@ export function buildNumberVoice(
       await plane?.close();
     },
   };
-  return { module, service: { answering, voicemail } };
+  return { module, service: { answering, voicemail, greetings } };
 }

@@ -52,6 +52,8 @@ export function createVoicemailService(deps: {
   log: Logger;
   manage: NumberManagement;
   stateDir: string;
+  /** The number's greeting (URL or upload) changed: its decoded copy is dropped. */
+  greetingChanged?: ((didId: string) => void) | undefined;
 }) {
   const { sql, manage } = deps;
 
@@ -97,6 +99,7 @@ export function createVoicemailService(deps: {
         maxSeconds: input.maxSeconds ?? now.maxSeconds,
         silenceSeconds: input.silenceSeconds ?? now.silenceSeconds,
       });
+      deps.greetingChanged?.(d.id);
       return settings(viewerId, didId);
     },
 
@@ -152,6 +155,7 @@ export function createVoicemailService(deps: {
       await rename(`${path}.part`, path);
       const before = (await repo.answeringRow(sql, d.id))!.greetingFile;
       await repo.setGreetingFile(sql, d.id, file);
+      deps.greetingChanged?.(d.id);
       if (before) await removeFile(join(deps.stateDir, before));
       return settings(viewerId, didId);
     },
@@ -162,6 +166,7 @@ export function createVoicemailService(deps: {
       const before = (await repo.answeringRow(sql, d.id))!.greetingFile;
       if (!before) throw notFound('Uploaded greeting');
       await repo.setGreetingFile(sql, d.id, null);
+      deps.greetingChanged?.(d.id);
       await removeFile(join(deps.stateDir, before));
       return settings(viewerId, didId);
     },

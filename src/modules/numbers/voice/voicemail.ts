@@ -1,11 +1,12 @@
 import type { AnsweredCall } from '../../../telephony/media/answered-call.js';
 import { decodeG711, encodeG711, type G711Codec } from '../../../telephony/media/g711.js';
 import { TELEPHONY_RATE } from '../../../telephony/media/pcm.js';
+import type { GreetingAudio } from './greeting-cache.js';
 
 /** What a number's voicemail says and how long it listens (the number's voicemail settings). */
 export interface VoicemailScript {
-  /** The greeting: MP3 bytes (an uploaded or URL greeting) or text spoken with the built-in voices. */
-  greeting: { mp3: Uint8Array } | { text: string };
+  /** The greeting: decoded audio in both laws (an uploaded or URL greeting) or text spoken with the built-in voices. */
+  greeting: { audio: GreetingAudio } | { text: string };
   maxSeconds: number;
   /** Silence after the caller last spoke (or after the beep, if never) that ends the message. */
   silenceSeconds: number;
@@ -40,7 +41,7 @@ export function beep(codec: G711Codec): Uint8Array {
 export async function recordVoicemail(answered: AnsweredCall, s: VoicemailScript): Promise<RecordedMessage | null> {
   const { call, session } = answered;
   const over = (): boolean => call.state === 'ended';
-  if ('mp3' in s.greeting) await call.play(s.greeting.mp3);
+  if ('audio' in s.greeting) await session.play(s.greeting.audio[session.codec]);
   else await call.speak(s.greeting.text);
   if (over()) return null;
   // The beep goes out through the same queue as every prompt: its end is when the recording starts.

@@ -23,7 +23,7 @@ import { buildCdrsModule } from './cdrs/index.js';
 import { buildSipTrunksModule } from './sip-trunks/index.js';
 import { buildApiCallsModule } from './api-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
-import { buildSwitchModule } from './switch/index.js';
+import { buildSwitchDncModule, buildSwitchModule } from './switch/index.js';
 import { buildVerifyModule } from './verify/index.js';
 import { buildLookupModule } from './lookup/index.js';
 import { buildRouteChecksModule } from './route-checks/index.js';
@@ -191,6 +191,8 @@ export async function buildModules(coreIn: CoreDeps) {
     }),
     // Numbers the exchange answers itself: asked at call time, once every module is built.
     localAnswer: (kind, callGroupId, didId) => numberVoice.service.answering.localEndpoint(kind, callGroupId, didId),
+    // A Switch customer's call to a number its Switch lists: asked at call time, once every module is built.
+    dncRefuses: (q) => switchDnc.gate.refuses(q),
   });
   // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant, and
   // its agents hold API and campaign calls named with an agent.
@@ -218,6 +220,8 @@ export async function buildModules(coreIn: CoreDeps) {
     cdrs: cdrs.service,
     // A message a handset sent to a rented number, over its seller's SMPP bind.
     onMobileOriginated: (routeId, mo) => numbers.service.inbound.fromSmsc(routeId, mo),
+    // A Switch customer's message to a number its Switch lists: asked at send time, once every module is built.
+    dncRefuses: (q) => switchDnc.gate.refuses(q),
   });
   // The account's connection points (trunk addresses, purchase SIP credentials, SMPP) and reachability tests.
   const connections = buildConnectionsModule(core, {
@@ -262,6 +266,12 @@ export async function buildModules(coreIn: CoreDeps) {
   });
   // Switch plans and the Switch operations built so far.
   const switchModule = buildSwitchModule(core);
+  // The Switch DNC: the account's do-not-call list honored for its customers' calls and messages.
+  const switchDnc = buildSwitchDncModule(core, {
+    dnc: dnc.service,
+    application: money.services.application,
+    subscriptions: switchModule.subscriptions,
+  });
   // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
   const dialer = buildDialerModule(core, {
     accounts,
@@ -440,6 +450,7 @@ export async function buildModules(coreIn: CoreDeps) {
     dialer.module,
     aiAgents.module,
     numberVoice.module,
+    switchDnc.module,
   ];
 
   return {
@@ -479,6 +490,7 @@ export async function buildModules(coreIn: CoreDeps) {
       accountLifecycle: accountLifecycle.service,
       numberVoice: numberVoice.service,
       interconnectionStatements: interconnections.statements,
+      switchDnc: switchDnc.service,
     },
     list,
   };

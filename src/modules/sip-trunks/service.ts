@@ -16,7 +16,7 @@ import { createFinishing } from './finishing.js';
 import type { LiveCalls } from './live-calls.js';
 import { createPayerHints } from './payer-hints.js';
 import type { LocalAnswerEndpoint, NumberCalls } from './number-calls.js';
-import { createPlanning } from './planning.js';
+import { createPlanning, type DncRefuses } from './planning.js';
 import { createReconcile } from './reconcile.js';
 import { createCallsRepo, type PointPatch } from './repo.js';
 import { createSlots } from './slots.js';
@@ -52,6 +52,8 @@ export interface SipTrunksDeps {
   resolveTarget: (host: string, port: number) => Promise<string>;
   /** This daemon's answering endpoint for numbers the exchange answers itself (voicemail, AI agents). */
   localAnswer?: LocalAnswerEndpoint;
+  /** The Switch DNC's check of a customer's destination. */
+  dncRefuses?: DncRefuses;
 }
 
 /** NOTIFY channel of migration 264: a trunk address or purchase credential changed. */
@@ -103,6 +105,7 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     numberCalls: deps.numberCalls,
     resolveTarget: deps.resolveTarget,
     localAnswer: deps.localAnswer,
+    dncRefuses: deps.dncRefuses,
     attribution,
     admission,
     finishing,

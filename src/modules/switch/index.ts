@@ -19,3 +19,4 @@ export function buildSwitchModule(core: CoreDeps) {
   };
   return { module, subscriptions };
 }
+export { buildSwitchDncModule } from './dnc/index.js';

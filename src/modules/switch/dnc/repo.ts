@@ -1,4 +1,4 @@
-import type { Db } from '../../../db/connection.js';
+import type { Db, Sql } from '../../../db/connection.js';
 
 /** A Switch account's honor settings with its customers' overrides (customer id → honor). */
 export interface HonorSettings {
@@ -55,7 +55,7 @@ export interface ScrubCounts {
  * The Switch DNC's own rows: honor settings, hits and scrub jobs. The list itself is the dnc
  * module's (`dnc_entries`): only its counts are read here, for the summary.
  */
-export function createSwitchDncRepo(sql: Db) {
+export function createSwitchDncRepo(sql: Sql) {
   return {
     async honor(accountId: string): Promise<HonorSettings | null> {
       const [row] = await sql<
@@ -90,8 +90,8 @@ export function createSwitchDncRepo(sql: Db) {
         if (set.length > 0) {
           await tx`
             insert into switch_dnc_customer_honor (account_id, customer_id, honor, updated_at)
-            select ${accountId}::uuid, c, h, ${at}
-            from unnest(${set.map((c) => c.customerId)}::uuid[], ${set.map((c) => c.honor as boolean)}::boolean[]) as t (c, h)
+            select ${accountId}::uuid, c::uuid, h::boolean, ${at}
+            from unnest(${set.map((c) => c.customerId)}::text[], ${set.map((c) => String(c.honor))}::text[]) as t (c, h)
             on conflict (account_id, customer_id) do update set honor = excluded.honor, updated_at = excluded.updated_at`;
         }
         if (cleared.length > 0) {
@@ -99,8 +99,7 @@ export function createSwitchDncRepo(sql: Db) {
             delete from switch_dnc_customer_honor where account_id = ${accountId} and customer_id = any (${cleared}::uuid[])`;
         }
       };
-      if ('begin' in sql) await sql.begin(write);
-      else await write(sql);
+      await sql.begin(write);
     },
 
     async insertHit(h: HitInsert): Promise<void> {

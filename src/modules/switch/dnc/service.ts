@@ -174,6 +174,9 @@ export function createSwitchDncService(deps: {
   }
 
   return {
+    /** The check at call admission and SMS send (the planes ask it). */
+    gate,
+
     async summary(accountId: string) {
       const now = clock.now();
       const since = new Date(now.getTime() - RECENT_MS);

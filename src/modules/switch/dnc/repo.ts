@@ -163,6 +163,25 @@ export function createSwitchDncRepo(sql: Sql) {
       return row!;
     },
 
+    /**
+     * Which of `numbers` (digits) the account lists as whole numbers: one index probe each on the
+     * dnc module's `dnc_entries_value_idx`. A scrub checks prefixes apart (`prefixes`).
+     */
+    async listedNumbersAmong(accountId: string, numbers: string[]): Promise<Set<string>> {
+      if (numbers.length === 0) return new Set();
+      const rows = await sql<{ value: string }[]>`
+        select e.value from dnc_entries e
+        where e.account_id = ${accountId} and e.kind = 'number' and e.value = any (${numbers}::text[])`;
+      return new Set(rows.map((r) => r.value));
+    },
+
+    /** The account's listed prefixes (a list holds few; a scrub keeps them in memory for its run). */
+    async prefixes(accountId: string): Promise<string[]> {
+      const rows = await sql<{ value: string }[]>`
+        select value from dnc_entries where account_id = ${accountId} and kind = 'prefix'`;
+      return rows.map((r) => r.value);
+    },
+
     async createScrub(s: { id: string; accountId: string; fileBytes: number; at: Date }): Promise<void> {
       await sql`
         insert into switch_dnc_scrubs (id, account_id, phase, file_bytes, created_at)

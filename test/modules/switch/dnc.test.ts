@@ -101,7 +101,10 @@ t.test('Switch DNC operations: gate, access, list through the dnc store, import,
     t.equal(rows[0], 'entry,note,source,createdAt');
     t.equal(rows.length, 1002, 'every entry once');
     t.ok(rows.includes(`${nth(999)},asked,import,${rows.find((r) => r.startsWith(nth(999)))!.split(',')[3]}`));
-    t.ok(rows.some((r) => r.startsWith('330001*,range,import,')), 'a prefix as import writes it');
+    t.ok(
+      rows.some((r) => r.startsWith('330001*,range,import,')),
+      'a prefix as import writes it',
+    );
 
     // The export is a file import reads back: another Switch account gets the same list.
     const other = await accounts.createAccount({ email: `${randomUUID()}@switch-dnc.test`, password: PASSWORD });

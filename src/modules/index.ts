@@ -23,7 +23,12 @@ import { buildCdrsModule } from './cdrs/index.js';
 import { buildSipTrunksModule } from './sip-trunks/index.js';
 import { buildApiCallsModule } from './api-calls/index.js';
 import { buildSmsModule } from './sms/index.js';
-import { buildSwitchCustomersModule, buildSwitchModule, createSellRateDecks } from './switch/index.js';
+import {
+  buildSwitchCustomersModule,
+  buildSwitchDncModule,
+  buildSwitchModule,
+  createSellRateDecks,
+} from './switch/index.js';
 import { buildVerifyModule } from './verify/index.js';
 import { buildLookupModule } from './lookup/index.js';
 import { buildRouteChecksModule } from './route-checks/index.js';
@@ -194,6 +199,8 @@ export async function buildModules(coreIn: CoreDeps) {
     }),
     // Numbers the exchange answers itself: asked at call time, once every module is built.
     localAnswer: (kind, callGroupId, didId) => numberVoice.service.answering.localEndpoint(kind, callGroupId, didId),
+    // A Switch customer's call to a number its Switch lists: asked at call time, once every module is built.
+    dncRefuses: (q) => switchDnc.gate.refuses(q),
   });
   // AI voice agents over the [ai] providers; its chat model also serves the dialer assistant, and
   // its agents hold API and campaign calls named with an agent.
@@ -222,6 +229,8 @@ export async function buildModules(coreIn: CoreDeps) {
     cdrs: cdrs.service,
     // A message a handset sent to a rented number, over its seller's SMPP bind.
     onMobileOriginated: (routeId, mo) => numbers.service.inbound.fromSmsc(routeId, mo),
+    // A Switch customer's message to a number its Switch lists: asked at send time, once every module is built.
+    dncRefuses: (q) => switchDnc.gate.refuses(q),
   });
   // The account's connection points (trunk addresses, purchase SIP credentials, SMPP) and reachability tests.
   const connections = buildConnectionsModule(core, {
@@ -279,6 +288,12 @@ export async function buildModules(coreIn: CoreDeps) {
     subscriptions: switchModule.subscriptions,
     decks: sellRates,
     mailer,
+  });
+  // The Switch DNC: the account's do-not-call list honored for its customers' calls and messages.
+  const switchDnc = buildSwitchDncModule(core, {
+    dnc: dnc.service,
+    application: money.services.application,
+    subscriptions: switchModule.subscriptions,
   });
   // Campaigns over the API call plane and the SMS plane; numbers on the do-not-call list never dialled.
   const dialer = buildDialerModule(core, {
@@ -459,6 +474,7 @@ export async function buildModules(coreIn: CoreDeps) {
     aiAgents.module,
     numberVoice.module,
     switchCustomers.module,
+    switchDnc.module,
   ];
 
   return {
@@ -500,6 +516,7 @@ export async function buildModules(coreIn: CoreDeps) {
       numberVoice: numberVoice.service,
       interconnectionStatements: interconnections.statements,
       switchCustomers: switchCustomers.service,
+      switchDnc: switchDnc.service,
     },
     list,
   };

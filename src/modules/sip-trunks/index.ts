@@ -31,7 +31,7 @@ import type { RoutingCache } from '../marketplace/routing/routing-cache.js';
 import { createEndpointHealth, type HealthTarget } from './endpoint-health.js';
 import { callsRoutes, trunkIpPolicy } from './routes.js';
 import type { LocalAnswerEndpoint, NumberCalls } from './number-calls.js';
-import type { ForwardPlanInput } from './planning.js';
+import type { DncRefuses, ForwardPlanInput } from './planning.js';
 import { createSipTrunksService, sipTransportOf } from './service.js';
 import { every } from '../../platform/periodic.js';
 import { parseNetworks, supplierGuardFrom } from '../../platform/outbound-guard.js';
@@ -70,6 +70,8 @@ export function buildSipTrunksModule(
     localAnswer?: LocalAnswerEndpoint;
     /** Switch customers' sell-rate decks. */
     sellRates?: SellRateLookup;
+    /** The Switch DNC's check of a customer's destination (asked at call admission). */
+    dncRefuses?: DncRefuses;
   },
 ) {
   const { config, log } = core;

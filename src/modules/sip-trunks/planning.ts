@@ -24,6 +24,14 @@ import {
 } from './number-calls.js';
 import type { ConnectionGate, OrphanPricing } from './repo.js';
 
+/** The Switch DNC's check of a customer's destination (src/modules/switch/dnc/gate.ts). */
+export type DncRefuses = (q: {
+  operatorId: string;
+  customerId: string;
+  number: string;
+  channel: 'voice' | 'sms';
+}) => Promise<boolean>;
+
 /** A call's input with the connection point it came through (limits taken with the payer's). */
 type RoutedInput = PlanCallInput & { point?: ConnectionGate };
 
@@ -133,6 +141,8 @@ export function createPlanning(deps: {
   localAnswer?: LocalAnswerEndpoint | undefined;
   /** Switch customers' sell-rate decks; absent, sub-accounts pay base plus markup. */
   sellRates?: SellRateLookup | undefined;
+  /** The Switch DNC: true when a customer's call to `number` is refused because its operator lists it. */
+  dncRefuses?: DncRefuses | undefined;
 }): TrunkPolicy & { planForward(input: ForwardPlanInput): Promise<CallPlan> } {
   const { admission } = deps;
   const isDown = deps.endpointDown ?? neverDown;
@@ -209,6 +219,12 @@ export function createPlanning(deps: {
     if ('reject' in account) return account;
     const operatorId = account.parentId;
     const routingAccount = operatorId ?? payer;
+    // A Switch customer's call to a number its Switch lists: declined before routing (docs/switch.md "DNC").
+    if (input.subAccountId && operatorId && deps.dncRefuses) {
+      const q = { operatorId, customerId: input.subAccountId, number: input.to, channel: 'voice' as const };
+      if (await deps.dncRefuses(q))
+        return admission.refuse('dnc', 603, 'Decline: the number is on the do-not-call list');
+    }
     let primary = await routedTo(input, routingAccount, input.to);
     // A Switch customer's sell rate replaces the markup; no route is taken at a loss on it.
     const sell =

@@ -17,7 +17,7 @@ import type { LiveCalls } from './live-calls.js';
 import { createPayerHints } from './payer-hints.js';
 import type { LocalAnswerEndpoint, NumberCalls } from './number-calls.js';
 import type { SellRateLookup } from '../switch/customers/deck-cache.js';
-import { createPlanning } from './planning.js';
+import { createPlanning, type DncRefuses } from './planning.js';
 import { createReconcile } from './reconcile.js';
 import { createCallsRepo, type PointPatch } from './repo.js';
 import { createSlots } from './slots.js';
@@ -55,6 +55,8 @@ export interface SipTrunksDeps {
   localAnswer?: LocalAnswerEndpoint;
   /** Switch customers' sell-rate decks (src/modules/switch/customers); absent, sub-accounts pay base plus markup. */
   sellRates?: SellRateLookup;
+  /** The Switch DNC's check of a customer's destination. */
+  dncRefuses?: DncRefuses;
 }
 
 /** NOTIFY channel of migration 264: a trunk address or purchase credential changed. */
@@ -107,6 +109,7 @@ export function createSipTrunksService(deps: SipTrunksDeps) {
     resolveTarget: deps.resolveTarget,
     localAnswer: deps.localAnswer,
     sellRates: deps.sellRates,
+    dncRefuses: deps.dncRefuses,
     attribution,
     admission,
     finishing,

@@ -63,6 +63,8 @@ export function buildSmsModule(
     gateway?: SupplierGateway;
     /** A mobile-originated message a route's SMSC delivered; resolves to the SMPP status to answer. */
     onMobileOriginated?: SmsDeps['onMobileOriginated'];
+    /** The Switch DNC's check of a customer's destination (asked at send). */
+    dncRefuses?: SmsDeps['dncRefuses'];
     smppTls?: { key: string | Buffer; cert: string | Buffer } | null;
     /** Switch customers' sell-rate decks. */
     sellRates?: SmsDeps['sellRates'];

@@ -144,6 +144,8 @@ export interface SmsDeps {
   onMobileOriginated?: (routeId: string, mo: MobileOriginated) => Promise<number>;
   /** Switch customers' sell-rate decks (src/modules/switch/customers); absent, sub-accounts pay base plus markup. */
   sellRates?: SellRateLookup;
+  /** The Switch DNC: true when a customer's message to `number` is refused because its operator lists it. */
+  dncRefuses?: (q: { operatorId: string; customerId: string; number: string; channel: 'sms' }) => Promise<boolean>;
 }
 
 /** Refusals that are the message's fault: another route would refuse them too. */
@@ -352,6 +354,11 @@ export function createSmsService(deps: SmsDeps) {
   async function send(s: Sender, input: SendInput, opts: SendOptions = {}): Promise<SendResult> {
     const { to, from, problems } = validate(input);
     if (problems.length) throw validationError(problems);
+    // A Switch customer's message to a number its Switch lists (docs/switch.md "DNC"): nothing charged or sent.
+    if (s.parentId && deps.dncRefuses) {
+      const q = { operatorId: s.parentId, customerId: s.accountId, number: to, channel: 'sms' as const };
+      if (await deps.dncRefuses(q)) throw ruleError('The number is on the do-not-call list: the message is not sent');
+    }
     const seg = countSegments(input.message);
     const network = networkFor(to);
     const priced = await price(s, input, to, network, seg.segments);

@@ -37,3 +37,4 @@ export function buildSwitchModule(core: CoreDeps, deps: SwitchDeps) {
   return { module, subscriptions, invoices: invoices.service };
 }
 export { buildSwitchCustomersModule, createSellRateDecks, type SellRateDecks } from './customers/index.js';
+export { buildSwitchDncModule } from './dnc/index.js';

@@ -38,6 +38,11 @@ const SIMULATED = new Set([
 // A test key checks and cancels only the simulated verifications it started.
 const SERVED = new Set([
   'POST /switch/suppliers/test-sms',
+  // A saved trunk's SMS check binds and sends nothing; an invoice preview allocates and claims nothing;
+  // a records export is a read of the records into a file (docs/switch.md).
+  'POST /switch/suppliers/{id}/test-sms',
+  'POST /switch/invoices/preview',
+  'POST /switch/cdrs/exports',
   'POST /topups/invite-codes/redeem',
   'POST /verify/check',
   'POST /verify/{id}/cancel',

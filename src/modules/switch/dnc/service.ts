@@ -28,6 +28,13 @@ export const HONOR_MAX_CUSTOMERS = 100;
 const SCRUB_BATCH = 5000;
 const EXPORT_PAGE = 5000;
 const RECENT_MS = 30 * 86_400_000;
+/** A scrub cut short by the daemon stopping: its owner is told to upload again. */
+class ScrubStopped extends Error {
+  constructor() {
+    super('stopped: the exchange shut down; upload the file again');
+  }
+}
+
 /** A scrub still open after this was left by a daemon that stopped (a full file takes seconds). */
 const SCRUB_STALE_MS = 3600_000;
 
@@ -140,7 +147,7 @@ export function createSwitchDncService(deps: {
       };
       let batch: string[] = [];
       reading: for await (const rows of csvBatches(input)) {
-        if (abort.signal.aborted) throw new Error('stopped: the exchange shut down; upload the file again');
+        if (abort.signal.aborted) throw new ScrubStopped();
         for (const { row, cells } of rows) {
           const raw = cells[0] ?? '';
           if (row === 1 && /^[a-z_ ]+$/i.test(raw)) continue;
@@ -170,9 +177,7 @@ export function createSwitchDncService(deps: {
       listed.destroy();
       log.warn({ err, scrubId: id }, 'switch dnc scrub failed');
       const message =
-        err instanceof AppError || (err instanceof Error && err.message.startsWith('stopped'))
-          ? err.message
-          : 'the file could not be scrubbed';
+        err instanceof AppError || err instanceof ScrubStopped ? err.message : 'the file could not be scrubbed';
       await repo.fail(id, message, clock.now()).catch((e: unknown) => log.error({ err: e }, 'scrub not marked'));
     } finally {
       input.destroy();

@@ -412,14 +412,14 @@ export function trunkRoutes(s: {
     app.post(
       '/switch/suppliers/:id/reachability',
       {
-        config: { access: { ...ACCESS, testKeys: 'allow' }, rateLimit: { points: 10, seconds: 60 } },
+        config: { access: ACCESS, rateLimit: { points: 10, seconds: 60 } },
         schema: {
           tags: TAGS,
           summary: "Probe a supplier trunk's enabled endpoints with SIP OPTIONS",
           description:
             "One real OPTIONS to each enabled endpoint through the outbound guard (kept in the account's reachability " +
             "tests); sets each endpoint's result and the trunk's `reachable` (any enabled endpoint answered 2xx) and " +
-            `\`reachCheckedAt\`. Test keys may use it: it changes no configuration. 10 per minute. ${GATE}`,
+            `\`reachCheckedAt\`. A test key gets 403 \`TEST_KEY_NOT_ALLOWED\`: the result is Switch data. 10 per minute. ${GATE}`,
           params: Id,
           response: {
             200: Ok(

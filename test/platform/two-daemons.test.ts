@@ -4,7 +4,6 @@
  * across them, money is exact, and B's crash reconcile leaves A's live call alone.
  */
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import pino from 'pino';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config/load.js';
@@ -15,21 +14,7 @@ import { startPerlSmsc } from '../messaging/perl-smsc.js';
 import { childDaemonConfig, spawnChildDaemon } from '../modules/sip-trunks/child-daemon.js';
 import { createWorld, eventually, expectExit, uac, uacScenario, uasAnswer } from '../modules/sip-trunks/world.js';
 import { Decimal } from 'decimal.js';
-
-const REDIS_URL = 'redis://127.0.0.1:6379';
-
-async function redisAnswers(): Promise<boolean> {
-  const r = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  r.on('error', () => {});
-  try {
-    await r.connect();
-    return (await r.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
-}
+import { REDIS_URL, redisAnswers } from '../helpers/redis.js';
 
 /** Waits for the start of a wall-clock second, so a burst falls in one rate window. */
 async function startOfSecond(): Promise<void> {

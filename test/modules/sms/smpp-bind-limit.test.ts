@@ -1,29 +1,14 @@
 import t, { type Test } from 'tap';
-import { Redis } from 'ioredis';
 import { SMPP_STATUS } from '../../../src/messaging/index.js';
 import { startTestDaemon, type TestDaemon } from '../../helpers/daemon.js';
 import { connectPeer, type Peer } from '../../messaging/smpp-peer.js';
 import { eventually } from '../sip-trunks/world.js';
+import { REDIS_URL, redisAnswers } from '../../helpers/redis.js';
 
 /**
  * Throughput is per bind, so a credential's binds are capped (`maxBinds`, else `[smpp]
  * max_binds_per_credential`), across the daemons when they share Redis.
  */
-const REDIS_URL = 'redis://127.0.0.1:6379';
-
-async function redisAnswers(): Promise<boolean> {
-  const r = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  r.on('error', () => {});
-  try {
-    await r.connect();
-    return (await r.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
-}
-
 /** A transceiver bind on `d`: the bind's status, and the peer (kept open until the test ends or it is closed). */
 async function bind(t: Test, d: TestDaemon, systemId: string, password: string) {
   const peer: Peer = await connectPeer(d.ports['smpp']!);

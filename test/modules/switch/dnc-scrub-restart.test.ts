@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { rmSync, statSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { join } from 'node:path';
 import t from 'tap';
+import type { Sql } from '../../../src/db/connection.js';
 import { startTestDaemon, httpsCall } from '../../helpers/daemon.js';
 import { childDaemonConfig, spawnChildDaemon } from '../sip-trunks/child-daemon.js';
 import { eventually } from '../sip-trunks/world.js';
@@ -13,6 +15,23 @@ const file = (count: number, bad: string[] = []) =>
 
 /** The advisory lock a test trigger makes a scrub's checkpoint wait on (written out in the trigger). */
 const PAUSE_LOCK = 4242;
+
+/** A test trigger: every scrub's checkpoint of 10,000 rows or more waits while the test holds PAUSE_LOCK. */
+async function pauseAtSecondCheckpoint(sql: Sql): Promise<void> {
+  await sql`
+    create function test_pause_scrub() returns trigger language plpgsql as $$
+    begin
+      if new.phase = 'scrubbing' and new.total >= 10000 then perform pg_advisory_xact_lock(4242); end if;
+      return new;
+    end $$`;
+  await sql`create trigger test_pause_scrub before update on switch_dnc_scrubs for each row execute function test_pause_scrub()`;
+}
+
+/** The backends of this database waiting on PAUSE_LOCK. */
+const waitingScrubs = (sql: Sql) => sql<{ pid: number }[]>`
+  select pid from pg_locks
+  where locktype = 'advisory' and not granted and objid = ${PAUSE_LOCK}
+    and database = (select oid from pg_database where datname = current_database())`;
 
 /**
  * A daemon SIGKILLed in the middle of two DNC scrubs, then started again on the same state directory
@@ -43,13 +62,7 @@ t.test('DNC scrubs resume after their daemon is killed and started again', async
   t.equal(imported.status, 200, imported.text);
   t.match(imported.json.data, { imported: 3 });
 
-  await sql`
-    create function test_pause_scrub() returns trigger language plpgsql as $$
-    begin
-      if new.phase = 'scrubbing' and new.total >= 10000 then perform pg_advisory_xact_lock(4242); end if;
-      return new;
-    end $$`;
-  await sql`create trigger test_pause_scrub before update on switch_dnc_scrubs for each row execute function test_pause_scrub()`;
+  await pauseAtSecondCheckpoint(sql);
 
   const overrides = childDaemonConfig(t, d.config.database.url);
   const state = (overrides.paths as { state: string }).state;
@@ -59,10 +72,7 @@ t.test('DNC scrubs resume after their daemon is killed and started again', async
       token: key,
       ...(o.rawBody === undefined ? {} : { rawBody: o.rawBody, headers: csv }),
     });
-  const waiting = () => sql<{ pid: number }[]>`
-    select pid from pg_locks
-    where locktype = 'advisory' and not granted and objid = ${PAUSE_LOCK}
-      and database = (select oid from pg_database where datname = current_database())`;
+  const waiting = () => waitingScrubs(sql);
 
   let resumed = '';
   let gone = '';
@@ -144,4 +154,49 @@ t.test('DNC scrubs resume after their daemon is killed and started again', async
   t.ok(cleanSet.has(`+${nth(100)}`), 'before the checkpoint: scrubbed before it was listed, not read again');
   t.ok(listedSet.has(`+${nth(15_000)}`), 'after the checkpoint: scrubbed again, now listed');
   await second.kill();
+});
+
+/**
+ * A daemon stopped (SIGTERM's path: the modules' stop) in the middle of a scrub: the job stops at its
+ * next read and leaves the scrub open at its checkpoint, file kept, rather than failing it; started
+ * again, the daemon finishes it from there.
+ */
+t.test('a DNC scrub paused by a shutdown resumes when the daemon starts again', async (t) => {
+  const d = await startTestDaemon(t);
+  const sql = d.sql;
+  const { accounts, switchDnc } = d.modules.services;
+  const acc = await accounts.createAccount({
+    email: `${randomUUID()}@switch-scrub.test`,
+    password: 'correct horse battery staple 42',
+  });
+  await d.modules.services.dnc.import(acc.id, Readable.from([`number\n+${nth(3)}\n+${nth(29_999)}\n`]));
+  await pauseAtSecondCheckpoint(sql);
+  let id = '';
+  await sql
+    .begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(${PAUSE_LOCK})`;
+      id = (await switchDnc.startScrub(acc.id, Readable.from([file(30_000)]))).id;
+      await eventually(async () => (await waitingScrubs(sql)).length === 1, 60_000);
+      // The stop waits for the job, which goes on once the lock is let go: stop first, then let go.
+      const stopped = switchDnc.stop();
+      return { stopped };
+    })
+    .then(({ stopped }) => stopped);
+  await sql`drop trigger test_pause_scrub on switch_dnc_scrubs`;
+  const [paused] = await sql<{ phase: string; total: number; error: string | null }[]>`
+    select phase, total, error from switch_dnc_scrubs where id = ${id}`;
+  t.match(paused, { phase: 'scrubbing', error: null }, 'left open, not failed');
+  t.ok(paused!.total >= 10_000 && paused!.total < 30_000, `paused at a checkpoint (${paused!.total} rows)`);
+
+  await switchDnc.start();
+  await switchDnc.idle();
+  const done = await switchDnc.scrub(acc.id, id);
+  t.match(done, { phase: 'done', counts: { total: 30_000, listed: 2, clean: 29_998, invalid: 0 }, error: null });
+  const [row] = await sql<{ resumes: number }[]>`select resumes from switch_dnc_scrubs where id = ${id}`;
+  t.equal(row!.resumes, 1);
+  const clean = await switchDnc.scrubFile(acc.id, id, 'clean');
+  const lines: string[] = [];
+  for await (const chunk of clean.stream) lines.push(String(chunk));
+  const numbers = lines.join('').trim().split('\n').slice(1);
+  t.equal(new Set(numbers).size, 29_998, 'each clean number once');
 });

@@ -117,7 +117,8 @@ export function createSwitchDncService(deps: {
   const dirOf = (accountId: string, id: string) => join(root, accountId, id);
   // Jobs of this daemon: stop() waits for them to end, each aborted at its next batch.
   const jobs = new Set<Promise<void>>();
-  const abort = new AbortController();
+  // Renewed at each start: the jobs a stop paused resume under a fresh one.
+  let abort = new AbortController();
 
   const honorOf = async (accountId: string) => {
     const h = await repo.honor(accountId);
@@ -479,6 +480,7 @@ export function createSwitchDncService(deps: {
      * files), and fails other daemons' open scrubs silent for an hour (theirs have not come back).
      */
     async start() {
+      abort = new AbortController();
       await gate.settings.start();
       const failed = await repo.failAbandoned(deps.node, SCRUB_STALE_SECONDS, clock.now());
       if (failed > 0) log.warn({ failed }, 'switch dnc scrubs of a daemon that has not come back marked failed');

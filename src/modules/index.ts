@@ -218,6 +218,9 @@ export async function buildModules(coreIn: CoreDeps) {
     extendLease: (a, k, sec) => idempotency.extendLease(a, k, sec),
     media,
     ...(asterisk ? { asterisk } : {}),
+    // A Switch customer's API call: its sell-rate deck, and its operator's do-not-call list asked at call time.
+    sellRates,
+    dncRefuses: (q) => switchDnc.gate.refuses(q),
   });
   // SMS through the API, supplier SMPP binds per route, receipts.
   const sms = buildSmsModule(core, {

@@ -38,6 +38,10 @@ export function buildApiCallsModule(
     agents?: ApiCallsDeps['agents'];
     /** `[media] engine = "asterisk"`: the daemon's farm (shared with anchored trunk media). */
     asterisk?: SharedAsteriskFarm;
+    /** Switch customers' sell-rate decks. */
+    sellRates?: ApiCallsDeps['sellRates'];
+    /** The Switch DNC's check of a customer's destination. */
+    dncRefuses?: ApiCallsDeps['dncRefuses'];
   },
 ) {
   const { config, log } = core;

@@ -134,7 +134,10 @@ export function commsCallsRoutes(svc: ApiCallsService) {
             "Limits are checked before anything is dialled or held, and count trunk calls too: the account's calls placed " +
             "through the API at once (`[voice] max_api_calls_per_account`), a sub-account's `maxConcurrentCalls`, each route's " +
             '`capacity` and `maxCps` (a full route is skipped for the next one). Over a limit: 429 `RATE_LIMITED` with `Retry-After` ' +
-            'and `error.details.limit` one of `api-calls`, `sub-account-calls`, `capacity`, `cps`; limiter unreachable: 503 `SERVICE_UNAVAILABLE`.',
+            'and `error.details.limit` one of `api-calls`, `sub-account-calls`, `capacity`, `cps`; limiter unreachable: 503 `SERVICE_UNAVAILABLE`. ' +
+            "A Switch customer (a sub-account) meets its operator's Switch rules (docs/switch.md): a number on the honored " +
+            'do-not-call list is refused with 400 `VALIDATION_ERROR`, `details.code` `DO_NOT_CALL` (nothing held, the hit recorded); ' +
+            'a matching sell rate is what the call costs, and when every route costs more than it: 400, `details.code` `SELL_RATE_BELOW_COST`.',
           body: PlaceCallBody,
           response: { 200: Ok(CallCreated), 202: Ok(CallCreated) },
         },

@@ -43,9 +43,11 @@ import {
   type CdrsService,
   type MarkupTerms,
   type PricedRoute,
+  type SellPrice,
 } from '../cdrs/index.js';
 import type { Candidate } from '../marketplace/routing/routing.js';
 import type { Routing } from '../marketplace/routing/routing.js';
+import type { SellRateLookup } from '../switch/customers/deck-cache.js';
 import { checkActions, playUrls, type ActionItem } from './actions.js';
 import type { AgentCallPlan, AgentCalls } from './agent.js';
 import { createCommsCallsRepo, type ApiCallRow } from './repo.js';
@@ -127,6 +129,11 @@ export interface ApiCallsDeps {
   extendLease?: ((accountId: string, key: string, seconds: number) => Promise<void>) | undefined;
   /** AI voice agents holding calls named with `aiAgentId`; absent: such calls are refused. */
   agents?: AgentCalls | undefined;
+  /** Switch customers' sell-rate decks (src/modules/switch/customers); absent, sub-accounts pay base plus markup. */
+  sellRates?: SellRateLookup | undefined;
+  /** The Switch DNC: true when a customer's call to `number` is refused because its operator lists it. */
+  dncRefuses?:
+    ((q: { operatorId: string; customerId: string; number: string; channel: 'voice' }) => Promise<boolean>) | undefined;
 }
 
 /** The per-minute agent fee for `seconds` of an answered call, every started minute counted. */
@@ -234,6 +241,25 @@ function overLimit(a: Extract<ApiAdmission, { ok: false }>): AppError {
   );
 }
 
+/**
+ * A Switch customer's call to a number its operator's do-not-call list holds (docs/switch.md "DNC"):
+ * 400 as the SMS refusal, `details.code` telling it apart without reading the message.
+ */
+const doNotCall = () =>
+  new AppError(
+    'VALIDATION_ERROR',
+    "The number is on the do-not-call list of the customer's Switch: the call is not placed",
+    {
+      code: 'DO_NOT_CALL',
+    },
+  );
+
+/** Every route to the number costs more than the Switch customer's sell rate for it. */
+const belowSellRate = () =>
+  new AppError('VALIDATION_ERROR', "No route to this number costs less than the customer's sell rate", {
+    code: 'SELL_RATE_BELOW_COST',
+  });
+
 /** The caller's call an agent transferred, which the transfer leg joins once answered. */
 interface TransferBridge {
   call: EngineCall;
@@ -262,8 +288,16 @@ export function createApiCallsService(deps: ApiCallsDeps) {
   const running = new Set<Promise<unknown>>();
   const ownerNode = apiCallOwner(deps.node);
 
-  /** Each candidate priced for the caller, a sub-account's route markups on their routes. */
-  async function priceCandidates(caller: Caller, input: PlaceCallInput, markups: MarkupTerms): Promise<Priced[]> {
+  /**
+   * Each candidate priced for the caller, a sub-account's route markups on their routes; with a
+   * Switch customer's `sell` rate, that rate on every route and no route dearer than it.
+   */
+  async function priceCandidates(
+    caller: Caller,
+    input: PlaceCallInput,
+    markups: MarkupTerms,
+    sell: SellPrice | null,
+  ): Promise<Priced[]> {
     const candidates: Candidate[] = await deps.routing.candidatesFor({
       accountId: caller.parentId ?? caller.accountId,
       number: input.to,
@@ -272,7 +306,10 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       ...(input.routeId !== undefined ? { routeId: input.routeId } : {}),
       ...(input.strategy !== undefined ? { strategy: input.strategy } : {}),
     });
-    const usable = candidates
+    // The operator is never made to pay for its customer's call (docs/switch.md "Below cost").
+    const affordable = sell ? candidates.filter((c) => c.price.lte(sell.rate)) : candidates;
+    if (sell && candidates.length > 0 && affordable.length === 0) throw belowSellRate();
+    const usable = affordable
       .map((c) => ({ c, eps: c.endpoints.filter((e) => e.transport === 'udp' || e.transport === 'tcp') }))
       .filter((x) => caller.mode === 'test' || x.eps.length > 0)
       .slice(0, input.routeId !== undefined ? 1 : FAILOVER_MAX_ROUTES);
@@ -286,6 +323,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       increment: c.increment,
       sellerId: terms.get(c.routeId) ?? null,
       ...(c.interconnectionId === undefined ? {} : { interconnectionId: c.interconnectionId }),
+      ...(sell ? { sell: { rate: sell.rate, increment: sell.increment } } : {}),
       endpoints: orderEndpoints(
         eps.map((e) => ({
           // The address the routing guard checked, so the INVITE goes where the check looked.
@@ -462,9 +500,24 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     // An agent's call ends at its maxCallSeconds.
     const maxDuration = Math.min(input.maxDuration ?? 300, agent?.maxCallSeconds ?? 3600);
     const test = caller.mode === 'test';
-    // Reseller markup of a sub-account payer (none for everyone else).
-    const markups = caller.parentId ? await deps.application.routeMarkups.terms(caller.accountId) : NO_MARKUP;
-    let priced = await priceCandidates(caller, input, markups);
+    // A Switch customer (a sub-account) calling through the API meets the rules its trunk calls
+    // meet (docs/switch.md): its operator's do-not-call list, then its sell-rate deck. A campaign's
+    // call is the dialer's: screened against the campaign's own list and priced as the dialer budgets.
+    const switchOperator = opts.campaign ? null : caller.parentId;
+    if (switchOperator && deps.dncRefuses) {
+      const q = {
+        operatorId: switchOperator,
+        customerId: caller.accountId,
+        number: input.to,
+        channel: 'voice' as const,
+      };
+      if (await deps.dncRefuses(q)) throw doNotCall();
+    }
+    const sell =
+      switchOperator && deps.sellRates ? await deps.sellRates.match(caller.accountId, 'voice', input.to) : null;
+    // Reseller markup of a sub-account payer (none for everyone else); a sell rate replaces it.
+    const markups = caller.parentId && !sell ? await deps.application.routeMarkups.terms(caller.accountId) : NO_MARKUP;
+    let priced = await priceCandidates(caller, input, markups, sell);
     const markup = markups.pct;
 
     // Downloaded once before dialling; a bad URL fails validation and costs nothing.
@@ -549,6 +602,8 @@ export function createApiCallsService(deps: ApiCallsDeps) {
           },
         ]),
       ),
+      // A crash-reconciled call keeps the sell rate it was held at.
+      ...(sell ? { sell: { rate: sell.rate.toFixed(6), increment: sell.increment.text } } : {}),
     };
     const base = { id, payer: caller.accountId, operatorId, holdId: hold.holdId, test };
     try {

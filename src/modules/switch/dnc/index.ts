@@ -1,5 +1,6 @@
 import type { CoreDeps } from '../../../platform/core.js';
 import type { Module } from '../../../platform/module.js';
+import { loadNodeId } from '../../../platform/node-id.js';
 import type { ApplicationService } from '../../application/service.js';
 import type { DncService } from '../../dnc/index.js';
 import type { SwitchSubscriptions } from '../subscriptions.js';
@@ -22,6 +23,8 @@ export function buildSwitchDncModule(
     log,
     clock: core.clock,
     stateDir: core.config.paths.state,
+    // Scrub files live in this state directory: its node id is who resumes them after a restart.
+    node: loadNodeId(core.config.paths.state),
     dnc: deps.dnc,
     application: deps.application,
     gate,

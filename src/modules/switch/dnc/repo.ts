@@ -51,6 +51,19 @@ export interface ScrubCounts {
   truncated: boolean;
 }
 
+/** Where a scrub stands at its last batch: the counts, and the bytes of each list written by then. */
+export interface ScrubCheckpoint {
+  counts: ScrubCounts;
+  cleanBytes: number;
+  listedBytes: number;
+}
+
+/** A scrub of this daemon's left open when it stopped, to resume. */
+export interface OpenScrub extends ScrubCheckpoint {
+  id: string;
+  accountId: string;
+}
+
 /**
  * The Switch DNC's own rows: honor settings, hits and scrub jobs. The list itself is the dnc
  * module's (`dnc_entries`): only its counts are read here, for the summary.
@@ -182,10 +195,11 @@ export function createSwitchDncRepo(sql: Sql) {
       return rows.map((r) => r.value);
     },
 
-    async createScrub(s: { id: string; accountId: string; fileBytes: number; at: Date }): Promise<void> {
+    /** A queued scrub of `node`, the daemon whose state directory holds its file. */
+    async createScrub(s: { id: string; accountId: string; node: string; fileBytes: number; at: Date }): Promise<void> {
       await sql`
-        insert into switch_dnc_scrubs (id, account_id, phase, file_bytes, created_at)
-        values (${s.id}, ${s.accountId}, 'queued', ${s.fileBytes}, ${s.at})`;
+        insert into switch_dnc_scrubs (id, account_id, node, phase, file_bytes, created_at, heartbeat_at)
+        values (${s.id}, ${s.accountId}, ${s.node}, 'queued', ${s.fileBytes}, ${s.at}, now())`;
     },
 
     async scrub(accountId: string, id: string): Promise<ScrubRow | null> {
@@ -208,10 +222,13 @@ export function createSwitchDncRepo(sql: Sql) {
         from switch_dnc_scrubs where account_id = ${accountId} order by id desc limit ${limit}`;
     },
 
-    async progress(id: string, phase: ScrubPhase, c: ScrubCounts): Promise<void> {
+    /** The scrub's checkpoint: its lists hold exactly `cleanBytes` and `listedBytes`, flushed, for these counts. */
+    async checkpoint(id: string, k: ScrubCheckpoint): Promise<void> {
+      const c = k.counts;
       await sql`
-        update switch_dnc_scrubs set phase = ${phase}, total = ${c.total}, listed = ${c.listed}, clean = ${c.clean},
-          invalid = ${c.invalid}, truncated = ${c.truncated}
+        update switch_dnc_scrubs set phase = 'scrubbing', total = ${c.total}, listed = ${c.listed}, clean = ${c.clean},
+          invalid = ${c.invalid}, truncated = ${c.truncated}, clean_bytes = ${k.cleanBytes},
+          listed_bytes = ${k.listedBytes}, heartbeat_at = now()
         where id = ${id}`;
     },
 
@@ -226,13 +243,46 @@ export function createSwitchDncRepo(sql: Sql) {
       await sql`update switch_dnc_scrubs set phase = 'failed', error = ${error}, finished_at = ${at} where id = ${id}`;
     },
 
-    /** Scrubs left unfinished by a daemon that stopped: failed, so their owner uploads again. */
-    async failInterrupted(before: Date, at: Date): Promise<number> {
+    /**
+     * Scrubs of other daemons left open and silent for `staleSeconds` (database time): their daemon
+     * has not come back to resume them (rows from before migration 310 have no node), so they are
+     * failed and their owner uploads again.
+     */
+    async failAbandoned(node: string, staleSeconds: number, at: Date): Promise<number> {
       const r = await sql`
-        update switch_dnc_scrubs set phase = 'failed', error = 'interrupted: the exchange restarted; upload the file again',
+        update switch_dnc_scrubs set phase = 'failed',
+          error = 'interrupted: the exchange holding the file stopped and has not come back; upload the file again',
           finished_at = ${at}
-        where phase in ('queued', 'scrubbing') and created_at < ${before}`;
+        where phase in ('queued', 'scrubbing') and node is distinct from ${node}
+          and coalesce(heartbeat_at, created_at) < now() - make_interval(secs => ${staleSeconds})`;
       return r.count;
+    },
+
+    /** This daemon's scrubs left open when it stopped (killed or shut down), claimed to resume. */
+    async claimOwn(node: string): Promise<OpenScrub[]> {
+      const rows = await sql<
+        {
+          id: string;
+          accountId: string;
+          total: number;
+          listed: number;
+          clean: number;
+          invalid: number;
+          truncated: boolean;
+          cleanBytes: string;
+          listedBytes: string;
+        }[]
+      >`
+        update switch_dnc_scrubs set resumes = resumes + 1, heartbeat_at = now()
+        where node = ${node} and phase in ('queued', 'scrubbing')
+        returning id, account_id, total, listed, clean, invalid, truncated, clean_bytes, listed_bytes`;
+      return rows.map((r) => ({
+        id: r.id,
+        accountId: r.accountId,
+        counts: { total: r.total, listed: r.listed, clean: r.clean, invalid: r.invalid, truncated: r.truncated },
+        cleanBytes: Number(r.cleanBytes),
+        listedBytes: Number(r.listedBytes),
+      }));
     },
   };
 }

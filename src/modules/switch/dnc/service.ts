@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { mkdir, rm, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -15,7 +15,7 @@ import type { ApplicationService } from '../../application/service.js';
 import type { DncService } from '../../dnc/index.js';
 import { digitsOf } from '../../dnc/service.js';
 import { honored, type DncGate } from './gate.js';
-import { createSwitchDncRepo, type HitRow, type ScrubCounts, type ScrubRow } from './repo.js';
+import { createSwitchDncRepo, type HitRow, type ScrubCheckpoint, type ScrubCounts, type ScrubRow } from './repo.js';
 
 /** Spec "Further operations": a DNC scrub file holds up to 500,000 numbers. */
 export const SCRUB_MAX_NUMBERS = 500_000;
@@ -28,15 +28,23 @@ export const HONOR_MAX_CUSTOMERS = 100;
 const SCRUB_BATCH = 5000;
 const EXPORT_PAGE = 5000;
 const RECENT_MS = 30 * 86_400_000;
-/** A scrub cut short by the daemon stopping: its owner is told to upload again. */
+/** A scrub cut short by this daemon stopping: left open, it resumes when the daemon starts again. */
 class ScrubStopped extends Error {
   constructor() {
-    super('stopped: the exchange shut down; upload the file again');
+    super('stopped: the exchange shut down; the scrub resumes when it starts again');
   }
 }
 
-/** A scrub still open after this was left by a daemon that stopped (a full file takes seconds). */
-const SCRUB_STALE_MS = 3600_000;
+/** A scrub whose uploaded file is no longer where its daemon keeps it: it cannot go on. */
+class ScrubFileGone extends Error {
+  constructor() {
+    super('interrupted: the uploaded file is gone from the exchange that received it; upload the file again');
+  }
+}
+
+/** Another daemon's open scrub silent this long was left by a daemon that has not come back (a batch takes seconds). */
+const SCRUB_STALE_SECONDS = 3600;
+const LIST_HEADER = 'number\n';
 
 export type ScrubList = 'clean' | 'listed';
 
@@ -68,13 +76,24 @@ const hitView = (r: HitRow) => ({
   at: r.createdAt.toISOString(),
 });
 
-/** Writes a line, waiting when the file's buffer is full (a 500,000-line list never piles up in memory). */
-async function writeLine(out: WriteStream, line: string): Promise<void> {
-  if (!out.write(line)) await new Promise<void>((resolve) => out.once('drain', resolve));
-}
+/** Writes `text` and resolves once it is handed to the file (a checkpoint counts only flushed bytes). */
+const writeFlushed = (out: WriteStream, text: string) =>
+  new Promise<void>((resolve, reject) => {
+    if (text === '') return resolve();
+    out.write(text, (err) => (err ? reject(err) : resolve()));
+  });
 
 const closeFile = (out: WriteStream) =>
   new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+
+/** The file's size, or -1 when it is missing. */
+const sizeOf = async (path: string) => (await stat(path).catch(() => null))?.size ?? -1;
+
+const FRESH: ScrubCheckpoint = {
+  counts: { total: 0, listed: 0, clean: 0, invalid: 0, truncated: false },
+  cleanBytes: 0,
+  listedBytes: 0,
+};
 
 /**
  * The Switch's DNC operations over the dnc module's store of its account (no copy of the list):
@@ -86,6 +105,8 @@ export function createSwitchDncService(deps: {
   log: Logger;
   clock: Clock;
   stateDir: string;
+  /** This daemon's lasting id (src/platform/node-id.ts): the scrubs whose files its state directory holds. */
+  node: string;
   dnc: Pick<DncService, 'list' | 'check' | 'import'>;
   application: Pick<ApplicationService, 'list' | 'get'>;
   gate: DncGate;
@@ -96,7 +117,8 @@ export function createSwitchDncService(deps: {
   const dirOf = (accountId: string, id: string) => join(root, accountId, id);
   // Jobs of this daemon: stop() waits for them to end, each aborted at its next batch.
   const jobs = new Set<Promise<void>>();
-  const abort = new AbortController();
+  // Renewed at each start: the jobs a stop paused resume under a fresh one.
+  let abort = new AbortController();
 
   const honorOf = async (accountId: string) => {
     const h = await repo.honor(accountId);
@@ -114,16 +136,54 @@ export function createSwitchDncService(deps: {
     }
   }
 
-  async function runScrub(accountId: string, id: string): Promise<void> {
+  /**
+   * Where a scrub starts: from its checkpoint when both lists still hold at least the bytes it
+   * recorded (cut back to them), else from the first row with empty lists.
+   */
+  async function startingPoint(dir: string, from: ScrubCheckpoint): Promise<ScrubCheckpoint> {
+    const clean = join(dir, 'clean.csv');
+    const listed = join(dir, 'listed.csv');
+    if (
+      from.counts.total > 0 &&
+      (await sizeOf(clean)) >= from.cleanBytes &&
+      (await sizeOf(listed)) >= from.listedBytes
+    ) {
+      await truncate(clean, from.cleanBytes);
+      await truncate(listed, from.listedBytes);
+      return from;
+    }
+    return FRESH;
+  }
+
+  /**
+   * Scrubs the stored upload in batches, checkpointing after each (counts and the flushed length of
+   * each list), so a scrub this daemon left open when it stopped goes on from its last batch.
+   */
+  async function runScrub(accountId: string, id: string, from: ScrubCheckpoint = FRESH): Promise<void> {
     const dir = dirOf(accountId, id);
-    const c: ScrubCounts = { total: 0, listed: 0, clean: 0, invalid: 0, truncated: false };
-    const clean = createWriteStream(join(dir, 'clean.csv'), { mode: 0o600 });
-    const listed = createWriteStream(join(dir, 'listed.csv'), { mode: 0o600 });
-    const input = createReadStream(join(dir, 'input.csv'));
+    const inputPath = join(dir, 'input.csv');
+    let clean: WriteStream | null = null;
+    let listed: WriteStream | null = null;
+    let input: ReturnType<typeof createReadStream> | null = null;
+    let ended = true;
     try {
-      await writeLine(clean, 'number\n');
-      await writeLine(listed, 'number\n');
-      await repo.progress(id, 'scrubbing', c);
+      if ((await sizeOf(inputPath)) < 0) throw new ScrubFileGone();
+      const at = await startingPoint(dir, from);
+      const c: ScrubCounts = { ...at.counts };
+      const k: ScrubCheckpoint = { counts: c, cleanBytes: at.cleanBytes, listedBytes: at.listedBytes };
+      const flags = at.counts.total > 0 ? 'a' : 'w';
+      clean = createWriteStream(join(dir, 'clean.csv'), { mode: 0o600, flags });
+      listed = createWriteStream(join(dir, 'listed.csv'), { mode: 0o600, flags });
+      input = createReadStream(inputPath);
+      const out = { clean, listed };
+      const write = async (cleanText: string, listedText: string) => {
+        await Promise.all([writeFlushed(out.clean, cleanText), writeFlushed(out.listed, listedText)]);
+        k.cleanBytes += Buffer.byteLength(cleanText);
+        k.listedBytes += Buffer.byteLength(listedText);
+      };
+      if (at.counts.total === 0) await write(LIST_HEADER, LIST_HEADER);
+      await repo.checkpoint(id, k);
+      if (at.counts.total > 0) log.info({ scrubId: id, from: at.counts.total }, 'switch dnc scrub resumed');
       // Prefixes once for the run, numbers per batch by the unique index: the dnc module's
       // blockedAmong tries every prefix of every number in SQL, about 1,000 numbers a second here.
       const prefixes = new Set(await repo.prefixes(accountId));
@@ -134,23 +194,32 @@ export function createSwitchDncService(deps: {
       const check = async (batch: string[]) => {
         if (batch.length === 0) return;
         const hit = await repo.listedNumbersAmong(accountId, batch);
+        let cleanText = '';
+        let listedText = '';
         for (const n of batch) {
           if (hit.has(n) || (prefixes.size > 0 && underPrefix(n))) {
             c.listed++;
-            await writeLine(listed, `+${n}\n`);
+            listedText += `+${n}\n`;
           } else {
             c.clean++;
-            await writeLine(clean, `+${n}\n`);
+            cleanText += `+${n}\n`;
           }
         }
-        await repo.progress(id, 'scrubbing', c);
+        await write(cleanText, listedText);
+        await repo.checkpoint(id, k);
       };
+      // Rows the checkpoint counted were scrubbed before the restart: read past them.
+      let skip = at.counts.total;
       let batch: string[] = [];
       reading: for await (const rows of csvBatches(input)) {
         if (abort.signal.aborted) throw new ScrubStopped();
         for (const { row, cells } of rows) {
           const raw = cells[0] ?? '';
           if (row === 1 && /^[a-z_ ]+$/i.test(raw)) continue;
+          if (skip > 0) {
+            skip--;
+            continue;
+          }
           if (c.total >= SCRUB_MAX_NUMBERS) {
             c.truncated = true;
             break reading;
@@ -173,16 +242,28 @@ export function createSwitchDncService(deps: {
       await repo.finish(id, c, clock.now());
       log.info({ scrubId: id, ...c }, 'switch dnc scrub done');
     } catch (err) {
-      clean.destroy();
-      listed.destroy();
+      clean?.destroy();
+      listed?.destroy();
+      if (err instanceof ScrubStopped) {
+        // Left open at its last checkpoint, input kept: this daemon resumes it when it starts again.
+        ended = false;
+        log.info({ scrubId: id }, 'switch dnc scrub paused by shutdown');
+        return;
+      }
       log.warn({ err, scrubId: id }, 'switch dnc scrub failed');
       const message =
-        err instanceof AppError || err instanceof ScrubStopped ? err.message : 'the file could not be scrubbed';
+        err instanceof AppError || err instanceof ScrubFileGone ? err.message : 'the file could not be scrubbed';
       await repo.fail(id, message, clock.now()).catch((e: unknown) => log.error({ err: e }, 'scrub not marked'));
     } finally {
-      input.destroy();
-      await rm(join(dir, 'input.csv'), { force: true });
+      input?.destroy();
+      if (ended) await rm(inputPath, { force: true });
     }
+  }
+
+  /** Runs a scrub in the background, as one of this daemon's jobs (stop waits for it). */
+  function launch(accountId: string, id: string, from?: ScrubCheckpoint): void {
+    const job = runScrub(accountId, id, from).finally(() => jobs.delete(job));
+    jobs.add(job);
   }
 
   return {
@@ -367,9 +448,8 @@ export function createSwitchDncService(deps: {
         await rm(dir, { recursive: true, force: true });
         throw validationError([{ path: 'body', message: 'the file is empty' }]);
       }
-      await repo.createScrub({ id, accountId, fileBytes: bytes, at: clock.now() });
-      const job = runScrub(accountId, id).finally(() => jobs.delete(job));
-      jobs.add(job);
+      await repo.createScrub({ id, accountId, node: deps.node, fileBytes: bytes, at: clock.now() });
+      launch(accountId, id);
       return scrubView((await repo.scrub(accountId, id))!);
     },
 
@@ -395,11 +475,18 @@ export function createSwitchDncService(deps: {
       while (jobs.size > 0) await Promise.all([...jobs]);
     },
 
+    /**
+     * Resumes the scrubs this daemon left open when it stopped (its state directory holds their
+     * files), and fails other daemons' open scrubs silent for an hour (theirs have not come back).
+     */
     async start() {
+      abort = new AbortController();
       await gate.settings.start();
-      const now = clock.now();
-      const failed = await repo.failInterrupted(new Date(now.getTime() - SCRUB_STALE_MS), now);
-      if (failed > 0) log.warn({ failed }, 'switch dnc scrubs left open by a stopped daemon marked failed');
+      const failed = await repo.failAbandoned(deps.node, SCRUB_STALE_SECONDS, clock.now());
+      if (failed > 0) log.warn({ failed }, 'switch dnc scrubs of a daemon that has not come back marked failed');
+      const open = await repo.claimOwn(deps.node);
+      for (const o of open) launch(o.accountId, o.id, o);
+      if (open.length > 0) log.info({ scrubs: open.length }, 'switch dnc scrubs resumed after a restart');
     },
 
     async stop() {

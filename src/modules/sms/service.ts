@@ -52,7 +52,7 @@ import {
 } from '../cdrs/index.js';
 import type { Candidate, Routing } from '../marketplace/routing/routing.js';
 import { createSupplierGateway, type GatewayOptions, type GatewayOutcome, type SupplierGateway } from './gateway.js';
-import { createSmsRepo, type HistoryRow, type MessageRow, type NewMessage, type SentFields } from './repo.js';
+import { createSmsRepo, type HistoryRow, type MessageRow, type StoredMessage } from './repo.js';
 import { createTxBatcher, JobRefused } from './tx-batcher.js';
 
 export type Strategy = 'cheapest' | 'best_quality' | 'balanced';
@@ -202,10 +202,12 @@ export function createSmsService(deps: SmsDeps) {
   // Rows of the send path go in one statement per batch (see tx-batcher), and so do the holds and
   // settlements of a batch (ledger_hold_many, ledger_settle_many: the payer's row locked once per
   // batch, not per message). One item alone takes the single-item function, as before.
+  // A message row is written once, with its settlement or release: the hold before the submit
+  // names the message (relatedEntityId), and a send whose daemon dies between the two leaves that
+  // hold to the sweeper, as it left a queued row no one ever finished before.
   const money = createTxBatcher<
     {
-      message: NewMessage & { holdId: string };
-      sent: SentFields & { id: string };
+      message: StoredMessage;
       part: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] };
       cdr: CdrInsert;
       event: EmitInput;
@@ -219,7 +221,6 @@ export function createSmsService(deps: SmsDeps) {
     log,
     writers: {
       message: (tx, rows) => repo.insertMany(rows, tx),
-      sent: (tx, rows) => repo.markSentMany(rows, tx),
       part: (tx, rows) => repo.insertPartsMany(rows, tx),
       cdr: (tx, rows) => cdrs.insertCdrs(tx, rows),
       event: (tx, rows) => emitMany(tx, rows),
@@ -386,6 +387,23 @@ export function createSmsService(deps: SmsDeps) {
       queuedAt,
       customerPartIds: input.customerPartIds ?? [],
     };
+    /** The send-state fields of a message not (yet) sent or failed, overridden by what happened. */
+    const unsent = {
+      holdId: null,
+      routeId: null,
+      sellerId: null,
+      networkPriceApplied: false,
+      pricePerSegment: null,
+      cost: '0.000000',
+      chargePostingId: null,
+      markupPostingId: null,
+      supplierMessageIds: [],
+      sentAt: null,
+      receiptDueAt: null,
+      errorCode: null,
+      errorDetail: null,
+      failedAt: null,
+    } satisfies Omit<StoredMessage, keyof typeof base | 'status'>;
 
     if (test) {
       // Simulated: nothing leaves the exchange; test credit pays the platform, no seller is credited.
@@ -394,7 +412,6 @@ export function createSmsService(deps: SmsDeps) {
       await sql.begin(async (tx) => {
         const refused = opts.record ? await opts.record(tx) : null;
         if (refused) throw refused;
-        await repo.insert(base, tx);
         const charge = await ledger.chargeTest(
           {
             postingKey: `sms:${id}:charge`,
@@ -406,20 +423,20 @@ export function createSmsService(deps: SmsDeps) {
           },
           tx,
         );
-        await repo.markSent(
-          id,
-          {
-            routeId: p.c.routeId,
-            sellerId: null,
-            networkPriceApplied: p.c.rateBasis === 'network',
-            pricePerSegment: toMoney(p.c.price),
-            cost: total,
-            chargePostingId: charge.postingId,
-            markupPostingId: null,
-            supplierMessageIds: [],
-            sentAt: queuedAt,
-            receiptDueAt: null,
-          },
+        await repo.insertMany(
+          [
+            {
+              ...base,
+              ...unsent,
+              status: 'sent',
+              routeId: p.c.routeId,
+              networkPriceApplied: p.c.rateBasis === 'network',
+              pricePerSegment: toMoney(p.c.price),
+              cost: total,
+              chargePostingId: charge.postingId,
+              sentAt: queuedAt,
+            },
+          ],
           tx,
         );
         await emit(tx, {
@@ -445,8 +462,8 @@ export function createSmsService(deps: SmsDeps) {
 
     // The hold covers the dearest candidate, so a failover never needs more money.
     const holdAmount = toMoney(priced.reduce((m, p) => (p.total.gt(m) ? p.total : m), new Decimal(0)));
-    // The hold, pipelined with other sends' in a batch; the row with its hold id goes in with the batch's rows.
-    const holdId = await money.run(s.accountId, async (tx, put, call) => {
+    // The hold, pipelined with other sends' in a batch; the message row is written with its outcome.
+    const holdId = await money.run(s.accountId, async (tx, _put, call) => {
       const refused = opts.record ? await opts.record(tx) : null;
       if (refused) throw new JobRefused(refused);
       const held = await call('hold', {
@@ -460,9 +477,7 @@ export function createSmsService(deps: SmsDeps) {
       // The caller's rows are written by now: a refused hold takes the batch back (each job then
       // runs alone), so they go with it rather than being committed without their message.
       if (opts.record && isRefusal(held)) throw refusalError(held);
-      const hold = paid(held);
-      put('message', { ...base, holdId: hold.holdId });
-      return hold.holdId;
+      return paid(held).holdId;
     });
 
     let failure: { routeId: string | null; code: string; detail: string } = {
@@ -501,16 +516,18 @@ export function createSmsService(deps: SmsDeps) {
               context: { ...ctx, relatedEntityId: id },
             }),
           );
-          const markupPostingId = settled.markup?.postingId ?? null;
-          put('sent', {
-            id,
+          put('message', {
+            ...base,
+            ...unsent,
+            status: 'sent',
+            holdId,
             routeId: p.c.routeId,
             sellerId: p.sellerId,
             networkPriceApplied: p.c.rateBasis === 'network',
             pricePerSegment: toMoney(p.c.price),
             cost: total,
             chargePostingId: settled.settled!.postingId,
-            markupPostingId,
+            markupPostingId: settled.markup?.postingId ?? null,
             supplierMessageIds: outcome.supplierMessageIds,
             sentAt,
             receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
@@ -588,14 +605,19 @@ export function createSmsService(deps: SmsDeps) {
     }
 
     const failedAt = clock.now();
-    await money.run(s.accountId, async (tx) => {
+    await money.run(s.accountId, async (tx, put) => {
       await ledger.release({ postingKey: `sms:${id}:release`, holdId }, tx);
-      await repo.markFailedAtSend(
-        id,
-        { routeId: failure.routeId, errorCode: failure.code, detail: failure.detail, at: failedAt },
-        tx,
-      );
-      await emit(tx, {
+      put('message', {
+        ...base,
+        ...unsent,
+        status: 'failed',
+        holdId,
+        routeId: failure.routeId,
+        errorCode: failure.code,
+        errorDetail: failure.detail,
+        failedAt,
+      });
+      put('event', {
         accountId: s.accountId,
         event: 'sms.failed',
         at: failedAt,

@@ -166,6 +166,17 @@ try {
       `  rows per message in ${d.table}: inserted ${per(d.ins)}, updated ${per(d.upd)} (HOT ${per(d.hot)}), deleted ${per(d.del)}`,
     );
   if (statements) {
+    // Load-independent totals: statements the clients sent (top level, not those inside functions),
+    // the WAL they wrote, and the executor time (this one does move with load).
+    const [sum] = await adminSql<{ calls: string; wal: string; bytes: string; ms: string }[]>`
+      select coalesce(sum(s.calls), 0)::text as calls, coalesce(sum(s.wal_records), 0)::text as wal,
+             coalesce(sum(s.wal_bytes), 0)::text as bytes, coalesce(sum(s.total_exec_time), 0)::text as ms
+      from pg_stat_statements s join pg_database d on d.oid = s.dbid
+      where d.datname = ${dbName} and s.toplevel`;
+    console.log(
+      `per sent message: top-level statements ${(Number(sum!.calls) / n).toFixed(2)}, WAL records ${(Number(sum!.wal) / n).toFixed(1)}, ` +
+        `WAL bytes ${(Number(sum!.bytes) / n).toFixed(0)}, executor time ${((Number(sum!.ms) * 1000) / n).toFixed(0)} µs`,
+    );
     const top = await adminSql<{ calls: string; rows: string; ms: string; wal: string; query: string }[]>`
       select s.calls::text, s.rows::text, round(s.total_exec_time::numeric, 1)::text as ms, s.wal_records::text as wal,
              left(regexp_replace(s.query, '[[:space:]]+', ' ', 'g'), 140) as query

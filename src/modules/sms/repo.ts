@@ -1,4 +1,5 @@
 import type { Db } from '../../db/connection.js';
+import { supplierIdKeys } from '../../messaging/index.js';
 import { communicationsHistory, type HistoryFilter } from '../../ledger/history.js';
 
 /** A `messages` row as the service reads it (money as 6-place strings). */
@@ -72,6 +73,8 @@ export interface StoredMessage extends NewMessage {
   chargePostingId: string | null;
   markupPostingId: string | null;
   supplierMessageIds: string[];
+  /** Every key of every supplier id (supplierIdKeys): how a receipt finds its message. */
+  matchKeys: string[] | null;
   sentAt: Date | null;
   receiptDueAt: Date | null;
   errorCode: string | null;
@@ -133,6 +136,7 @@ export function createSmsRepo(db: Db) {
         charge_posting_id: m.chargePostingId,
         markup_posting_id: m.markupPostingId,
         supplier_message_ids: m.supplierMessageIds,
+        match_keys: m.matchKeys,
         sent_at: m.sentAt?.toISOString() ?? null,
         receipt_due_at: m.receiptDueAt?.toISOString() ?? null,
         error_code: m.errorCode,
@@ -143,38 +147,20 @@ export function createSmsRepo(db: Db) {
         insert into messages (id, account_id, operator_id, source, to_number, from_sender, text_sha256, text_units, encoding,
                               data_coding, segments, mcc_mnc, network_name, status, registered_delivery, simulated, queued_at, hold_id,
                               customer_part_ids, route_id, seller_id, network_price_applied, price_per_segment, cost,
-                              charge_posting_id, markup_posting_id, supplier_message_ids, sent_at, receipt_due_at,
+                              charge_posting_id, markup_posting_id, supplier_message_ids, match_keys, sent_at, receipt_due_at,
                               error_code, error_detail, failed_at)
         select id, account_id, operator_id, source, to_number, from_sender, text_sha256, text_units, encoding,
                data_coding, segments, mcc_mnc, network_name, status, registered_delivery, simulated, queued_at, hold_id,
                customer_part_ids, route_id, seller_id, network_price_applied, price_per_segment, cost,
-               charge_posting_id, markup_posting_id, supplier_message_ids, sent_at, receipt_due_at,
+               charge_posting_id, markup_posting_id, supplier_message_ids, match_keys, sent_at, receipt_due_at,
                error_code, error_detail, failed_at
         from jsonb_to_recordset(${tx.json(rows as never)}) as x(
           id uuid, account_id uuid, operator_id uuid, source text, to_number text, from_sender text, text_sha256 text, text_units integer,
           encoding text, data_coding integer, segments integer, mcc_mnc text, network_name text, status text, registered_delivery boolean,
           simulated boolean, queued_at timestamptz, hold_id uuid, customer_part_ids text[], route_id uuid, seller_id uuid,
           network_price_applied boolean, price_per_segment numeric, cost numeric, charge_posting_id uuid, markup_posting_id uuid,
-          supplier_message_ids text[], sent_at timestamptz, receipt_due_at timestamptz, error_code text, error_detail text,
+          supplier_message_ids text[], match_keys text[], sent_at timestamptz, receipt_due_at timestamptz, error_code text, error_detail text,
           failed_at timestamptz)`;
-    },
-
-    /** The supplier parts of many messages in one statement. */
-    async insertPartsMany(
-      parts: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] }[],
-      tx: Db = db,
-    ): Promise<void> {
-      if (parts.length === 0) return;
-      const rows = parts.map((p) => ({
-        message_id: p.messageId,
-        seq: p.seq,
-        supplier_message_id: p.supplierMessageId,
-        match_keys: p.matchKeys,
-      }));
-      await tx`
-        insert into message_parts (message_id, seq, supplier_message_id, match_keys)
-        select message_id, seq, supplier_message_id, match_keys
-        from jsonb_to_recordset(${tx.json(rows as never)}) as x(message_id uuid, seq integer, supplier_message_id text, match_keys text[])`;
     },
 
     /** Locks the message for a state change. */
@@ -188,35 +174,59 @@ export function createSmsRepo(db: Db) {
       return r ?? null;
     },
 
-    /** The part a receipt names: by our id when the bind matched it, else by any key of the supplier id (newest first). */
+    /**
+     * The part a receipt names: by our id when the bind matched it, else by any key of the supplier
+     * id (newest message first); the part is the first of the message's supplier ids sharing a key.
+     */
     async findPart(
       keys: string[],
       messageId: string | null,
       tx: Db = db,
       routeId: string | null = null,
     ): Promise<{ messageId: string; seq: number } | null> {
-      const [r] = await tx<{ messageId: string; seq: number }[]>`
-        select message_id, seq from message_parts p
-        where match_keys && ${keys}::text[] ${messageId ? tx`and message_id = ${messageId}` : tx``}
-          ${routeId ? tx`and exists (select 1 from messages m where m.id = p.message_id and m.route_id = ${routeId})` : tx``}
-        order by message_id desc, seq limit 1`;
-      return r ?? null;
+      // OFFSET 0 keeps the match in its own scan of the key index: flattened, a generic plan that
+      // guesses 1% of messages match reads the primary key backwards, filtering, and a receipt that
+      // matches nothing (an early one) would read every message.
+      const [r] = await tx<{ id: string; supplierMessageIds: string[] }[]>`
+        select id, supplier_message_ids from (
+          select id, supplier_message_ids from messages
+          where match_keys && ${keys}::text[] ${messageId ? tx`and id = ${messageId}` : tx``}
+            ${routeId ? tx`and route_id = ${routeId}` : tx``}
+          offset 0) m
+        order by id desc limit 1`;
+      if (!r) return null;
+      const wanted = new Set(keys);
+      const i = r.supplierMessageIds.findIndex((sid) => supplierIdKeys(sid).some((k) => wanted.has(k)));
+      // Always found (match_keys is made of these ids' keys); the first part otherwise, as a guard.
+      return { messageId: r.id, seq: Math.max(i, 0) + 1 };
     },
 
+    /**
+     * A part's receipt on the message, and how many of its parts are delivered so far. A message of
+     * one part keeps it on its own row; one of several keeps each part's state in message_parts,
+     * written when that part's first receipt comes (sends write no part rows).
+     */
     async recordPartReceipt(
-      messageId: string,
+      m: { id: string; supplierMessageIds: string[] },
       seq: number,
       stat: string,
       err: string,
       at: Date,
       tx: Db,
     ): Promise<{ total: number; delivered: number }> {
-      await tx`update message_parts set stat = ${stat}, err = ${err}, receipt_at = ${at} where message_id = ${messageId} and seq = ${seq}`;
-      await tx`update messages set receipt_at = ${at}, receipt_stat = ${stat}, receipt_err = ${err} where id = ${messageId}`;
-      const [c] = await tx<{ total: number; delivered: number }[]>`
-        select count(*)::int as total, count(*) filter (where stat = 'DELIVRD')::int as delivered
-        from message_parts where message_id = ${messageId}`;
-      return c ?? { total: 0, delivered: 0 };
+      const total = m.supplierMessageIds.length;
+      if (total > 1) {
+        const sid = m.supplierMessageIds[seq - 1]!;
+        await tx`
+          insert into message_parts (message_id, seq, supplier_message_id, match_keys, stat, err, receipt_at)
+          values (${m.id}, ${seq}, ${sid}, ${supplierIdKeys(sid)}::text[], ${stat}, ${err}, ${at})
+          on conflict (message_id, seq) do update set stat = excluded.stat, err = excluded.err, receipt_at = excluded.receipt_at`;
+      }
+      await tx`update messages set receipt_at = ${at}, receipt_stat = ${stat}, receipt_err = ${err} where id = ${m.id}`;
+      if (total <= 1) return { total: 1, delivered: stat === 'DELIVRD' ? 1 : 0 };
+      const [c] = await tx<{ delivered: number }[]>`
+        select count(*) filter (where stat = 'DELIVRD')::int as delivered from message_parts where message_id = ${m.id}`;
+      return { total, delivered: c?.delivered ?? 0 };
     },
 
     async markDelivered(id: string, at: Date, tx: Db): Promise<void> {

@@ -208,7 +208,6 @@ export function createSmsService(deps: SmsDeps) {
   const money = createTxBatcher<
     {
       message: StoredMessage;
-      part: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] };
       cdr: CdrInsert;
       event: EmitInput;
     },
@@ -221,7 +220,6 @@ export function createSmsService(deps: SmsDeps) {
     log,
     writers: {
       message: (tx, rows) => repo.insertMany(rows, tx),
-      part: (tx, rows) => repo.insertPartsMany(rows, tx),
       cdr: (tx, rows) => cdrs.insertCdrs(tx, rows),
       event: (tx, rows) => emitMany(tx, rows),
     },
@@ -398,6 +396,7 @@ export function createSmsService(deps: SmsDeps) {
       chargePostingId: null,
       markupPostingId: null,
       supplierMessageIds: [],
+      matchKeys: null,
       sentAt: null,
       receiptDueAt: null,
       errorCode: null,
@@ -529,12 +528,10 @@ export function createSmsService(deps: SmsDeps) {
             chargePostingId: settled.settled!.postingId,
             markupPostingId: settled.markup?.postingId ?? null,
             supplierMessageIds: outcome.supplierMessageIds,
+            matchKeys: [...new Set(outcome.supplierMessageIds.flatMap((sid) => supplierIdKeys(sid)))],
             sentAt,
             receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
           });
-          outcome.supplierMessageIds.forEach((sid, i) =>
-            put('part', { messageId: id, seq: i + 1, supplierMessageId: sid, matchKeys: supplierIdKeys(sid) }),
-          );
           put(
             'cdr',
             buildCdr({
@@ -736,7 +733,7 @@ export function createSmsService(deps: SmsDeps) {
       if (!part) return false;
       const m = await repo.lock(part.messageId, tx);
       if (!m) return false;
-      const counts = await repo.recordPartReceipt(m.id, part.seq, r.stat, r.err, at, tx);
+      const counts = await repo.recordPartReceipt(m, part.seq, r.stat, r.err, at, tx);
       if (m.status !== 'sent') return true;
       if (isFailed(r.stat)) {
         await failSent(tx, m, receiptErrorCode(r.stat), `receipt ${r.stat} err:${r.err}`, at);

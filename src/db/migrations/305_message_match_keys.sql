@@ -13,3 +13,8 @@ update messages m
 -- Partial: failed, simulated and test messages have no supplier id to match.
 create index messages_match_keys_idx on messages using gin (match_keys) where match_keys is not null;
 drop index if exists message_parts_keys_idx;
+
+-- No query reads messages by account: the API's message list is the ledger's history
+-- (GET /comms/sms, ledger/history.ts), a message is read by its id. The index cost an entry and a
+-- WAL record on every send.
+drop index if exists messages_account_idx;

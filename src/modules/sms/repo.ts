@@ -88,6 +88,13 @@ const messageColumns = (db: Db) => db`
   cost::numeric(20,6)::text as cost, hold_id, charge_posting_id, markup_posting_id, refund_posting_id, simulated,
   queued_at, sent_at, delivered_at, failed_at, receipt_due_at, customer_part_ids`;
 
+/** A supplier receipt as a message keeps it. */
+export interface Receipt {
+  stat: string;
+  err: string;
+  at: Date;
+}
+
 /** A stored early HTTPS receipt (053). */
 export interface EarlyReceipt {
   routeId: string;
@@ -202,45 +209,53 @@ export function createSmsRepo(db: Db) {
     },
 
     /**
-     * A part's receipt on the message, and how many of its parts are delivered so far. A message of
-     * one part keeps it on its own row; one of several keeps each part's state in message_parts,
-     * written when that part's first receipt comes (sends write no part rows).
+     * A part's receipt: how many of the message's parts are delivered so far. A message of one part
+     * keeps its receipt on its own row (set with its new state, or by `noteReceipt`); one of several
+     * keeps each part's state in message_parts, written when that part's first receipt comes
+     * (sends write no part rows).
      */
     async recordPartReceipt(
       m: { id: string; supplierMessageIds: string[] },
       seq: number,
-      stat: string,
-      err: string,
-      at: Date,
+      r: Receipt,
       tx: Db,
     ): Promise<{ total: number; delivered: number }> {
       const total = m.supplierMessageIds.length;
-      if (total > 1) {
-        const sid = m.supplierMessageIds[seq - 1]!;
-        await tx`
-          insert into message_parts (message_id, seq, supplier_message_id, match_keys, stat, err, receipt_at)
-          values (${m.id}, ${seq}, ${sid}, ${supplierIdKeys(sid)}::text[], ${stat}, ${err}, ${at})
-          on conflict (message_id, seq) do update set stat = excluded.stat, err = excluded.err, receipt_at = excluded.receipt_at`;
-      }
-      await tx`update messages set receipt_at = ${at}, receipt_stat = ${stat}, receipt_err = ${err} where id = ${m.id}`;
-      if (total <= 1) return { total: 1, delivered: stat === 'DELIVRD' ? 1 : 0 };
+      if (total <= 1) return { total: 1, delivered: r.stat === 'DELIVRD' ? 1 : 0 };
+      const sid = m.supplierMessageIds[seq - 1]!;
+      await tx`
+        insert into message_parts (message_id, seq, supplier_message_id, match_keys, stat, err, receipt_at)
+        values (${m.id}, ${seq}, ${sid}, ${supplierIdKeys(sid)}::text[], ${r.stat}, ${r.err}, ${r.at})
+        on conflict (message_id, seq) do update set stat = excluded.stat, err = excluded.err, receipt_at = excluded.receipt_at`;
       const [c] = await tx<{ delivered: number }[]>`
         select count(*) filter (where stat = 'DELIVRD')::int as delivered from message_parts where message_id = ${m.id}`;
       return { total, delivered: c?.delivered ?? 0 };
     },
 
-    async markDelivered(id: string, at: Date, tx: Db): Promise<void> {
-      await tx`update messages set status = 'delivered', delivered_at = ${at}, receipt_due_at = null where id = ${id} and status = 'sent'`;
+    /** The latest receipt on a message whose state it does not change. */
+    async noteReceipt(id: string, r: Receipt, tx: Db): Promise<void> {
+      await tx`update messages set receipt_at = ${r.at}, receipt_stat = ${r.stat}, receipt_err = ${r.err} where id = ${id}`;
     },
 
+    /** Delivered, with the receipt that made it so: one new row version for both. */
+    async markDelivered(id: string, r: Receipt, tx: Db): Promise<void> {
+      await tx`
+        update messages set status = 'delivered', delivered_at = ${r.at}, receipt_due_at = null,
+               receipt_at = ${r.at}, receipt_stat = ${r.stat}, receipt_err = ${r.err}
+        where id = ${id} and status = 'sent'`;
+    },
+
+    /** Failed after it was sent (refunded); `receipt`: the one that failed it, kept in the same update. */
     async markFailedAfterSend(
       id: string,
-      f: { errorCode: string; detail: string; refundPostingId: string | null; at: Date },
+      f: { errorCode: string; detail: string; refundPostingId: string | null; at: Date; receipt: Receipt | null },
       tx: Db,
     ): Promise<void> {
+      const r = f.receipt;
       await tx`
         update messages set status = 'failed', error_code = ${f.errorCode}, error_detail = ${f.detail}, refund_posting_id = ${f.refundPostingId},
                failed_at = ${f.at}, receipt_due_at = null
+               ${r ? tx`, receipt_at = ${r.at}, receipt_stat = ${r.stat}, receipt_err = ${r.err}` : tx``}
         where id = ${id} and status = 'sent'`;
     },
 

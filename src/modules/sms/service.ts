@@ -52,7 +52,7 @@ import {
 } from '../cdrs/index.js';
 import type { Candidate, Routing } from '../marketplace/routing/routing.js';
 import { createSupplierGateway, type GatewayOptions, type GatewayOutcome, type SupplierGateway } from './gateway.js';
-import { createSmsRepo, type HistoryRow, type MessageRow, type StoredMessage } from './repo.js';
+import { createSmsRepo, type HistoryRow, type MessageRow, type Receipt, type StoredMessage } from './repo.js';
 import { createTxBatcher, JobRefused } from './tx-batcher.js';
 
 export type Strategy = 'cheapest' | 'best_quality' | 'balanced';
@@ -664,8 +664,18 @@ export function createSmsService(deps: SmsDeps) {
     };
   }
 
-  /** Refunds every charge of a sent message and marks it failed; in the caller's transaction, message locked. */
-  async function failSent(tx: Db, m: MessageRow, code: string, detail: string, at: Date): Promise<void> {
+  /**
+   * Refunds every charge of a sent message and marks it failed; in the caller's transaction, message
+   * locked. `receipt`: the supplier receipt that failed it, kept on the row in the same update.
+   */
+  async function failSent(
+    tx: Db,
+    m: MessageRow,
+    code: string,
+    detail: string,
+    at: Date,
+    receipt: Receipt | null = null,
+  ): Promise<void> {
     let refundId: string | null = null;
     if (m.chargePostingId) {
       const r = await ledger.refund(
@@ -688,7 +698,7 @@ export function createSmsService(deps: SmsDeps) {
         tx,
       );
     }
-    await repo.markFailedAfterSend(m.id, { errorCode: code, detail, refundPostingId: refundId, at }, tx);
+    await repo.markFailedAfterSend(m.id, { errorCode: code, detail, refundPostingId: refundId, at, receipt }, tx);
     await emit(tx, {
       accountId: m.accountId,
       event: 'sms.failed',
@@ -733,13 +743,15 @@ export function createSmsService(deps: SmsDeps) {
       if (!part) return false;
       const m = await repo.lock(part.messageId, tx);
       if (!m) return false;
-      const counts = await repo.recordPartReceipt(m, part.seq, r.stat, r.err, at, tx);
-      if (m.status !== 'sent') return true;
-      if (isFailed(r.stat)) {
-        await failSent(tx, m, receiptErrorCode(r.stat), `receipt ${r.stat} err:${r.err}`, at);
+      const receipt = { stat: r.stat, err: r.err, at };
+      const counts = await repo.recordPartReceipt(m, part.seq, receipt, tx);
+      // The receipt goes on the row in the update that changes its state, when it changes it: one
+      // new row version per receipt, not one for the receipt and one for the state.
+      if (m.status === 'sent' && isFailed(r.stat)) {
+        await failSent(tx, m, receiptErrorCode(r.stat), `receipt ${r.stat} err:${r.err}`, at, receipt);
         final = { message: m, stat: r.stat, err: r.err, at };
-      } else if (isDelivered(r.stat) && counts.delivered >= counts.total) {
-        await repo.markDelivered(m.id, at, tx);
+      } else if (m.status === 'sent' && isDelivered(r.stat) && counts.delivered >= counts.total) {
+        await repo.markDelivered(m.id, receipt, tx);
         await emit(tx, {
           accountId: m.accountId,
           event: 'sms.delivered',
@@ -753,6 +765,8 @@ export function createSmsService(deps: SmsDeps) {
           },
         });
         final = { message: m, stat: r.stat, err: r.err, at };
+      } else {
+        await repo.noteReceipt(m.id, receipt, tx);
       }
       if (final && m.source === 'smpp') {
         await emit(tx, {

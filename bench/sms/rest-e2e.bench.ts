@@ -46,13 +46,14 @@ const childTicks = () => {
   return Number(f[13]) + Number(f[14]);
 };
 /**
- * The money after the run, once requests still in flight when wrk stopped are done: no message
- * left queued or holding money, the buyer down by exactly the cost of its sent and delivered
- * messages (a failed one is refunded or never charged), and the ledger's own invariants.
+ * The money after the run, once requests still in flight when wrk stopped are done (a send holds
+ * money from before its submit until its message row is written): no message left queued or
+ * holding money, the buyer down by exactly the cost of its sent and delivered messages (a failed
+ * one is refunded or never charged), and the ledger's own invariants.
  */
 async function moneyCheck(db: Sql, buyerId: string): Promise<string> {
   for (let i = 0; i < 100; i++) {
-    const [q] = await db<{ n: number }[]>`select count(*)::int as n from messages where status = 'queued'`;
+    const [q] = await db<{ n: number }[]>`select count(*)::int as n from holds where status = 'open'`;
     if (q!.n === 0) break;
     await new Promise((res) => setTimeout(res, 100));
   }

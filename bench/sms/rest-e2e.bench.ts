@@ -46,13 +46,14 @@ const childTicks = () => {
   return Number(f[13]) + Number(f[14]);
 };
 /**
- * The money after the run, once requests still in flight when wrk stopped are done: no message
- * left queued or holding money, the buyer down by exactly the cost of its sent and delivered
- * messages (a failed one is refunded or never charged), and the ledger's own invariants.
+ * The money after the run, once requests still in flight when wrk stopped are done (a send holds
+ * money from before its submit until its message row is written): no message left queued or
+ * holding money, the buyer down by exactly the cost of its sent and delivered messages (a failed
+ * one is refunded or never charged), and the ledger's own invariants.
  */
 async function moneyCheck(db: Sql, buyerId: string): Promise<string> {
   for (let i = 0; i < 100; i++) {
-    const [q] = await db<{ n: number }[]>`select count(*)::int as n from messages where status = 'queued'`;
+    const [q] = await db<{ n: number }[]>`select count(*)::int as n from holds where status = 'open'`;
     if (q!.n === 0) break;
     await new Promise((res) => setTimeout(res, 100));
   }
@@ -87,6 +88,15 @@ async function moneyCheck(db: Sql, buyerId: string): Promise<string> {
     `(expected ${expected.toFixed(6)}), entries sum ${c!.entriesSum}, accounts off their entries ${c!.drift}${ok ? '' : ' (MISMATCH)'}`
   );
 }
+/** Each table's rows inserted, updated (HOT among them) and deleted so far (pg_stat_user_tables of the bench's database). */
+async function tableRows(db: Sql): Promise<Map<string, { ins: number; upd: number; hot: number; del: number }>> {
+  const rows = await db<{ table: string; ins: string; upd: string; hot: string; del: string }[]>`
+    select relname as table, n_tup_ins::text as ins, n_tup_upd::text as upd, n_tup_hot_upd::text as hot, n_tup_del::text as del
+    from pg_stat_user_tables`;
+  return new Map(
+    rows.map((r) => [r.table, { ins: Number(r.ins), upd: Number(r.upd), hot: Number(r.hot), del: Number(r.del) }]),
+  );
+}
 const phase = (what: string) => process.stderr.write(`[${((Date.now() - t0) / 1000).toFixed(1)} s] ${what}\n`);
 try {
   await driveSmpp(smsc.port, 2000, 100); // warm-up
@@ -115,6 +125,7 @@ try {
   const statements = Boolean(process.env['BENCH_PG_STATEMENTS']);
   if (statements) await adminSql`select pg_stat_statements_reset()`;
   const pgBefore = await pgCounters(adminSql, dbName);
+  const tablesBefore = await tableRows(daemon.sql);
   // BENCH_CPU_PROF=<file>: a CPU profile of the measured window only (not start-up or the raw anchor).
   const prof = await startCpuProfile();
   const cpuBefore = process.cpuUsage();
@@ -126,6 +137,7 @@ try {
   const sentAfter = await sentCount();
   await new Promise((res) => setTimeout(res, 1100)); // PostgreSQL 15 flushes backend statistics at most once a second
   const pgAfter = await pgCounters(adminSql, dbName);
+  const tablesAfter = await tableRows(daemon.sql);
   const sent = (sentAfter - sentBefore) / seconds;
   const n = Math.max(1, sentAfter - sentBefore);
 
@@ -140,7 +152,32 @@ try {
     `CPU per sent message: daemon+SMSC process ${us((cpu.user + cpu.system) / 1e6)}, PostgreSQL backends ${us(pgAfter.cpu - pgBefore.cpu)}, wrk ${us(wrkSec)}; ` +
       `transactions per message ${((pgAfter.xact - pgBefore.xact) / n).toFixed(2)}, rows written per message ${((pgAfter.rows - pgBefore.rows) / n).toFixed(2)}`,
   );
+  // Where the rows written per message go: each table's inserts, updates (HOT ones apart: they
+  // write no index entry) and deletes in the measured window, tables with none left out.
+  const perTable = [...tablesAfter]
+    .map(([table, a]) => {
+      const b = tablesBefore.get(table) ?? { ins: 0, upd: 0, hot: 0, del: 0 };
+      return { table, ins: a.ins - b.ins, upd: a.upd - b.upd, hot: a.hot - b.hot, del: a.del - b.del };
+    })
+    .filter((d) => d.ins + d.upd + d.del > 0)
+    .sort((x, y) => y.ins + y.upd + y.del - (x.ins + x.upd + x.del));
+  const per = (x: number) => (x / n).toFixed(2);
+  for (const d of perTable)
+    console.log(
+      `  rows per message in ${d.table}: inserted ${per(d.ins)}, updated ${per(d.upd)} (HOT ${per(d.hot)}), deleted ${per(d.del)}`,
+    );
   if (statements) {
+    // Load-independent totals: statements the clients sent (top level, not those inside functions),
+    // the WAL they wrote, and the executor time (this one does move with load).
+    const [sum] = await adminSql<{ calls: string; wal: string; bytes: string; ms: string }[]>`
+      select coalesce(sum(s.calls), 0)::text as calls, coalesce(sum(s.wal_records), 0)::text as wal,
+             coalesce(sum(s.wal_bytes), 0)::text as bytes, coalesce(sum(s.total_exec_time), 0)::text as ms
+      from pg_stat_statements s join pg_database d on d.oid = s.dbid
+      where d.datname = ${dbName} and s.toplevel`;
+    console.log(
+      `per sent message: top-level statements ${(Number(sum!.calls) / n).toFixed(2)}, WAL records ${(Number(sum!.wal) / n).toFixed(1)}, ` +
+        `WAL bytes ${(Number(sum!.bytes) / n).toFixed(0)}, executor time ${((Number(sum!.ms) * 1000) / n).toFixed(0)} µs`,
+    );
     const top = await adminSql<{ calls: string; rows: string; ms: string; wal: string; query: string }[]>`
       select s.calls::text, s.rows::text, round(s.total_exec_time::numeric, 1)::text as ms, s.wal_records::text as wal,
              left(regexp_replace(s.query, '[[:space:]]+', ' ', 'g'), 140) as query

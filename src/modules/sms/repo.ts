@@ -1,4 +1,5 @@
 import type { Db } from '../../db/connection.js';
+import { supplierIdKeys } from '../../messaging/index.js';
 import { communicationsHistory, type HistoryFilter } from '../../ledger/history.js';
 
 /** A `messages` row as the service reads it (money as 6-place strings). */
@@ -57,18 +58,28 @@ export interface NewMessage {
 
 export type { HistoryRow } from '../../ledger/history.js';
 
-/** What a message gets when its route accepts it. */
-export interface SentFields {
+/**
+ * A message as it is first written: once its send is decided (sent, or failed at send), in the
+ * transaction that settles or releases its hold. Money as 6-place strings.
+ */
+export interface StoredMessage extends NewMessage {
+  status: 'sent' | 'failed';
+  holdId: string | null;
   routeId: string | null;
   sellerId: string | null;
   networkPriceApplied: boolean;
-  pricePerSegment: string;
+  pricePerSegment: string | null;
   cost: string;
-  chargePostingId: string;
+  chargePostingId: string | null;
   markupPostingId: string | null;
   supplierMessageIds: string[];
-  sentAt: Date;
+  /** Every key of every supplier id (supplierIdKeys): how a receipt finds its message. */
+  matchKeys: string[] | null;
+  sentAt: Date | null;
   receiptDueAt: Date | null;
+  errorCode: string | null;
+  errorDetail: string | null;
+  failedAt: Date | null;
 }
 
 const messageColumns = (db: Db) => db`
@@ -76,6 +87,13 @@ const messageColumns = (db: Db) => db`
   mcc_mnc, network_name, network_price_applied, status, error_code, supplier_message_ids,
   cost::numeric(20,6)::text as cost, hold_id, charge_posting_id, markup_posting_id, refund_posting_id, simulated,
   queued_at, sent_at, delivered_at, failed_at, receipt_due_at, customer_part_ids`;
+
+/** A supplier receipt as a message keeps it. */
+export interface Receipt {
+  stat: string;
+  err: string;
+  at: Date;
+}
 
 /** A stored early HTTPS receipt (053). */
 export interface EarlyReceipt {
@@ -90,18 +108,12 @@ export interface EarlyReceipt {
 
 export function createSmsRepo(db: Db) {
   return {
-    async insert(m: NewMessage & { holdId?: string | null }, tx: Db = db): Promise<void> {
-      await tx`
-        insert into messages (id, account_id, operator_id, source, to_number, from_sender, text_sha256, text_units, encoding,
-                              data_coding, segments, mcc_mnc, network_name, status, registered_delivery, simulated, queued_at, hold_id,
-                              customer_part_ids)
-        values (${m.id}, ${m.accountId}, ${m.operatorId}, ${m.source}, ${m.toNumber}, ${m.fromSender}, ${m.textSha256}, ${m.textUnits},
-                ${m.encoding}, ${m.dataCoding}, ${m.segments}, ${m.mccMnc}, ${m.networkName}, 'queued', ${m.registeredDelivery},
-                ${m.simulated}, ${m.queuedAt}, ${m.holdId ?? null}, ${m.customerPartIds ?? []}::text[])`;
-    },
-
-    /** Many new rows in one statement (the rows of one money batch); each row as `insert` writes it. */
-    async insertMany(ms: (NewMessage & { holdId?: string | null })[], tx: Db = db): Promise<void> {
+    /**
+     * Many messages in one statement (the rows of one money batch), each written once in its final
+     * send state: no row is inserted as queued and then updated, which wrote each message twice
+     * with every index entry twice (the update could not be HOT: it changes indexed columns).
+     */
+    async insertMany(ms: StoredMessage[], tx: Db = db): Promise<void> {
       if (ms.length === 0) return;
       const rows = ms.map((m) => ({
         id: m.id,
@@ -117,108 +129,45 @@ export function createSmsRepo(db: Db) {
         segments: m.segments,
         mcc_mnc: m.mccMnc,
         network_name: m.networkName,
+        status: m.status,
         registered_delivery: m.registeredDelivery,
         simulated: m.simulated,
         queued_at: m.queuedAt.toISOString(),
-        hold_id: m.holdId ?? null,
+        hold_id: m.holdId,
         customer_part_ids: m.customerPartIds ?? [],
+        route_id: m.routeId,
+        seller_id: m.sellerId,
+        network_price_applied: m.networkPriceApplied,
+        price_per_segment: m.pricePerSegment,
+        cost: m.cost,
+        charge_posting_id: m.chargePostingId,
+        markup_posting_id: m.markupPostingId,
+        supplier_message_ids: m.supplierMessageIds,
+        match_keys: m.matchKeys,
+        sent_at: m.sentAt?.toISOString() ?? null,
+        receipt_due_at: m.receiptDueAt?.toISOString() ?? null,
+        error_code: m.errorCode,
+        error_detail: m.errorDetail,
+        failed_at: m.failedAt?.toISOString() ?? null,
       }));
       await tx`
         insert into messages (id, account_id, operator_id, source, to_number, from_sender, text_sha256, text_units, encoding,
                               data_coding, segments, mcc_mnc, network_name, status, registered_delivery, simulated, queued_at, hold_id,
-                              customer_part_ids)
+                              customer_part_ids, route_id, seller_id, network_price_applied, price_per_segment, cost,
+                              charge_posting_id, markup_posting_id, supplier_message_ids, match_keys, sent_at, receipt_due_at,
+                              error_code, error_detail, failed_at)
         select id, account_id, operator_id, source, to_number, from_sender, text_sha256, text_units, encoding,
-               data_coding, segments, mcc_mnc, network_name, 'queued', registered_delivery, simulated, queued_at, hold_id, customer_part_ids
+               data_coding, segments, mcc_mnc, network_name, status, registered_delivery, simulated, queued_at, hold_id,
+               customer_part_ids, route_id, seller_id, network_price_applied, price_per_segment, cost,
+               charge_posting_id, markup_posting_id, supplier_message_ids, match_keys, sent_at, receipt_due_at,
+               error_code, error_detail, failed_at
         from jsonb_to_recordset(${tx.json(rows as never)}) as x(
           id uuid, account_id uuid, operator_id uuid, source text, to_number text, from_sender text, text_sha256 text, text_units integer,
-          encoding text, data_coding integer, segments integer, mcc_mnc text, network_name text, registered_delivery boolean,
-          simulated boolean, queued_at timestamptz, hold_id uuid, customer_part_ids text[])`;
-    },
-
-    /** `markSent` of many messages in one statement (money as 6-place strings, exact through numeric). */
-    async markSentMany(list: (SentFields & { id: string })[], tx: Db = db): Promise<void> {
-      if (list.length === 0) return;
-      const rows = list.map((f) => ({
-        id: f.id,
-        route_id: f.routeId,
-        seller_id: f.sellerId,
-        network_price_applied: f.networkPriceApplied,
-        price_per_segment: f.pricePerSegment,
-        cost: f.cost,
-        charge_posting_id: f.chargePostingId,
-        markup_posting_id: f.markupPostingId,
-        supplier_message_ids: f.supplierMessageIds,
-        sent_at: f.sentAt.toISOString(),
-        receipt_due_at: f.receiptDueAt?.toISOString() ?? null,
-      }));
-      await tx`
-        update messages m set status = 'sent', route_id = x.route_id, seller_id = x.seller_id, network_price_applied = x.network_price_applied,
-               price_per_segment = x.price_per_segment, cost = x.cost, charge_posting_id = x.charge_posting_id,
-               markup_posting_id = x.markup_posting_id, supplier_message_ids = x.supplier_message_ids, sent_at = x.sent_at,
-               receipt_due_at = x.receipt_due_at
-        from jsonb_to_recordset(${tx.json(rows as never)}) as x(
-          id uuid, route_id uuid, seller_id uuid, network_price_applied boolean, price_per_segment numeric, cost numeric,
-          charge_posting_id uuid, markup_posting_id uuid, supplier_message_ids text[], sent_at timestamptz, receipt_due_at timestamptz)
-        where m.id = x.id and m.status = 'queued'
-          -- The ids again as an array: the record set alone is estimated at 100 rows, and a plan kept
-          -- from when the table was small joins it to a scan of all of messages on every batch.
-          and m.id = any(${tx.array(list.map((f) => f.id))}::uuid[])`;
-    },
-
-    /** The supplier parts of many messages in one statement. */
-    async insertPartsMany(
-      parts: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] }[],
-      tx: Db = db,
-    ): Promise<void> {
-      if (parts.length === 0) return;
-      const rows = parts.map((p) => ({
-        message_id: p.messageId,
-        seq: p.seq,
-        supplier_message_id: p.supplierMessageId,
-        match_keys: p.matchKeys,
-      }));
-      await tx`
-        insert into message_parts (message_id, seq, supplier_message_id, match_keys)
-        select message_id, seq, supplier_message_id, match_keys
-        from jsonb_to_recordset(${tx.json(rows as never)}) as x(message_id uuid, seq integer, supplier_message_id text, match_keys text[])`;
-    },
-
-    async setHold(id: string, holdId: string, tx: Db = db): Promise<void> {
-      await tx`update messages set hold_id = ${holdId} where id = ${id}`;
-    },
-
-    async markSent(id: string, f: SentFields, tx: Db = db): Promise<void> {
-      await tx`
-        update messages set status = 'sent', route_id = ${f.routeId}, seller_id = ${f.sellerId}, network_price_applied = ${f.networkPriceApplied},
-               price_per_segment = ${f.pricePerSegment}::numeric, cost = ${f.cost}::numeric, charge_posting_id = ${f.chargePostingId},
-               markup_posting_id = ${f.markupPostingId}, supplier_message_ids = ${f.supplierMessageIds}::text[], sent_at = ${f.sentAt},
-               receipt_due_at = ${f.receiptDueAt}
-        where id = ${id} and status = 'queued'`;
-    },
-
-    async insertParts(
-      id: string,
-      parts: { seq: number; supplierMessageId: string; matchKeys: string[] }[],
-      tx: Db = db,
-    ): Promise<void> {
-      if (parts.length === 0) return;
-      const rows = parts.map((p) => ({
-        message_id: id,
-        seq: p.seq,
-        supplier_message_id: p.supplierMessageId,
-        match_keys: p.matchKeys,
-      }));
-      await tx`insert into message_parts ${tx(rows, 'message_id', 'seq', 'supplier_message_id', 'match_keys')}`;
-    },
-
-    async markFailedAtSend(
-      id: string,
-      f: { routeId: string | null; errorCode: string; detail: string; at: Date },
-      tx: Db = db,
-    ): Promise<void> {
-      await tx`
-        update messages set status = 'failed', route_id = ${f.routeId}, error_code = ${f.errorCode}, error_detail = ${f.detail}, failed_at = ${f.at}
-        where id = ${id} and status = 'queued'`;
+          encoding text, data_coding integer, segments integer, mcc_mnc text, network_name text, status text, registered_delivery boolean,
+          simulated boolean, queued_at timestamptz, hold_id uuid, customer_part_ids text[], route_id uuid, seller_id uuid,
+          network_price_applied boolean, price_per_segment numeric, cost numeric, charge_posting_id uuid, markup_posting_id uuid,
+          supplier_message_ids text[], match_keys text[], sent_at timestamptz, receipt_due_at timestamptz, error_code text, error_detail text,
+          failed_at timestamptz)`;
     },
 
     /** Locks the message for a state change. */
@@ -232,49 +181,81 @@ export function createSmsRepo(db: Db) {
       return r ?? null;
     },
 
-    /** The part a receipt names: by our id when the bind matched it, else by any key of the supplier id (newest first). */
+    /**
+     * The part a receipt names: by our id when the bind matched it, else by any key of the supplier
+     * id (newest message first); the part is the first of the message's supplier ids sharing a key.
+     */
     async findPart(
       keys: string[],
       messageId: string | null,
       tx: Db = db,
       routeId: string | null = null,
     ): Promise<{ messageId: string; seq: number } | null> {
-      const [r] = await tx<{ messageId: string; seq: number }[]>`
-        select message_id, seq from message_parts p
-        where match_keys && ${keys}::text[] ${messageId ? tx`and message_id = ${messageId}` : tx``}
-          ${routeId ? tx`and exists (select 1 from messages m where m.id = p.message_id and m.route_id = ${routeId})` : tx``}
-        order by message_id desc, seq limit 1`;
-      return r ?? null;
+      // OFFSET 0 keeps the match in its own scan of the key index: flattened, a generic plan that
+      // guesses 1% of messages match reads the primary key backwards, filtering, and a receipt that
+      // matches nothing (an early one) would read every message.
+      const [r] = await tx<{ id: string; supplierMessageIds: string[] }[]>`
+        select id, supplier_message_ids from (
+          select id, supplier_message_ids from messages
+          where match_keys && ${keys}::text[] ${messageId ? tx`and id = ${messageId}` : tx``}
+            ${routeId ? tx`and route_id = ${routeId}` : tx``}
+          offset 0) m
+        order by id desc limit 1`;
+      if (!r) return null;
+      const wanted = new Set(keys);
+      const i = r.supplierMessageIds.findIndex((sid) => supplierIdKeys(sid).some((k) => wanted.has(k)));
+      // Always found (match_keys is made of these ids' keys); the first part otherwise, as a guard.
+      return { messageId: r.id, seq: Math.max(i, 0) + 1 };
     },
 
+    /**
+     * A part's receipt: how many of the message's parts are delivered so far. A message of one part
+     * keeps its receipt on its own row (set with its new state, or by `noteReceipt`); one of several
+     * keeps each part's state in message_parts, written when that part's first receipt comes
+     * (sends write no part rows).
+     */
     async recordPartReceipt(
-      messageId: string,
+      m: { id: string; supplierMessageIds: string[] },
       seq: number,
-      stat: string,
-      err: string,
-      at: Date,
+      r: Receipt,
       tx: Db,
     ): Promise<{ total: number; delivered: number }> {
-      await tx`update message_parts set stat = ${stat}, err = ${err}, receipt_at = ${at} where message_id = ${messageId} and seq = ${seq}`;
-      await tx`update messages set receipt_at = ${at}, receipt_stat = ${stat}, receipt_err = ${err} where id = ${messageId}`;
-      const [c] = await tx<{ total: number; delivered: number }[]>`
-        select count(*)::int as total, count(*) filter (where stat = 'DELIVRD')::int as delivered
-        from message_parts where message_id = ${messageId}`;
-      return c ?? { total: 0, delivered: 0 };
+      const total = m.supplierMessageIds.length;
+      if (total <= 1) return { total: 1, delivered: r.stat === 'DELIVRD' ? 1 : 0 };
+      const sid = m.supplierMessageIds[seq - 1]!;
+      await tx`
+        insert into message_parts (message_id, seq, supplier_message_id, match_keys, stat, err, receipt_at)
+        values (${m.id}, ${seq}, ${sid}, ${supplierIdKeys(sid)}::text[], ${r.stat}, ${r.err}, ${r.at})
+        on conflict (message_id, seq) do update set stat = excluded.stat, err = excluded.err, receipt_at = excluded.receipt_at`;
+      const [c] = await tx<{ delivered: number }[]>`
+        select count(*) filter (where stat = 'DELIVRD')::int as delivered from message_parts where message_id = ${m.id}`;
+      return { total, delivered: c?.delivered ?? 0 };
     },
 
-    async markDelivered(id: string, at: Date, tx: Db): Promise<void> {
-      await tx`update messages set status = 'delivered', delivered_at = ${at}, receipt_due_at = null where id = ${id} and status = 'sent'`;
+    /** The latest receipt on a message whose state it does not change. */
+    async noteReceipt(id: string, r: Receipt, tx: Db): Promise<void> {
+      await tx`update messages set receipt_at = ${r.at}, receipt_stat = ${r.stat}, receipt_err = ${r.err} where id = ${id}`;
     },
 
+    /** Delivered, with the receipt that made it so: one new row version for both. */
+    async markDelivered(id: string, r: Receipt, tx: Db): Promise<void> {
+      await tx`
+        update messages set status = 'delivered', delivered_at = ${r.at}, receipt_due_at = null,
+               receipt_at = ${r.at}, receipt_stat = ${r.stat}, receipt_err = ${r.err}
+        where id = ${id} and status = 'sent'`;
+    },
+
+    /** Failed after it was sent (refunded); `receipt`: the one that failed it, kept in the same update. */
     async markFailedAfterSend(
       id: string,
-      f: { errorCode: string; detail: string; refundPostingId: string | null; at: Date },
+      f: { errorCode: string; detail: string; refundPostingId: string | null; at: Date; receipt: Receipt | null },
       tx: Db,
     ): Promise<void> {
+      const r = f.receipt;
       await tx`
         update messages set status = 'failed', error_code = ${f.errorCode}, error_detail = ${f.detail}, refund_posting_id = ${f.refundPostingId},
                failed_at = ${f.at}, receipt_due_at = null
+               ${r ? tx`, receipt_at = ${r.at}, receipt_stat = ${r.stat}, receipt_err = ${r.err}` : tx``}
         where id = ${id} and status = 'sent'`;
     },
 

@@ -52,7 +52,7 @@ import {
 } from '../cdrs/index.js';
 import type { Candidate, Routing } from '../marketplace/routing/routing.js';
 import { createSupplierGateway, type GatewayOptions, type GatewayOutcome, type SupplierGateway } from './gateway.js';
-import { createSmsRepo, type HistoryRow, type MessageRow, type NewMessage, type SentFields } from './repo.js';
+import { createSmsRepo, type HistoryRow, type MessageRow, type Receipt, type StoredMessage } from './repo.js';
 import { createTxBatcher, JobRefused } from './tx-batcher.js';
 
 export type Strategy = 'cheapest' | 'best_quality' | 'balanced';
@@ -202,11 +202,12 @@ export function createSmsService(deps: SmsDeps) {
   // Rows of the send path go in one statement per batch (see tx-batcher), and so do the holds and
   // settlements of a batch (ledger_hold_many, ledger_settle_many: the payer's row locked once per
   // batch, not per message). One item alone takes the single-item function, as before.
+  // A message row is written once, with its settlement or release: the hold before the submit
+  // names the message (relatedEntityId), and a send whose daemon dies between the two leaves that
+  // hold to the sweeper, as it left a queued row no one ever finished before.
   const money = createTxBatcher<
     {
-      message: NewMessage & { holdId: string };
-      sent: SentFields & { id: string };
-      part: { messageId: string; seq: number; supplierMessageId: string; matchKeys: string[] };
+      message: StoredMessage;
       cdr: CdrInsert;
       event: EmitInput;
     },
@@ -219,8 +220,6 @@ export function createSmsService(deps: SmsDeps) {
     log,
     writers: {
       message: (tx, rows) => repo.insertMany(rows, tx),
-      sent: (tx, rows) => repo.markSentMany(rows, tx),
-      part: (tx, rows) => repo.insertPartsMany(rows, tx),
       cdr: (tx, rows) => cdrs.insertCdrs(tx, rows),
       event: (tx, rows) => emitMany(tx, rows),
     },
@@ -386,6 +385,24 @@ export function createSmsService(deps: SmsDeps) {
       queuedAt,
       customerPartIds: input.customerPartIds ?? [],
     };
+    /** The send-state fields of a message not (yet) sent or failed, overridden by what happened. */
+    const unsent = {
+      holdId: null,
+      routeId: null,
+      sellerId: null,
+      networkPriceApplied: false,
+      pricePerSegment: null,
+      cost: '0.000000',
+      chargePostingId: null,
+      markupPostingId: null,
+      supplierMessageIds: [],
+      matchKeys: null,
+      sentAt: null,
+      receiptDueAt: null,
+      errorCode: null,
+      errorDetail: null,
+      failedAt: null,
+    } satisfies Omit<StoredMessage, keyof typeof base | 'status'>;
 
     if (test) {
       // Simulated: nothing leaves the exchange; test credit pays the platform, no seller is credited.
@@ -394,7 +411,6 @@ export function createSmsService(deps: SmsDeps) {
       await sql.begin(async (tx) => {
         const refused = opts.record ? await opts.record(tx) : null;
         if (refused) throw refused;
-        await repo.insert(base, tx);
         const charge = await ledger.chargeTest(
           {
             postingKey: `sms:${id}:charge`,
@@ -406,20 +422,20 @@ export function createSmsService(deps: SmsDeps) {
           },
           tx,
         );
-        await repo.markSent(
-          id,
-          {
-            routeId: p.c.routeId,
-            sellerId: null,
-            networkPriceApplied: p.c.rateBasis === 'network',
-            pricePerSegment: toMoney(p.c.price),
-            cost: total,
-            chargePostingId: charge.postingId,
-            markupPostingId: null,
-            supplierMessageIds: [],
-            sentAt: queuedAt,
-            receiptDueAt: null,
-          },
+        await repo.insertMany(
+          [
+            {
+              ...base,
+              ...unsent,
+              status: 'sent',
+              routeId: p.c.routeId,
+              networkPriceApplied: p.c.rateBasis === 'network',
+              pricePerSegment: toMoney(p.c.price),
+              cost: total,
+              chargePostingId: charge.postingId,
+              sentAt: queuedAt,
+            },
+          ],
           tx,
         );
         await emit(tx, {
@@ -445,8 +461,8 @@ export function createSmsService(deps: SmsDeps) {
 
     // The hold covers the dearest candidate, so a failover never needs more money.
     const holdAmount = toMoney(priced.reduce((m, p) => (p.total.gt(m) ? p.total : m), new Decimal(0)));
-    // The hold, pipelined with other sends' in a batch; the row with its hold id goes in with the batch's rows.
-    const holdId = await money.run(s.accountId, async (tx, put, call) => {
+    // The hold, pipelined with other sends' in a batch; the message row is written with its outcome.
+    const holdId = await money.run(s.accountId, async (tx, _put, call) => {
       const refused = opts.record ? await opts.record(tx) : null;
       if (refused) throw new JobRefused(refused);
       const held = await call('hold', {
@@ -460,9 +476,7 @@ export function createSmsService(deps: SmsDeps) {
       // The caller's rows are written by now: a refused hold takes the batch back (each job then
       // runs alone), so they go with it rather than being committed without their message.
       if (opts.record && isRefusal(held)) throw refusalError(held);
-      const hold = paid(held);
-      put('message', { ...base, holdId: hold.holdId });
-      return hold.holdId;
+      return paid(held).holdId;
     });
 
     let failure: { routeId: string | null; code: string; detail: string } = {
@@ -501,23 +515,23 @@ export function createSmsService(deps: SmsDeps) {
               context: { ...ctx, relatedEntityId: id },
             }),
           );
-          const markupPostingId = settled.markup?.postingId ?? null;
-          put('sent', {
-            id,
+          put('message', {
+            ...base,
+            ...unsent,
+            status: 'sent',
+            holdId,
             routeId: p.c.routeId,
             sellerId: p.sellerId,
             networkPriceApplied: p.c.rateBasis === 'network',
             pricePerSegment: toMoney(p.c.price),
             cost: total,
             chargePostingId: settled.settled!.postingId,
-            markupPostingId,
+            markupPostingId: settled.markup?.postingId ?? null,
             supplierMessageIds: outcome.supplierMessageIds,
+            matchKeys: [...new Set(outcome.supplierMessageIds.flatMap((sid) => supplierIdKeys(sid)))],
             sentAt,
             receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
           });
-          outcome.supplierMessageIds.forEach((sid, i) =>
-            put('part', { messageId: id, seq: i + 1, supplierMessageId: sid, matchKeys: supplierIdKeys(sid) }),
-          );
           put(
             'cdr',
             buildCdr({
@@ -588,14 +602,19 @@ export function createSmsService(deps: SmsDeps) {
     }
 
     const failedAt = clock.now();
-    await money.run(s.accountId, async (tx) => {
+    await money.run(s.accountId, async (tx, put) => {
       await ledger.release({ postingKey: `sms:${id}:release`, holdId }, tx);
-      await repo.markFailedAtSend(
-        id,
-        { routeId: failure.routeId, errorCode: failure.code, detail: failure.detail, at: failedAt },
-        tx,
-      );
-      await emit(tx, {
+      put('message', {
+        ...base,
+        ...unsent,
+        status: 'failed',
+        holdId,
+        routeId: failure.routeId,
+        errorCode: failure.code,
+        errorDetail: failure.detail,
+        failedAt,
+      });
+      put('event', {
         accountId: s.accountId,
         event: 'sms.failed',
         at: failedAt,
@@ -645,8 +664,18 @@ export function createSmsService(deps: SmsDeps) {
     };
   }
 
-  /** Refunds every charge of a sent message and marks it failed; in the caller's transaction, message locked. */
-  async function failSent(tx: Db, m: MessageRow, code: string, detail: string, at: Date): Promise<void> {
+  /**
+   * Refunds every charge of a sent message and marks it failed; in the caller's transaction, message
+   * locked. `receipt`: the supplier receipt that failed it, kept on the row in the same update.
+   */
+  async function failSent(
+    tx: Db,
+    m: MessageRow,
+    code: string,
+    detail: string,
+    at: Date,
+    receipt: Receipt | null = null,
+  ): Promise<void> {
     let refundId: string | null = null;
     if (m.chargePostingId) {
       const r = await ledger.refund(
@@ -669,7 +698,7 @@ export function createSmsService(deps: SmsDeps) {
         tx,
       );
     }
-    await repo.markFailedAfterSend(m.id, { errorCode: code, detail, refundPostingId: refundId, at }, tx);
+    await repo.markFailedAfterSend(m.id, { errorCode: code, detail, refundPostingId: refundId, at, receipt }, tx);
     await emit(tx, {
       accountId: m.accountId,
       event: 'sms.failed',
@@ -714,13 +743,15 @@ export function createSmsService(deps: SmsDeps) {
       if (!part) return false;
       const m = await repo.lock(part.messageId, tx);
       if (!m) return false;
-      const counts = await repo.recordPartReceipt(m.id, part.seq, r.stat, r.err, at, tx);
-      if (m.status !== 'sent') return true;
-      if (isFailed(r.stat)) {
-        await failSent(tx, m, receiptErrorCode(r.stat), `receipt ${r.stat} err:${r.err}`, at);
+      const receipt = { stat: r.stat, err: r.err, at };
+      const counts = await repo.recordPartReceipt(m, part.seq, receipt, tx);
+      // The receipt goes on the row in the update that changes its state, when it changes it: one
+      // new row version per receipt, not one for the receipt and one for the state.
+      if (m.status === 'sent' && isFailed(r.stat)) {
+        await failSent(tx, m, receiptErrorCode(r.stat), `receipt ${r.stat} err:${r.err}`, at, receipt);
         final = { message: m, stat: r.stat, err: r.err, at };
-      } else if (isDelivered(r.stat) && counts.delivered >= counts.total) {
-        await repo.markDelivered(m.id, at, tx);
+      } else if (m.status === 'sent' && isDelivered(r.stat) && counts.delivered >= counts.total) {
+        await repo.markDelivered(m.id, receipt, tx);
         await emit(tx, {
           accountId: m.accountId,
           event: 'sms.delivered',
@@ -734,6 +765,8 @@ export function createSmsService(deps: SmsDeps) {
           },
         });
         final = { message: m, stat: r.stat, err: r.err, at };
+      } else {
+        await repo.noteReceipt(m.id, receipt, tx);
       }
       if (final && m.source === 'smpp') {
         await emit(tx, {

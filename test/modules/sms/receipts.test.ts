@@ -1,6 +1,6 @@
 import t from 'tap';
 import pino from 'pino';
-import { createSupplierBind, type SupplierReceipt } from '../../../src/messaging/index.js';
+import { createSupplierBind, sameSupplierMessageId, type SupplierReceipt } from '../../../src/messaging/index.js';
 import { createManualClock, systemClock } from '../../../src/platform/clock.js';
 import { createSmsService, type SmsService, type SupplierGateway } from '../../../src/modules/sms/service.js';
 import { checkInvariants } from '../../ledger/helpers.js';
@@ -123,6 +123,53 @@ t.test('receipts by supplier id, early receipts, expiry on an injected clock', a
     await svc!.onReceipt({ ...dropped[dropped.length - 1]!, reference: null });
     t.match(await row(r.messageId), { status: 'failed', errorCode: 'EXPIRED' });
     t.equal((await w.balance(buyer.accountId)).balance, before.balance, 'never refunded twice');
+  });
+
+  t.test('two parts: one delivered keeps the message sent, the other undelivered fails and refunds it', async (t) => {
+    drop = true;
+    dropped.length = 0;
+    const before = await w.balance(buyer.accountId);
+    const r = await svc!.send(caller, { to: '+12025550142', from: 'MyShop', message: 'z'.repeat(161) });
+    t.match(r, { status: 'sent', segments: 2, cost: '0.021000' });
+    await eventually(async () => dropped.length === 2);
+    const [stored] = await h.sql<
+      { ids: string[] }[]
+    >`select supplier_message_ids as ids from messages where id = ${r.messageId}`;
+    const receiptOf = (seq: number) =>
+      dropped.find((d) => sameSupplierMessageId(d.supplierMessageId, stored!.ids[seq - 1]!))!;
+    const state = async () => ({
+      message: (
+        await h.sql<{ status: string; errorCode: string | null; receiptStat: string; receiptErr: string }[]>`
+        select status, error_code, receipt_stat, receipt_err from messages where id = ${r.messageId}`
+      )[0],
+      parts: [
+        ...(await h.sql<{ seq: number; stat: string }[]>`
+        select seq, stat from message_parts where message_id = ${r.messageId} order by seq`),
+      ],
+    });
+    drop = false;
+    await svc!.onReceipt({ ...receiptOf(2), reference: null, stat: 'DELIVRD', err: '000' });
+    t.same(
+      await state(),
+      {
+        message: { status: 'sent', errorCode: null, receiptStat: 'DELIVRD', receiptErr: '000' },
+        parts: [{ seq: 2, stat: 'DELIVRD' }],
+      },
+      'one part delivered: still sent, the receipt on the row and on its part',
+    );
+    await svc!.onReceipt({ ...receiptOf(1), reference: null, stat: 'UNDELIV', err: '001' });
+    t.same(
+      await state(),
+      {
+        message: { status: 'failed', errorCode: 'UNDELIVERABLE', receiptStat: 'UNDELIV', receiptErr: '001' },
+        parts: [
+          { seq: 1, stat: 'UNDELIV' },
+          { seq: 2, stat: 'DELIVRD' },
+        ],
+      },
+      'the other undelivered: failed, with the receipt that failed it',
+    );
+    t.equal((await w.balance(buyer.accountId)).balance, before.balance, 'refunded in full');
   });
 
   t.test('ledger invariants', async (t) => {

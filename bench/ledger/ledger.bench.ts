@@ -11,7 +11,7 @@
 // median of the rounds' ratios: on a shared machine the server's speed drifts within a minute, so
 // a measure is compared only with the anchor measured just before it.
 // The Node-driven charge is measured three ways: one statement per charge (ledger.charge), a
-// turn's charges grouped into ledger_charge_many calls (ledger.chargeGrouped, migration 223), and
+// turn's charges grouped into ledger_charge_many calls (ledger.chargeGrouped, migrations 223 and 306), and
 // the single statement pipelined on fewer connections (SVC_BENCH_LEDGER_PIPE_CONNECTIONS, 2).
 // Defaults: 5 seconds per measure, 8 clients, 3 rounds (SVC_BENCH_LEDGER_ROUNDS).
 import { execFileSync } from 'node:child_process';
@@ -177,7 +177,7 @@ async function main() {
     });
     const spread = await measure((w, i) => ledger.charge(spreadCharge('s', w, i)), sql);
     const spreadCpu = { ...cpuPerOp };
-    // The same charges grouped per event-loop turn into ledger_charge_many calls (migration 223).
+    // The same charges grouped per event-loop turn into ledger_charge_many calls (migrations 223, 306).
     const grouped = await measure((w, i) => ledger.chargeGrouped(spreadCharge('g', w, i)), sql);
     const groupedCpu = { ...cpuPerOp };
     // The single-charge statement pipelined: CLIENTS loops on PIPE_CONNECTIONS connections, the

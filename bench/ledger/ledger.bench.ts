@@ -11,7 +11,7 @@
 // median of the rounds' ratios: on a shared machine the server's speed drifts within a minute, so
 // a measure is compared only with the anchor measured just before it.
 // The Node-driven charge is measured three ways: one statement per charge (ledger.charge), a
-// turn's charges grouped into ledger_charge_many calls (ledger.chargeGrouped, migration 223), and
+// turn's charges grouped into ledger_charge_many calls (ledger.chargeGrouped, migrations 223 and 306), and
 // the single statement pipelined on fewer connections (SVC_BENCH_LEDGER_PIPE_CONNECTIONS, 2).
 // Defaults: 5 seconds per measure, 8 clients, 3 rounds (SVC_BENCH_LEDGER_ROUNDS).
 import { execFileSync } from 'node:child_process';
@@ -57,20 +57,34 @@ function pgbenchTps(url: URL, db: string, workload: string[] = ['-N']): number {
   return Number(m[1]);
 }
 
-/** CPU (µs) used so far by this database's backends of the bench's pool, read from /proc (Linux, same host). */
-async function backendsCpu(sql: Sql): Promise<number> {
+/**
+ * CPU (µs) used so far by each of this database's backends but ours, by pid, read from /proc
+ * (Linux, same host); null when none can be read (another host).
+ */
+async function backendsCpu(sql: Sql): Promise<Map<number, number> | null> {
   const rows = await sql<{ pid: number }[]>`
     select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
-  let ticks = 0;
+  const cpu = new Map<number, number>();
   for (const { pid } of rows) {
     try {
       const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ticks += Number(f[11]) + Number(f[12]); // utime, stime
+      cpu.set(pid, ((Number(f[11]) + Number(f[12])) * 1e6) / 100); // utime, stime in USER_HZ
     } catch {
-      return NaN; // another host, or a backend gone
+      // gone since the query, or on another host
     }
   }
-  return (ticks * 1e6) / 100; // USER_HZ
+  return rows.length > 0 && cpu.size === 0 ? null : cpu;
+}
+
+/**
+ * The CPU the backends alive at the end used since `before`: by pid, so that a backend that exits
+ * in between (pgbench's, closing as the measure starts) takes its whole CPU out of neither side.
+ */
+function backendsCpuSince(before: Map<number, number> | null, after: Map<number, number> | null): number {
+  if (!before || !after) return NaN;
+  let us = 0;
+  for (const [pid, cpu] of after) us += cpu - (before.get(pid) ?? 0);
+  return us;
 }
 
 /** The last `measure`'s CPU per operation, µs: this process, and the pool's backends. */
@@ -80,7 +94,7 @@ const cpuPerOp = { node: NaN, backends: NaN };
 async function measure(op: (worker: number, i: number) => Promise<unknown>, sql?: Sql): Promise<number> {
   const until = Date.now() + SECONDS * 1000;
   let done = 0;
-  const b0 = sql ? await backendsCpu(sql) : NaN;
+  const b0 = sql ? await backendsCpu(sql) : null;
   const c0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   await Promise.all(
@@ -94,7 +108,7 @@ async function measure(op: (worker: number, i: number) => Promise<unknown>, sql?
   const rate = done / (Number(process.hrtime.bigint() - t0) / 1e9);
   const c = process.cpuUsage(c0);
   cpuPerOp.node = (c.user + c.system) / done;
-  cpuPerOp.backends = sql ? ((await backendsCpu(sql)) - b0) / done : NaN;
+  cpuPerOp.backends = sql ? backendsCpuSince(b0, await backendsCpu(sql)) / done : NaN;
   return rate;
 }
 
@@ -177,7 +191,7 @@ async function main() {
     });
     const spread = await measure((w, i) => ledger.charge(spreadCharge('s', w, i)), sql);
     const spreadCpu = { ...cpuPerOp };
-    // The same charges grouped per event-loop turn into ledger_charge_many calls (migration 223).
+    // The same charges grouped per event-loop turn into ledger_charge_many calls (migrations 223, 306).
     const grouped = await measure((w, i) => ledger.chargeGrouped(spreadCharge('g', w, i)), sql);
     const groupedCpu = { ...cpuPerOp };
     // The single-charge statement pipelined: CLIENTS loops on PIPE_CONNECTIONS connections, the

@@ -167,8 +167,9 @@ export function itemError(r: ItemError): postgres.PostgresError {
 }
 
 /**
- * At most this many charges per ledger_charge_many call: each item is a subtransaction, and more
- * than 64 in one transaction overflow PostgreSQL's per-backend subxid cache (migration 223).
+ * At most this many charges per ledger_charge_many call: an item whose outcome the call cannot
+ * tell before posting is a subtransaction (migration 306), and more than 64 in one transaction
+ * overflow PostgreSQL's per-backend subxid cache (migration 223).
  */
 export const CHARGE_BATCH_MAX = 32;
 
@@ -297,7 +298,11 @@ export function createLedger(deps: LedgerDeps) {
     try {
       results = await ledger.chargeMany(group.map((w) => w.input));
     } catch (err) {
-      for (const w of group) w.reject(err);
+      // The server refused the call as a whole (one statement: nothing of it posted), which an
+      // item's bad input can do (an invalid account id): each charge goes alone, failing alone.
+      if (err instanceof postgres.PostgresError) {
+        for (const w of group) ledger.charge(w.input).then(w.resolve, w.reject);
+      } else for (const w of group) w.reject(err);
       return;
     }
     group.forEach((w, i) => {
@@ -346,7 +351,7 @@ export function createLedger(deps: LedgerDeps) {
     },
 
     /**
-     * `charge` of many items in one call (migration 223), in array order, each posted as `charge`
+     * `charge` of many items in one call (migrations 223, 306), in array order, each posted as `charge`
      * would post it; an item that fails comes back as an `ItemError` (nothing of it posted) and the
      * others go on. With an event sink, an item with balance events to emit comes back as SVC90:
      * post it with `charge`, which emits them in its transaction. At most CHARGE_BATCH_MAX items.

@@ -7,9 +7,31 @@ import {
   itemError,
   type ChargeInput,
   type ChargeResult,
+  type Ledger,
 } from '../../src/ledger/ledger.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { checkInvariants, ledgerFor, makeAccounts, pgCode, silent } from './helpers.js';
+
+/**
+ * Posts `inputs` with one chargeMany call, or one charge at a time: each result without its
+ * posting and account ids (new on each database), each error as its SQLSTATE and message.
+ */
+async function postAll(ledger: Ledger, inputs: ChargeInput[], batched: boolean) {
+  const out: (ChargeResult | { code: string | undefined; message: string })[] = [];
+  if (batched) {
+    for (const r of await ledger.chargeMany(inputs)) {
+      out.push(isItemError(r) ? { code: r.error.code, message: r.error.message } : r);
+    }
+  } else {
+    for (const i of inputs) {
+      out.push(await ledger.charge(i).catch((e: Error) => ({ code: pgCode(e), message: e.message })));
+    }
+  }
+  return out.map((r) => {
+    const { postingId: _p, accountId: _a, ...rest } = r as Record<string, unknown>;
+    return rest;
+  });
+}
 
 t.test('chargeMany posts each item as charge would, and a failing item fails alone', async (t) => {
   const single = await createTestDatabase(t);
@@ -26,23 +48,11 @@ t.test('chargeMany posts each item as charge would, and a failing item fails alo
       { postingKey: 'c-0', accountId: buyer!, sellerId: seller!, amount: '1.000000', fee: '0.100000' },
       { postingKey: 'c-3', accountId: poor!, sellerId: null, amount: '2.500000', reference: 'SMS' },
     ];
-    const out: (ChargeResult | { code: string | undefined; message: string })[] = [];
-    if (batched) {
-      for (const r of await ledger.chargeMany(inputs)) {
-        out.push(isItemError(r) ? { code: r.error.code, message: r.error.message } : r);
-      }
-    } else {
-      for (const i of inputs) {
-        out.push(await ledger.charge(i).catch((e: Error) => ({ code: pgCode(e), message: e.message })));
-      }
-    }
+    const out = await postAll(ledger, inputs, batched);
     await checkInvariants(t, db.sql, batched ? 'batched' : 'single');
     const balances = [await ledger.balanceOf(buyer!), await ledger.balanceOf(poor!), await ledger.balanceOf(seller!)];
     return {
-      out: out.map((r) => {
-        const { postingId: _p, accountId: _a, ...rest } = r as Record<string, unknown>;
-        return rest;
-      }),
+      out,
       balances,
     };
   };
@@ -128,4 +138,81 @@ t.test('chargeMany refuses more than CHARGE_BATCH_MAX items and itemError keeps 
   const [r] = await ledger.chargeMany(inputs.slice(0, 1));
   t.ok(isItemError(r), 'an unknown account fails its item');
   if (isItemError(r)) t.equal(itemError(r).code, 'SVC03', 'with the single call’s SQLSTATE');
+});
+
+t.test('chargeMany on accounts that already have their rows: each item as charge would post it', async (t) => {
+  // Items the call can decide before posting go without a subtransaction (migration 306): valid
+  // amounts, rows present, no daily cap, the balance enough after the batch's earlier charges.
+  // The others (a cap, a refusal, bad input, a first row to create) take 223's path. Both must
+  // give what one charge at a time gives, item for item.
+  const run = async (db: Awaited<ReturnType<typeof createTestDatabase>>, batched: boolean) => {
+    const ledger = ledgerFor(db.sql);
+    const [buyer, poor, capped, other, fresh, seller, seller2] = await makeAccounts(db.sql, 7);
+    await ledger.topup({ accountId: buyer!, amount: '10.000000', source: 'card', postingKey: 'top-b' });
+    await ledger.topup({ accountId: poor!, amount: '5.000000', source: 'card', postingKey: 'top-p' });
+    await ledger.topup({ accountId: capped!, amount: '10.000000', source: 'card', postingKey: 'top-c' });
+    await ledger.topup({ accountId: other!, amount: '5.000000', source: 'card', postingKey: 'top-o' });
+    await ledger.setLimits(capped!, { creditLimit: '0', dailySpendCap: '1.000000' });
+    await ledger.grantTestCredit({ accountId: buyer!, amount: '2.000000', postingKey: 'grant-b' });
+    // Seller rows made, and poor left with 0.99.
+    for (const [key, accountId, amount] of [
+      ['w-b', buyer, '0.010000'],
+      ['w-p', poor, '4.010000'],
+      ['w-c', capped, '0.010000'],
+    ] as const) {
+      await ledger.charge({ postingKey: key, accountId: accountId!, sellerId: seller!, amount });
+    }
+    const c = (postingKey: string, accountId: string, amount: string, more: Partial<ChargeInput> = {}) => ({
+      postingKey,
+      accountId,
+      sellerId: seller!,
+      amount,
+      ...more,
+    });
+    const inputs: ChargeInput[] = [
+      c('k-b1', buyer!, '1.000000', { fee: '0.100000', callId: 'call-1', reference: 'r' }),
+      c('k-p1', poor!, '0.400000', { fee: '0.010000' }),
+      c('k-b2', buyer!, '0.500000', { sellerId: null, relatedEntityType: 'message', relatedEntityId: 'm-1' }),
+      c('k-p2', poor!, '0.400000', { fee: '0.010000' }),
+      c('k-b1', buyer!, '1.000000', { fee: '0.100000', callId: 'call-1', reference: 'r' }),
+      c('k-p3', poor!, '0.400000'),
+      c('k-b3', buyer!, '0.300000', { mode: 'test' }),
+      c('k-p4', poor!, '0.100000', { sellerId: null }),
+      c('w-b', buyer!, '0.010000'),
+      c('k-c1', capped!, '0.600000'),
+      c('k-c2', capped!, '0.600000'),
+      c('k-c3', capped!, '0.100000'),
+      c('k-o1', other!, '1.0000001'),
+      c('k-o2', other!, 'abc'),
+      c('k-o3', other!, '0.200000'),
+      c('k-f1', fresh!, '0.500000'),
+      c('k-s2', buyer!, '0.200000', { sellerId: seller2! }),
+      c('k-b4', buyer!, '8.000000'),
+      c('k-b5', buyer!, '0.200000', { fee: '0.000001' }),
+    ];
+    const out = await postAll(ledger, inputs, batched);
+    await checkInvariants(t, db.sql, batched ? 'batched' : 'single');
+    const balances = [];
+    for (const id of [buyer, poor, capped, other, fresh, seller, seller2]) balances.push(await ledger.balanceOf(id!));
+    return {
+      out,
+      balances,
+    };
+  };
+  const a = await run(await createTestDatabase(t), false);
+  const b = await run(await createTestDatabase(t), true);
+  t.same(b, a, 'same results, errors and balances as one charge at a time');
+  t.same(
+    a.out.map((r) => (r as { code?: string }).code ?? (r as { replayed?: boolean }).replayed),
+    [false, false, false, false, true, 'SVC01', false, false, true, false, false, 'SVC04'].concat([
+      'SVC02',
+      '22P02',
+      false,
+      'SVC01',
+      false,
+      false,
+      'SVC01',
+    ]),
+    'the cases meant: posted, replayed, refused (balance, cap), invalid',
+  );
 });

@@ -327,27 +327,33 @@ function validatorsByPart(onFirstUse: boolean): AjvCompiler.BuildCompilerFromPoo
       httpPart?: string;
       schema?: unknown;
     }) => ReturnType<ReturnType<AjvCompiler.BuildCompilerFromPool>>;
-    const strict = pool(externalSchemas, {
-      customOptions: { ...AJV_OPTIONS, coerceTypes: false },
-    }) as unknown as Compile;
-    const coercing = pool(externalSchemas, {
-      customOptions: { ...AJV_OPTIONS, coerceTypes: 'array' },
-    }) as unknown as Compile;
+    // Each Ajv instance compiles its meta-schema when made (tens of ms): made when first needed.
+    let strict: Compile | undefined;
+    let coercing: Compile | undefined;
+    const strictCompiler = () =>
+      (strict ??= pool(externalSchemas, {
+        customOptions: { ...AJV_OPTIONS, coerceTypes: false },
+      }) as unknown as Compile);
+    const coercingCompiler = () =>
+      (coercing ??= pool(externalSchemas, {
+        customOptions: { ...AJV_OPTIONS, coerceTypes: 'array' },
+      }) as unknown as Compile);
     // Many routes take the same parameters or query (an id, a cursor page): Ajv caches by schema
     // object, so equal schemas of different routes would each be compiled. A validator keeps
     // nothing between calls but the last call's `errors`, read right after it.
     const built = new Map<string, ReturnType<Compile>>();
-    const byPart: Compile = (route) => {
+    const shared: Compile = (route) => {
       const body = route.httpPart === 'body';
       const key = `${body ? 'body' : 'text'} ${JSON.stringify(route.schema)}`;
       let validator = built.get(key);
       if (!validator) {
-        const compile = () => (body ? strict(route) : coercing(route));
-        validator = onFirstUse ? validatorOnFirstUse(compile) : compile();
+        validator = body ? strictCompiler()(route) : coercingCompiler()(route);
         built.set(key, validator);
       }
       return validator;
     };
+    // On first use even the key (the schema as JSON, for ~900 parts at start) waits for a call.
+    const byPart: Compile = (route) => (onFirstUse ? validatorOnFirstUse(() => shared(route)) : shared(route));
     return byPart as unknown as ReturnType<AjvCompiler.BuildCompilerFromPool>;
   };
 }
@@ -356,22 +362,28 @@ function validatorsByPart(onFirstUse: boolean): AjvCompiler.BuildCompilerFromPoo
  * Every route answers its 4xx and 5xx with the same envelope schema, and fast-json-stringify
  * builds (with an Ajv instance of its own) one serializer per route and status: about a thousand
  * identical builds, most of the daemon's start. Identical schemas within one set of shared
- * schemas (the options are fixed per set) share one serializer.
+ * schemas (the options are fixed per set) share one serializer; on first use, the look-up too
+ * (the schema as JSON, for ~2,500 route statuses at start) waits for the first answer.
  */
 function sharedSerializers(onFirstUse: boolean): ReturnType<typeof SerializerSelector> {
   const selector = SerializerSelector();
   return (externalSchemas, options) => {
-    const compile = selector(externalSchemas, options);
-    const built = new Map<string, ReturnType<typeof compile>>();
-    return (route) => {
+    type Compile = ReturnType<typeof selector>;
+    let compile: Compile | undefined;
+    const built = new Map<string, ReturnType<Compile>>();
+    const shared: Compile = (route) => {
       const key = JSON.stringify(route.schema);
       let serializer = built.get(key);
       if (!serializer) {
-        let real: ReturnType<typeof compile> | undefined;
-        serializer = onFirstUse ? (doc) => (real ??= compile(route))(doc) : compile(route);
+        serializer = (compile ??= selector(externalSchemas, options))(route);
         built.set(key, serializer);
       }
       return serializer;
+    };
+    if (!onFirstUse) return shared;
+    return (route) => {
+      let real: ReturnType<Compile> | undefined;
+      return (doc) => (real ??= shared(route))(doc);
     };
   };
 }

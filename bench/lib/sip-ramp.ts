@@ -27,6 +27,18 @@ export function cpuOf(pick: (pid: number, ppid: number, cmdline: string) => bool
   return ticks / 100;
 }
 
+/**
+ * CPU seconds of this process's sipp peers: those still running (the UAS) from /proc, plus every
+ * child already reaped (each step's UAC), from this process's cutime + cstime. A peer's CPU shares
+ * the machine's cores with what it measures, so the bench states it beside the daemon's.
+ */
+export function sippCpu(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const reaped = (Number(f[13]) + Number(f[14])) / 100;
+  return reaped + cpuOf((_pid, ppid, cmd) => ppid === process.pid && cmd.startsWith('sipp '));
+}
+
 /** CPU seconds of this process (the daemon runs in it). */
 export const nodeCpu = () => {
   const u = process.cpuUsage();
@@ -233,7 +245,7 @@ export function createSipBench(o: { work: string; cleanups: Array<() => unknown>
 /**
  * Offers each of `rates` for `stepSeconds` until a step fails or falls behind; prints each step with
  * the CPU ms per answered call of each process group `cost` measures (load-independent, unlike calls/s
- * on a shared machine). Returns every step and the best clean one.
+ * on a shared machine; keys ending in ` ms` are CPU seconds shown as ms, the others counts per call). Returns every step and the best clean one.
  */
 export async function ramp(
   label: string,
@@ -257,7 +269,7 @@ export async function ramp(
     const costs = Object.fromEntries(
       Object.keys(after).map((k) => [
         k,
-        (((after[k] ?? 0) - (before[k] ?? 0)) * (k.endsWith('xacts') ? 1 : 1000)) / Math.max(1, s.answered),
+        (((after[k] ?? 0) - (before[k] ?? 0)) * (k.endsWith(' ms') ? 1000 : 1)) / Math.max(1, s.answered),
       ]),
     );
     perCall.push(costs);

@@ -8,12 +8,20 @@
  * write transaction (insert a row, commit), so the ratio says how many such transactions a call
  * costs the server, which a shared machine's load skews far less than calls per second.
  *
+ * BENCH_PG_STATEMENTS=1: the daemon's database on a private cluster with pg_stat_statements
+ * (bench/lib/private-pg.ts), and the statements per call printed: round trips (top-level statements,
+ * BEGIN and COMMIT included), the statements inside the ledger functions, rows written, each
+ * statement's share.
+ *
  * Usage: node --import tsx bench/sip/call-db.bench.ts [calls=2000] [clients=20]
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import postgres from 'postgres';
 import { createWorld } from '../../test/modules/sip-trunks/world.js';
+import { freePort } from '../../test/telephony/sip/sipp.js';
 import { runCleanups } from '../lib/cleanups.js';
+import { startPrivatePostgres, statementsOf, type StatementCount } from '../lib/private-pg.js';
 
 const [CALLS = 2000, CLIENTS = 20] = process.argv.slice(2).map(Number);
 const NUMBER = '441100000001';
@@ -43,8 +51,20 @@ const ownCpu = () => {
   return (u.user + u.system) / 1e6;
 };
 
+const STATEMENTS = Boolean(process.env['BENCH_PG_STATEMENTS']);
+
 try {
   console.log(`call db bench start · ${uptime()}`);
+  let adminSql: postgres.Sql | null = null;
+  if (STATEMENTS) {
+    const pg = await startPrivatePostgres(await freePort());
+    cleanups.push(() => pg.stop());
+    // Read by the test database helper when it first makes a database (createWorld below).
+    process.env['SVC_TEST_PG_ADMIN_URL'] = pg.adminUrl;
+    adminSql = postgres(pg.adminUrl, { max: 1, onnotice: () => {} });
+    const a = adminSql;
+    cleanups.push(() => a.end({ timeout: 1 }));
+  }
   const w = await createWorld(t, { sip: { host: '127.0.0.1', port: 0, max_call_seconds: 600 } });
   const { sql } = w.d;
   const calls = w.d.modules.services.calls;
@@ -58,10 +78,12 @@ try {
   });
   const sub = await w.sub({ markupPct: '10', fund: '50000.000000' });
   const db = new URL(w.d.config.database.url).pathname.slice(1);
-  const xacts = async () =>
-    Number(
-      (await sql<{ n: string }[]>`select xact_commit::text as n from pg_stat_database where datname = ${db}`)[0]!.n,
-    );
+  const counts = async () => {
+    const [r] = await sql<{ x: string; rows: string }[]>`
+      select xact_commit::text as x, (tup_inserted + tup_updated + tup_deleted)::text as rows
+      from pg_stat_database where datname = ${db}`;
+    return { xacts: Number(r!.x), rows: Number(r!.rows) };
+  };
 
   const oneCall = async (i: number) => {
     const plan = await calls.policy.planCall({
@@ -107,25 +129,30 @@ try {
       ],
     });
   };
-  /** Runs `n` jobs from `clients` loops; returns per-job CPU (ms) of the backends and of this process, xacts, and jobs/s. */
+  /** Runs `n` jobs from `clients` loops; returns per-job CPU (ms) of the backends and of this process, xacts, rows written, statements, and jobs/s. */
   // An idle backend reports its transactions to pg_stat_database within 10 s (PostgreSQL 15): waited
   // for before each reading, so every measure counts its own transactions and only those.
   const settle = () => new Promise((r) => setTimeout(r, 10_500));
   const measure = async (n: number, job: (i: number) => Promise<unknown>) => {
     let next = 0;
-    const [pg0, own0, x0, t0] = [backendsCpu(db), ownCpu(), await xacts(), Date.now()];
+    if (adminSql) await adminSql`select pg_stat_statements_reset()`;
+    const [pg0, own0, c0, t0] = [backendsCpu(db), ownCpu(), await counts(), Date.now()];
     await Promise.all(
       Array.from({ length: CLIENTS }, async () => {
         while (next < n) await job(next++);
       }),
     );
     const ms = Date.now() - t0;
+    const statements: StatementCount[] = adminSql ? await statementsOf(adminSql, db) : [];
     await settle();
+    const c1 = await counts();
     return {
       pg: ((backendsCpu(db) - pg0) * 1000) / n,
       own: ((ownCpu() - own0) * 1000) / n,
-      xacts: ((await xacts()) - x0) / n,
+      xacts: (c1.xacts - c0.xacts) / n,
+      rows: (c1.rows - c0.rows) / n,
       rate: (n * 1000) / ms,
+      statements,
     };
   };
 
@@ -140,8 +167,20 @@ try {
     `call db anchor (insert + commit): pg cpu ${(anchor.pg * 1000).toFixed(0)} µs per transaction · ${anchor.rate.toFixed(0)}/s`,
   );
   console.log(
-    `call db per call: pg cpu ${call.pg.toFixed(2)} ms, this process ${call.own.toFixed(2)} ms, ${call.xacts.toFixed(2)} transactions · ${call.rate.toFixed(0)} calls/s with ${CLIENTS} callers`,
+    `call db per call: pg cpu ${call.pg.toFixed(2)} ms, this process ${call.own.toFixed(2)} ms, ${call.xacts.toFixed(2)} transactions, ${call.rows.toFixed(2)} rows written · ${call.rate.toFixed(0)} calls/s with ${CLIENTS} callers`,
   );
+  if (STATEMENTS) {
+    const per = (f: (x: StatementCount) => number, xs: StatementCount[]) => xs.reduce((n, x) => n + f(x), 0) / CALLS;
+    const top = call.statements.filter((x) => x.toplevel);
+    const nested = call.statements.filter((x) => !x.toplevel);
+    console.log(
+      `call db statements per call: ${per((x) => x.calls, top).toFixed(2)} top-level (round trips, BEGIN and COMMIT included), ${per((x) => x.calls, nested).toFixed(2)} inside functions; ${per((x) => x.ms, top).toFixed(3)} ms executing`,
+    );
+    for (const x of call.statements.filter((x) => x.calls / CALLS >= 0.01).slice(0, 40))
+      console.log(
+        `  ${x.toplevel ? 'top' : 'fn '} ${(x.calls / CALLS).toFixed(3)} per call, ${(x.rows / CALLS).toFixed(2)} rows, ${((x.ms * 1000) / CALLS).toFixed(0)} µs: ${x.query.slice(0, 150)}`,
+      );
+  }
   console.log(`call db pg cpu per call ÷ anchor transaction: ${(call.pg / anchor.pg).toFixed(1)} · ${uptime()}`);
 
   // Every call billed: its ended row, CDR and charge, nothing held.

@@ -12,7 +12,9 @@
  * Usage: node --import tsx bench/sip/trunk-calls.bench.ts [stepSeconds=5] [heldCalls=5500]
  * Then the same ramp split over two daemons on the one database (the second in a child process).
  * Env: BENCH_SIP_RATES="50,100,…" (offered calls/s per step), BENCH_SIP_SKIP=kamailio,held,two,
- * BENCH_SIP_DB=socket (database over the local Unix socket instead of TCP), BENCH_SIP_VERBOSE=1.
+ * BENCH_SIP_DB=socket (database over the local Unix socket instead of TCP), BENCH_SIP_VERBOSE=1,
+ * BENCH_PG_STATEMENTS=1 (the database on a private cluster with pg_stat_statements, bench/lib/private-pg.ts:
+ * each step also prints statements per call, top-level ones (round trips) and those run inside functions).
  */
 import { startCpuProfile } from '../lib/cpu-profile.js';
 import { execFileSync } from 'node:child_process';
@@ -22,13 +24,16 @@ import { join } from 'node:path';
 import { childDaemonConfig, spawnChildDaemon } from '../../test/modules/sip-trunks/child-daemon.js';
 import { createWorld } from '../../test/modules/sip-trunks/world.js';
 import { freePort } from '../../test/telephony/sip/sipp.js';
+import postgres from 'postgres';
 import { runCleanups } from '../lib/cleanups.js';
+import { startPrivatePostgres } from '../lib/private-pg.js';
 import {
   cpuOf,
   createSipBench,
   nodeCpu,
   pct,
   ramp as rampOver,
+  sippCpu,
   uasScenario as uasFor,
   uptime,
   type Step,
@@ -102,8 +107,22 @@ const viaSocket =
   existsSync(`${SOCKET_DIR}/.s.PGSQL.5432`);
 if (viaSocket) process.env['SVC_TEST_PG_ADMIN_URL'] = `postgres://postgres@${encodeURIComponent(SOCKET_DIR)}/postgres`;
 
+const STATEMENTS = Boolean(process.env['BENCH_PG_STATEMENTS']);
+
 try {
-  console.log(`sip trunk bench start (database over ${viaSocket ? 'Unix socket' : 'TCP'}) · ${uptime()}`);
+  let adminSql: postgres.Sql | null = null;
+  if (STATEMENTS) {
+    const pg = await startPrivatePostgres(await freePort());
+    cleanups.push(() => pg.stop());
+    // Read by the test database helper when it first makes a database (createWorld below).
+    process.env['SVC_TEST_PG_ADMIN_URL'] = pg.adminUrl;
+    const a = postgres(pg.adminUrl, { max: 1, onnotice: () => {} });
+    cleanups.push(() => a.end({ timeout: 1 }));
+    adminSql = a;
+  }
+  console.log(
+    `sip trunk bench start (database over ${viaSocket ? 'Unix socket' : 'TCP'}${STATEMENTS ? ', private cluster with pg_stat_statements' : ''}) · ${uptime()}`,
+  );
   // Every call holds money for up to max_call_seconds; 10 minutes keeps the held-calls run affordable.
   const w = await createWorld(t, { sip: { host: '127.0.0.1', port: 0, max_call_seconds: 600 } });
   const sql = w.d.sql;
@@ -124,6 +143,15 @@ try {
   };
 
   const dbName = new URL(w.d.config.database.url).pathname.slice(1);
+  // Statements counted where they run (pg_stat_statements is per server): top-level ones are round trips.
+  const statements = async (): Promise<Record<string, number>> => {
+    if (!adminSql) return {};
+    const [s] = await adminSql<{ top: number; nested: number }[]>`
+      select coalesce(sum(calls) filter (where toplevel), 0)::float8 as top,
+             coalesce(sum(calls) filter (where not toplevel), 0)::float8 as nested
+      from pg_stat_statements where dbid = (select oid from pg_database where datname = ${dbName})`;
+    return { 'pg statements': s?.top ?? 0, 'pg fn statements': s?.nested ?? 0 };
+  };
   const ourCost = async () => {
     const [x] = await sql<
       { n: number }[]
@@ -132,6 +160,8 @@ try {
       'node cpu ms': nodeCpu(),
       'pg cpu ms': cpuOf((_p, _pp, cmd) => cmd.includes(` ${dbName} `)),
       'pg xacts': x?.n ?? 0,
+      ...(await statements()),
+      'sipp cpu ms': sippCpu(),
     };
   };
   const prof = await startCpuProfile();
@@ -240,7 +270,10 @@ try {
       kdir,
     );
     await waitForUdp(kport, kam);
-    const kamCost = async () => ({ 'kamailio cpu ms': cpuOf((pid, ppid) => pid === kam.pid || ppid === kam.pid) });
+    const kamCost = async () => ({
+      'kamailio cpu ms': cpuOf((pid, ppid) => pid === kam.pid || ppid === kam.pid),
+      'sipp cpu ms': sippCpu(),
+    });
     const theirs = await ramp(
       'kamailio',
       oneTarget(kport, 'sub_bench', 'bench-password'),

@@ -1,6 +1,6 @@
 import { Decimal } from 'decimal.js';
 import type { Db } from '../../db/connection.js';
-import type { ChargeResult, EntryContext, Ledger } from '../../ledger/index.js';
+import type { ChargeInput, ChargeResult, EntryContext, Ledger } from '../../ledger/index.js';
 import { round6 } from '../../rating/index.js';
 import type { MarkupTerms } from './call-charge.js';
 
@@ -40,10 +40,12 @@ export function chargeMarkup(
   m: MarkupCharge,
   opts?: { events?: boolean },
 ): Promise<ChargeResult | null> {
-  if (!m.operatorId || !new Decimal(m.markup).gt(0)) return Promise.resolve(null);
-  return ledger.charge(
-    { postingKey: `${m.key}:markup`, accountId: m.payer, sellerId: m.operatorId, amount: m.markup, ...m.context },
-    tx,
-    opts,
-  );
+  const input = markupInput(m);
+  return input ? ledger.charge(input, tx, opts) : Promise.resolve(null);
+}
+
+/** The ledger charge of a reseller's markup; null when there is none to post. */
+export function markupInput(m: MarkupCharge): ChargeInput | null {
+  if (!m.operatorId || !new Decimal(m.markup).gt(0)) return null;
+  return { postingKey: `${m.key}:markup`, accountId: m.payer, sellerId: m.operatorId, amount: m.markup, ...m.context };
 }

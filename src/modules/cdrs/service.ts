@@ -5,11 +5,22 @@
 import { Decimal } from 'decimal.js';
 import type { Db, Sql } from '../../db/connection.js';
 import type { ChargeResult, EntryContext, Ledger, SettleResult } from '../../ledger/index.js';
-import { isRefusal, type Refusal, type SettleInput } from '../../ledger/ledger.js';
+import {
+  CHARGE_BATCH_MAX,
+  isItemError,
+  isRefusal,
+  itemError,
+  type ChargeInput,
+  type Refusal,
+  type SettleInput,
+} from '../../ledger/ledger.js';
 import { newId } from '../../platform/ids.js';
 import { toMoney } from '../../rating/index.js';
 import type { LegCharge } from './call-charge.js';
-import { chargeMarkup as postMarkup } from './markup.js';
+import { chargeMarkup as postMarkup, markupInput } from './markup.js';
+
+/** ledger_charge_many's item refusal of a markup with balance events to emit (migration 283). */
+const EVENTS_TO_EMIT = 'SVC90';
 import { createCdrsRepo, type CdrFilter, type CdrInsert, type CdrRow, type RouteTerms } from './repo.js';
 
 /** What a settled leg or message costs, split the way the ledger posts it. */
@@ -228,6 +239,48 @@ export function createCdrsService(deps: CdrsDeps) {
   }
 
   /**
+   * The markups of settled holds (null: none to post) in `tx`, results in item order. Up to
+   * CHARGE_BATCH_MAX of them go in one ledger_charge_many (one statement where each took one,
+   * migration 223; more would overflow the transaction's subtransaction cache), the rest one by one.
+   * `withEvents`: the markups whose balance events are still to emit (ledger.balanceEvents); a
+   * batched markup with events to emit comes back as SVC90 and is posted again alone, without them.
+   */
+  async function chargeMarkups(
+    tx: Db,
+    settled: readonly (Settlement | null)[],
+  ): Promise<{ markups: (ChargeResult | null)[]; withEvents: ChargeResult[] }> {
+    const inputs = settled.map((s) =>
+      s
+        ? markupInput({
+            key: s.key,
+            payer: s.payer,
+            operatorId: s.operatorId,
+            markup: s.charge!.markup,
+            context: s.context,
+          })
+        : null,
+    );
+    const posted = inputs.filter((i): i is ChargeInput => i !== null);
+    if (posted.length < 2 || posted.length > CHARGE_BATCH_MAX) {
+      const markups = await Promise.all(inputs.map((i) => (i ? ledger.charge(i, tx, { events: false }) : null)));
+      return { markups, withEvents: markups.filter((m): m is ChargeResult => m !== null) };
+    }
+    const batch = await ledger.chargeMany(posted, tx);
+    const withEvents: ChargeResult[] = [];
+    const out = await Promise.all(
+      batch.map(async (r, i) => {
+        if (!isItemError(r)) return r;
+        if (r.error.code !== EVENTS_TO_EMIT) throw itemError(r);
+        const again = await ledger.charge(posted[i]!, tx, { events: false });
+        withEvents.push(again);
+        return again;
+      }),
+    );
+    let k = 0;
+    return { markups: inputs.map((i) => (i ? out[k++]! : null)), withEvents };
+  }
+
+  /**
    * Many settlements in `tx`, results in item order. Two or more billed holds go in one
    * ledger_settle_many (each payer's row moved once), their markups after it with one balance
    * check; an item the balance cannot pay comes back as a `Refusal` and posts nothing.
@@ -240,13 +293,14 @@ export function createCdrsService(deps: CdrsDeps) {
       ledger.settleMany(many.map(settleInput), tx),
       ...rest.map((s) => settle(tx, s)),
     ]);
-    const markups = await Promise.all(
-      many.map((s, i) => (isRefusal(results[i]) ? null : chargeMarkup(tx, s, { events: false }))),
+    const { markups, withEvents } = await chargeMarkups(
+      tx,
+      many.map((s, i) => (isRefusal(results[i]) ? null : s)),
     );
     const seconds = await Promise.all(
       many.map((s, i) => (isRefusal(results[i]) ? [] : chargeAlongside(tx, s, { events: false }))),
     );
-    await ledger.balanceEvents(tx, [...markups.filter((m): m is ChargeResult => m !== null), ...seconds.flat()]);
+    await ledger.balanceEvents(tx, [...withEvents, ...seconds.flat()]);
     const out = new Map<Settlement, Settled | Refusal>();
     many.forEach((s, i) => {
       const r = results[i]!;

@@ -225,10 +225,11 @@ export function createAdmission(deps: {
     return { usable, slots: held };
   }
 
-  // Holds of a few ms share one transaction: each held its payer's ledger row from the hold to its
+  // Holds of a few ms share one statement: each held its payer's ledger row from the hold to its
   // own commit, so one busy payer's calls queued one commit (a WAL flush) apart, however idle the
-  // CPU. A batch locks each payer's row once (ledger_hold_many) and commits once. The outcome of
-  // each call is its own: a refused hold is that call's SVC01 or SVC04, as ledger_hold throws it.
+  // CPU. A batch locks each payer's row once (ledger_hold_many) and writes the call rows in the same
+  // statement, which commits on its own. The outcome of each call is its own: a refused hold is that
+  // call's SVC01 or SVC04, as ledger_hold throws it.
   interface HoldJob {
     call: TrunkCallInsert;
     hold: TrunkHoldInput;
@@ -243,29 +244,7 @@ export function createAdmission(deps: {
         return;
       }
       try {
-        const out = await sql.begin(async (tx) => {
-          const held = await ledger.holdMany(
-            jobs.map(({ call: c, hold: h }) => ({
-              postingKey: h.postingKey,
-              accountId: c.accountId,
-              amount: h.amount,
-              ttlSeconds: h.ttlSeconds,
-              reference: h.reference,
-              relatedEntityType: 'sip_call',
-              relatedEntityId: c.id,
-              callId: c.id,
-            })),
-            tx,
-          );
-          await repo.insertTrunkCalls(
-            tx,
-            jobs.flatMap((j, i) => {
-              const r = held[i]!;
-              return isRefusal(r) ? [] : [{ call: j.call, holdId: r.holdId }];
-            }),
-          );
-          return held;
-        });
+        const out = await repo.insertCallsWithHolds(jobs, clock.now());
         jobs.forEach((j, i) => (j.out = out[i]));
       } catch (err) {
         log.debug({ err, calls: jobs.length }, 'hold batch rolled back: calls held one by one');

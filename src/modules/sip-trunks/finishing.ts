@@ -1,7 +1,7 @@
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Sql } from '../../db/connection.js';
-import { isRefusal, refusalError } from '../../ledger/ledger.js';
+import { CHARGE_BATCH_MAX, isRefusal, refusalError } from '../../ledger/ledger.js';
 import { toMoney } from '../../rating/index.js';
 import type { CallEndedEvent, TrunkPolicy } from '../../telephony/sip/b2bua/index.js';
 import {
@@ -390,7 +390,12 @@ export function createFinishing(deps: {
     }
     for (const f of items) await finishBatch([f]);
   }
-  const finishes = createWindowBatcher<Finish>({ windowMs: deps.batchWindowMs, maxBatch: 100, run: finishBatch });
+  // At most what one ledger_charge_many takes, so a batch's markups go in one statement (cdrs settleMany).
+  const finishes = createWindowBatcher<Finish>({
+    windowMs: deps.batchWindowMs,
+    maxBatch: CHARGE_BATCH_MAX,
+    run: finishBatch,
+  });
 
   return { onAnswered, onCallEnded };
 }

@@ -1,5 +1,6 @@
 import { conflict } from '../../http/errors.js';
 import type { Db, Sql } from '../../db/connection.js';
+import { isRefusal, type Refusal } from '../../ledger/ledger.js';
 import { createTtlCache } from '../../platform/ttl-cache.js';
 
 export interface OrphanPricing {
@@ -147,6 +148,58 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
                 ${c.now}, ${c.now})
         returning hold_id, (select h.r ->> 'available' from h) as available`;
       return r!;
+    },
+    /**
+     * The holds of many calls (ledger_hold_many, migration 016: each payer's row locked once) and
+     * the rows of the calls granted one, in one statement: atomic on its own, so one round trip
+     * where BEGIN, the holds, the rows and COMMIT took four, and never a hold without its call row.
+     * Results in item order: the hold granted, or the ledger's refusal (no row written for it).
+     */
+    async insertCallsWithHolds(
+      items: readonly { call: TrunkCallInsert; hold: TrunkHoldInput }[],
+      at: Date,
+    ): Promise<(TrunkHeld | Refusal)[]> {
+      // ledger.holdMany's item shape (src/ledger/ledger.ts); each hold expires from its own call's start.
+      const holds = items.map(({ call: c, hold: h }) => ({
+        key: h.postingKey,
+        accountId: c.accountId,
+        amount: h.amount,
+        test: false,
+        expiresAt: new Date(c.now.getTime() + h.ttlSeconds * 1000).toISOString(),
+        reference: h.reference,
+        relatedEntityType: 'sip_call',
+        relatedEntityId: c.id,
+        callId: c.id,
+      }));
+      const rows = items.map(({ call: c }, i) => ({
+        i: i + 1,
+        id: c.id,
+        account_id: c.accountId,
+        operator_id: c.operatorId,
+        to_number: c.toNumber,
+        from_number: c.fromNumber,
+        max_duration_seconds: c.maxDurationSeconds,
+        pricing: c.pricing,
+        owner_node: c.ownerNode,
+        at: c.now.toISOString(),
+      }));
+      // The insert is a data-modifying CTE: it runs whether or not the final select reads it.
+      const [r] = await db<{ r: (TrunkHeld | Refusal)[] }[]>`
+        with h as materialized (select ledger_hold_many(${db.json(holds as never)}, ${at}) as r),
+        held as (select e.r, e.i from h cross join lateral jsonb_array_elements(h.r) with ordinality as e(r, i)),
+        rows as (
+          insert into calls (id, account_id, operator_id, source, mode, status, to_number, from_number, call_group_id, hold_id,
+                             max_duration_seconds, pricing, owner_node, last_seen_at, created_at)
+          select c.id, c.account_id, c.operator_id, 'trunk', 'trunk', 'ringing', c.to_number, c.from_number, c.id,
+                 (held.r ->> 'holdId')::uuid, c.max_duration_seconds, c.pricing, c.owner_node, c.at, c.at
+          from jsonb_to_recordset(${db.json(rows as never)}) as c(i bigint, id uuid, account_id uuid, operator_id uuid, to_number text,
+                 from_number text, max_duration_seconds integer, pricing jsonb, owner_node text, at timestamptz)
+          join held on held.i = c.i
+          where held.r ->> 'holdId' is not null
+          returning 1
+        )
+        select h.r from h`;
+      return r!.r.map((x) => (isRefusal(x) ? x : { holdId: x.holdId, available: x.available }));
     },
     /**
      * The rows of trunk calls whose holds a batch was granted (ledger.holdMany in the same

@@ -1,7 +1,10 @@
 import t from 'tap';
 import type { Sql } from '../../../src/db/connection.js';
-import { isRefusal } from '../../../src/ledger/ledger.js';
+import pino from 'pino';
+import { createLedger, isRefusal } from '../../../src/ledger/ledger.js';
 import { buildCdr, createCdrsService, type Settlement } from '../../../src/modules/cdrs/service.js';
+import { emit } from '../../../src/webhooks/emit.js';
+import type { EventName } from '../../../src/webhooks/events.js';
 import { createTestDatabase } from '../../helpers/db.js';
 import { checkInvariants, ledgerFor, makeAccounts } from '../../ledger/helpers.js';
 
@@ -90,6 +93,57 @@ t.test('settleMany posts what settle posts one by one: settlements, markups and 
     'the sub-account paid three markups, the unbilled call nothing',
   );
   t.equal(single.balances[2]!.payable, '0.150000', 'the operator is owed the three markups');
+});
+
+t.test("settleMany: a batch's markup that crosses the low-balance line is posted with its event", async (t) => {
+  // The markups of a batch go in one ledger_charge_many, which refuses (SVC90) an item with balance
+  // events to emit; that markup is posted again on its own and its event emitted in the same transaction.
+  const { sql } = await createTestDatabase(t);
+  const ledger = createLedger({
+    sql,
+    clock: { now: () => new Date() },
+    log: pino({ level: 'silent' }),
+    events: {
+      emit: async (db, accountId, event, data) => {
+        await emit(db, { accountId, event: event as EventName, data });
+      },
+    },
+  });
+  const cdrs = createCdrsService({ sql, ledger });
+  const [operator, seller] = await makeAccounts(sql, 2);
+  const [sub] = await makeAccounts(sql, 1, operator!);
+  // A sub-account's line is 5.000000 (migration 011's default): the settlements leave 5.000000, the first markup crosses it.
+  await ledger.topup({ accountId: sub!, amount: '5.500000', source: 'card', postingKey: `top-${sub}` });
+  const items: Settlement[] = [];
+  for (let i = 0; i < 2; i++) {
+    const hold = await ledger.hold({ postingKey: `h-${i}`, accountId: sub!, amount: '1.000000', ttlSeconds: 60 });
+    items.push({
+      key: `x:${i}`,
+      holdId: hold.holdId,
+      payer: sub!,
+      operatorId: operator!,
+      sellerId: seller!,
+      charge: { total: '0.300000', seller: '0.200000', fee: '0.050000', markup: '0.050000', billableSeconds: 60 },
+      context: { reference: 'Voice call', relatedEntityType: 'sip_call', relatedEntityId: `c-${i}`, callId: `c-${i}` },
+    });
+  }
+  const results = await sql.begin((tx) => cdrs.settleMany(tx, items));
+  t.same(
+    results.map((r) => (isRefusal(r) ? 'refused' : r.markup?.type)),
+    ['charge', 'charge'],
+    'both markups posted',
+  );
+  await checkInvariants(t, sql, 'markups with events');
+  const sub1 = await ledger.balanceOf(sub!);
+  t.equal(sub1.balance, '4.900000', 'two settlements and two markups paid');
+  t.equal((await ledger.balanceOf(operator!)).payable, '0.100000', 'the operator is owed both markups');
+  const events = await sql<{ event: string; data: { subAccountId: string; balance: string } }[]>`
+    select event, data from events where account_id = ${operator!} order by created_at`;
+  t.same(
+    events.map((e) => [e.event, e.data.subAccountId, e.data.balance]),
+    [['sub_account.balance_low', sub!, '4.950000']],
+    'one low-balance event, for the markup that crossed the line',
+  );
 });
 
 t.test('buildCdr: the money columns follow from what the leg billed', async (t) => {

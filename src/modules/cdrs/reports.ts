@@ -1,8 +1,7 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Db } from '../../db/connection.js';
 import { Money, money6 } from '../../ledger/money.js';
-
-const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
+import { countryName } from '../../platform/country-names.js';
 
 /** Country of an E.164 number (digits, no plus), cached by its first 7 digits: a country never splits finer. */
 export function countryOf(cache: Map<string, string | null>, digits: string | null): string | null {
@@ -159,7 +158,7 @@ export function createCdrReports(db: Db) {
       }
       const items = [...by.entries()]
         .map(([cc, a]) => ({
-          country: cc === 'ZZ' ? 'Unknown' : (regionNames.of(cc) ?? cc),
+          country: cc === 'ZZ' ? 'Unknown' : (countryName(cc) ?? cc),
           countryCode: cc === 'ZZ' ? null : cc,
           attempts: a.records,
           records: a.records,

@@ -23,6 +23,7 @@ import type { RouteChecksService } from '../route-checks/service.js';
 import type { ApiAdmission } from '../sip-trunks/service.js';
 import type { CliObserver } from './observer.js';
 import { createCliTestsRepo, FINAL, type BatchRow, type HandsetRow, type NewTest, type TestRow } from './repo.js';
+import { countryName as englishName } from '../../platform/country-names.js';
 
 export interface Tester {
   accountId: string;
@@ -57,8 +58,7 @@ export const MIN_BATCH_ROUTES = 2;
 /** Setup and ringing allowance of one test call before it is given up on. */
 const CALL_TIMEOUT_MS = 30_000;
 
-const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
-const countryName = (iso: string): string => regionNames.of(iso) ?? iso;
+const countryName = (iso: string): string => englishName(iso) ?? iso;
 const digits = (n: string) =>
   n
     .replace(/[\s\-().]/g, '')
@@ -867,7 +867,7 @@ const COUNTRY_CODES: readonly string[] = (() => {
   for (let a = 65; a <= 90; a++) {
     for (let b = 65; b <= 90; b++) {
       const code = String.fromCharCode(a, b);
-      const name = regionNames.of(code);
+      const name = englishName(code);
       if (name && name !== code) out.push(code);
     }
   }

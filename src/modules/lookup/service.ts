@@ -10,6 +10,7 @@ import type { Routing } from '../marketplace/routing/routing.js';
 import type { CheapestRoute } from '../marketplace/routing/cheapest-visible.js';
 import { rangesOf, riskOf, type Risk } from './risk.js';
 import { createGrowingLru } from '../../platform/growing-lru.js';
+import { countryName } from '../../platform/country-names.js';
 
 const CACHE_MS = 10 * 60_000;
 /** Sellers whose decks must name the same destination before it is given as the operator (spec). */
@@ -55,8 +56,6 @@ interface SmsPricing extends VoicePricing {
   };
   countryRate: string | null;
 }
-
-const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
 
 /** libphonenumber's type as the spec's, with how sure the plan is of it. */
 function kindOf(type: NumberType, onMobileRange: boolean): { kind: NumberKind; confidence: number } {
@@ -172,7 +171,7 @@ export function createLookupService(deps: { routing: Pick<Routing, 'cheapestVisi
     const shared = rangesOf(digits).find((r) => r.kind !== 'embargoed');
     const country = {
       iso,
-      name: iso ? (regionNames.of(iso) ?? iso) : (shared?.name ?? deckName ?? `+${parsed.countryCallingCode}`),
+      name: iso ? (countryName(iso) ?? iso) : (shared?.name ?? deckName ?? `+${parsed.countryCallingCode}`),
       dialCode: `+${parsed.countryCallingCode}`,
       basis: iso === null && !shared && deckName ? ('rate_decks' as const) : ('dial_code' as const),
     };

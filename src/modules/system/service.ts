@@ -7,6 +7,7 @@ import type { Sql } from '../../db/connection.js';
 import { Scopes } from '../../http/access.js';
 import type { Clock } from '../../platform/clock.js';
 import { SubscribableEvents } from '../../webhooks/events.js';
+import { countryName } from '../../platform/country-names.js';
 
 /** The package this daemon runs from: found upward from this file, in src/ (tsx) and dist/src/ alike. */
 function packageInfo(): { name: string; version: string } {
@@ -27,11 +28,10 @@ export function createSystemService(deps: { sql: Sql; config: Readonly<Config>; 
   const { sql, config, clock } = deps;
   const pkg = packageInfo();
   const startedAt = clock.now();
-  const names = new Intl.DisplayNames(['en'], { type: 'region' });
   // Built once: the list only changes with the libphonenumber-js release.
   const countries = getCountries().map((code) => ({
     code,
-    name: names.of(code) ?? code,
+    name: countryName(code) ?? code,
     callingCode: `+${getCountryCallingCode(code)}`,
   }));
 

@@ -4,6 +4,7 @@ import type { Clock } from '../../../platform/clock.js';
 import { Decimal } from 'decimal.js';
 import { notFound } from '../../../http/errors.js';
 import type { RoutesService } from '../listings/service.js';
+import { countryName } from '../../../platform/country-names.js';
 
 export interface DestinationItem {
   slug: string;
@@ -18,7 +19,6 @@ export interface DestinationItem {
 /** Rebuilt at most this often (spec "Markets": max-age 600). */
 export const DESTINATIONS_TTL_MS = 600_000;
 
-const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
 const slugOf = (name: string): string =>
   name
     .normalize('NFKD')
@@ -45,7 +45,7 @@ function bandOf(destination: string, prefix: string, code: string): DestinationI
 }
 
 function isoBySlug(slug: string, isos: readonly string[]): string | undefined {
-  return isos.find((iso) => slugOf(regionNames.of(iso) ?? iso) === slug);
+  return isos.find((iso) => slugOf(countryName(iso) ?? iso) === slug);
 }
 
 /** "United Kingdom Mobile Vodafone" → "Vodafone"; empty when the name holds no operator. */
@@ -82,7 +82,7 @@ export function createMarketsService(deps: { clock: Clock; routes: RoutesService
       const sms: DestinationItem[] = [];
       for (const r of rows) {
         const code = dialCode(r.country);
-        const name = regionNames.of(r.country) ?? r.country;
+        const name = countryName(r.country) ?? r.country;
         const item: DestinationItem = {
           slug: slugOf(name),
           country: name,
@@ -128,7 +128,7 @@ export function createMarketsService(deps: { clock: Clock; routes: RoutesService
         avgAcd: signedIn ? toNum(s.avgAcd) : null,
         avgPrice: signedIn ? s.avgPrice : null,
         topMovers: s.movers.map((m) => {
-          const name = regionNames.of(m.country) ?? m.country;
+          const name = countryName(m.country) ?? m.country;
           return { slug: slugOf(name), country: name, countryCode: dialCode(m.country), newRoutes: m.newRoutes };
         }),
         marketStatus: s.routes > 0 ? ('open' as const) : ('empty' as const),

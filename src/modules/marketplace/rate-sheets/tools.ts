@@ -8,6 +8,7 @@ import type { LiveRateRow } from '../listings/repo.js';
 import { liveEntry } from '../listings/service.js';
 import type { RoutesService, SheetUpload } from '../listings/service.js';
 import { listJobs, type SheetChangeCounts } from './sheet-jobs.js';
+import { countryName } from '../../../platform/country-names.js';
 
 /** Rows one row edit or removal may name. */
 export const MAX_ROW_EDITS = 1000;
@@ -15,8 +16,7 @@ export const MAX_ROW_EDITS = 1000;
 export const MAX_BULK_SHEET_ROUTES = 100;
 
 const callingCodes = (metadata as unknown as { country_calling_codes: Record<string, string[]> }).country_calling_codes;
-const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
-const nameOf = (iso: string): string => regionNames.of(iso) ?? iso;
+const nameOf = (iso: string): string => countryName(iso) ?? iso;
 
 /** The country calling code a prefix falls under (longest of 1 to 3 digits), or null. */
 export function callingCodeOf(prefix: string): string | null {

@@ -3,6 +3,7 @@ import { Decimal } from 'decimal.js';
 import { Money } from '../../../ledger/money.js';
 import { countryOf } from '../../cdrs/index.js';
 import type { UsageRow } from './repo.js';
+import { countryName as englishName } from '../../../platform/country-names.js';
 
 /** One invoice line: a customer's rated usage of one kind to one destination at one rate. */
 export interface InvoiceLine {
@@ -50,9 +51,7 @@ export interface UnratedSummary {
   reason: string | null;
 }
 
-const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
-
-const countryName = (cc: string | null) => (cc === null ? 'Unknown' : (regionNames.of(cc) ?? cc));
+const countryName = (cc: string | null) => (cc === null ? 'Unknown' : (englishName(cc) ?? cc));
 
 /** Lines grouped by kind, destination country and rate, the country breakdown, and the usage totals. */
 export function priceUsage(rated: readonly UsageRow[]) {

@@ -244,17 +244,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     }
   };
 
+  const defaultLimit: RateLimit = { points: config.limits.default_per_second, seconds: 1 };
   app.addHook('onRequest', async (req) => {
     if (config.http.tls_mode === 'proxy') requireForwardedHttps(req, proxies);
     if (!req.url.startsWith(API_PREFIX)) return;
-    const access = req.routeOptions.config.access;
+    // Read once: Fastify builds a new options object on every read of `routeOptions`.
+    const route = req.routeOptions;
+    const access = route.config.access;
     if (!access) return; // unknown path: the 404 handler answers
     req.principal = await authenticate(req);
     enforceAccess(access, req.principal, req.method);
     const who = req.principal?.credentialId ?? `ip:${req.ip}`;
-    await deps.limiters.consume('default', { points: config.limits.default_per_second, seconds: 1 }, who);
-    const own = req.routeOptions.config.rateLimit;
-    if (own) await deps.limiters.consume(`${req.method} ${req.routeOptions.url}`, own, who);
+    await deps.limiters.consume('default', defaultLimit, who);
+    const own = route.config.rateLimit;
+    if (own) await deps.limiters.consume(`${req.method} ${route.url}`, own, who);
   });
 
   // The hooks every request runs are callback style where they have nothing to wait for: an async

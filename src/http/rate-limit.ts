@@ -65,8 +65,21 @@ export function createFailedAuthGuard(redis: Redis | null, limit: RateLimit): Fa
  */
 export function createRateLimiters(redis: Redis | null, opts: { strictBuckets?: string[] } = {}): RateLimiters {
   const limiters = new Map<string, RateLimiterAbstract>();
+  // Callers pass the same limit object on every request (the default one, a route's own): its
+  // window is found without building the id string each time.
+  const byLimit = new WeakMap<RateLimit, Map<string, RateLimiterAbstract>>();
   const strict = new Set(opts.strictBuckets ?? []);
   const limiterFor = (bucket: string, limit: RateLimit) => {
+    let ofLimit = byLimit.get(limit);
+    if (ofLimit === undefined) byLimit.set(limit, (ofLimit = new Map()));
+    let l = ofLimit.get(bucket);
+    if (l === undefined) {
+      l = limiterById(bucket, limit);
+      ofLimit.set(bucket, l);
+    }
+    return l;
+  };
+  const limiterById = (bucket: string, limit: RateLimit) => {
     const id = `${bucket}|${limit.points}|${limit.seconds}`;
     let l = limiters.get(id);
     if (!l) {

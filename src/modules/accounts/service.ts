@@ -365,8 +365,8 @@ export function createAccountsService(deps: {
       return { accountId: sub, sessionId: sid };
     },
 
-    /** Account by id, briefly cached for the authentication path. */
-    async accountForAuth(id: string): Promise<AccountRow | null> {
+    /** Account by id, briefly cached for the authentication path (the cached promise itself: no wrapper per request). */
+    accountForAuth(id: string): Promise<AccountRow | null> {
       return accountCache.get(id);
     },
 

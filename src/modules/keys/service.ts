@@ -71,6 +71,9 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
       return row ?? null;
     },
   });
+  // The verdict of a cached row, made once per row: a changed key is loaded as a new row, so an
+  // entry lives exactly as long as the row it was made from (read-only: the scopes are a ReadonlySet).
+  const verifiedByRow = new WeakMap<ApiKeyRow, Readonly<VerifiedKey>>();
   // Requests are counted in memory and flushed in batches so the hot path does no write.
   const usage = new Map<string, number>();
 
@@ -155,19 +158,24 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
      * answered a known prefix (often cached) faster than an unknown one, which let a caller
      * enumerate prefixes; by hash, every wrong key takes the same path whatever its prefix.
      */
-    async verify(token: string): Promise<VerifiedKey | null> {
+    async verify(token: string): Promise<Readonly<VerifiedKey> | null> {
       const mode = token.startsWith(TYPE_PREFIX.live) ? 'live' : token.startsWith(TYPE_PREFIX.test) ? 'test' : null;
       if (!mode || token.length !== TYPE_PREFIX[mode].length + LOOKUP_CHARS + SECRET_CHARS) return null;
       const row = await cache.get(sha256Hex(token));
       if (!row) return null;
       usage.set(row.id, (usage.get(row.id) ?? 0) + 1);
-      return {
-        keyId: row.id,
-        accountId: row.accountId,
-        mode: row.mode,
-        scopes: row.scopes === null ? null : new Set(row.scopes),
-        webhooksWrite: row.webhooksWrite,
-      };
+      let key = verifiedByRow.get(row);
+      if (key === undefined) {
+        key = {
+          keyId: row.id,
+          accountId: row.accountId,
+          mode: row.mode,
+          scopes: row.scopes === null ? null : new Set(row.scopes),
+          webhooksWrite: row.webhooksWrite,
+        };
+        verifiedByRow.set(row, key);
+      }
+      return key;
     },
 
     /** Writes the counted requests; called on a timer and at shutdown. */

@@ -1,3 +1,4 @@
+import { channel } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { EngineCall } from '../../telephony/engine.js';
@@ -71,6 +72,32 @@ interface Utterance {
   pcm: Int16Array;
   /** performance.now() of the last voiced frame: the end of the caller's speech. */
   endedAt: number;
+  /** performance.now() when the silence after it ended the turn. */
+  endpointedAt: number;
+}
+
+/**
+ * Where each answered turn's time went, for whoever measures turn latency (bench/ai); all times
+ * are performance.now(). Nothing is built unless someone subscribes.
+ */
+export const turnTimingChannel = channel('svc-exchange.ai-agents.turn');
+
+export interface TurnTiming {
+  callId: string;
+  /** The caller's last voiced frame reached the agent. */
+  speechEndedAt: number;
+  /** The silence after it ended the turn. */
+  endpointedAt: number;
+  /** The audio went to the speech-to-text provider, and its text came back. */
+  sttSentAt: number;
+  sttDoneAt: number;
+  /** The turn went to the chat model, and its first words came back. */
+  chatSentAt: number;
+  firstTextAt: number | null;
+  /** The first sentence was handed to speech. */
+  firstSentenceAt: number | null;
+  /** The whole reply had arrived. */
+  chatDoneAt: number;
 }
 
 /** Energy-based turn detection over 8 kHz frames. */
@@ -102,7 +129,7 @@ function createTurnDetector(o: {
         pcm.set(f, at);
         at += f.length;
       }
-      o.onUtterance({ pcm, endedAt: lastVoiced });
+      o.onUtterance({ pcm, endedAt: lastVoiced, endpointedAt: performance.now() });
     }
     frames = [];
     speechMs = silenceMs = totalMs = 0;
@@ -253,12 +280,14 @@ export async function converse(
       }
       // Everything the caller said since the last answer is one turn.
       const parts = queue.splice(0);
-      const endedAt = parts[parts.length - 1]!.endedAt;
+      const { endedAt, endpointedAt } = parts[parts.length - 1]!;
       const texts: string[] = [];
+      const sttSentAt = performance.now();
       for (const u of parts) {
         const text = await deps.stt.transcribe({ wav: wavOf(u.pcm, RATE), language }, ended.signal);
         if (text) texts.push(text);
       }
+      const sttDoneAt = performance.now();
       const heard = texts.join(' ').trim();
       if (!heard || ended.signal.aborted) continue;
       transcript.push({ role: 'caller', text: heard, at: deps.now().toISOString() });
@@ -268,15 +297,18 @@ export async function converse(
       let text = '';
       let spokenTo = 0;
       let firstAudio: number | null = null;
+      let firstTextAt: number | null = null;
       const sentences: Promise<boolean>[] = [];
       const speakNext = (sentence: string) => {
         if (bargedIn) return;
         firstAudio ??= performance.now();
         sentences.push(say(sentence));
       };
+      const chatSentAt = performance.now();
       const reply = await deps.chat.stream(
         { model: agent.model, messages: turnMessages(agent, history, heard), tools: toolsFor(agent) },
         (delta) => {
+          firstTextAt ??= performance.now();
           text += delta;
           let end: number;
           while ((end = sentenceEnd(text, spokenTo)) >= 0) {
@@ -287,8 +319,21 @@ export async function converse(
         },
         ended.signal,
       );
+      const chatDoneAt = performance.now();
       const rest = reply.content.slice(spokenTo).trim();
       if (rest) speakNext(rest);
+      if (turnTimingChannel.hasSubscribers)
+        turnTimingChannel.publish({
+          callId: call.callId,
+          speechEndedAt: endedAt,
+          endpointedAt,
+          sttSentAt,
+          sttDoneAt,
+          chatSentAt,
+          firstTextAt,
+          firstSentenceAt: firstAudio,
+          chatDoneAt,
+        } satisfies TurnTiming);
       const turn: TranscriptTurn = { role: 'agent', text: reply.content.trim(), at: deps.now().toISOString() };
       transcript.push(turn);
       history.push({ role: 'user', content: heard }, { role: 'assistant', content: reply.content.trim() });

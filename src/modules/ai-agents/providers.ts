@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { AppError } from '../../http/errors.js';
 import { wavOf } from '../../telephony/media/pcm.js';
 
@@ -64,28 +67,105 @@ interface Endpoint {
 const unavailable = (what: string) =>
   new AppError('SERVICE_UNAVAILABLE', `The ${what} provider did not answer usably; try again shortly`);
 
-async function post(ep: Endpoint, path: string, body: unknown, what: string, signal?: AbortSignal): Promise<Response> {
-  let res: Response;
-  const timeout = AbortSignal.timeout(ep.timeoutMs);
+/** A request body and its content type. */
+interface Body {
+  type: string;
+  bytes: Buffer;
+}
+
+const json = (value: unknown): Body => ({ type: 'application/json', bytes: Buffer.from(JSON.stringify(value)) });
+
+/**
+ * multipart/form-data (RFC 7578) built in one buffer: the WAV is already whole, and the
+ * FormData of fetch streamed it in pieces at about 1.5 ms more CPU per turn.
+ */
+function multipart(
+  fields: Record<string, string>,
+  file: { name: string; filename: string; type: string; bytes: Uint8Array },
+): Body {
+  const boundary = `svc-exchange-${randomBytes(16).toString('hex')}`;
+  const part = (name: string, extra = '') =>
+    `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${extra}\r\n`;
+  const tail = Object.entries(fields)
+    .map(([name, value]) => `${part(name)}\r\n${value}\r\n`)
+    .join('');
+  return {
+    type: `multipart/form-data; boundary=${boundary}`,
+    bytes: Buffer.concat([
+      Buffer.from(`${part(file.name, `; filename="${file.filename}"`)}Content-Type: ${file.type}\r\n\r\n`),
+      file.bytes,
+      Buffer.from(`\r\n${tail}--${boundary}--\r\n`),
+    ]),
+  };
+}
+
+/** A free connection to a provider is closed after this long unused (or sooner, when the server says so). */
+const IDLE_MS = 30_000;
+
+/**
+ * POSTs to one provider over node:http(s) rather than fetch: a fetch cost about 2 ms more CPU
+ * per request (two requests a turn), and its connections closed after 4 s idle unless the server
+ * hinted otherwise, so every turn of a call (seconds apart) opened a new TLS connection to the
+ * provider. This agent keeps them `IDLE_MS`, shorter when the server's Keep-Alive says so.
+ * Resolves with a 2xx response, its body unread; no redirect is followed.
+ */
+function createPoster(ep: Endpoint) {
+  const base = ep.url.replace(/\/+$/, '');
+  const secure = base.startsWith('https:');
+  const agent = secure
+    ? new HttpsAgent({ keepAlive: true, timeout: IDLE_MS })
+    : new HttpAgent({ keepAlive: true, timeout: IDLE_MS });
+  const send = secure ? httpsRequest : httpRequest;
+  return (path: string, body: Body, what: string, signal?: AbortSignal): Promise<IncomingMessage> => {
+    const timeout = AbortSignal.timeout(ep.timeoutMs);
+    const aborted = signal ? AbortSignal.any([timeout, signal]) : timeout;
+    const attempt = (mayRetry: boolean) =>
+      new Promise<IncomingMessage>((resolve, reject) => {
+        let req: ReturnType<typeof send>;
+        try {
+          req = send(
+            `${base}${path}`,
+            {
+              method: 'POST',
+              agent,
+              signal: aborted,
+              headers: {
+                'content-type': body.type,
+                'content-length': body.bytes.length,
+                ...(ep.apiKey ? { authorization: `Bearer ${ep.apiKey}` } : {}),
+              },
+            },
+            (res) => {
+              const status = res.statusCode ?? 0;
+              if (status >= 200 && status < 300) return resolve(res);
+              res.resume();
+              reject(unavailable(what));
+            },
+          );
+        } catch {
+          return reject(unavailable(what));
+        }
+        req.on('error', (err: NodeJS.ErrnoException) => {
+          // A kept connection the server closed as the request went out: Node's advice is to send
+          // it again on a new one (https://nodejs.org/api/http.html#requestreusedsocket).
+          if (mayRetry && req.reusedSocket && err.code === 'ECONNRESET' && !aborted.aborted) resolve(attempt(false));
+          else reject(unavailable(what));
+        });
+        req.end(body.bytes);
+      });
+    return attempt(true);
+  };
+}
+
+/** A response's whole body as JSON; anything else is the provider failing. */
+async function readJson<T>(res: IncomingMessage, what: string): Promise<T> {
+  const chunks: Buffer[] = [];
   try {
-    res = await fetch(`${ep.url.replace(/\/+$/, '')}${path}`, {
-      method: 'POST',
-      headers: {
-        ...(body instanceof FormData ? {} : { 'content-type': 'application/json' }),
-        ...(ep.apiKey ? { authorization: `Bearer ${ep.apiKey}` } : {}),
-      },
-      body: body instanceof FormData ? body : JSON.stringify(body),
-      signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
-      redirect: 'error',
-    });
+    for await (const c of res) chunks.push(c as Buffer);
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as T;
   } catch {
     throw unavailable(what);
   }
-  if (!res.ok) {
-    await res.body?.cancel();
-    throw unavailable(what);
-  }
-  return res;
 }
 
 function parseArguments(raw: unknown): Record<string, unknown> {
@@ -131,41 +211,62 @@ function chatBody(req: ChatRequest, stream: boolean): Record<string, unknown> {
 
 type WireToolCall = { index?: unknown; id?: unknown; function?: { name?: unknown; arguments?: unknown } };
 
-/** Reads an SSE body: one `data:` payload per event, up to `[DONE]`. */
-async function* sseData(res: Response): AsyncGenerator<string> {
-  if (!res.body) return;
-  const decoder = new TextDecoder();
-  let buffered = '';
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buffered += decoder.decode(chunk, { stream: true });
-    let cut: number;
-    while ((cut = buffered.search(/\r?\n\r?\n/)) >= 0) {
-      const event = buffered.slice(0, cut);
-      buffered = buffered.slice(cut).replace(/^\r?\n\r?\n/, '');
-      const data = event
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trimStart())
-        .join('\n');
-      if (data === '[DONE]') return;
-      if (data) yield data;
-    }
-  }
+/**
+ * Reads an SSE body: each event's `data:` payload goes to `onData`, up to `[DONE]`. What follows
+ * `[DONE]` is drained unread rather than the response destroyed, so its connection stays usable.
+ */
+function readSse(res: IncomingMessage, onData: (data: string) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const decoder = new TextDecoder();
+    let buffered = '';
+    let settled = false;
+    const settle = (err?: unknown) => {
+      if (settled) return;
+      settled = true;
+      if (err === undefined) resolve();
+      else reject(err instanceof Error ? err : new Error('stream failed'));
+    };
+    res.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      buffered += decoder.decode(chunk, { stream: true });
+      let cut: number;
+      try {
+        while ((cut = buffered.search(/\r?\n\r?\n/)) >= 0) {
+          const event = buffered.slice(0, cut);
+          buffered = buffered.slice(cut).replace(/^\r?\n\r?\n/, '');
+          const data = event
+            .split(/\r?\n/)
+            .filter((l) => l.startsWith('data:'))
+            .map((l) => l.slice(5).trimStart())
+            .join('\n');
+          if (data === '[DONE]') return settle();
+          if (data) onData(data);
+        }
+      } catch (err) {
+        settle(err);
+        res.destroy();
+      }
+    });
+    res.on('end', () => settle());
+    res.on('error', (err) => settle(err));
+    res.on('close', () => settle(res.complete ? undefined : new Error('the stream closed early')));
+  });
 }
 
 export function createChatProvider(ep: Endpoint): ChatProvider {
+  const post = createPoster(ep);
   return {
     async stream(req, onText, signal) {
-      const res = await post(ep, '/chat/completions', chatBody(req, true), 'chat model', signal);
+      const res = await post('/chat/completions', json(chatBody(req, true)), 'chat model', signal);
       let content = '';
       const calls = new Map<number, { id: string; name: string; args: string }>();
       try {
-        for await (const data of sseData(res)) {
+        await readSse(res, (data) => {
           const chunk = JSON.parse(data) as {
             choices?: { delta?: { content?: unknown; tool_calls?: WireToolCall[] } }[];
           };
           const delta = chunk.choices?.[0]?.delta;
-          if (!delta) continue;
+          if (!delta) return;
           if (typeof delta.content === 'string' && delta.content) {
             content += delta.content;
             onText(delta.content);
@@ -178,7 +279,7 @@ export function createChatProvider(ep: Endpoint): ChatProvider {
             if (typeof c.function?.arguments === 'string') cur.args += c.function.arguments;
             calls.set(index, cur);
           }
-        }
+        });
       } catch (err) {
         if (signal?.aborted) throw err;
         throw unavailable('chat model');
@@ -191,13 +292,11 @@ export function createChatProvider(ep: Endpoint): ChatProvider {
       };
     },
     async complete(req) {
-      const res = await post(ep, '/chat/completions', chatBody(req, false), 'chat model');
-      let body: { choices?: { message?: { content?: unknown; tool_calls?: unknown } }[] };
-      try {
-        body = (await res.json()) as typeof body;
-      } catch {
-        throw unavailable('chat model');
-      }
+      const res = await post('/chat/completions', json(chatBody(req, false)), 'chat model');
+      const body = await readJson<{ choices?: { message?: { content?: unknown; tool_calls?: unknown } }[] }>(
+        res,
+        'chat model',
+      );
       const message = body.choices?.[0]?.message;
       if (!message) throw unavailable('chat model');
       const calls = Array.isArray(message.tool_calls)
@@ -218,35 +317,40 @@ export function createChatProvider(ep: Endpoint): ChatProvider {
 }
 
 export function createSpeechProvider(ep: Endpoint & { model: string }): SpeechProvider {
+  const post = createPoster(ep);
   return {
     async speak(req) {
       const res = await post(
-        ep,
         '/audio/speech',
-        { model: ep.model, voice: req.voice, input: req.text, response_format: 'mp3' },
+        json({ model: ep.model, voice: req.voice, input: req.text, response_format: 'mp3' }),
         'speech',
       );
-      return Buffer.from(await res.arrayBuffer());
+      const chunks: Buffer[] = [];
+      try {
+        for await (const c of res) chunks.push(c as Buffer);
+      } catch {
+        throw unavailable('speech');
+      }
+      return Buffer.concat(chunks);
     },
   };
 }
 
 /** 16-bit mono PCM as a WAV file (what transcription endpoints take). */
 export function createTranscriptionProvider(ep: Endpoint & { model: string }): TranscriptionProvider {
+  const post = createPoster(ep);
   return {
     async transcribe(req, signal) {
-      const form = new FormData();
-      form.set('file', new Blob([req.wav], { type: 'audio/wav' }), 'speech.wav');
-      form.set('model', ep.model);
-      form.set('response_format', 'json');
-      if (req.language) form.set('language', req.language.slice(0, 2));
-      const res = await post(ep, '/audio/transcriptions', form, 'speech-to-text', signal);
-      let body: { text?: unknown };
-      try {
-        body = (await res.json()) as typeof body;
-      } catch {
-        throw unavailable('speech-to-text');
-      }
+      const form = multipart(
+        {
+          model: ep.model,
+          response_format: 'json',
+          ...(req.language ? { language: req.language.slice(0, 2) } : {}),
+        },
+        { name: 'file', filename: 'speech.wav', type: 'audio/wav', bytes: req.wav },
+      );
+      const res = await post('/audio/transcriptions', form, 'speech-to-text', signal);
+      const body = await readJson<{ text?: unknown }>(res, 'speech-to-text');
       if (typeof body.text !== 'string') throw unavailable('speech-to-text');
       return body.text.trim();
     },

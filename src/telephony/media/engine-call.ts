@@ -1,3 +1,5 @@
+import { channel } from 'node:diagnostics_channel';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type {
   ActionsOutcome,
@@ -76,6 +78,20 @@ export async function endThenHangUp(
   return result;
 }
 
+/**
+ * Each streamed speech's first audio, for whoever measures speech latency (bench/ai): `renderedAt`
+ * when the synthesiser handed it over, `queuedAt` when it went to the media (after the speech
+ * before it); performance.now() times. Nothing is built unless someone subscribes.
+ */
+export const speechAudioChannel = channel('svc-exchange.media.speech-audio');
+
+export interface SpeechAudioEvent {
+  callId: string;
+  text: string;
+  renderedAt: number;
+  queuedAt: number;
+}
+
 export const notAnswered = (): MediaError => new MediaError('MEDIA_SESSION_CLOSED', 'call is not answered');
 
 export function engineCall(p: EngineCallParts): EngineCall {
@@ -112,17 +128,28 @@ export function engineCall(p: EngineCallParts): EngineCall {
     const plays: Promise<{ interrupted: boolean }>[] = [];
     const held: Uint8Array[] = [];
     let myTurn = false;
+    let renderedAt = 0;
     const hand = (audio: Uint8Array): void => {
-      if (mine === generation) plays.push(media.play(audio));
+      if (mine !== generation) return;
+      if (plays.length === 0 && speechAudioChannel.hasSubscribers)
+        speechAudioChannel.publish({
+          callId: p.callId,
+          text,
+          renderedAt,
+          queuedAt: performance.now(),
+        } satisfies SpeechAudioEvent);
+      plays.push(media.play(audio));
     };
     void before.then(() => {
       myTurn = true;
       for (const audio of held.splice(0)) hand(audio);
     });
     try {
-      await sayStream(text, opts?.language ?? p.language, media.codec, opts?.voice, (audio) =>
-        myTurn ? hand(audio) : held.push(audio),
-      );
+      await sayStream(text, opts?.language ?? p.language, media.codec, opts?.voice, (audio) => {
+        renderedAt ||= performance.now();
+        if (myTurn) hand(audio);
+        else held.push(audio);
+      });
       await before;
     } finally {
       done();

@@ -222,8 +222,12 @@ export async function answeredSubCall(
   await expectExit(t, supplier, 'supplier answered and got the BYE');
 }
 
-/** Polls until `fn` returns a truthy value (the settlement runs after the BYE is answered). */
-export async function eventually<T>(fn: () => Promise<T | null | undefined | false>, ms = 5000): Promise<T> {
+/**
+ * Polls until `fn` returns a truthy value (the settlement runs after the BYE is answered).
+ * 20 s by default: a wait for what must happen, not a speed check; on a loaded 2-core machine a
+ * child daemon's first call can take more than 5 s.
+ */
+export async function eventually<T>(fn: () => Promise<T | null | undefined | false>, ms = 20_000): Promise<T> {
   const start = Date.now();
   for (;;) {
     const v = await fn();

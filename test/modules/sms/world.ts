@@ -83,8 +83,12 @@ export async function createSmsWorld(t: Test, opts: { clock?: Clock; fund?: stri
   };
 }
 
-/** Polls until `fn` returns a truthy value (receipts arrive on the bind after the send returned). */
-export async function eventually<T>(fn: () => Promise<T | null | undefined | false>, ms = 5000): Promise<T> {
+/**
+ * Polls until `fn` returns a truthy value (receipts arrive on the bind after the send returned).
+ * 20 s by default: a wait for what must happen, not a speed check; on a loaded 2-core machine a
+ * child daemon's first call can take more than 5 s.
+ */
+export async function eventually<T>(fn: () => Promise<T | null | undefined | false>, ms = 20_000): Promise<T> {
   const start = Date.now();
   for (;;) {
     const v = await fn();

@@ -8,7 +8,9 @@
  *    each call answered, its actions (`hangup`) run, settled and recorded;
  * 3. pacing: a campaign of 40 numbers with `callInterval` 100 ms: the gaps between call starts.
  * Prints calls per second of each, the dialer's ratio to the anchor (goal ≥ 0.8), the pacing error
- * and `uptime` (the machine is shared: read the ratios, not the absolute rates).
+ * and `uptime` (the machine is shared: read the ratios, not the absolute rates), and the CPU each
+ * call cost this process (daemon and driver) and the database's backends, per trunk call and per
+ * campaign call: figures that hold whatever the load.
  *
  * Usage: node --import tsx bench/dialer/dialer.bench.ts [calls=400] [rate=100]
  */
@@ -17,6 +19,7 @@ import { createWorld, eventually } from '../../test/modules/sip-trunks/world.js'
 import { fill, fixture, freePort, sipp } from '../../test/telephony/sip/sipp.js';
 import { callee } from '../../test/modules/api-calls/peers.js';
 import { runCleanups } from '../lib/cleanups.js';
+import { procCpuSeconds } from '../lib/proc-cpu.js';
 
 const [calls = 400, rate = 100] = process.argv.slice(2).map(Number);
 const cleanups: Array<() => unknown> = [];
@@ -41,6 +44,16 @@ async function main() {
   });
   const { d, operator } = w;
   const many = { calls: calls * 2 + 100, timeout: '600s' };
+  /** This process's CPU and the database backends' (the pool is kept, so its pids stay), in ms. */
+  const cpu = async () => {
+    const pids = await d.sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database()`;
+    const u = process.cpuUsage();
+    return { node: (u.user + u.system) / 1000, pg: procCpuSeconds(pids.map((p) => p.pid)) * 1000 };
+  };
+  const perCall = (a: { node: number; pg: number }, b: { node: number; pg: number }, n: number) => ({
+    node: (b.node - a.node) / Math.max(1, n),
+    pg: (b.pg - a.pg) / Math.max(1, n),
+  });
 
   // 1. Anchor: trunk calls in, forwarded to a supplier.
   const trunkUas = await sipp(t, callee('4411[0-9]+', '', false), ['-mp', String(await freePort())], many);
@@ -52,6 +65,7 @@ async function main() {
     EXTRA_HEADERS: '',
     TAIL: fill(fixture('uac-tail-answer.xml'), { HOLD_MS: '100', FINAL_CHECK: '.' }),
   });
+  const trunkCpuAt = await cpu();
   const run = await sipp(
     t,
     uac,
@@ -84,6 +98,7 @@ async function main() {
   const [trunk] = await d.sql<{ n: number; seconds: number }[]>`
     select count(*)::int as n, extract(epoch from max(ended_at) - min(created_at))::float8 as seconds
     from calls where source = 'trunk' and status = 'completed'`;
+  const trunkCpu = perCall(trunkCpuAt, await cpu(), trunk!.n);
   const trunkSeconds = trunk!.seconds;
   const trunkRate = trunk!.n / trunkSeconds;
   // Every call the anchor offered, by how it ended: a shortfall is read here, not guessed.
@@ -117,15 +132,27 @@ async function main() {
     for (let i = 0; i < numbers.length; i += 10_000)
       await w.api('POST', `/dialer/campaigns/${id}/numbers`, operator.token, { numbers: numbers.slice(i, i + 10_000) });
     const started = Date.now();
+    const cpuAt = await cpu();
     await w.api('POST', `/dialer/campaigns/${id}/control`, operator.token, { action: 'start' });
-    const done = await eventually(async () => {
-      const r = await w.api('GET', `/dialer/campaigns/${id}`, operator.token);
-      return r.body.data.status === 'completed' ? r.body.data : null;
+    // Watched in the database a few times a second: API requests every 25 ms would add their own
+    // CPU to the campaign's.
+    await eventually(async () => {
+      await new Promise((r) => setTimeout(r, 250));
+      const [row] = await d.sql<{ status: string }[]>`select status from dialer_campaigns where id = ${id}`;
+      return row?.status === 'completed' ? true : null;
     }, 600_000);
+    const cpuUsed = await cpu();
+    const done = (await w.api('GET', `/dialer/campaigns/${id}`, operator.token)).body.data;
     const [span] = await d.sql<{ seconds: number }[]>`
       select extract(epoch from max(ended_at) - min(started_at))::float8 as seconds
       from dialer_attempts where campaign_id = ${id}`;
-    return { id, seconds: span!.seconds, wall: (Date.now() - started) / 1000, done };
+    return {
+      id,
+      seconds: span!.seconds,
+      wall: (Date.now() - started) / 1000,
+      done,
+      cpu: perCall(cpuAt, cpuUsed, done.numbersDialed as number),
+    };
   };
   const numbers = Array.from({ length: calls }, (_, i) => `+447600${String(i).padStart(6, '0')}`);
   const big = await campaign('bench', numbers, { concurrency: 50 });
@@ -139,6 +166,13 @@ async function main() {
     cps: dialerRate.toFixed(1),
   });
   line('dialer / trunk anchor', { ratio: (dialerRate / trunkRate).toFixed(2), goal: '>= 0.80' });
+  line('cpu per call (ms)', {
+    trunkDaemon: trunkCpu.node.toFixed(2),
+    trunkPostgres: trunkCpu.pg.toFixed(2),
+    campaignDaemon: big.cpu.node.toFixed(2),
+    campaignPostgres: big.cpu.pg.toFixed(2),
+    campaignOverTrunk: ((big.cpu.node + big.cpu.pg) / Math.max(0.001, trunkCpu.node + trunkCpu.pg)).toFixed(2),
+  });
 
   // 3. Pacing: callInterval 100 ms.
   const paced = await campaign(

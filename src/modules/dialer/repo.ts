@@ -147,11 +147,17 @@ export function createDialerRepo(sql: Sql) {
       await sql`update dialer_campaigns set runner_node = null, runner_until = null where id = ${id} and runner_node = ${node}`;
     },
 
-    /** Adds numbers not yet in the campaign; returns how many were new (and bumps `total_numbers` by it). */
+    /**
+     * Adds numbers not yet in the campaign; returns how many were new (and bumps `total_numbers` by
+     * it). `unseen`: the caller knows none of `rows` is in the campaign (an import into a campaign
+     * holding only what it stored, deduped across the file), so they go in without the conflict
+     * check; a unique violation (23505) then means it was wrong.
+     */
     async addNumbers(
       tx: Db,
       campaignId: string,
       rows: { number: string; name: string | null; fields: Record<string, string> | null }[],
+      unseen = false,
     ): Promise<number> {
       if (rows.length === 0) return 0;
       const r = await tx`
@@ -160,7 +166,7 @@ export function createDialerRepo(sql: Sql) {
         from unnest(${rows.map((x) => x.number)}::text[], ${rows.map((x) => x.name) as string[]}::text[],
                     ${rows.map((x) => (x.fields ? JSON.stringify(x.fields) : null)) as string[]}::text[])
              as t (number, name, fields)
-        on conflict (campaign_id, number) do nothing`;
+        ${unseen ? tx`` : tx`on conflict (campaign_id, number) do nothing`}`;
       if (r.count > 0) {
         await tx`update dialer_campaigns set total_numbers = total_numbers + ${r.count} where id = ${campaignId}`;
       }

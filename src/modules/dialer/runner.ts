@@ -78,19 +78,46 @@ interface InFlight {
   pollAt: number;
 }
 
+/**
+ * A campaign whose call a shared limit refused (the account's campaign calls, a route's capacity or
+ * calls per second): its number was given back, and it waits for a slot.
+ */
+interface Limited {
+  /** The first refusal in a row (Date.now() ms): of two waiting campaigns, the earlier goes first. */
+  since: number;
+  /** Not before this (Date.now() ms), unless a call of the account ends first. */
+  retryAt: number;
+  /**
+   * Until then the account's other campaigns start no call, so that the next slot one of their calls
+   * frees is this campaign's: without it they refill every slot at once and it never gets one.
+   */
+  heldUntil: number;
+  /** The pending try was made on a freed slot: refused again, the limit is not one these calls free. */
+  freedTry: boolean;
+}
+
 interface Running {
   id: string;
+  accountId: string | null;
   inFlight: Map<string, InFlight>;
   lastStart: number;
   recovered: boolean;
+  limited: Limited | null;
 }
 
 /** Outcomes worth another attempt after `retryDelayMinutes` (spec: no-answer, busy, failure). */
 const RETRYABLE: ReadonlySet<string> = new Set(['no_answer', 'busy', 'failed']);
 const CLAIM_SECONDS = 30;
 const CLAIM_EVERY_MS = 5000;
-/** A limit said "not now" (capacity, CPS, the account's concurrent calls): the number waits this long. */
+/**
+ * A limit said "not now" (capacity, CPS, the account's concurrent calls): the campaign tries again
+ * after this long, or as soon as a call of its account ends on this runner.
+ */
 const LIMIT_RETRY_MS = 3000;
+/** A call followed live is read after its maximum duration plus this (setup, ringing, settlement). */
+const FOLLOWED_POLL_GRACE_MS = 120_000;
+/** How long the other campaigns of the account hold back for a refused one (renewed by each refusal). */
+const LIMIT_HOLD_MS = 2 * LIMIT_RETRY_MS;
 
 /**
  * Runs the campaigns of the account base: claims running campaigns for this daemon, places calls
@@ -104,6 +131,8 @@ export function createCampaignRunner(deps: RunnerDeps) {
   const running = new Map<string, Running>();
   let timer: NodeJS.Timeout | null = null;
   let busy = false;
+  /** A tick was asked for while one ran: it runs again at once rather than at the next interval. */
+  let again = false;
   let stopped = true;
   let lastClaim = 0;
   const tasks = new Set<Promise<unknown>>();
@@ -171,6 +200,41 @@ export function createCampaignRunner(deps: RunnerDeps) {
       }
     });
     r.inFlight.delete(f.claim.id);
+    slotFreed(c.accountId);
+  }
+
+  /** A call of the account ended: a campaign that a limit refused and that holds the others back tries now. */
+  function slotFreed(accountId: string): void {
+    const now = Date.now();
+    for (const o of running.values()) {
+      if (o.accountId !== accountId || !o.limited || o.limited.heldUntil <= now) continue;
+      o.limited.retryAt = 0;
+      o.limited.freedTry = true;
+    }
+  }
+
+  /** A shared limit refused `r`'s call: it waits, and holds the account's other campaigns back unless a freed slot did not help. */
+  function refused(r: Running): void {
+    const now = Date.now();
+    const freedTry = r.limited?.freedTry ?? false;
+    r.limited = {
+      since: r.limited?.since ?? now,
+      retryAt: now + LIMIT_RETRY_MS,
+      heldUntil: freedTry ? 0 : now + LIMIT_HOLD_MS,
+      freedTry: false,
+    };
+  }
+
+  /** Whether `r` leaves the next slot of its account to another campaign that a limit refused earlier. */
+  function yields(r: Running): boolean {
+    const now = Date.now();
+    for (const o of running.values()) {
+      if (o === r || o.accountId !== r.accountId || !o.limited || o.limited.heldUntil <= now) continue;
+      if (!r.limited || o.limited.since < r.limited.since || (o.limited.since === r.limited.since && o.id < r.id)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   async function pause(db: Db, id: string, reason: string, now: Date) {
@@ -212,6 +276,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
     try {
       if (c.kind === 'sms') {
         const o = await deps.sendSms(payer, { to, from: c.senderId!, message: c.messageBody!, routeId: c.routeId });
+        r.limited = null;
         await record(c, r, f, o);
         return;
       }
@@ -225,10 +290,16 @@ export function createCampaignRunner(deps: RunnerDeps) {
         ...(c.aiAgentId ? { aiAgentId: c.aiAgentId } : {}),
       });
       f.callId = placed.callId;
+      r.limited = null;
       if (placed.final) await record(c, r, f, placed.final);
       else {
         await repo.noteCall(f.claim.id, placed.callId);
-        f.pollAt = Date.now() + deps.config.dialer.call_poll_ms;
+        // A call this daemon follows live is recorded as it ends (below): reading its record every
+        // call_poll_ms as well cost one query per call in flight per poll, for nothing. It is read
+        // once its longest duration has passed, in case the end was missed.
+        f.pollAt = placed.finished
+          ? Date.now() + c.maxCallDuration * 1000 + FOLLOWED_POLL_GRACE_MS
+          : Date.now() + deps.config.dialer.call_poll_ms;
         // Recorded as the call ends, beside the other calls' records, rather than one by one in the
         // tick: the tick keeps placing calls meanwhile, and the slot is free at once. After a stop
         // the call is left to the restart's recovery, as one placed by a dead daemon is.
@@ -253,10 +324,13 @@ export function createCampaignRunner(deps: RunnerDeps) {
             ? (fromSqlState(code, caught instanceof Error ? caught.message : '') ?? caught)
             : caught;
       if (err instanceof AppError && (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE')) {
-        await repo.unclaim(c.id, f.claim, new Date(now.getTime() + LIMIT_RETRY_MS));
+        // Due again at once in the database; the runner paces the next try (`limited`).
+        refused(r);
+        await repo.unclaim(c.id, f.claim, now);
         r.inFlight.delete(f.claim.id);
         return;
       }
+      r.limited = null;
       if (err instanceof InsufficientBalanceError) {
         await repo.unclaim(c.id, f.claim, now);
         r.inFlight.delete(f.claim.id);
@@ -282,7 +356,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
     const o = await deps.callOutcome(c.accountId, f.callId!);
     if (o) await record(c, r, f, o);
     else f.pollAt = 0;
-    void tick();
+    kick();
   }
 
   /** Calls this daemon does not follow live (placed before a restart, or on another node). */
@@ -330,6 +404,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
       return;
     }
     const now = clock.now();
+    r.accountId = c.accountId;
     if (!r.recovered) {
       r.recovered = true;
       await recover(c, r);
@@ -374,6 +449,12 @@ export function createCampaignRunner(deps: RunnerDeps) {
     if ((await deps.holidays(c.accountId)).has(localDate(now, c.windowTz ?? 'UTC'))) return;
     let free = c.concurrency - r.inFlight.size;
     if (free <= 0) return;
+    if (r.limited) {
+      if (Date.now() < r.limited.retryAt) return;
+      // One call tries the limit; the rest follow once it is through.
+      free = 1;
+    }
+    if (yields(r)) return;
     if (c.callInterval > 0) {
       if (now.getTime() - r.lastStart < c.callInterval) return;
       free = 1;
@@ -432,11 +513,15 @@ export function createCampaignRunner(deps: RunnerDeps) {
       }
       // A daily cap counts the caller ID's calls (every campaign of the account) since midnight in
       // this campaign's zone: the day its calling window and holidays are read in.
-      const used = await repo.cliUsage(c.accountId, startOfLocalDay(now, c.windowTz ?? 'UTC'));
-      for (const [cli, n] of inFlightClis(c.accountId, campaigns)) used.set(cli, (used.get(cli) ?? 0) + n);
       const strategy = c.cliStrategy as Parameters<typeof pickCallerIds>[2];
-      const cursor =
-        (strategy?.strategy ?? 'round_robin') === 'round_robin' ? await repo.takeCliCursor(c.id, candidates.length) : 0;
+      const kind = strategy?.strategy ?? 'round_robin';
+      // Round-robin and random picks read no counts: without a daily cap the day's count is not needed.
+      const counted = (strategy?.dailyCap ?? 0) > 0 || (kind !== 'round_robin' && kind !== 'random');
+      const used = counted
+        ? await repo.cliUsage(c.accountId, startOfLocalDay(now, c.windowTz ?? 'UTC'))
+        : new Map<string, number>();
+      for (const [cli, n] of inFlightClis(c.accountId, campaigns)) used.set(cli, (used.get(cli) ?? 0) + n);
+      const cursor = kind === 'round_robin' ? await repo.takeCliCursor(c.id, candidates.length) : 0;
       clis = pickCallerIds(
         active,
         candidates.map((d) => d.number),
@@ -457,6 +542,8 @@ export function createCampaignRunner(deps: RunnerDeps) {
       candidates.map((d) => d.id),
       claimedAt,
     );
+    // The try is out: no other until its answer (refused again, or through).
+    if (r.limited && claims.length > 0) r.limited.retryAt = Number.POSITIVE_INFINITY;
     for (const claim of claims) {
       const f: InFlight = {
         claim,
@@ -478,21 +565,40 @@ export function createCampaignRunner(deps: RunnerDeps) {
     }
   }
 
+  /** A tick now, or right after the running one: a slot freed or a campaign started must not wait for the timer. */
+  function kick(): void {
+    if (busy) again = true;
+    else void tick();
+  }
+
   async function tick(): Promise<void> {
     if (busy || stopped) return;
     busy = true;
+    again = false;
     try {
       const now = clock.now();
       if (Date.now() - lastClaim >= CLAIM_EVERY_MS) {
         lastClaim = Date.now();
         for (const id of await repo.claimRunnable(deps.node, now, CLAIM_SECONDS)) {
-          if (!running.has(id)) running.set(id, { id, inFlight: new Map(), lastStart: 0, recovered: false });
+          if (!running.has(id)) {
+            running.set(id, {
+              id,
+              accountId: null,
+              inFlight: new Map(),
+              lastStart: 0,
+              recovered: false,
+              limited: null,
+            });
+          }
         }
       }
       if (running.size === 0) return;
       const rows = await Promise.all([...running.keys()].map((id) => repo.campaign(sql, null, id)));
       const campaigns = new Map(rows.filter((x): x is CampaignRow => x !== null).map((c) => [c.id, c]));
-      for (const r of [...running.values()]) {
+      // Campaigns a limit refused first, longest waiting first: a slot freed since is theirs.
+      const waited = (r: Running) => r.limited?.since ?? Number.MAX_SAFE_INTEGER;
+      const order = [...running.values()].sort((a, b) => waited(a) - waited(b));
+      for (const r of order) {
         if (stopped) break;
         try {
           await step(r, campaigns);
@@ -502,6 +608,8 @@ export function createCampaignRunner(deps: RunnerDeps) {
       }
     } finally {
       busy = false;
+      // A call that ended (or a wake) during this tick asked for another: its freed slot is refilled now.
+      if (again && !stopped) setImmediate(kick);
     }
   }
 
@@ -514,7 +622,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
     /** A campaign was started: look for it now rather than at the next claim round. */
     wake() {
       lastClaim = 0;
-      void tick();
+      kick();
     },
     /** Stops placing calls; attempts being recorded finish. Calls in flight are followed again after a restart. */
     async stop() {

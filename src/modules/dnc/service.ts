@@ -173,11 +173,17 @@ export function createDncService(deps: { sql: Sql; clock: Clock }) {
       return (await repo.match(accountId, digitsOf(e164))) !== null;
     },
 
-    /** The blocked numbers among a batch (E.164, with or without '+'), as given. */
+    /** The blocked numbers among a batch (E.164, with or without '+'), as given: every form given of one number. */
     async blockedAmong(accountId: string, numbers: string[]): Promise<Set<string>> {
-      const byDigits = new Map(numbers.map((n) => [digitsOf(n), n]));
+      const byDigits = new Map<string, string[]>();
+      for (const n of numbers) {
+        const d = digitsOf(n);
+        const forms = byDigits.get(d);
+        if (forms) forms.push(n);
+        else byDigits.set(d, [n]);
+      }
       const hit = await repo.blockedAmong(accountId, [...byDigits.keys()]);
-      return new Set([...hit].map((d) => byDigits.get(d)!));
+      return new Set([...hit].flatMap((d) => byDigits.get(d)!));
     },
   };
 }

@@ -449,8 +449,10 @@ export function createSwitchDncService(deps: {
         throw validationError([{ path: 'body', message: 'the file is empty' }]);
       }
       await repo.createScrub({ id, accountId, node: deps.node, fileBytes: bytes, at: clock.now() });
+      // Read before the launch: the 202 answers the job as queued, whatever the runner has begun since.
+      const created = (await repo.scrub(accountId, id))!;
       launch(accountId, id);
-      return scrubView((await repo.scrub(accountId, id))!);
+      return scrubView(created);
     },
 
     async scrub(accountId: string, id: string) {

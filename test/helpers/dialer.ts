@@ -1,7 +1,7 @@
 /** A daemon on a movable clock with test-key dialer campaigns: routed, priced and recorded, never dialled. */
 import { createWorld, eventually, type Tt, type World } from '../modules/sip-trunks/world.js';
 import { callee, MANY } from '../modules/api-calls/peers.js';
-import { freePort, sipp } from '../telephony/sip/sipp.js';
+import { sippMediaPort, sipp } from '../telephony/sip/sipp.js';
 
 /** A campaign as the API answers it. */
 type CampaignBody = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -100,7 +100,7 @@ export async function liveDialer(t: Tt, dialer: Record<string, unknown> = {}): P
     dialer: { tick_ms: 50, call_poll_ms: 150, ...dialer },
   });
   const { secret } = await w.d.modules.services.keys.create(w.operator.accountId, { mode: 'live', scopes: [] });
-  const peer = await sipp(t, callee('[0-9]+', '', false), ['-mp', String(await freePort())], {
+  const peer = await sipp(t, callee('[0-9]+', '', false), ['-mp', String(await sippMediaPort())], {
     timeout: '60s',
     calls: MANY,
   });

@@ -7,7 +7,7 @@ import { createTts } from '../../../src/telephony/media/tts.js';
 import { createWorld, eventually } from '../sip-trunks/world.js';
 import { available, callee, exitOk, expectedCost } from '../api-calls/peers.js';
 import { ENGINES, engineConfig } from '../api-calls/engines.js';
-import { freePort, sipp } from '../../telephony/sip/sipp.js';
+import { sippMediaPort, sipp } from '../../telephony/sip/sipp.js';
 import { createRtpPeer } from '../../telephony/media/helpers/rtp-peer.js';
 import { audioCrossed, heard, talk } from './phone-audio.js';
 import { sdpAt } from './phone-sdp.js';
@@ -60,10 +60,15 @@ for (const engine of ENGINES)
       said.set(words, 1500 * 8);
       const stop = talk(phone, said, QUIET);
       t.teardown(stop);
-      const sip = await sipp(t, sdpAt(callee('447400000001', '', true), phone), ['-mp', String(await freePort())], {
-        timeout: '60s',
-        calls: 100,
-      });
+      const sip = await sipp(
+        t,
+        sdpAt(callee('447400000001', '', true), phone),
+        ['-mp', String(await sippMediaPort())],
+        {
+          timeout: '60s',
+          calls: 100,
+        },
+      );
       const route = await w.route({ port: sip.port, prefix: '4474', rate: '0.012000', increment: '1/1' });
 
       const created = await w.api('POST', '/ai-agents', operator.token, {
@@ -126,7 +131,7 @@ for (const engine of ENGINES)
       const sip2 = await sipp(
         t,
         sdpAt(callee('447400000002', '', true), quietPhone),
-        ['-mp', String(await freePort())],
+        ['-mp', String(await sippMediaPort())],
         { timeout: '60s', calls: 100 },
       );
       const route2 = await w.route({ port: sip2.port, prefix: '4474', rate: '0.012000', increment: '1/1' });

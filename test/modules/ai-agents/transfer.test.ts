@@ -8,7 +8,7 @@ import { createTts } from '../../../src/telephony/media/tts.js';
 import { createWorld, eventually } from '../sip-trunks/world.js';
 import { available, callee, exitOk, expectedCost } from '../api-calls/peers.js';
 import { withOptions } from '../../helpers/sipp-peers.js';
-import { fill, freePort, sipp } from '../../telephony/sip/sipp.js';
+import { fill, sippMediaPort, sipp } from '../../telephony/sip/sipp.js';
 import { createRtpPeer } from '../../telephony/media/helpers/rtp-peer.js';
 import { audioCrossed, frames, heard, talk } from './phone-audio.js';
 import { aiSection, startStreamingChat, startSttServer } from './provider-servers.js';
@@ -70,7 +70,7 @@ for (const engine of ENGINES)
       const callerSip = await sipp(
         t,
         sdpAt(callee('447400000001', '', true), callerRtp),
-        ['-mp', String(await freePort())],
+        ['-mp', String(await sippMediaPort())],
         {
           timeout: '60s',
           calls: 100,
@@ -85,7 +85,7 @@ for (const engine of ENGINES)
           targetRtp,
         ),
       );
-      const targetSip = await sipp(t, targetScenario, ['-mp', String(await freePort())], {
+      const targetSip = await sipp(t, targetScenario, ['-mp', String(await sippMediaPort())], {
         timeout: '60s',
         calls: 100,
       });

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
-import { fixture, freePort, sipp, type SippRun } from '../../telephony/sip/sipp.js';
+import { fixture, sippMediaPort, sipp, type SippRun } from '../../telephony/sip/sipp.js';
 import { afterCall, MANY, OPTIONS_FIRST } from '../../helpers/sipp-peers.js';
 
 /** sipp callees for the call tests: answering (optionally playing RFC 2833 digits) or refusing. */
@@ -160,11 +160,11 @@ function keyPcap(key: string, position: number): string {
 export const digits = (keys: string[]): string => keysAfter(2000, keys);
 
 export const answering = async (tt: Test, user: string, during = ''): Promise<SippRun> =>
-  sipp(tt, callee(user, during), ['-mp', String(await freePort())], { timeout: '20s', calls: MANY });
+  sipp(tt, callee(user, during), ['-mp', String(await sippMediaPort())], { timeout: '20s', calls: MANY });
 
 /** A callee for several calls, left running until the teardown: judge it by our call records. */
 export const answeringMany = async (tt: Test, user: string): Promise<SippRun> =>
-  sipp(tt, callee(user, '', false), ['-mp', String(await freePort())], { timeout: '30s', calls: MANY });
+  sipp(tt, callee(user, '', false), ['-mp', String(await sippMediaPort())], { timeout: '30s', calls: MANY });
 
 /** `timeout`: how long sipp lives; longer where the test does much work before the call reaches it. */
 export const refusing = (tt: Test, code: number, text: string, ring = false, timeout = '15s'): Promise<SippRun> =>

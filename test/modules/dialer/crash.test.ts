@@ -9,7 +9,7 @@ import type { Config } from '../../../src/config/schema.js';
 import { startDaemon } from '../../../src/daemon.js';
 import { httpsCall, TEST_NETWORKS, TEST_SCRYPT_COST } from '../../helpers/daemon.js';
 import { checkInvariants } from '../../ledger/helpers.js';
-import { freePort, sipp } from '../../telephony/sip/sipp.js';
+import { sippMediaPort, sipp } from '../../telephony/sip/sipp.js';
 import { available, callee, MANY } from '../api-calls/peers.js';
 import { spawnChildDaemon } from '../sip-trunks/child-daemon.js';
 import { createWorld, eventually } from '../sip-trunks/world.js';
@@ -28,7 +28,7 @@ t.test(
     const services = w.d.modules.services;
     // This in-process daemon only prepares the world; the child runs the campaign.
     await services.dialer.runner.stop();
-    const peer = await sipp(t, callee('[0-9]+', '', false), ['-mp', String(await freePort())], {
+    const peer = await sipp(t, callee('[0-9]+', '', false), ['-mp', String(await sippMediaPort())], {
       timeout: '90s',
       calls: MANY,
     });

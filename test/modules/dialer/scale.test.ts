@@ -1,6 +1,6 @@
 import { Decimal } from 'decimal.js';
 import t from 'tap';
-import { freePort, sipp } from '../../telephony/sip/sipp.js';
+import { sippMediaPort, sipp } from '../../telephony/sip/sipp.js';
 import { available, callee } from '../api-calls/peers.js';
 import { createWorld } from '../sip-trunks/world.js';
 
@@ -22,7 +22,7 @@ t.test(
       dialer: { tick_ms: 50, call_poll_ms: 250 },
     });
     const { d, operator } = w;
-    const peer = await sipp(t, callee('[0-9]+', '', false), ['-mp', String(await freePort())], {
+    const peer = await sipp(t, callee('[0-9]+', '', false), ['-mp', String(await sippMediaPort())], {
       timeout: '600s',
       calls: N + 50,
     });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createWorld, eventually } from '../sip-trunks/world.js';
 import { available, callee, MANY } from '../api-calls/peers.js';
-import { freePort, sipp } from '../../telephony/sip/sipp.js';
+import { sippMediaPort, sipp } from '../../telephony/sip/sipp.js';
 
 /**
  * A campaign's test call against a real callee (sipp): the campaign's route, caller ID and prompt,
@@ -19,7 +19,7 @@ t.test(
     const { d, operator } = w;
     const { secret } = await d.modules.services.keys.create(operator.accountId, { mode: 'live', scopes: [] });
     const api = (method: string, url: string, body?: unknown) => w.api(method, url, secret, body);
-    const peer = await sipp(t, callee('[0-9]+', '', false), ['-mp', String(await freePort())], {
+    const peer = await sipp(t, callee('[0-9]+', '', false), ['-mp', String(await sippMediaPort())], {
       timeout: '60s',
       calls: MANY,
     });

@@ -3,7 +3,7 @@ import t from 'tap';
 import { createWorld, eventually } from '../sip-trunks/world.js';
 import { available, expectedCost, refusingMany } from '../api-calls/peers.js';
 import { callee, MANY } from '../api-calls/peers.js';
-import { freePort, sipp } from '../../telephony/sip/sipp.js';
+import { sippMediaPort, sipp } from '../../telephony/sip/sipp.js';
 
 /**
  * Voice campaigns through the real call plane: the daemon's SIP stack dialling sipp, the media
@@ -28,7 +28,7 @@ t.test('voice campaigns against sipp', { skip: available ? false : 'sipp or espe
   const { secret } = await d.modules.services.keys.create(operator.accountId, { mode: 'live', scopes: [] });
   const api = (method: string, url: string, body?: unknown) => w.api(method, url, secret, body);
   const balance = () => d.modules.services.ledger.balanceOf(operator.accountId);
-  const peer = await sipp(t, callee('[0-9]+', '', false), ['-mp', String(await freePort())], {
+  const peer = await sipp(t, callee('[0-9]+', '', false), ['-mp', String(await sippMediaPort())], {
     timeout: '60s',
     calls: MANY,
   });

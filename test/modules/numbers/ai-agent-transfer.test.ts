@@ -2,7 +2,7 @@ import t from 'tap';
 import { Decimal } from 'decimal.js';
 import { checkInvariants } from '../../ledger/helpers.js';
 import { withOptions } from '../../helpers/sipp-peers.js';
-import { fill, freePort, sipp } from '../../telephony/sip/sipp.js';
+import { fill, sippMediaPort, sipp } from '../../telephony/sip/sipp.js';
 import { startStreamingChat, startSttServer } from '../ai-agents/provider-servers.js';
 import { speechPcap } from '../ai-agents/speech-pcap.js';
 import { available, expectedCost, refusing } from '../api-calls/peers.js';
@@ -63,7 +63,7 @@ t.test(
           .replace('variables="ruri,caller,sdp"', 'variables="ruri,sdp"')
           .replace('<pause milliseconds="50"/>', '<pause milliseconds="65000"/>'),
       ),
-      ['-mp', String(await freePort())],
+      ['-mp', String(await sippMediaPort())],
       { timeout: '180s', calls: 100 },
     );
     await w.route({ port: refuser.port, prefix: '4476', rate: '0.015000', increment: '1/1' });

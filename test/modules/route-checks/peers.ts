@@ -1,5 +1,5 @@
 import type { Test } from 'tap';
-import { freePort, sipp, type SippRun } from '../../telephony/sip/sipp.js';
+import { sippMediaPort, sipp, type SippRun } from '../../telephony/sip/sipp.js';
 import { withOptions } from '../../helpers/sipp-peers.js';
 import { callee, MANY } from '../api-calls/peers.js';
 
@@ -13,7 +13,7 @@ export const testLine = async (t: Test, user: string, answerAfterMs = 1800): Pro
       '  <send retrans="500">',
       `  <pause milliseconds="${answerAfterMs}"/>\n  <send retrans="500">`,
     ),
-    ['-mp', String(await freePort())],
+    ['-mp', String(await sippMediaPort())],
     { timeout: '60s', calls: MANY },
   );
 
@@ -24,7 +24,7 @@ export const falseAnswerer = async (t: Test, user: string): Promise<SippRun> => 
     '',
   );
   if (scenario.includes('180 Ringing')) throw new Error('the 180 was not removed');
-  return sipp(t, scenario, ['-mp', String(await freePort())], { timeout: '60s', calls: MANY });
+  return sipp(t, scenario, ['-mp', String(await sippMediaPort())], { timeout: '60s', calls: MANY });
 };
 
 /** Rings and waits for our CANCEL (200 to it, 487 to the INVITE): a light check or an unanswered ring-me. */

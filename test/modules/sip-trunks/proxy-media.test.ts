@@ -1,5 +1,5 @@
 import t from 'tap';
-import { fill, fixture, freePort, sipp } from '../../telephony/sip/sipp.js';
+import { fill, fixture, sippMediaPort, sipp } from '../../telephony/sip/sipp.js';
 import { createWorld, eventually, expectExit, uac, uacScenario } from './world.js';
 
 t.test("a route in proxy media mode relays the call's audio through the daemon", async (t) => {
@@ -44,7 +44,7 @@ t.test("a route in proxy media mode relays the call's audio through the daemon",
         'regexp="m=audio"',
         'regexp="m=audio 1[0-9]{4} RTP"',
       );
-      const uas = await sipp(t, scenario, ['-rtp_echo', '-mp', String(await freePort())]);
+      const uas = await sipp(t, scenario, ['-rtp_echo', '-mp', String(await sippMediaPort())]);
       const r = await w.route({ port: uas.port, prefix: '4412', rate: '0.013700', mediaMode: 'proxy' });
       const shown = await w.api('GET', `/routes/${r.routeId}`, w.seller.token);
       t.equal(shown.body.data.mediaMode, 'proxy');

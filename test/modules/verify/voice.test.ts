@@ -3,7 +3,7 @@ import t from 'tap';
 import { createWorld, eventually } from '../sip-trunks/world.js';
 import { available, callee, exitOk, expectedCost } from '../api-calls/peers.js';
 import { MANY } from '../../helpers/sipp-peers.js';
-import { freePort, sipp } from '../../telephony/sip/sipp.js';
+import { sippMediaPort, sipp } from '../../telephony/sip/sipp.js';
 
 /**
  * Verify by voice through the whole daemon: a live key, POST /verify/start over HTTPS, the daemon's
@@ -19,7 +19,7 @@ t.test(
     const { d, operator } = w;
     // The code read twice in German is some 13 s of audio: the callee lives longer than the shared
     // answering peer's 20 s, which a loaded machine's slower start-up and call set-up overran.
-    const peer = await sipp(t, callee('447300000009'), ['-mp', String(await freePort())], {
+    const peer = await sipp(t, callee('447300000009'), ['-mp', String(await sippMediaPort())], {
       timeout: '90s',
       calls: MANY,
     });

@@ -56,6 +56,32 @@ export async function freePort(): Promise<number> {
   }
 }
 
+/**
+ * A media port for a sipp peer (`-mp`). sipp binds four UDP ports from it (audio RTP and RTCP,
+ * video RTP and RTCP), and `freePort` checks only the first: a port from the kernel's ephemeral
+ * range can have its third taken by any socket. So it is an even port from 28100-32699, between
+ * the tests' daemon RTP ranges (10000-28000, 40000-60000) and the ephemeral range (32768-),
+ * with all four free when picked.
+ */
+export async function sippMediaPort(): Promise<number> {
+  for (;;) {
+    const port = 28100 + 2 * Math.floor(Math.random() * 2300);
+    const held: dgram.Socket[] = [];
+    let free = true;
+    for (let p = port; p < port + 4 && free; p++) {
+      const udp = dgram.createSocket('udp4');
+      free = await new Promise<boolean>((r) => {
+        udp.once('error', () => r(false));
+        udp.bind(p, '127.0.0.1', () => r(true));
+      });
+      if (free) held.push(udp);
+      else udp.unref();
+    }
+    await Promise.all(held.map((u) => new Promise<void>((r) => u.close(() => r()))));
+    if (free) return port;
+  }
+}
+
 export interface SippRun {
   port: number;
   exited: Promise<number>;

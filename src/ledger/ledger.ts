@@ -144,6 +144,24 @@ export function refusalError(r: Refusal): postgres.PostgresError {
 
 const str = (v: string | null | undefined) => v ?? null;
 
+/**
+ * One item of ledger_hold_many's JSON array (migration 016), its hold expiring `ttlSeconds` after
+ * `from`. Exported for a caller that writes its own rows in the same statement as the holds.
+ */
+export function holdManyItem(i: HoldInput, from: Date) {
+  return {
+    key: i.postingKey,
+    accountId: i.accountId,
+    amount: i.amount,
+    test: i.mode === 'test',
+    expiresAt: new Date(from.getTime() + i.ttlSeconds * 1000).toISOString(),
+    reference: str(i.reference),
+    relatedEntityType: str(i.relatedEntityType),
+    relatedEntityId: str(i.relatedEntityId),
+    callId: str(i.callId),
+  };
+}
+
 /** A charge's or settle's seller, amounts and context as a batch item's JSON fields (absent: as the single calls pass them). */
 const debitItem = (i: EntryContext & { sellerId?: string | null; amount: string; fee?: string }) => ({
   sellerId: str(i.sellerId),
@@ -540,17 +558,7 @@ export function createLedger(deps: LedgerDeps) {
     async holdMany(inputs: HoldInput[], db: Db = sql): Promise<(HoldResult | Refusal)[]> {
       if (inputs.length === 0) return [];
       const now = clock.now();
-      const items = inputs.map((i) => ({
-        key: i.postingKey,
-        accountId: i.accountId,
-        amount: i.amount,
-        test: i.mode === 'test',
-        expiresAt: new Date(now.getTime() + i.ttlSeconds * 1000).toISOString(),
-        reference: str(i.reference),
-        relatedEntityType: str(i.relatedEntityType),
-        relatedEntityId: str(i.relatedEntityId),
-        callId: str(i.callId),
-      }));
+      const items = inputs.map((i) => holdManyItem(i, now));
       const [row] = await db<
         { r: (HoldResult | Refusal)[] }[]
       >`select ledger_hold_many(${db.json(items as never)}, ${now}) as r`;

@@ -1,6 +1,6 @@
 import { conflict } from '../../http/errors.js';
 import type { Db, Sql } from '../../db/connection.js';
-import { isRefusal, type Refusal } from '../../ledger/ledger.js';
+import { holdManyItem, isRefusal, type Refusal } from '../../ledger/ledger.js';
 import { createTtlCache } from '../../platform/ttl-cache.js';
 
 export interface OrphanPricing {
@@ -159,18 +159,22 @@ export function createCallsRepo(db: Db, opts: { ipCacheMs?: number; now?: () => 
       items: readonly { call: TrunkCallInsert; hold: TrunkHoldInput }[],
       at: Date,
     ): Promise<(TrunkHeld | Refusal)[]> {
-      // ledger.holdMany's item shape (src/ledger/ledger.ts); each hold expires from its own call's start.
-      const holds = items.map(({ call: c, hold: h }) => ({
-        key: h.postingKey,
-        accountId: c.accountId,
-        amount: h.amount,
-        test: false,
-        expiresAt: new Date(c.now.getTime() + h.ttlSeconds * 1000).toISOString(),
-        reference: h.reference,
-        relatedEntityType: 'sip_call',
-        relatedEntityId: c.id,
-        callId: c.id,
-      }));
+      // Each hold expires from its own call's start.
+      const holds = items.map(({ call: c, hold: h }) =>
+        holdManyItem(
+          {
+            postingKey: h.postingKey,
+            accountId: c.accountId,
+            amount: h.amount,
+            ttlSeconds: h.ttlSeconds,
+            reference: h.reference,
+            relatedEntityType: 'sip_call',
+            relatedEntityId: c.id,
+            callId: c.id,
+          },
+          c.now,
+        ),
+      );
       const rows = items.map(({ call: c }, i) => ({
         i: i + 1,
         id: c.id,

@@ -517,10 +517,14 @@ export function createCampaignRunner(deps: RunnerDeps) {
       const kind = strategy?.strategy ?? 'round_robin';
       // Round-robin and random picks read no counts: without a daily cap the day's count is not needed.
       const counted = (strategy?.dailyCap ?? 0) > 0 || (kind !== 'round_robin' && kind !== 'random');
+      // Calls in flight are read before the recorded ones: an attempt is committed before it leaves
+      // the in-flight set, so a call ending during the read is counted once or twice, never missed
+      // (read after, it could be in neither, and a daily cap would be passed).
+      const flying = inFlightClis(c.accountId, campaigns);
       const used = counted
         ? await repo.cliUsage(c.accountId, startOfLocalDay(now, c.windowTz ?? 'UTC'))
         : new Map<string, number>();
-      for (const [cli, n] of inFlightClis(c.accountId, campaigns)) used.set(cli, (used.get(cli) ?? 0) + n);
+      for (const [cli, n] of flying) used.set(cli, (used.get(cli) ?? 0) + n);
       const cursor = kind === 'round_robin' ? await repo.takeCliCursor(c.id, candidates.length) : 0;
       clis = pickCallerIds(
         active,

@@ -496,6 +496,10 @@ export function createCampaignRunner(deps: RunnerDeps) {
       const limit = new Decimal(c.maxSpend);
       let committed = new Decimal(0);
       for (const f of r.inFlight.values()) committed = committed.plus(f.reserve);
+      // Whether calls were in flight when their reserves were summed: one recorded during the read
+      // below is counted twice (its reserve and its spend), so nothing fitting then says only "wait
+      // for it", never "the budget is spent" (the campaign paused with most of it unspent).
+      const flying = r.inFlight.size;
       // Read after the reserves: calls are recorded beside the tick, and one recorded since the
       // campaign row was read has left the flights but is in this figure, so none is left out.
       committed = committed.plus(await repo.spent(c.id));
@@ -509,7 +513,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
         fits.push(d);
       }
       if (fits.length === 0) {
-        if (r.inFlight.size === 0) await pause(sql, c.id, 'max_spend_reached', now);
+        if (flying === 0) await pause(sql, c.id, 'max_spend_reached', now);
         return;
       }
       candidates = fits;

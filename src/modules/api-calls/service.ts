@@ -962,43 +962,6 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       endedAt,
     };
     await sql.begin(async (tx) => {
-      await settle(tx, base, connected?.route, charge);
-      if (agent && connected) {
-        // The agent fee is charged with the call, after the settle freed the hold that covered it.
-        // After a transfer the agent is gone: its fee covers the time until it handed the caller over.
-        const t = transfer as { callId: string | null; agentLeftAt: Date; bridged: boolean } | null;
-        const answeredAt = connected.end.answeredAt;
-        const agentSeconds =
-          t?.callId && answeredAt
-            ? Math.min(duration, Math.max(0, Math.ceil((t.agentLeftAt.getTime() - answeredAt.getTime()) / 1000)))
-            : duration;
-        const fee = agentFee(agent, agentSeconds);
-        if (new Decimal(fee).gt(0)) {
-          await ledger.charge(
-            {
-              postingKey: `apicall:${base.id}:agent-fee`,
-              accountId: base.payer,
-              sellerId: null,
-              amount: fee,
-              reference: 'AI voice agent',
-              relatedEntityType: 'api_call',
-              relatedEntityId: base.id,
-              callId: base.id,
-            },
-            tx,
-          );
-        }
-        await agent.store(tx, {
-          callId: base.id,
-          accountId: base.payer,
-          conversation,
-          durationSeconds: agentSeconds,
-          fee,
-          transfer: t ? { callId: t.callId, bridged: t.bridged } : null,
-          startedAt: connected.end.answeredAt ?? startedAt,
-          endedAt,
-        });
-      }
       const rows = attempts.map((a) =>
         cdr(
           base,
@@ -1013,30 +976,76 @@ export function createApiCallsService(deps: ApiCallsDeps) {
           false,
         ),
       );
-      await cdrs.insertCdrs(tx, rows);
-      await callRecords.finishCall(tx, base.id, {
-        status,
-        routeId: finalRoute?.routeId ?? null,
-        sipCode: ended.sipCode,
-        hangupCause: ended.hangupCause,
-        hangupReason: end ? reasonWords(end, leg) : 'The call was stopped before it was placed',
-        durationSeconds: duration,
-        billableSeconds: charge?.billableSeconds ?? 0,
-        cost: ended.cost,
-        billingIncrement: (connected?.route ?? finalRoute)?.increment.text ?? null,
-        ratePerMinute: charge?.ratePerMinute ?? null,
-        attempts,
-        answeredAt: connected?.end.answeredAt ?? null,
-        endedAt,
-        gathered,
-        error: end ? null : 'The call was stopped before it was placed',
-      });
-      await emit(tx, {
-        accountId: base.payer,
-        event: 'call.completed',
-        data: completedData(base.id, input, status, finalRoute?.routeId ?? null, attempts, duration, charge, false),
-        at: endedAt,
-      });
+      // The money: the settle locks the payer's ledger row until the commit.
+      const pay = async () => {
+        await settle(tx, base, connected?.route, charge);
+        if (agent && connected) {
+          // The agent fee is charged with the call, after the settle freed the hold that covered it.
+          // After a transfer the agent is gone: its fee covers the time until it handed the caller over.
+          const t = transfer as { callId: string | null; agentLeftAt: Date; bridged: boolean } | null;
+          const answeredAt = connected.end.answeredAt;
+          const agentSeconds =
+            t?.callId && answeredAt
+              ? Math.min(duration, Math.max(0, Math.ceil((t.agentLeftAt.getTime() - answeredAt.getTime()) / 1000)))
+              : duration;
+          const fee = agentFee(agent, agentSeconds);
+          if (new Decimal(fee).gt(0)) {
+            await ledger.charge(
+              {
+                postingKey: `apicall:${base.id}:agent-fee`,
+                accountId: base.payer,
+                sellerId: null,
+                amount: fee,
+                reference: 'AI voice agent',
+                relatedEntityType: 'api_call',
+                relatedEntityId: base.id,
+                callId: base.id,
+              },
+              tx,
+            );
+          }
+          await agent.store(tx, {
+            callId: base.id,
+            accountId: base.payer,
+            conversation,
+            durationSeconds: agentSeconds,
+            fee,
+            transfer: t ? { callId: t.callId, bridged: t.bridged } : null,
+            startedAt: connected.end.answeredAt ?? startedAt,
+            endedAt,
+          });
+        }
+      };
+      // Every other call and posting of the payer waits on that lock: the call's own rows are sent
+      // first and the settle behind them in one pipeline, so the lock is held for the commit's round
+      // trip rather than for four more statements' (a campaign's calls, all of one payer, queued on it).
+      await Promise.all([
+        cdrs.insertCdrs(tx, rows),
+        callRecords.finishCall(tx, base.id, {
+          status,
+          routeId: finalRoute?.routeId ?? null,
+          sipCode: ended.sipCode,
+          hangupCause: ended.hangupCause,
+          hangupReason: end ? reasonWords(end, leg) : 'The call was stopped before it was placed',
+          durationSeconds: duration,
+          billableSeconds: charge?.billableSeconds ?? 0,
+          cost: ended.cost,
+          billingIncrement: (connected?.route ?? finalRoute)?.increment.text ?? null,
+          ratePerMinute: charge?.ratePerMinute ?? null,
+          attempts,
+          answeredAt: connected?.end.answeredAt ?? null,
+          endedAt,
+          gathered,
+          error: end ? null : 'The call was stopped before it was placed',
+        }),
+        emit(tx, {
+          accountId: base.payer,
+          event: 'call.completed',
+          data: completedData(base.id, input, status, finalRoute?.routeId ?? null, attempts, duration, charge, false),
+          at: endedAt,
+        }),
+        pay(),
+      ]);
     });
     return ended;
   }

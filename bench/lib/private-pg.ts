@@ -116,3 +116,33 @@ export async function statementsOf(adminSql: postgres.Sql, dbName: string): Prom
     where d.datname = ${dbName}
     order by s.total_exec_time desc`;
 }
+
+/**
+ * With `BENCH_PG_STATEMENTS` set: a private cluster on `port` for the bench's daemon (the test
+ * database helper reads `SVC_TEST_PG_ADMIN_URL` when it first makes a database) and a connection to
+ * it, both ended by `cleanups`; null without it.
+ */
+export async function statementsCluster(
+  cleanups: Array<() => unknown>,
+  port: () => Promise<number>,
+): Promise<postgres.Sql | null> {
+  if (!process.env['BENCH_PG_STATEMENTS']) return null;
+  const pg = await startPrivatePostgres(await port());
+  cleanups.push(() => pg.stop());
+  process.env['SVC_TEST_PG_ADMIN_URL'] = pg.adminUrl;
+  const admin = postgres(pg.adminUrl, { max: 1, onnotice: () => {} });
+  cleanups.push(() => admin.end({ timeout: 1 }));
+  return admin;
+}
+
+/** Statements `dbName` ran since the last reset: top-level ones (round trips) and those inside functions. */
+export async function statementTotals(
+  adminSql: postgres.Sql,
+  dbName: string,
+): Promise<{ top: number; nested: number }> {
+  const [s] = await adminSql<{ top: number; nested: number }[]>`
+    select coalesce(sum(calls) filter (where toplevel), 0)::float8 as top,
+           coalesce(sum(calls) filter (where not toplevel), 0)::float8 as nested
+    from pg_stat_statements where dbid = (select oid from pg_database where datname = ${dbName})`;
+  return { top: s?.top ?? 0, nested: s?.nested ?? 0 };
+}

@@ -267,6 +267,16 @@ interface TransferBridge {
   bridged(): void;
 }
 
+/** How a live call ended, as its final record holds it (written in the settlement's transaction). */
+export interface ApiCallEnd {
+  status: string;
+  sipCode: number | null;
+  hangupCause: string;
+  durationSeconds: number;
+  cost: string;
+  endedAt: Date;
+}
+
 interface LiveApiCall {
   id: string;
   holdId: string;
@@ -275,8 +285,8 @@ interface LiveApiCall {
   maxDuration: number;
   current: EngineCall | null;
   stopped: boolean;
-  /** Resolves once the call is settled and recorded. */
-  finished?: Promise<unknown>;
+  /** Resolves once the call is settled and recorded: how it ended, or undefined when its writes failed. */
+  finished?: Promise<ApiCallEnd | undefined>;
 }
 
 export function createApiCallsService(deps: ApiCallsDeps) {
@@ -483,6 +493,8 @@ export function createApiCallsService(deps: ApiCallsDeps) {
        * the account's `[dialer] max_calls_per_account`, not by the API calls' account cap.
        */
       campaign?: boolean;
+      /** The call's id, when the caller stored it before placing (a campaign's claim names its call). */
+      id?: string;
     } = {},
   ): Promise<{ status: 200 | 202; data: Record<string, unknown> }> {
     const actions = input.actions ?? [];
@@ -565,7 +577,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     const giveBack = () =>
       deps.admission.releaseApiCall(slots).catch((err: unknown) => log.warn({ err }, 'call slots not released'));
 
-    const id = newId();
+    const id = opts.id ?? newId();
     const now = clock.now();
     const holdInput = {
       postingKey: `apicall:${id}:hold`,
@@ -656,7 +668,10 @@ export function createApiCallsService(deps: ApiCallsDeps) {
       agent,
       opts.bridge ?? null,
     )
-      .catch((err: unknown) => log.error({ err, callId: id }, 'api call failed'))
+      .catch((err: unknown) => {
+        log.error({ err, callId: id }, 'api call failed');
+        return undefined;
+      })
       .finally(async () => {
         live.delete(id);
         await giveBack();
@@ -804,7 +819,7 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     actions: CallAction[],
     agent: AgentCallPlan | null = null,
     bridgeTo: TransferBridge | null = null,
-  ) {
+  ): Promise<ApiCallEnd> {
     const startedAt = clock.now();
     let conversation: unknown = null;
     let transfer: { callId: string | null; agentLeftAt: Date; bridged: boolean } | null = null;
@@ -938,44 +953,15 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     const status = connected ? 'completed' : end ? attemptStatus(end) : 'failed';
     const leg = connected ? undefined : last?.leg;
     const finalRoute = connected?.route ?? last?.route ?? null;
+    const ended: ApiCallEnd = {
+      status,
+      sipCode: connected ? 200 : (end?.sipStatus ?? null),
+      hangupCause: end ? causeCode(end) : 'NORMAL_UNSPECIFIED',
+      durationSeconds: duration,
+      cost: charge?.total ?? '0.000000',
+      endedAt,
+    };
     await sql.begin(async (tx) => {
-      await settle(tx, base, connected?.route, charge);
-      if (agent && connected) {
-        // The agent fee is charged with the call, after the settle freed the hold that covered it.
-        // After a transfer the agent is gone: its fee covers the time until it handed the caller over.
-        const t = transfer as { callId: string | null; agentLeftAt: Date; bridged: boolean } | null;
-        const answeredAt = connected.end.answeredAt;
-        const agentSeconds =
-          t?.callId && answeredAt
-            ? Math.min(duration, Math.max(0, Math.ceil((t.agentLeftAt.getTime() - answeredAt.getTime()) / 1000)))
-            : duration;
-        const fee = agentFee(agent, agentSeconds);
-        if (new Decimal(fee).gt(0)) {
-          await ledger.charge(
-            {
-              postingKey: `apicall:${base.id}:agent-fee`,
-              accountId: base.payer,
-              sellerId: null,
-              amount: fee,
-              reference: 'AI voice agent',
-              relatedEntityType: 'api_call',
-              relatedEntityId: base.id,
-              callId: base.id,
-            },
-            tx,
-          );
-        }
-        await agent.store(tx, {
-          callId: base.id,
-          accountId: base.payer,
-          conversation,
-          durationSeconds: agentSeconds,
-          fee,
-          transfer: t ? { callId: t.callId, bridged: t.bridged } : null,
-          startedAt: connected.end.answeredAt ?? startedAt,
-          endedAt,
-        });
-      }
       const rows = attempts.map((a) =>
         cdr(
           base,
@@ -990,31 +976,78 @@ export function createApiCallsService(deps: ApiCallsDeps) {
           false,
         ),
       );
-      await cdrs.insertCdrs(tx, rows);
-      await callRecords.finishCall(tx, base.id, {
-        status,
-        routeId: finalRoute?.routeId ?? null,
-        sipCode: connected ? 200 : (end?.sipStatus ?? null),
-        hangupCause: end ? causeCode(end) : 'NORMAL_UNSPECIFIED',
-        hangupReason: end ? reasonWords(end, leg) : 'The call was stopped before it was placed',
-        durationSeconds: duration,
-        billableSeconds: charge?.billableSeconds ?? 0,
-        cost: charge?.total ?? '0.000000',
-        billingIncrement: (connected?.route ?? finalRoute)?.increment.text ?? null,
-        ratePerMinute: charge?.ratePerMinute ?? null,
-        attempts,
-        answeredAt: connected?.end.answeredAt ?? null,
-        endedAt,
-        gathered,
-        error: end ? null : 'The call was stopped before it was placed',
-      });
-      await emit(tx, {
-        accountId: base.payer,
-        event: 'call.completed',
-        data: completedData(base.id, input, status, finalRoute?.routeId ?? null, attempts, duration, charge, false),
-        at: endedAt,
-      });
+      // The money: the settle locks the payer's ledger row until the commit.
+      const pay = async () => {
+        await settle(tx, base, connected?.route, charge);
+        if (agent && connected) {
+          // The agent fee is charged with the call, after the settle freed the hold that covered it.
+          // After a transfer the agent is gone: its fee covers the time until it handed the caller over.
+          const t = transfer as { callId: string | null; agentLeftAt: Date; bridged: boolean } | null;
+          const answeredAt = connected.end.answeredAt;
+          const agentSeconds =
+            t?.callId && answeredAt
+              ? Math.min(duration, Math.max(0, Math.ceil((t.agentLeftAt.getTime() - answeredAt.getTime()) / 1000)))
+              : duration;
+          const fee = agentFee(agent, agentSeconds);
+          if (new Decimal(fee).gt(0)) {
+            await ledger.charge(
+              {
+                postingKey: `apicall:${base.id}:agent-fee`,
+                accountId: base.payer,
+                sellerId: null,
+                amount: fee,
+                reference: 'AI voice agent',
+                relatedEntityType: 'api_call',
+                relatedEntityId: base.id,
+                callId: base.id,
+              },
+              tx,
+            );
+          }
+          await agent.store(tx, {
+            callId: base.id,
+            accountId: base.payer,
+            conversation,
+            durationSeconds: agentSeconds,
+            fee,
+            transfer: t ? { callId: t.callId, bridged: t.bridged } : null,
+            startedAt: connected.end.answeredAt ?? startedAt,
+            endedAt,
+          });
+        }
+      };
+      // Every other call and posting of the payer waits on that lock: the call's own rows are sent
+      // first and the settle behind them in one pipeline, so the lock is held for the commit's round
+      // trip rather than for four more statements' (a campaign's calls, all of one payer, queued on it).
+      await Promise.all([
+        cdrs.insertCdrs(tx, rows),
+        callRecords.finishCall(tx, base.id, {
+          status,
+          routeId: finalRoute?.routeId ?? null,
+          sipCode: ended.sipCode,
+          hangupCause: ended.hangupCause,
+          hangupReason: end ? reasonWords(end, leg) : 'The call was stopped before it was placed',
+          durationSeconds: duration,
+          billableSeconds: charge?.billableSeconds ?? 0,
+          cost: ended.cost,
+          billingIncrement: (connected?.route ?? finalRoute)?.increment.text ?? null,
+          ratePerMinute: charge?.ratePerMinute ?? null,
+          attempts,
+          answeredAt: connected?.end.answeredAt ?? null,
+          endedAt,
+          gathered,
+          error: end ? null : 'The call was stopped before it was placed',
+        }),
+        emit(tx, {
+          accountId: base.payer,
+          event: 'call.completed',
+          data: completedData(base.id, input, status, finalRoute?.routeId ?? null, attempts, duration, charge, false),
+          at: endedAt,
+        }),
+        pay(),
+      ]);
     });
+    return ended;
   }
 
   /**
@@ -1152,9 +1185,10 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     liveCallIds: () => [...live.keys()],
     /**
      * Resolves once this daemon's live call is settled and its record final (null: not live here),
-     * so a caller of `place` learns the end at once instead of polling the record.
+     * so a caller of `place` learns the end at once instead of polling the record; with how it
+     * ended, which the record now holds (undefined: its writes failed, read the record).
      */
-    whenFinished: (id: string): Promise<void> | null => live.get(id)?.finished?.then(() => undefined) ?? null,
+    whenFinished: (id: string): Promise<ApiCallEnd | undefined> | null => live.get(id)?.finished ?? null,
     /** Keeps live calls out of the orphan reconcile and their holds from the sweeper. */
     async heartbeat() {
       const ids = [...live.keys()];

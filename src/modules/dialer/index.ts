@@ -1,7 +1,7 @@
 import { Decimal } from 'decimal.js';
 import { chargeLeg, NO_MARKUP, routeMarkup, withMarkup } from '../cdrs/index.js';
 import type { Ledger } from '../../ledger/index.js';
-import { isLedgerRefusal } from '../../http/errors.js';
+import { AppError, isLedgerRefusal } from '../../http/errors.js';
 import { countSegments } from '../../messaging/segments.js';
 import type { CoreDeps } from '../../platform/core.js';
 import type { Module } from '../../platform/module.js';
@@ -86,18 +86,31 @@ export function buildDialerModule(
    */
   const callPlacer =
     (campaign: boolean): RunnerDeps['placeCall'] =>
-    async (payer: Payer, input) => {
+    async (payer: Payer, { callId: id, ...input }) => {
       const r = await deps.commsCalls.place(
         payer,
         { ...input, async: true, language: input.language as 'en', actions: input.actions as never },
-        { campaign },
+        { campaign, ...(id ? { id } : {}) },
       );
       const data = r.data;
       const callId = data['callId'] as string;
       return {
         callId,
         final: data['completedAt'] ? outcomeOfCall(data) : null,
-        finished: deps.commsCalls.whenFinished(callId),
+        finished:
+          deps.commsCalls.whenFinished(callId)?.then((e) =>
+            e
+              ? {
+                  status: e.status,
+                  callId,
+                  sipCode: e.sipCode,
+                  cause: e.hangupCause,
+                  durationSeconds: e.durationSeconds,
+                  cost: e.cost,
+                  endedAt: e.endedAt,
+                }
+              : null,
+          ) ?? null,
       };
     };
   const placeCall = callPlacer(true);
@@ -149,8 +162,15 @@ export function buildDialerModule(
     blockedAmong: (accountId, numbers) => deps.dnc.blockedAmong(accountId, numbers),
     placeCall,
     async callOutcome(accountId, callId) {
-      const rec = await deps.commsCalls.get({ accountId }, callId);
-      return rec['endedAt'] ? outcomeOfCall(rec) : null;
+      try {
+        const rec = await deps.commsCalls.get({ accountId }, callId);
+        return rec['endedAt'] ? outcomeOfCall(rec) : null;
+      } catch (err) {
+        // A claim names its call before placing it: without a record, the daemon that claimed the
+        // number stopped before the call was stored, so before any INVITE.
+        if (err instanceof AppError && err.code === 'NOT_FOUND') return 'never_placed';
+        throw err;
+      }
     },
     async sendSms(payer, input) {
       const r = await deps.sms.send({ ...payer, source: 'api' }, input);

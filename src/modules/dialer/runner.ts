@@ -49,15 +49,20 @@ export interface RunnerDeps {
       actions: unknown[];
       /** The agent that holds answered calls instead of actions. */
       aiAgentId?: string | undefined;
+      /** The id the call gets: the claim stored it on the number before placing. */
+      callId?: string | undefined;
     },
   ): Promise<{
     callId: string;
     final: Outcome | null;
-    /** Resolves when the call's outcome is recorded (a call live in this daemon); polling covers the rest. */
-    finished?: Promise<void> | null;
+    /**
+     * Resolves with the call's outcome once its record is final (a call live in this daemon), or
+     * null when it must be read; polling covers the rest.
+     */
+    finished?: Promise<Outcome | null> | null;
   }>;
-  /** The call's outcome once it ended, else null. */
-  callOutcome(accountId: string, callId: string): Promise<Outcome | null>;
+  /** The call's outcome once it ended, else null; `never_placed` when no such call was stored. */
+  callOutcome(accountId: string, callId: string): Promise<Outcome | null | 'never_placed'>;
   sendSms(payer: Payer, input: { to: string; from: string; message: string; routeId: string }): Promise<Outcome>;
   /** The most one attempt to `number` can cost on the campaign's route (null: no rate covers it). */
   worstCase(c: CampaignRow, number: string): Promise<Decimal | null>;
@@ -71,6 +76,8 @@ export interface RunnerDeps {
 
 interface InFlight {
   claim: NumberClaim;
+  /** The call's id as the claim stored it (voice), before the call is placed. */
+  plannedCallId: string | null;
   cli: string | null;
   reserve: Decimal;
   callId: string | null;
@@ -164,19 +171,8 @@ export function createCampaignRunner(deps: RunnerDeps) {
     }
     const retry = !answered && RETRYABLE.has(o.status) && f.claim.attempts < c.maxAttempts;
     const spent = new Decimal(o.cost).plus(fee);
-    await sql.begin(async (tx) => {
-      const moved = await repo.finishNumber(tx, c.id, f.claim.id, {
-        state: answered ? 'answered' : retry ? 'pending' : 'failed',
-        nextAt: retry ? new Date(now.getTime() + c.retryDelayMinutes * 60_000) : null,
-        status: o.status,
-        cause: o.cause,
-        callId: o.callId,
-        durationSeconds: o.durationSeconds,
-        spent: spent.toFixed(6),
-        now,
-      });
-      if (!moved) return;
-      await repo.insertAttempt(tx, {
+    await repo.recordAttempt(
+      {
         id: newId(),
         campaignId: c.id,
         accountId: c.accountId,
@@ -192,13 +188,16 @@ export function createCampaignRunner(deps: RunnerDeps) {
         fee: fee.toFixed(6),
         startedAt: f.startedAt,
         endedAt: o.endedAt ?? now,
-      });
-      if (refused) await pause(tx, c.id, 'insufficient_balance', now);
-      else if (c.maxSpend !== null) {
-        await tx`update dialer_campaigns set status = 'paused', status_reason = 'max_spend_reached', updated_at = ${now}
-                 where id = ${c.id} and status = 'running' and spent >= max_spend`;
-      }
-    });
+      },
+      f.claim.id,
+      {
+        state: answered ? 'answered' : retry ? 'pending' : 'failed',
+        nextAt: retry ? new Date(now.getTime() + c.retryDelayMinutes * 60_000) : null,
+        spent: spent.toFixed(6),
+        now,
+        pauseReason: refused ? 'insufficient_balance' : null,
+      },
+    );
     r.inFlight.delete(f.claim.id);
     slotFreed(c.accountId);
   }
@@ -248,6 +247,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
       if (r.inFlight.has(n.id)) continue;
       const f: InFlight = {
         claim: n,
+        plannedCallId: n.lastCallId,
         cli: null,
         reserve: new Decimal(0),
         callId: n.lastCallId,
@@ -255,19 +255,26 @@ export function createCampaignRunner(deps: RunnerDeps) {
         pollAt: 0,
       };
       r.inFlight.set(n.id, f);
-      if (!n.lastCallId) {
-        // Whether the call went out is unknown: the attempt counts, so the number is never called beyond maxAttempts.
-        await record(c, r, f, {
-          status: 'failed',
-          callId: null,
-          sipCode: null,
-          cause: 'INTERRUPTED',
-          durationSeconds: 0,
-          cost: '0.000000',
-          endedAt: null,
-        });
-      }
+      // No call id: an SMS (or a call claimed before claims stored its id) whose end was not
+      // recorded; whether it went out is unknown.
+      if (!n.lastCallId) await record(c, r, f, interrupted());
     }
+  }
+
+  /**
+   * An attempt whose fate a stop left unknown: it counts, so the number is never called beyond
+   * maxAttempts, and it cost nothing the campaign knows of.
+   */
+  function interrupted(): Outcome {
+    return {
+      status: 'failed',
+      callId: null,
+      sipCode: null,
+      cause: 'INTERRUPTED',
+      durationSeconds: 0,
+      cost: '0.000000',
+      endedAt: null,
+    };
   }
 
   async function launch(c: CampaignRow, r: Running, f: InFlight): Promise<void> {
@@ -288,12 +295,12 @@ export function createCampaignRunner(deps: RunnerDeps) {
         language: c.language,
         actions: c.aiAgentId ? [] : c.actions,
         ...(c.aiAgentId ? { aiAgentId: c.aiAgentId } : {}),
+        ...(f.plannedCallId ? { callId: f.plannedCallId } : {}),
       });
       f.callId = placed.callId;
       r.limited = null;
       if (placed.final) await record(c, r, f, placed.final);
       else {
-        await repo.noteCall(f.claim.id, placed.callId);
         // A call this daemon follows live is recorded as it ends (below): reading its record every
         // call_poll_ms as well cost one query per call in flight per poll, for nothing. It is read
         // once its longest duration has passed, in case the end was missed.
@@ -303,10 +310,10 @@ export function createCampaignRunner(deps: RunnerDeps) {
         // Recorded as the call ends, beside the other calls' records, rather than one by one in the
         // tick: the tick keeps placing calls meanwhile, and the slot is free at once. After a stop
         // the call is left to the restart's recovery, as one placed by a dead daemon is.
-        void placed.finished?.then(() => {
+        void placed.finished?.then((o) => {
           if (!stopped) {
             track(
-              settle(c, r, f).catch((err: unknown) =>
+              settle(c, r, f, o).catch((err: unknown) =>
                 log.error({ err, campaignId: c.id }, 'campaign attempt not recorded'),
               ),
             );
@@ -351,12 +358,18 @@ export function createCampaignRunner(deps: RunnerDeps) {
     }
   }
 
-  async function settle(c: CampaignRow, r: Running, f: InFlight): Promise<void> {
+  /** A call followed live ended: recorded with the outcome the call plane handed over, else as read. */
+  async function settle(c: CampaignRow, r: Running, f: InFlight, known: Outcome | null): Promise<void> {
     f.pollAt = Number.POSITIVE_INFINITY;
-    const o = await deps.callOutcome(c.accountId, f.callId!);
+    const o = known ?? (await outcomeOf(c, f));
     if (o) await record(c, r, f, o);
     else f.pollAt = 0;
     kick();
+  }
+
+  async function outcomeOf(c: CampaignRow, f: InFlight): Promise<Outcome | null> {
+    const o = await deps.callOutcome(c.accountId, f.callId!);
+    return o === 'never_placed' ? interrupted() : o;
   }
 
   /** Calls this daemon does not follow live (placed before a restart, or on another node). */
@@ -366,7 +379,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
     await Promise.all(
       due.map(async (f) => {
         f.pollAt = t + deps.config.dialer.call_poll_ms;
-        const o = await deps.callOutcome(c.accountId, f.callId!);
+        const o = await outcomeOf(c, f);
         if (o) await record(c, r, f, o);
       }),
     );
@@ -483,6 +496,10 @@ export function createCampaignRunner(deps: RunnerDeps) {
       const limit = new Decimal(c.maxSpend);
       let committed = new Decimal(0);
       for (const f of r.inFlight.values()) committed = committed.plus(f.reserve);
+      // Whether calls were in flight when their reserves were summed: one recorded during the read
+      // below is counted twice (its reserve and its spend), so nothing fitting then says only "wait
+      // for it", never "the budget is spent" (the campaign paused with most of it unspent).
+      const flying = r.inFlight.size;
       // Read after the reserves: calls are recorded beside the tick, and one recorded since the
       // campaign row was read has left the flights but is in this figure, so none is left out.
       committed = committed.plus(await repo.spent(c.id));
@@ -496,7 +513,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
         fits.push(d);
       }
       if (fits.length === 0) {
-        if (r.inFlight.size === 0) await pause(sql, c.id, 'max_spend_reached', now);
+        if (flying === 0) await pause(sql, c.id, 'max_spend_reached', now);
         return;
       }
       candidates = fits;
@@ -539,11 +556,14 @@ export function createCampaignRunner(deps: RunnerDeps) {
       if (candidates.length === 0) return; // every caller ID is at its daily cap: wait for the next local day
     }
     const cliOf = new Map(candidates.map((d, i) => [d.id, clis[i] ?? null]));
+    // A voice call's id is stored with the claim, so a restart finds the call without a write
+    // between placing it and its end; one not stored by then was never dialled.
+    const callIdOf = new Map(candidates.map((d) => [d.id, c.kind === 'voice' ? newId() : null]));
     // Stamped now, not at the start of the step: the slots were counted after the awaits above.
     const claimedAt = clock.now();
     const claims = await repo.claim(
       c.id,
-      candidates.map((d) => d.id),
+      candidates.map((d) => ({ id: d.id, callId: callIdOf.get(d.id) ?? null })),
       claimedAt,
     );
     // The try is out: no other until its answer (refused again, or through).
@@ -551,6 +571,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
     for (const claim of claims) {
       const f: InFlight = {
         claim,
+        plannedCallId: callIdOf.get(claim.id) ?? null,
         cli: cliOf.get(claim.id) ?? null,
         reserve: reserves.get(claim.id) ?? new Decimal(0),
         callId: null,

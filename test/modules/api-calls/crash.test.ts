@@ -27,8 +27,9 @@ t.test(
     const w = await createWorld(t);
     const sql = w.d.sql;
     const services = w.d.modules.services;
-    const fresh = await answering(t, '449300000001');
-    const stale = await answering(t, '449400000001');
+    // The peers outlive the child daemon's start and restart, which take minutes on a loaded machine.
+    const fresh = await answering(t, '449300000001', '', '300s');
+    const stale = await answering(t, '449400000001', '', '300s');
     await w.route({ port: fresh.port, prefix: '4493', rate: '0.010000', increment: '1/1' });
     await w.route({ port: stale.port, prefix: '4494', rate: '0.010000', increment: '1/1' });
     const { secret } = await services.keys.create(w.operator.accountId, { mode: 'live', scopes: ['voice:send'] });

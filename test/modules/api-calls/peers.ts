@@ -159,8 +159,9 @@ function keyPcap(key: string, position: number): string {
 
 export const digits = (keys: string[]): string => keysAfter(2000, keys);
 
-export const answering = async (tt: Test, user: string, during = ''): Promise<SippRun> =>
-  sipp(tt, callee(user, during), ['-mp', String(await sippMediaPort())], { timeout: '20s', calls: MANY });
+/** `timeout`: how long sipp lives; longer where a daemon is started (or restarted) before the call reaches it. */
+export const answering = async (tt: Test, user: string, during = '', timeout = '20s'): Promise<SippRun> =>
+  sipp(tt, callee(user, during), ['-mp', String(await sippMediaPort())], { timeout, calls: MANY });
 
 /** A callee for several calls, left running until the teardown: judge it by our call records. */
 export const answeringMany = async (tt: Test, user: string): Promise<SippRun> =>

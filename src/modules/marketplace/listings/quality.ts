@@ -94,8 +94,11 @@ export function createCdrQualitySource(deps: { sql: Sql; clock: Clock; ttlMs?: n
     const wholeDays = unionAll(
       bounds.map(
         (b) => sql`
-      select ${b.win}::text as win, q.route_id, q.account_id, q.calls, q.answered, q.effective, q.answered_seconds
-      from route_quality_daily q where q.route_id = any(${idList}::uuid[]) ${days(b, sql`q`)}`,
+      select ${b.win}::text as win, q.route_id, q.account_id, sum(q.calls) as calls, sum(q.answered) as answered,
+        sum(q.effective) as effective, sum(q.answered_seconds) as answered_seconds
+      from route_quality_daily q where q.route_id = any(${idList}::uuid[]) ${days(b, sql`q`)}
+      -- A buyer counts when its calls over the window's days (summed over slots, migration 319) are some.
+      group by q.route_id, q.account_id having sum(q.calls) > 0`,
       ),
     );
     const wholePdds = unionAll(

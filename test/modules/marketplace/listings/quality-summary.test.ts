@@ -3,6 +3,7 @@ import { createTestDatabase } from '../../../helpers/db.js';
 import { createManualClock } from '../../../../src/platform/clock.js';
 import { newId } from '../../../../src/platform/ids.js';
 import type { Sql } from '../../../../src/db/connection.js';
+import type { ReservedSql } from 'postgres';
 import { LATEST_CALLS, createCdrQualitySource } from '../../../../src/modules/marketplace/listings/quality.js';
 import { measuredFrom } from '../../../../src/modules/marketplace/routing/smart-routing.js';
 import type { MeasuredQuality, WindowStats } from '../../../../src/modules/marketplace/routing/smart-routing.js';
@@ -18,6 +19,24 @@ const prng = (seed: number) => () => {
   x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
   return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
 };
+
+/** `n` reserved connections whose backends write different summary slots (pid modulo 16, migration 319). */
+async function slottedConnections(sql: Sql, n: number): Promise<ReservedSql[]> {
+  const kept: ReservedSql[] = [];
+  const spare: ReservedSql[] = [];
+  const slots = new Set<number>();
+  while (kept.length < n) {
+    const conn = await sql.reserve();
+    const [row] = await conn<{ slot: number }[]>`select (pg_backend_pid() % 16)::int as slot`;
+    if (slots.has(row!.slot)) spare.push(conn);
+    else {
+      slots.add(row!.slot);
+      kept.push(conn);
+    }
+  }
+  for (const conn of spare) conn.release();
+  return kept;
+}
 
 /**
  * The reference: the whole-history CDR scan the summaries replaced, read straight from `cdrs`
@@ -125,13 +144,22 @@ t.test('route quality from the day summaries equals the whole-history CDR scan o
       // Over 1,000 calls from one buyer: nothing qualifies.
       ...legs(routes[11]!, 1300, 31, 90, 1),
     ];
-    // Several statements of many rows each, as the call path writes batches.
-    for (let i = 0; i < all.length; i += 500) await sql`insert into cdrs ${sql(all.slice(i, i + 500))}`;
+    // Several statements of many rows each, as the call path writes batches, from connections in
+    // different summary slots (migration 319), and the updates and deletes from a third: a slot's
+    // counts then go negative and only the sums over slots are right.
+    const [first, second, third] = await slottedConnections(sql, 3);
+    for (let i = 0; i < all.length; i += 500) {
+      const conn = i % 1000 === 0 ? first! : second!;
+      await conn`insert into cdrs ${sql(all.slice(i, i + 500))}`;
+    }
     // The summaries follow updates and deletes too.
     const changed = all.filter(() => rnd() < 0.05).map((c) => c.id);
-    await sql`update cdrs set status = 'completed', sip_code = 200, duration_seconds = 61 where id = any(${sql.array(changed)}::uuid[])`;
+    await third!`update cdrs set status = 'completed', sip_code = 200, duration_seconds = 61 where id = any(${sql.array(changed)}::uuid[])`;
     const gone = all.filter(() => rnd() < 0.03).map((c) => c.id);
-    await sql`delete from cdrs where id = any(${sql.array(gone)}::uuid[])`;
+    await third!`delete from cdrs where id = any(${sql.array(gone)}::uuid[])`;
+    for (const c of [first, second, third]) c!.release();
+    const [spread] = await sql<{ n: number }[]>`select count(distinct slot)::int as n from route_quality_daily`;
+    t.ok(Number(spread?.n) >= 3, `seed ${seed}: the summaries are spread over slots`);
 
     const clock = createManualClock(NOW);
     const { quality } = createCdrQualitySource({ sql, clock, ttlMs: 0 });
@@ -156,7 +184,9 @@ t.test('route quality from the day summaries equals the whole-history CDR scan o
   }
 
   const drift = await sql`
-    select route_id, day, account_id, calls, answered, effective, answered_seconds from route_quality_daily
+    select route_id, day, account_id, sum(calls)::int, sum(answered)::int, sum(effective)::int, sum(answered_seconds)::bigint
+    from route_quality_daily group by 1, 2, 3
+    having sum(calls) <> 0 or sum(answered) <> 0 or sum(effective) <> 0 or sum(answered_seconds) <> 0
     except
     select route_id, (created_at at time zone 'UTC')::date, account_id, count(*)::int,
       count(*) filter (where coalesce(status in ('answered', 'completed') or sip_code between 200 and 299, false))::int,

@@ -61,6 +61,8 @@ export interface HoldResult extends PostingResult {
 export interface SettleResult extends ChargeResult {
   holdId: string;
   released: string;
+  /** settleMany: the result of the input's `markup` charge; absent when it was left to the caller to post. */
+  markup?: ChargeResult;
 }
 
 export interface Balance {
@@ -126,6 +128,11 @@ export interface SettleInput extends EntryContext {
   sellerId?: string | null;
   amount: string;
   fee?: string;
+  /**
+   * settleMany only: a charge of the hold's payer to post right behind the settle (a reseller's
+   * markup), as `charge` would post it with this key, seller and amount and the settle's context.
+   */
+  markup?: { postingKey: string; sellerId: string; amount: string };
 }
 
 /** An item of a batch that the balance (SVC01) or the daily cap (SVC04) refused: it posted nothing, the others went on. */
@@ -568,7 +575,9 @@ export function createLedger(deps: LedgerDeps) {
     /**
      * `settle` of many holds in one call (migration 016), in array order; an item the balance
      * cannot pay comes back as a `Refusal` (its hold stays open) and the others go on. Unknown or
-     * closed holds, invalid amounts: the whole call fails (SVC03, SVC02).
+     * closed holds, invalid amounts: the whole call fails (SVC03, SVC02). An item's `markup` charge
+     * is posted in the same pass (migration 317): the balance refuses the item when it cannot pay
+     * both; a result without `markup` leaves that charge to the caller (a rule the pass does not keep).
      */
     async settleMany(inputs: SettleInput[], db: Db = sql): Promise<(SettleResult | Refusal)[]> {
       if (inputs.length === 0) return [];
@@ -577,14 +586,18 @@ export function createLedger(deps: LedgerDeps) {
           key: i.postingKey,
           holdId: i.holdId,
           ...debitItem(i),
+          ...(i.markup
+            ? { markupKey: i.markup.postingKey, markupSellerId: i.markup.sellerId, markup: i.markup.amount }
+            : {}),
         }));
         const [row] = await db<
           { r: (SettleResult | Refusal)[] }[]
         >`select ledger_settle_many(${db.json(items as never)}, ${clock.now()}) as r`;
         const results = row!.r;
+        // Each settle, then its charge: the order they moved the balance in.
         await afterDebits(
           db,
-          results.filter((r): r is SettleResult => !isRefusal(r)),
+          results.flatMap((r): ChargeResult[] => (isRefusal(r) ? [] : r.markup ? [r, r.markup] : [r])),
         );
         return results;
       });

@@ -357,3 +357,121 @@ t.test('a batch emits balance events as its items would one by one', async (t) =
   );
   await checkInvariants(t, sql);
 });
+
+t.test('a settle with its markup in the batch posts what settle then charge post', async (t) => {
+  // Migration 317: the markup rides on its settle's item. A daily cap reached mid-batch: the
+  // markups of calls whose holds are settled are still owed (012).
+  const single = await createTestDatabase(t);
+  const batch = await createTestDatabase(t);
+  const run = async (sql: Sql, many: boolean) => {
+    const ledger = ledgerFor(sql);
+    const [buyer, seller, operator] = await makeAccounts(sql, 3);
+    await ledger.topup({ accountId: buyer!, amount: '10.000000', source: 'card', postingKey: 'top' });
+    await ledger.setLimits(buyer!, { creditLimit: '0', dailySpendCap: '2.500000' });
+    const context = (i: number) => ({
+      reference: 'Voice call',
+      relatedEntityType: 'sip_call',
+      relatedEntityId: `c-${i}`,
+      callId: `c-${i}`,
+    });
+    const holds = (
+      await ledger.holdMany(
+        Array.from({ length: 6 }, (_, i) => ({
+          postingKey: `h-${i}`,
+          accountId: buyer!,
+          amount: '1.000000',
+          ttlSeconds: 60,
+          ...context(i),
+        })),
+      )
+    ).map(holdOf);
+    const settles: SettleInput[] = holds.map((h, i) => ({
+      postingKey: `s-${i}`,
+      holdId: h.holdId,
+      sellerId: seller!,
+      amount: '0.600000',
+      fee: '0.150000',
+      ...context(i),
+      markup: { postingKey: `s-${i}:markup`, sellerId: operator!, amount: '0.200000' },
+    }));
+    const results: Record<string, unknown>[] = [];
+    if (many) {
+      for (const r of (await ledger.settleMany(settles)).map(settled)) {
+        const { markup, ...rest } = r;
+        results.push(comparable(rest), comparable(markup!));
+      }
+    } else {
+      for (const { markup, ...s } of settles) {
+        results.push(comparable(await ledger.settle(s)));
+        const m = { postingKey: markup!.postingKey, accountId: buyer!, sellerId: operator!, amount: markup!.amount };
+        results.push(comparable(await ledger.charge({ ...m, ...context(Number(s.postingKey.slice(2))) })));
+      }
+    }
+    return {
+      results,
+      entries: await entriesOf(sql),
+      postings: await sql`select type, count(*)::int as n from postings group by type order by type`,
+      balance: await ledger.balanceOf(buyer!),
+      owed: (await ledger.balanceOf(operator!)).payable,
+      capSuspended: await ledger.capSuspended(buyer!),
+      replay: many ? (await ledger.settleMany(settles)).map(settled) : [],
+    };
+  };
+  const a = await run(single.sql, false);
+  const b = await run(batch.sql, true);
+  t.same(b.results, a.results, 'settle and markup results, capReached included');
+  t.ok(
+    a.results.some((r) => r['capReached'] === true),
+    'the cap is reached inside the batch',
+  );
+  t.same(b.entries, a.entries, 'the same entries in the same order with the same balanceAfter');
+  t.same(b.postings, a.postings, 'a settle posting and a charge posting per call');
+  t.same(b.balance, a.balance);
+  t.equal(b.owed, '1.200000', 'the operator is owed every markup');
+  t.equal(b.capSuspended, true);
+  t.same(
+    b.replay.map((r) => [r.replayed, r.markup?.replayed]),
+    Array.from({ length: 6 }, () => [true, true]),
+    'a replayed batch replays each settle and its markup',
+  );
+  await checkInvariants(t, single.sql, 'single');
+  await checkInvariants(t, batch.sql, 'batch');
+});
+
+t.test('a settle whose markup the balance cannot pay is refused with it', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const [buyer, seller, operator] = await makeAccounts(sql, 3);
+  await ledger.topup({ accountId: buyer!, amount: '5.000000', source: 'card', postingKey: 'top' });
+  const [h0, h1] = (
+    await ledger.holdMany([
+      { postingKey: 'h-0', accountId: buyer!, amount: '1.000000', ttlSeconds: 60 },
+      { postingKey: 'h-1', accountId: buyer!, amount: '4.000000', ttlSeconds: 60 },
+    ])
+  ).map(holdOf);
+  const r = await ledger.settleMany([
+    {
+      postingKey: 's-0',
+      holdId: h0!.holdId,
+      sellerId: seller!,
+      amount: '0.500000',
+      markup: { postingKey: 's-0:markup', sellerId: operator!, amount: '0.100000' },
+    },
+    // The settle alone fits what this hold gives back; with its markup it does not.
+    {
+      postingKey: 's-1',
+      holdId: h1!.holdId,
+      sellerId: seller!,
+      amount: '4.300000',
+      markup: { postingKey: 's-1:markup', sellerId: operator!, amount: '0.200000' },
+    },
+  ]);
+  t.equal(settled(r[0]).markup?.amount, '0.100000', 'the first call and its markup post');
+  t.ok(isRefusal(r[1]), 'the second is refused whole');
+  t.equal((r[1] as Refusal).code, 'SVC01');
+  const b = await ledger.balanceOf(buyer!);
+  t.equal(b.balance, '4.400000');
+  t.equal(b.held, '4.000000', "the refused call's hold stays open");
+  t.equal((await ledger.balanceOf(operator!)).payable, '0.100000');
+  await checkInvariants(t, sql);
+});

@@ -282,20 +282,39 @@ export function createCdrsService(deps: CdrsDeps) {
 
   /**
    * Many settlements in `tx`, results in item order. Two or more billed holds go in one
-   * ledger_settle_many (each payer's row moved once), their markups after it with one balance
-   * check; an item the balance cannot pay comes back as a `Refusal` and posts nothing.
+   * ledger_settle_many (each payer's row moved once) with their markups (migration 317); a markup
+   * that pass leaves to the caller goes after it with one balance check. An item the balance
+   * cannot pay (its settle and markup together) comes back as a `Refusal` and posts nothing.
    */
   async function settleMany(tx: Db, items: readonly Settlement[]): Promise<(Settled | Refusal)[]> {
     const many = items.filter((s) => isBilled(s) && !s.test);
     if (many.length < 2) return Promise.all(items.map((s) => settle(tx, s)));
     const rest = items.filter((s) => !many.includes(s));
     const [results, ...others] = await Promise.all([
-      ledger.settleMany(many.map(settleInput), tx),
+      ledger.settleMany(
+        many.map((s) => {
+          const m = markupInput({
+            key: s.key,
+            payer: s.payer,
+            operatorId: s.operatorId,
+            markup: s.charge!.markup,
+            context: s.context,
+          });
+          return m
+            ? { ...settleInput(s), markup: { postingKey: m.postingKey, sellerId: m.sellerId!, amount: m.amount } }
+            : settleInput(s);
+        }),
+        tx,
+      ),
       ...rest.map((s) => settle(tx, s)),
     ]);
+    const posted = (i: number) => {
+      const r = results[i]!;
+      return isRefusal(r) ? undefined : r.markup;
+    };
     const { markups, withEvents } = await chargeMarkups(
       tx,
-      many.map((s, i) => (isRefusal(results[i]) ? null : s)),
+      many.map((s, i) => (isRefusal(results[i]) || posted(i) ? null : s)),
     );
     const seconds = await Promise.all(
       many.map((s, i) => (isRefusal(results[i]) ? [] : chargeAlongside(tx, s, { events: false }))),
@@ -304,7 +323,7 @@ export function createCdrsService(deps: CdrsDeps) {
     const out = new Map<Settlement, Settled | Refusal>();
     many.forEach((s, i) => {
       const r = results[i]!;
-      const m = markups[i] ?? null;
+      const m = posted(i) ?? markups[i] ?? null;
       if (isRefusal(r)) return out.set(s, r);
       const capped = r.capReached || (m?.capReached ?? false) || seconds[i]!.some((c) => c.capReached);
       out.set(s, { settled: r, markup: m, capReached: capped });

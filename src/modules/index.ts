@@ -310,6 +310,9 @@ export async function buildModules(coreIn: CoreDeps) {
     dnc: dnc.service,
     chat: aiAgents.chat,
     agents: aiAgents.calls,
+    // A Switch customer's campaign: budgeted at its sell rates, screened against its operator's list.
+    sellRates,
+    operatorRefused: (q) => switchDnc.gate.refusedAmong(q),
   });
   // Phone numbers: catalogue, inventory, orders, renewals and routing of rented numbers.
   const numbers = buildNumbersModule(core, {

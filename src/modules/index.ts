@@ -264,6 +264,8 @@ export async function buildModules(coreIn: CoreDeps) {
     blends: marketplace.services.blends,
     application: money.services.application,
     dnc: dnc.service,
+    // A Switch customer's check calls are billed at its sell rates.
+    sellRates,
   });
   // Caller-ID tests on handsets: calls through the route checks' view of routes, observed on the SIP plane.
   const cliTests = buildCliTestsModule(core, {

@@ -264,6 +264,8 @@ export async function buildModules(coreIn: CoreDeps) {
     blends: marketplace.services.blends,
     application: money.services.application,
     dnc: dnc.service,
+    // A Switch customer's check calls are billed at its sell rates.
+    sellRates,
   });
   // Caller-ID tests on handsets: calls through the route checks' view of routes, observed on the SIP plane.
   const cliTests = buildCliTestsModule(core, {
@@ -310,6 +312,9 @@ export async function buildModules(coreIn: CoreDeps) {
     dnc: dnc.service,
     chat: aiAgents.chat,
     agents: aiAgents.calls,
+    // A Switch customer's campaign: budgeted at its sell rates, screened against its operator's list.
+    sellRates,
+    operatorRefused: (q) => switchDnc.gate.refusedAmong(q),
   });
   // Phone numbers: catalogue, inventory, orders, renewals and routing of rented numbers.
   const numbers = buildNumbersModule(core, {

@@ -48,6 +48,7 @@ import {
 import type { Candidate } from '../marketplace/routing/routing.js';
 import type { Routing } from '../marketplace/routing/routing.js';
 import type { SellRateLookup } from '../switch/customers/deck-cache.js';
+import { belowSellRate } from '../switch/customers/below-cost.js';
 import { checkActions, playUrls, type ActionItem } from './actions.js';
 import type { AgentCallPlan, AgentCalls } from './agent.js';
 import { createCommsCallsRepo, type ApiCallRow } from './repo.js';
@@ -253,12 +254,6 @@ const doNotCall = () =>
       code: 'DO_NOT_CALL',
     },
   );
-
-/** Every route to the number costs more than the Switch customer's sell rate for it. */
-const belowSellRate = () =>
-  new AppError('VALIDATION_ERROR', "No route to this number costs less than the customer's sell rate", {
-    code: 'SELL_RATE_BELOW_COST',
-  });
 
 /** The caller's call an agent transferred, which the transfer leg joins once answered. */
 interface TransferBridge {
@@ -514,9 +509,9 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     const test = caller.mode === 'test';
     // A Switch customer (a sub-account) calling through the API meets the rules its trunk calls
     // meet (docs/switch.md): its operator's do-not-call list, then its sell-rate deck. A campaign's
-    // call is the dialer's: screened against the campaign's own list and priced as the dialer budgets.
-    const switchOperator = opts.campaign ? null : caller.parentId;
-    if (switchOperator && deps.dncRefuses) {
+    // numbers were screened against that list by the dialer, a batch at a time, just before this.
+    const switchOperator = caller.parentId;
+    if (switchOperator && deps.dncRefuses && !opts.campaign) {
       const q = {
         operatorId: switchOperator,
         customerId: caller.accountId,

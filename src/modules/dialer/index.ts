@@ -11,6 +11,8 @@ import type { ApiCallsService } from '../api-calls/service.js';
 import type { ApplicationService } from '../application/service.js';
 import type { Routing } from '../marketplace/routing/routing.js';
 import type { SmsService } from '../sms/service.js';
+import type { SellRateLookup } from '../switch/customers/deck-cache.js';
+import { sellPriced } from '../sms/sell-price.js';
 import type { ChatProvider } from '../ai-agents/providers.js';
 import { createDialerAnalytics } from './analytics.js';
 import { createDialerAssistant, type AssistantDnc } from './assistant.js';
@@ -55,6 +57,17 @@ export function buildDialerModule(
     chat: ChatProvider | null;
     /** AI voice agents that hold campaign calls (`aiAgentId`). */
     agents: AgentCalls;
+    /** Switch customers' sell-rate decks: a customer's campaign is budgeted at what it pays. */
+    sellRates?: SellRateLookup | undefined;
+    /** A Switch customer's numbers its operator's do-not-call list refuses (when honored for it). */
+    operatorRefused?:
+      | ((q: {
+          operatorId: string;
+          customerId: string;
+          numbers: readonly string[];
+          channel: 'voice' | 'sms';
+        }) => Promise<Set<string>>)
+      | undefined;
   },
 ) {
   const { sql, clock, config } = core;
@@ -124,6 +137,17 @@ export function buildDialerModule(
         routeId: c.routeId,
       });
       if (!best) return null;
+      // A Switch customer pays its sell rate where one matches (docs/switch.md), as the call and
+      // SMS paths bill it; a route dearer than that rate is refused there, so such an attempt costs nothing.
+      const sell = c.parentId && deps.sellRates ? await deps.sellRates.match(c.accountId, c.kind, number) : null;
+      if (sell && best.price.gt(sell.rate)) return new Decimal(0);
+      if (sell && c.kind === 'voice')
+        return new Decimal(chargeLeg({ ...best, sell }, c.maxCallDuration, NO_MARKUP.pct).total);
+      if (sell) {
+        const { segments } = countSegments(c.messageBody ?? '');
+        const base = best.price.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
+        return sellPriced(base, sell.rate, segments).total;
+      }
       const terms = await markupTerms(c);
       const route = { ...best, markupPct: routeMarkup(terms, c.routeId) };
       if (c.kind === 'voice') return new Decimal(chargeLeg(route, c.maxCallDuration, terms.pct).total);
@@ -159,7 +183,14 @@ export function buildDialerModule(
     log,
     config,
     node: loadNodeId(config.paths.state),
-    blockedAmong: (accountId, numbers) => deps.dnc.blockedAmong(accountId, numbers),
+    async blockedAmong(c, numbers) {
+      const own = await deps.dnc.blockedAmong(c.accountId, numbers);
+      if (!c.parentId || !deps.operatorRefused) return own;
+      const rest = numbers.filter((n) => !own.has(n));
+      const q = { operatorId: c.parentId, customerId: c.accountId, numbers: rest, channel: c.kind };
+      for (const n of await deps.operatorRefused(q)) own.add(n);
+      return own;
+    },
     placeCall,
     async callOutcome(accountId, callId) {
       try {

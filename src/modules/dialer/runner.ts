@@ -36,7 +36,11 @@ export interface RunnerDeps {
   config: Readonly<Config>;
   /** This daemon's id: a campaign is run by one daemon at a time. */
   node: string;
-  blockedAmong(accountId: string, numbers: string[]): Promise<Set<string>>;
+  /**
+   * The numbers of a due batch not to dial: the campaign account's own do-not-call list and, for a
+   * Switch customer's campaign, its operator's list when honored for it (docs/switch.md "DNC").
+   */
+  blockedAmong(c: CampaignRow, numbers: string[]): Promise<Set<string>>;
   /** Places an asynchronous call (POST /comms/calls semantics); a test payer's call is simulated and final at once. */
   placeCall(
     payer: Payer,
@@ -113,6 +117,12 @@ interface Running {
 }
 
 /** Outcomes worth another attempt after `retryDelayMinutes` (spec: no-answer, busy, failure). */
+/** A refusal's own code in its details (e.g. SELL_RATE_BELOW_COST), kept as the attempt's cause. */
+const refusalCode = (err: AppError): string | null => {
+  const d = err.details;
+  return d && !Array.isArray(d) && typeof d['code'] === 'string' ? d['code'] : null;
+};
+
 const RETRYABLE: ReadonlySet<string> = new Set(['no_answer', 'busy', 'failed']);
 const CLAIM_SECONDS = 30;
 const CLAIM_EVERY_MS = 5000;
@@ -350,7 +360,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
         status: 'failed',
         callId: f.callId,
         sipCode: null,
-        cause: err instanceof AppError ? 'ROUTE_UNAVAILABLE' : 'INTERNAL_ERROR',
+        cause: err instanceof AppError ? (refusalCode(err) ?? 'ROUTE_UNAVAILABLE') : 'INTERNAL_ERROR',
         durationSeconds: 0,
         cost: '0.000000',
         endedAt: now,
@@ -479,7 +489,7 @@ export function createCampaignRunner(deps: RunnerDeps) {
     }
     // Checked at dial time, so an entry added while the campaign runs applies to its next call.
     const blocked = await deps.blockedAmong(
-      c.accountId,
+      c,
       due.map((d) => d.number),
     );
     await repo.block(

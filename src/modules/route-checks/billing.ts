@@ -68,11 +68,13 @@ export async function chargeTestCreditFirst(
     sellerId: string;
     reference: string;
     checkId: string;
+    /** The operator's margin when the payer is billed a sell rate (docs/switch.md), instead of its markup. */
+    markup?: Decimal | undefined;
   },
 ): Promise<CheckCharge> {
   const { ledger } = deps;
   const seller = Decimal.min(o.seller, o.total);
-  const price: Parts = { fee: o.total.minus(seller), seller, markup: markupOn(o.total, o.payer.markupPct) };
+  const price: Parts = { fee: o.total.minus(seller), seller, markup: o.markup ?? markupOn(o.total, o.payer.markupPct) };
   const total = price.fee.plus(price.seller).plus(price.markup);
   if (total.lte(0)) return { cost: '0.000000', paidFrom: null, postingIds: [] };
   const accountId = o.payer.accountId;

@@ -24,6 +24,7 @@ export function buildRouteChecksModule(
     blends: RouteChecksDeps['blends'];
     application: RouteChecksDeps['application'];
     dnc: RouteChecksDeps['dnc'];
+    sellRates?: RouteChecksDeps['sellRates'];
   },
 ) {
   const service = createRouteChecksService({

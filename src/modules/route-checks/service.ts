@@ -18,7 +18,9 @@ import { buyerRate, type PrefixIndex } from '../../rating/index.js';
 import type { LegOutcome } from '../../telephony/calls/sip-dialer.js';
 import type { CallEngine, RouteEndpoint } from '../../telephony/engine.js';
 import { orderEndpoints } from '../../telephony/sip/b2bua/index.js';
-import { chargeLeg, markupPctOn } from '../cdrs/index.js';
+import { chargeLeg, markupPctOn, type SellPrice } from '../cdrs/index.js';
+import { belowSellRate } from '../switch/customers/below-cost.js';
+import type { SellRateLookup } from '../switch/customers/deck-cache.js';
 import type { RouteRow } from '../marketplace/listings/repo.js';
 import { platformFeeFrom, type RoutesService } from '../marketplace/listings/service.js';
 import type { PurchasesService } from '../marketplace/purchases/service.js';
@@ -65,6 +67,8 @@ export interface RouteChecksDeps {
   application: Pick<ApplicationService, 'payerMarkups'>;
   /** The caller's Do-Not-Contact list: no test message goes to a number on it (spec "Route checks"). */
   dnc: { isBlocked(accountId: string, e164: string): Promise<boolean> };
+  /** Switch customers' sell-rate decks: a customer's check call is billed at its sell rate (docs/switch.md). */
+  sellRates?: SellRateLookup | undefined;
 }
 
 /** Spec "Limits", route checks: ring-me numbers. */
@@ -89,6 +93,8 @@ interface PlannedLeg extends NewLeg {
   sellerRate: Decimal;
   increment: ReturnType<PrefixIndex['row']>['increment'] | null;
   sellerId: string;
+  /** A Switch customer's sell rate for the target: billed instead of price plus markup. */
+  sell?: SellPrice | undefined;
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -242,15 +248,23 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
         continue;
       }
       const m = index.lookup(target)!;
+      const price = buyerRate(m.rateDecimal, fee, 'min');
+      // A billed leg of a Switch customer: its sell rate, and never a route its operator would pay for.
+      const sell =
+        kind !== 'light' && !base.ownRoute && who.parentId && deps.sellRates
+          ? await deps.sellRates.match(who.accountId, 'voice', target)
+          : null;
+      if (sell && price.gt(sell.rate)) throw belowSellRate();
       const endpoint = who.mode === 'test' ? null : await endpointOf(routeId);
       const planned: PlannedLeg = {
         ...base,
         kind,
         target,
         endpoint,
-        price: buyerRate(m.rateDecimal, fee, 'min'),
+        price,
         sellerRate: m.rateDecimal,
         increment: m.increment,
+        ...(sell ? { sell: { rate: sell.rate, increment: sell.increment } } : {}),
         result: 'pending',
         message: 'Waiting to be checked.',
         checkType: kind,
@@ -323,7 +337,7 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
   /** A connected leg's charge (rule 4): the route rate plus fee for its billable seconds; own listings free. */
   async function chargeLegOf(tx: TransactionSql, who: Checker, checkId: string, leg: PlannedLeg, seconds: number) {
     const c = chargeLeg(
-      { price: leg.price, sellerRate: leg.sellerRate, increment: leg.increment! },
+      { price: leg.price, sellerRate: leg.sellerRate, increment: leg.increment!, sell: leg.sell },
       seconds,
       new Decimal(0),
     );
@@ -332,8 +346,10 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
       : await chargeTestCreditFirst({ ledger, log }, tx, {
           payer: await payerOf(who.accountId, leg.routeId),
           key: `routecheck:${checkId}:${leg.position}`,
-          total: new Decimal(c.total),
+          // The route's own price (seller and fee); a sell rate's margin over it is the operator's.
+          total: new Decimal(c.seller).plus(c.fee),
           seller: new Decimal(c.seller),
+          ...(leg.sell ? { markup: new Decimal(c.markup) } : {}),
           sellerId: leg.sellerId,
           reference: 'Route check call',
           checkId,
@@ -348,7 +364,7 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
     return legs
       .filter((l) => (l.kind === 'full' || l.kind === 'ring_me') && !l.ownRoute)
       .reduce((sum, l) => {
-        const route = { price: l.price, sellerRate: l.sellerRate, increment: l.increment! };
+        const route = { price: l.price, sellerRate: l.sellerRate, increment: l.increment!, sell: l.sell };
         return sum.plus(chargeLeg(route, heldSeconds, markupPctOn(markups, l.routeId)).total);
       }, new Decimal(0));
   }
@@ -564,7 +580,17 @@ export function createRouteChecksService(deps: RouteChecksDeps) {
         }
       }
       const rows: NewLeg[] = legs.map(
-        ({ kind: _k, target: _t, endpoint: _e, price: _p, sellerRate: _s, increment: _i, sellerId: _x, ...row }) => row,
+        ({
+          kind: _k,
+          target: _t,
+          endpoint: _e,
+          price: _p,
+          sellerRate: _s,
+          increment: _i,
+          sellerId: _x,
+          sell: _y,
+          ...row
+        }) => row,
       );
       const open = rows.some((l) => OPEN.has(l.result));
       await sql.begin(async (tx) => {

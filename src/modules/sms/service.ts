@@ -54,6 +54,7 @@ import type { Candidate, Routing } from '../marketplace/routing/routing.js';
 import { createSupplierGateway, type GatewayOptions, type GatewayOutcome, type SupplierGateway } from './gateway.js';
 import { createSmsRepo, type HistoryRow, type MessageRow, type Receipt, type StoredMessage } from './repo.js';
 import { createTxBatcher, JobRefused } from './tx-batcher.js';
+import { sellPriced } from './sell-price.js';
 
 export type Strategy = 'cheapest' | 'best_quality' | 'balanced';
 
@@ -173,12 +174,6 @@ function receiptErrorCode(stat: ReceiptStat): string {
   if (stat === 'EXPIRED') return 'EXPIRED';
   if (stat === 'REJECTD') return 'REJECTED';
   return 'UNDELIVERABLE';
-}
-
-/** A Switch customer's sell rate per message over `segments`: the margin its operator earns over `base`. */
-function sellPriced(base: Decimal, rate: Decimal, segments: number): { markup: Decimal; total: Decimal } {
-  const total = Decimal.max(rate.times(segments).toDecimalPlaces(6, Decimal.ROUND_HALF_UP), base);
-  return { markup: total.minus(base), total };
 }
 
 interface Priced {

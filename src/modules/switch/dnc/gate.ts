@@ -24,9 +24,36 @@ export const honored = (h: HonorSettings | null, customerId: string, channel: Dn
  * costs a map look-up), and only a customer whose traffic is honored pays the one indexed look-up
  * of the dnc module's `match`. A refusal is recorded as a hit with the number masked.
  */
-export function createDncGate(deps: { sql: Sql; log: Logger; clock: Clock; dnc: Pick<DncService, 'check'> }) {
+export function createDncGate(deps: {
+  sql: Sql;
+  log: Logger;
+  clock: Clock;
+  dnc: Pick<DncService, 'check' | 'blockedAmong'>;
+}) {
   const repo = createSwitchDncRepo(deps.sql);
   const settings = createNotifiedCache(deps.sql, SWITCH_DNC_HONOR_CHANNEL, (id) => repo.honor(id));
+
+  async function recordHit(
+    q: { operatorId: string; customerId: string; channel: DncChannel },
+    digits: string,
+    kind: 'number' | 'prefix',
+  ) {
+    try {
+      await repo.insertHit({
+        id: newId(),
+        accountId: q.operatorId,
+        customerId: q.customerId,
+        channel: q.channel,
+        numberMasked: mask(digits),
+        entryKind: kind,
+        at: deps.clock.now(),
+      });
+    } catch (err) {
+      // The refusal stands: a hit that could not be written is only logged.
+      deps.log.error({ err, customerId: q.customerId, channel: q.channel }, 'switch dnc hit not recorded');
+    }
+    deps.log.info({ customerId: q.customerId, channel: q.channel, number: mask(digits) }, 'switch dnc refused');
+  }
 
   return {
     settings,
@@ -47,22 +74,32 @@ export function createDncGate(deps: { sql: Sql; log: Logger; clock: Clock; dnc: 
       if (!isE164Digits(digits)) return false;
       const r = await deps.dnc.check(q.operatorId, digits);
       if (!r.match) return false;
-      try {
-        await repo.insertHit({
-          id: newId(),
-          accountId: q.operatorId,
-          customerId: q.customerId,
-          channel: q.channel,
-          numberMasked: mask(digits),
-          entryKind: r.match.kind,
-          at: deps.clock.now(),
-        });
-      } catch (err) {
-        // The refusal stands: a hit that could not be written is only logged.
-        deps.log.error({ err, customerId: q.customerId, channel: q.channel }, 'switch dnc hit not recorded');
-      }
-      deps.log.info({ customerId: q.customerId, channel: q.channel, number: mask(digits) }, 'switch dnc refused');
+      await recordHit(q, digits, r.match.kind);
       return true;
+    },
+
+    /**
+     * The numbers of a customer's dialer campaign batch its operator's list refuses (as given), asked
+     * by the dialer at dial time: one batch look-up when the customer is honored, none otherwise. Each
+     * refused number is a hit (its match read to tell number from prefix; refused numbers are few and
+     * are not asked again, the dialer marks them blocked).
+     */
+    async refusedAmong(q: {
+      operatorId: string;
+      customerId: string;
+      numbers: readonly string[];
+      channel: DncChannel;
+    }): Promise<Set<string>> {
+      const h = await settings.get(q.operatorId);
+      if (!honored(h, q.customerId, q.channel)) return new Set();
+      const valid = q.numbers.filter((n) => isE164Digits(digitsOf(n)));
+      if (valid.length === 0) return new Set();
+      const refused = await deps.dnc.blockedAmong(q.operatorId, valid);
+      for (const digits of new Set([...refused].map(digitsOf))) {
+        const r = await deps.dnc.check(q.operatorId, digits);
+        await recordHit(q, digits, r.match?.kind ?? 'number');
+      }
+      return refused;
     },
   };
 }

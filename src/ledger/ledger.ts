@@ -252,17 +252,17 @@ export function createLedger(deps: LedgerDeps) {
     if (!deps.events) return;
     const { parentId, crossed, capped } = signal;
     const data = { accountId: r.accountId, balance: r.balanceAfter };
-    if (crossed) {
-      if (parentId)
-        await deps.events.emit(db, parentId, 'sub_account.balance_low', { subAccountId: r.accountId, ...data });
-      else await deps.events.emit(db, r.accountId, 'balance.low', data);
-    }
-    if (capped && parentId) {
-      await deps.events.emit(db, parentId, 'sub_account.suspended', {
-        subAccountId: r.accountId,
-        reason: 'daily_spend_cap',
-      });
-    }
+    const { events } = deps;
+    // Both pipelined on the connection (one round trip), started in this order so their ids keep it.
+    await Promise.all([
+      crossed &&
+        (parentId
+          ? events.emit(db, parentId, 'sub_account.balance_low', { subAccountId: r.accountId, ...data })
+          : events.emit(db, r.accountId, 'balance.low', data)),
+      capped &&
+        parentId &&
+        events.emit(db, parentId, 'sub_account.suspended', { subAccountId: r.accountId, reason: 'daily_spend_cap' }),
+    ]);
   }
 
   /**

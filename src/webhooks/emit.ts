@@ -21,12 +21,16 @@ export class UnknownEventError extends Error {
  * Writes an event to the outbox inside the caller's transaction and fans it out at once to a
  * delivery per active endpoint of the account subscribed to it. A change that rolls back
  * therefore emits nothing, and a committed change never loses its event. The worker
- * (`createDeliveryWorker`) sends the deliveries after commit. One round trip.
+ * (`createDeliveryWorker`) sends the deliveries after commit. One statement.
  * A first attempt is due at '-infinity' (always due, before any retry) rather than at a time,
  * so it does not depend on the database clock agreeing with the worker's (injected) clock.
  *
  * Pass the transaction (`sql.begin(async (tx) => emit(tx, …))`); passing the pool commits the
- * event on its own.
+ * event on its own. An event that does not depend on the answer of the change it reports goes with
+ * that change's statement, pipelined on the transaction's connection: `await Promise.all([write,
+ * emit(tx, …)])` is one round trip where two awaits in a row are two. Await both before the
+ * transaction's callback returns: postgres.js sends COMMIT without reading its reply, so a failed
+ * statement still in flight at that point would roll the transaction back unnoticed.
  */
 export async function emit(db: Db, input: EmitInput): Promise<{ eventId: string; deliveries: number }> {
   if (!isEventName(input.event)) throw new UnknownEventError(`unknown webhook event "${String(input.event)}"`);

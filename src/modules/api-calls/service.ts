@@ -459,19 +459,20 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     at: Date,
     data: Record<string, unknown>,
   ) {
-    await sql.begin(async (tx) => {
-      await callRecords.markCall(
+    // The row's update and its event pipelined on the transaction's connection: one round trip.
+    await sql.begin((tx) => [
+      callRecords.markCall(
         id,
         status === 'ringing' ? { status, routeId, ringingAt: at } : { status, routeId, answeredAt: at },
         tx,
-      );
-      await emit(tx, {
+      ),
+      emit(tx, {
         accountId,
         event: status === 'ringing' ? 'call.ringing' : 'call.answered',
         data: { ...data, callId: id, status, routeId },
         at,
-      });
-    });
+      }),
+    ]);
   }
 
   /** `storedActions`: what the record shows instead of the actions (a voice one-time code never lands in it). */
@@ -711,31 +712,34 @@ export function createApiCallsService(deps: ApiCallsDeps) {
     ];
     await sql.begin(async (tx) => {
       await settle(tx, base, route, charge);
-      await cdrs.insertCdrs(tx, [
-        cdr(base, input, route, attempts[0]!, charge, duration, answeredAt, endedAt, startedAt, true),
+      // The CDR, the call's row and its event pipelined on the transaction's connection: one round trip.
+      await Promise.all([
+        cdrs.insertCdrs(tx, [
+          cdr(base, input, route, attempts[0]!, charge, duration, answeredAt, endedAt, startedAt, true),
+        ]),
+        callRecords.finishCall(tx, base.id, {
+          status: 'completed',
+          routeId: route.routeId,
+          sipCode: 200,
+          hangupCause: 'NORMAL_CLEARING',
+          hangupReason: 'Simulated call (test key): nothing was dialled',
+          durationSeconds: duration,
+          billableSeconds: charge.billableSeconds,
+          cost: charge.total,
+          billingIncrement: route.increment.text,
+          ratePerMinute: charge.ratePerMinute,
+          attempts,
+          answeredAt,
+          endedAt,
+          gathered: [],
+        }),
+        emit(tx, {
+          accountId: base.payer,
+          event: 'call.completed',
+          data: completedData(base.id, input, 'completed', route.routeId, attempts, duration, charge, true),
+          at: endedAt,
+        }),
       ]);
-      await callRecords.finishCall(tx, base.id, {
-        status: 'completed',
-        routeId: route.routeId,
-        sipCode: 200,
-        hangupCause: 'NORMAL_CLEARING',
-        hangupReason: 'Simulated call (test key): nothing was dialled',
-        durationSeconds: duration,
-        billableSeconds: charge.billableSeconds,
-        cost: charge.total,
-        billingIncrement: route.increment.text,
-        ratePerMinute: charge.ratePerMinute,
-        attempts,
-        answeredAt,
-        endedAt,
-        gathered: [],
-      });
-      await emit(tx, {
-        accountId: base.payer,
-        event: 'call.completed',
-        data: completedData(base.id, input, 'completed', route.routeId, attempts, duration, charge, true),
-        at: endedAt,
-      });
     });
   }
 

@@ -417,28 +417,31 @@ export function createSmsService(deps: SmsDeps) {
           },
           tx,
         );
-        await repo.insertMany(
-          [
-            {
-              ...base,
-              ...unsent,
-              status: 'sent',
-              routeId: p.c.routeId,
-              networkPriceApplied: p.c.rateBasis === 'network',
-              pricePerSegment: toMoney(p.c.price),
-              cost: total,
-              chargePostingId: charge.postingId,
-              sentAt: queuedAt,
-            },
-          ],
-          tx,
-        );
-        await emit(tx, {
-          accountId: s.accountId,
-          event: 'sms.sent',
-          at: queuedAt,
-          data: sentEvent(id, to, from, seg.segments, total, queuedAt, true),
-        });
+        // The row and its event pipelined on the transaction's connection: one round trip.
+        await Promise.all([
+          repo.insertMany(
+            [
+              {
+                ...base,
+                ...unsent,
+                status: 'sent',
+                routeId: p.c.routeId,
+                networkPriceApplied: p.c.rateBasis === 'network',
+                pricePerSegment: toMoney(p.c.price),
+                cost: total,
+                chargePostingId: charge.postingId,
+                sentAt: queuedAt,
+              },
+            ],
+            tx,
+          ),
+          emit(tx, {
+            accountId: s.accountId,
+            event: 'sms.sent',
+            at: queuedAt,
+            data: sentEvent(id, to, from, seg.segments, total, queuedAt, true),
+          }),
+        ]);
       });
       return view({
         id,
@@ -693,21 +696,24 @@ export function createSmsService(deps: SmsDeps) {
         tx,
       );
     }
-    await repo.markFailedAfterSend(m.id, { errorCode: code, detail, refundPostingId: refundId, at, receipt }, tx);
-    await emit(tx, {
-      accountId: m.accountId,
-      event: 'sms.failed',
-      at,
-      data: {
-        messageId: m.id,
-        to: `+${m.toNumber}`,
-        from: m.fromSender,
-        status: 'failed',
-        errorCode: code,
-        refunded: m.cost,
-        failedAt: at.toISOString(),
-      },
-    });
+    // The row's update and its event pipelined on the transaction's connection: one round trip.
+    await Promise.all([
+      repo.markFailedAfterSend(m.id, { errorCode: code, detail, refundPostingId: refundId, at, receipt }, tx),
+      emit(tx, {
+        accountId: m.accountId,
+        event: 'sms.failed',
+        at,
+        data: {
+          messageId: m.id,
+          to: `+${m.toNumber}`,
+          from: m.fromSender,
+          status: 'failed',
+          errorCode: code,
+          refunded: m.cost,
+          failedAt: at.toISOString(),
+        },
+      }),
+    ]);
   }
 
   /**
@@ -740,43 +746,50 @@ export function createSmsService(deps: SmsDeps) {
       if (!m) return false;
       const receipt = { stat: r.stat, err: r.err, at };
       const counts = await repo.recordPartReceipt(m, part.seq, receipt, tx);
+      // The SMPP receipt event of a final state, sent along with that state's writes (one round trip).
+      const dlr = () =>
+        m.source === 'smpp'
+          ? emit(tx, {
+              accountId: m.accountId,
+              event: 'sms.dlr',
+              at,
+              data: {
+                messageId: m.id,
+                to: `+${m.toNumber}`,
+                from: m.fromSender,
+                stat: r.stat,
+                err: r.err,
+                doneAt: at.toISOString(),
+              },
+            })
+          : null;
       // The receipt goes on the row in the update that changes its state, when it changes it: one
       // new row version per receipt, not one for the receipt and one for the state.
       if (m.status === 'sent' && isFailed(r.stat)) {
+        // Not pipelined: the receipt event follows sms.failed, which the refund comes before.
         await failSent(tx, m, receiptErrorCode(r.stat), `receipt ${r.stat} err:${r.err}`, at, receipt);
+        await dlr();
         final = { message: m, stat: r.stat, err: r.err, at };
       } else if (m.status === 'sent' && isDelivered(r.stat) && counts.delivered >= counts.total) {
-        await repo.markDelivered(m.id, receipt, tx);
-        await emit(tx, {
-          accountId: m.accountId,
-          event: 'sms.delivered',
-          at,
-          data: {
-            messageId: m.id,
-            to: `+${m.toNumber}`,
-            from: m.fromSender,
-            status: 'delivered',
-            deliveredAt: at.toISOString(),
-          },
-        });
+        await Promise.all([
+          repo.markDelivered(m.id, receipt, tx),
+          emit(tx, {
+            accountId: m.accountId,
+            event: 'sms.delivered',
+            at,
+            data: {
+              messageId: m.id,
+              to: `+${m.toNumber}`,
+              from: m.fromSender,
+              status: 'delivered',
+              deliveredAt: at.toISOString(),
+            },
+          }),
+          dlr(),
+        ]);
         final = { message: m, stat: r.stat, err: r.err, at };
       } else {
         await repo.noteReceipt(m.id, receipt, tx);
-      }
-      if (final && m.source === 'smpp') {
-        await emit(tx, {
-          accountId: m.accountId,
-          event: 'sms.dlr',
-          at,
-          data: {
-            messageId: m.id,
-            to: `+${m.toNumber}`,
-            from: m.fromSender,
-            stat: r.stat,
-            err: r.err,
-            doneAt: at.toISOString(),
-          },
-        });
       }
       return true;
     })) as boolean;

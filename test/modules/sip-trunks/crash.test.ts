@@ -12,8 +12,9 @@ t.test('a daemon killed during live calls: the next start bills the answered one
   const sql = w.d.sql;
   const answeredNumber = '445000000001';
   const ringingNumber = '445100000001';
-  const uasUp = await uasAnswer(t, answeredNumber);
-  const uasRing = await sipp(t, fixture('uas-ring-cancel.xml'), []);
+  // The peers outlive the child daemon's start, which takes minutes on a loaded machine.
+  const uasUp = await uasAnswer(t, answeredNumber, 'u1', 0, '300s');
+  const uasRing = await sipp(t, fixture('uas-ring-cancel.xml'), [], { timeout: '300s' });
   await w.route({ port: uasUp.port, prefix: '4450', rate: '0.013700' });
   await w.route({ port: uasRing.port, prefix: '4451', rate: '0.013700' });
   const a = await w.sub({ markupPct: '0', fund: '5.000000' });

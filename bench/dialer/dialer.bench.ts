@@ -22,7 +22,7 @@
  *
  * Usage: node --import tsx bench/dialer/dialer.bench.ts [calls=1000] [stepSeconds=5]
  *   BENCH_DIALER_RATES (anchor offered rates, default 10,20,35,50,75,100,150,200,300,400,500,650,800,1000)
- *   BENCH_DIALER_CONCURRENCY (campaign concurrencies, default 25,50,100,200,400)
+ *   BENCH_DIALER_CONCURRENCY (campaign concurrencies, default 25,50,100,128: 128 is the spec's maximum)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,7 +41,7 @@ const list = (name: string, fallback: string) =>
     .map(Number)
     .filter((n) => n > 0);
 const RATES = list('BENCH_DIALER_RATES', '10,20,35,50,75,100,150,200,300,400,500,650,800,1000');
-const CONCURRENCY = list('BENCH_DIALER_CONCURRENCY', '25,50,100,200,400');
+const CONCURRENCY = list('BENCH_DIALER_CONCURRENCY', '25,50,100,128');
 const NUMBER = '441100000001';
 /** A concurrency step counts as a rise when its calls per second beat the best so far by this much. */
 const RISE = 1.05;

@@ -14,8 +14,10 @@
 // turn's charges grouped into ledger_charge_many calls (ledger.chargeGrouped, migrations 223 and 306), and
 // the single statement pipelined on fewer connections (SVC_BENCH_LEDGER_PIPE_CONNECTIONS, 2).
 // Defaults: 5 seconds per measure, 8 clients, 3 rounds (SVC_BENCH_LEDGER_ROUNDS).
+// Rates here move with the machine's load; charge-cost.bench.ts prints what a charge costs in CPU,
+// statements, rows and WAL beside pgbench -N's transaction, and the ratio those costs allow.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -24,17 +26,19 @@ import { connect, type Sql } from '../../src/db/connection.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createLedger, type Ledger, type LedgerDeps } from '../../src/ledger/ledger.js';
 import { newId } from '../../src/platform/ids.js';
-import { emit } from '../../src/webhooks/emit.js';
-import type { EventName } from '../../src/webhooks/events.js';
+import {
+  ACCOUNTS,
+  benchId,
+  BUYER_PREFIX,
+  SELLER_PREFIX,
+  daemonLedgerDeps,
+  writeChargeScript,
+} from '../lib/ledger-charges.js';
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CLIENTS = Number(process.argv[3] ?? 8);
 const ROUNDS = Number(process.env['SVC_BENCH_LEDGER_ROUNDS'] ?? 3);
-const ACCOUNTS = 1000;
 const PIPE_CONNECTIONS = Number(process.env['SVC_BENCH_LEDGER_PIPE_CONNECTIONS'] ?? 2);
-// UUIDv7-shaped prefixes for the bench's buyers and sellers (see benchId).
-const BUYER_PREFIX = '01900000-0000-7000-8000-';
-const SELLER_PREFIX = '01900000-0000-7000-9000-';
 const ADMIN_URL = process.env['SVC_BENCH_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const log = pino({ level: 'silent' });
 
@@ -112,12 +116,6 @@ async function measure(op: (worker: number, i: number) => Promise<unknown>, sql?
   return rate;
 }
 
-/**
- * Account ids the pgbench script can spell from a number (`prefix` + the number in 12 digits), so
- * it names accounts by an expression instead of a look-up that would be counted against the ledger.
- */
-const benchId = (prefix: string, i: number) => `${prefix}${String(i).padStart(12, '0')}`;
-
 async function seed(sql: Sql, n: number, amount: string, prefix?: string): Promise<string[]> {
   const ids = Array.from({ length: n }, (_, i) => (prefix ? benchId(prefix, i + 1) : newId()));
   await sql`insert into accounts ${sql(ids.map((id) => ({ id, email: `${id}@bench.local` })))}`;
@@ -137,17 +135,7 @@ async function main() {
     await migrate(sql, log);
     pgbench(adminUrl, name, ['-i', '-q', '-s', '1']);
     // As the daemon builds it (src/modules/billing buildLedger): balance events go to the outbox.
-    const ledgerDeps: LedgerDeps = {
-      sql,
-      clock: { now: () => new Date() },
-      log,
-      lowBalanceThreshold: '5.000000',
-      events: {
-        emit: async (db, accountId, event, data) => {
-          await emit(db, { accountId, event: event as EventName, data, at: new Date() });
-        },
-      },
-    };
+    const ledgerDeps: LedgerDeps = daemonLedgerDeps(sql, log);
     const ledger: Ledger = createLedger(ledgerDeps);
     const buyers = await seed(sql, ACCOUNTS, '1000000', BUYER_PREFIX);
     const sellers = await seed(sql, ACCOUNTS, '100', SELLER_PREFIX);
@@ -157,18 +145,7 @@ async function main() {
 
     // pgbench picks accounts by number; the script spells their ids from it (see benchId).
     const scripts = mkdtempSync(join(tmpdir(), 'ledger-bench-'));
-    const chargeScript = join(scripts, 'charge.sql');
-    // The key is text || uuid::text: text || uuid is textanycat, an SQL function the planner
-    // inlines by parsing its body on every simple-protocol statement (5% of the charge's rate).
-    writeFileSync(
-      chargeScript,
-      [
-        `\\set b random(1, ${ACCOUNTS})`,
-        `\\set s random(1, ${ACCOUNTS})`,
-        `select ledger_charge('pgb-' || gen_random_uuid()::text, ('${BUYER_PREFIX}' || lpad(:b::text, 12, '0'))::uuid, ('${SELLER_PREFIX}' || lpad(:s::text, 12, '0'))::uuid, 0.012000, 0.000500, false, null, 'call', null, null, now());`,
-        '',
-      ].join('\n'),
-    );
+    const chargeScript = writeChargeScript(scripts);
 
     // Anchor and charge in alternation (see the header); the Node measures use the rounds' mean anchor.
     const rounds: { pg: number; charge: number }[] = [];

@@ -578,14 +578,25 @@ export function createLedger(deps: LedgerDeps) {
           holdId: i.holdId,
           ...debitItem(i),
         }));
-        const [row] = await db<
-          { r: (SettleResult | Refusal)[] }[]
-        >`select ledger_settle_many(${db.json(items as never)}, ${clock.now()}) as r`;
-        const results = row!.r;
-        await afterDebits(
-          db,
-          results.filter((r): r is SettleResult => !isRefusal(r)),
-        );
+        if (!deps.events) {
+          const [row] = await db<
+            { r: (SettleResult | Refusal)[] }[]
+          >`select ledger_settle_many(${db.json(items as never)}, ${clock.now()}) as r`;
+          return row!.r;
+        }
+        // The balance events are decided in the settle's own statement (ledger_debit_signal, the
+        // rule afterDebits applies): no second round trip while the batch holds the payers' rows,
+        // and the results are not sent back to the server. A refusal has no mode and signals nothing.
+        const [row] = await db<{ r: (SettleResult | Refusal)[]; hits: (Signal & { i: number })[] }[]>`
+          select s.r, coalesce((
+                   select jsonb_agg(jsonb_build_object('i', x.i - 1, 'parentId', g.parent_id, 'crossed', g.crossed,
+                                                       'capped', g.capped) order by x.i)
+                     from jsonb_array_elements(s.r) with ordinality as x(e, i)
+                     cross join lateral ledger_debit_signal(x.e, ${lowThreshold}::numeric, false) g
+                    where g.crossed or g.capped), '[]'::jsonb) as hits
+            from (select ledger_settle_many(${db.json(items as never)}, ${clock.now()}) as r) s`;
+        const { r: results, hits } = row!;
+        for (const h of hits) await debitEvents(db, results[h.i] as SettleResult, h);
         return results;
       });
     },

@@ -12,6 +12,8 @@ import { startSmsBenchWorld } from '../lib/sms-world.js';
 import type { Sql } from '../../src/db/connection.js';
 import { startCpuProfile } from '../lib/cpu-profile.js';
 import { pgCounters } from '../lib/pg-counters.js';
+import { startPrivatePostgres } from '../lib/private-pg.js';
+import { freePort } from '../../test/telephony/sip/sipp.js';
 import { runWrk } from '../lib/wrk.js';
 import { driveSmpp, startSmsc } from './smpp-raw.js';
 
@@ -19,7 +21,14 @@ const seconds = Number(process.env['BENCH_SECONDS'] ?? 10);
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 64);
 const keyCount = Number(process.env['BENCH_KEYS'] ?? 600);
 const BUYER_FUNDS = '1000000.000000';
-const admin = process.env['SVC_BENCH_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+// BENCH_PG_STATEMENTS=1 without SVC_BENCH_PG_ADMIN_URL: a private cluster with pg_stat_statements
+// preloaded (the machine's shared server has none and cannot be restarted under the others).
+const privatePg =
+  process.env['BENCH_PG_STATEMENTS'] && !process.env['SVC_BENCH_PG_ADMIN_URL']
+    ? await startPrivatePostgres(await freePort())
+    : null;
+const admin =
+  privatePg?.adminUrl ?? process.env['SVC_BENCH_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const dbName = `svc_bench_sms_${process.pid}`;
 const adminSql = postgres(admin, { max: 1, onnotice: () => {} });
 await adminSql.unsafe(`create database ${dbName}`);
@@ -198,6 +207,7 @@ try {
   smsc.server.close();
   await adminSql.unsafe(`drop database if exists ${dbName} with (force)`);
   await adminSql.end();
+  await privatePg?.stop();
   rmSync(state, { recursive: true, force: true });
 }
 // A lingering handle must not keep the bench (and its --cpu-prof output) waiting.

@@ -590,15 +590,35 @@ export function createLedger(deps: LedgerDeps) {
             ? { markupKey: i.markup.postingKey, markupSellerId: i.markup.sellerId, markup: i.markup.amount }
             : {}),
         }));
-        const [row] = await db<
-          { r: (SettleResult | Refusal)[] }[]
-        >`select ledger_settle_many(${db.json(items as never)}, ${clock.now()}) as r`;
-        const results = row!.r;
-        // Each settle, then its charge: the order they moved the balance in.
-        await afterDebits(
-          db,
-          results.flatMap((r): ChargeResult[] => (isRefusal(r) ? [] : r.markup ? [r, r.markup] : [r])),
+        if (!deps.events) {
+          const [row] = await db<
+            { r: (SettleResult | Refusal)[] }[]
+          >`select ledger_settle_many(${db.json(items as never)}, ${clock.now()}) as r`;
+          return row!.r;
+        }
+        // The balance events are decided in the settle's own statement (ledger_debit_signal, the
+        // rule afterDebits applies): no second round trip while the batch holds the payers' rows,
+        // and the results are not sent back to the server. Each settle is followed by its markup
+        // charge, the order they moved the balance in, in the statement's list and in \`moved\` alike.
+        // A refusal has no mode and signals nothing.
+        const [row] = await db<{ r: (SettleResult | Refusal)[]; hits: (Signal & { i: number })[] }[]>`
+          select s.r, coalesce((
+                   select jsonb_agg(jsonb_build_object('i', m.i - 1, 'parentId', g.parent_id, 'crossed', g.crossed,
+                                                       'capped', g.capped) order by m.i)
+                     from (select row_number() over (order by x.i, y.k) as i, y.e
+                             from jsonb_array_elements(s.r) with ordinality as x(e, i)
+                             cross join lateral (
+                               select x.e as e, 1 as k
+                               union all
+                               select x.e->'markup', 2 where jsonb_typeof(x.e->'markup') = 'object') y) m
+                     cross join lateral ledger_debit_signal(m.e, ${lowThreshold}::numeric, false) g
+                    where g.crossed or g.capped), '[]'::jsonb) as hits
+            from (select ledger_settle_many(${db.json(items as never)}, ${clock.now()}) as r) s`;
+        const { r: results, hits } = row!;
+        const moved = results.flatMap((r): (SettleResult | Refusal | ChargeResult)[] =>
+          !isRefusal(r) && r.markup ? [r, r.markup] : [r],
         );
+        for (const h of hits) await debitEvents(db, moved[h.i] as ChargeResult, h);
         return results;
       });
     },

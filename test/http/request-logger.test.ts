@@ -52,7 +52,10 @@ t.test("a request's lines carry its id; a request that logs nothing makes no chi
   t.equal(c.children() - atStart, 1, 'one child, made on the first line and reused');
   const mine = c.lines.filter((l) => l['msg'] === 'something to say' || l['msg'] === 'and more');
   t.equal(mine.length, 2);
-  t.ok(mine.every((l) => typeof l['reqId'] === 'string' && l['reqId'] === mine[0]!['reqId']), 'both bound to the request id');
+  t.ok(
+    mine.every((l) => typeof l['reqId'] === 'string' && l['reqId'] === mine[0]!['reqId']),
+    'both bound to the request id',
+  );
   t.same(mine[0]!['detail'], 1, 'the line keeps its own fields');
 });
 
@@ -65,5 +68,8 @@ t.test("a route's own log level gets its child at once", async (t) => {
   });
   t.teardown(() => app.close());
   t.equal((await app.inject({ method: 'GET', url: '/chatty' })).statusCode, 200);
-  t.ok(c.lines.some((l) => l['msg'] === 'route-level debug'), 'the route level applies');
+  t.ok(
+    c.lines.some((l) => l['msg'] === 'route-level debug'),
+    'the route level applies',
+  );
 });

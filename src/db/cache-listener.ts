@@ -84,19 +84,35 @@ export function createCredentialCache<V extends NonNullable<unknown> | null>(opt
     (key) => (opts.forget === 'key' ? entries.delete(key) : entries.clear()),
     () => entries.clear(),
   );
+  // The value of each load that has resolved, so a hit can be answered without a promise turn.
+  const settled = new WeakMap<Promise<V>, { value: V }>();
+  const remember = (p: Promise<V>, value: V) => void settled.set(p, { value });
   return {
     get(key: string): Promise<V> {
       if (ttl === 0) return opts.load(key);
       let hit = entries.get(key);
       if (hit === undefined) {
-        hit = opts.load(key);
+        const loading = opts.load(key);
+        hit = loading;
         entries.set(key, hit, listener.listening ? opts.listeningTtlMs : opts.ttlMs);
-        hit.catch(() => entries.delete(key));
+        hit.then(
+          (value) => remember(loading, value),
+          () => entries.delete(key),
+        );
       }
       return hit;
     },
+    /** The cached value when its load has finished; undefined when `get` must be awaited. */
+    peek(key: string): { value: V } | undefined {
+      const hit = ttl === 0 ? undefined : entries.get(key);
+      return hit === undefined ? undefined : settled.get(hit);
+    },
     /** This daemon's own change, known before its NOTIFY arrives. */
-    set: (key: string, value: V) => entries.set(key, Promise.resolve(value), opts.ttlMs),
+    set: (key: string, value: V) => {
+      const p = Promise.resolve(value);
+      remember(p, value);
+      entries.set(key, p, opts.ttlMs);
+    },
     delete: (key: string) => entries.delete(key),
     start: () => listener.start(),
     stop: () => listener.stop(),

@@ -1,5 +1,6 @@
 import type { AccountsService } from '../modules/accounts/service.js';
-import type { KeysService } from '../modules/keys/service.js';
+import type { KeysService, VerifiedKey } from '../modules/keys/service.js';
+import type { AccountRow } from '../modules/accounts/repo.js';
 import type { Principal } from './access.js';
 import { unauthorized } from './errors.js';
 
@@ -9,10 +10,38 @@ export interface Authenticator {
    * invalid. A member session must also pass its team's security settings from `ip`.
    */
   authenticate(header: string | undefined, ip: string): Promise<Principal | null>;
+  /**
+   * `authenticate` answered at once when an API key and its account are cached (the common case
+   * for traffic); undefined when it must be awaited (a session, a key not yet loaded).
+   */
+  authenticateNow(header: string | undefined): Principal | null | undefined;
 }
 
 /** The team's rules for each request of a member session (`team/session-rules.ts`). */
 export type MemberRequestCheck = (accountId: string, loginId: string, ip: string) => Promise<void>;
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+const BAD_KEY = 'API key is invalid or revoked';
+
+function bearerToken(header: string): string {
+  const m = BEARER.exec(header);
+  if (!m) throw unauthorized('Authorization must be "Bearer <session token or API key>"');
+  return m[1]!;
+}
+
+function keyPrincipal(key: Readonly<VerifiedKey> | null, account: AccountRow | null): Principal {
+  if (!key || !account || account.status === 'closed') throw unauthorized(BAD_KEY);
+  return {
+    accountId: key.accountId,
+    parentId: account.parentId,
+    role: account.role,
+    kind: 'key',
+    credentialId: key.keyId,
+    mode: key.mode,
+    scopes: key.scopes,
+    webhooksWrite: key.webhooksWrite,
+  };
+}
 
 export function createAuthenticator(deps: {
   accounts: AccountsService;
@@ -20,26 +49,23 @@ export function createAuthenticator(deps: {
   checkMemberRequest?: MemberRequestCheck;
 }): Authenticator {
   return {
+    authenticateNow(header) {
+      if (header === undefined || header === '') return null;
+      const token = bearerToken(header);
+      if (!token.startsWith('svc_')) return undefined;
+      const key = deps.keys.verifyNow(token);
+      if (key === undefined) return undefined;
+      if (key === null) throw unauthorized(BAD_KEY);
+      const account = deps.accounts.accountForAuthNow(key.accountId);
+      return account === undefined ? undefined : keyPrincipal(key, account.value);
+    },
     async authenticate(header, ip) {
       if (header === undefined || header === '') return null;
-      const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-      if (!m) throw unauthorized('Authorization must be "Bearer <session token or API key>"');
-      const token = m[1]!;
+      const token = bearerToken(header);
       if (token.startsWith('svc_')) {
         const key = await deps.keys.verify(token);
-        if (!key) throw unauthorized('API key is invalid or revoked');
-        const account = await deps.accounts.accountForAuth(key.accountId);
-        if (!account || account.status === 'closed') throw unauthorized('API key is invalid or revoked');
-        return {
-          accountId: key.accountId,
-          parentId: account.parentId,
-          role: account.role,
-          kind: 'key',
-          credentialId: key.keyId,
-          mode: key.mode,
-          scopes: key.scopes,
-          webhooksWrite: key.webhooksWrite,
-        };
+        if (!key) throw unauthorized(BAD_KEY);
+        return keyPrincipal(key, await deps.accounts.accountForAuth(key.accountId));
       }
       const claims = await deps.accounts.verifyAccessToken(token);
       if (!claims) throw unauthorized('Session token is invalid, expired or revoked');

@@ -370,6 +370,11 @@ export function createAccountsService(deps: {
       return accountCache.get(id);
     },
 
+    /** `accountForAuth` when the account is cached; undefined when it must be awaited. */
+    accountForAuthNow(id: string): { value: AccountRow | null } | undefined {
+      return accountCache.peek(id);
+    },
+
     getAccount: (id: string) => repo.byId(id),
 
     /**

@@ -52,6 +52,8 @@ export function normaliseScopes(requested: readonly string[] | undefined): {
   return { scopes: set.size === 0 ? null : [...set].sort(), webhooksWrite };
 }
 
+const MAX_REMEMBERED_HASHES = 10_000;
+
 export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; clock: Clock; log: Logger }) {
   const { sql, clock } = deps;
   // Keyed by the hash of the whole presented secret (never by its prefix). Every daemon hears of a
@@ -76,6 +78,32 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
   const verifiedByRow = new WeakMap<ApiKeyRow, Readonly<VerifiedKey>>();
   // Requests are counted in memory and flushed in batches so the hot path does no write.
   const usage = new Map<string, number>();
+  // The hash of each presented secret that matched a key, so a key's every request does not hash
+  // it again. Only matches are kept: guesses cannot fill it, and a hit needs the whole secret.
+  const hashOfValid = new Map<string, string>();
+  const hashOf = (token: string) => hashOfValid.get(token) ?? sha256Hex(token);
+  const verdict = (token: string, hash: string, row: ApiKeyRow | null): Readonly<VerifiedKey> | null => {
+    if (!row) return null;
+    if (hashOfValid.size >= MAX_REMEMBERED_HASHES) hashOfValid.clear();
+    hashOfValid.set(token, hash);
+    usage.set(row.id, (usage.get(row.id) ?? 0) + 1);
+    let key = verifiedByRow.get(row);
+    if (key === undefined) {
+      key = {
+        keyId: row.id,
+        accountId: row.accountId,
+        mode: row.mode,
+        scopes: row.scopes === null ? null : new Set(row.scopes),
+        webhooksWrite: row.webhooksWrite,
+      };
+      verifiedByRow.set(row, key);
+    }
+    return key;
+  };
+  const wellFormed = (token: string) => {
+    const mode = token.startsWith(TYPE_PREFIX.live) ? 'live' : token.startsWith(TYPE_PREFIX.test) ? 'test' : null;
+    return mode !== null && token.length === TYPE_PREFIX[mode].length + LOOKUP_CHARS + SECRET_CHARS;
+  };
 
   const present = (k: ApiKeyRow) => ({
     id: k.id,
@@ -159,23 +187,17 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
      * enumerate prefixes; by hash, every wrong key takes the same path whatever its prefix.
      */
     async verify(token: string): Promise<Readonly<VerifiedKey> | null> {
-      const mode = token.startsWith(TYPE_PREFIX.live) ? 'live' : token.startsWith(TYPE_PREFIX.test) ? 'test' : null;
-      if (!mode || token.length !== TYPE_PREFIX[mode].length + LOOKUP_CHARS + SECRET_CHARS) return null;
-      const row = await cache.get(sha256Hex(token));
-      if (!row) return null;
-      usage.set(row.id, (usage.get(row.id) ?? 0) + 1);
-      let key = verifiedByRow.get(row);
-      if (key === undefined) {
-        key = {
-          keyId: row.id,
-          accountId: row.accountId,
-          mode: row.mode,
-          scopes: row.scopes === null ? null : new Set(row.scopes),
-          webhooksWrite: row.webhooksWrite,
-        };
-        verifiedByRow.set(row, key);
-      }
-      return key;
+      if (!wellFormed(token)) return null;
+      const hash = hashOf(token);
+      return verdict(token, hash, await cache.get(hash));
+    },
+
+    /** `verify` when its answer is cached; undefined when `verify` must be awaited. */
+    verifyNow(token: string): Readonly<VerifiedKey> | null | undefined {
+      if (!wellFormed(token)) return null;
+      const hash = hashOf(token);
+      const hit = cache.peek(hash);
+      return hit === undefined ? undefined : verdict(token, hash, hit.value);
     },
 
     /** Writes the counted requests; called on a timer and at shutdown. */

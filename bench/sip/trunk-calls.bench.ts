@@ -24,9 +24,8 @@ import { join } from 'node:path';
 import { childDaemonConfig, spawnChildDaemon } from '../../test/modules/sip-trunks/child-daemon.js';
 import { createWorld } from '../../test/modules/sip-trunks/world.js';
 import { freePort } from '../../test/telephony/sip/sipp.js';
-import postgres from 'postgres';
 import { runCleanups } from '../lib/cleanups.js';
-import { startPrivatePostgres } from '../lib/private-pg.js';
+import { statementTotals, statementsCluster } from '../lib/private-pg.js';
 import {
   cpuOf,
   createSipBench,
@@ -110,16 +109,7 @@ if (viaSocket) process.env['SVC_TEST_PG_ADMIN_URL'] = `postgres://postgres@${enc
 const STATEMENTS = Boolean(process.env['BENCH_PG_STATEMENTS']);
 
 try {
-  let adminSql: postgres.Sql | null = null;
-  if (STATEMENTS) {
-    const pg = await startPrivatePostgres(await freePort());
-    cleanups.push(() => pg.stop());
-    // Read by the test database helper when it first makes a database (createWorld below).
-    process.env['SVC_TEST_PG_ADMIN_URL'] = pg.adminUrl;
-    const a = postgres(pg.adminUrl, { max: 1, onnotice: () => {} });
-    cleanups.push(() => a.end({ timeout: 1 }));
-    adminSql = a;
-  }
+  const adminSql = await statementsCluster(cleanups, freePort);
   console.log(
     `sip trunk bench start (database over ${viaSocket ? 'Unix socket' : 'TCP'}${STATEMENTS ? ', private cluster with pg_stat_statements' : ''}) · ${uptime()}`,
   );
@@ -146,11 +136,8 @@ try {
   // Statements counted where they run (pg_stat_statements is per server): top-level ones are round trips.
   const statements = async (): Promise<Record<string, number>> => {
     if (!adminSql) return {};
-    const [s] = await adminSql<{ top: number; nested: number }[]>`
-      select coalesce(sum(calls) filter (where toplevel), 0)::float8 as top,
-             coalesce(sum(calls) filter (where not toplevel), 0)::float8 as nested
-      from pg_stat_statements where dbid = (select oid from pg_database where datname = ${dbName})`;
-    return { 'pg statements': s?.top ?? 0, 'pg fn statements': s?.nested ?? 0 };
+    const s = await statementTotals(adminSql, dbName);
+    return { 'pg statements': s.top, 'pg fn statements': s.nested };
   };
   const ourCost = async () => {
     const [x] = await sql<

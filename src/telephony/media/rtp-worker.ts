@@ -70,6 +70,11 @@ interface Session {
   closed: boolean;
   /** Voice payloads go to the main thread (an AI agent listens to the caller). */
   listening: boolean;
+  /**
+   * Whether this session's next slot is skipped: its frame went out early, as audio started on a
+   * silent session (see `startNow`), so the stream's timestamps stay on the clock.
+   */
+  sentAhead: boolean;
 }
 
 const config = workerData as RtpWorkerData;
@@ -189,6 +194,7 @@ async function open(sessionId: number, codec: G711Codec, rtpTimeoutMs: number | 
     timedOut: false,
     closed: false,
     listening: false,
+    sentAhead: false,
   };
   bound.socket.on('message', (msg, rinfo) => receive(session, msg, rinfo.address));
   bound.socket.on('error', (err) => post({ type: 'error', message: `session ${sessionId} socket: ${err.message}` }));
@@ -279,6 +285,20 @@ function sendFrame(session: Session): void {
   session.timestamp = (session.timestamp + FRAME_SAMPLES) >>> 0;
 }
 
+/**
+ * Audio that starts on a session sending silence goes out now rather than at the session's next
+ * slot, up to 20 ms later (10 ms on average): that wait was the largest share of an AI agent's
+ * reply time inside the exchange. The frame carries the timestamp its slot would have sent, and the
+ * slot is skipped, so the far end sees one packet up to 20 ms early (jitter its buffer absorbs)
+ * and the stream stays on the clock.
+ */
+function startNow(s: Session): void {
+  if (s.remoteAddress === null || s.sentAhead || s.queue.length !== 1 || s.dtmf.length > 0 || timer === null) return;
+  sendFrame(s);
+  stats.framesSent++;
+  s.sentAhead = true;
+}
+
 function startClock(): void {
   if (timer !== null) return;
   epoch = process.hrtime.bigint();
@@ -320,6 +340,10 @@ function tick(): void {
   const current = phases[Number(slot % BigInt(PHASES))] as Set<Session>;
   for (const s of current) {
     if (s.remoteAddress === null) continue;
+    if (s.sentAhead) {
+      s.sentAhead = false;
+      continue;
+    }
     sendFrame(s);
     now = process.hrtime.bigint();
     const lateness = now - due;
@@ -386,7 +410,10 @@ port.on('message', (msg: ToWorker) => {
         break;
       }
       if (msg.audio.length === 0) post({ type: 'played', sessionId: s.id, playId: msg.playId, interrupted: false });
-      else s.queue.push({ playId: msg.playId, audio: msg.audio, offset: 0 });
+      else {
+        s.queue.push({ playId: msg.playId, audio: msg.audio, offset: 0 });
+        startNow(s);
+      }
       break;
     }
     case 'stop': {

@@ -62,6 +62,39 @@ t.test('plays queued G.711 at one 20 ms frame per packet, then silence', async (
   t.equal(stats?.sessions, 1);
 });
 
+t.test(
+  'audio starting on a silent session goes out ahead of its slot, and the stream stays on the clock',
+  async (t) => {
+    const { peer, session } = await setup(t);
+    session.acceptAnswer(peer.answerSdp('PCMU'));
+    await peer.waitFor((p) => p.length >= 3);
+    const first = peer.packets.length;
+    // Each one-frame prompt starts on silence, so each goes out early and its slot is skipped: were
+    // the slot not skipped, the timestamps would run a frame (20 ms) ahead of real time per prompt.
+    const prompts = 30;
+    for (let i = 0; i < prompts; i++) {
+      t.same(await session.play(Uint8Array.from({ length: 160 }, () => 0x10 + i)), { interrupted: false });
+      await new Promise((r) => setTimeout(r, 3 + (i % 4) * 7));
+    }
+    await peer.waitFor((p) => p.length >= first + prompts + 5);
+    const packets = peer.packets.slice(first);
+    const steps = packets.slice(1).map((p, i) => (p.timestamp - packets[i]!.timestamp) >>> 0);
+    t.ok(
+      steps.every((s) => s >= 160 && s % 160 === 0 && s < 8000),
+      'timestamps advance by whole frames: no frame sent twice',
+    );
+    t.equal(packets.filter((p) => p.payload[0] !== 0xff).length, prompts, 'every prompt frame sent once');
+    const last = packets.length - 1;
+    const byTimestamp = ((packets[last]!.timestamp - packets[0]!.timestamp) >>> 0) / 8;
+    const byArrival = peer.arrivedAt[first + last]! - peer.arrivedAt[first]!;
+    t.ok(
+      Math.abs(byTimestamp - byArrival) < 100,
+      `the timestamps keep to real time (${byTimestamp.toFixed(0)} ms of audio in ${byArrival.toFixed(0)} ms; ` +
+        `${prompts} frames ahead would be ${prompts * 20} ms)`,
+    );
+  },
+);
+
 t.test('stop interrupts a prompt; received telephone-events reach onDtmf once each', async (t) => {
   const { peer, session } = await setup(t);
   session.acceptAnswer(peer.answerSdp('PCMU'));

@@ -10,6 +10,8 @@ export interface RtpPeer {
   port: number;
   socket: Socket;
   packets: RtpPacket[];
+  /** performance.now() at each packet's arrival, by index into `packets`. */
+  arrivedAt: number[];
   answerSdp(codec?: 'PCMU' | 'PCMA', eventPt?: number): string;
   offerSdp(): string;
   /** Resolves once `predicate` holds over the packets received so far. */
@@ -32,11 +34,13 @@ export async function createRtpPeer(): Promise<RtpPeer> {
   await once(socket, 'listening');
   const port = socket.address().port;
   const packets: RtpPacket[] = [];
+  const arrivedAt: number[] = [];
   const waiters = new Set<() => void>();
   socket.on('message', (msg) => {
     const p = parseRtp(msg);
     if (!p) return;
     packets.push({ ...p, payload: Uint8Array.from(p.payload) });
+    arrivedAt.push(performance.now());
     for (const w of waiters) w();
   });
   const ssrc = 0x1234;
@@ -44,6 +48,7 @@ export async function createRtpPeer(): Promise<RtpPeer> {
     port,
     socket,
     packets,
+    arrivedAt,
     answerSdp(codec = 'PCMU', eventPt = 101) {
       const pt = codec === 'PCMU' ? 0 : 8;
       return `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${port} RTP/AVP ${pt} ${eventPt}\r\na=rtpmap:${pt} ${codec}/8000\r\na=rtpmap:${eventPt} telephone-event/8000\r\na=fmtp:${eventPt} 0-16\r\n`;

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { MediaError } from './errors.js';
@@ -195,7 +195,10 @@ export function createTts(options: TtsOptions): Tts {
     return child;
   }
 
-  /** Runs one synthesis on `child`: its WAV bytes go to `onWav` as they come; resolves with all of them. */
+  /**
+   * Runs one synthesis on `child`. Without `onWav`, resolves with its WAV bytes; with it, they go to
+   * `onWav` as they come and it resolves with nothing kept (an empty array).
+   */
   function runEspeak(
     child: ChildProcessWithoutNullStreams,
     text: string,
@@ -217,7 +220,8 @@ export function createTts(options: TtsOptions): Tts {
           child.kill('SIGKILL');
         }
         if (failed) return;
-        chunks.push(c);
+        // Streamed audio is handed on as it comes; only a whole render keeps the chunks.
+        if (!onWav) chunks.push(c);
         try {
           onWav?.(c);
         } catch (err) {
@@ -249,10 +253,24 @@ export function createTts(options: TtsOptions): Tts {
     });
   }
 
+  // The disk cache's file names, read once. Most texts an AI agent speaks are new, and asking the
+  // file system for each one cost a thread-pool round trip before its synthesis could start.
+  // A file another process adds later is not seen; that text is only synthesised again.
+  let onDisk: Promise<Set<string>> | null = null;
+  const diskIndex = (dir: string) =>
+    (onDisk ??= readdir(dir).then(
+      (names) => new Set(names),
+      () => new Set<string>(),
+    ));
+  const fileName = (key: string, codec: G711Codec) => `${key}.${codec.toLowerCase()}`;
+
   async function fromDisk(key: string, codec: G711Codec): Promise<Uint8Array | null> {
-    if (options.cacheDir === null) return null;
+    const dir = options.cacheDir;
+    if (dir === null) return null;
+    const name = fileName(key, codec);
+    if (!(await diskIndex(dir)).has(name)) return null;
     try {
-      return new Uint8Array(await readFile(join(options.cacheDir, `${key}.${codec.toLowerCase()}`)));
+      return new Uint8Array(await readFile(join(dir, name)));
     } catch {
       return null;
     }
@@ -264,11 +282,13 @@ export function createTts(options: TtsOptions): Tts {
     try {
       cacheDirReady ??= mkdir(dir, { recursive: true }).then(() => undefined);
       await cacheDirReady;
-      const file = join(dir, `${key}.${codec.toLowerCase()}`);
+      const name = fileName(key, codec);
+      const file = join(dir, name);
       // Written aside then renamed, so a reader never sees half a file.
       const tmp = `${file}.${randomUUID()}.tmp`;
       await writeFile(tmp, audio);
       await rename(tmp, file);
+      (await diskIndex(dir)).add(name);
     } catch (err) {
       cacheDirReady = null;
       log.warn({ err }, 'tts disk cache write failed');

@@ -65,6 +65,14 @@ t.test('caches in memory, on disk, and per codec; concurrent requests share one 
   t.equal(fresh.stats().misses, 1, 'another codec is another entry');
   await fresh.synthesize({ text: 'Please enter your account number', language: 'es', codec: 'PCMU' });
   t.equal(fresh.stats().misses, 2, 'another language is another entry');
+  // The files it wrote itself are known to its index: a third instance streams one from disk.
+  const third = createTts({ log, cacheDir: dir });
+  const pieces: Uint8Array[] = [];
+  await third.stream({ text: 'Please enter your account number', language: 'es', codec: 'PCMU' }, (p) =>
+    pieces.push(p),
+  );
+  t.equal(pieces.length, 1, 'the cached audio in one piece');
+  t.same(third.stats(), { memoryHits: 0, diskHits: 1, misses: 0, memoryBytes: pieces[0]!.length });
 });
 
 t.test('text starting with a dash is spoken, not read as an option', async (t) => {

@@ -235,6 +235,10 @@ export function createSmsService(deps: SmsDeps) {
    * `storedId`: an HTTPS receipt also kept in sms_early_receipts (its supplier was answered 200).
    */
   let pending: { r: ChannelReceipt; at: number; storedId?: string }[] = [];
+  // Stored early receipts this daemon holds, from storing (or taking back) until their row is
+  // deleted. A drain takes its items out of `pending` while it tries them, so `pending` alone
+  // would let a take-back in that window load them a second time.
+  const heldEarly = new Set<string>();
   /**
    * Sends committed so far. A receipt that missed its part while a send committed may have been
    * looked up just before the commit and queued just after that send's retry ran: seeing the count
@@ -842,6 +846,7 @@ export function createSmsService(deps: SmsDeps) {
       doneAt: r.doneDate,
       receivedAt,
     });
+    heldEarly.add(storedId);
     pending.push({ r, at: receivedAt.getTime(), storedId });
     // The send may have committed between the miss and the insert: look once more.
     void drainPending();
@@ -864,7 +869,10 @@ export function createSmsService(deps: SmsDeps) {
         pending.push(p);
       }
     }
-    await repo.deleteEarlyReceipts(done).catch((err: unknown) => log.warn({ err }, 'early receipt clean-up failed'));
+    await repo.deleteEarlyReceipts(done).then(
+      () => done.forEach((id) => heldEarly.delete(id)),
+      (err: unknown) => log.warn({ err }, 'early receipt clean-up failed'),
+    );
     // A send that committed while this pass ran may hold the parts a receipt just missed.
     if (pending.length > 0 && sendsCommitted !== seen) void drainPending();
   }
@@ -873,10 +881,10 @@ export function createSmsService(deps: SmsDeps) {
   async function loadEarlyReceipts(): Promise<number> {
     const since = new Date(Date.now() - PENDING_RECEIPT_MS);
     await repo.deleteEarlyReceiptsBefore(since);
-    const have = new Set(pending.map((p) => p.storedId));
     let n = 0;
     for (const e of await repo.earlyReceiptsSince(since)) {
-      if (have.has(e.id)) continue;
+      if (heldEarly.has(e.id)) continue;
+      heldEarly.add(e.id);
       pending.push({
         at: e.receivedAt.getTime(),
         storedId: e.id,

@@ -3,18 +3,32 @@ import { Session } from 'node:inspector/promises';
 
 /**
  * BENCH_CPU_PROF=<file>: starts a CPU profile of this process now; `stop()` writes it to the file.
- * Without the variable both are no-ops, so a bench profiles only its measured window.
+ * BENCH_HEAP_PROF=<file>: the same for a sampling heap profile (where the measured window allocates,
+ * including objects already collected: GC time follows allocation). Without the variables both
+ * are no-ops, so a bench profiles only its measured window.
  */
 export async function startCpuProfile(): Promise<{ stop(): Promise<void> }> {
-  const file = process.env['BENCH_CPU_PROF'];
-  if (!file) return { stop: async () => undefined };
+  const cpuFile = process.env['BENCH_CPU_PROF'];
+  const heapFile = process.env['BENCH_HEAP_PROF'];
+  if (!cpuFile && !heapFile) return { stop: async () => undefined };
   const session = new Session();
   session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
+  if (cpuFile) {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
+  if (heapFile) {
+    await session.post('HeapProfiler.enable');
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 16384,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  }
   return {
     async stop() {
-      writeFileSync(file, JSON.stringify((await session.post('Profiler.stop')).profile));
+      if (cpuFile) writeFileSync(cpuFile, JSON.stringify((await session.post('Profiler.stop')).profile));
+      if (heapFile) writeFileSync(heapFile, JSON.stringify((await session.post('HeapProfiler.stopSampling')).profile));
       session.disconnect();
     },
   };

@@ -145,6 +145,8 @@ try {
     >`select xact_commit::float8 as n from pg_stat_database where datname = ${dbName}`;
     return {
       'node cpu ms': nodeCpu(),
+      // The main thread's busy time: near 1 s per second, the event loop is the bottleneck.
+      'node loop ms': performance.eventLoopUtilization().active / 1000,
       'pg cpu ms': cpuOf((_p, _pp, cmd) => cmd.includes(` ${dbName} `)),
       'pg xacts': x?.n ?? 0,
       ...(await statements()),

@@ -124,23 +124,45 @@ export const voiceBilled = (c: LegCharge): CdrBilled => ({
 
 /**
  * The row of one call leg or message. A simulated (test key) record credits no seller; an
- * unbilled voice leg bills 0 seconds.
+ * unbilled voice leg bills 0 seconds. One object literal, every field named: a rest-and-spread copy
+ * makes V8 build the row's hidden classes again for each CDR (allocation and time on every call's
+ * finish and every message).
  */
 export function buildCdr(l: CdrLeg): CdrInsert {
-  const { billed, simulated = false, direction = 'outbound', agreement, ...facts } = l;
+  const { billed, agreement } = l;
+  const simulated = l.simulated ?? false;
   return {
-    ...facts,
-    interconnectionId: agreement?.interconnectionId ?? null,
-    agreedRate: agreement ? toMoney(agreement.rate) : null,
     id: newId(),
-    direction,
+    accountId: l.accountId,
+    operatorId: l.operatorId,
     sellerId: l.sellerId || null,
+    callUuid: l.callUuid,
+    callGroupId: l.callGroupId,
+    direction: l.direction ?? 'outbound',
+    kind: l.kind,
+    source: l.source,
+    routeId: l.routeId,
+    fromNumber: l.fromNumber,
+    toNumber: l.toNumber,
+    cli: l.cli,
+    status: l.status,
+    sipCode: l.sipCode,
+    hangupCause: l.hangupCause,
+    durationSeconds: l.durationSeconds,
     billedSeconds: billed ? billed.billableSeconds : l.kind === 'voice' ? 0 : null,
+    segments: l.segments,
+    pddMs: l.pddMs,
+    mediaMode: l.mediaMode,
     buyerCost: billed?.total ?? ZERO,
     sellerCredit: billed && !simulated ? billed.seller : ZERO,
     ratePerUnit: billed?.ratePerUnit ?? null,
+    interconnectionId: agreement?.interconnectionId ?? null,
+    agreedRate: agreement ? toMoney(agreement.rate) : null,
     simulated,
     isProbe: false,
+    answeredAt: l.answeredAt,
+    endedAt: l.endedAt,
+    createdAt: l.createdAt,
   };
 }
 

@@ -269,7 +269,7 @@ export function createFinishing(deps: {
       const priced = pricedLeg(call, a.index, a.routeId);
       const own = atNumber(a.routeId);
       return buildCdr({
-        ...(call.direction ? { direction: call.direction } : own ? { direction: 'inbound' as const } : {}),
+        direction: call.direction ?? (own ? 'inbound' : undefined),
         accountId: call.payer,
         operatorId: call.operatorId,
         // A leg with no seller (a forward to a SIP address) names none.

@@ -52,7 +52,14 @@ import {
 } from '../cdrs/index.js';
 import type { Candidate, Routing } from '../marketplace/routing/routing.js';
 import { createSupplierGateway, type GatewayOptions, type GatewayOutcome, type SupplierGateway } from './gateway.js';
-import { createSmsRepo, type HistoryRow, type MessageRow, type Receipt, type StoredMessage } from './repo.js';
+import {
+  createSmsRepo,
+  storedMessage,
+  type HistoryRow,
+  type MessageRow,
+  type Receipt,
+  type StoredMessage,
+} from './repo.js';
 import { createTxBatcher, JobRefused } from './tx-batcher.js';
 import { sellPriced } from './sell-price.js';
 
@@ -384,24 +391,6 @@ export function createSmsService(deps: SmsDeps) {
       queuedAt,
       customerPartIds: input.customerPartIds ?? [],
     };
-    /** The send-state fields of a message not (yet) sent or failed, overridden by what happened. */
-    const unsent = {
-      holdId: null,
-      routeId: null,
-      sellerId: null,
-      networkPriceApplied: false,
-      pricePerSegment: null,
-      cost: '0.000000',
-      chargePostingId: null,
-      markupPostingId: null,
-      supplierMessageIds: [],
-      matchKeys: null,
-      sentAt: null,
-      receiptDueAt: null,
-      errorCode: null,
-      errorDetail: null,
-      failedAt: null,
-    } satisfies Omit<StoredMessage, keyof typeof base | 'status'>;
 
     if (test) {
       // Simulated: nothing leaves the exchange; test credit pays the platform, no seller is credited.
@@ -425,9 +414,7 @@ export function createSmsService(deps: SmsDeps) {
         await Promise.all([
           repo.insertMany(
             [
-              {
-                ...base,
-                ...unsent,
+              storedMessage(base, {
                 status: 'sent',
                 routeId: p.c.routeId,
                 networkPriceApplied: p.c.rateBasis === 'network',
@@ -435,7 +422,7 @@ export function createSmsService(deps: SmsDeps) {
                 cost: total,
                 chargePostingId: charge.postingId,
                 sentAt: queuedAt,
-              },
+              }),
             ],
             tx,
           ),
@@ -517,23 +504,24 @@ export function createSmsService(deps: SmsDeps) {
               context: { ...ctx, relatedEntityId: id },
             }),
           );
-          put('message', {
-            ...base,
-            ...unsent,
-            status: 'sent',
-            holdId,
-            routeId: p.c.routeId,
-            sellerId: p.sellerId,
-            networkPriceApplied: p.c.rateBasis === 'network',
-            pricePerSegment: toMoney(p.c.price),
-            cost: total,
-            chargePostingId: settled.settled!.postingId,
-            markupPostingId: settled.markup?.postingId ?? null,
-            supplierMessageIds: outcome.supplierMessageIds,
-            matchKeys: [...new Set(outcome.supplierMessageIds.flatMap((sid) => supplierIdKeys(sid)))],
-            sentAt,
-            receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
-          });
+          put(
+            'message',
+            storedMessage(base, {
+              status: 'sent',
+              holdId,
+              routeId: p.c.routeId,
+              sellerId: p.sellerId,
+              networkPriceApplied: p.c.rateBasis === 'network',
+              pricePerSegment: toMoney(p.c.price),
+              cost: total,
+              chargePostingId: settled.settled!.postingId,
+              markupPostingId: settled.markup?.postingId ?? null,
+              supplierMessageIds: outcome.supplierMessageIds,
+              matchKeys: [...new Set(outcome.supplierMessageIds.flatMap((sid) => supplierIdKeys(sid)))],
+              sentAt,
+              receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
+            }),
+          );
           put(
             'cdr',
             buildCdr({
@@ -606,16 +594,17 @@ export function createSmsService(deps: SmsDeps) {
     const failedAt = clock.now();
     await money.run(s.accountId, async (tx, put) => {
       await ledger.release({ postingKey: `sms:${id}:release`, holdId }, tx);
-      put('message', {
-        ...base,
-        ...unsent,
-        status: 'failed',
-        holdId,
-        routeId: failure.routeId,
-        errorCode: failure.code,
-        errorDetail: failure.detail,
-        failedAt,
-      });
+      put(
+        'message',
+        storedMessage(base, {
+          status: 'failed',
+          holdId,
+          routeId: failure.routeId,
+          errorCode: failure.code,
+          errorDetail: failure.detail,
+          failedAt,
+        }),
+      );
       put('event', {
         accountId: s.accountId,
         event: 'sms.failed',

@@ -4,7 +4,8 @@ import { Session } from 'node:inspector/promises';
 /**
  * BENCH_CPU_PROF=<file>: starts a CPU profile of this process now; `stop()` writes it to the file.
  * BENCH_HEAP_PROF=<file>: the same for a sampling heap profile (where the measured window allocates,
- * including objects already collected: GC time follows allocation). Without the variables both
+ * including objects already collected, as GC time follows allocation; with BENCH_HEAP_LIVE=1 only
+ * what is still reachable at its end). Without the variables both
  * are no-ops, so a bench profiles only its measured window.
  */
 export async function startCpuProfile(): Promise<{ stop(): Promise<void> }> {
@@ -21,8 +22,9 @@ export async function startCpuProfile(): Promise<{ stop(): Promise<void> }> {
     await session.post('HeapProfiler.enable');
     await session.post('HeapProfiler.startSampling', {
       samplingInterval: 16384,
-      includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
+      // BENCH_HEAP_LIVE=1: only what is still reachable at the end (what the window retains).
+      includeObjectsCollectedByMajorGC: !process.env['BENCH_HEAP_LIVE'],
+      includeObjectsCollectedByMinorGC: !process.env['BENCH_HEAP_LIVE'],
     });
   }
   return {

@@ -40,7 +40,9 @@ import {
 } from '../lib/sip-ramp.js';
 
 const [stepSeconds = 5, heldCalls = 5500] = process.argv.slice(2).map(Number);
-const RATES = (process.env['BENCH_SIP_RATES'] ?? '50,100,150,200,300,400,500,650,800,1000,1200,1400,1700,2000')
+const RATES = (
+  process.env['BENCH_SIP_RATES'] ?? '50,100,150,200,300,400,500,650,800,900,1000,1100,1200,1400,1550,1700,1850,2000'
+)
   .split(',')
   .map(Number);
 const SKIP = new Set((process.env['BENCH_SIP_SKIP'] ?? '').split(','));

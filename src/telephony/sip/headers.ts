@@ -110,8 +110,15 @@ export function parseUri(text: string): SipUri {
   if (s === '' || /\s/.test(s)) throw new SipParseError('bad URI: whitespace');
   const colon = s.indexOf(':');
   if (colon <= 0) throw new SipParseError('bad URI: no scheme');
-  const scheme = s.slice(0, colon).toLowerCase();
-  if (!/^[a-z][a-z0-9+\-.]*$/.test(scheme)) throw new SipParseError('bad URI scheme');
+  // Every message carries several URIs, so the usual ones are read without a regex match or a split
+  // (their arrays and substrings were a large share of the SIP plane's garbage).
+  let scheme: string;
+  if (colon === 3 && s.startsWith('sip')) scheme = 'sip';
+  else if (colon === 4 && s.startsWith('sips')) scheme = 'sips';
+  else {
+    scheme = s.slice(0, colon).toLowerCase();
+    if (!/^[a-z][a-z0-9+\-.]*$/.test(scheme)) throw new SipParseError('bad URI scheme');
+  }
   const rest = s.slice(colon + 1);
   if (scheme !== 'sip' && scheme !== 'sips') {
     return { scheme, host: rest, params: {}, headers: {} };
@@ -134,15 +141,26 @@ export function parseUri(text: string): SipUri {
     headersText = hostPart.slice(q + 1);
     hostPart = hostPart.slice(0, q);
   }
-  const [hostport = '', ...paramParts] = hostPart.split(';');
+  const semi = hostPart.indexOf(';');
+  const hostport = semi < 0 ? hostPart : hostPart.slice(0, semi);
+  // host, [IPv6] or host:port, [IPv6]:port
+  let hostEnd = hostport.length;
+  if (hostport.startsWith('[')) {
+    const close = hostport.indexOf(']');
+    if (close < 0) throw new SipParseError('bad URI host');
+    hostEnd = close + 1;
+  } else {
+    const c = hostport.indexOf(':');
+    if (c >= 0) hostEnd = c;
+  }
   let port: number | undefined;
-  const m = /^(\[[^\]]*\]|[^:]*)(?::(\d{1,5}))?$/.exec(hostport);
-  if (!m) throw new SipParseError('bad URI host');
-  const host = (m[1] ?? '').toLowerCase();
-  if (m[2] !== undefined) {
-    port = Number(m[2]);
+  if (hostEnd < hostport.length) {
+    const digits = hostport.slice(hostEnd + 1);
+    if (hostport.charCodeAt(hostEnd) !== 58 || !/^\d{1,5}$/.test(digits)) throw new SipParseError('bad URI host');
+    port = Number(digits);
     if (port > 65535) throw new SipParseError('bad URI port');
   }
+  const host = hostport.slice(0, hostEnd).toLowerCase();
   if (!HOST.test(host)) throw new SipParseError('bad URI host');
   const headers: Record<string, string> = {};
   if (headersText !== '') {
@@ -152,7 +170,8 @@ export function parseUri(text: string): SipUri {
       headers[h.slice(0, eq)] = h.slice(eq + 1);
     }
   }
-  const uri: SipUri = { scheme, host, params: paramParts.length ? parseParams(paramParts, 'URI') : {}, headers };
+  const params = semi < 0 ? {} : parseParams(hostPart.slice(semi + 1).split(';'), 'URI');
+  const uri: SipUri = { scheme, host, params, headers };
   if (user !== undefined) uri.user = user;
   if (password !== undefined) uri.password = password;
   if (port !== undefined) uri.port = port;

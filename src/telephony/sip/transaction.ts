@@ -296,9 +296,9 @@ export class ServerTransaction {
         this.t.set('2xx', interval, again);
       }
       this.t.set('L', 64 * t1, () => {
-        const acked = this.state !== 'accepted';
+        const unacked = this.state === 'accepted' ? this.onAckTimeout : undefined;
         this.terminate();
-        if (!acked) this.onAckTimeout?.();
+        unacked?.();
       });
       return;
     }
@@ -336,7 +336,22 @@ export class ServerTransaction {
     if (this.state !== 'accepted') return;
     this.state = 'confirmed';
     this.t.clear('2xx');
-    this.onAck?.(ack);
+    const onAck = this.onAck;
+    this.releaseTu();
+    onAck?.(ack);
+  }
+
+  /**
+   * Lets go of the TU's callbacks and the last response once nothing can call or resend them. A
+   * confirmed INVITE transaction lives on until Timer L (32 s on UDP) only to absorb retransmitted
+   * INVITEs; holding the callbacks kept each finished call's whole graph (both legs, their dialogs
+   * and messages) alive that long, hundreds of MB at a thousand calls a second.
+   */
+  private releaseTu(): void {
+    this.onAck = undefined;
+    this.onCancel = undefined;
+    this.onAckTimeout = undefined;
+    this.last = undefined;
   }
 
   get lastResponse(): SipResponse | undefined {
@@ -352,5 +367,6 @@ export class ServerTransaction {
     this.state = 'terminated';
     this.t.clearAll();
     this.ctx.terminated(this);
+    this.releaseTu();
   }
 }

@@ -30,7 +30,7 @@ const NOTICE_RULE =
 const Params = Type.Object({ id: Uuid('The customer: a sub-account of the Switch account') });
 const Kind = Type.Union([Type.Literal('voice'), Type.Literal('sms'), Type.Literal('inbound')], {
   description:
-    '`voice` outbound calls and `sms` messages by the dialled number; `inbound` calls to the customer\'s rented ' +
+    "`voice` outbound calls and `sms` messages by the dialled number; `inbound` calls to the customer's rented " +
     'numbers by the called number (per minute, default increment 60/60)',
 });
 

@@ -187,8 +187,7 @@ export function createCustomersService(deps: {
     return { ...summary, autoSent };
   }
 
-  const currency = (rate: string, kind: SellKind) =>
-    `${toMoney(new Decimal(rate))}${kind === 'sms' ? '/msg' : '/min'}`;
+  const currency = (rate: string, kind: SellKind) => `${toMoney(new Decimal(rate))}${kind === 'sms' ? '/msg' : '/min'}`;
 
   /** The notice e-mail: one line per change with old and new rate and when it applies. */
   function noticeText(changes: ChangeRow[], noticeDays: number): string {

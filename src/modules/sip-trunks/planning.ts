@@ -339,11 +339,16 @@ export function createPlanning(deps: {
     }
     const account = await admission.payerFor(n.ownerId);
     if ('reject' in account) return account;
+    // A Switch customer's inbound sell rate for the called number replaces base plus markup; the
+    // operator earns sell − cost through the markup posting. The call is never refused for it: the
+    // number is the customer's, and `chargeLeg` bills at least the cost, so a rate below the
+    // number's price leaves a margin of 0, not a loss (docs/switch.md "Inbound sell rates").
+    const sell = deps.sellRates && account.parentId ? await deps.sellRates.match(n.ownerId, 'inbound', input.to) : null;
     // The number is the "route" of both legs: one candidate per target, the backup as failover.
     const terms = new Map<string, RouteTerms>([[n.didId, numberTerms(n)]]);
     return holdAndPlan(
       input,
-      { account, payer: n.ownerId, routingAccount: n.ownerId },
+      { account, payer: n.ownerId, routingAccount: n.ownerId, ...(sell ? { sell } : {}) },
       candidates,
       terms,
       { ...inbound, direct: true, handledBy: 'sip' },

@@ -4,6 +4,7 @@ import { checkInvariants } from '../../ledger/helpers.js';
 import { sippMediaPort, sipp } from '../../telephony/sip/sipp.js';
 import { available, callee, expectedCost, MANY } from '../api-calls/peers.js';
 import { createWorld, eventually } from '../sip-trunks/world.js';
+import { switchCustomer } from './customer.js';
 
 /**
  * A Switch customer's dialer campaign (the runner placing its calls over the API call plane, the
@@ -27,12 +28,7 @@ t.test(
     });
     const { d, operator } = w;
     const services = d.modules.services;
-    await services.switchSubscriptions.grant(operator.accountId, 'plan', null);
-    const customer = await services.application.create(operator.accountId, {
-      label: 'dialer customer',
-      markupPct: '25',
-    });
-    await services.application.credit(operator.accountId, customer.id, { amount: '10.000000' }, `fund-${customer.id}`);
+    const customer = await switchCustomer(w, { label: 'dialer customer', credit: '10.000000' });
     const api = (method: string, url: string, body?: unknown) => w.api(method, url, customer.apiKey, body);
     const balance = () => services.ledger.balanceOf(customer.id);
 

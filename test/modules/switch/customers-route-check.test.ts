@@ -5,6 +5,7 @@ import { checkInvariants } from '../../ledger/helpers.js';
 import { available, expectedCost } from '../api-calls/peers.js';
 import { testLine } from '../route-checks/peers.js';
 import { createWorld, eventually, type World } from '../sip-trunks/world.js';
+import { switchCustomer } from './customer.js';
 
 /**
  * A Switch customer's route check (POST /routes/check with its own key, the daemon's SIP plane
@@ -32,7 +33,6 @@ t.test(
     const { d, operator, seller } = w;
     const services = d.modules.services;
     const ledger = services.ledger;
-    await services.switchSubscriptions.grant(operator.accountId, 'plan', null);
 
     const line = await testLine(t, '447300000001');
     const checked = await w.route({ port: line.port, prefix: '4473', rate: '0.012000', increment: '1/1' });
@@ -47,11 +47,7 @@ t.test(
       t.equal(added.status, 201, added.text);
     }
 
-    const customer = await services.application.create(operator.accountId, {
-      label: 'check customer',
-      markupPct: '25',
-    });
-    await services.application.credit(operator.accountId, customer.id, { amount: '5.000000' }, `fund-${customer.id}`);
+    const customer = await switchCustomer(w, { label: 'check customer', credit: '5.000000' });
     const { secret } = await services.keys.create(customer.id, { mode: 'live', scopes: ['voice:send', 'routes:read'] });
     const sell = await w.api('POST', `/switch/customers/${customer.id}/sell-rates`, operator.token, {
       kind: 'voice',

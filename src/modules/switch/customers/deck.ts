@@ -1,13 +1,14 @@
 import { Decimal } from 'decimal.js';
 import { parseIncrement, type BillingIncrement } from '../../../rating/index.js';
 
-export type SellKind = 'voice' | 'sms';
+/** `inbound`: per minute of a call to one of the customer's rented numbers, by prefix of that number. */
+export type SellKind = 'voice' | 'sms' | 'inbound';
 export type ChangeKind = 'new' | 'increase' | 'decrease' | 'unchanged';
 
 /** The sell rate a customer's call or message matched: what it is charged instead of base plus markup. */
 export interface SellMatch {
   prefix: string;
-  /** Per minute (voice) or per message (SMS). */
+  /** Per minute (voice, inbound) or per message (SMS). */
   rate: Decimal;
   increment: BillingIncrement;
 }
@@ -40,7 +41,7 @@ const ONE_BY_ONE = parseIncrement('1/1')!;
  */
 export function buildDeck(rows: readonly DeckRow[], now: number): SellDeck | null {
   if (rows.length === 0) return null;
-  const byKind: SellDeck['byKind'] = { voice: new Map(), sms: new Map() };
+  const byKind: SellDeck['byKind'] = { voice: new Map(), sms: new Map(), inbound: new Map() };
   let longest = 0;
   for (const r of rows) {
     const m = byKind[r.kind];

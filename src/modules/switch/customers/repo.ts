@@ -14,6 +14,7 @@ export interface CustomerRow {
   currency: string;
   voiceRates: number;
   smsRates: number;
+  inboundRates: number;
   scheduledChanges: number;
   nextChangeAt: Date | null;
   noticeDays: number;
@@ -67,6 +68,7 @@ export function createCustomersRepo(sql: Sql) {
     select a.id, a.label, a.external_ref, a.status, coalesce(l.balance, 0)::text as balance,
            s.credit_limit::text, s.daily_spend_cap::text, s.max_concurrent_calls, s.markup_pct::text, s.currency,
            coalesce(d.voice_rates, 0) as voice_rates, coalesce(d.sms_rates, 0) as sms_rates,
+           coalesce(d.inbound_rates, 0) as inbound_rates,
            coalesce(f.scheduled, 0) as scheduled_changes, f.next_change_at,
            coalesce(n.notice_days, 0) as notice_days, a.created_at
     from accounts a
@@ -75,7 +77,8 @@ export function createCustomersRepo(sql: Sql) {
     left join switch_sell_rate_notices n on n.customer_id = a.id
     left join lateral (
       select (count(distinct r.prefix) filter (where r.kind = 'voice'))::int as voice_rates,
-             (count(distinct r.prefix) filter (where r.kind = 'sms'))::int as sms_rates
+             (count(distinct r.prefix) filter (where r.kind = 'sms'))::int as sms_rates,
+             (count(distinct r.prefix) filter (where r.kind = 'inbound'))::int as inbound_rates
       from switch_sell_rates r where r.customer_id = a.id and r.cancelled_at is null and r.effective_from <= ${now}) d on true
     left join lateral (
       select count(*)::int as scheduled, min(r.effective_from) as next_change_at

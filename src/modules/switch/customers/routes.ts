@@ -28,7 +28,11 @@ const NOTICE_RULE =
   'change of it (cancelled); a row identical to the one in force is not written. ';
 
 const Params = Type.Object({ id: Uuid('The customer: a sub-account of the Switch account') });
-const Kind = Type.Union([Type.Literal('voice'), Type.Literal('sms')]);
+const Kind = Type.Union([Type.Literal('voice'), Type.Literal('sms'), Type.Literal('inbound')], {
+  description:
+    "`voice` outbound calls and `sms` messages by the dialled number; `inbound` calls to the customer's rented " +
+    'numbers by the called number (per minute, default increment 60/60)',
+});
 
 const Customer = Type.Object({
   id: Uuid(),
@@ -45,6 +49,7 @@ const Customer = Type.Object({
   sellRates: Type.Object({
     voicePrefixes: Type.Integer({ description: 'Voice prefixes with a rate in force' }),
     smsPrefixes: Type.Integer(),
+    inboundPrefixes: Type.Integer({ description: "Inbound prefixes (the customer's numbers) with a rate in force" }),
     scheduledChanges: Type.Integer({ description: 'Versions written and not yet in force' }),
     nextChangeAt: Nullable(DateTime()),
     noticeDays: Type.Integer(),
@@ -57,7 +62,7 @@ const SellRate = Type.Object({
   kind: Kind,
   prefix: Type.String(),
   destination: Type.String(),
-  rate: Money('Per minute (voice) or per message (SMS)'),
+  rate: Money('Per minute (voice, inbound) or per message (SMS)'),
   billingIncrement: Type.String(),
   effectiveFrom: DateTime(),
   change: Type.Union([
@@ -92,7 +97,7 @@ const RowFields = {
   destination: Type.String({ minLength: 1, maxLength: 200 }),
   rate: Type.String({ maxLength: 30, description: 'Up to 6 decimal places' }),
   billingIncrement: Type.Optional(
-    Type.String({ maxLength: 9, description: '`<first>/<next>` seconds; default 60/60 (voice), 1/1 (SMS)' }),
+    Type.String({ maxLength: 9, description: '`<first>/<next>` seconds; default 60/60 (voice, inbound), 1/1 (SMS)' }),
   ),
 };
 const Row = Type.Object(
@@ -122,7 +127,8 @@ const CHANGE_COLUMNS = [
 ] as const;
 
 const sheetOptions = (kind: SellKind, maxRows: number) => ({
-  type: kind,
+  // An inbound deck is checked as a voice sheet: per minute, no networks.
+  type: kind === 'sms' ? ('sms' as const) : ('voice' as const),
   defaultIncrement: parseIncrement(DEFAULT_INCREMENT[kind])!,
   maxRows,
 });
@@ -319,7 +325,7 @@ export function customersRoutes(service: CustomersService, subscriptions: Switch
             GATE +
             NOTICE_RULE +
             'Columns `prefix`, `destination`, `rate`, `increment` (header spellings as route rate sheets; empty ' +
-            `increment: 60/60 voice, 1/1 SMS), up to ${MAX_CSV_ROWS} rows. Every bad row is named in \`details\` ` +
+            `increment: 60/60 voice and inbound, 1/1 SMS), up to ${MAX_CSV_ROWS} rows. Every bad row is named in \`details\` ` +
             '(`/csv` with its file line, the header being line 1) and nothing is written. Rows not in the file are kept.',
           params: Params,
           body: Type.Object(

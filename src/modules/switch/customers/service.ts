@@ -15,7 +15,8 @@ const RECENT_DAYS = 30;
 const DAY_MS = 86_400_000;
 
 /** The increment a row without one bills in. */
-export const DEFAULT_INCREMENT: Record<SellKind, string> = { voice: '60/60', sms: '1/1' };
+// Inbound as the number's own minutes are billed (sip-trunks/number-calls.ts INBOUND_INCREMENT).
+export const DEFAULT_INCREMENT: Record<SellKind, string> = { voice: '60/60', sms: '1/1', inbound: '60/60' };
 
 const money = (s: string | null) => (s === null ? null : toMoney(new Decimal(s)));
 
@@ -34,6 +35,7 @@ export const presentCustomer = (r: CustomerRow) => ({
   sellRates: {
     voicePrefixes: r.voiceRates,
     smsPrefixes: r.smsRates,
+    inboundPrefixes: r.inboundRates,
     scheduledChanges: r.scheduledChanges,
     nextChangeAt: r.nextChangeAt?.toISOString() ?? null,
     noticeDays: r.noticeDays,
@@ -185,8 +187,7 @@ export function createCustomersService(deps: {
     return { ...summary, autoSent };
   }
 
-  const currency = (rate: string, kind: SellKind) =>
-    `${toMoney(new Decimal(rate))}${kind === 'voice' ? '/min' : '/msg'}`;
+  const currency = (rate: string, kind: SellKind) => `${toMoney(new Decimal(rate))}${kind === 'sms' ? '/msg' : '/min'}`;
 
   /** The notice e-mail: one line per change with old and new rate and when it applies. */
   function noticeText(changes: ChangeRow[], noticeDays: number): string {

@@ -212,6 +212,12 @@ t.test('amounts, holds and accounts are checked in SQL', async (t) => {
   await t.rejects(ledger.holdMany([hold('-1')]), { code: 'SVC02' }, 'negative');
   await t.rejects(ledger.holdMany([hold('0')]), { code: 'SVC02' }, 'zero');
   await t.rejects(ledger.holdMany([{ ...hold('1'), ttlSeconds: 0 }]), { code: 'SVC02' }, 'expired hold');
+  // The batch is checked in one statement; a bad item still gets the error of its first failed rule.
+  await t.rejects(
+    ledger.holdMany([hold('1'), hold('100000000000000', 'h2'), hold('-1', 'h3')]),
+    { code: 'SVC02', message: 'Invalid amount: too large' },
+    'too large, named before the later negative item',
+  );
   await t.rejects(
     ledger.holdMany([{ ...hold('1'), accountId: '00000000-0000-7000-8000-00000000dead' }]),
     { code: 'SVC03' },
@@ -221,6 +227,7 @@ t.test('amounts, holds and accounts are checked in SQL', async (t) => {
   await t.rejects(ledger.settleMany([{ postingKey: 's', holdId: h!.holdId, amount: '0.1000001' }]), { code: 'SVC02' });
   await t.rejects(ledger.settleMany([{ postingKey: 's', holdId: h!.holdId, amount: '1', fee: '-0.1' }]), {
     code: 'SVC02',
+    message: 'Invalid fee: must be greater than zero',
   });
   await t.rejects(
     ledger.settleMany([{ postingKey: 's', holdId: '00000000-0000-7000-8000-00000000beef', amount: '1' }]),

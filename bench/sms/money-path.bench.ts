@@ -11,10 +11,9 @@ import pino from 'pino';
 import postgres from 'postgres';
 import { connect, type Sql } from '../../src/db/connection.js';
 import { migrate } from '../../src/db/migrate.js';
-import { createLedger, type HoldResult, type LedgerDeps } from '../../src/ledger/ledger.js';
+import { createLedger, type HoldResult } from '../../src/ledger/ledger.js';
 import { newId } from '../../src/platform/ids.js';
-import { emit } from '../../src/webhooks/emit.js';
-import type { EventName } from '../../src/webhooks/events.js';
+import { daemonLedgerDeps } from '../lib/ledger-charges.js';
 import { pgCounters } from '../lib/pg-counters.js';
 import { procCpuSeconds } from '../lib/proc-cpu.js';
 
@@ -38,18 +37,8 @@ const MODES: Mode[] = ['hold+settle', 'hold+settle, events apart', 'charge once'
 
 try {
   await migrate(sql, log);
-  const deps: LedgerDeps = {
-    sql,
-    clock: { now: () => new Date() },
-    log,
-    lowBalanceThreshold: '5.000000',
-    // As the daemon builds it (src/modules/billing): balance events go to the outbox.
-    events: {
-      emit: async (db, accountId, event, data) => {
-        await emit(db, { accountId, event: event as EventName, data, at: new Date() });
-      },
-    },
-  };
+  // As the daemon builds it (src/modules/billing): balance events go to the outbox.
+  const deps = daemonLedgerDeps(sql, log);
   const ledger = createLedger(deps);
   const plain = createLedger({ ...deps, events: undefined });
   const [buyer, seller] = [newId(), newId()];

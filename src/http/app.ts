@@ -28,6 +28,7 @@ import {
 } from './access.js';
 import type { Authenticator } from './auth.js';
 import { ErrorEnvelope } from './envelope.js';
+import { headAsGetServer } from './head-as-get.js';
 import { lazyRequestLogger } from './lazy-request-logger.js';
 import {
   AppError,
@@ -106,6 +107,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     bodyLimit: config.http.body_limit_bytes,
     trustProxy: proxies.length ? proxies : false,
     return503OnClosing: true,
+    // HEAD is answered as GET by the server instead of a HEAD route per GET route (see head-as-get).
+    exposeHeadRoutes: false,
+    serverFactory: headAsGetServer(deps.tls),
     clientErrorHandler: answerClientError,
     // The router's own refusals (an over-long path value, a malformed URL) in the envelope too.
     frameworkErrors: (err, _req, reply) => {

@@ -25,6 +25,17 @@ t.test('plain HTTP never reaches a handler on the HTTPS port', async (t) => {
   t.ok('error' in res || (res.status !== 200 && !res.body.includes('"success"')), 'no API answer over plain HTTP');
   const ok = await d.https('GET', '/status');
   t.equal(ok.status, 200);
+  // HEAD is routed as GET by the server (src/http/head-as-get.ts): GET's status and headers, no body.
+  const head = await d.https('HEAD', '/status');
+  t.equal(head.status, 200);
+  t.equal(head.text, '', 'no body');
+  t.equal(head.headers['content-type'], ok.headers['content-type']);
+  t.ok(ok.headers['content-length'], 'GET has a length');
+  t.equal(head.headers['content-length'], ok.headers['content-length']);
+  t.match(head.headers['x-request-id'], /^[0-9a-f-]{36}$/);
+  const missing = await d.https('HEAD', '/no-such-route');
+  t.equal(missing.status, 404);
+  t.equal(missing.text, '');
 });
 
 t.test('behind a trusted TLS proxy: forwarded https only, trusted addresses only', async (t) => {

@@ -126,17 +126,36 @@ export function createWebhooksRepo() {
       return r!;
     },
 
+    /**
+     * One endpoint's deliveries walk webhook_deliveries_endpoint_idx. An account's walk the same index
+     * once per endpoint of the account (deleted ones too: their deliveries stay listed), each walk
+     * stopping at the page size, and the page is the newest of those: every delivery belongs to an
+     * endpoint of its account, so this is the account's page without an (account_id, id) index,
+     * whose entry every emit paid for (migration 323).
+     */
     async listDeliveries(
       db: Db,
       q: { accountId: string; endpointId?: string; cursor?: string; limit: number; state?: string; event?: string },
     ) {
+      const filters = (alias: string) => db`
+          ${q.cursor ? db`and ${db(alias)}.id < ${q.cursor}` : db``}
+          ${q.state ? db`and ${db(alias)}.state = ${q.state}` : db``}
+          ${q.event ? db`and ${db(alias)}.event = ${q.event}` : db``}`;
+      if (q.endpointId)
+        return db<DeliveryRow[]>`
+          ${deliverySelect(db)}
+          where d.endpoint_id = ${q.endpointId} and d.account_id = ${q.accountId} ${filters('d')}
+          order by d.id desc limit ${q.limit + 1}`;
       return db<DeliveryRow[]>`
         ${deliverySelect(db)}
-        where d.account_id = ${q.accountId}
-          ${q.endpointId ? db`and d.endpoint_id = ${q.endpointId}` : db``}
-          ${q.cursor ? db`and d.id < ${q.cursor}` : db``}
-          ${q.state ? db`and d.state = ${q.state}` : db``}
-          ${q.event ? db`and d.event = ${q.event}` : db``}
+        where d.id in (
+          select p.id from webhook_endpoints e cross join lateral (
+            select x.id from webhook_deliveries x
+            where x.endpoint_id = e.id ${filters('x')}
+            order by x.id desc limit ${q.limit + 1}
+          ) p
+          where e.account_id = ${q.accountId}
+        ) and d.account_id = ${q.accountId}
         order by d.id desc limit ${q.limit + 1}`;
     },
 

@@ -49,6 +49,11 @@ export interface CallerOrigin {
 
 export const NO_ORIGIN: CallerOrigin = Object.freeze({ digits: '', country: null, regions: [] });
 
+/** A number as callers write it in E.164 (optional +), and the digits alone. */
+const E164 = /^\+?[1-9]\d{0,14}$/;
+const DIGITS = /^[1-9]\d{0,14}$/;
+const NOT_NUMBER_CHAR = /[^\s\d+\-().]/;
+
 /**
  * The origin of a caller's number (E.164, with or without `+` or `00`). The country comes from the
  * number's ranges (so +1 415 is US and +1 416 CA); a number outside every known range takes the
@@ -57,11 +62,19 @@ export const NO_ORIGIN: CallerOrigin = Object.freeze({ digits: '', country: null
  */
 export function callerOrigin(number: string | null | undefined): CallerOrigin {
   if (number === null || number === undefined) return NO_ORIGIN;
-  const digits = number
-    .replace(/[\s\-().]/g, '')
-    .replace(/^\+/, '')
-    .replace(/^00/, '');
-  if (!/^[1-9]\d{0,14}$/.test(digits)) return NO_ORIGIN;
+  // Every call and message asks: a number already written as E.164 (the usual case) is taken by one
+  // test, and only other spellings go through the separator and prefix clean-up.
+  let digits: string;
+  if (E164.test(number)) digits = number.charCodeAt(0) === 43 /* + */ ? number.slice(1) : number;
+  else {
+    // A name (sipp, anonymous) is no number: refused before any copy is made.
+    if (NOT_NUMBER_CHAR.test(number)) return NO_ORIGIN;
+    digits = number
+      .replace(/[\s\-().]/g, '')
+      .replace(/^\+/, '')
+      .replace(/^00/, '');
+    if (!DIGITS.test(digits)) return NO_ORIGIN;
+  }
   let where: { country: string | null; regions: readonly string[] } | null = null;
   const resolve = () => (where ??= countryOf(digits));
   return {

@@ -35,6 +35,16 @@ t.test("a caller's origin: digits, country from the number's ranges, regions nar
   t.same(callerOrigin(null), NO_ORIGIN);
 });
 
+t.test(
+  "a caller's number in other spellings: separators, a 00 prefix; names and malformed numbers have no origin",
+  async (t) => {
+    for (const spelled of ['+33 1 42 68 53 00', '0033142685300', '+0033 (1) 42-68.53.00', '33142685300'])
+      t.equal(callerOrigin(spelled).digits, '33142685300', spelled);
+    for (const bad of ['sipp', 'anonymous', '+', '', '0142685300', '+1234567890123456', '12a45', '+ 0 1'])
+      t.same(callerOrigin(bad), NO_ORIGIN, JSON.stringify(bad));
+  },
+);
+
 t.test('the destination’s longest prefix first, then the most specific origin', async (t) => {
   const idx = createPrefixIndex(deck);
   t.equal(idx.size, 2, 'default rows only in the main index');

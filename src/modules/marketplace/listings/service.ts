@@ -194,14 +194,23 @@ export const liveEntry = (r: {
   effectiveAt: null,
 });
 
+/** The platform fee of the daemon's billing settings, made once per settings object. */
+const feesBySettings = new WeakMap<Readonly<Config>['billing'], PlatformFee>();
 export function platformFeeFrom(config: Readonly<Config>): PlatformFee {
   const b = config.billing;
-  if (b.platform_fee_mode === 'percent') return createPlatformFee({ kind: 'percent', percent: b.platform_fee_percent });
-  return createPlatformFee({
-    kind: 'absolute',
-    perMinute: b.platform_fee_voice_per_minute,
-    perMessage: b.platform_fee_sms_per_message,
-  });
+  // Asked at every call and message: the settings are read only at start, and the fee is frozen.
+  const known = feesBySettings.get(b);
+  if (known !== undefined) return known;
+  const fee =
+    b.platform_fee_mode === 'percent'
+      ? createPlatformFee({ kind: 'percent', percent: b.platform_fee_percent })
+      : createPlatformFee({
+          kind: 'absolute',
+          perMinute: b.platform_fee_voice_per_minute,
+          perMessage: b.platform_fee_sms_per_message,
+        });
+  feesBySettings.set(b, fee);
+  return fee;
 }
 
 /** Listings, delivery details, rate decks (spec "Routes"); owns routes, route_endpoints, rate_* and route_access. */

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Decimal } from 'decimal.js';
 import type { Config } from '../../../config/schema.js';
 import { notFound, ruleError, validationError } from '../../../http/errors.js';
@@ -168,6 +169,10 @@ export function normaliseNumber(number: string): string {
   return digits;
 }
 
+/** An IPv4 or IPv6 address (bracketed or not) rather than a name to resolve. */
+const isIpLiteral = (host: string): boolean =>
+  isIP(host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host) !== 0;
+
 /**
  * Route selection for calls and SMS (spec "Voice and SMS", Smart Routing). Candidates are the
  * buyer's active purchases and own active routes of the type whose deck covers the number; public
@@ -201,17 +206,29 @@ export function createRouting(deps: {
    * go to the checked address, so the INVITE cannot be sent to a second, different answer. Over
    * TLS the name still goes with it, for SNI and the certificate check.
    */
+  /**
+   * The guard's verdict on IP-literal endpoints, by endpoint row: a literal's verdict depends on
+   * the address and port only (no lookup), so it is asked once per row instead of once per call.
+   * The rows are the routing cache's own objects, replaced when a route or its endpoints change,
+   * so a changed endpoint is checked again; host names are still resolved at every call.
+   * null: refused.
+   */
+  const literalVerdicts = new WeakMap<EndpointRow, string | null>();
   const checkedEndpoints = async (rows: EndpointRow[]): Promise<Array<EndpointRow & { address?: string }>> => {
     const guard = deps.guard;
     if (!guard) return rows;
     const out: Array<EndpointRow & { address?: string }> = [];
     for (const e of rows) {
-      try {
-        const pinned = await guard.resolve(e.host, e.port);
-        out.push({ ...e, address: pinned.address });
-      } catch {
-        continue;
+      let address = literalVerdicts.get(e);
+      if (address === undefined) {
+        try {
+          address = (await guard.resolve(e.host, e.port)).address;
+        } catch {
+          address = null;
+        }
+        if (isIpLiteral(e.host)) literalVerdicts.set(e, address);
       }
+      if (address !== null) out.push({ ...e, address });
     }
     return out;
   };

@@ -158,6 +158,9 @@ try {
   const prof = await startCpuProfile();
   const ours = await ramp('exchange', oneTarget(w.sipPort, sub.sipUsername, sub.sipPassword), drained, ourCost);
   await prof.stop();
+  // BENCH_HEAP_SNAPSHOT=<file>: what the daemon still holds once the ramp's calls have ended.
+  if (process.env['BENCH_HEAP_SNAPSHOT'])
+    (await import('node:v8')).writeHeapSnapshot(process.env['BENCH_HEAP_SNAPSHOT']);
   const oursAnswered = ours.steps.reduce((n, s) => n + s.answered, 0);
   const oursBest = ours.best?.rate ?? 0;
   console.log(`sip trunk calls/s (auth, routing, billing, CDR): ${oursBest} sustained, zero failures · ${uptime()}`);

@@ -166,6 +166,16 @@ async function main() {
       fee: '0.000500',
       relatedEntityType: 'call',
     });
+    // Unmeasured: opens the pool's connections, prepares the statements and warms the JIT, which the
+    // first measure would otherwise pay for (55-90 us of client CPU per charge in charge-cost.bench.ts).
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async (_, w) => {
+        for (let i = 0; i < 200; i++) {
+          await ledger.charge(spreadCharge('w', w, i));
+          await ledger.chargeGrouped(spreadCharge('wg', w, i));
+        }
+      }),
+    );
     const spread = await measure((w, i) => ledger.charge(spreadCharge('s', w, i)), sql);
     const spreadCpu = { ...cpuPerOp };
     // The same charges grouped per event-loop turn into ledger_charge_many calls (migrations 223, 306).

@@ -202,11 +202,6 @@ export function createRouting(deps: {
   const decks = routes.decks;
 
   /**
-   * Endpoints whose address the guard refuses (or that no longer resolve) are left out; the rest
-   * go to the checked address, so the INVITE cannot be sent to a second, different answer. Over
-   * TLS the name still goes with it, for SNI and the certificate check.
-   */
-  /**
    * The guard's verdict on IP-literal endpoints, by endpoint row: a literal's verdict depends on
    * the address and port only (no lookup), so it is asked once per row instead of once per call.
    * The rows are the routing cache's own objects, replaced when a route or its endpoints change,
@@ -214,6 +209,11 @@ export function createRouting(deps: {
    * null: refused.
    */
   const literalVerdicts = new WeakMap<EndpointRow, string | null>();
+  /**
+   * Endpoints whose address the guard refuses (or that no longer resolve) are left out; the rest
+   * go to the checked address, so the INVITE cannot be sent to a second, different answer. Over
+   * TLS the name still goes with it, for SNI and the certificate check.
+   */
   const checkedEndpoints = async (rows: EndpointRow[]): Promise<Array<EndpointRow & { address?: string }>> => {
     const guard = deps.guard;
     if (!guard) return rows;

@@ -46,7 +46,8 @@ export async function emit(db: Db, input: EmitInput): Promise<{ eventId: string;
   // a heap fetch each) and filtered them in the join. The insert into events runs all the same (a
   // data-modifying WITH always runs to completion). Every column of the delivery is given, typed
   // and in table order, so the select is the insert's input as is: the plan has no Subquery Scan to
-  // start and project through per emit.
+  // start and project through per emit. A delivery's id is the event id's time prefix and random
+  // bits (webhook_delivery_id, migration 333).
   const fanned = await db`
     with ev as (
       insert into events (id, account_id, event, data, created_at)
@@ -54,7 +55,7 @@ export async function emit(db: Db, input: EmitInput): Promise<{ eventId: string;
     )
     insert into webhook_deliveries (id, event_id, endpoint_id, account_id, event, state, attempts, due_at,
                                     lease_token, last_status, last_error, resent_from, created_at, completed_at)
-    select webhook_new_id(), ${eventId}::uuid, e.id, ${input.accountId}::uuid, ${input.event}::text, 'pending'::text, 0,
+    select webhook_delivery_id(${eventId}::uuid), ${eventId}::uuid, e.id, ${input.accountId}::uuid, ${input.event}::text, 'pending'::text, 0,
            '-infinity'::timestamptz, null::uuid, null::integer, null::text, null::uuid,
            coalesce(${at}::timestamptz, now()), null::timestamptz
     from webhook_endpoints e

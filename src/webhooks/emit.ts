@@ -83,6 +83,9 @@ export async function emitMany(db: Db, inputs: EmitInput[]): Promise<void> {
     data: i.data,
     created_at: i.at?.toISOString() ?? null,
   }));
+  // The batch's accounts bound the endpoints read: joined to the CTE alone, the plan hashed every
+  // endpoint of every account.
+  const accounts = [...new Set(inputs.map((i) => i.accountId))];
   await db`
     with ev as (
       insert into events (id, account_id, event, data, created_at)
@@ -91,10 +94,11 @@ export async function emitMany(db: Db, inputs: EmitInput[]): Promise<void> {
       returning id, account_id, event, created_at
     )
     insert into webhook_deliveries (id, event_id, endpoint_id, account_id, event, state, due_at, created_at)
-    select webhook_new_id(), ev.id, e.id, ev.account_id, ev.event, 'pending', '-infinity', ev.created_at
+    select webhook_delivery_id(ev.id), ev.id, e.id, ev.account_id, ev.event, 'pending', '-infinity', ev.created_at
     from ev join webhook_endpoints e
       on e.account_id = ev.account_id and e.status = 'active' and e.deleted_at is null
-     and (ev.event = any (e.events) or '*' = any (e.events))`;
+     and (ev.event = any (e.events) or '*' = any (e.events))
+    where e.account_id = any (${accounts}::uuid[])`;
 }
 
 /**

@@ -41,12 +41,13 @@ export async function emit(db: Db, input: EmitInput): Promise<{ eventId: string;
   const at = input.at ?? null;
   // The fan-out is the statement itself and its count is the command tag's: a wrapping
   // `select count(*)` costs the server another CTE scan and an aggregate per emit. The endpoints
-  // are found by the account parameter, not through the inserted row: joined to the CTE, the
-  // generic plan scanned every endpoint of every account (webhook_endpoints_account_idx in full,
-  // a heap fetch each) and filtered them in the join. The insert into events runs all the same (a
+  // are found by the account parameter, not through the inserted row: joined to the CTE, the plan
+  // made without table statistics (bench/webhooks' database) scanned every endpoint of every
+  // account (webhook_endpoints_account_idx in full, a heap fetch each) and filtered them in the join. The insert into events runs all the same (a
   // data-modifying WITH always runs to completion). Every column of the delivery is given, typed
   // and in table order, so the select is the insert's input as is: the plan has no Subquery Scan to
-  // start and project through per emit. A delivery's id is the event id's time prefix and random
+  // start and project through per emit (a column added to the table belongs here too, or the
+  // Subquery Scan returns). A delivery's id is the event id's time prefix and random
   // bits (webhook_delivery_id, migration 333).
   const fanned = await db`
     with ev as (

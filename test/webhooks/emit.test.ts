@@ -57,6 +57,18 @@ t.test('a transaction that rolls back emits nothing', async (t) => {
   t.same(c, { events: '0', deliveries: '0' });
 });
 
+t.test("a delivery's state stays one of the four (the domain of migration 334)", async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const acc = await account(sql);
+  await endpoint(sql, acc, ['*']);
+  await sql.begin((tx) => emit(tx, { accountId: acc, event: 'balance.low', data: { balance: '1.000000' } }));
+  for (const state of ['in_flight', 'succeeded', 'failed', 'pending'])
+    await sql`update webhook_deliveries set state = ${state}`;
+  await t.rejects(sql`update webhook_deliveries set state = 'delivered'`, { code: '23514' }, 'an unknown state');
+  const [row] = await sql<{ state: string }[]>`select state from webhook_deliveries`;
+  t.equal(row!.state, 'pending', 'the refused update changed nothing');
+});
+
 t.test('emit refuses names outside the spec list and non-object data', async (t) => {
   const { sql } = await createTestDatabase(t);
   const acc = await account(sql);

@@ -113,6 +113,15 @@ async function main() {
     const ledger = createLedger(daemonLedgerDeps(sql, log));
     await sql`checkpoint`;
 
+    // A busy backend keeps its row counters for up to 10 s before adding them to pg_stat_database
+    // (PostgreSQL 15's pgstat), which made the rows column flicker between measures: every pool
+    // connection is asked to flush them, which it does before answering. pgbench's exit flushes its own.
+    async function flushCounters() {
+      const conns = await Promise.all(Array.from({ length: CLIENTS }, () => sql.reserve()));
+      await Promise.all(conns.map((c) => c`select pg_stat_force_next_flush()`));
+      for (const c of conns) c.release();
+    }
+
     async function cost(run: () => Promise<void>, clientCpu: () => number): Promise<Cost> {
       await admin`select pg_stat_statements_reset()`;
       const [w0] = await admin<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
@@ -123,7 +132,7 @@ async function main() {
       await run();
       const server = clusterCpu(postmaster) - s0;
       const client = clientCpu() - c0;
-      await new Promise((r) => setTimeout(r, 600)); // the stats collector's flush of the backends' counters
+      await flushCounters();
       const [w] = await admin<{ bytes: string }[]>`
         select pg_wal_lsn_diff(pg_current_wal_lsn(), ${w0!.lsn}::pg_lsn)::text as bytes`;
       const [d] = await admin<{ rows: string }[]>`
@@ -203,8 +212,9 @@ async function main() {
       nodeCpu,
     );
     show('charge, Node (ledger.charge)', single);
-    // The same charge without its balance-event check (ledger_debit_signal, migration 283): what
-    // the check costs each side, and what is left of the gap to the pgbench-driven charge.
+    // The same charge without its balance-event check (decided by ledger_charge on the buyer's row
+    // since migration 335, by a query of ledger_debit_signal's before): what the check costs each
+    // side, and what is left of the gap to the pgbench-driven charge.
     show(
       'charge, Node without event check',
       await cost(

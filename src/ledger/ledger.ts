@@ -266,6 +266,21 @@ export function createLedger(deps: LedgerDeps) {
   }
 
   /**
+   * Inside the caller's transaction a debit runs once, its events emitted right after it. On the
+   * pool it runs strict: a posting with events to emit is refused by its statement (SVC90, nothing
+   * posted) and posted again in a transaction with its events.
+   */
+  async function strictOnPool<R>(db: Db, run: (db: Db, strict: boolean) => Promise<R>): Promise<R> {
+    if (db !== sql) return run(db, false);
+    try {
+      return await run(db, true);
+    } catch (err) {
+      if (!(err instanceof postgres.PostgresError) || err.code !== EVENTS_TO_EMIT) throw err;
+      return sql.begin((tx) => run(tx, false)) as Promise<R>;
+    }
+  }
+
+  /**
    * Runs a debit's statement (`posting` gives the `from` item that yields its result `r`) with its
    * balance events decided in the same statement (ledger_debit_signal, migration 283): one round
    * trip. On the pool, a posting with events to emit is refused by the statement (SVC90, nothing
@@ -290,13 +305,32 @@ export function createLedger(deps: LedgerDeps) {
       if (signal.crossed || signal.capped) await debitEvents(db, r, signal);
       return r;
     };
-    if (db !== sql) return run(db, false);
-    try {
-      return await run(db, true);
-    } catch (err) {
-      if (!(err instanceof postgres.PostgresError) || err.code !== EVENTS_TO_EMIT) throw err;
-      return sql.begin((tx) => run(tx, false)) as Promise<R>;
+    return strictOnPool(db, run);
+  }
+
+  /**
+   * A charge's statement with ledger_debit_signal's rule applied by ledger_charge itself on the row
+   * it locks (migration 335): `posting(db, threshold, strict)` gives the `from` item, whose result
+   * carries the signal under `signal` when given a threshold; a strict one with events to emit is
+   * refused before anything is written. As `debit` otherwise.
+   */
+  async function debitSignalled(
+    db: Db,
+    posting: (db: Db, threshold: string | null, strict: boolean) => postgres.PendingQuery<postgres.Row[]>,
+    events: boolean,
+  ): Promise<ChargeResult> {
+    if (!deps.events || !events) {
+      const [row] = await db<{ r: ChargeResult }[]>`select p.r from ${posting(db, null, false)} as p(r)`;
+      return row!.r;
     }
+    const run = async (db: Db, strict: boolean) => {
+      const [row] = await db<{ r: ChargeResult; s: Signal | null }[]>`
+        select p.r - 'signal' as r, p.r->'signal' as s from ${posting(db, lowThreshold, strict)} as p(r)`;
+      const { r, s } = row!;
+      if (s && (s.crossed || s.capped)) await debitEvents(db, r, s);
+      return r;
+    };
+    return strictOnPool(db, run);
   }
 
   interface Waiting {
@@ -365,12 +399,13 @@ export function createLedger(deps: LedgerDeps) {
     /** Charges `amount` (to the seller, or platform revenue without one) plus `fee` (platform fee entry). */
     async charge(input: ChargeInput, db: Db = sql, opts: { events?: boolean } = {}): Promise<ChargeResult> {
       const now = clock.now();
-      return debit<ChargeResult>(
+      return debitSignalled(
         db,
-        (db) => db`
+        (db, threshold, strict) => db`
           ledger_charge(${input.postingKey}, ${input.accountId}::uuid, ${str(input.sellerId)}::uuid, ${input.amount}::numeric,
                         ${input.fee ?? '0'}::numeric, ${input.mode === 'test'}, ${str(input.reference)},
-                        ${str(input.relatedEntityType)}, ${str(input.relatedEntityId)}, ${str(input.callId)}, ${now})`,
+                        ${str(input.relatedEntityType)}, ${str(input.relatedEntityId)}, ${str(input.callId)}, ${now}
+                        ${threshold === null ? db`` : db`, ${threshold}::numeric, ${strict}`})`,
         opts.events !== false,
       );
     },

@@ -103,3 +103,64 @@ t.test('a settle on the pool crossing the line emits once with its posting', asy
   ]);
   await checkInvariants(t, sql);
 });
+
+t.test("the low-balance line kept on the buyer's ledger row follows its sources (migration 335)", async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = daemonLedger(sql);
+  const [top, operator] = await makeAccounts(sql, 2);
+  const [sub] = await makeAccounts(sql, 1, operator!);
+  // The rule as ledger_debit_signal applied it before 335, from the three tables.
+  const drift = () => sql`
+    select l.owner_id from ledger_accounts l join accounts a on a.id = l.owner_id
+     where l.kind = 'customer'
+       and (l.owner_parent_id is distinct from a.parent_id
+            or l.low_line is distinct from case when a.parent_id is null
+                 then (select p.low_balance_threshold from account_profiles p where p.account_id = a.id)
+                 else coalesce((select s.sub_low_balance_threshold from application_settings s
+                                 where s.operator_id = a.parent_id), 5) end)`;
+  const line = async (id: string) =>
+    (
+      await sql<
+        { l: string | null }[]
+      >`select low_line::text as l from ledger_accounts where owner_id = ${id} and kind = 'customer'`
+    )[0]!.l;
+  for (const id of [top!, operator!, sub!])
+    await ledger.topup({ accountId: id, amount: '10.000000', source: 'card', postingKey: `top-${id}` });
+  t.equal(await line(top!), null, "no profile line: the daemon's default");
+  t.equal(await line(sub!), '5.000000', 'a sub-account without operator settings: 5');
+
+  await sql`insert into account_profiles (account_id, updated_at, low_balance_threshold) values (${top!}, now(), 9.5)`;
+  t.equal(await line(top!), '9.500000', "the account's own line once set");
+  await sql`insert into application_settings (operator_id, sub_low_balance_threshold) values (${operator!}, 7)`;
+  t.equal(await line(sub!), '7.000000', "the operator's sub-account line once set");
+  t.same(await drift(), [], 'every customer row agrees with the rule');
+
+  // Charges cross the lines kept on the rows: 10 → 9 crosses 9.5 (balance.low); the sub-account's
+  // 10 → 6.5 crosses 7 (sub_account.balance_low to its operator).
+  await ledger.charge({ postingKey: 'top-1', accountId: top!, amount: '1.000000' });
+  await ledger.charge({ postingKey: 'sub-1', accountId: sub!, amount: '3.500000' });
+  t.same(
+    (await outbox(sql)).map((e) => [e.accountId, e.event, e.data]),
+    [
+      [top!, 'balance.low', { accountId: top!, balance: '9.000000' }],
+      [operator!, 'sub_account.balance_low', { subAccountId: sub!, accountId: sub!, balance: '6.500000' }],
+    ],
+  );
+
+  await sql`update account_profiles set low_balance_threshold = 0 where account_id = ${top!}`;
+  await sql`update application_settings set sub_low_balance_threshold = 2 where operator_id = ${operator!}`;
+  t.equal(await line(top!), '0.000000', 'a line of 0: no alert');
+  t.equal(await line(sub!), '2.000000');
+  await ledger.charge({ postingKey: 'top-2', accountId: top!, amount: '8.500000' });
+  await ledger.charge({ postingKey: 'sub-2', accountId: sub!, amount: '4.000000' });
+  t.equal((await outbox(sql)).length, 2, 'a line of 0 and a line not reached emit nothing');
+
+  await sql`delete from account_profiles where account_id = ${top!}`;
+  await sql`delete from application_settings where operator_id = ${operator!}`;
+  t.equal(await line(top!), null, 'profile gone: the default again');
+  t.equal(await line(sub!), '5.000000', 'settings gone: 5 again');
+  await sql`update accounts set parent_id = null, email = ${`${sub!}@test.local`} where id = ${sub!}`;
+  t.equal(await line(sub!), null, 'a sub-account made top-level takes its own (default) line');
+  t.same(await drift(), [], 'every customer row still agrees with the rule');
+  await checkInvariants(t, sql);
+});

@@ -57,6 +57,18 @@ t.test('a transaction that rolls back emits nothing', async (t) => {
   t.same(c, { events: '0', deliveries: '0' });
 });
 
+t.test("a delivery's state stays one of the four (the domain of migration 334)", async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const acc = await account(sql);
+  await endpoint(sql, acc, ['*']);
+  await sql.begin((tx) => emit(tx, { accountId: acc, event: 'balance.low', data: { balance: '1.000000' } }));
+  for (const state of ['in_flight', 'succeeded', 'failed', 'pending'])
+    await sql`update webhook_deliveries set state = ${state}`;
+  await t.rejects(sql`update webhook_deliveries set state = 'delivered'`, { code: '23514' }, 'an unknown state');
+  const [row] = await sql<{ state: string }[]>`select state from webhook_deliveries`;
+  t.equal(row!.state, 'pending', 'the refused update changed nothing');
+});
+
 t.test('emit refuses names outside the spec list and non-object data', async (t) => {
   const { sql } = await createTestDatabase(t);
   const acc = await account(sql);
@@ -77,6 +89,33 @@ t.test('delivery ids made in SQL are UUIDv7 in time order', async (t) => {
   const { sql } = await createTestDatabase(t);
   const ids = await sql<{ id: string }[]>`select webhook_new_id() as id from generate_series(1, 3)`;
   for (const { id } of ids) t.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+});
+
+t.test('the deliveries of an emit carry UUIDv7 ids with the event id as time prefix, all distinct', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const acc = await account(sql);
+  for (let i = 0; i < 40; i++) await endpoint(sql, acc, ['*']);
+  const events = [];
+  for (let i = 0; i < 3; i++) {
+    events.push(await sql.begin((tx) => emit(tx, { accountId: acc, event: 'balance.low', data: { i } })));
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  const rows = await sql<{ id: string; eventId: string }[]>`select id, event_id from webhook_deliveries`;
+  t.equal(rows.length, 120);
+  t.equal(new Set(rows.map((r) => r.id)).size, 120, 'no two alike');
+  const prefix = (id: string) => id.replace(/-/g, '').slice(0, 16);
+  const v7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  t.same(
+    rows.filter((r) => !v7.test(r.id) || prefix(r.id) !== prefix(r.eventId)),
+    [],
+    'version 7, variant 10, the event id first 8 bytes',
+  );
+  // Ids of emits a millisecond or more apart sort as the emits, as the newest-first delivery lists show them.
+  const byId = [...rows].sort((a, b) => (a.id < b.id ? -1 : 1)).map((r) => r.eventId);
+  t.same(
+    [...new Set(byId)],
+    events.map((e) => e.eventId),
+  );
 });
 
 t.test('emitMany writes each event and fans each out like emit, in one statement', async (t) => {

@@ -418,28 +418,33 @@ export function createRouting(deps: {
     const ids = expanded.map((x) => x.item.routeId);
     const endpoints = q.type === 'voice' ? await checkedEndpoints(await routes.endpointsFor(ids)) : [];
     const sms = q.type === 'sms' ? await routes.smsDeliveryFor(ids) : new Map<string, Record<string, unknown>>();
-    return expanded.map(({ item, quality: qScore, u, blend, score, reason }) => ({
-      routeId: item.routeId,
-      routeName: blend === null ? item.meta.name : blend.name,
-      type: item.meta.type,
-      own: u.own,
-      purchaseId: u.purchaseId,
-      ...(blend === null ? {} : { blendId: blend.id }),
-      ...(item.offerId === undefined ? {} : { offerId: item.offerId }),
-      ...(item.interconnectionId === undefined ? {} : { interconnectionId: item.interconnectionId }),
-      matchedPrefix: item.match.prefix,
-      matchedOrigin: item.match.origin,
-      destination: item.match.destination,
-      price: item.price,
-      sellerRate: item.sellerRate,
-      increment: item.match.increment,
-      rateBasis: item.basis,
-      quality: Math.round(qScore * 10_000) / 10_000,
-      score,
-      reason,
-      endpoints: endpoints.filter((e) => e.routeId === item.routeId).map(({ routeId: _r, label: _l, ...e }) => e),
-      smsDelivery: sms.get(item.routeId) ?? null,
-    }));
+    // The optional keys are set after the literal: spreads in its middle made V8 build every
+    // candidate property by property (about 1 us each, against 0.05 us for the literal).
+    return expanded.map(({ item, quality: qScore, u, blend, score, reason }) => {
+      const c: Candidate = {
+        routeId: item.routeId,
+        routeName: blend === null ? item.meta.name : blend.name,
+        type: item.meta.type,
+        own: u.own,
+        purchaseId: u.purchaseId,
+        matchedPrefix: item.match.prefix,
+        matchedOrigin: item.match.origin,
+        destination: item.match.destination,
+        price: item.price,
+        sellerRate: item.sellerRate,
+        increment: item.match.increment,
+        rateBasis: item.basis,
+        quality: Math.round(qScore * 10_000) / 10_000,
+        score,
+        reason,
+        endpoints: endpoints.filter((e) => e.routeId === item.routeId).map(({ routeId: _r, label: _l, ...e }) => e),
+        smsDelivery: sms.get(item.routeId) ?? null,
+      };
+      if (blend !== null) c.blendId = blend.id;
+      if (item.offerId !== undefined) c.offerId = item.offerId;
+      if (item.interconnectionId !== undefined) c.interconnectionId = item.interconnectionId;
+      return c;
+    });
   };
 
   /** What a response may show of a candidate: no credentials, no seller identity. */

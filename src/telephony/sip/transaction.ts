@@ -1,6 +1,6 @@
 /** Client and server transactions (RFC 3261 §17) with RFC 6026's Accepted state. */
 import type { SipRequest, SipResponse } from './message.js';
-import { canonicalName, createResponse, cseqOf, getHeader } from './message.js';
+import { canonicalName, createResponse, cseqOf, getHeader, tagOf, toOf } from './message.js';
 import { isReliable, type SipPeer } from './transport.js';
 
 /** Timers come through this so tests can run the RFC timers on a fake scheduler. */
@@ -39,13 +39,21 @@ export interface TransactionContext {
    * otherwise send ten responses to the victim over 32 s. Absent: every peer is.
    */
   returnRoutable?(peer: SipPeer): boolean;
+  /**
+   * A 2xx to an INVITE whose TU has let go, from a fork it never ACKed (RFC 3261 §13.2.2.4): the
+   * call is answered elsewhere or over, so the stack ACKs this dialog and hangs it up.
+   */
+  unwantedAnswer?(res: SipResponse, tx: ClientTransaction): void;
 }
 
 export type TransactionState =
   'calling' | 'trying' | 'proceeding' | 'completed' | 'accepted' | 'confirmed' | 'terminated';
 
 export interface ClientTransactionHandlers {
-  /** Every provisional and final response; in Accepted, 2xx retransmissions too (the TU re-ACKs them). */
+  /**
+   * Every provisional and final response; in Accepted, 2xx retransmissions too until the TU ACKs
+   * through the transaction (`acked`), after which the transaction answers them itself.
+   */
   onResponse(res: SipResponse, tx: ClientTransaction): void;
   /** Timer B/F fired or the transport failed before a final response. */
   onTimeout(tx: ClientTransaction, cause: 'timeout' | 'transport'): void;
@@ -82,19 +90,24 @@ export class ClientTransaction {
   private readonly t: TimerSet;
   private lastFinal?: SipResponse;
   private cancelWanted = false;
+  /** The ACK sent for each 2xx To tag (each fork's dialog), resent for that 2xx's retransmissions. */
+  private acks?: Array<{ tag: string; ack: SipRequest; dest: SipPeer }>;
+  /** Gone once the TU has ACKed a 2xx (see `acked`). */
+  private handlers: ClientTransactionHandlers | undefined;
 
   constructor(
     private readonly ctx: TransactionContext,
     readonly key: string,
     readonly request: SipRequest,
     readonly dest: SipPeer,
-    private readonly handlers: ClientTransactionHandlers,
+    handlers: ClientTransactionHandlers,
     /** Sends a CANCEL for this INVITE; provided by the stack. */
     private readonly sendCancel?: (tx: ClientTransaction) => void,
   ) {
     this.isInvite = request.method === 'INVITE';
     this.state = this.isInvite ? 'calling' : 'trying';
     this.t = new TimerSet(ctx.timers);
+    this.handlers = handlers;
   }
 
   start(): void {
@@ -117,8 +130,9 @@ export class ClientTransaction {
     this.t.set('timeout', 64 * t1, () => {
       const pending = this.isInvite ? this.state === 'calling' : this.state === 'trying' || this.state === 'proceeding';
       if (pending) {
+        const h = this.handlers;
         this.terminate();
-        this.handlers.onTimeout(this, 'timeout');
+        h?.onTimeout(this, 'timeout');
       }
     });
   }
@@ -126,8 +140,9 @@ export class ClientTransaction {
   private transmit(): void {
     this.ctx.send(this.request, this.dest).catch(() => {
       if (this.state === 'terminated' || this.state === 'completed' || this.state === 'accepted') return;
+      const h = this.handlers;
       this.terminate();
-      this.handlers.onTimeout(this, 'transport');
+      h?.onTimeout(this, 'transport');
     });
   }
 
@@ -151,7 +166,7 @@ export class ClientTransaction {
         const first = this.state !== 'proceeding';
         this.state = 'proceeding';
         if (this.isInvite) this.t.clear('retransmit');
-        this.handlers.onResponse(res, this);
+        this.handlers?.onResponse(res, this);
         if (first && this.cancelWanted) this.sendCancel?.(this);
       }
       return;
@@ -162,10 +177,14 @@ export class ClientTransaction {
       if (first) {
         this.state = 'accepted';
         this.t.clearAll();
-        // Timer M (RFC 6026 §8.4): keep absorbing 2xx retransmissions for the TU.
+        // Timer M (RFC 6026 §8.4): 2xx retransmissions and other forks' 2xx still come until then.
         this.t.set('M', 64 * t1, () => this.terminate());
       }
-      this.handlers.onResponse(res, this);
+      const tag = tagOf(toOf(res)) ?? '';
+      const sent = this.acks?.find((a) => a.tag === tag);
+      if (sent) this.ctx.send(sent.ack, sent.dest).catch(() => undefined);
+      else if (this.handlers) this.handlers.onResponse(res, this);
+      else this.ctx.unwantedAnswer?.(res, this);
       return;
     }
     if (this.state === 'completed') {
@@ -182,7 +201,23 @@ export class ClientTransaction {
     } else {
       this.t.set('K', reliable ? 0 : t4, () => this.terminate());
     }
-    this.handlers.onResponse(res, this);
+    // Completed only absorbs retransmissions of this final (Timer D is 32 s on UDP): the TU has had
+    // its last word, and its handlers need not outlive it.
+    const h = this.handlers;
+    this.handlers = undefined;
+    h?.onResponse(res, this);
+  }
+
+  /**
+   * The ACK just sent for a 2xx of this INVITE (its To carries the 2xx's tag): the transaction
+   * resends it for that 2xx's retransmissions until Timer M, and lets go of the TU's handlers. They
+   * held the TU's whole call for Timer M's 32 s after it had ended, hundreds of MB at a thousand
+   * calls a second; a later 2xx of another fork goes to the stack (`unwantedAnswer`) instead.
+   */
+  acked(ack: SipRequest, dest: SipPeer): void {
+    if (this.state !== 'accepted') return;
+    (this.acks ??= []).push({ tag: tagOf(toOf(ack)) ?? '', ack, dest });
+    this.handlers = undefined;
   }
 
   /** ACK for a non-2xx final response, within the transaction (RFC 3261 §17.1.1.3). */
@@ -219,6 +254,8 @@ export class ClientTransaction {
     this.state = 'terminated';
     this.t.clearAll();
     this.ctx.terminated(this);
+    this.handlers = undefined;
+    this.acks = undefined;
   }
 }
 

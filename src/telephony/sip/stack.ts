@@ -142,8 +142,10 @@ export function createSipStack(opts: SipStackOptions): SipStack {
         if (clients.get(tx.key) === tx) clients.delete(tx.key);
       } else {
         if (servers.get(tx.key) === tx) servers.delete(tx.key);
-        const ak = ackKey(tx.request);
-        if (awaitingAck.get(ak) === tx) awaitingAck.delete(ak);
+        if (tx.isInvite) {
+          const ak = ackKey(tx.request);
+          if (awaitingAck.get(ak) === tx) awaitingAck.delete(ak);
+        }
       }
     },
     unwantedAnswer: (res, inv) => hangUpAnswer(res, inv),
@@ -320,8 +322,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     const d = createUacDialog(inv.request, res, inv.dest.transport, contactUri(undefined, inv.dest.transport));
     const ack = dialogRequest(d, 'ACK', { cseq: cseqOf(inv.request).seq });
     withVia(ack.req, ack.dest, newBranch());
-    inv.acked(ack.req, ack.dest);
-    transport.send(ack.req, ack.dest).catch(() => undefined);
+    transport.send(inv.acked(ack.req, ack.dest) ?? ack.req, ack.dest).catch(() => undefined);
     const bye = dialogRequest(d, 'BYE');
     sendRequest(bye.req, bye.dest, { onResponse: () => undefined, onTimeout: () => undefined });
   }
@@ -352,8 +353,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     sendRequest,
     async sendAck(ack, dest, invite) {
       withVia(ack, dest, newBranch());
-      invite?.acked(ack, dest);
-      await transport.send(ack, dest);
+      await transport.send(invite?.acked(ack, dest) ?? ack, dest);
     },
     hangUpAnswer,
     newBranch,

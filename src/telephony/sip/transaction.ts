@@ -1,6 +1,15 @@
 /** Client and server transactions (RFC 3261 §17) with RFC 6026's Accepted state. */
 import type { SipRequest, SipResponse } from './message.js';
-import { canonicalName, createResponse, cseqOf, getHeader, tagOf, toOf } from './message.js';
+import {
+  canonicalName,
+  createResponse,
+  cseqOf,
+  getHeader,
+  serialize,
+  tagOf,
+  toOf,
+  type HeaderField,
+} from './message.js';
 import { isReliable, type SipPeer } from './transport.js';
 
 /** Timers come through this so tests can run the RFC timers on a fake scheduler. */
@@ -31,7 +40,7 @@ export const DEFAULT_TIMERS: TimerValues = { t1: 500, t2: 4000, t4: 5000 };
 export interface TransactionContext {
   timers: SipTimers;
   values: TimerValues;
-  send(msg: SipRequest | SipResponse, dest: SipPeer): Promise<void>;
+  send(msg: SipRequest | SipResponse | Uint8Array, dest: SipPeer): Promise<void>;
   terminated(tx: ClientTransaction | ServerTransaction): void;
   /**
    * Whether a UDP peer has shown it receives what we send to its address. Non-2xx finals to INVITEs
@@ -57,6 +66,39 @@ export interface ClientTransactionHandlers {
   onResponse(res: SipResponse, tx: ClientTransaction): void;
   /** Timer B/F fired or the transport failed before a final response. */
   onTimeout(tx: ClientTransaction, cause: 'timeout' | 'transport'): void;
+}
+
+const EMPTY = Buffer.alloc(0);
+const KEPT_HEADERS = new Set(['from', 'to', 'call-id', 'cseq', 'route', 'max-forwards']);
+
+/**
+ * What a transaction keeps of its request once it will neither send it again nor answer from it
+ * (to the end of Timers D, K, J, L or M, 32 s on UDP for most): the top Via and the headers that
+ * name the transaction and its dialog, with no body. The whole message, SDP and all, times the
+ * calls of 32 s, was most of what the old-space collector had to mark at a thousand calls a second.
+ */
+function skeleton(req: SipRequest): SipRequest {
+  const headers: HeaderField[] = [];
+  let viaDone = false;
+  for (const h of req.headers) {
+    const n = canonicalName(h.name);
+    if (n === 'via' && !viaDone) {
+      headers.push({ name: h.name, value: h.value.split(',')[0] as string });
+      viaDone = true;
+    } else if (KEPT_HEADERS.has(n)) headers.push(h);
+  }
+  return { kind: 'request', method: req.method, uri: req.uri, version: req.version, headers, body: EMPTY };
+}
+
+/**
+ * A message serialized into its own memory, to be resent as it is. A small Buffer is otherwise a
+ * slice of Node's shared 8 KB pool, and keeping it keeps the whole pool block.
+ */
+function keptBytes(msg: SipRequest | SipResponse): Uint8Array {
+  const wire = serialize(msg);
+  const own = Buffer.allocUnsafeSlow(wire.length);
+  wire.copy(own);
+  return own;
 }
 
 /** Holds the timers of one transaction so every exit clears them. */
@@ -88,17 +130,17 @@ export class ClientTransaction {
   state: TransactionState;
   readonly isInvite: boolean;
   private readonly t: TimerSet;
-  private lastFinal?: SipResponse;
   private cancelWanted = false;
   /** The ACK sent for each 2xx To tag (each fork's dialog), resent for that 2xx's retransmissions. */
-  private acks?: Array<{ tag: string; ack: SipRequest; dest: SipPeer }>;
+  private acks?: Array<{ tag: string; ack: Uint8Array; dest: SipPeer }>;
   /** Gone once the TU has ACKed a 2xx (see `acked`). */
   private handlers: ClientTransactionHandlers | undefined;
 
   constructor(
     private readonly ctx: TransactionContext,
     readonly key: string,
-    readonly request: SipRequest,
+    /** Reduced to its skeleton once the request will not be sent again. */
+    public request: SipRequest,
     readonly dest: SipPeer,
     handlers: ClientTransactionHandlers,
     /** Sends a CANCEL for this INVITE; provided by the stack. */
@@ -193,9 +235,9 @@ export class ClientTransaction {
     }
     if (this.state === 'accepted') return;
     this.state = 'completed';
-    this.lastFinal = res;
     this.t.clearAll();
     if (this.isInvite) {
+      this.request = skeleton(this.request);
       this.sendAck(res);
       this.t.set('D', reliable ? 0 : 32_000, () => this.terminate());
     } else {
@@ -214,10 +256,13 @@ export class ClientTransaction {
    * held the TU's whole call for Timer M's 32 s after it had ended, hundreds of MB at a thousand
    * calls a second; a later 2xx of another fork goes to the stack (`unwantedAnswer`) instead.
    */
-  acked(ack: SipRequest, dest: SipPeer): void {
-    if (this.state !== 'accepted') return;
-    (this.acks ??= []).push({ tag: tagOf(toOf(ack)) ?? '', ack, dest });
+  acked(ack: SipRequest, dest: SipPeer): Uint8Array | undefined {
+    if (this.state !== 'accepted') return undefined;
+    const bytes = keptBytes(ack);
+    (this.acks ??= []).push({ tag: tagOf(toOf(ack)) ?? '', ack: bytes, dest });
     this.handlers = undefined;
+    this.request = skeleton(this.request);
+    return bytes;
   }
 
   /** ACK for a non-2xx final response, within the transaction (RFC 3261 §17.1.1.3). */
@@ -245,10 +290,6 @@ export class ClientTransaction {
     this.ctx.send(ack, this.dest).catch(() => undefined);
   }
 
-  get finalResponse(): SipResponse | undefined {
-    return this.lastFinal;
-  }
-
   terminate(): void {
     if (this.state === 'terminated') return;
     this.state = 'terminated';
@@ -264,6 +305,8 @@ export class ServerTransaction {
   readonly isInvite: boolean;
   private readonly t: TimerSet;
   private last?: SipResponse;
+  /** A non-INVITE's final response, resent as these bytes to the request's retransmissions. */
+  private finalBytes?: Uint8Array;
   /** Set by the TU: called when a CANCEL for this INVITE arrived (after 200 to the CANCEL and 487 here). */
   onCancel?: () => void;
   /** Set by the TU: called when a 2xx was retransmitted for 64*T1 without an ACK. */
@@ -274,7 +317,8 @@ export class ServerTransaction {
   constructor(
     private readonly ctx: TransactionContext,
     readonly key: string,
-    readonly request: SipRequest,
+    /** Reduced to its skeleton once nothing more is answered from it. */
+    public request: SipRequest,
     readonly source: SipPeer,
     /** Where responses go (RFC 3261 §18.2.2). */
     readonly replyTo: SipPeer,
@@ -308,15 +352,20 @@ export class ServerTransaction {
     const { t1, t2 } = this.ctx.values;
     const reliable = isReliable(this.replyTo.transport);
     this.t.clear('100');
+    if (!this.isInvite && res.status >= 200) {
+      // Only resent from now to Timer J (32 s on UDP), to retransmissions of the request.
+      this.state = 'completed';
+      this.finalBytes = keptBytes(res);
+      this.last = undefined;
+      this.request = skeleton(this.request);
+      this.transmit(this.finalBytes);
+      this.t.set('J', reliable ? 0 : 64 * t1, () => this.terminate());
+      return;
+    }
     this.last = res;
     this.transmit(res);
     if (res.status < 200) {
       this.state = 'proceeding';
-      return;
-    }
-    if (!this.isInvite) {
-      this.state = 'completed';
-      this.t.set('J', reliable ? 0 : 64 * t1, () => this.terminate());
       return;
     }
     if (res.status < 300) {
@@ -357,7 +406,8 @@ export class ServerTransaction {
 
   /** A retransmitted request matched this transaction. */
   retransmission(): void {
-    if (this.last && this.state !== 'accepted' && this.state !== 'confirmed') this.transmit(this.last);
+    if (this.finalBytes) this.transmit(this.finalBytes);
+    else if (this.last && this.state !== 'accepted' && this.state !== 'confirmed') this.transmit(this.last);
   }
 
   /** ACK for a non-2xx final (same branch). */
@@ -375,6 +425,8 @@ export class ServerTransaction {
     this.t.clear('2xx');
     const onAck = this.onAck;
     this.releaseTu();
+    // Left to Timer L only to absorb retransmitted INVITEs.
+    this.request = skeleton(this.request);
     onAck?.(ack);
   }
 
@@ -395,7 +447,7 @@ export class ServerTransaction {
     return this.last;
   }
 
-  private transmit(res: SipResponse): void {
+  private transmit(res: SipResponse | Uint8Array): void {
     this.ctx.send(res, this.replyTo).catch(() => undefined);
   }
 

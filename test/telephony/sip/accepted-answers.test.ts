@@ -6,7 +6,7 @@
 import t from 'tap';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createSipTransport } from '../../../src/telephony/sip/transport.js';
+import { createSipTransport, type SipPeer } from '../../../src/telephony/sip/transport.js';
 import { createSipStack, type SipStack } from '../../../src/telephony/sip/stack.js';
 import { createUacDialog, dialogRequest } from '../../../src/telephony/sip/dialog.js';
 import { parseMessage } from '../../../src/telephony/sip/parser.js';
@@ -53,10 +53,14 @@ function answer(peer: Peer, invite: SipRequest, toTag: string): string {
 }
 
 /**
- * The TU of one INVITE, built apart so the handlers' closures hold its state alone: a WeakRef to
- * that state tells whether the transaction still keeps the TU alive.
+ * Sends an INVITE for a TU built here, so that only the handlers' closures hold its state: a
+ * WeakRef to that state tells whether the transaction still keeps the TU alive.
  */
-function inviteTu(stack: SipStack): { handlers: ClientTransactionHandlers; ref: WeakRef<object>; seen: number[] } {
+function inviteFromTu(
+  stack: SipStack,
+  req: SipRequest,
+  dest: SipPeer,
+): { tx: ClientTransaction; ref: WeakRef<object>; seen: number[] } {
   const seen: number[] = [];
   const state = { seen, big: Buffer.alloc(64 * 1024) };
   const handlers: ClientTransactionHandlers = {
@@ -69,7 +73,7 @@ function inviteTu(stack: SipStack): { handlers: ClientTransactionHandlers; ref: 
     },
     onTimeout: () => state.seen.push(0),
   };
-  return { handlers, ref: new WeakRef(state), seen };
+  return { tx: stack.sendRequest(req, dest, handlers), ref: new WeakRef(state), seen };
 }
 
 t.test('after the first ACK the stack re-ACKs retransmissions and hangs up another fork', async (t) => {
@@ -98,10 +102,7 @@ t.test('after the first ACK the stack re-ACKs retransmissions and hangs up anoth
     ],
     body: Buffer.alloc(0),
   };
-  let tu: ReturnType<typeof inviteTu> | undefined = inviteTu(a);
-  const { ref, seen } = tu;
-  const tx = a.sendRequest(req, { transport: 'udp', host: '127.0.0.1', port: peer.port }, tu.handlers);
-  tu = undefined;
+  const { tx, ref, seen } = inviteFromTu(a, req, { transport: 'udp', host: '127.0.0.1', port: peer.port });
   await until(() => requests(peer, 'INVITE').length === 1);
   const invite = requests(peer, 'INVITE')[0]!;
 

@@ -148,11 +148,10 @@ export function createSipStack(opts: SipStackOptions): SipStack {
         }
       }
     },
-    unwantedAnswer: (res, inv) => hangUpAnswer(res, inv),
+    unwantedAnswer: hangUpAnswer,
   };
 
   const ackKey = (req: SipRequest): string => `${callIdOf(req)}|${cseqOf(req).seq}`;
-
   const newBranch = (): string => MAGIC + randomHex(12);
 
   // TLS has its own listener port; sent-by names the port a peer would open a new connection to.
@@ -209,8 +208,10 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     tx.reply(200, 'OK');
     if (invite.state === 'proceeding') {
       const prevTag = invite.lastResponse ? tagOf(toOf(invite.lastResponse)) : undefined;
+      // The 487 makes the transaction let go of its TU's callbacks.
+      const told = invite.onCancel;
       invite.reply(487, 'Request Terminated', { toTag: prevTag ?? newTag() });
-      invite.onCancel?.();
+      told?.();
     }
   };
 

@@ -389,6 +389,11 @@ export class ServerTransaction {
       return;
     }
     this.state = 'completed';
+    // Nothing calls the TU after a refusal (a CANCEL finds it answered, no 2xx awaits an ACK), and
+    // Timer H keeps this transaction 32 s when the caller never ACKs.
+    this.onAck = undefined;
+    this.onCancel = undefined;
+    this.onAckTimeout = undefined;
     // Sent once to a source not known to receive us (Kamailio's stateless challenge): its own INVITE
     // retransmissions (Timer A) still fetch the response again from this transaction.
     if (!reliable && (this.ctx.returnRoutable?.(this.replyTo) ?? true)) {

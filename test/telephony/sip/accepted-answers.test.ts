@@ -136,7 +136,8 @@ t.test('after the first ACK the stack re-ACKs retransmissions and hangs up anoth
   t.equal(tx.state, 'terminated', 'Timer M ends the transaction');
 });
 
-t.test("a trunk call is collectable once it has ended, while its supplier INVITE's Timer M runs", async (t) => {
+/** A trunk B2BUA between two raw UDP peers, the caller whitelisted; `refs` follow each call's graph. */
+async function trunk(t: { teardown(fn: () => Promise<void>): void }) {
   const timers = createFakeTimers();
   const transport = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog });
   const stack = createSipStack({ transport, log: silentLog, timers });
@@ -148,7 +149,7 @@ t.test("a trunk call is collectable once it has ended, while its supplier INVITE
     await supplier.close();
   });
   const refs: Array<WeakRef<object>> = [];
-  let ended: CallEndedEvent | undefined;
+  const ended: CallEndedEvent[] = [];
   createTrunkB2bua({
     stack,
     log: silentLog,
@@ -170,61 +171,77 @@ t.test("a trunk call is collectable once it has ended, while its supplier INVITE
         refs.push(new WeakRef(candidates));
         return { callGroupId: 'cg-1', maxDurationSeconds: 3600, candidates };
       },
-      onCallEnded: (e) => void (ended = e),
+      onCallEnded: (e) => void ended.push(e),
     },
   });
-  const callId = 'accepted-call-1';
-  const inHeaders = (
-    method: string,
-    seq: number,
-    toTag = '',
-  ) => `Via: SIP/2.0/UDP 127.0.0.1:${caller.port};branch=z9hG4bK-${method}-${seq};rport
+  const port = transport.port;
+  /** A request from the caller in call `callId`; an INVITE carries its Contact. */
+  const fromCaller = (method: string, seq: number, toTag = '', branch = `${method}-${seq}`) =>
+    caller.send(
+      `${method} sip:${method === 'INVITE' ? '12025550123' : 'b2bua'}@127.0.0.1:${port} SIP/2.0
+Via: SIP/2.0/UDP 127.0.0.1:${caller.port};branch=z9hG4bK-${branch};rport
 From: <sip:15550001111@127.0.0.1>;tag=caller1
 To: <sip:12025550123@127.0.0.1>${toTag ? `;tag=${toTag}` : ''}
-Call-ID: ${callId}
+Call-ID: accepted-call-1
 CSeq: ${seq} ${method}
-Max-Forwards: 70`;
-  caller.send(
-    `INVITE sip:12025550123@127.0.0.1:${transport.port} SIP/2.0
-${inHeaders('INVITE', 1)}
-Contact: <sip:caller@127.0.0.1:${caller.port}>
+Max-Forwards: 70${method === 'INVITE' ? `\nContact: <sip:caller@127.0.0.1:${caller.port}>` : ''}
 Content-Length: 0
 
 `,
-    transport.port,
-  );
+      port,
+    );
+  return { port, caller, supplier, refs, ended, fromCaller };
+}
+
+t.test("a trunk call is collectable once it has ended, while its supplier INVITE's Timer M runs", async (t) => {
+  const { port, caller, supplier, refs, ended, fromCaller } = await trunk(t);
+  fromCaller('INVITE', 1);
   await until(() => requests(supplier, 'INVITE').length === 1);
   const invite = requests(supplier, 'INVITE')[0]!;
-  supplier.send(answer(supplier, invite, 'sup1'), transport.port);
+  supplier.send(answer(supplier, invite, 'sup1'), port);
   await until(() => requests(supplier, 'ACK').length === 1);
   await until(() => caller.got.some((m) => m.startsWith('SIP/2.0 200 ')));
-  const ok = parsed(caller.got.find((m) => m.startsWith('SIP/2.0 200 '))!);
-  const ourTag = tagOf(toOf(ok))!;
-  caller.send(
-    `ACK sip:b2bua@127.0.0.1:${transport.port} SIP/2.0\n${inHeaders('ACK', 1, ourTag)}\nContent-Length: 0\n\n`,
-    transport.port,
-  );
-  caller.send(
-    `BYE sip:b2bua@127.0.0.1:${transport.port} SIP/2.0\n${inHeaders('BYE', 2, ourTag)}\nContent-Length: 0\n\n`,
-    transport.port,
-  );
+  const ourTag = tagOf(toOf(parsed(caller.got.find((m) => m.startsWith('SIP/2.0 200 '))!)))!;
+  fromCaller('ACK', 1, ourTag);
+  fromCaller('BYE', 2, ourTag);
   await until(() => requests(supplier, 'BYE').length === 1);
   const bye = requests(supplier, 'BYE')[0]!;
-  supplier.send(serialize(createResponse(bye, 200, 'OK')).toString('utf8'), transport.port);
-  await until(() => ended !== undefined);
-  t.equal(ended?.hangupCause, 'caller-bye');
-  ended = undefined;
+  supplier.send(serialize(createResponse(bye, 200, 'OK')).toString('utf8'), port);
+  await until(() => ended.length === 1);
+  t.equal(ended[0]?.hangupCause, 'caller-bye');
 
   t.equal(refs.length, 1);
   t.ok(await collected(refs[0]!), 'nothing keeps the ended call alive');
 
-  supplier.send(answer(supplier, invite, 'sup1'), transport.port);
+  supplier.send(answer(supplier, invite, 'sup1'), port);
   await until(() => requests(supplier, 'ACK').length === 2);
   const [first, again] = supplier.got.filter((m) => m.startsWith('ACK '));
   t.equal(again, first, "the supplier's retransmitted 2xx gets the same ACK again");
-  supplier.send(answer(supplier, invite, 'sup2'), transport.port);
+  supplier.send(answer(supplier, invite, 'sup2'), port);
   await until(() => requests(supplier, 'BYE').length === 2);
   t.equal(tagOf(toOf(requests(supplier, 'ACK')[2]!)), 'sup2', "a second fork's 2xx is ACKed in its dialog");
   t.equal(tagOf(toOf(requests(supplier, 'BYE')[1]!)), 'sup2', 'and hung up');
   t.equal(caller.got.filter((m) => m.startsWith('BYE ')).length, 0, 'the caller hears nothing of it');
+});
+
+t.test('an answer that crosses the CANCEL is ACKed and hung up once, its retransmissions ACKed', async (t) => {
+  const { port, caller, supplier, refs, ended, fromCaller } = await trunk(t);
+  fromCaller('INVITE', 1);
+  await until(() => requests(supplier, 'INVITE').length === 1);
+  const invite = requests(supplier, 'INVITE')[0]!;
+  supplier.send(serialize(createResponse(invite, 180, 'Ringing', { toTag: 'sup1' })).toString('utf8'), port);
+  await until(() => caller.got.some((m) => m.startsWith('SIP/2.0 180 ')));
+  fromCaller('CANCEL', 1, '', 'INVITE-1');
+  await until(() => requests(supplier, 'CANCEL').length === 1);
+  await until(() => ended.length === 1);
+  t.equal(ended[0]?.hangupCause, 'caller-cancel');
+
+  supplier.send(answer(supplier, invite, 'sup1'), port);
+  await until(() => requests(supplier, 'BYE').length === 1);
+  t.equal(requests(supplier, 'ACK').length, 1, 'the late answer is ACKed');
+  t.equal(tagOf(toOf(requests(supplier, 'BYE')[0]!)), 'sup1', 'and hung up');
+  t.ok(await collected(refs[0]!), 'the cancelled call is not kept for it');
+  supplier.send(answer(supplier, invite, 'sup1'), port);
+  await until(() => requests(supplier, 'ACK').length === 2);
+  t.equal(requests(supplier, 'BYE').length, 1, 'a retransmission is ACKed, not hung up again');
 });

@@ -69,25 +69,56 @@ export interface ClientTransactionHandlers {
 }
 
 const EMPTY = Buffer.alloc(0);
-const KEPT_HEADERS = new Set(['from', 'to', 'call-id', 'cseq', 'route', 'max-forwards']);
+/** The headers a client transaction keeps: what the ACK of a non-2xx and another fork's dialog need. */
+const CLIENT_KEEPS = new Map([
+  ['via', 'Via'],
+  ['from', 'From'],
+  ['to', 'To'],
+  ['call-id', 'Call-ID'],
+  ['cseq', 'CSeq'],
+  ['route', 'Route'],
+  ['max-forwards', 'Max-Forwards'],
+]);
+/** A server transaction answers nothing more: the stack only needs the INVITE's ACK key. */
+const SERVER_KEEPS = new Map([
+  ['call-id', 'Call-ID'],
+  ['cseq', 'CSeq'],
+]);
 
 /**
  * What a transaction keeps of its request once it will neither send it again nor answer from it
- * (to the end of Timers D, K, J, L or M, 32 s on UDP for most): the top Via and the headers that
- * name the transaction and its dialog, with no body. The whole message, SDP and all, times the
- * calls of 32 s, was most of what the old-space collector had to mark at a thousand calls a second.
+ * (to the end of Timers D, J, L or M, 32 s on UDP): the headers `keeps` names (the top Via only),
+ * no body, each value copied. The whole message, SDP and all, times the calls of 32 s, was most of
+ * what the old-space collector had to mark at a thousand calls a second.
  */
-function skeleton(req: SipRequest): SipRequest {
-  const headers: HeaderField[] = [];
+function skeleton(req: SipRequest, keeps: Map<string, string>): SipRequest {
+  const kept: HeaderField[] = [];
   let viaDone = false;
   for (const h of req.headers) {
     const n = canonicalName(h.name);
-    if (n === 'via' && !viaDone) {
-      headers.push({ name: h.name, value: h.value.split(',')[0] as string });
-      viaDone = true;
-    } else if (KEPT_HEADERS.has(n)) headers.push(h);
+    const name = keeps.get(n);
+    if (name === undefined || (n === 'via' && viaDone)) continue;
+    viaDone ||= n === 'via';
+    kept.push({ name, value: own(n === 'via' ? (h.value.split(',')[0] as string) : h.value) });
   }
-  return { kind: 'request', method: req.method, uri: req.uri, version: req.version, headers, body: EMPTY };
+  return {
+    kind: 'request',
+    method: req.method,
+    uri: keeps === CLIENT_KEEPS ? own(req.uri) : '',
+    version: req.version,
+    // An array pushed to has room for 17 entries; its copy, for what it holds.
+    headers: kept.slice(),
+    body: EMPTY,
+  };
+}
+
+/**
+ * A copy of `s` that holds nothing else alive. A header value is a slice of its datagram's whole
+ * header text, or a concatenation of such slices, and V8 keeps the text alive as long as the value.
+ * (V8 copies strings shorter than 13 characters instead of slicing them.)
+ */
+function own(s: string): string {
+  return s.length < 13 ? s : Buffer.from(s, 'utf8').toString('utf8');
 }
 
 /**
@@ -126,13 +157,23 @@ class TimerSet {
   }
 }
 
+interface SentAck {
+  tag: string;
+  ack: Uint8Array;
+  dest: SipPeer;
+}
+
 export class ClientTransaction {
   state: TransactionState;
   readonly isInvite: boolean;
   private readonly t: TimerSet;
   private cancelWanted = false;
-  /** The ACK sent for each 2xx To tag (each fork's dialog), resent for that 2xx's retransmissions. */
-  private acks?: Array<{ tag: string; ack: Uint8Array; dest: SipPeer }>;
+  /**
+   * The ACK sent for a 2xx's To tag (its fork's dialog), resent for that 2xx's retransmissions;
+   * `otherAcks` for other forks, seldom any.
+   */
+  private ack?: SentAck;
+  private otherAcks?: SentAck[];
   /** Gone once the TU has ACKed a 2xx (see `acked`). */
   private handlers: ClientTransactionHandlers | undefined;
 
@@ -223,7 +264,7 @@ export class ClientTransaction {
         this.t.set('M', 64 * t1, () => this.terminate());
       }
       const tag = tagOf(toOf(res)) ?? '';
-      const sent = this.acks?.find((a) => a.tag === tag);
+      const sent = this.ack?.tag === tag ? this.ack : this.otherAcks?.find((a) => a.tag === tag);
       if (sent) this.ctx.send(sent.ack, sent.dest).catch(() => undefined);
       else if (this.handlers) this.handlers.onResponse(res, this);
       else this.ctx.unwantedAnswer?.(res, this);
@@ -237,7 +278,7 @@ export class ClientTransaction {
     this.state = 'completed';
     this.t.clearAll();
     if (this.isInvite) {
-      this.request = skeleton(this.request);
+      this.request = skeleton(this.request, CLIENT_KEEPS);
       this.sendAck(res);
       this.t.set('D', reliable ? 0 : 32_000, () => this.terminate());
     } else {
@@ -259,9 +300,11 @@ export class ClientTransaction {
   acked(ack: SipRequest, dest: SipPeer): Uint8Array | undefined {
     if (this.state !== 'accepted') return undefined;
     const bytes = keptBytes(ack);
-    (this.acks ??= []).push({ tag: tagOf(toOf(ack)) ?? '', ack: bytes, dest });
+    const sent = { tag: tagOf(toOf(ack)) ?? '', ack: bytes, dest };
+    if (!this.ack) this.ack = sent;
+    else (this.otherAcks ??= []).push(sent);
     this.handlers = undefined;
-    this.request = skeleton(this.request);
+    this.request = skeleton(this.request, CLIENT_KEEPS);
     return bytes;
   }
 
@@ -296,7 +339,8 @@ export class ClientTransaction {
     this.t.clearAll();
     this.ctx.terminated(this);
     this.handlers = undefined;
-    this.acks = undefined;
+    this.ack = undefined;
+    this.otherAcks = undefined;
   }
 }
 
@@ -349,7 +393,10 @@ export class ServerTransaction {
 
   respond(res: SipResponse): void {
     if (this.state !== 'trying' && this.state !== 'proceeding') return;
-    const { t1, t2 } = this.ctx.values;
+    // The timer callbacks below capture nothing but the transaction. V8 gives the closures of one
+    // call a single shared context: one that captured `res` kept it, SDP and all, in Timer J's or
+    // Timer L's callback for 32 s after the call had ended.
+    const { t1 } = this.ctx.values;
     const reliable = isReliable(this.replyTo.transport);
     this.t.clear('100');
     if (!this.isInvite && res.status >= 200) {
@@ -357,7 +404,7 @@ export class ServerTransaction {
       this.state = 'completed';
       this.finalBytes = keptBytes(res);
       this.last = undefined;
-      this.request = skeleton(this.request);
+      this.request = skeleton(this.request, SERVER_KEEPS);
       this.transmit(this.finalBytes);
       this.t.set('J', reliable ? 0 : 64 * t1, () => this.terminate());
       return;
@@ -371,16 +418,7 @@ export class ServerTransaction {
     if (res.status < 300) {
       // RFC 6026 Accepted: 2xx is retransmitted (the TU's duty in §13.3.1.4, kept here) until the ACK.
       this.state = 'accepted';
-      if (!reliable) {
-        let interval = t1;
-        const again = (): void => {
-          if (this.state !== 'accepted') return;
-          this.transmit(res);
-          interval = Math.min(interval * 2, t2);
-          this.t.set('2xx', interval, again);
-        };
-        this.t.set('2xx', interval, again);
-      }
+      if (!reliable) this.resendWhile('accepted', '2xx');
       this.t.set('L', 64 * t1, () => {
         const unacked = this.state === 'accepted' ? this.onAckTimeout : undefined;
         this.terminate();
@@ -396,17 +434,21 @@ export class ServerTransaction {
     this.onAckTimeout = undefined;
     // Sent once to a source not known to receive us (Kamailio's stateless challenge): its own INVITE
     // retransmissions (Timer A) still fetch the response again from this transaction.
-    if (!reliable && (this.ctx.returnRoutable?.(this.replyTo) ?? true)) {
-      let interval = t1;
-      const again = (): void => {
-        if (this.state !== 'completed') return;
-        this.transmit(res);
-        interval = Math.min(interval * 2, t2);
-        this.t.set('G', interval, again);
-      };
-      this.t.set('G', interval, again);
-    }
+    if (!reliable && (this.ctx.returnRoutable?.(this.replyTo) ?? true)) this.resendWhile('completed', 'G');
     this.t.set('H', 64 * t1, () => this.terminate());
+  }
+
+  /** Resends the last response at T1, then at doubling intervals up to T2, while in `state`. */
+  private resendWhile(state: TransactionState, timer: '2xx' | 'G'): void {
+    const { t1, t2 } = this.ctx.values;
+    let interval = t1;
+    const again = (): void => {
+      if (this.state !== state || !this.last) return;
+      this.transmit(this.last);
+      interval = Math.min(interval * 2, t2);
+      this.t.set(timer, interval, again);
+    };
+    this.t.set(timer, interval, again);
   }
 
   /** A retransmitted request matched this transaction. */
@@ -431,7 +473,7 @@ export class ServerTransaction {
     const onAck = this.onAck;
     this.releaseTu();
     // Left to Timer L only to absorb retransmitted INVITEs.
-    this.request = skeleton(this.request);
+    this.request = skeleton(this.request, SERVER_KEEPS);
     onAck?.(ack);
   }
 

@@ -1,5 +1,4 @@
 /** Client and server transactions (RFC 3261 §17) with RFC 6026's Accepted state. */
-import type { SipRequest, SipResponse } from './message.js';
 import {
   canonicalName,
   createResponse,
@@ -9,6 +8,8 @@ import {
   tagOf,
   toOf,
   type HeaderField,
+  type SipRequest,
+  type SipResponse,
 } from './message.js';
 import { isReliable, type SipPeer } from './transport.js';
 

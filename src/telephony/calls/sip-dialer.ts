@@ -140,7 +140,7 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
   function send(leg: Leg, invite: SipRequest): void {
     leg.invite = invite;
     leg.ct = stack.sendRequest(invite, leg.dest, {
-      onResponse: (res) => onResponse(leg, invite, res),
+      onResponse: (res, tx) => onResponse(leg, invite, res, tx),
       onTimeout: () => {
         if (leg.invite !== invite || leg.done) return;
         close(leg, { sipStatus: null, reason: 'no response', noResponse: !leg.provisional });
@@ -148,8 +148,8 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
     });
   }
 
-  function onResponse(leg: Leg, invite: SipRequest, res: SipResponse): void {
-    if (res.status >= 200 && res.status < 300) return onAnswer(leg, invite, res);
+  function onResponse(leg: Leg, invite: SipRequest, res: SipResponse, tx: ClientTransaction): void {
+    if (res.status >= 200 && res.status < 300) return onAnswer(leg, invite, res, tx);
     if (leg.invite !== invite || leg.done) return;
     if (res.status < 200) {
       leg.provisional = true;
@@ -191,13 +191,13 @@ export function createSipDialer(stack: SipStack, opts: SipDialerOptions): SipDia
     close(leg, { sipStatus: res.status, reason: res.reason || `SIP ${res.status}` });
   }
 
-  function onAnswer(leg: Leg, invite: SipRequest, res: SipResponse): void {
+  function onAnswer(leg: Leg, invite: SipRequest, res: SipResponse, tx: ClientTransaction): void {
     const contact = stack.contactUri('api', leg.dest.transport);
-    const d =
-      leg.dialog && leg.invite === invite ? leg.dialog : createUacDialog(invite, res, leg.dest.transport, contact);
+    const d = createUacDialog(invite, res, leg.dest.transport, contact);
     const ack = dialogRequest(d, 'ACK', { cseq: cseqOf(invite).seq });
-    void stack.sendAck(ack.req, ack.dest).catch((err: unknown) => opts.log.warn({ err }, 'ack failed'));
-    if (leg.dialog) return; // a 2xx retransmission: re-ACKed above
+    // Through the transaction: the stack re-ACKs this 2xx's retransmissions and hangs up other forks'.
+    void stack.sendAck(ack.req, ack.dest, tx).catch((err: unknown) => opts.log.warn({ err }, 'ack failed'));
+    if (leg.dialog) return; // an earlier INVITE of this leg was answered too: that dialog is the call
     if (leg.invite !== invite || leg.done || leg.local) {
       // Answered after we gave up on it: take the call down at once.
       leg.dialog = d;

@@ -1,7 +1,7 @@
 /** Transaction layer dispatch: matches messages to transactions, handles CANCEL and 2xx ACKs (RFC 3261 §17.1.3, §17.2.3). */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { dialogId, requestDialogId, type Dialog } from './dialog.js';
+import { createUacDialog, dialogId, dialogRequest, requestDialogId, type Dialog } from './dialog.js';
 import { formatVia } from './headers.js';
 import {
   callIdOf,
@@ -67,8 +67,17 @@ export interface SipStack {
   onStrayAck(handler: (ack: SipRequest, source: SipPeer) => void): void;
   /** Sends a request in a new client transaction; a Via with a fresh branch is put on top. */
   sendRequest(req: SipRequest, dest: SipPeer, handlers: ClientTransactionHandlers): ClientTransaction;
-  /** Sends an ACK for a 2xx outside any transaction (RFC 3261 §13.2.2.4). */
-  sendAck(ack: SipRequest, dest: SipPeer): Promise<void>;
+  /**
+   * Sends an ACK for a 2xx outside any transaction (RFC 3261 §13.2.2.4). With the INVITE's client
+   * transaction, the stack takes over what is left of it: this ACK is resent for the 2xx's
+   * retransmissions, a 2xx of another fork is ACKed and hung up, and the TU's handlers are let go.
+   */
+  sendAck(ack: SipRequest, dest: SipPeer, invite?: ClientTransaction): Promise<void>;
+  /**
+   * ACKs a 2xx to our INVITE that nobody wants (answered after we gave up, or by a second fork) and
+   * hangs its dialog up, its retransmissions ACKed by the stack; the TU's handlers are let go.
+   */
+  hangUpAnswer(res: SipResponse, invite: ClientTransaction): void;
   newBranch(): string;
   newTag(): string;
   newCallId(): string;
@@ -133,10 +142,13 @@ export function createSipStack(opts: SipStackOptions): SipStack {
         if (clients.get(tx.key) === tx) clients.delete(tx.key);
       } else {
         if (servers.get(tx.key) === tx) servers.delete(tx.key);
-        const ak = ackKey(tx.request);
-        if (awaitingAck.get(ak) === tx) awaitingAck.delete(ak);
+        if (tx.isInvite) {
+          const ak = ackKey(tx.request);
+          if (awaitingAck.get(ak) === tx) awaitingAck.delete(ak);
+        }
       }
     },
+    unwantedAnswer: hangUpAnswer,
   };
 
   const ackKey = (req: SipRequest): string => `${callIdOf(req)}|${cseqOf(req).seq}`;
@@ -196,8 +208,10 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     tx.reply(200, 'OK');
     if (invite.state === 'proceeding') {
       const prevTag = invite.lastResponse ? tagOf(toOf(invite.lastResponse)) : undefined;
+      // The 487 makes the transaction let go of its TU's callbacks.
+      const told = invite.onCancel;
       invite.reply(487, 'Request Terminated', { toTag: prevTag ?? newTag() });
-      invite.onCancel?.();
+      told?.();
     }
   };
 
@@ -294,6 +308,31 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     return randomHex(8);
   }
 
+  function sendRequest(req: SipRequest, dest: SipPeer, handlers: ClientTransactionHandlers): ClientTransaction {
+    const branch = newBranch();
+    withVia(req, dest, branch);
+    const tx = new ClientTransaction(ctx, `${branch}|${cseqOf(req).method}`, req, dest, handlers, sendCancel);
+    clients.set(tx.key, tx);
+    tx.start();
+    return tx;
+  }
+
+  // Needs nothing of the call that sent the INVITE (the dialog comes from the INVITE and this 2xx),
+  // so it serves after the TU has let go, with no reference to the call graph.
+  function hangUpAnswer(res: SipResponse, inv: ClientTransaction): void {
+    const d = createUacDialog(inv.request, res, inv.dest.transport, contactUri(undefined, inv.dest.transport));
+    const ack = dialogRequest(d, 'ACK', { cseq: cseqOf(inv.request).seq });
+    withVia(ack.req, ack.dest, newBranch());
+    transport.send(inv.acked(ack.req, ack.dest) ?? ack.req, ack.dest).catch(() => undefined);
+    const bye = dialogRequest(d, 'BYE');
+    sendRequest(bye.req, bye.dest, { onResponse: () => undefined, onTimeout: () => undefined });
+  }
+
+  function contactUri(user: string | undefined, t: SipTransportName): string {
+    const u = user !== undefined ? `${user}@` : '';
+    return `sip:${u}${transport.host}:${portFor(t)}${t === 'udp' ? '' : `;transport=${t}`}`;
+  }
+
   return {
     transport,
     timers,
@@ -312,25 +351,16 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     onStrayAck(h) {
       strayAckHandlers.push(h);
     },
-    sendRequest(req, dest, handlers) {
-      const branch = newBranch();
-      withVia(req, dest, branch);
-      const tx = new ClientTransaction(ctx, `${branch}|${cseqOf(req).method}`, req, dest, handlers, sendCancel);
-      clients.set(tx.key, tx);
-      tx.start();
-      return tx;
-    },
-    async sendAck(ack, dest) {
+    sendRequest,
+    async sendAck(ack, dest, invite) {
       withVia(ack, dest, newBranch());
-      await transport.send(ack, dest);
+      await transport.send(invite?.acked(ack, dest) ?? ack, dest);
     },
+    hangUpAnswer,
     newBranch,
     newTag,
     newCallId: () => randomHex(16),
-    contactUri(user, t) {
-      const u = user !== undefined ? `${user}@` : '';
-      return `sip:${u}${transport.host}:${portFor(t)}${t === 'udp' ? '' : `;transport=${t}`}`;
-    },
+    contactUri,
     async close() {
       for (const tx of [...clients.values()]) tx.terminate();
       for (const tx of [...servers.values()]) tx.terminate();

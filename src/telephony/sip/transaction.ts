@@ -1,6 +1,16 @@
 /** Client and server transactions (RFC 3261 §17) with RFC 6026's Accepted state. */
-import type { SipRequest, SipResponse } from './message.js';
-import { canonicalName, createResponse, cseqOf, getHeader } from './message.js';
+import {
+  canonicalName,
+  createResponse,
+  cseqOf,
+  getHeader,
+  serialize,
+  tagOf,
+  toOf,
+  type HeaderField,
+  type SipRequest,
+  type SipResponse,
+} from './message.js';
 import { isReliable, type SipPeer } from './transport.js';
 
 /** Timers come through this so tests can run the RFC timers on a fake scheduler. */
@@ -31,7 +41,7 @@ export const DEFAULT_TIMERS: TimerValues = { t1: 500, t2: 4000, t4: 5000 };
 export interface TransactionContext {
   timers: SipTimers;
   values: TimerValues;
-  send(msg: SipRequest | SipResponse, dest: SipPeer): Promise<void>;
+  send(msg: SipRequest | SipResponse | Uint8Array, dest: SipPeer): Promise<void>;
   terminated(tx: ClientTransaction | ServerTransaction): void;
   /**
    * Whether a UDP peer has shown it receives what we send to its address. Non-2xx finals to INVITEs
@@ -39,16 +49,88 @@ export interface TransactionContext {
    * otherwise send ten responses to the victim over 32 s. Absent: every peer is.
    */
   returnRoutable?(peer: SipPeer): boolean;
+  /**
+   * A 2xx to an INVITE whose TU has let go, from a fork it never ACKed (RFC 3261 §13.2.2.4): the
+   * call is answered elsewhere or over, so the stack ACKs this dialog and hangs it up.
+   */
+  unwantedAnswer?(res: SipResponse, tx: ClientTransaction): void;
 }
 
 export type TransactionState =
   'calling' | 'trying' | 'proceeding' | 'completed' | 'accepted' | 'confirmed' | 'terminated';
 
 export interface ClientTransactionHandlers {
-  /** Every provisional and final response; in Accepted, 2xx retransmissions too (the TU re-ACKs them). */
+  /**
+   * Every provisional and final response; in Accepted, 2xx retransmissions too until the TU ACKs
+   * through the transaction (`acked`), after which the transaction answers them itself.
+   */
   onResponse(res: SipResponse, tx: ClientTransaction): void;
   /** Timer B/F fired or the transport failed before a final response. */
   onTimeout(tx: ClientTransaction, cause: 'timeout' | 'transport'): void;
+}
+
+const EMPTY = Buffer.alloc(0);
+/** The headers a client transaction keeps: what the ACK of a non-2xx and another fork's dialog need. */
+const CLIENT_KEEPS = new Map([
+  ['via', 'Via'],
+  ['from', 'From'],
+  ['to', 'To'],
+  ['call-id', 'Call-ID'],
+  ['cseq', 'CSeq'],
+  ['route', 'Route'],
+  ['max-forwards', 'Max-Forwards'],
+]);
+/** A server transaction answers nothing more: the stack only needs the INVITE's ACK key. */
+const SERVER_KEEPS = new Map([
+  ['call-id', 'Call-ID'],
+  ['cseq', 'CSeq'],
+]);
+
+/**
+ * What a transaction keeps of its request once it will neither send it again nor answer from it
+ * (to the end of Timers D, J, L or M, 32 s on UDP): the headers `keeps` names (the top Via only),
+ * no body, each value copied. The whole message, SDP and all, times the calls of 32 s, was most of
+ * what the old-space collector had to mark at a thousand calls a second.
+ */
+function skeleton(req: SipRequest, keeps: Map<string, string>): SipRequest {
+  const kept: HeaderField[] = [];
+  let viaDone = false;
+  for (const h of req.headers) {
+    const n = canonicalName(h.name);
+    const name = keeps.get(n);
+    if (name === undefined || (n === 'via' && viaDone)) continue;
+    viaDone ||= n === 'via';
+    kept.push({ name, value: own(n === 'via' ? (h.value.split(',')[0] as string) : h.value) });
+  }
+  return {
+    kind: 'request',
+    method: req.method,
+    uri: keeps === CLIENT_KEEPS ? own(req.uri) : '',
+    version: req.version,
+    // An array pushed to has room for 17 entries; its copy, for what it holds.
+    headers: kept.slice(),
+    body: EMPTY,
+  };
+}
+
+/**
+ * A copy of `s` that holds nothing else alive. A header value is a slice of its datagram's whole
+ * header text, or a concatenation of such slices, and V8 keeps the text alive as long as the value.
+ * (V8 copies strings shorter than 13 characters instead of slicing them.)
+ */
+function own(s: string): string {
+  return s.length < 13 ? s : Buffer.from(s, 'utf8').toString('utf8');
+}
+
+/**
+ * A message serialized into its own memory, to be resent as it is. A small Buffer is otherwise a
+ * slice of Node's shared 8 KB pool, and keeping it keeps the whole pool block.
+ */
+function keptBytes(msg: SipRequest | SipResponse): Uint8Array {
+  const wire = serialize(msg);
+  const own = Buffer.allocUnsafeSlow(wire.length);
+  wire.copy(own);
+  return own;
 }
 
 /** Holds the timers of one transaction so every exit clears them. */
@@ -76,25 +158,40 @@ class TimerSet {
   }
 }
 
+interface SentAck {
+  tag: string;
+  ack: Uint8Array;
+  dest: SipPeer;
+}
+
 export class ClientTransaction {
   state: TransactionState;
   readonly isInvite: boolean;
   private readonly t: TimerSet;
-  private lastFinal?: SipResponse;
   private cancelWanted = false;
+  /**
+   * The ACK sent for a 2xx's To tag (its fork's dialog), resent for that 2xx's retransmissions;
+   * `otherAcks` for other forks, seldom any.
+   */
+  private ack?: SentAck;
+  private otherAcks?: SentAck[];
+  /** Gone once the TU has ACKed a 2xx (see `acked`). */
+  private handlers: ClientTransactionHandlers | undefined;
 
   constructor(
     private readonly ctx: TransactionContext,
     readonly key: string,
-    readonly request: SipRequest,
+    /** Reduced to its skeleton once the request will not be sent again. */
+    public request: SipRequest,
     readonly dest: SipPeer,
-    private readonly handlers: ClientTransactionHandlers,
+    handlers: ClientTransactionHandlers,
     /** Sends a CANCEL for this INVITE; provided by the stack. */
     private readonly sendCancel?: (tx: ClientTransaction) => void,
   ) {
     this.isInvite = request.method === 'INVITE';
     this.state = this.isInvite ? 'calling' : 'trying';
     this.t = new TimerSet(ctx.timers);
+    this.handlers = handlers;
   }
 
   start(): void {
@@ -117,8 +214,9 @@ export class ClientTransaction {
     this.t.set('timeout', 64 * t1, () => {
       const pending = this.isInvite ? this.state === 'calling' : this.state === 'trying' || this.state === 'proceeding';
       if (pending) {
+        const h = this.handlers;
         this.terminate();
-        this.handlers.onTimeout(this, 'timeout');
+        h?.onTimeout(this, 'timeout');
       }
     });
   }
@@ -126,8 +224,9 @@ export class ClientTransaction {
   private transmit(): void {
     this.ctx.send(this.request, this.dest).catch(() => {
       if (this.state === 'terminated' || this.state === 'completed' || this.state === 'accepted') return;
+      const h = this.handlers;
       this.terminate();
-      this.handlers.onTimeout(this, 'transport');
+      h?.onTimeout(this, 'transport');
     });
   }
 
@@ -151,7 +250,7 @@ export class ClientTransaction {
         const first = this.state !== 'proceeding';
         this.state = 'proceeding';
         if (this.isInvite) this.t.clear('retransmit');
-        this.handlers.onResponse(res, this);
+        this.handlers?.onResponse(res, this);
         if (first && this.cancelWanted) this.sendCancel?.(this);
       }
       return;
@@ -162,10 +261,14 @@ export class ClientTransaction {
       if (first) {
         this.state = 'accepted';
         this.t.clearAll();
-        // Timer M (RFC 6026 §8.4): keep absorbing 2xx retransmissions for the TU.
+        // Timer M (RFC 6026 §8.4): 2xx retransmissions and other forks' 2xx still come until then.
         this.t.set('M', 64 * t1, () => this.terminate());
       }
-      this.handlers.onResponse(res, this);
+      const tag = tagOf(toOf(res)) ?? '';
+      const sent = this.ack?.tag === tag ? this.ack : this.otherAcks?.find((a) => a.tag === tag);
+      if (sent) this.ctx.send(sent.ack, sent.dest).catch(() => undefined);
+      else if (this.handlers) this.handlers.onResponse(res, this);
+      else this.ctx.unwantedAnswer?.(res, this);
       return;
     }
     if (this.state === 'completed') {
@@ -174,15 +277,36 @@ export class ClientTransaction {
     }
     if (this.state === 'accepted') return;
     this.state = 'completed';
-    this.lastFinal = res;
     this.t.clearAll();
     if (this.isInvite) {
+      this.request = skeleton(this.request, CLIENT_KEEPS);
       this.sendAck(res);
       this.t.set('D', reliable ? 0 : 32_000, () => this.terminate());
     } else {
       this.t.set('K', reliable ? 0 : t4, () => this.terminate());
     }
-    this.handlers.onResponse(res, this);
+    // Completed only absorbs retransmissions of this final (Timer D is 32 s on UDP): the TU has had
+    // its last word, and its handlers need not outlive it.
+    const h = this.handlers;
+    this.handlers = undefined;
+    h?.onResponse(res, this);
+  }
+
+  /**
+   * The ACK just sent for a 2xx of this INVITE (its To carries the 2xx's tag): the transaction
+   * resends it for that 2xx's retransmissions until Timer M, and lets go of the TU's handlers. They
+   * held the TU's whole call for Timer M's 32 s after it had ended, hundreds of MB at a thousand
+   * calls a second; a later 2xx of another fork goes to the stack (`unwantedAnswer`) instead.
+   */
+  acked(ack: SipRequest, dest: SipPeer): Uint8Array | undefined {
+    if (this.state !== 'accepted') return undefined;
+    const bytes = keptBytes(ack);
+    const sent = { tag: tagOf(toOf(ack)) ?? '', ack: bytes, dest };
+    if (!this.ack) this.ack = sent;
+    else (this.otherAcks ??= []).push(sent);
+    this.handlers = undefined;
+    this.request = skeleton(this.request, CLIENT_KEEPS);
+    return bytes;
   }
 
   /** ACK for a non-2xx final response, within the transaction (RFC 3261 §17.1.1.3). */
@@ -210,15 +334,14 @@ export class ClientTransaction {
     this.ctx.send(ack, this.dest).catch(() => undefined);
   }
 
-  get finalResponse(): SipResponse | undefined {
-    return this.lastFinal;
-  }
-
   terminate(): void {
     if (this.state === 'terminated') return;
     this.state = 'terminated';
     this.t.clearAll();
     this.ctx.terminated(this);
+    this.handlers = undefined;
+    this.ack = undefined;
+    this.otherAcks = undefined;
   }
 }
 
@@ -227,6 +350,8 @@ export class ServerTransaction {
   readonly isInvite: boolean;
   private readonly t: TimerSet;
   private last?: SipResponse;
+  /** A non-INVITE's final response, resent as these bytes to the request's retransmissions. */
+  private finalBytes?: Uint8Array;
   /** Set by the TU: called when a CANCEL for this INVITE arrived (after 200 to the CANCEL and 487 here). */
   onCancel?: () => void;
   /** Set by the TU: called when a 2xx was retransmitted for 64*T1 without an ACK. */
@@ -237,7 +362,8 @@ export class ServerTransaction {
   constructor(
     private readonly ctx: TransactionContext,
     readonly key: string,
-    readonly request: SipRequest,
+    /** Reduced to its skeleton once nothing more is answered from it. */
+    public request: SipRequest,
     readonly source: SipPeer,
     /** Where responses go (RFC 3261 §18.2.2). */
     readonly replyTo: SipPeer,
@@ -268,33 +394,32 @@ export class ServerTransaction {
 
   respond(res: SipResponse): void {
     if (this.state !== 'trying' && this.state !== 'proceeding') return;
-    const { t1, t2 } = this.ctx.values;
+    // The timer callbacks below capture nothing but the transaction. V8 gives the closures of one
+    // call a single shared context: one that captured `res` kept it, SDP and all, in Timer J's or
+    // Timer L's callback for 32 s after the call had ended.
+    const { t1 } = this.ctx.values;
     const reliable = isReliable(this.replyTo.transport);
     this.t.clear('100');
+    if (!this.isInvite && res.status >= 200) {
+      // Only resent from now to Timer J (32 s on UDP), to retransmissions of the request.
+      this.state = 'completed';
+      this.finalBytes = keptBytes(res);
+      this.last = undefined;
+      this.request = skeleton(this.request, SERVER_KEEPS);
+      this.transmit(this.finalBytes);
+      this.t.set('J', reliable ? 0 : 64 * t1, () => this.terminate());
+      return;
+    }
     this.last = res;
     this.transmit(res);
     if (res.status < 200) {
       this.state = 'proceeding';
       return;
     }
-    if (!this.isInvite) {
-      this.state = 'completed';
-      this.t.set('J', reliable ? 0 : 64 * t1, () => this.terminate());
-      return;
-    }
     if (res.status < 300) {
       // RFC 6026 Accepted: 2xx is retransmitted (the TU's duty in §13.3.1.4, kept here) until the ACK.
       this.state = 'accepted';
-      if (!reliable) {
-        let interval = t1;
-        const again = (): void => {
-          if (this.state !== 'accepted') return;
-          this.transmit(res);
-          interval = Math.min(interval * 2, t2);
-          this.t.set('2xx', interval, again);
-        };
-        this.t.set('2xx', interval, again);
-      }
+      if (!reliable) this.resendWhile('accepted', '2xx');
       this.t.set('L', 64 * t1, () => {
         const unacked = this.state === 'accepted' ? this.onAckTimeout : undefined;
         this.terminate();
@@ -303,24 +428,34 @@ export class ServerTransaction {
       return;
     }
     this.state = 'completed';
+    // Nothing calls the TU after a refusal (a CANCEL finds it answered, no 2xx awaits an ACK), and
+    // Timer H keeps this transaction 32 s when the caller never ACKs.
+    this.onAck = undefined;
+    this.onCancel = undefined;
+    this.onAckTimeout = undefined;
     // Sent once to a source not known to receive us (Kamailio's stateless challenge): its own INVITE
     // retransmissions (Timer A) still fetch the response again from this transaction.
-    if (!reliable && (this.ctx.returnRoutable?.(this.replyTo) ?? true)) {
-      let interval = t1;
-      const again = (): void => {
-        if (this.state !== 'completed') return;
-        this.transmit(res);
-        interval = Math.min(interval * 2, t2);
-        this.t.set('G', interval, again);
-      };
-      this.t.set('G', interval, again);
-    }
+    if (!reliable && (this.ctx.returnRoutable?.(this.replyTo) ?? true)) this.resendWhile('completed', 'G');
     this.t.set('H', 64 * t1, () => this.terminate());
+  }
+
+  /** Resends the last response at T1, then at doubling intervals up to T2, while in `state`. */
+  private resendWhile(state: TransactionState, timer: '2xx' | 'G'): void {
+    const { t1, t2 } = this.ctx.values;
+    let interval = t1;
+    const again = (): void => {
+      if (this.state !== state || !this.last) return;
+      this.transmit(this.last);
+      interval = Math.min(interval * 2, t2);
+      this.t.set(timer, interval, again);
+    };
+    this.t.set(timer, interval, again);
   }
 
   /** A retransmitted request matched this transaction. */
   retransmission(): void {
-    if (this.last && this.state !== 'accepted' && this.state !== 'confirmed') this.transmit(this.last);
+    if (this.finalBytes) this.transmit(this.finalBytes);
+    else if (this.last && this.state !== 'accepted' && this.state !== 'confirmed') this.transmit(this.last);
   }
 
   /** ACK for a non-2xx final (same branch). */
@@ -338,6 +473,8 @@ export class ServerTransaction {
     this.t.clear('2xx');
     const onAck = this.onAck;
     this.releaseTu();
+    // Left to Timer L only to absorb retransmitted INVITEs.
+    this.request = skeleton(this.request, SERVER_KEEPS);
     onAck?.(ack);
   }
 
@@ -358,7 +495,7 @@ export class ServerTransaction {
     return this.last;
   }
 
-  private transmit(res: SipResponse): void {
+  private transmit(res: SipResponse | Uint8Array): void {
     this.ctx.send(res, this.replyTo).catch(() => undefined);
   }
 

@@ -45,8 +45,11 @@ export interface SipTransport {
   readonly port: number;
   /** The bound TLS port, or null without a TLS listener. */
   readonly tlsPort: number | null;
-  /** Sends one message; TCP reuses an open connection to the peer or opens one. Rejects on a send failure. */
-  send(message: SipMessage, dest: SipPeer): Promise<void>;
+  /**
+   * Sends one message, or one already serialized; TCP reuses an open connection to the peer or
+   * opens one. Rejects on a send failure.
+   */
+  send(message: SipMessage | Uint8Array, dest: SipPeer): Promise<void>;
   onMessage(handler: SipMessageHandler): void;
   /**
    * New TLS material without a restart (SIGHUP): the listener's key and certificate for new
@@ -415,7 +418,7 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
     },
     async send(message, dest) {
       if (closed) throw new Error('sip transport closed');
-      const buf = serialize(message);
+      const buf = message instanceof Uint8Array ? message : serialize(message);
       const host = bareHost(dest.host);
       if (dest.transport === 'udp') {
         await new Promise<void>((resolve, reject) =>

@@ -4,6 +4,7 @@ import { createUasDialog, dialogRequest } from '../../../src/telephony/sip/dialo
 import { createLoopMarker } from '../../../src/telephony/sip/loop-marker.js';
 import { createTrunkB2bua } from '../../../src/telephony/sip/b2bua/index.js';
 import { tagOf, toOf, type SipRequest, type SipResponse } from '../../../src/telephony/sip/message.js';
+import { parseMessage } from '../../../src/telephony/sip/parser.js';
 import { createSipStack, type SipStack } from '../../../src/telephony/sip/stack.js';
 import { createSipTransport, type SipTransport } from '../../../src/telephony/sip/transport.js';
 import { systemClock } from '../../../src/platform/clock.js';
@@ -21,7 +22,9 @@ async function udpStack(tt: {
   const send = transport.send.bind(transport);
   // Every response the stack puts on the wire, to count answers rather than what a peer happened to read.
   transport.send = (m, dest) => {
-    if (m.kind === 'response') sent.push(m);
+    // A final the stack keeps for retransmissions goes out as its bytes.
+    const msg = m instanceof Uint8Array ? parseMessage(Buffer.from(m)) : m;
+    if (msg.kind === 'response') sent.push(msg);
     return send(m, dest);
   };
   const stack = createSipStack({ transport, log: silentLog });

@@ -223,3 +223,43 @@ Content-Length: 0
   await until(() => peer.got.filter((m) => m.includes('Call-ID: c3')).length === 2);
   t.pass('Timer G retransmits to a source that ACKed our tag');
 });
+
+t.test('non-INVITE server: a retransmitted request gets the same final again, the TU asked once', async (t) => {
+  const timers = createFakeTimers();
+  const b = createSipStack({
+    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
+    log: silentLog,
+    timers,
+  });
+  const peer = await rawUdpPeer();
+  t.teardown(async () => {
+    await b.close();
+    await peer.close();
+  });
+  let asked = 0;
+  b.onRequest((_req, tx) => {
+    asked++;
+    tx.reply(200, 'OK', { toTag: 'opt1', headers: [{ name: 'Allow', value: 'INVITE, ACK, BYE' }] });
+  });
+  const options = `OPTIONS sip:bob@127.0.0.1:${b.transport.port} SIP/2.0
+Via: SIP/2.0/UDP 127.0.0.1:${peer.port};branch=z9hG4bKopt1;rport
+From: <sip:alice@127.0.0.1>;tag=a1
+To: <sip:bob@127.0.0.1>
+Call-ID: opt-1
+CSeq: 7 OPTIONS
+Max-Forwards: 70
+Content-Length: 0
+
+`;
+  peer.send(options, b.transport.port);
+  await until(() => peer.got.length === 1);
+  t.match(peer.got[0], /^SIP\/2\.0 200 OK\r\n[^]*Allow: INVITE, ACK, BYE\r\n/);
+  peer.send(options, b.transport.port);
+  await until(() => peer.got.length === 2);
+  t.equal(peer.got[1], peer.got[0], 'the same bytes again');
+  t.equal(asked, 1);
+  timers.advance(64 * 500);
+  peer.send(options, b.transport.port);
+  await until(() => asked === 2);
+  t.pass('after Timer J the request is new to the stack');
+});

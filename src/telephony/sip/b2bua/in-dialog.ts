@@ -2,7 +2,7 @@
 import { dialogRequest } from '../dialog.js';
 import { cseqOf, getHeader, type HeaderField, type SipRequest } from '../message.js';
 import { isRefresh, negotiateSession } from '../session-timer.js';
-import type { ServerTransaction } from '../transaction.js';
+import type { ClientTransaction, ServerTransaction } from '../transaction.js';
 import { sdpVia } from './media.js';
 import { armSession, sessionHeaders } from './session.js';
 import { byeBoth, finish } from './teardown.js';
@@ -41,11 +41,12 @@ export function onInDialog(
     headers: ct !== undefined && outBody.length ? [{ name: 'Content-Type', value: ct }] : [],
   });
   const seq = cseqOf(out).seq;
-  const ackOther = (a: { body: Buffer; type: string | undefined }) => {
+  // Through the re-INVITE's transaction: the stack re-ACKs the 2xx's retransmissions from then on.
+  const ackOther = (a: { body: Buffer; type: string | undefined }, invite: ClientTransaction) => {
     const headers: HeaderField[] =
       a.type !== undefined && a.body.length ? [{ name: 'Content-Type', value: a.type }] : [];
     const ack = dialogRequest(other, 'ACK', { cseq: seq, body: a.body, headers });
-    void stack.sendAck(ack.req, ack.dest).catch(() => undefined);
+    void stack.sendAck(ack.req, ack.dest, invite).catch(() => undefined);
   };
   // A re-INVITE without SDP (delayed offer): the 2xx carries the other side's offer and the answer
   // comes in the sender's ACK (RFC 3261 §13.2.1, RFC 3264 §4), so the ACK to the other side waits for it.
@@ -53,13 +54,12 @@ export function onInDialog(
   let offerPassed = false;
   let answerAck: { body: Buffer; type: string | undefined } | null = null;
   stack.sendRequest(out, dest, {
-    onResponse: (res) => {
+    onResponse: (res, outTx) => {
       if (res.status < 200) return;
       if (req.method === 'INVITE' && res.status < 300) {
-        if (!delayedOffer || res.body.length === 0) ackOther({ body: Buffer.alloc(0), type: undefined });
+        if (!delayedOffer || res.body.length === 0) ackOther({ body: Buffer.alloc(0), type: undefined }, outTx);
         else if (offerPassed) {
-          // A retransmitted 2xx: ACKed again once the answer is known; the sender's 2xx has its own retransmissions.
-          if (answerAck) ackOther(answerAck);
+          // A retransmitted 2xx before the answer is known (then the stack ACKs them); the sender's 2xx has its own retransmissions.
           return;
         } else {
           offerPassed = true;
@@ -69,13 +69,13 @@ export function onInDialog(
             answerAck = { body, type };
             if (side === 'in' && ack.body.length) call.callerSdp = ack.body;
             if (side === 'out' && body.length) call.sdpToCaller = { body, type };
-            ackOther(answerAck);
+            ackOther(answerAck, outTx);
           };
           // No ACK from the sender: the other side still gets one (without an answer) and ends the call as it sees fit.
           tx.onAckTimeout = () => {
             if (answerAck) return;
             answerAck = { body: Buffer.alloc(0), type: undefined };
-            ackOther(answerAck);
+            ackOther(answerAck, outTx);
           };
         }
       }

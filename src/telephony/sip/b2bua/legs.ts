@@ -146,15 +146,8 @@ function onLegResponse(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse
   if (current && !leg.alertedAt && ((res.status >= 180 && res.status < 190) || (res.status >= 200 && res.status < 300)))
     leg.alertedAt = ctx.clock.now();
   if (res.status >= 200 && res.status < 300) {
-    if (!current && !(call.leg === leg && call.answeredAt)) {
-      // A late answer on an abandoned leg: acknowledge and hang it up.
-      const d = createUacDialog(leg.req, res, leg.dest.transport, ctx.stack.contactUri('b2bua', leg.dest.transport));
-      const ack = dialogRequest(d, 'ACK', { cseq: cseqOf(leg.req).seq });
-      void ctx.stack.sendAck(ack.req, ack.dest).catch(() => undefined);
-      const bye = dialogRequest(d, 'BYE');
-      sendOnly(ctx, bye.req, bye.dest);
-      return;
-    }
+    // A late answer on an abandoned leg: acknowledged and hung up.
+    if (!current) return ctx.stack.hangUpAnswer(res, leg.ct);
     return onLegAnswered(ctx, call, leg, res);
   }
   if (!current) return;
@@ -233,10 +226,13 @@ function onRingOut(ctx: B2buaContext, call: Call, leg: Leg): void {
 
 function onLegAnswered(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse): void {
   const contact = ctx.stack.contactUri('b2bua', leg.dest.transport);
-  if (!leg.dialog) leg.dialog = createUacDialog(leg.req, res, leg.dest.transport, contact);
+  leg.dialog = createUacDialog(leg.req, res, leg.dest.transport, contact);
   const ack = dialogRequest(leg.dialog, 'ACK', { cseq: cseqOf(leg.req).seq });
-  void ctx.stack.sendAck(ack.req, ack.dest).catch((err: unknown) => call.log.warn({ err }, 'ack to supplier failed'));
-  if (call.answeredAt) return; // a 2xx retransmission: re-ACKed above
+  // Given the transaction, the stack re-ACKs this 2xx's retransmissions and hangs up other forks'
+  // answers itself until Timer M, and this call's handlers are let go now.
+  void ctx.stack
+    .sendAck(ack.req, ack.dest, leg.ct)
+    .catch((err: unknown) => call.log.warn({ err }, 'ack to supplier failed'));
   if (call.cancelled || call.ended) {
     const bye = dialogRequest(leg.dialog, 'BYE');
     sendOnly(ctx, bye.req, bye.dest);

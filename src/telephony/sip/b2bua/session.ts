@@ -58,11 +58,12 @@ function refreshCaller(ctx: B2buaContext, call: Call): void {
     finish(ctx, call, 'session-expired', 200);
   };
   ctx.stack.sendRequest(req, dest, {
-    onResponse: (res) => {
+    onResponse: (res, tx) => {
       if (res.status < 200) return;
       if (method === 'INVITE' && res.status < 300) {
         const ack = dialogRequest(d, 'ACK', { cseq: seq });
-        void ctx.stack.sendAck(ack.req, ack.dest).catch(() => undefined);
+        // Retransmissions of this 2xx are then ACKed by the stack.
+        void ctx.stack.sendAck(ack.req, ack.dest, tx).catch(() => undefined);
       }
       if (res.status < 300) armSession(ctx, call);
       else expire();

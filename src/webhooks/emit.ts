@@ -41,14 +41,13 @@ export async function emit(db: Db, input: EmitInput): Promise<{ eventId: string;
   const at = input.at ?? null;
   // The fan-out is the statement itself and its count is the command tag's: a wrapping
   // `select count(*)` costs the server another CTE scan and an aggregate per emit. The endpoints
-  // are found by the account parameter, not through the inserted row: joined to the CTE, the plan
-  // made without table statistics (bench/webhooks' database) scanned every endpoint of every
-  // account (webhook_endpoints_account_idx in full, a heap fetch each) and filtered them in the join. The insert into events runs all the same (a
-  // data-modifying WITH always runs to completion). Every column of the delivery is given, typed
-  // and in table order, so the select is the insert's input as is: the plan has no Subquery Scan to
-  // start and project through per emit (a column added to the table belongs here too, or the
-  // Subquery Scan returns). A delivery's id is the event id's time prefix and random
-  // bits (webhook_delivery_id, migration 333).
+  // are found by the account parameter, not through the inserted row: joined to the CTE, a plan
+  // made without table statistics scanned every endpoint of every account. (A data-modifying WITH
+  // runs to completion all the same.) Every column of the delivery is given, in table order and of
+  // its column's type (the state's domain, migration 334, included), so the select is the insert's
+  // input as is, with no Subquery Scan to start and project through per emit; a column added to
+  // the table belongs here too. A delivery's id is the event id's time prefix and random bits
+  // (webhook_delivery_id, migration 333).
   const fanned = await db`
     with ev as (
       insert into events (id, account_id, event, data, created_at)
@@ -56,7 +55,7 @@ export async function emit(db: Db, input: EmitInput): Promise<{ eventId: string;
     )
     insert into webhook_deliveries (id, event_id, endpoint_id, account_id, event, state, attempts, due_at,
                                     lease_token, last_status, last_error, resent_from, created_at, completed_at)
-    select webhook_delivery_id(${eventId}::uuid), ${eventId}::uuid, e.id, ${input.accountId}::uuid, ${input.event}::text, 'pending'::text, 0,
+    select webhook_delivery_id(${eventId}::uuid), ${eventId}::uuid, e.id, ${input.accountId}::uuid, ${input.event}::text, 'pending'::webhook_delivery_state, 0,
            '-infinity'::timestamptz, null::uuid, null::integer, null::text, null::uuid,
            coalesce(${at}::timestamptz, now()), null::timestamptz
     from webhook_endpoints e

@@ -22,7 +22,7 @@ import {
 import type { ClientTransaction, ClientTransactionHandlers } from '../../../src/telephony/sip/transaction.js';
 import { createTrunkB2bua, type CallEndedEvent } from '../../../src/telephony/sip/b2bua/index.js';
 import { systemClock } from '../../../src/platform/clock.js';
-import { createFakeTimers, rawUdpPeer, silentLog, until } from './helpers.js';
+import { createFakeTimers, rawUdpPeer, silentLog, stackWithPeer, until } from './helpers.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -77,17 +77,7 @@ function inviteFromTu(
 }
 
 t.test('after the first ACK the stack re-ACKs retransmissions and hangs up another fork', async (t) => {
-  const timers = createFakeTimers();
-  const a = createSipStack({
-    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
-    log: silentLog,
-    timers,
-  });
-  const peer = await rawUdpPeer();
-  t.teardown(async () => {
-    await a.close();
-    await peer.close();
-  });
+  const { stack: a, timers, peer } = await stackWithPeer(t);
   const req: SipRequest = {
     kind: 'request',
     method: 'INVITE',

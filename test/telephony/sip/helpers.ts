@@ -1,6 +1,8 @@
 import dgram from 'node:dgram';
 import pino from 'pino';
+import { createSipStack, type SipStack } from '../../../src/telephony/sip/stack.js';
 import type { SipTimers } from '../../../src/telephony/sip/transaction.js';
+import { createSipTransport } from '../../../src/telephony/sip/transport.js';
 
 export const silentLog = pino({ level: 'silent' });
 
@@ -60,4 +62,24 @@ export async function rawUdpPeer(): Promise<{
     send: (text, port) => sock.send(Buffer.from(text.replace(/\r?\n/g, '\r\n')), port, '127.0.0.1'),
     close: () => new Promise<void>((r) => sock.close(() => r())),
   };
+}
+
+/** A stack on UDP whose RFC timers the test moves by hand, and a raw UDP peer; both closed at teardown. */
+export async function stackWithPeer(t: { teardown(fn: () => Promise<void>): void }): Promise<{
+  stack: SipStack;
+  timers: ReturnType<typeof createFakeTimers>;
+  peer: Awaited<ReturnType<typeof rawUdpPeer>>;
+}> {
+  const timers = createFakeTimers();
+  const stack = createSipStack({
+    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
+    log: silentLog,
+    timers,
+  });
+  const peer = await rawUdpPeer();
+  t.teardown(async () => {
+    await stack.close();
+    await peer.close();
+  });
+  return { stack, timers, peer };
 }

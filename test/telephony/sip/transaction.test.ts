@@ -3,7 +3,7 @@ import { createSipTransport } from '../../../src/telephony/sip/transport.js';
 import { createSipStack, type SipStack } from '../../../src/telephony/sip/stack.js';
 import type { SipRequest, SipResponse } from '../../../src/telephony/sip/message.js';
 import type { ServerTransaction } from '../../../src/telephony/sip/transaction.js';
-import { createFakeTimers, rawUdpPeer, silentLog, until } from './helpers.js';
+import { createFakeTimers, silentLog, stackWithPeer, until } from './helpers.js';
 
 async function pair(t: { teardown(fn: () => Promise<void>): void }) {
   const timers = createFakeTimers();
@@ -63,17 +63,7 @@ t.test('non-INVITE: request, response, retransmission absorbed', async (t) => {
 });
 
 t.test('INVITE client: Timer A doubles, Timer B times out', async (t) => {
-  const timers = createFakeTimers();
-  const a = createSipStack({
-    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
-    log: silentLog,
-    timers,
-  });
-  const peer = await rawUdpPeer();
-  t.teardown(async () => {
-    await a.close();
-    await peer.close();
-  });
+  const { stack: a, timers, peer } = await stackWithPeer(t);
   let timedOut = false;
   a.sendRequest(
     request(a, 'INVITE', peer.port),
@@ -175,17 +165,7 @@ t.test('2xx retransmitted by the server until the ACK (RFC 6026 Accepted)', asyn
 });
 
 t.test('UDP INVITE refusals: sent once to an unverified source, retransmitted once it has ACKed our tag', async (t) => {
-  const timers = createFakeTimers();
-  const b = createSipStack({
-    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
-    log: silentLog,
-    timers,
-  });
-  const peer = await rawUdpPeer();
-  t.teardown(async () => {
-    await b.close();
-    await peer.close();
-  });
+  const { stack: b, timers, peer } = await stackWithPeer(t);
   b.onRequest((_req, tx) => void tx.reply(401, 'Unauthorized', { toTag: 'ours1' }));
   const invite = (
     branch: string,
@@ -225,17 +205,7 @@ Content-Length: 0
 });
 
 t.test('non-INVITE server: a retransmitted request gets the same final again, the TU asked once', async (t) => {
-  const timers = createFakeTimers();
-  const b = createSipStack({
-    transport: await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog }),
-    log: silentLog,
-    timers,
-  });
-  const peer = await rawUdpPeer();
-  t.teardown(async () => {
-    await b.close();
-    await peer.close();
-  });
+  const { stack: b, timers, peer } = await stackWithPeer(t);
   let asked = 0;
   b.onRequest((_req, tx) => {
     asked++;

@@ -8,7 +8,13 @@
  * thousand calls a second that was about a hundred thousand live timers for the collector to mark.
  * A cancelled entry only lets go of its owner; it leaves its queue when its time comes.
  */
-import type { SipTimers } from './transaction.js';
+/** The part of the stack's `SipTimers` (transaction.ts) the queues use. */
+export interface ExpiryTimers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+  now(): number;
+  lateMs?: number;
+}
 
 /** What an entry calls when it expires: `kind` says which of its timers it was. */
 export interface ExpiryOwner {
@@ -40,7 +46,7 @@ class ExpiryQueue {
   private readonly fire = (): void => this.run();
 
   constructor(
-    private readonly timers: SipTimers,
+    private readonly timers: ExpiryTimers,
     private readonly ms: number,
     private readonly lateMs: number,
   ) {}
@@ -116,7 +122,7 @@ class ExpiryQueue {
 export class Expiries {
   private readonly queues = new Map<number, ExpiryQueue>();
 
-  constructor(private readonly timers: SipTimers) {}
+  constructor(private readonly timers: ExpiryTimers) {}
 
   /** Calls `owner.expire(kind)` after `ms` (a little later with timers that batch, `lateMs`). */
   add(ms: number, owner: ExpiryOwner, kind: number): Expiry {

@@ -112,7 +112,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     serverFactory: headAsGetServer(deps.tls),
     clientErrorHandler: answerClientError,
     // The router's own refusals (an over-long path value, a malformed URL) in the envelope too.
-    frameworkErrors: (err, _req, reply) => {
+    // Routed before any hook runs, so the request id header is set here as well.
+    frameworkErrors: (err, req, reply) => {
+      void reply.header('x-request-id', req.id);
       void sendError(
         err.code === 'FST_ERR_MAX_PARAM_LENGTH'
           ? invalidInput('A value in the path is too long')
@@ -278,7 +280,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Callback style with a synchronous path: a cached API key (or no credential) on a daemon whose
   // windows are in process is admitted without a promise or a microtask turn, which on the API's
   // hottest path cost more than the checks themselves. Anything else is awaited as before.
-  app.addHook('onRequest', (req, _reply, done) => {
+  app.addHook('onRequest', (req, reply, done) => {
+    // First, so every answer from here on carries it, refusals included. Set here rather than in
+    // an onSend hook: a hook per answer only for this header cost more than the header itself.
+    reply.header('x-request-id', req.id);
     try {
       if (config.http.tls_mode === 'proxy') requireForwardedHttps(req, proxies);
       if (!req.url.startsWith(API_PREFIX)) return done();
@@ -312,11 +317,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return;
     }
     done();
-  });
-
-  app.addHook('onSend', (req, reply, payload, done) => {
-    reply.header('x-request-id', req.id);
-    done(null, payload);
   });
 
   app.addHook('onResponse', (req, reply, done) => {

@@ -24,6 +24,9 @@ try {
       paths: { state },
       log: { level: 'silent' },
       http: { host: '127.0.0.1', port: 0 },
+      // Ephemeral SIP and SMPP ports: a bench must not take the standard ones from a test or a peer.
+      sip: { host: '127.0.0.1', port: 0, tls_port: 0 },
+      smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
       metrics: { enabled: false },
       limits: { default_per_second: 1_000_000 },
       database: { url: admin.replace(/\/[^/]*$/, `/${dbName}`) },

@@ -6,7 +6,9 @@
 // children and its live ones, from /proc), statements (top-level: round trips), rows written and
 // WAL bytes. On a CPU-bound machine each kind's rate is at most cores / (client + server CPU), so
 // the last line's ratio of those sums is the Node-driven charge's ceiling against pgbench -N,
-// whatever the load. BENCH_LEDGER_STATEMENTS=1 also prints each statement per charge.
+// whatever the load. Two reference lines stay out of that ratio: the charge without a platform fee
+// (5 rows instead of 8: what the row count costs) and Node's `select 1` (the pool's floor per round
+// trip). BENCH_LEDGER_STATEMENTS=1 also prints each statement per charge.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -186,8 +188,8 @@ async function main() {
     const script = writeChargeScript(dir);
 
     const measures: [string, Cost][] = [];
-    const show = (label: string, c: Cost) => {
-      measures.push([label, c]);
+    const show = (label: string, c: Cost, ceiling = true) => {
+      if (ceiling) measures.push([label, c]);
       console.log(
         `${label.padEnd(34)} client ${c.client.toFixed(0).padStart(4)} us  server ${c.server.toFixed(0).padStart(4)} us  ` +
           `statements ${c.statements.toFixed(2)} (top-level ${c.toplevel.toFixed(2)})  rows ${c.rows.toFixed(2)}  WAL ${c.wal.toFixed(0)} B`,
@@ -207,6 +209,21 @@ async function main() {
     const anchor = await cost(viaPgbench(['-N']), childrenCpu);
     show('pgbench -N transaction', anchor);
     show('charge, pgbench-driven', await cost(viaPgbench(['-f', script]), childrenCpu));
+    // The same charge without a platform fee: two entries and no platform shard update (5 rows
+    // instead of 8), what a charge would cost if its fee did not post entries of its own.
+    show(
+      'charge without fee, pgbench-driven',
+      await cost(viaPgbench(['-f', writeChargeScript(dir, '0')]), childrenCpu),
+    );
+    // The Node client's floor: one trivial statement per round trip through the same pool.
+    show(
+      'select 1, Node',
+      await cost(
+        loops(() => sql`select 1`),
+        nodeCpu,
+      ),
+      false,
+    );
     const single = await cost(
       loops((w, i) => ledger.charge(charge('s', w, i))),
       nodeCpu,

@@ -22,9 +22,9 @@ export const SELLER_PREFIX = '01900000-0000-7000-9000-';
  */
 export const benchId = (prefix: string, i: number) => `${prefix}${String(i).padStart(12, '0')}`;
 
-/** Writes the pgbench charge script into `dir`; returns its path. */
-export function writeChargeScript(dir: string): string {
-  const path = join(dir, 'charge.sql');
+/** Writes the pgbench charge script into `dir` (with this platform fee); returns its path. */
+export function writeChargeScript(dir: string, fee = '0.000500'): string {
+  const path = join(dir, `charge-${fee}.sql`);
   // The key is text || uuid::text: text || uuid is textanycat, an SQL function the planner
   // inlines by parsing its body on every simple-protocol statement (5% of the charge's rate).
   writeFileSync(
@@ -32,7 +32,7 @@ export function writeChargeScript(dir: string): string {
     [
       `\\set b random(1, ${ACCOUNTS})`,
       `\\set s random(1, ${ACCOUNTS})`,
-      `select ledger_charge('pgb-' || gen_random_uuid()::text, ('${BUYER_PREFIX}' || lpad(:b::text, 12, '0'))::uuid, ('${SELLER_PREFIX}' || lpad(:s::text, 12, '0'))::uuid, 0.012000, 0.000500, false, null, 'call', null, null, now());`,
+      `select ledger_charge('pgb-' || gen_random_uuid()::text, ('${BUYER_PREFIX}' || lpad(:b::text, 12, '0'))::uuid, ('${SELLER_PREFIX}' || lpad(:s::text, 12, '0'))::uuid, 0.012000, ${fee}, false, null, 'call', null, null, now());`,
       '',
     ].join('\n'),
   );

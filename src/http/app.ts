@@ -12,6 +12,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
+  type onRequestHookHandler,
 } from 'fastify';
 import type { Logger } from 'pino';
 import postgres from 'postgres';
@@ -112,7 +113,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     serverFactory: headAsGetServer(deps.tls),
     clientErrorHandler: answerClientError,
     // The router's own refusals (an over-long path value, a malformed URL) in the envelope too.
-    frameworkErrors: (err, _req, reply) => {
+    // Routed before any hook runs, so the request id header is set here as well.
+    frameworkErrors: (err, req, reply) => {
+      markRequest(req, reply);
       void sendError(
         err.code === 'FST_ERR_MAX_PARAM_LENGTH'
           ? invalidInput('A value in the path is too long')
@@ -195,12 +198,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   };
 
   app.addHook('onRoute', (route) => {
-    if (!route.url.startsWith(API_PREFIX) || route.method === 'HEAD') return;
+    if (!route.url.startsWith(API_PREFIX) || route.method === 'HEAD') {
+      route.onRequest = [markRequest, ...[route.onRequest ?? []].flat()];
+      return;
+    }
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const openapiPath = route.url.slice(API_PREFIX.length).replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     for (const m of methods) app.apiRoutes.push(`${m} ${openapiPath}`);
     const access = route.config?.access;
     if (!access) throw new Error(`route ${String(route.method)} ${route.url} does not declare its access`);
+    // Before the route's own hooks, as a global hook would run.
+    route.onRequest = [admission(access, route.config?.rateLimit, route.url), ...[route.onRequest ?? []].flat()];
     const schema = (route.schema ??= {}) as Record<string, unknown>;
     const notes = [describeAccess(access, methods[0]!)];
     if (route.config?.rateLimit) {
@@ -277,31 +285,43 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   };
   // Callback style with a synchronous path: a cached API key (or no credential) on a daemon whose
   // windows are in process is admitted without a promise or a microtask turn, which on the API's
-  // hottest path cost more than the checks themselves. Anything else is awaited as before.
-  app.addHook('onRequest', (req, _reply, done) => {
-    try {
-      if (config.http.tls_mode === 'proxy') requireForwardedHttps(req, proxies);
-      if (!req.url.startsWith(API_PREFIX)) return done();
-      // Read once: Fastify builds a new options object on every read of `routeOptions`.
-      const route = req.routeOptions;
-      const access = route.config.access;
-      if (!access) return done(); // unknown path: the 404 handler answers
-      const own = route.config.rateLimit;
-      const bucket = own ? `${req.method} ${route.url}` : '';
-      const now = principalNow(req);
-      if (now === undefined) {
-        admit(req, access, bucket, own).then(() => done(), done);
-        return;
+  // hottest path cost more than the checks themselves. Anything else is awaited as before. One
+  // hook per route, made when the route is added, so a request does not look its route's options
+  // up (Fastify builds a new options object on every read of `routeOptions`).
+  function admission(access: Access, own: RateLimit | undefined, url: string): onRequestHookHandler {
+    return (req, reply, done) => {
+      markRequest(req, reply);
+      try {
+        const bucket = own ? `${req.method} ${url}` : '';
+        const now = principalNow(req);
+        if (now === undefined) {
+          admit(req, access, bucket, own).then(() => done(), done);
+          return;
+        }
+        req.principal = now;
+        enforceAccess(access, now, req.method);
+        const who = now?.credentialId ?? `ip:${req.ip}`;
+        if (limit(bucket, own, who)) return done();
+        limitLater(bucket, own, who).then(() => done(), done);
+      } catch (err) {
+        done(err as Error);
       }
-      req.principal = now;
-      enforceAccess(access, now, req.method);
-      const who = now?.credentialId ?? `ip:${req.ip}`;
-      if (limit(bucket, own, who)) return done();
-      limitLater(bucket, own, who).then(() => done(), done);
-    } catch (err) {
-      done(err as Error);
-    }
-  });
+    };
+  }
+
+  // Behind the TLS proxy every request is checked first, routed or not; its refusal carries the
+  // request id like any other answer.
+  if (config.http.tls_mode === 'proxy') {
+    app.addHook('onRequest', (req, reply, done) => {
+      markRequest(req, reply);
+      try {
+        requireForwardedHttps(req, proxies);
+        done();
+      } catch (err) {
+        done(err as Error);
+      }
+    });
+  }
 
   // The hooks every request runs are callback style where they have nothing to wait for: an async
   // hook costs a promise and a microtask turn per request on the API's hottest path.
@@ -312,11 +332,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return;
     }
     done();
-  });
-
-  app.addHook('onSend', (req, reply, payload, done) => {
-    reply.header('x-request-id', req.id);
-    done(null, payload);
   });
 
   app.addHook('onResponse', (req, reply, done) => {
@@ -336,14 +351,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     done();
   });
 
+  // Unknown paths and failures before a route's first hook (a body the parser refuses on an
+  // unknown path) carry the request id too: no global hook sets it.
   app.setNotFoundHandler((req, reply) => {
+    markRequest(req, reply);
     void reply.code(404).send({
       success: false,
       error: { code: 'NOT_FOUND', message: `No route ${req.method} ${req.url.split('?')[0]}` },
     });
   });
 
-  app.setErrorHandler((err, req, reply) => sendError(toAppError(err, req), reply));
+  app.setErrorHandler((err, req, reply) => {
+    markRequest(req, reply);
+    return sendError(toAppError(err, req), reply);
+  });
 
   await app.register(
     async (api) => {
@@ -448,6 +469,12 @@ function validatorOnFirstUse<V extends (...args: never[]) => unknown>(compile: (
     get: () => (real as unknown as { errors?: unknown } | undefined)?.errors,
   });
   return validate as unknown as V;
+}
+
+/** Every answer carries its request id (spec "Conventions"), refusals included. */
+function markRequest(req: FastifyRequest, reply: FastifyReply, done?: () => void) {
+  reply.header('x-request-id', req.id);
+  done?.();
 }
 
 function requireForwardedHttps(req: FastifyRequest, proxies: readonly string[]) {

@@ -23,15 +23,31 @@ export type MemberRequestCheck = (accountId: string, loginId: string, ip: string
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const BAD_KEY = 'API key is invalid or revoked';
 
+const WHITESPACE = /\s/;
+
 function bearerToken(header: string): string {
+  // The usual spelling, read without a match array; anything else goes through the full pattern.
+  if (header.startsWith('Bearer ')) {
+    const token = header.slice(7);
+    if (token !== '' && !WHITESPACE.test(token)) return token;
+  }
   const m = BEARER.exec(header);
   if (!m) throw unauthorized('Authorization must be "Bearer <session token or API key>"');
   return m[1]!;
 }
 
+/**
+ * A key's principal, made once per pair of cached key verdict and account row. Both are replaced,
+ * never changed, when their rows change (or are dropped from their caches on revocation), so the
+ * pair identifies what the principal was made from. Frozen: every request of the key shares it.
+ */
+const keyPrincipals = new WeakMap<Readonly<VerifiedKey>, { account: AccountRow; principal: Readonly<Principal> }>();
+
 function keyPrincipal(key: Readonly<VerifiedKey> | null, account: AccountRow | null): Principal {
   if (!key || !account || account.status === 'closed') throw unauthorized(BAD_KEY);
-  return {
+  const made = keyPrincipals.get(key);
+  if (made !== undefined && made.account === account) return made.principal;
+  const principal: Readonly<Principal> = Object.freeze({
     accountId: key.accountId,
     parentId: account.parentId,
     role: account.role,
@@ -40,7 +56,9 @@ function keyPrincipal(key: Readonly<VerifiedKey> | null, account: AccountRow | n
     mode: key.mode,
     scopes: key.scopes,
     webhooksWrite: key.webhooksWrite,
-  };
+  });
+  keyPrincipals.set(key, { account, principal });
+  return principal;
 }
 
 export function createAuthenticator(deps: {

@@ -540,7 +540,24 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
     }
   }
 
+  /**
+   * Submits made in one turn of the event loop (a money batch's sends resolve together) leave in
+   * one write: the socket is corked at the first and uncorked once the turn's callbacks have run.
+   * A write per PDU was a syscall per message on the daemon's main thread.
+   */
+  let corked: Session | null = null;
+  function cork(s: Session) {
+    if (corked === s) return;
+    corked = s;
+    s.socket.cork();
+    process.nextTick(() => {
+      corked = null;
+      s.socket.uncork();
+    });
+  }
+
   function sendPart(s: Session, job: PartJob) {
+    cork(s);
     const pdu = createPdu('submit_sm', job.fields);
     const ok = request(s, pdu, (resp, reason) => {
       if (!resp) {

@@ -1,4 +1,4 @@
-import type { Clock } from './clock.js';
+import { systemClock, type Clock } from './clock.js';
 import { createGrowingLru } from './growing-lru.js';
 
 /**
@@ -8,6 +8,9 @@ import { createGrowingLru } from './growing-lru.js';
  * boxed. Past `maxEntries` the least recently used entry goes.
  */
 export function createTtlCache<K extends NonNullable<unknown>, V>(ttlMs: number, clock: Clock, maxEntries = 50_000) {
+  // The system clock's reading without a Date per look-up: the credential caches are read
+  // several times by every API request.
+  const now = clock === systemClock ? Date.now : () => clock.now().getTime();
   const lru =
     ttlMs > 0
       ? createGrowingLru<K, { value: V }>(maxEntries, {
@@ -15,7 +18,7 @@ export function createTtlCache<K extends NonNullable<unknown>, V>(ttlMs: number,
           // Ask the clock on every look-up: lru-cache's default reuses a reading for 1 ms behind a
           // timer, which a manual clock moved between two calls would not see.
           ttlResolution: 0,
-          perf: { now: () => clock.now().getTime() },
+          perf: { now },
         })
       : null;
   return {

@@ -87,6 +87,17 @@ t.test('envelope, request id and error codes on every kind of response', async (
   t.same(unknown.json().error.code, 'NOT_FOUND');
   t.match(unknown.headers['x-request-id'], UUID);
 
+  // A body refused on an unknown path: the parser answers before the not-found handler.
+  const unknownBadJson = await call({ url: '/api/v1/no/such/path', payload: '{"name": ' });
+  t.equal(unknownBadJson.statusCode, 400);
+  t.match(unknownBadJson.headers['x-request-id'], UUID);
+
+  // Refused by the router before any hook runs.
+  const badUrl = await call({ url: '/api/v1/probe/items/%zz' });
+  t.equal(badUrl.statusCode, 400);
+  t.equal(badUrl.json().error.code, 'BAD_REQUEST');
+  t.match(badUrl.headers['x-request-id'], UUID);
+
   const boom = await h.app.inject({ method: 'GET', url: '/api/v1/probe/boom' });
   t.equal(boom.statusCode, 500);
   t.equal(boom.json().error.code, 'INTERNAL_ERROR');

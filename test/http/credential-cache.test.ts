@@ -57,3 +57,22 @@ t.test('an account closed elsewhere loses its API access at once', async (t) => 
   t.equal(await next(), id);
   t.equal((await d.https('GET', '/account', { token: key })).status, 401);
 });
+
+t.test('a key narrowed elsewhere loses the scope at its next request', async (t) => {
+  const d = await startTestDaemon(t, { auth: { credential_cache_seconds: 300 } });
+  const key = d.firstStart!.testKey;
+  const other = postgres(d.config.database.url, { max: 1, onnotice: () => {} });
+  t.teardown(() => other.end({ timeout: 5 }));
+  const next = await nextNotification(t, d, API_KEYS_CHANNEL);
+
+  // Twice: the second is admitted from the cached key and account alone.
+  t.equal((await d.https('GET', '/account', { token: key })).status, 200);
+  t.equal((await d.https('GET', '/account', { token: key })).status, 200);
+  const [row] = await other<{ id: string }[]>`select id from api_keys where revoked_at is null limit 1`;
+  await other`update api_keys set scopes = ${['sms:send']} where id = ${row!.id}`;
+  t.equal(await next(), row!.id);
+
+  const refused = await d.https('GET', '/account', { token: key });
+  t.equal(refused.status, 403);
+  t.match(refused.json.error.message, /account:read/);
+});

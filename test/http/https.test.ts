@@ -6,12 +6,12 @@ function plainHttp(
   port: number,
   path: string,
   headers: Record<string, string> = {},
-): Promise<{ status: number; body: string } | { error: string }> {
+): Promise<{ status: number; body: string; requestId: unknown } | { error: string }> {
   return new Promise((resolve) => {
     const req = request({ host: '127.0.0.1', port, path, headers, timeout: 3000 }, (res) => {
       let body = '';
       res.on('data', (c) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, requestId: res.headers['x-request-id'] }));
     });
     req.on('error', (err) => resolve({ error: err.message }));
     req.on('timeout', () => req.destroy(new Error('timeout')));
@@ -47,7 +47,12 @@ t.test('behind a trusted TLS proxy: forwarded https only, trusted addresses only
   t.match(viaHttp, { status: 400 });
   t.match((viaHttp as { body: string }).body, /HTTPS is required/);
   const none = await plainHttp(port, '/api/v1/status');
-  t.match(none, { status: 400 });
+  t.match(none, { status: 400, requestId: /^[0-9a-f-]{36}$/ });
+  // Checked before routing: an unknown path over plain HTTP is refused, not answered 404.
+  const unknown = await plainHttp(port, '/api/v1/no/such/path', { 'x-forwarded-proto': 'http' });
+  t.match(unknown, { status: 400, requestId: /^[0-9a-f-]{36}$/ });
+  const unknownViaHttps = await plainHttp(port, '/api/v1/no/such/path', { 'x-forwarded-proto': 'https' });
+  t.match(unknownViaHttps, { status: 404, requestId: /^[0-9a-f-]{36}$/ });
 });
 
 t.test('behind a proxy, other peers are refused', async (t) => {

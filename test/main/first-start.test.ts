@@ -22,6 +22,7 @@ t.test('first start on the embedded defaults', async (t) => {
       SVC_METRICS_PORT: '0',
       SVC_SIP_HOST: '127.0.0.1',
       SVC_SIP_PORT: '0',
+      SVC_SIP_TLS_PORT: '0',
       SVC_SMPP_HOST: '127.0.0.1',
       SVC_SMPP_PORT: '0',
       SVC_SMPP_TLS_PORT: '0',

@@ -11,8 +11,11 @@ export interface PerlSmsc {
   lines: string[];
   /** Resolves with the nth line (already seen or coming) that matches; n defaults to 1. */
   waitFor(re: RegExp, nth?: number): Promise<string>;
-  /** `mo FROM TO TEXT`: a mobile-originated deliver_sm over every bound connection. */
-  send(command: 'disconnect' | 'release' | 'quit' | `mo ${string} ${string} ${string}`): void;
+  /**
+   * `mo FROM TO TEXT`: a mobile-originated deliver_sm over every bound connection; `gather N`: the
+   * next N accepted submits are answered together once the Nth has come.
+   */
+  send(command: 'disconnect' | 'release' | 'quit' | `mo ${string} ${string} ${string}` | `gather ${number}`): void;
   stop(): Promise<void>;
 }
 

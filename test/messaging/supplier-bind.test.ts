@@ -404,3 +404,65 @@ t.test('window and rate limits hold', async (t) => {
   // 20 per second with a 100 ms burst (two tokens): five submits span at least three intervals of 50 ms.
   t.ok(Date.now() - t0 >= 140, `five submits at 20/s took ${Date.now() - t0} ms`);
 });
+
+t.test('submits made in one turn of the event loop leave in one socket write', async (t) => {
+  let submits = 0;
+  const server = smpp.createServer({}, (s: Session) => {
+    s.on('error', () => {});
+    s.on('pdu', (pdu: PDU) => {
+      if (pdu.isResponse()) return;
+      if (pdu.command === 'submit_sm') s.send(pdu.response({ message_id: `m${++submits}` }));
+      else s.send(pdu.response());
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  t.teardown(() => {
+    for (const s of server.sessions) s.socket.destroy();
+    server.close();
+  });
+  // The bind's own socket is not reachable from here: the stream's write calls of every socket to
+  // this server are counted instead (a corked stream hands its chunks over in one _writev).
+  const proto = net.Socket.prototype as unknown as Record<'_write' | '_writev', (...a: unknown[]) => unknown>;
+  const { _write: write, _writev: writev } = proto;
+  let writes = 0;
+  const counted = (f: (...a: unknown[]) => unknown) =>
+    function (this: net.Socket, ...a: unknown[]) {
+      if (this.remotePort === port) writes++;
+      return f.apply(this, a);
+    };
+  proto._write = counted(write);
+  proto._writev = counted(writev);
+  t.teardown(() => {
+    proto._write = write;
+    proto._writev = writev;
+  });
+  const bind = createSupplierBind({
+    host: '127.0.0.1',
+    port,
+    tls: false,
+    systemId: 'a',
+    password: 'b',
+    bindType: 'transmitter',
+    tps: 10_000,
+    windowSize: 50,
+    responseTimeoutMs: 2000,
+    log,
+    clock: systemClock,
+    onReceipt() {},
+  });
+  t.teardown(() => bind.stop());
+  bind.start();
+  t.match(await bind.submit({ to: '447700900100', from: 'MyShop', text: 'first' }), { status: 'accepted' });
+  writes = 0;
+  const eight = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => bind.submit({ to: `44770090010${i}`, from: 'MyShop', text: `m ${i}` })),
+  );
+  t.ok(
+    eight.every((r) => r.status === 'accepted'),
+    'all eight accepted',
+  );
+  t.equal(submits, 9, 'the SMSC got every submit');
+  t.equal(writes, 1, 'the eight submit_sm went out in one write');
+});

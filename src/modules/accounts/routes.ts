@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { App } from '../../http/app.js';
 import { DateTime, Nullable, Ok, Uuid, ok } from '../../http/envelope.js';
 import { AppError, unauthorized } from '../../http/errors.js';
+import type { AccountRow } from './repo.js';
 import type { AccountsService } from './service.js';
 
 export const Credentials = Type.Object(
@@ -20,6 +21,30 @@ export const Tokens = Type.Object({
   refreshToken: Type.String({ description: 'single use; every refresh returns a new one' }),
   expiresAt: DateTime(),
 });
+/**
+ * The answer of GET /account for a cached account row, made once per row: a changed account is
+ * loaded as a new row.
+ */
+const presented = new WeakMap<AccountRow, ReturnType<typeof present>>();
+const present = (a: AccountRow) =>
+  ok({
+    id: a.id,
+    email: a.email,
+    role: a.role,
+    parentId: a.parentId,
+    status: a.status,
+    label: a.label,
+    mustChangePassword: a.mustChangePassword,
+    createdAt: a.createdAt.toISOString(),
+  });
+
+function presentAccount(a: AccountRow | null) {
+  if (!a) throw unauthorized();
+  let answer = presented.get(a);
+  if (answer === undefined) presented.set(a, (answer = present(a)));
+  return answer;
+}
+
 const Account = Type.Object({
   id: Uuid(),
   email: Nullable(Type.String()),
@@ -236,19 +261,12 @@ export function accountsRoutes(accounts: AccountsService, loginLimit: number) {
         config: { access: { auth: 'required', scope: 'account:read' } },
         schema: { tags: ['Account'], summary: 'The signed-in account', response: { 200: Ok(Account) } },
       },
-      async (req) => {
-        const a = await accounts.accountForAuth(req.principal!.accountId);
-        if (!a) throw unauthorized();
-        return ok({
-          id: a.id,
-          email: a.email,
-          role: a.role,
-          parentId: a.parentId,
-          status: a.status,
-          label: a.label,
-          mustChangePassword: a.mustChangePassword,
-          createdAt: a.createdAt.toISOString(),
-        });
+      // Answered without a promise when the account is cached, as it is for any authenticated
+      // request: the credential check has just read it.
+      (req) => {
+        const id = req.principal!.accountId;
+        const cached = accounts.accountForAuthNow(id);
+        return cached ? presentAccount(cached.value) : accounts.accountForAuth(id).then(presentAccount);
       },
     );
   };

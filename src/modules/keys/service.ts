@@ -82,10 +82,17 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
   // it again. Only matches are kept: guesses cannot fill it, and a hit needs the whole secret.
   const hashOfValid = new Map<string, string>();
   const hashOf = (token: string) => hashOfValid.get(token) ?? sha256Hex(token);
-  const verdict = (token: string, hash: string, row: ApiKeyRow | null): Readonly<VerifiedKey> | null => {
+  const verdict = (
+    token: string,
+    hash: string,
+    row: ApiKeyRow | null,
+    remembered = false,
+  ): Readonly<VerifiedKey> | null => {
     if (!row) return null;
-    if (hashOfValid.size >= MAX_REMEMBERED_HASHES) hashOfValid.clear();
-    hashOfValid.set(token, hash);
+    if (!remembered) {
+      if (hashOfValid.size >= MAX_REMEMBERED_HASHES) hashOfValid.clear();
+      hashOfValid.set(token, hash);
+    }
     usage.set(row.id, (usage.get(row.id) ?? 0) + 1);
     let key = verifiedByRow.get(row);
     if (key === undefined) {
@@ -195,9 +202,10 @@ export function createKeysService(deps: { sql: Sql; config: Readonly<Config>; cl
     /** `verify` when its answer is cached; undefined when `verify` must be awaited. */
     verifyNow(token: string): Readonly<VerifiedKey> | null | undefined {
       if (!wellFormed(token)) return null;
-      const hash = hashOf(token);
+      const known = hashOfValid.get(token);
+      const hash = known ?? sha256Hex(token);
       const hit = cache.peek(hash);
-      return hit === undefined ? undefined : verdict(token, hash, hit.value);
+      return hit === undefined ? undefined : verdict(token, hash, hit.value, known !== undefined);
     },
 
     /** Writes the counted requests; called on a timer and at shutdown. */

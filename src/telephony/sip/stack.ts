@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createUacDialog, dialogId, dialogRequest, requestDialogId, type Dialog } from './dialog.js';
+import { Expiries } from './expiry.js';
 import { formatVia } from './headers.js';
 import {
   callIdOf,
@@ -132,8 +133,10 @@ export function createSipStack(opts: SipStackOptions): SipStack {
   const isRoutable = (peer: SipPeer): boolean => peer.transport !== 'udp' || routable.has(peer.host);
   const strayAckHandlers: Array<(ack: SipRequest, source: SipPeer) => void> = [];
 
+  const expiries = new Expiries(timers);
   const ctx: TransactionContext = {
     timers,
+    expiries,
     values,
     send: (msg, dest) => transport.send(msg, dest),
     returnRoutable: isRoutable,
@@ -364,6 +367,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     async close() {
       for (const tx of [...clients.values()]) tx.terminate();
       for (const tx of [...servers.values()]) tx.terminate();
+      expiries.close();
       await transport.close();
     },
   };

@@ -11,12 +11,20 @@ import {
   type SipRequest,
   type SipResponse,
 } from './message.js';
+import type { Expiries, Expiry, ExpiryOwner } from './expiry.js';
 import { isReliable, type SipPeer } from './transport.js';
 
 /** Timers come through this so tests can run the RFC timers on a fake scheduler. */
 export interface SipTimers {
   set(fn: () => void, ms: number): unknown;
   clear(handle: unknown): void;
+  /** Milliseconds on a clock that never goes back; what `set` waits on. */
+  now(): number;
+  /**
+   * How late a transaction timer may fire so that one wake-up serves several (expiry.ts). Absent:
+   * on time, as a test's fake scheduler wants.
+   */
+  lateMs?: number;
 }
 
 export const realTimers: SipTimers = {
@@ -28,6 +36,9 @@ export const realTimers: SipTimers = {
   clear(h) {
     clearTimeout(h as ReturnType<typeof setTimeout>);
   },
+  now: () => performance.now(),
+  // Against Timer A's 500 ms, the shortest RFC timer, and no peer can tell.
+  lateMs: 10,
 };
 
 export interface TimerValues {
@@ -40,6 +51,8 @@ export const DEFAULT_TIMERS: TimerValues = { t1: 500, t2: 4000, t4: 5000 };
 
 export interface TransactionContext {
   timers: SipTimers;
+  /** The stack's timer queues (one per duration) that run every transaction timer. */
+  expiries: Expiries;
   values: TimerValues;
   send(msg: SipRequest | SipResponse | Uint8Array, dest: SipPeer): Promise<void>;
   terminated(tx: ClientTransaction | ServerTransaction): void;
@@ -133,30 +146,49 @@ function keptBytes(msg: SipRequest | SipResponse): Uint8Array {
   return own;
 }
 
-/** Holds the timers of one transaction so every exit clears them. */
-class TimerSet {
-  private readonly handles = new Map<string, unknown>();
-  constructor(private readonly timers: SipTimers) {}
-  set(name: string, ms: number, fn: () => void): void {
-    this.clear(name);
-    this.handles.set(
-      name,
-      this.timers.set(() => {
-        this.handles.delete(name);
-        fn();
-      }, ms),
-    );
+/**
+ * A transaction's two timers (kinds below): at most one retransmission or delayed send and one
+ * that ends a state are pending at a time, so two slots replace a map of named timers.
+ */
+class TimerSlots {
+  resend: Expiry | undefined = undefined;
+  end: Expiry | undefined = undefined;
+  constructor(
+    private readonly expiries: Expiries,
+    private readonly owner: ExpiryOwner,
+  ) {}
+  setResend(ms: number, kind: number): void {
+    this.resend?.cancel();
+    this.resend = this.expiries.add(ms, this.owner, kind);
   }
-  clear(name: string): void {
-    const h = this.handles.get(name);
-    if (h !== undefined) this.timers.clear(h);
-    this.handles.delete(name);
+  setEnd(ms: number, kind: number): void {
+    this.end?.cancel();
+    this.end = this.expiries.add(ms, this.owner, kind);
+  }
+  clearResend(): void {
+    this.resend?.cancel();
+    this.resend = undefined;
   }
   clearAll(): void {
-    for (const h of this.handles.values()) this.timers.clear(h);
-    this.handles.clear();
+    this.clearResend();
+    this.end?.cancel();
+    this.end = undefined;
+  }
+  /** Called as an entry expires: it no longer needs cancelling. */
+  fired(kind: number): void {
+    if (kind === RETRANSMIT || kind === TRYING) this.resend = undefined;
+    else this.end = undefined;
   }
 }
+
+// Timer kinds. RETRANSMIT: Timer A/E (client), the 2xx resend or Timer G (server). TRYING: the
+// delayed 100. TIMEOUT: Timer B/F. LAST_WORD: Timer L (its TU may hear of a missing ACK). END:
+// every timer that only terminates (D, K, M, H, I, J).
+const RETRANSMIT = 0;
+const TRYING = 1;
+const TIMEOUT = 2;
+const LAST_WORD = 3;
+const END = 4;
 
 interface SentAck {
   tag: string;
@@ -164,10 +196,12 @@ interface SentAck {
   dest: SipPeer;
 }
 
-export class ClientTransaction {
+export class ClientTransaction implements ExpiryOwner {
   state: TransactionState;
   readonly isInvite: boolean;
-  private readonly t: TimerSet;
+  private readonly t: TimerSlots;
+  /** Timer A/E's next interval. */
+  private interval = 0;
   private cancelWanted = false;
   /**
    * The ACK sent for a 2xx's To tag (its fork's dialog), resent for that 2xx's retransmissions;
@@ -190,35 +224,44 @@ export class ClientTransaction {
   ) {
     this.isInvite = request.method === 'INVITE';
     this.state = this.isInvite ? 'calling' : 'trying';
-    this.t = new TimerSet(ctx.timers);
+    this.t = new TimerSlots(ctx.expiries, this);
     this.handlers = handlers;
   }
 
   start(): void {
-    const { t1, t2 } = this.ctx.values;
-    const reliable = isReliable(this.dest.transport);
+    const { t1 } = this.ctx.values;
     this.transmit();
-    if (!reliable) {
-      let interval = t1;
-      const retransmit = (): void => {
-        if (this.state !== 'calling' && this.state !== 'trying' && this.state !== 'proceeding') return;
-        if (this.isInvite && this.state !== 'calling') return;
-        this.transmit();
-        interval = this.isInvite ? interval * 2 : Math.min(interval * 2, t2);
-        if (!this.isInvite && this.state === 'proceeding') interval = t2;
-        this.t.set('retransmit', interval, retransmit);
-      };
-      this.t.set('retransmit', interval, retransmit);
+    if (!isReliable(this.dest.transport)) {
+      this.interval = t1;
+      this.t.setResend(t1, RETRANSMIT);
     }
     // Timer B / Timer F.
-    this.t.set('timeout', 64 * t1, () => {
+    this.t.setEnd(64 * t1, TIMEOUT);
+  }
+
+  /** One of this transaction's timers expired (see `TimerSlots`). */
+  expire(kind: number): void {
+    this.t.fired(kind);
+    if (kind === RETRANSMIT) return this.retransmit();
+    if (kind === TIMEOUT) {
       const pending = this.isInvite ? this.state === 'calling' : this.state === 'trying' || this.state === 'proceeding';
       if (pending) {
         const h = this.handlers;
         this.terminate();
         h?.onTimeout(this, 'timeout');
       }
-    });
+      return;
+    }
+    this.terminate();
+  }
+
+  private retransmit(): void {
+    if (this.state !== 'calling' && this.state !== 'trying' && this.state !== 'proceeding') return;
+    if (this.isInvite && this.state !== 'calling') return;
+    this.transmit();
+    this.interval = this.isInvite ? this.interval * 2 : Math.min(this.interval * 2, this.ctx.values.t2);
+    if (!this.isInvite && this.state === 'proceeding') this.interval = this.ctx.values.t2;
+    this.t.setResend(this.interval, RETRANSMIT);
   }
 
   private transmit(): void {
@@ -249,7 +292,7 @@ export class ClientTransaction {
       if (this.state === 'calling' || this.state === 'trying' || this.state === 'proceeding') {
         const first = this.state !== 'proceeding';
         this.state = 'proceeding';
-        if (this.isInvite) this.t.clear('retransmit');
+        if (this.isInvite) this.t.clearResend();
         this.handlers?.onResponse(res, this);
         if (first && this.cancelWanted) this.sendCancel?.(this);
       }
@@ -262,7 +305,7 @@ export class ClientTransaction {
         this.state = 'accepted';
         this.t.clearAll();
         // Timer M (RFC 6026 §8.4): 2xx retransmissions and other forks' 2xx still come until then.
-        this.t.set('M', 64 * t1, () => this.terminate());
+        this.t.setEnd(64 * t1, END);
       }
       const tag = tagOf(toOf(res)) ?? '';
       const sent = this.ack?.tag === tag ? this.ack : this.otherAcks?.find((a) => a.tag === tag);
@@ -281,9 +324,9 @@ export class ClientTransaction {
     if (this.isInvite) {
       this.request = skeleton(this.request, CLIENT_KEEPS);
       this.sendAck(res);
-      this.t.set('D', reliable ? 0 : 32_000, () => this.terminate());
+      this.t.setEnd(reliable ? 0 : 32_000, END);
     } else {
-      this.t.set('K', reliable ? 0 : t4, () => this.terminate());
+      this.t.setEnd(reliable ? 0 : t4, END);
     }
     // Completed only absorbs retransmissions of this final (Timer D is 32 s on UDP): the TU has had
     // its last word, and its handlers need not outlive it.
@@ -345,10 +388,13 @@ export class ClientTransaction {
   }
 }
 
-export class ServerTransaction {
+export class ServerTransaction implements ExpiryOwner {
   state: TransactionState;
   readonly isInvite: boolean;
-  private readonly t: TimerSet;
+  private readonly t: TimerSlots;
+  /** The last response's resend interval, and the state it is resent in (see `resendWhile`). */
+  private interval = 0;
+  private resendIn: TransactionState = 'accepted';
   private last?: SipResponse;
   /** A non-INVITE's final response, resent as these bytes to the request's retransmissions. */
   private finalBytes?: Uint8Array;
@@ -370,7 +416,24 @@ export class ServerTransaction {
   ) {
     this.isInvite = request.method === 'INVITE';
     this.state = this.isInvite ? 'proceeding' : 'trying';
-    this.t = new TimerSet(ctx.timers);
+    this.t = new TimerSlots(ctx.expiries, this);
+  }
+
+  /** One of this transaction's timers expired (see `TimerSlots`). */
+  expire(kind: number): void {
+    this.t.fired(kind);
+    if (kind === TRYING) {
+      if (!this.last && this.state === 'proceeding') this.reply(100, 'Trying');
+    } else if (kind === RETRANSMIT) {
+      if (this.state !== this.resendIn || !this.last) return;
+      this.transmit(this.last);
+      this.interval = Math.min(this.interval * 2, this.ctx.values.t2);
+      this.t.setResend(this.interval, RETRANSMIT);
+    } else if (kind === LAST_WORD) {
+      const unacked = this.state === 'accepted' ? this.onAckTimeout : undefined;
+      this.terminate();
+      unacked?.();
+    } else this.terminate();
   }
 
   /** Sends a response built from the request; returns it so the TU can keep the tag. */
@@ -387,19 +450,15 @@ export class ServerTransaction {
    * arrives.
    */
   tryingAfter(ms: number): void {
-    this.t.set('100', ms, () => {
-      if (!this.last && this.state === 'proceeding') this.reply(100, 'Trying');
-    });
+    this.t.setResend(ms, TRYING);
   }
 
   respond(res: SipResponse): void {
     if (this.state !== 'trying' && this.state !== 'proceeding') return;
-    // The timer callbacks below capture nothing but the transaction. V8 gives the closures of one
-    // call a single shared context: one that captured `res` kept it, SDP and all, in Timer J's or
-    // Timer L's callback for 32 s after the call had ended.
     const { t1 } = this.ctx.values;
     const reliable = isReliable(this.replyTo.transport);
-    this.t.clear('100');
+    // Only the delayed 100 can be pending before a final: resends start with one.
+    this.t.clearResend();
     if (!this.isInvite && res.status >= 200) {
       // Only resent from now to Timer J (32 s on UDP), to retransmissions of the request.
       this.state = 'completed';
@@ -407,7 +466,7 @@ export class ServerTransaction {
       this.last = undefined;
       this.request = skeleton(this.request, SERVER_KEEPS);
       this.transmit(this.finalBytes);
-      this.t.set('J', reliable ? 0 : 64 * t1, () => this.terminate());
+      this.t.setEnd(reliable ? 0 : 64 * t1, END);
       return;
     }
     this.last = res;
@@ -419,12 +478,8 @@ export class ServerTransaction {
     if (res.status < 300) {
       // RFC 6026 Accepted: 2xx is retransmitted (the TU's duty in §13.3.1.4, kept here) until the ACK.
       this.state = 'accepted';
-      if (!reliable) this.resendWhile('accepted', '2xx');
-      this.t.set('L', 64 * t1, () => {
-        const unacked = this.state === 'accepted' ? this.onAckTimeout : undefined;
-        this.terminate();
-        unacked?.();
-      });
+      if (!reliable) this.resendWhile('accepted');
+      this.t.setEnd(64 * t1, LAST_WORD);
       return;
     }
     this.state = 'completed';
@@ -435,21 +490,18 @@ export class ServerTransaction {
     this.onAckTimeout = undefined;
     // Sent once to a source not known to receive us (Kamailio's stateless challenge): its own INVITE
     // retransmissions (Timer A) still fetch the response again from this transaction.
-    if (!reliable && (this.ctx.returnRoutable?.(this.replyTo) ?? true)) this.resendWhile('completed', 'G');
-    this.t.set('H', 64 * t1, () => this.terminate());
+    if (!reliable && (this.ctx.returnRoutable?.(this.replyTo) ?? true)) this.resendWhile('completed');
+    this.t.setEnd(64 * t1, END);
   }
 
-  /** Resends the last response at T1, then at doubling intervals up to T2, while in `state`. */
-  private resendWhile(state: TransactionState, timer: '2xx' | 'G'): void {
-    const { t1, t2 } = this.ctx.values;
-    let interval = t1;
-    const again = (): void => {
-      if (this.state !== state || !this.last) return;
-      this.transmit(this.last);
-      interval = Math.min(interval * 2, t2);
-      this.t.set(timer, interval, again);
-    };
-    this.t.set(timer, interval, again);
+  /**
+   * Resends the last response at T1, then at doubling intervals up to T2, while in `state` (the
+   * 2xx in Accepted, Timer G in Completed).
+   */
+  private resendWhile(state: TransactionState): void {
+    this.resendIn = state;
+    this.interval = this.ctx.values.t1;
+    this.t.setResend(this.interval, RETRANSMIT);
   }
 
   /** A retransmitted request matched this transaction. */
@@ -463,14 +515,14 @@ export class ServerTransaction {
     if (this.state !== 'completed') return;
     this.state = 'confirmed';
     this.t.clearAll();
-    this.t.set('I', isReliable(this.replyTo.transport) ? 0 : this.ctx.values.t4, () => this.terminate());
+    this.t.setEnd(isReliable(this.replyTo.transport) ? 0 : this.ctx.values.t4, END);
   }
 
   /** ACK for the 2xx (new branch, matched by dialog). */
   ackFor2xx(ack: SipRequest): void {
     if (this.state !== 'accepted') return;
     this.state = 'confirmed';
-    this.t.clear('2xx');
+    this.t.clearResend();
     const onAck = this.onAck;
     this.releaseTu();
     // Left to Timer L only to absorb retransmitted INVITEs.

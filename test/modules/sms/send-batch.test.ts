@@ -13,6 +13,10 @@ t.test('concurrent sends beyond the balance: the affordable ones are sent, the r
   const { h, buyer } = w;
   await h.services.ledger.topup({ accountId: buyer.accountId, amount: '0.105000', source: 'x402', postingKey: 'fund' });
   const sender = { accountId: buyer.accountId, parentId: null, mode: 'live' as const };
+  // The first five accepted submits are answered together, so their settlements meet in the
+  // batcher however slowly a loaded machine runs the SMSC (each answer alone could settle alone).
+  w.smsc.send('gather 5');
+  await w.smsc.waitFor(/^GATHER 5$/);
   const results = await Promise.allSettled(
     Array.from({ length: 16 }, (_, i) =>
       h.services.sms.send(sender, { to: `+1202555${String(1000 + i)}`, from: 'MyShop', message: `m${i}` }),
@@ -48,6 +52,8 @@ t.test(
     const sub = await h.services.application.create(buyer.accountId, { label: 'retail', markupPct: '20' });
     await h.services.application.credit(buyer.accountId, sub.id, { amount: '1.000000' }, `fund-${sub.id}`);
     const sender = { accountId: sub.id, parentId: buyer.accountId, mode: 'live' as const };
+    w.smsc.send('gather 4');
+    await w.smsc.waitFor(/^GATHER 4$/);
     // 0.010000 + 0.000500 a segment, plus 20%: 0.002100 to the operator, 0.012600 in all.
     const sent = await Promise.all(
       Array.from({ length: 8 }, (_, i) =>

@@ -33,6 +33,7 @@ export function createFakeTimers(): SipTimers & { advance(ms: number): void; pen
       now = end;
     },
     pending: () => items.size,
+    now: () => now,
   };
 }
 

@@ -233,3 +233,23 @@ Content-Length: 0
   await until(() => asked === 2);
   t.pass('after Timer J the request is new to the stack');
 });
+
+t.test('many transactions share one platform timer per timer duration, and all still time out', async (t) => {
+  const { stack: a, timers, peer } = await stackWithPeer(t);
+  const dest = { transport: 'udp' as const, host: '127.0.0.1', port: peer.port };
+  let timedOut = 0;
+  for (let i = 0; i < 40; i++) {
+    a.sendRequest(request(a, i % 2 ? 'INVITE' : 'OPTIONS', peer.port), dest, {
+      onResponse: () => undefined,
+      onTimeout: () => timedOut++,
+    });
+  }
+  // Timer A/E (T1) and Timer B/F (64·T1): two durations, whatever the number of transactions.
+  t.equal(timers.pending(), 2);
+  await until(() => peer.got.length === 40);
+  timers.advance(64 * 500);
+  t.equal(timedOut, 40, 'every Timer B and F fired');
+  // A queue whose entries were all cancelled wakes once more at its head's time, and stays quiet.
+  timers.advance(4000);
+  t.equal(timers.pending(), 0, 'nothing left armed');
+});

@@ -200,3 +200,54 @@ t.test('route quality from the day summaries equals the whole-history CDR scan o
   >`select (select count(*) from route_quality_daily) + (select count(*) from route_pdd_daily) as n`;
   t.equal(Number(left?.n), 0, 'emptying cdrs empties the summaries');
 });
+
+// Migration 337: a statement with no voice leg to count skips the summary upserts; one whose rows
+// turn into, or stop being, counted voice legs still moves the summaries.
+t.test('statements without counted voice legs leave the summaries as a recount of cdrs', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const buyer = newId();
+  await sql`insert into accounts (id, email) values (${buyer}, ${`${buyer}@quality.test`})`;
+  const route = newId();
+  const leg = (o: Partial<{ kind: string; route_id: string | null; is_probe: boolean; simulated: boolean }>) => ({
+    id: newId(),
+    account_id: buyer,
+    kind: 'sms',
+    route_id: route,
+    created_at: NOW,
+    status: 'completed',
+    sip_code: 200,
+    duration_seconds: 30,
+    pdd_ms: 900,
+    is_probe: false,
+    simulated: false,
+    ...o,
+  });
+  const summaries = () =>
+    sql<{ calls: number; pdd: number }[]>`
+      select (select coalesce(sum(calls), 0)::int from route_quality_daily) as calls,
+             (select coalesce(sum(calls), 0)::int from route_pdd_daily) as pdd`;
+  const uncounted = [
+    leg({}),
+    leg({}),
+    leg({ kind: 'voice', is_probe: true }),
+    leg({ kind: 'voice', simulated: true }),
+    leg({ kind: 'voice', route_id: null }),
+  ];
+  await sql`insert into cdrs ${sql(uncounted)}`;
+  t.same(await summaries(), [{ calls: 0, pdd: 0 }], 'SMS, probe, simulated and route-less legs count nothing');
+
+  await sql`update cdrs set kind = 'voice' where id = ${uncounted[0]!.id}`;
+  t.same(await summaries(), [{ calls: 1, pdd: 1 }], 'an SMS row made a voice leg is counted');
+  await sql`update cdrs set is_probe = true where id = ${uncounted[0]!.id}`;
+  t.same(await summaries(), [{ calls: 0, pdd: 0 }], 'and taken off when it stops being one');
+
+  const voice = leg({ kind: 'voice' });
+  await sql`insert into cdrs ${sql([voice, leg({})])}`;
+  t.same(await summaries(), [{ calls: 1, pdd: 1 }], 'a mixed batch counts its voice leg');
+  await sql`delete from cdrs where kind = 'sms'`;
+  t.same(await summaries(), [{ calls: 1, pdd: 1 }], 'deleting SMS rows leaves it');
+  await sql`delete from cdrs where id = ${voice.id}`;
+  const [left] = await sql<{ n: number }[]>`
+    select (select count(*) from route_quality_daily) + (select count(*) from route_pdd_daily) as n`;
+  t.equal(Number(left?.n), 0, 'deleting the voice leg empties the summaries');
+});

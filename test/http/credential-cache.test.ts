@@ -25,12 +25,19 @@ async function nextNotification(t: Test, d: TestDaemon, channel: string): Promis
   };
 }
 
-t.test("a key revoked elsewhere is refused at once; the usage flush's writes do not notify", async (t) => {
+/**
+ * A daemon whose credentials stay cached for 5 minutes, its test key, a connection of someone
+ * else's (that writes as another daemon or SQL would), and the next notification on `channel`.
+ */
+async function cachingDaemon(t: Test, channel: string) {
   const d = await startTestDaemon(t, { auth: { credential_cache_seconds: 300 } });
-  const key = d.firstStart!.testKey;
   const other = postgres(d.config.database.url, { max: 1, onnotice: () => {} });
   t.teardown(() => other.end({ timeout: 5 }));
-  const next = await nextNotification(t, d, API_KEYS_CHANNEL);
+  return { d, key: d.firstStart!.testKey, other, next: await nextNotification(t, d, channel) };
+}
+
+t.test("a key revoked elsewhere is refused at once; the usage flush's writes do not notify", async (t) => {
+  const { d, key, other, next } = await cachingDaemon(t, API_KEYS_CHANNEL);
 
   t.equal((await d.https('GET', '/account', { token: key })).status, 200);
   const [row] = await other<{ id: string }[]>`select id from api_keys where revoked_at is null limit 1`;
@@ -44,11 +51,7 @@ t.test("a key revoked elsewhere is refused at once; the usage flush's writes do 
 });
 
 t.test('an account closed elsewhere loses its API access at once', async (t) => {
-  const d = await startTestDaemon(t, { auth: { credential_cache_seconds: 300 } });
-  const key = d.firstStart!.testKey;
-  const other = postgres(d.config.database.url, { max: 1, onnotice: () => {} });
-  t.teardown(() => other.end({ timeout: 5 }));
-  const next = await nextNotification(t, d, ACCOUNTS_CHANNEL);
+  const { d, key, other, next } = await cachingDaemon(t, ACCOUNTS_CHANNEL);
 
   const before = await d.https('GET', '/account', { token: key });
   t.equal(before.status, 200);
@@ -59,11 +62,7 @@ t.test('an account closed elsewhere loses its API access at once', async (t) => 
 });
 
 t.test('a key narrowed elsewhere loses the scope at its next request', async (t) => {
-  const d = await startTestDaemon(t, { auth: { credential_cache_seconds: 300 } });
-  const key = d.firstStart!.testKey;
-  const other = postgres(d.config.database.url, { max: 1, onnotice: () => {} });
-  t.teardown(() => other.end({ timeout: 5 }));
-  const next = await nextNotification(t, d, API_KEYS_CHANNEL);
+  const { d, key, other, next } = await cachingDaemon(t, API_KEYS_CHANNEL);
 
   // Twice: the second is admitted from the cached key and account alone.
   t.equal((await d.https('GET', '/account', { token: key })).status, 200);

@@ -223,7 +223,9 @@ try {
       liveInDb,
       twoCost,
     );
-    await b.kill();
+    // Stopped as SIGTERM stops a daemon: calls an overloaded step's callers left up are hung up and
+    // billed (a SIGKILL would leave them to the crash reconcile, after the billing check below).
+    await b.stop();
     twoAnswered = two.steps.reduce((n, st) => n + st.answered, 0);
     const twoBest = two.best?.rate ?? 0;
     console.log(`sip trunk calls/s, two daemons on one database: ${twoBest} sustained, zero failures · ${uptime()}`);

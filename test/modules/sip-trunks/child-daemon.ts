@@ -46,11 +46,14 @@ export function childDaemonConfig(
 
 const CHILD = nodeScriptArgs(import.meta.url, 'crash-child');
 
-/** A daemon in its own process (crash-child.ts) that a crash test can SIGKILL mid-call. */
+/**
+ * A daemon in its own process (crash-child.ts) that a crash test can SIGKILL mid-call (`kill`), or
+ * stop as SIGTERM stops one (`stop`: its live calls hung up and billed; SIGKILL after 20 s).
+ */
 export async function spawnChildDaemon(
   t: Teardown,
   overrides: DeepPartial<Config>,
-): Promise<{ pid: number; ports: Record<string, number>; kill(): Promise<void> }> {
+): Promise<{ pid: number; ports: Record<string, number>; kill(): Promise<void>; stop(): Promise<void> }> {
   const child = spawn(process.execPath, [...CHILD, JSON.stringify(overrides)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -59,10 +62,17 @@ export async function spawnChildDaemon(
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await exited;
   };
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const late = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    await exited;
+    clearTimeout(late);
+  };
   t.teardown(kill);
   const first = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', () => reject(new Error('child daemon exited before listening')));
   });
-  return { pid: child.pid ?? -1, ports: JSON.parse(first) as Record<string, number>, kill };
+  return { pid: child.pid ?? -1, ports: JSON.parse(first) as Record<string, number>, kill, stop };
 }

@@ -33,6 +33,11 @@ t.test('plain HTTP never reaches a handler on the HTTPS port', async (t) => {
   t.ok(ok.headers['content-length'], 'GET has a length');
   t.equal(head.headers['content-length'], ok.headers['content-length']);
   t.match(head.headers['x-request-id'], /^[0-9a-f-]{36}$/);
+  // Admission runs per route (src/http/app.ts): HEAD, served as GET, is refused without a credential too.
+  const anonymous = await d.https('HEAD', '/account');
+  t.equal(anonymous.status, 401);
+  t.equal(anonymous.text, '');
+  t.match(anonymous.headers['x-request-id'], /^[0-9a-f-]{36}$/);
   const missing = await d.https('HEAD', '/no-such-route');
   t.equal(missing.status, 404);
   t.equal(missing.text, '');

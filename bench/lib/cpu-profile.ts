@@ -5,7 +5,8 @@ import { Session } from 'node:inspector/promises';
  * BENCH_CPU_PROF=<file>: starts a CPU profile of this process now; `stop()` writes it to the file.
  * BENCH_HEAP_PROF=<file>: the same for a sampling heap profile (where the measured window allocates,
  * including objects already collected, as GC time follows allocation; with BENCH_HEAP_LIVE=1 only
- * what is still reachable at its end). Without the variables both
+ * what is still reachable at its end; with BENCH_HEAP_PROMOTED=1 what outlived the young generation,
+ * collected later or not: what scavenges copy and promote). Without the variables both
  * are no-ops, so a bench profiles only its measured window.
  */
 export async function startCpuProfile(): Promise<{ stop(): Promise<void> }> {
@@ -24,7 +25,7 @@ export async function startCpuProfile(): Promise<{ stop(): Promise<void> }> {
       samplingInterval: 16384,
       // BENCH_HEAP_LIVE=1: only what is still reachable at the end (what the window retains).
       includeObjectsCollectedByMajorGC: !process.env['BENCH_HEAP_LIVE'],
-      includeObjectsCollectedByMinorGC: !process.env['BENCH_HEAP_LIVE'],
+      includeObjectsCollectedByMinorGC: !process.env['BENCH_HEAP_LIVE'] && !process.env['BENCH_HEAP_PROMOTED'],
     });
   }
   return {

@@ -6,7 +6,9 @@
  * Calls go through an in-process trunk B2BUA between two raw UDP peers (caller INVITE with SDP,
  * supplier 200 with SDP, ACK, caller BYE, supplier 200), on a hand-moved scheduler: after the calls
  * end, time moves past T4 (Timers K and I) but not to 64·T1. Heap after a full collection, per call;
- * then after 64·T1, where nothing should be left. Deterministic: no rate, no load sensitivity.
+ * then after 64·T1, where nothing should be left. Then INVITEs the plan refuses (404), each ACKed
+ * as a caller ACKs the 401 every digest call gets first: heap per refused INVITE until Timer I (T4).
+ * Deterministic: no rate, no load sensitivity.
  * Usage: node --import tsx bench/sip/call-retention.bench.ts [calls=4000]
  */
 import dgram from 'node:dgram';
@@ -61,27 +63,30 @@ createTrunkB2bua({
   policy: {
     resolveByIp: async () => ({ accountId: 'acc_bench' }),
     lookupSipUser: async () => null,
-    planCall: async () => ({
-      callGroupId: 'cg-bench',
-      maxDurationSeconds: 3600,
-      candidates: [
-        {
-          routeId: 'r1',
-          endpoints: [{ host: '127.0.0.1', port: supplierPort, transport: 'udp', priority: 1, weight: 1 }],
-        },
-      ],
-    }),
+    planCall: async (c) =>
+      c.callId.startsWith('refused')
+        ? { reject: { status: 404, reason: 'Not Found' } }
+        : {
+            callGroupId: 'cg-bench',
+            maxDurationSeconds: 3600,
+            candidates: [
+              {
+                routeId: 'r1',
+                endpoints: [{ host: '127.0.0.1', port: supplierPort, transport: 'udp', priority: 1, weight: 1 }],
+              },
+            ],
+          },
     onCallEnded: () => void ended++,
   },
 });
 
 const toB2bua = (s: dgram.Socket, m: SipMessage | string) =>
   s.send(typeof m === 'string' ? Buffer.from(m.replace(/\r?\n/g, '\r\n')) : serialize(m), transport.port, '127.0.0.1');
-const fromCaller = (id: string, method: string, seq: number, toTag = '', body = '') =>
+const fromCaller = (id: string, method: string, seq: number, toTag = '', body = '', branchOf = method) =>
   toB2bua(
     caller,
     `${method} sip:${method === 'INVITE' ? '12025550123' : 'b2bua'}@127.0.0.1:${transport.port} SIP/2.0
-Via: SIP/2.0/UDP 127.0.0.1:${callerPort};branch=z9hG4bK-${id}-${method}-${seq};rport
+Via: SIP/2.0/UDP 127.0.0.1:${callerPort};branch=z9hG4bK-${id}-${branchOf}-${seq};rport
 From: "Caller" <sip:15550001111@127.0.0.1>;tag=c-${id}
 To: <sip:12025550123@127.0.0.1>${toTag ? `;tag=${toTag}` : ''}
 Call-ID: ${id}@bench.exchange.test
@@ -102,10 +107,18 @@ supplier.on('message', (b) => {
     toB2bua(supplier, createResponse(m, 200, 'OK', { toTag, headers: [contact, type], body: Buffer.from(SDP) }));
   } else if (m.method === 'BYE') toB2bua(supplier, createResponse(m, 200, 'OK'));
 });
+let refusedAcked = 0;
 caller.on('message', (b) => {
   const m = parseMessage(b);
-  if (m.kind !== 'response' || m.status !== 200 || cseqOf(m).method !== 'INVITE') return;
+  if (m.kind !== 'response' || cseqOf(m).method !== 'INVITE') return;
   const id = (getHeader(m, 'call-id') ?? '').split('@')[0] ?? '';
+  if (m.status >= 300) {
+    // The ACK of a non-2xx final is part of the INVITE's transaction: its branch (RFC 3261 §17.1.1.3).
+    fromCaller(id, 'ACK', 1, tagOf(toOf(m)), '', 'INVITE');
+    refusedAcked++;
+    return;
+  }
+  if (m.status !== 200) return;
   fromCaller(id, 'ACK', 1, tagOf(toOf(m)));
   fromCaller(id, 'BYE', 2, tagOf(toOf(m)));
 });
@@ -145,6 +158,21 @@ try {
     `sip heap kept per ended call while its transactions live (64·T1): ${kib(held - base)} KiB (${calls} calls)`,
   );
   console.log(`sip heap kept per ended call after 64·T1: ${kib(after - base)} KiB`);
+
+  for (let i = 0; i < calls; i++) {
+    fromCaller(`refused${i}`, 'INVITE', 1, '', SDP);
+    while (i - refusedAcked > 100) await new Promise((r) => setImmediate(r));
+  }
+  const until = Date.now() + 30_000;
+  while (refusedAcked < calls && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+  // The last ACKs are on their way.
+  await new Promise((r) => setTimeout(r, 200));
+  const refused = await heapUsed();
+  timers.advance(t4 + 1);
+  const refusedAfter = await heapUsed();
+  console.log(
+    `sip heap kept per refused and ACKed INVITE to Timer I (T4): ${kib(refused - after)} KiB (${refusedAcked} ACKed); after T4: ${kib(refusedAfter - after)} KiB`,
+  );
 } finally {
   await stack.close();
   caller.close();

@@ -310,9 +310,9 @@ export function createLedger(deps: LedgerDeps) {
 
   /**
    * A charge's statement with ledger_debit_signal's rule applied by ledger_charge itself on the row
-   * it locks (migration 335): `posting(db, threshold, strict)` gives the `from` item, whose result
-   * carries the signal under `signal` when given a threshold; a strict one with events to emit is
-   * refused before anything is written. As `debit` otherwise.
+   * it locks (migration 335): `posting(db, threshold, strict)` gives the call, whose result carries
+   * the signal under `signal` when given a threshold and the posting has events (migration 340); a
+   * strict one with events to emit is refused before anything is written. As `debit` otherwise.
    */
   async function debitSignalled(
     db: Db,
@@ -320,13 +320,14 @@ export function createLedger(deps: LedgerDeps) {
     events: boolean,
   ): Promise<ChargeResult> {
     if (!deps.events || !events) {
-      const [row] = await db<{ r: ChargeResult }[]>`select p.r from ${posting(db, null, false)} as p(r)`;
+      const [row] = await db<{ r: ChargeResult }[]>`select ${posting(db, null, false)} as r`;
       return row!.r;
     }
     const run = async (db: Db, strict: boolean) => {
-      const [row] = await db<{ r: ChargeResult; s: Signal | null }[]>`
-        select p.r - 'signal' as r, p.r->'signal' as s from ${posting(db, lowThreshold, strict)} as p(r)`;
-      const { r, s } = row!;
+      // The function's result as it is (no function scan, no jsonb operators): the signal is split off here.
+      const [row] = await db<{ r: ChargeResult & { signal?: Signal } }[]>`
+        select ${posting(db, lowThreshold, strict)} as r`;
+      const { signal: s, ...r } = row!.r;
       if (s && (s.crossed || s.capped)) await debitEvents(db, r, s);
       return r;
     };

@@ -53,14 +53,23 @@ export function useRawMessageCodec(): void {
 
 export const createPdu = (command: string, options?: Record<string, unknown>): PDU => new smpp.PDU(command, options);
 
+/**
+ * SMPP is request/response with a window of outstanding PDUs: each submit_sm, its response and
+ * each enquire_link is a small write that must leave at once. With Nagle's algorithm on (Node's
+ * default for net sockets) a PDU written while an earlier one is unacknowledged waits for that
+ * ACK, which the peer may delay by up to 40 ms; so every SMPP socket here turns it off.
+ */
 export function createSmppListener(options: Record<string, unknown>, onSession: (s: Session) => void) {
   useRawMessageCodec();
-  return smpp.createServer(options, onSession);
+  return smpp.createServer({ ...options, noDelay: true }, onSession);
 }
 
 export function connectSmpp(options: Record<string, unknown>): Session {
   useRawMessageCodec();
-  return smpp.connect(options);
+  const s = smpp.connect(options);
+  // Before the connect completes Node keeps the setting and applies it to the socket once open (plain or TLS).
+  s.socket.setNoDelay(true);
+  return s;
 }
 
 export function num(v: unknown): number | undefined {

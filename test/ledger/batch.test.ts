@@ -12,6 +12,7 @@ import {
   type SettleResult,
 } from '../../src/ledger/ledger.js';
 import { createTestDatabase } from '../helpers/db.js';
+import { newId } from '../../src/platform/ids.js';
 import { checkInvariants, ledgerFor, makeAccounts, pgCode, silent } from './helpers.js';
 
 const holdOf = (r: unknown): HoldResult => {
@@ -105,6 +106,200 @@ t.test('a batch posts what the single-item functions post, item by item', async 
   t.same(b.balance, a.balance);
   t.equal(b.capSuspended, true, 'the daily cap reached by a settle of the batch suspends the account');
   t.equal(a.capSuspended, true);
+  await checkInvariants(t, single.sql, 'single');
+  await checkInvariants(t, batch.sql, 'batch');
+});
+
+t.test('a batch of plain settles posts what the single-item settles post', async (t) => {
+  // The usual batch (no markup, test credit or daily cap; sellers with a payable row) in every
+  // shape of its entries (migration 339 builds them differently): two payers interleaved, a seller
+  // credited twice, no seller (platform revenue), no fee, a zero settle, a fee alone, a hold larger
+  // than its settle, a settle larger than its hold that takes the payer into its credit limit.
+  const single = await createTestDatabase(t);
+  const batch = await createTestDatabase(t);
+  // The same account ids in both databases, so rows compare by owner.
+  const ids = Array.from({ length: 4 }, () => newId());
+  const run = async (sql: Sql, many: boolean) => {
+    const ledger = ledgerFor(sql);
+    const [buyer, other, seller, seller2] = ids;
+    await sql`insert into accounts ${sql(ids.map((id) => ({ id, email: `${id}@test.local` })))}`;
+    for (const [i, payer] of [buyer!, other!].entries())
+      await ledger.topup({ accountId: payer, amount: '10.000000', source: 'card', postingKey: `top-${i}` });
+    await ledger.setLimits(other!, { creditLimit: '2.000000', dailySpendCap: null });
+    // A first sale of each seller, one by one: their payable rows exist before the batch.
+    for (const [i, s] of [seller!, seller2!].entries()) {
+      const h = await ledger.hold({ postingKey: `first-h-${i}`, accountId: buyer!, amount: '1', ttlSeconds: 60 });
+      await ledger.settle({ postingKey: `first-s-${i}`, holdId: h.holdId, sellerId: s, amount: '0.100000' });
+    }
+    const items: { payer: string; hold: string; settle: Omit<SettleInput, 'postingKey' | 'holdId'> }[] = [
+      { payer: buyer!, hold: '1.000000', settle: { sellerId: seller!, amount: '0.600000', fee: '0.150000' } },
+      { payer: other!, hold: '2.000000', settle: { sellerId: seller2!, amount: '1.250000', fee: '0.010000' } },
+      {
+        payer: buyer!,
+        hold: '0.500000',
+        settle: { sellerId: null, amount: '0.300000', fee: '0.020000', reference: 'own' },
+      },
+      { payer: other!, hold: '1.000000', settle: { sellerId: seller!, amount: '0.400000', callId: 'call-9' } },
+      { payer: buyer!, hold: '0.200000', settle: { sellerId: seller!, amount: '0', fee: '0' } },
+      { payer: buyer!, hold: '0.300000', settle: { sellerId: seller2!, amount: '0', fee: '0.050000' } },
+      // More than its hold, into the credit limit.
+      { payer: other!, hold: '8.000000', settle: { sellerId: seller!, amount: '8.500000', fee: '0.000001' } },
+    ];
+    const holds: HoldResult[] = [];
+    for (const [i, it] of items.entries())
+      holds.push(
+        await ledger.hold({
+          postingKey: `h-${i}`,
+          accountId: it.payer,
+          amount: it.hold,
+          ttlSeconds: 60,
+          reference: 'SMS',
+          relatedEntityType: 'api_sms',
+          relatedEntityId: `m-${i}`,
+          callId: i === 2 ? 'call-2' : null,
+        }),
+      );
+    const settles: SettleInput[] = items.map((it, i) => ({
+      postingKey: `s-${i}`,
+      holdId: holds[i]!.holdId,
+      ...it.settle,
+    }));
+    const sr: (SettleResult | Refusal)[] = many ? await ledger.settleMany(settles) : [];
+    if (!many) for (const s of settles) sr.push(await ledger.settle(s));
+    return {
+      settles: sr.map((r) => (isRefusal(r) ? r : comparable(r))),
+      entries: await sql`
+        select a.owner_id, e.account_kind, e.type, e.amount::text, e.balance_after::text, e.reference,
+               e.related_entity_type, e.related_entity_id, e.call_id, p.posting_key
+        from entries e join postings p on p.id = e.posting_id left join ledger_accounts a on a.id = e.account_id
+        where e.type <> 'topup' order by e.seq`,
+      holds: await sql`select posting_key, status, settled_amount::text from holds order by posting_key`,
+      // Stored results without `replayed`: ledger_settle stores it, ledger_settle_many never did.
+      postings: (
+        await sql<{ key: string; type: string; result: Record<string, unknown> | null }[]>`
+        select posting_key as key, type, result - 'replayed' as result from postings order by posting_key`
+      ).map((p) => ({
+        ...p,
+        result: p.result && comparable(p.result),
+      })),
+      accounts: await sql`
+        select owner_id, kind, balance::text, held::text, spend_today::text, spend_day::text
+        from ledger_accounts where not sharded order by owner_id, kind`,
+      platform: await sql`select account_id, sum(balance)::text as s from ledger_account_shards group by 1 order by 1`,
+    };
+  };
+  const a = await run(single.sql, false);
+  const b = await run(batch.sql, true);
+  t.same(b.settles, a.settles, 'the same results');
+  t.same(b.entries, a.entries, 'the same entries in the same order with the same balanceAfter');
+  t.same(b.holds, a.holds, 'the same holds settled at the same amounts');
+  t.same(b.postings, a.postings, 'the same postings and stored results');
+  t.same(b.accounts, a.accounts, 'the same balances, held and spend');
+  t.same(b.platform, a.platform, 'the same platform revenue and fees');
+  await checkInvariants(t, single.sql, 'single');
+  await checkInvariants(t, batch.sql, 'batch');
+});
+
+t.test('a batch of holds posts what the single-item holds post', async (t) => {
+  // The usual SMS batch in every path of its items (migration 338 finds payers and builds rows
+  // differently): two payers interleaved, live and test credit of one owner whichever of its two
+  // rows is older, a key repeated in the batch, context given or not, a hold into the credit
+  // limit, and refusals of a balance too small and of a reached daily cap.
+  const single = await createTestDatabase(t);
+  const batch = await createTestDatabase(t);
+  // The same account ids and clock in both databases, so rows compare whole.
+  const ids = Array.from({ length: 4 }, () => newId());
+  const clock = { now: () => new Date('2026-03-04T05:06:07.000Z') };
+  const run = async (sql: Sql, many: boolean) => {
+    const ledger = ledgerFor(sql, clock);
+    const [buyer, other, capped, seller] = ids;
+    await sql`insert into accounts ${sql(ids.map((id) => ({ id, email: `${id}@test.local` })))}`;
+    // The buyer's test-credit row is made after its live one, the other's before.
+    await ledger.topup({ accountId: buyer!, amount: '10.000000', source: 'card', postingKey: 'top-b' });
+    await ledger.grantTestCredit({ postingKey: 'test-b', accountId: buyer!, amount: '3.000000' });
+    await ledger.grantTestCredit({ postingKey: 'test-o', accountId: other!, amount: '1.000000' });
+    await ledger.topup({ accountId: other!, amount: '5.000000', source: 'card', postingKey: 'top-o' });
+    await ledger.setLimits(other!, { creditLimit: '2.000000', dailySpendCap: null });
+    await ledger.topup({ accountId: capped!, amount: '5.000000', source: 'card', postingKey: 'top-c' });
+    await ledger.setLimits(capped!, { creditLimit: '0', dailySpendCap: '1.000000' });
+    await ledger.charge({ postingKey: 'cap-c', accountId: capped!, sellerId: seller!, amount: '1.000000' });
+    const sms = (i: number) => ({ reference: 'SMS', relatedEntityType: 'api_sms', relatedEntityId: `m-${i}` });
+    const holds: HoldInput[] = (
+      [
+        { postingKey: 'h-0', accountId: buyer!, amount: '0.005000', ...sms(0) },
+        { postingKey: 'h-1', accountId: other!, amount: '0.500000', mode: 'test', ...sms(1) },
+        { postingKey: 'h-2', accountId: other!, amount: '1.000000', callId: 'call-2', ...sms(2) },
+        { postingKey: 'h-3', accountId: buyer!, amount: '0.200000', mode: 'test', ...sms(3) },
+        { postingKey: 'h-0', accountId: buyer!, amount: '0.005000', ...sms(0) },
+        { postingKey: 'h-5', accountId: capped!, amount: '0.010000', ...sms(5) },
+        { postingKey: 'h-6', accountId: buyer!, amount: '10.000000', ...sms(6) },
+        // Into the credit limit: 6 available (5 + 2 - 1 held).
+        { postingKey: 'h-7', accountId: other!, amount: '5.500000', ...sms(7) },
+        { postingKey: 'h-8', accountId: buyer!, amount: '0.012345' },
+        { postingKey: 'h-9', accountId: buyer!, amount: '3.000000', mode: 'test', ...sms(9) },
+      ] as Omit<HoldInput, 'ttlSeconds'>[]
+    ).map((h) => ({ ttlSeconds: 60, ...h }));
+    const hr: (HoldResult | Refusal | Error)[] = many ? await ledger.holdMany(holds) : [];
+    if (!many) for (const h of holds) hr.push(await ledger.hold(h).catch((e: Error) => e));
+    return {
+      results: hr.map((r) =>
+        r instanceof Error
+          ? { code: pgCode(r), message: r.message }
+          : isRefusal(r)
+            ? { code: r.code, message: r.message }
+            : comparable(r),
+      ),
+      ids: hr.flatMap((r) => (r instanceof Error || isRefusal(r) ? [] : [{ hold: r.holdId, posting: r.postingId }])),
+      holds: await sql`
+        select h.posting_key, h.owner_id, a.kind, h.amount::text, h.status, h.expires_at, h.reference,
+               h.related_entity_type, h.related_entity_id, h.call_id, h.created_at, h.closed_at, h.settled_amount
+        from holds h join ledger_accounts a on a.id = h.account_id order by h.posting_key`,
+      stored: await sql<{ hold: string; posting: string }[]>`
+        select h.id as hold, p.id as posting from holds h join postings p using (posting_key) order by h.posting_key`,
+      // Stored results without `replayed`: ledger_hold stores it, ledger_hold_many never did.
+      postings: (
+        await sql<{ key: string; type: string; result: Record<string, unknown> | null }[]>`
+        select posting_key as key, type, result - 'replayed' as result from postings where type = 'hold' order by posting_key`
+      ).map((p) => ({ ...p, result: p.result && comparable(p.result) })),
+      // Rows the ledger wrote carry the test clock; the others, made with the accounts, the server's.
+      accounts: await sql`
+        select owner_id, kind, balance::text, held::text, credit_limit::text, cap_suspended_day::text,
+               updated_at = ${clock.now()} as written
+        from ledger_accounts where not sharded order by owner_id, kind`,
+    };
+  };
+  const a = await run(single.sql, false);
+  const b = await run(batch.sql, true);
+  t.same(b.results, a.results, 'the same results, refusals and the in-batch replay included');
+  t.same(
+    b.results.map((r) => ('code' in r ? r.code : r['replayed'])),
+    [false, false, false, false, true, 'SVC04', 'SVC01', false, false, 'SVC01'],
+    'each path taken',
+  );
+  t.same(b.holds, a.holds, 'the same hold rows');
+  t.same(b.postings, a.postings, 'the same postings and stored results');
+  t.same(b.accounts, a.accounts, 'the same balances and held');
+  for (const [label, r] of [
+    ['single', a],
+    ['batch', b],
+  ] as const) {
+    // The in-batch replay names the first item's hold and posting.
+    const distinct = [...new Map(r.ids.map((x) => [x.hold, x])).values()];
+    t.same(
+      [...distinct].sort((x, y) => x.hold.localeCompare(y.hold)),
+      [...r.stored].sort((x, y) => x.hold.localeCompare(y.hold)),
+      `${label}: results name the stored holds and postings`,
+    );
+    for (const x of r.stored) {
+      t.match(x.hold, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, `${label}: hold id v7`);
+      t.match(
+        x.posting,
+        /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+        `${label}: posting id v7`,
+      );
+      t.ok(x.posting > x.hold, `${label}: the posting's id after its hold's`);
+    }
+  }
   await checkInvariants(t, single.sql, 'single');
   await checkInvariants(t, batch.sql, 'batch');
 });

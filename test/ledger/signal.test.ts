@@ -164,3 +164,25 @@ t.test("the low-balance line kept on the buyer's ledger row follows its sources 
   t.same(await drift(), [], 'every customer row still agrees with the rule');
   await checkInvariants(t, sql);
 });
+
+t.test('ledger_charge given the line returns a signal only for a posting with events (migration 340)', async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = daemonLedger(sql);
+  const [buyer, seller] = await makeAccounts(sql, 2);
+  await ledger.topup({ accountId: buyer!, amount: '6.000000', source: 'card', postingKey: 'top' });
+  const charge = async (key: string, amount: string) =>
+    (
+      await sql<{ r: Record<string, unknown> }[]>`
+        select ledger_charge(${key}, ${buyer!}::uuid, ${seller!}::uuid, ${amount}::numeric, 0, false, null, null, null,
+                             null, now(), 5, false) as r`
+    )[0]!.r;
+  const above = await charge('d1', '0.500000');
+  t.equal(above['balanceAfter'], '5.500000');
+  t.notOk('signal' in above, 'above the line: no signal');
+  const crossing = await charge('d2', '1.000000');
+  t.same(crossing['signal'], { parentId: null, crossed: true, capped: false }, 'crossing the line: its signal');
+  t.notOk('signal' in (await charge('d2', '1.000000')), 'a replay: no signal');
+  const viaLedger = await ledger.charge({ postingKey: 'd3', accountId: buyer!, sellerId: seller!, amount: '0.100000' });
+  t.notOk('signal' in viaLedger, 'the ledger result never carries it');
+  await checkInvariants(t, sql);
+});

@@ -226,7 +226,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
       // The final's To tag is ours and unguessable (RFC 3261 §19.3): an ACK that carries it proves the
       // source read our response, where a forged source address cannot.
       const echoesOurTag = (tx: ServerTransaction): boolean => {
-        const ours = tx.lastResponse ? tagOf(toOf(tx.lastResponse)) : undefined;
+        const ours = tx.responseTag;
         return ours !== undefined && tagOf(toOf(req)) === ours;
       };
       if (st && st.state === 'completed') {

@@ -396,8 +396,10 @@ export class ServerTransaction implements ExpiryOwner {
   private interval = 0;
   private resendIn: TransactionState = 'accepted';
   private last?: SipResponse;
-  /** A non-INVITE's final response, resent as these bytes to the request's retransmissions. */
+  /** A non-INVITE's final response or an INVITE's refusal, resent as these bytes (see `completeInvite`). */
   private finalBytes?: Uint8Array;
+  /** Our To tag on an INVITE's refusal, kept apart from the response (see `completeInvite`). */
+  private finalTag?: string;
   /** Set by the TU: called when a CANCEL for this INVITE arrived (after 200 to the CANCEL and 487 here). */
   onCancel?: () => void;
   /** Set by the TU: called when a 2xx was retransmitted for 64*T1 without an ACK. */
@@ -425,8 +427,9 @@ export class ServerTransaction implements ExpiryOwner {
     if (kind === TRYING) {
       if (!this.last && this.state === 'proceeding') this.reply(100, 'Trying');
     } else if (kind === RETRANSMIT) {
-      if (this.state !== this.resendIn || !this.last) return;
-      this.transmit(this.last);
+      const again = this.finalBytes ?? this.last;
+      if (this.state !== this.resendIn || !again) return;
+      this.transmit(again);
       this.interval = Math.min(this.interval * 2, this.ctx.values.t2);
       this.t.setResend(this.interval, RETRANSMIT);
     } else if (kind === LAST_WORD) {
@@ -469,29 +472,44 @@ export class ServerTransaction implements ExpiryOwner {
       this.t.setEnd(reliable ? 0 : 64 * t1, END);
       return;
     }
+    if (res.status >= 300) {
+      this.completeInvite(res);
+      return;
+    }
     this.last = res;
     this.transmit(res);
     if (res.status < 200) {
       this.state = 'proceeding';
       return;
     }
-    if (res.status < 300) {
-      // RFC 6026 Accepted: 2xx is retransmitted (the TU's duty in §13.3.1.4, kept here) until the ACK.
-      this.state = 'accepted';
-      if (!reliable) this.resendWhile('accepted');
-      this.t.setEnd(64 * t1, LAST_WORD);
-      return;
-    }
+    // RFC 6026 Accepted: 2xx is retransmitted (the TU's duty in §13.3.1.4, kept here) until the ACK.
+    this.state = 'accepted';
+    if (!reliable) this.resendWhile('accepted');
+    this.t.setEnd(64 * t1, LAST_WORD);
+  }
+
+  /**
+   * A refusal or challenge of an INVITE: from now on the transaction only resends the final's bytes
+   * (Timer G, retransmitted INVITEs) and checks the ACK's To tag, to Timer I (T4, 5 s) after the ACK
+   * or Timer H (32 s) without one. It keeps those bytes, the tag and the request's skeleton: the
+   * response object shares the INVITE's header lines, and they keep its whole header text alive. The
+   * 401 of every trunk call's first INVITE lived on so, each survived two scavenges and was promoted.
+   */
+  private completeInvite(res: SipResponse): void {
     this.state = 'completed';
     // Nothing calls the TU after a refusal (a CANCEL finds it answered, no 2xx awaits an ACK), and
     // Timer H keeps this transaction 32 s when the caller never ACKs.
-    this.onAck = undefined;
-    this.onCancel = undefined;
-    this.onAckTimeout = undefined;
+    this.releaseTu();
+    const tag = tagOf(toOf(res));
+    if (tag !== undefined) this.finalTag = own(tag);
+    this.finalBytes = keptBytes(res);
+    this.request = skeleton(this.request, SERVER_KEEPS);
+    this.transmit(this.finalBytes);
     // Sent once to a source not known to receive us (Kamailio's stateless challenge): its own INVITE
     // retransmissions (Timer A) still fetch the response again from this transaction.
-    if (!reliable && (this.ctx.returnRoutable?.(this.replyTo) ?? true)) this.resendWhile('completed');
-    this.t.setEnd(64 * t1, END);
+    if (!isReliable(this.replyTo.transport) && (this.ctx.returnRoutable?.(this.replyTo) ?? true))
+      this.resendWhile('completed');
+    this.t.setEnd(64 * this.ctx.values.t1, END);
   }
 
   /**
@@ -506,8 +524,10 @@ export class ServerTransaction implements ExpiryOwner {
 
   /** A retransmitted request matched this transaction. */
   retransmission(): void {
-    if (this.finalBytes) this.transmit(this.finalBytes);
-    else if (this.last && this.state !== 'accepted' && this.state !== 'confirmed') this.transmit(this.last);
+    if (this.finalBytes) {
+      // A confirmed INVITE transaction only absorbs (RFC 3261 §17.2.1).
+      if (this.state === 'completed') this.transmit(this.finalBytes);
+    } else if (this.last && this.state !== 'accepted' && this.state !== 'confirmed') this.transmit(this.last);
   }
 
   /** ACK for a non-2xx final (same branch). */
@@ -545,6 +565,11 @@ export class ServerTransaction implements ExpiryOwner {
 
   get lastResponse(): SipResponse | undefined {
     return this.last;
+  }
+
+  /** Our To tag on the last response sent, which the ACK of a final response echoes. */
+  get responseTag(): string | undefined {
+    return this.last ? tagOf(toOf(this.last)) : this.finalTag;
   }
 
   private transmit(res: SipResponse | Uint8Array): void {

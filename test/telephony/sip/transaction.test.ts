@@ -253,3 +253,47 @@ t.test('many transactions share one platform timer per timer duration, and all s
   timers.advance(4000);
   t.equal(timers.pending(), 0, 'nothing left armed');
 });
+
+t.test(
+  'INVITE refusal: retransmissions get the same final again until the ACK, absorbed after it, to Timer I',
+  async (t) => {
+    const { stack: b, timers, peer } = await stackWithPeer(t);
+    let asked = 0;
+    b.onRequest((_req, tx) => {
+      asked++;
+      tx.reply(404, 'Not Found', { toTag: 'nf1', headers: [{ name: 'Reason', value: 'SIP;cause=404' }] });
+    });
+    const msg = (method: string, toTag = '') => `${method} sip:bob@127.0.0.1:${b.transport.port} SIP/2.0
+Via: SIP/2.0/UDP 127.0.0.1:${peer.port};branch=z9hG4bKref1;rport
+From: <sip:alice@127.0.0.1>;tag=a1
+To: <sip:bob@127.0.0.1>${toTag ? `;tag=${toTag}` : ''}
+Call-ID: ref-1
+CSeq: 3 ${method}
+Max-Forwards: 70
+Content-Length: 0
+
+`;
+    peer.send(msg('INVITE'), b.transport.port);
+    await until(() => peer.got.length === 1);
+    t.match(
+      peer.got[0],
+      /^SIP\/2\.0 404 Not Found\r\n[^]*To: <sip:bob@127\.0\.0\.1>;tag=nf1\r\n[^]*Reason: SIP;cause=404\r\n/,
+    );
+    peer.send(msg('INVITE'), b.transport.port);
+    await until(() => peer.got.length === 2);
+    t.equal(peer.got[1], peer.got[0], 'a retransmitted INVITE gets the same bytes again');
+    t.equal(asked, 1, 'the TU was asked once');
+    // The ACK carries our tag: the source is proved, and the transaction is confirmed.
+    peer.send(msg('ACK', 'nf1'), b.transport.port);
+    peer.send(msg('INVITE'), b.transport.port);
+    timers.advance(500);
+    // Barrier: an OPTIONS answered after anything the INVITE or the advance could have drawn.
+    peer.send(msg('OPTIONS').replace('ref1', 'ref2').replace('ref-1', 'ref-2'), b.transport.port);
+    await until(() => peer.got.some((m) => m.includes('Call-ID: ref-2')));
+    t.equal(peer.got.filter((m) => m.includes('Call-ID: ref-1')).length, 2, 'absorbed once confirmed');
+    timers.advance(5000);
+    peer.send(msg('INVITE'), b.transport.port);
+    await until(() => asked === 2);
+    t.pass('after Timer I the INVITE is new to the stack');
+  },
+);

@@ -210,7 +210,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     }
     tx.reply(200, 'OK');
     if (invite.state === 'proceeding') {
-      const prevTag = invite.lastResponse ? tagOf(toOf(invite.lastResponse)) : undefined;
+      const prevTag = invite.responseTag;
       // The 487 makes the transaction let go of its TU's callbacks.
       const told = invite.onCancel;
       invite.reply(487, 'Request Terminated', { toTag: prevTag ?? newTag() });

@@ -563,10 +563,6 @@ export class ServerTransaction implements ExpiryOwner {
     this.last = undefined;
   }
 
-  get lastResponse(): SipResponse | undefined {
-    return this.last;
-  }
-
   /** Our To tag on the last response sent, which the ACK of a final response echoes. */
   get responseTag(): string | undefined {
     return this.last ? tagOf(toOf(this.last)) : this.finalTag;

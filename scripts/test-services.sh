@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure what the tests need is on this machine: Debian packages from test/apt-packages.txt,
-# and Redis and PostgreSQL running where they are installed. Tests fall back to a private
-# embedded PostgreSQL when none answers on 127.0.0.1:5432.
+# and Redis and PostgreSQL running where they are installed, and the tests' own PostgreSQL on tmpfs
+# (scripts/test-postgres.sh). Tests fall back to the machine's server on 127.0.0.1:5432, then to a
+# private embedded PostgreSQL when none answers.
 set -u
 missing=()
 while read -r pkg; do
@@ -23,4 +24,5 @@ fi
 if command -v pg_ctlcluster >/dev/null 2>&1 && ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start 2>/dev/null || true
 fi
+bash scripts/test-postgres.sh
 exit 0

@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
@@ -64,7 +64,15 @@ export async function createMailer(deps: { config: Readonly<Config>; log: Logger
     await mkdir(spoolDir, { recursive: true, mode: 0o700 });
     const name = `${clock.now().toISOString().replace(/[:.]/g, '-')}-${newId()}.eml`;
     const path = join(spoolDir, name);
-    await writeFile(path, info.message as Buffer, { mode: 0o600 });
+    // Written under a hidden name and renamed: whoever lists the .eml files reads whole messages only.
+    const partial = join(spoolDir, `.${name}.partial`);
+    try {
+      await writeFile(partial, info.message as Buffer, { mode: 0o600 });
+      await rename(partial, path);
+    } catch (err) {
+      await rm(partial, { force: true }).catch(() => undefined);
+      throw err;
+    }
     log.info({ path, to: maskAddress(message.to), reason }, 'e-mail written to the mail spool directory');
     return { via: 'file', messageId: info.messageId, path };
   }

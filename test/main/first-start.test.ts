@@ -4,16 +4,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { httpsCall } from '../helpers/daemon.js';
+import { nodeScriptArgs } from '../helpers/node-script.js';
+
+// The built daemon under `make test` (a bundle of what `make run` runs from dist/), the sources under tsx with `npx tap`.
+const DAEMON = nodeScriptArgs(import.meta.url, '../../src/bin/svc-exchanged');
 
 /**
  * The path of `make run`: no database URL, so the embedded PostgreSQL starts in the state
  * directory; the first start prints credentials; the printed key answers over HTTPS; SIGTERM
- * stops it cleanly. (The daemon runs from source here; `make run` runs the same from dist/.)
+ * stops it cleanly.
  */
 t.test('first start on the embedded defaults', async (t) => {
   const state = mkdtempSync(join(tmpdir(), 'svc-first-'));
   t.teardown(() => rmSync(state, { recursive: true, force: true }));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/svc-exchanged.ts'], {
+  const child = spawn(process.execPath, DAEMON, {
     env: {
       ...process.env,
       SVC_PATHS_STATE: state,

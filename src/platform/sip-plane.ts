@@ -74,6 +74,8 @@ export async function createSipPlane(core: CoreDeps): Promise<SipPlane> {
   };
   const overload = createOverloadGuard({
     settings: {
+      busyPct: config.sip.overload_busy_pct,
+      resumeBusyPct: config.sip.overload_resume_busy_pct,
       loopDelayMs: config.sip.overload_loop_delay_ms,
       resumeDelayMs: config.sip.overload_resume_delay_ms,
       maxInvitesInSetup: config.sip.overload_max_invites_in_setup,
@@ -105,6 +107,8 @@ export async function createSipPlane(core: CoreDeps): Promise<SipPlane> {
         ...(config.sip.tls_ca_file ? { tlsCa: [readFileSync(config.sip.tls_ca_file)] } : {}),
       });
       for (const h of handlers) real.onMessage(h);
+      // Building the modules held the loop; the first calls are judged by what follows.
+      overload.reset();
       bound = real;
       return real;
     },
@@ -145,10 +149,19 @@ function overloadMetrics(): OverloadMetrics {
         help: 'Mean event-loop delay over the last overload-control window',
       }),
   );
+  const busy = once(
+    'svc_sip_event_loop_busy_ratio',
+    () =>
+      new Gauge({
+        name: 'svc_sip_event_loop_busy_ratio',
+        help: 'Event-loop utilisation (0 to 1) over the last overload-control window',
+      }),
+  );
   const overloadRefusals = refused.labels('overload');
   return {
     refused: () => overloadRefusals.inc(),
     ratio: (v) => share.set(v),
     loopDelay: (ms) => delay.set(ms / 1000),
+    loopBusy: (u) => busy.set(u),
   };
 }

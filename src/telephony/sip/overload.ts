@@ -1,13 +1,20 @@
 /**
  * Overload control for new calls (RFC 6357 §4, the local form of RFC 7339's loss algorithm): when
- * the event loop falls behind, a growing share of new INVITEs is refused with 503 and Retry-After
+ * the event loop has no idle moment left or falls behind, a growing share of new INVITEs is refused with 503 and Retry-After
  * before any work is spent on them, so the calls already admitted keep their latency and the daemon
  * does not collapse into retransmissions of INVITEs and 2xx it can no longer answer in time.
  */
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 
 export interface OverloadSettings {
+  /**
+   * Event-loop utilisation over a window (percent of its time not idle) at or above which the
+   * refused share grows; 0: never. A loop that never waits for I/O has messages queued in the kernel.
+   */
+  busyPct: number;
+  /** Below this utilisation (and below `resumeDelayMs`) the refused share falls again. */
+  resumeBusyPct: number;
   /** Event-loop delay (mean lateness over a window, ms) at or above which the refused share grows; 0: never. */
   loopDelayMs: number;
   /** Below this delay the refused share falls again (the band between is the hysteresis). */
@@ -23,6 +30,7 @@ export interface OverloadMetrics {
   refused(): void;
   ratio(share: number): void;
   loopDelay(ms: number): void;
+  loopBusy(share: number): void;
 }
 
 export interface OverloadGuard {
@@ -34,7 +42,9 @@ export interface OverloadGuard {
   readonly retryAfter: string;
   /** One window: reads the loop delay and moves the refused share (run by the guard's own timer unless `sampleEveryMs` is 0). */
   sample(): void;
-  stats(): { refused: number; ratio: number; loopDelayMs: number };
+  /** Forgets the share and the readings so far (the daemon's own start is no overload). */
+  reset(): void;
+  stats(): { refused: number; ratio: number; loopDelayMs: number; loopBusy: number };
   close(): void;
 }
 
@@ -62,6 +72,8 @@ export interface OverloadGuardOptions {
   now?: () => number;
   /** Mean event-loop delay in ms since the last call (the delay monitor by default); tests pass their own. */
   loopDelay?: () => number;
+  /** Event-loop utilisation (0 to 1) since the last call (Node's own reading by default); tests pass their own. */
+  loopBusy?: () => number;
   /** 0: no timer, the caller runs `sample()` (tests). */
   sampleEveryMs?: number;
 }
@@ -81,53 +93,79 @@ function loopDelayMonitor(): { read(): number; close(): void } {
   };
 }
 
+/** Node's event-loop utilisation since the last reading: a subtraction of two counters libuv keeps. */
+function loopBusyReader(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const u = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    return u;
+  };
+}
+
 export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
   const { settings, log, metrics } = opts;
   const now = opts.now ?? (() => performance.now());
   const byDelay = settings.loopDelayMs > 0;
+  const byBusy = settings.busyPct > 0;
   const monitor = byDelay && !opts.loopDelay ? loopDelayMonitor() : null;
   const readDelay = opts.loopDelay ?? monitor?.read ?? (() => 0);
-  const resumeMs = Math.min(settings.resumeDelayMs, settings.loopDelayMs);
+  const readBusy = opts.loopBusy ?? (byBusy ? loopBusyReader() : () => 0);
+  const resumeMs = byDelay ? Math.min(settings.resumeDelayMs, settings.loopDelayMs) : Infinity;
+  const busyHigh = settings.busyPct / 100;
+  const busyLow = byBusy ? Math.min(settings.resumeBusyPct, settings.busyPct) / 100 : Infinity;
   let level = 0;
   // Refusals spread evenly through the stream (a share of 0.3 refuses 3 INVITEs in 10), not by chance.
   let credit = 0;
   let delayMs = 0;
+  let busy = 0;
   let refused = 0;
   let refusedSinceLog = 0;
   let warnedAt = -Infinity;
   let refusing = false;
 
   const sample = (): void => {
-    if (!byDelay) return;
+    if (!byDelay && !byBusy) return;
     delayMs = readDelay();
+    busy = readBusy();
     metrics?.loopDelay(delayMs);
+    metrics?.loopBusy(busy);
     const before = level;
-    if (delayMs >= settings.loopDelayMs) level = Math.min(STEPS, level + RAISE);
-    else if (delayMs < resumeMs) level = Math.max(0, level - LOWER);
+    if ((byDelay && delayMs >= settings.loopDelayMs) || (byBusy && busy >= busyHigh))
+      level = Math.min(STEPS, level + RAISE);
+    else if (delayMs < resumeMs && busy < busyLow) level = Math.max(0, level - LOWER);
     if (level === 0) credit = 0;
     if (level !== before) metrics?.ratio(level / STEPS);
     if (refusing && level === 0) {
       refusing = false;
-      log.info({ refused: refusedSinceLog, loopDelayMs: Math.round(delayMs) }, 'sip overload over');
+      log.info({ refused: refusedSinceLog, loopDelayMs: Math.round(delayMs), loopBusy: busy }, 'sip overload over');
       refusedSinceLog = 0;
     }
   };
   const every = opts.sampleEveryMs ?? WINDOW_MS;
   // The timer keeps nothing alive: a stopping daemon closes its stack, and the guard with it.
-  const timer = byDelay && every > 0 ? setInterval(sample, every) : null;
+  const timer = (byDelay || byBusy) && every > 0 ? setInterval(sample, every) : null;
   timer?.unref();
 
-  const noteRefusal = (cause: 'loop-delay' | 'setup', inSetup: number): void => {
+  const noteRefusal = (cause: 'loop' | 'setup', inSetup: number): void => {
     refused++;
     refusedSinceLog++;
     metrics?.refused();
     // The share only: a setup-cap refusal has no window to end it, and is logged at the next warning.
-    if (cause === 'loop-delay') refusing = true;
+    if (cause === 'loop') refusing = true;
     const t = now();
     if (t - warnedAt < WARN_EVERY_MS) return;
     warnedAt = t;
     log.warn(
-      { cause, refused: refusedSinceLog, refusedShare: level / STEPS, loopDelayMs: Math.round(delayMs), inSetup },
+      {
+        cause,
+        refused: refusedSinceLog,
+        refusedShare: level / STEPS,
+        loopDelayMs: Math.round(delayMs),
+        loopBusy: busy,
+        inSetup,
+      },
       'sip overload: refusing new INVITEs with 503',
     );
     refusedSinceLog = 0;
@@ -145,11 +183,18 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
       credit += level;
       if (credit < STEPS) return false;
       credit -= STEPS;
-      noteRefusal('loop-delay', inSetup);
+      noteRefusal('loop', inSetup);
       return true;
     },
     sample,
-    stats: () => ({ refused, ratio: level / STEPS, loopDelayMs: delayMs }),
+    reset() {
+      readDelay();
+      readBusy();
+      level = 0;
+      credit = 0;
+      metrics?.ratio(0);
+    },
+    stats: () => ({ refused, ratio: level / STEPS, loopDelayMs: delayMs, loopBusy: busy }),
     close() {
       if (timer) clearInterval(timer);
       monitor?.close();

@@ -3,20 +3,30 @@ import t from 'tap';
 import { createOverloadGuard, type OverloadSettings } from '../../../src/telephony/sip/index.js';
 
 const log = pino({ level: 'silent' });
-const settings: OverloadSettings = { loopDelayMs: 40, resumeDelayMs: 10, maxInvitesInSetup: 0, retryAfterSeconds: 2 };
+const settings: OverloadSettings = {
+  busyPct: 0,
+  resumeBusyPct: 0,
+  loopDelayMs: 40,
+  resumeDelayMs: 10,
+  maxInvitesInSetup: 0,
+  retryAfterSeconds: 2,
+};
 
 /** A guard whose windows the test runs, with the loop delay each window reads. */
 function guardWith(s: Partial<OverloadSettings> = {}) {
   let delay = 0;
+  let busy = 0;
   const g = createOverloadGuard({
     settings: { ...settings, ...s },
     log,
     loopDelay: () => delay,
+    loopBusy: () => busy,
     sampleEveryMs: 0,
   });
   t.teardown(() => g.close());
-  const windows = (ms: number, n: number) => {
+  const windows = (ms: number, n: number, utilisation = 0) => {
     delay = ms;
+    busy = utilisation;
     for (let i = 0; i < n; i++) g.sample();
   };
   const refusedOf = (n: number) => {
@@ -63,8 +73,26 @@ t.test(
   },
 );
 
+t.test(
+  'utilisation: a loop with no idle moment raises the share; it falls only when both rules are below their resume marks',
+  async (t) => {
+    const { g, windows, refusedOf } = guardWith({ busyPct: 98, resumeBusyPct: 90 });
+    windows(0, 5, 0.97);
+    t.equal(g.stats().ratio, 0, 'busy but not saturated');
+    windows(0, 4, 1);
+    t.equal(Math.round(g.stats().ratio * 100), 40);
+    t.equal(refusedOf(10), 4);
+    windows(0, 20, 0.93);
+    t.equal(Math.round(g.stats().ratio * 100), 40, 'between the marks it holds');
+    windows(25, 20, 0.5);
+    t.equal(Math.round(g.stats().ratio * 100), 40, 'the delay between its marks holds it too');
+    windows(5, 8, 0.5);
+    t.equal(g.stats().ratio, 0);
+  },
+);
+
 t.test('the setup cap refuses every INVITE at the cap, whatever the delay', async (t) => {
-  const { g } = guardWith({ loopDelayMs: 0, maxInvitesInSetup: 3 });
+  const { g } = guardWith({ loopDelayMs: 0, busyPct: 0, maxInvitesInSetup: 3 });
   t.equal(g.setupCap, 3);
   t.notOk(g.refuse(2));
   t.ok(g.refuse(3));
@@ -73,8 +101,8 @@ t.test('the setup cap refuses every INVITE at the cap, whatever the delay', asyn
   t.equal(g.retryAfter, '2');
 });
 
-t.test('the delay rule off: no monitor, never refused for delay', async (t) => {
-  const g = createOverloadGuard({ settings: { ...settings, loopDelayMs: 0 }, log });
+t.test('both loop rules off: no monitor, never refused for the loop', async (t) => {
+  const g = createOverloadGuard({ settings: { ...settings, loopDelayMs: 0, busyPct: 0 }, log });
   t.teardown(() => g.close());
   g.sample();
   t.notOk(g.refuse(1_000_000));

@@ -217,7 +217,7 @@ try {
     const b = await spawnChildDaemon(
       t,
       childDaemonConfig(t, w.d.config.database.url, {
-        sip: { max_call_seconds: 600 },
+        sip: { max_call_seconds: 600, ...overloadRules },
         database: { pool_max: w.d.config.database.pool_max },
       }),
     );

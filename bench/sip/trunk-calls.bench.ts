@@ -13,7 +13,7 @@
  * Then the same ramp split over two daemons on the one database (the second in a child process).
  * Env: BENCH_SIP_RATES="50,100,…" (offered calls/s per step), BENCH_SIP_SKIP=kamailio,held,two,
  * BENCH_SIP_DB=socket (database over the local Unix socket instead of TCP), BENCH_SIP_VERBOSE=1,
- * BENCH_SIP_OVERLOAD=0 (overload control off; on by default with the config defaults),
+ * BENCH_SIP_OVERLOAD=0 (overload control off; on by default, SVC_SIP_OVERLOAD_* settings read),
  * BENCH_PG_STATEMENTS=1 (the database on a private cluster with pg_stat_statements, bench/lib/private-pg.ts:
  * each step also prints statements per call, top-level ones (round trips) and those run inside functions).
  */
@@ -112,17 +112,22 @@ const viaSocket =
 if (viaSocket) process.env['SVC_TEST_PG_ADMIN_URL'] = `postgres://postgres@${encodeURIComponent(SOCKET_DIR)}/postgres`;
 
 const STATEMENTS = Boolean(process.env['BENCH_PG_STATEMENTS']);
-// Overload control as a site runs it (test daemons turn its loop rules off); BENCH_SIP_OVERLOAD=0 turns it off here too.
-const overload = process.env['BENCH_SIP_OVERLOAD'] === '0' ? null : loadConfig().sip;
+// Overload control as a site runs it (test daemons turn its loop rules off), its settings taken from
+// SVC_SIP_OVERLOAD_* as the daemon would; BENCH_SIP_OVERLOAD=0 turns it off here too.
+const sipDefaults = loadConfig({ env: process.env }).sip;
+const overload = process.env['BENCH_SIP_OVERLOAD'] === '0' ? null : sipDefaults;
 const overloadRules = {
   overload_busy_pct: overload?.overload_busy_pct ?? 0,
+  overload_resume_busy_pct: sipDefaults.overload_resume_busy_pct,
   overload_loop_delay_ms: overload?.overload_loop_delay_ms ?? 0,
+  overload_resume_delay_ms: sipDefaults.overload_resume_delay_ms,
+  overload_max_invites_in_setup: overload?.overload_max_invites_in_setup ?? 0,
 };
 
 try {
   const adminSql = await statementsCluster(cleanups, freePort);
   console.log(
-    `sip trunk bench start (overload control ${overload ? `at ${overload.overload_busy_pct} % loop busy or ${overload.overload_loop_delay_ms} ms loop delay` : 'off'}; database over ${viaSocket ? 'Unix socket' : 'TCP'}${STATEMENTS ? ', private cluster with pg_stat_statements' : ''}) · ${uptime()}`,
+    `sip trunk bench start (overload control ${overload ? `at ${overload.overload_busy_pct}/${overload.overload_resume_busy_pct} % loop busy or ${overload.overload_loop_delay_ms}/${overload.overload_resume_delay_ms} ms loop delay` : 'off'}; database over ${viaSocket ? 'Unix socket' : 'TCP'}${STATEMENTS ? ', private cluster with pg_stat_statements' : ''}) · ${uptime()}`,
   );
   // Every call holds money for up to max_call_seconds; 10 minutes keeps the held-calls run affordable.
   const w = await createWorld(t, {

@@ -13,6 +13,7 @@
  * Then the same ramp split over two daemons on the one database (the second in a child process).
  * Env: BENCH_SIP_RATES="50,100,…" (offered calls/s per step), BENCH_SIP_SKIP=kamailio,held,two,
  * BENCH_SIP_DB=socket (database over the local Unix socket instead of TCP), BENCH_SIP_VERBOSE=1,
+ * BENCH_SIP_OVERLOAD=0 (overload control off; on by default, SVC_SIP_OVERLOAD_* settings read),
  * BENCH_PG_STATEMENTS=1 (the database on a private cluster with pg_stat_statements, bench/lib/private-pg.ts:
  * each step also prints statements per call, top-level ones (round trips) and those run inside functions).
  */
@@ -24,6 +25,8 @@ import { join } from 'node:path';
 import { childDaemonConfig, spawnChildDaemon } from '../../test/modules/sip-trunks/child-daemon.js';
 import { createWorld } from '../../test/modules/sip-trunks/world.js';
 import { freePort } from '../../test/telephony/sip/sipp.js';
+import { register, type Counter } from 'prom-client';
+import { loadConfig } from '../../src/config/load.js';
 import { runCleanups } from '../lib/cleanups.js';
 import { statementTotals, statementsCluster } from '../lib/private-pg.js';
 import {
@@ -109,14 +112,27 @@ const viaSocket =
 if (viaSocket) process.env['SVC_TEST_PG_ADMIN_URL'] = `postgres://postgres@${encodeURIComponent(SOCKET_DIR)}/postgres`;
 
 const STATEMENTS = Boolean(process.env['BENCH_PG_STATEMENTS']);
+// Overload control as a site runs it (test daemons turn its loop rules off), its settings taken from
+// SVC_SIP_OVERLOAD_* as the daemon would; BENCH_SIP_OVERLOAD=0 turns it off here too.
+const sipDefaults = loadConfig({ env: process.env }).sip;
+const overload = process.env['BENCH_SIP_OVERLOAD'] === '0' ? null : sipDefaults;
+const overloadRules = {
+  overload_busy_pct: overload?.overload_busy_pct ?? 0,
+  overload_resume_busy_pct: sipDefaults.overload_resume_busy_pct,
+  overload_loop_delay_ms: overload?.overload_loop_delay_ms ?? 0,
+  overload_resume_delay_ms: sipDefaults.overload_resume_delay_ms,
+  overload_max_invites_in_setup: overload?.overload_max_invites_in_setup ?? 0,
+};
 
 try {
   const adminSql = await statementsCluster(cleanups, freePort);
   console.log(
-    `sip trunk bench start (database over ${viaSocket ? 'Unix socket' : 'TCP'}${STATEMENTS ? ', private cluster with pg_stat_statements' : ''}) · ${uptime()}`,
+    `sip trunk bench start (overload control ${overload ? `at ${overload.overload_busy_pct}/${overload.overload_resume_busy_pct} % loop busy or ${overload.overload_loop_delay_ms}/${overload.overload_resume_delay_ms} ms loop delay` : 'off'}; database over ${viaSocket ? 'Unix socket' : 'TCP'}${STATEMENTS ? ', private cluster with pg_stat_statements' : ''}) · ${uptime()}`,
   );
   // Every call holds money for up to max_call_seconds; 10 minutes keeps the held-calls run affordable.
-  const w = await createWorld(t, { sip: { host: '127.0.0.1', port: 0, max_call_seconds: 600 } });
+  const w = await createWorld(t, {
+    sip: { host: '127.0.0.1', port: 0, max_call_seconds: 600, ...overloadRules },
+  });
   const sql = w.d.sql;
   const uas = await sipp(uasScenario, [], 10_000_000, 3600);
   const { routeId } = await w.route({ port: uas.port, prefix: '4411', rate: '0.001000' });
@@ -141,6 +157,10 @@ try {
     const s = await statementTotals(adminSql, dbName);
     return { 'pg statements': s.top, 'pg fn statements': s.nested };
   };
+  const overloadRefusals = async (): Promise<number> => {
+    const m = register.getSingleMetric('svc_sip_calls_refused_total') as Counter<'cause'> | undefined;
+    return (await m?.get())?.values.find((v) => v.labels.cause === 'overload')?.value ?? 0;
+  };
   const ourCost = async () => {
     const [x] = await sql<
       { n: number }[]
@@ -153,6 +173,7 @@ try {
       'pg xacts': x?.n ?? 0,
       ...(await statements()),
       'sipp cpu ms': sippCpu(),
+      'overload 503s': await overloadRefusals(),
     };
   };
   const prof = await startCpuProfile();
@@ -201,7 +222,7 @@ try {
     const b = await spawnChildDaemon(
       t,
       childDaemonConfig(t, w.d.config.database.url, {
-        sip: { max_call_seconds: 600 },
+        sip: { max_call_seconds: 600, ...overloadRules },
         database: { pool_max: w.d.config.database.pool_max },
       }),
     );

@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs';
+import { Counter, Gauge, register } from 'prom-client';
 import { loadServerSecret } from '../db/server-secret.js';
 import {
   createLoopMarker,
+  createOverloadGuard,
   createSipStack,
   createSipTransport,
   probeEndpoint,
   type LoopMarker,
+  type OverloadMetrics,
   type ProbeResult,
   type SipPeer,
   type SipStack,
@@ -65,10 +68,23 @@ export async function createSipPlane(core: CoreDeps): Promise<SipPlane> {
     },
     async close() {
       closed = true;
+      overload.close();
       await bound?.close();
     },
   };
-  const stack = createSipStack({ transport, log, timerValues: { t1: config.sip.t1_ms } });
+  const overload = createOverloadGuard({
+    settings: {
+      busyPct: config.sip.overload_busy_pct,
+      resumeBusyPct: config.sip.overload_resume_busy_pct,
+      loopDelayMs: config.sip.overload_loop_delay_ms,
+      resumeDelayMs: config.sip.overload_resume_delay_ms,
+      maxInvitesInSetup: config.sip.overload_max_invites_in_setup,
+      retryAfterSeconds: config.sip.overload_retry_after_seconds,
+    },
+    log,
+    metrics: overloadMetrics(),
+  });
+  const stack = createSipStack({ transport, log, timerValues: { t1: config.sip.t1_ms }, overload });
 
   return {
     stack,
@@ -91,11 +107,61 @@ export async function createSipPlane(core: CoreDeps): Promise<SipPlane> {
         ...(config.sip.tls_ca_file ? { tlsCa: [readFileSync(config.sip.tls_ca_file)] } : {}),
       });
       for (const h of handlers) real.onMessage(h);
+      // Building the modules held the loop; the first calls are judged by what follows.
+      overload.reset();
       bound = real;
       return real;
     },
     probe(target, opts) {
       return bound && !closed ? probeEndpoint(stack, target, opts) : null;
     },
+  };
+}
+
+function once<T>(name: string, make: () => T): T {
+  return (register.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+/** Overload refusals join the trunk refusals' counter as cause `overload`; the share and the delay behind it are gauges. */
+function overloadMetrics(): OverloadMetrics {
+  const refused = once(
+    'svc_sip_calls_refused_total',
+    () =>
+      new Counter({
+        name: 'svc_sip_calls_refused_total',
+        help: 'SIP trunk calls refused before routing, by cause',
+        labelNames: ['cause'],
+      }),
+  ) as Counter<'cause'>;
+  const share = once(
+    'svc_sip_overload_refused_share',
+    () =>
+      new Gauge({
+        name: 'svc_sip_overload_refused_share',
+        help: 'Share of new INVITEs refused with 503 for event-loop delay (0 to 1)',
+      }),
+  );
+  const delay = once(
+    'svc_sip_event_loop_delay_seconds',
+    () =>
+      new Gauge({
+        name: 'svc_sip_event_loop_delay_seconds',
+        help: 'Mean event-loop delay over the last overload-control window',
+      }),
+  );
+  const busy = once(
+    'svc_sip_event_loop_busy_ratio',
+    () =>
+      new Gauge({
+        name: 'svc_sip_event_loop_busy_ratio',
+        help: 'Event-loop utilisation (0 to 1) over the last overload-control window',
+      }),
+  );
+  const overloadRefusals = refused.labels('overload');
+  return {
+    refused: () => overloadRefusals.inc(),
+    ratio: (v) => share.set(v),
+    loopDelay: (ms) => delay.set(ms / 1000),
+    loopBusy: (u) => busy.set(u),
   };
 }

@@ -30,6 +30,7 @@ export {
   type CallEndedEvent,
   type HangupCause,
 } from './b2bua/index.js';
+export { createOverloadGuard, type OverloadGuard, type OverloadMetrics, type OverloadSettings } from './overload.js';
 export { createLoopMarker, LOOP_HEADER, type LoopMarker } from './loop-marker.js';
 export { probeEndpoint, type ProbeResult } from './probe.js';
 export { computeHa1, createDigestServer, answerChallenge, type DigestServer } from './digest.js';

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { createUacDialog, dialogId, dialogRequest, requestDialogId, type Dialog } from './dialog.js';
 import { Expiries } from './expiry.js';
 import { formatVia } from './headers.js';
+import type { OverloadGuard } from './overload.js';
 import {
   callIdOf,
   canonicalName,
@@ -92,6 +93,8 @@ export interface SipStackOptions {
   log: Logger;
   timers?: SipTimers;
   timerValues?: Partial<TimerValues>;
+  /** Refuses new INVITEs (no To tag) with 503 while the daemon is overloaded; none: every one is taken. */
+  overload?: OverloadGuard;
 }
 
 const MAGIC = 'z9hG4bK';
@@ -132,6 +135,17 @@ export function createSipStack(opts: SipStackOptions): SipStack {
   };
   const isRoutable = (peer: SipPeer): boolean => peer.transport !== 'udp' || routable.has(peer.host);
   const strayAckHandlers: Array<(ack: SipRequest, source: SipPeer) => void> = [];
+  const overload = opts.overload;
+  // INVITEs admitted and not yet answered finally, kept only when the guard caps them. A transaction
+  // leaves at its end, or at its final response when the set reaches the cap and is swept: below the
+  // cap its size is an upper bound and no sweep is needed.
+  const setupCap = overload?.setupCap ?? 0;
+  const inSetup = setupCap > 0 ? new Set<ServerTransaction>() : null;
+  const setupCount = (): number => {
+    if (!inSetup) return 0;
+    if (inSetup.size >= setupCap) for (const tx of inSetup) if (tx.state !== 'proceeding') inSetup.delete(tx);
+    return inSetup.size;
+  };
 
   const expiries = new Expiries(timers);
   const ctx: TransactionContext = {
@@ -145,6 +159,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
         if (clients.get(tx.key) === tx) clients.delete(tx.key);
       } else {
         if (servers.get(tx.key) === tx) servers.delete(tx.key);
+        inSetup?.delete(tx);
         if (tx.isInvite) {
           const ak = ackKey(tx.request);
           if (awaitingAck.get(ak) === tx) awaitingAck.delete(ak);
@@ -250,6 +265,17 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     const tx = new ServerTransaction(ctx, key, req, source, replyTo);
     servers.set(key, tx);
     if (req.method === 'INVITE') {
+      // Only calls not yet admitted: whatever finishes an admitted call (in-dialog requests, ACK,
+      // CANCEL, BYE, responses) is never refused. The transaction stays only to absorb the INVITE's
+      // retransmissions and the ACK; nothing reaches the TU, the ledger or the database.
+      if (overload && tagOf(toOf(req)) === undefined && overload.refuse(setupCount())) {
+        tx.reply(503, 'Service Unavailable', {
+          toTag: newTag(),
+          headers: [{ name: 'Retry-After', value: overload.retryAfter }],
+        });
+        return;
+      }
+      inSetup?.add(tx);
       awaitingAck.set(ackKey(req), tx);
       // 100 Trying only when the TU has said nothing within 200 ms (RFC 3261 §17.2.1): the challenge,
       // a refusal or the supplier's ringing usually come first, and each 100 sent costs a

@@ -28,7 +28,15 @@ export function childDaemonConfig(
     log: { level: 'silent' },
     http: { host: '127.0.0.1', port: 0 },
     database: { url: databaseUrl, pool_max: 4 },
-    sip: { host: '127.0.0.1', port: 0, tls_port: 0, options_interval_seconds: 3600 },
+    // Overload rules off as in test/helpers/daemon.ts: a starved test process is no overloaded daemon.
+    sip: {
+      host: '127.0.0.1',
+      port: 0,
+      tls_port: 0,
+      options_interval_seconds: 3600,
+      overload_busy_pct: 0,
+      overload_loop_delay_ms: 0,
+    },
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },
     billing: { require_route_for_sub_accounts: false },

@@ -1,0 +1,203 @@
+/**
+ * Overload control for new calls (RFC 6357 §4, the local form of RFC 7339's loss algorithm): when
+ * the event loop has no idle moment left or falls behind, a growing share of new INVITEs is refused with 503 and Retry-After
+ * before any work is spent on them, so the calls already admitted keep their latency and the daemon
+ * does not collapse into retransmissions of INVITEs and 2xx it can no longer answer in time.
+ */
+import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+
+export interface OverloadSettings {
+  /**
+   * Event-loop utilisation over a window (percent of its time not idle) at or above which the
+   * refused share grows; 0: never. A loop that never waits for I/O has messages queued in the kernel.
+   */
+  busyPct: number;
+  /** Below this utilisation (and below `resumeDelayMs`) the refused share falls again. */
+  resumeBusyPct: number;
+  /** Event-loop delay (mean lateness over a window, ms) at or above which the refused share grows; 0: never. */
+  loopDelayMs: number;
+  /** Below this delay the refused share falls again (the band between is the hysteresis). */
+  resumeDelayMs: number;
+  /** INVITE server transactions admitted and not yet answered finally at which every new INVITE is refused; 0: no cap. */
+  maxInvitesInSetup: number;
+  /** Seconds in the 503's Retry-After. */
+  retryAfterSeconds: number;
+}
+
+/** Where the guard reports (prom-client metrics in the daemon; tests read `stats()`). */
+export interface OverloadMetrics {
+  refused(): void;
+  ratio(share: number): void;
+  loopDelay(ms: number): void;
+  loopBusy(share: number): void;
+}
+
+export interface OverloadGuard {
+  /** True when this new INVITE is to be refused; `inSetup` is the count of INVITEs admitted and not answered finally. */
+  refuse(inSetup: number): boolean;
+  /** INVITEs in setup at which all new ones are refused (the stack counts them only when above 0). */
+  readonly setupCap: number;
+  /** The Retry-After header value. */
+  readonly retryAfter: string;
+  /** One window: reads the loop delay and moves the refused share (run by the guard's own timer unless `sampleEveryMs` is 0). */
+  sample(): void;
+  /** Forgets the share and the readings so far (the daemon's own start is no overload). */
+  reset(): void;
+  stats(): { refused: number; ratio: number; loopDelayMs: number; loopBusy: number };
+  close(): void;
+}
+
+/** How often the delay is read and the refused share moved: a few dozen loop turns under load. */
+const WINDOW_MS = 100;
+/** The histogram's timer period; its readings include it, so it is taken off. */
+const RESOLUTION_MS = 10;
+/**
+ * The refused share moves in twentieths (integers, so it returns exactly to none): up two per delayed
+ * window, from none to all in a second of overload, and down one per window below the resume mark,
+ * so it settles near the share the loop can carry instead of swinging between admitting everything
+ * and refusing everything.
+ */
+const STEPS = 20;
+const RAISE = 2;
+const LOWER = 1;
+/** At most one warning per this long while refusing. */
+const WARN_EVERY_MS = 10_000;
+
+export interface OverloadGuardOptions {
+  settings: OverloadSettings;
+  log: Logger;
+  metrics?: OverloadMetrics;
+  /** Milliseconds, monotonic; tests pass their own. */
+  now?: () => number;
+  /** Mean event-loop delay in ms since the last call (the delay monitor by default); tests pass their own. */
+  loopDelay?: () => number;
+  /** Event-loop utilisation (0 to 1) since the last call (Node's own reading by default); tests pass their own. */
+  loopBusy?: () => number;
+  /** 0: no timer, the caller runs `sample()` (tests). */
+  sampleEveryMs?: number;
+}
+
+/** The event-loop delay monitor: mean lateness since the last reading, in ms. */
+function loopDelayMonitor(): { read(): number; close(): void } {
+  const h: IntervalHistogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
+  h.enable();
+  return {
+    read() {
+      // No reading at all in a window: the loop was blocked for all of it.
+      const ms = h.count === 0 ? WINDOW_MS : h.mean / 1e6 - RESOLUTION_MS;
+      h.reset();
+      return Math.max(0, ms);
+    },
+    close: () => h.disable(),
+  };
+}
+
+/** Node's event-loop utilisation since the last reading: a subtraction of two counters libuv keeps. */
+function loopBusyReader(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const u = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    return u;
+  };
+}
+
+export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
+  const { settings, log, metrics } = opts;
+  const now = opts.now ?? (() => performance.now());
+  const byDelay = settings.loopDelayMs > 0;
+  const byBusy = settings.busyPct > 0;
+  const monitor = byDelay && !opts.loopDelay ? loopDelayMonitor() : null;
+  const readDelay = opts.loopDelay ?? monitor?.read ?? (() => 0);
+  const readBusy = opts.loopBusy ?? (byBusy ? loopBusyReader() : () => 0);
+  const resumeMs = byDelay ? Math.min(settings.resumeDelayMs, settings.loopDelayMs) : Infinity;
+  const busyHigh = settings.busyPct / 100;
+  const busyLow = byBusy ? Math.min(settings.resumeBusyPct, settings.busyPct) / 100 : Infinity;
+  let level = 0;
+  // Refusals spread evenly through the stream (a share of 0.3 refuses 3 INVITEs in 10), not by chance.
+  let credit = 0;
+  let delayMs = 0;
+  let busy = 0;
+  let refused = 0;
+  let refusedSinceLog = 0;
+  let warnedAt = -Infinity;
+  let refusing = false;
+
+  const sample = (): void => {
+    if (!byDelay && !byBusy) return;
+    delayMs = readDelay();
+    busy = readBusy();
+    metrics?.loopDelay(delayMs);
+    metrics?.loopBusy(busy);
+    const before = level;
+    if ((byDelay && delayMs >= settings.loopDelayMs) || (byBusy && busy >= busyHigh))
+      level = Math.min(STEPS, level + RAISE);
+    else if (delayMs < resumeMs && busy < busyLow) level = Math.max(0, level - LOWER);
+    if (level === 0) credit = 0;
+    if (level !== before) metrics?.ratio(level / STEPS);
+    if (refusing && level === 0) {
+      refusing = false;
+      log.info({ refused: refusedSinceLog, loopDelayMs: Math.round(delayMs), loopBusy: busy }, 'sip overload over');
+      refusedSinceLog = 0;
+    }
+  };
+  const every = opts.sampleEveryMs ?? WINDOW_MS;
+  // The timer keeps nothing alive: a stopping daemon closes its stack, and the guard with it.
+  const timer = (byDelay || byBusy) && every > 0 ? setInterval(sample, every) : null;
+  timer?.unref();
+
+  const noteRefusal = (cause: 'loop' | 'setup', inSetup: number): void => {
+    refused++;
+    refusedSinceLog++;
+    metrics?.refused();
+    // The share only: a setup-cap refusal has no window to end it, and is logged at the next warning.
+    if (cause === 'loop') refusing = true;
+    const t = now();
+    if (t - warnedAt < WARN_EVERY_MS) return;
+    warnedAt = t;
+    log.warn(
+      {
+        cause,
+        refused: refusedSinceLog,
+        refusedShare: level / STEPS,
+        loopDelayMs: Math.round(delayMs),
+        loopBusy: busy,
+        inSetup,
+      },
+      'sip overload: refusing new INVITEs with 503',
+    );
+    refusedSinceLog = 0;
+  };
+
+  return {
+    setupCap: settings.maxInvitesInSetup,
+    retryAfter: String(settings.retryAfterSeconds),
+    refuse(inSetup) {
+      if (settings.maxInvitesInSetup > 0 && inSetup >= settings.maxInvitesInSetup) {
+        noteRefusal('setup', inSetup);
+        return true;
+      }
+      if (level === 0) return false;
+      credit += level;
+      if (credit < STEPS) return false;
+      credit -= STEPS;
+      noteRefusal('loop', inSetup);
+      return true;
+    },
+    sample,
+    reset() {
+      readDelay();
+      readBusy();
+      level = 0;
+      credit = 0;
+      metrics?.ratio(0);
+    },
+    stats: () => ({ refused, ratio: level / STEPS, loopDelayMs: delayMs, loopBusy: busy }),
+    close() {
+      if (timer) clearInterval(timer);
+      monitor?.close();
+    },
+  };
+}

@@ -447,6 +447,55 @@ t.test('amounts, holds and accounts are checked in SQL', async (t) => {
   await checkInvariants(t, sql);
 });
 
+t.test("a hold batch's malformed items fail with the error, and in the order, they always did", async (t) => {
+  const { sql } = await createTestDatabase(t);
+  const ledger = ledgerFor(sql);
+  const [buyer] = await makeAccounts(sql, 1);
+  await ledger.topup({ accountId: buyer!, amount: '5.000000', source: 'card', postingKey: 'top' });
+  const at = new Date();
+  const later = new Date(at.getTime() + 60_000).toISOString();
+  const item = (o: Record<string, unknown>) => ({ key: 'k', accountId: buyer!, amount: '1', expiresAt: later, ...o });
+  const run = async (items: unknown) => {
+    try {
+      await sql`select ledger_hold_many(${sql.json(items as never)}, ${at})`;
+      return 'ok';
+    } catch (err) {
+      return `${pgCode(err)} ${(err as Error).message}`;
+    }
+  };
+  // Read once since migration 341, failing as before: an amount or expiry that is not a number or
+  // time first; then, when an amount or expiry is out of range, an owner or test flag that does not
+  // cast, else that amount's or expiry's own error; else the key's claim, then the casts.
+  t.equal(await run([item({ accountId: 'nope' })]), '22P02 invalid input syntax for type uuid: "nope"');
+  t.equal(await run([item({ test: 'maybe' })]), '22P02 invalid input syntax for type boolean: "maybe"');
+  t.equal(
+    await run([item({ key: 'a', amount: '-1' }), item({ key: 'b', accountId: 'nope' })]),
+    '22P02 invalid input syntax for type uuid: "nope"',
+  );
+  t.equal(
+    await run([item({ key: 'a', accountId: 'nope' }), item({ key: 'b', expiresAt: at.toISOString() })]),
+    '22P02 invalid input syntax for type uuid: "nope"',
+  );
+  t.equal(await run([item({ key: 'a', amount: '-1' })]), 'SVC02 Invalid amount: must be greater than zero');
+  t.equal(await run([item({ key: '', accountId: 'nope' })]), 'SVC02 Invalid posting key: 1 to 255 characters');
+  t.equal(await run([item({ amount: 'x' })]), '22P02 invalid input syntax for type numeric: "x"');
+  t.equal(
+    await run([item({ key: 'a', amount: 'x' }), item({ key: 'b', expiresAt: 'y' })]),
+    '22P02 invalid input syntax for type numeric: "x"',
+  );
+  t.equal(
+    await run([item({ key: 'a', test: 'maybe' }), item({ key: 'b', accountId: 'nope' })]),
+    '22P02 invalid input syntax for type boolean: "maybe"',
+  );
+  t.equal(await run([1]), '22023 argument of jsonb_to_recordset must be an array of objects');
+  t.equal(await run({ a: 1 }), 'SVC02 Invalid batch: an array of items');
+  // A replayed item's owner is still read: a malformed one fails the batch.
+  t.equal(await run([item({ key: 'r' })]), 'ok');
+  t.equal(await run([item({ key: 'r', accountId: 'nope' })]), '22P02 invalid input syntax for type uuid: "nope"');
+  t.same(await sql`select ledger_hold_many('[]'::jsonb, ${at}) as r`, [{ r: [] }]);
+  await checkInvariants(t, sql);
+});
+
 t.test('a test-mode hold settles to the test-credit pool; a zero settle only releases', async (t) => {
   const { sql } = await createTestDatabase(t);
   const ledger = ledgerFor(sql);

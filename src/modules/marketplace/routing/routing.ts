@@ -333,7 +333,40 @@ export function createRouting(deps: {
     const privates = deps.privateRates ? await deps.privateRates.forAccount(q.accountId) : undefined;
     const now = deps.clock?.now() ?? new Date();
     const peers = deps.peering ? await deps.peering.forBuyer(q.accountId) : undefined;
-    const plain: (Priced & { u: (typeof usable)[number]; offerId?: string; interconnectionId?: string })[] = [];
+    type Item = Priced & {
+      offerId?: string;
+      interconnectionId?: string;
+      u: (typeof usable)[number];
+      position: number | null;
+      quality: number;
+      members: PricedMember[] | null;
+      blend: Blend | null;
+    };
+    // Each route's item made whole in one literal (quality set once measured): spreading a priced
+    // route into it, twice, cost more than the rest of the look-up (issue 26).
+    const itemOf = (
+      u: (typeof usable)[number],
+      p: Priced,
+      sellerRate: Decimal,
+      price: Decimal,
+      offerId: string | undefined,
+      interconnectionId: string | undefined,
+    ): Item => ({
+      routeId: p.routeId,
+      meta: p.meta,
+      match: p.match,
+      sellerRate,
+      price,
+      basis: p.basis,
+      offerId,
+      interconnectionId,
+      u,
+      position: u.position,
+      quality: 0,
+      members: null,
+      blend: null,
+    });
+    const plain: Item[] = [];
     const blended: { u: (typeof usable)[number]; blend: Blend }[] = [];
     for (const u of usable) {
       const blend = inBlends.get(u.routeId);
@@ -351,37 +384,19 @@ export function createRouting(deps: {
       if (agreed === 'refuse') continue;
       if (agreed !== 'list') {
         const price = buyerRate(agreed, fee, q.type === 'voice' ? 'min' : 'msg');
-        plain.push({ u, ...p, sellerRate: agreed, price, interconnectionId: term!.interconnectionId });
-      } else if (own === undefined) plain.push({ u, ...p });
+        plain.push(itemOf(u, p, agreed, price, undefined, term!.interconnectionId));
+      } else if (own === undefined) plain.push(itemOf(u, p, p.sellerRate, p.price, undefined, undefined));
       else
-        plain.push({
-          u,
-          ...p,
-          sellerRate: own.rate,
-          price: buyerRate(own.rate, fee, q.type === 'voice' ? 'min' : 'msg'),
-          offerId: own.offerId,
-        });
+        plain.push(
+          itemOf(u, p, own.rate, buyerRate(own.rate, fee, q.type === 'voice' ? 'min' : 'msg'), own.offerId, undefined),
+        );
     }
     if (plain.length === 0 && blended.length === 0) return [];
     const memberIds = blended.flatMap((b) => b.blend.members.map((m) => m.routeId));
     const measured = await quality([...plain.map((p) => p.routeId), ...memberIds]);
     const scoreOf = (routeId: string, meta: DeckMeta) => qualityScore(measured.get(routeId) ?? null, statedOf(meta));
-    type Item = Priced & {
-      offerId?: string;
-      interconnectionId?: string;
-      u: (typeof usable)[number];
-      position: number | null;
-      quality: number;
-      members: PricedMember[] | null;
-      blend: Blend | null;
-    };
-    const items: Item[] = plain.map((p) => ({
-      ...p,
-      position: p.u.position,
-      quality: scoreOf(p.routeId, p.meta),
-      members: null,
-      blend: null,
-    }));
+    const items: Item[] = plain;
+    for (const p of plain) p.quality = scoreOf(p.routeId, p.meta);
     for (const { u, blend } of blended) {
       const members = await blendMembersFor(blend, digits, mccMnc, fee, scoreOf, random, caller);
       const first = members[0];

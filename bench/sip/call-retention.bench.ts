@@ -8,7 +8,8 @@
  * end, time moves past T4 (Timers K and I) but not to 64·T1. Heap after a full collection, per call;
  * then after 64·T1, where nothing should be left. Then INVITEs the plan refuses (404), each ACKed
  * as a caller ACKs the 401 every digest call gets first: heap per refused INVITE until Timer I (T4).
- * Deterministic: no rate, no load sensitivity.
+ * Deterministic: no rate, no load sensitivity. BENCH_HEAP_PROF (bench/lib/cpu-profile.ts) samples
+ * what the measured calls allocate (or, with BENCH_HEAP_PROMOTED=1, what of it outlives a scavenge).
  * Usage: node --import tsx bench/sip/call-retention.bench.ts [calls=4000]
  */
 import dgram from 'node:dgram';
@@ -30,6 +31,7 @@ import { DEFAULT_TIMERS } from '../../src/telephony/sip/transaction.js';
 import { createSipTransport } from '../../src/telephony/sip/transport.js';
 import { systemClock } from '../../src/platform/clock.js';
 import { createFakeTimers, silentLog } from '../../test/telephony/sip/helpers.js';
+import { startCpuProfile } from '../lib/cpu-profile.js';
 
 const [calls = 4000] = process.argv.slice(2).map(Number);
 setFlagsFromString('--expose-gc');
@@ -148,7 +150,9 @@ try {
   await run(500, 'warm');
   timers.advance(64 * t1 + 1);
   const base = await heapUsed();
+  const prof = await startCpuProfile();
   await run(calls, 'call');
+  await prof.stop();
   timers.advance(t4 + 1);
   const held = await heapUsed();
   timers.advance(64 * t1);

@@ -1,5 +1,5 @@
 /** Dialog state for UAC and UAS sides (RFC 3261 §12) and in-dialog request construction. */
-import { formatNameAddr, formatUri, parseNameAddr, parseUri, type SipUri } from './headers.js';
+import { formatNameAddr, formatUri, parseNameAddr, parseUri, type NameAddr, type SipUri } from './headers.js';
 import {
   callIdOf,
   contactsOf,
@@ -63,8 +63,9 @@ export function createUacDialog(
   transport: SipTransportName,
   contact: string,
 ): Dialog {
-  const to = parseNameAddr(getHeader(res, 'to') ?? '');
-  const from = parseNameAddr(getHeader(invite, 'from') ?? '');
+  // The header views the parser already made (a missing header throws as parsing '' did).
+  const to = toOf(res);
+  const from = fromOf(invite);
   const target = contactsOf(res)[0];
   return {
     callId: callIdOf(invite),
@@ -89,10 +90,10 @@ export function createUasDialog(
   contact: string,
   flow?: SipPeer,
 ): Dialog {
-  const to = parseNameAddr(getHeader(invite, 'to') ?? '');
-  to.params['tag'] = localTag;
+  const inTo = toOf(invite);
+  const to: NameAddr = { ...inTo, params: { ...inTo.params, tag: localTag } };
   const target = contactsOf(invite)[0];
-  const from = parseNameAddr(getHeader(invite, 'from') ?? '');
+  const from = fromOf(invite);
   return {
     callId: callIdOf(invite),
     localTag,
@@ -135,7 +136,24 @@ export function dialogRequest(
     headers,
     body: opts.body ?? Buffer.alloc(0),
   };
+  return { req, dest: d.flow ?? uriDestination(nextHopUri(d), d.transport) };
+}
+
+const HOP = Symbol('sip.dialogHop');
+type WithHop = Dialog & { [HOP]?: { text: string; routed: boolean; uri: SipUri } };
+
+/**
+ * The URI in-dialog requests are sent toward: the first route, else the remote target. Parsed once
+ * per dialog (an answered call sends at least an ACK and a BYE on each side), again only when a
+ * target refresh or a new route set changed the text.
+ */
+function nextHopUri(d: Dialog): SipUri {
   const first = d.routeSet[0];
-  const hop = first ? parseNameAddr(first).uri : parseUri(d.remoteTarget);
-  return { req, dest: d.flow ?? uriDestination(hop, d.transport) };
+  const routed = first !== undefined && first !== '';
+  const text = routed ? first : d.remoteTarget;
+  const hit = (d as WithHop)[HOP];
+  if (hit !== undefined && hit.text === text && hit.routed === routed) return hit.uri;
+  const uri = routed ? parseNameAddr(text).uri : parseUri(text);
+  (d as WithHop)[HOP] = { text, routed, uri };
+  return uri;
 }

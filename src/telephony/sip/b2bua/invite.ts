@@ -1,7 +1,6 @@
 /** A new call from a reseller: loop and scheme checks, who is calling, the plan, then the first leg. */
 import { isE164Digits } from '../../../platform/e164.js';
-import { parseUri } from '../headers.js';
-import { callIdOf, fromOf, type SipRequest } from '../message.js';
+import { callIdOf, fromOf, requestUriOf, type SipRequest } from '../message.js';
 import { negotiateSession } from '../session-timer.js';
 import type { ServerTransaction } from '../transaction.js';
 import type { SipPeer } from '../transport.js';
@@ -41,7 +40,7 @@ export async function onInvite(
     tx.reply(482, 'Loop Detected', { toTag: tag });
     return;
   }
-  const uri = parseUri(req.uri);
+  const uri = requestUriOf(req);
   if (uri.scheme !== 'sip' && uri.scheme !== 'sips') {
     tx.reply(416, 'Unsupported URI Scheme', { toTag: tag });
     return;

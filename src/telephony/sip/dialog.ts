@@ -4,6 +4,7 @@ import {
   callIdOf,
   contactsOf,
   cseqOf,
+  detached,
   fromOf,
   getHeader,
   recordRoutesOf,
@@ -67,16 +68,19 @@ export function createUacDialog(
   const to = toOf(res);
   const from = fromOf(invite);
   const target = contactsOf(res)[0];
+  // A dialog lasts as long as its call: its strings are copied, not slices of the messages' text.
   return {
-    callId: callIdOf(invite),
-    localTag: from.params['tag'] ?? '',
-    remoteTag: to.params['tag'] ?? '',
-    localAddr: getHeader(invite, 'from') ?? '',
-    remoteAddr: formatNameAddr(to),
+    callId: detached(callIdOf(invite)),
+    localTag: detached(from.params['tag'] ?? ''),
+    remoteTag: detached(to.params['tag'] ?? ''),
+    localAddr: detached(getHeader(invite, 'from') ?? ''),
+    remoteAddr: detached(formatNameAddr(to)),
     localSeq: cseqOf(invite).seq,
     remoteSeq: 0,
-    remoteTarget: target ? formatUri(target.uri) : invite.uri,
-    routeSet: recordRoutesOf(res).map(formatNameAddr).reverse(),
+    remoteTarget: detached(target ? formatUri(target.uri) : invite.uri),
+    routeSet: recordRoutesOf(res)
+      .map((r) => detached(formatNameAddr(r)))
+      .reverse(),
     transport,
     contact,
   };
@@ -95,15 +99,15 @@ export function createUasDialog(
   const target = contactsOf(invite)[0];
   const from = fromOf(invite);
   return {
-    callId: callIdOf(invite),
+    callId: detached(callIdOf(invite)),
     localTag,
-    remoteTag: from.params['tag'] ?? '',
-    localAddr: formatNameAddr(to),
-    remoteAddr: getHeader(invite, 'from') ?? '',
+    remoteTag: detached(from.params['tag'] ?? ''),
+    localAddr: detached(formatNameAddr(to)),
+    remoteAddr: detached(getHeader(invite, 'from') ?? ''),
     localSeq: 0,
     remoteSeq: cseqOf(invite).seq,
-    remoteTarget: target ? formatUri(target.uri) : '',
-    routeSet: recordRoutesOf(invite).map(formatNameAddr),
+    remoteTarget: detached(target ? formatUri(target.uri) : ''),
+    routeSet: recordRoutesOf(invite).map((r) => detached(formatNameAddr(r))),
     transport,
     contact,
     ...(flow ? { flow } : {}),

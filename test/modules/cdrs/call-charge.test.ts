@@ -39,7 +39,8 @@ t.test('holdFor is the dearest candidate as chargeLeg totals it (the split and i
       return p.alongside ? own.plus(chargeLeg(p.alongside, seconds, markup).total) : own;
     };
     const oracle = toMoney(Decimal.max(0, ...routes.map(legs)));
-    if (holdFor(seconds, routes, markup) !== oracle) t.fail(`case ${i}: ${holdFor(seconds, routes, markup)} != ${oracle}`);
+    if (holdFor(seconds, routes, markup) !== oracle)
+      t.fail(`case ${i}: ${holdFor(seconds, routes, markup)} != ${oracle}`);
     // The hold for what a balance affords never exceeds that balance.
     const available = money(50);
     const afford = affordableSeconds(available, routes, markup, 3600);

@@ -140,7 +140,9 @@ t.test('the Request-URI is parsed once per request, frozen, and again when the t
 });
 
 t.test('dialogs built from the shared views: the same From/To text, the views untouched', async (t) => {
-  const m = parse(INVITE.replace('To: <sip:12025550123@127.0.0.1:5060>', 'To: "Bob" <sip:12025550123@127.0.0.1:5060>;x=1'));
+  const m = parse(
+    INVITE.replace('To: <sip:12025550123@127.0.0.1:5060>', 'To: "Bob" <sip:12025550123@127.0.0.1:5060>;x=1'),
+  );
   const uas = createUasDialog(m, 'ours', 'udp', 'sip:b2bua@127.0.0.1');
   t.equal(uas.localAddr, '"Bob" <sip:12025550123@127.0.0.1:5060>;x=1;tag=ours');
   t.equal(uas.remoteAddr, '"Alice" <sip:15550001111@10.0.0.7:5061>;tag=from1');

@@ -56,6 +56,7 @@ async function answeredCall(t: { teardown(fn: () => Promise<void>): void }, allo
           },
         ],
       }),
+      onCallEnded: () => undefined,
     },
   });
   const port = transport.port;

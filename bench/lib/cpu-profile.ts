@@ -22,7 +22,8 @@ export async function startCpuProfile(): Promise<{ stop(): Promise<void> }> {
   if (heapFile) {
     await session.post('HeapProfiler.enable');
     await session.post('HeapProfiler.startSampling', {
-      samplingInterval: 16384,
+      // BENCH_HEAP_INTERVAL: mean bytes between samples; smaller for per-call A/B figures (less sampling noise).
+      samplingInterval: Number(process.env['BENCH_HEAP_INTERVAL'] ?? 16384),
       // BENCH_HEAP_LIVE=1: only what is still reachable at the end (what the window retains).
       includeObjectsCollectedByMajorGC: !process.env['BENCH_HEAP_LIVE'],
       includeObjectsCollectedByMinorGC: !process.env['BENCH_HEAP_LIVE'] && !process.env['BENCH_HEAP_PROMOTED'],

@@ -8,7 +8,8 @@
  * end, time moves past T4 (Timers K and I) but not to 64·T1. Heap after a full collection, per call;
  * then after 64·T1, where nothing should be left. Then INVITEs the plan refuses (404), each ACKed
  * as a caller ACKs the 401 every digest call gets first: heap per refused INVITE until Timer I (T4).
- * Deterministic: no rate, no load sensitivity.
+ * Deterministic: no rate, no load sensitivity. BENCH_HEAP_PROF (bench/lib/cpu-profile.ts) samples
+ * what the measured calls allocate (or, with BENCH_HEAP_PROMOTED=1, what of it outlives a scavenge).
  * Usage: node --import tsx bench/sip/call-retention.bench.ts [calls=4000]
  */
 import dgram from 'node:dgram';
@@ -30,6 +31,7 @@ import { DEFAULT_TIMERS } from '../../src/telephony/sip/transaction.js';
 import { createSipTransport } from '../../src/telephony/sip/transport.js';
 import { systemClock } from '../../src/platform/clock.js';
 import { createFakeTimers, silentLog } from '../../test/telephony/sip/helpers.js';
+import { startCpuProfile } from '../lib/cpu-profile.js';
 
 const [calls = 4000] = process.argv.slice(2).map(Number);
 setFlagsFromString('--expose-gc');
@@ -120,8 +122,15 @@ caller.on('message', (b) => {
   }
   if (m.status !== 200) return;
   fromCaller(id, 'ACK', 1, tagOf(toOf(m)));
+  // A call of the `live` run stays up until the bench hangs it up (`hangUpLive`).
+  if (id.startsWith('live')) {
+    // Copied, so the bench does not keep the 200's header text alive (a tag is a slice of it).
+    if (!liveTags.has(id)) liveTags.set(id, Buffer.from(tagOf(toOf(m)) ?? '').toString());
+    return;
+  }
   fromCaller(id, 'BYE', 2, tagOf(toOf(m)));
 });
+const liveTags = new Map<string, string>();
 
 /** `n` calls, at most 100 in setup at once, until every one has ended. */
 async function run(n: number, prefix: string): Promise<void> {
@@ -148,7 +157,9 @@ try {
   await run(500, 'warm');
   timers.advance(64 * t1 + 1);
   const base = await heapUsed();
+  const prof = await startCpuProfile();
   await run(calls, 'call');
+  await prof.stop();
   timers.advance(t4 + 1);
   const held = await heapUsed();
   timers.advance(64 * t1);
@@ -158,6 +169,35 @@ try {
     `sip heap kept per ended call while its transactions live (64·T1): ${kib(held - base)} KiB (${calls} calls)`,
   );
   console.log(`sip heap kept per ended call after 64·T1: ${kib(after - base)} KiB`);
+
+  // Answered calls still up (no BYE yet), past Timer L of their INVITE transactions (64·T1): what a
+  // call in progress keeps for its whole life, which every old-space collection marks while it lasts.
+  const beforeLive = await heapUsed();
+  for (let i = 0; i < calls; i++) {
+    fromCaller(`live${i}`, 'INVITE', 1, '', SDP);
+    while (i - liveTags.size > 100) await new Promise((r) => setImmediate(r));
+  }
+  const liveUntil = Date.now() + 30_000;
+  while (liveTags.size < calls && Date.now() < liveUntil) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 200));
+  timers.advance(64 * t1 + 1);
+  const live = await heapUsed();
+  console.log(
+    `sip heap kept per answered call still up (past 64·T1): ${kib(live - beforeLive)} KiB (${liveTags.size} calls)`,
+  );
+  const endedBefore = ended;
+  let byes = 0;
+  for (const [id, tag] of liveTags) {
+    fromCaller(id, 'BYE', 2, tag);
+    byes++;
+    while (byes - (ended - endedBefore) > 100) await new Promise((r) => setImmediate(r));
+  }
+  const target = endedBefore + liveTags.size;
+  const byeUntil = Date.now() + 30_000;
+  while (ended < target && Date.now() < byeUntil) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 200));
+  timers.advance(64 * t1 + 1);
+  const afterLive = await heapUsed();
 
   for (let i = 0; i < calls; i++) {
     fromCaller(`refused${i}`, 'INVITE', 1, '', SDP);
@@ -171,7 +211,7 @@ try {
   timers.advance(t4 + 1);
   const refusedAfter = await heapUsed();
   console.log(
-    `sip heap kept per refused and ACKed INVITE to Timer I (T4): ${kib(refused - after)} KiB (${refusedAcked} ACKed); after T4: ${kib(refusedAfter - after)} KiB`,
+    `sip heap kept per refused and ACKed INVITE to Timer I (T4): ${kib(refused - afterLive)} KiB (${refusedAcked} ACKed); after T4: ${kib(refusedAfter - afterLive)} KiB`,
   );
 } finally {
   await stack.close();

@@ -105,10 +105,21 @@ function chargeAtSellRate(route: PricedRoute, sell: SellPrice, durationSeconds: 
   };
 }
 
+/**
+ * `chargeLeg(...).total` as a Decimal, without the split, the rate and their strings the total does
+ * not need (every call's hold prices each candidate route this way). Both parts are already rounded
+ * to 6 places, so their sum equals the total chargeLeg formats.
+ */
+function legTotal(route: PricedRoute, seconds: number, callMarkupPct: Decimal): Decimal {
+  if (route.sell) return new Decimal(chargeLeg(route, seconds, callMarkupPct).total);
+  const base = callCost(billableSeconds(seconds, route.increment), route.price);
+  return withMarkup(base, route.markupPct ?? callMarkupPct).total;
+}
+
 /** What `seconds` cost on `r` and the leg billed alongside it, markup included. */
 function legsTotal(r: PricedRoute, seconds: number, markupPct: Decimal): Decimal {
-  const own = new Decimal(chargeLeg(r, seconds, markupPct).total);
-  return r.alongside ? own.plus(chargeLeg(r.alongside, seconds, markupPct).total) : own;
+  const own = legTotal(r, seconds, markupPct);
+  return r.alongside ? own.plus(legTotal(r.alongside, seconds, markupPct)) : own;
 }
 
 /**

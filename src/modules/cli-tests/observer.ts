@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { parseNameAddr, parseUri } from '../../telephony/sip/headers.js';
-import { fromOf, getHeader, tagOf, toOf } from '../../telephony/sip/message.js';
+import { parseNameAddr } from '../../telephony/sip/headers.js';
+import { fromOf, getHeader, requestUriOf, tagOf, toOf } from '../../telephony/sip/message.js';
 import type { SipStack } from '../../telephony/sip/stack.js';
 
 /** What a handset showed: the caller ID of the INVITE that arrived for it. */
@@ -38,7 +38,7 @@ export function createCliObserver(opts: { stack: SipStack; log: Logger; ringMs: 
     if (req.method !== 'INVITE' || tagOf(toOf(req)) !== undefined || waiting.size === 0) return next();
     let called: string | null;
     try {
-      called = digitsOf(parseUri(req.uri).user) ?? digitsOf(toOf(req).uri.user);
+      called = digitsOf(requestUriOf(req).user) ?? digitsOf(toOf(req).uri.user);
     } catch {
       return next();
     }

@@ -21,8 +21,7 @@ import type { Clock } from '../../platform/clock.js';
 import type { MediaPool, MediaSession } from '../../telephony/media/pool.js';
 import { mask } from '../../telephony/sip/b2bua/types.js';
 import { createUasDialog, dialogRequest, type Dialog } from '../../telephony/sip/dialog.js';
-import { parseUri } from '../../telephony/sip/headers.js';
-import { callIdOf, fromOf, tagOf, toOf, type SipRequest } from '../../telephony/sip/message.js';
+import { callIdOf, fromOf, requestUriOf, tagOf, toOf, type SipRequest } from '../../telephony/sip/message.js';
 import type { SipStack } from '../../telephony/sip/stack.js';
 import type { ServerTransaction } from '../../telephony/sip/transaction.js';
 import type { SipPeer } from '../../telephony/sip/transport.js';
@@ -384,7 +383,7 @@ export function createRevshareAnswering(deps: {
     if (req.method !== 'INVITE' || tagOf(toOf(req)) !== undefined) return next();
     let number: string | null;
     try {
-      number = dialled(parseUri(req.uri).user);
+      number = dialled(requestUriOf(req).user);
     } catch {
       return next();
     }

@@ -302,7 +302,8 @@ export function createAdmission(deps: {
     try {
       for (;;) {
         const available = exact ? new Decimal((await ledger.balanceOf(payer)).available) : hint!;
-        const seconds = affordableSeconds(available, routesPriced, markupPct, longest);
+        // A hint that paid for the longest call above needs no second count.
+        const seconds = exact ? affordableSeconds(available, routesPriced, markupPct, longest) : longest;
         if (seconds <= 0) {
           live.delete(callGroupId);
           await slots.release(call.slots);

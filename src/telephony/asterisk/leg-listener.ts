@@ -1,10 +1,9 @@
 import type { Logger } from 'pino';
 import { createUasDialog, dialogRequest, type Dialog } from '../sip/dialog.js';
-import { parseUri } from '../sip/headers.js';
 import { createSipStack, type SipStack } from '../sip/stack.js';
 import type { ServerTransaction } from '../sip/transaction.js';
 import { createSipTransport, type SipPeer } from '../sip/transport.js';
-import type { SipRequest } from '../sip/message.js';
+import { requestUriOf, type SipRequest } from '../sip/message.js';
 
 /**
  * The exchange's Asterisk-facing SIP listener. Every leg Asterisk places for the exchange arrives
@@ -127,7 +126,7 @@ export async function createLegListener(opts: {
     }
     let token: string;
     try {
-      token = parseUri(req.uri).user ?? '';
+      token = requestUriOf(req).user ?? '';
     } catch {
       token = '';
     }

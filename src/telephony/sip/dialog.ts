@@ -1,9 +1,10 @@
 /** Dialog state for UAC and UAS sides (RFC 3261 §12) and in-dialog request construction. */
-import { formatNameAddr, formatUri, parseNameAddr, parseUri, type SipUri } from './headers.js';
+import { formatNameAddr, formatUri, parseNameAddr, parseUri, type NameAddr, type SipUri } from './headers.js';
 import {
   callIdOf,
   contactsOf,
   cseqOf,
+  detached,
   fromOf,
   getHeader,
   recordRoutesOf,
@@ -63,19 +64,23 @@ export function createUacDialog(
   transport: SipTransportName,
   contact: string,
 ): Dialog {
-  const to = parseNameAddr(getHeader(res, 'to') ?? '');
-  const from = parseNameAddr(getHeader(invite, 'from') ?? '');
+  // The header views the parser already made (a missing header throws as parsing '' did).
+  const to = toOf(res);
+  const from = fromOf(invite);
   const target = contactsOf(res)[0];
+  // A dialog lasts as long as its call: its strings are copied, not slices of the messages' text.
   return {
-    callId: callIdOf(invite),
-    localTag: from.params['tag'] ?? '',
-    remoteTag: to.params['tag'] ?? '',
-    localAddr: getHeader(invite, 'from') ?? '',
-    remoteAddr: formatNameAddr(to),
+    callId: detached(callIdOf(invite)),
+    localTag: detached(from.params['tag'] ?? ''),
+    remoteTag: detached(to.params['tag'] ?? ''),
+    localAddr: detached(getHeader(invite, 'from') ?? ''),
+    remoteAddr: detached(formatNameAddr(to)),
     localSeq: cseqOf(invite).seq,
     remoteSeq: 0,
-    remoteTarget: target ? formatUri(target.uri) : invite.uri,
-    routeSet: recordRoutesOf(res).map(formatNameAddr).reverse(),
+    remoteTarget: detached(target ? formatUri(target.uri) : invite.uri),
+    routeSet: recordRoutesOf(res)
+      .map((r) => detached(formatNameAddr(r)))
+      .reverse(),
     transport,
     contact,
   };
@@ -89,20 +94,20 @@ export function createUasDialog(
   contact: string,
   flow?: SipPeer,
 ): Dialog {
-  const to = parseNameAddr(getHeader(invite, 'to') ?? '');
-  to.params['tag'] = localTag;
+  const inTo = toOf(invite);
+  const to: NameAddr = { ...inTo, params: { ...inTo.params, tag: localTag } };
   const target = contactsOf(invite)[0];
-  const from = parseNameAddr(getHeader(invite, 'from') ?? '');
+  const from = fromOf(invite);
   return {
-    callId: callIdOf(invite),
+    callId: detached(callIdOf(invite)),
     localTag,
-    remoteTag: from.params['tag'] ?? '',
-    localAddr: formatNameAddr(to),
-    remoteAddr: getHeader(invite, 'from') ?? '',
+    remoteTag: detached(from.params['tag'] ?? ''),
+    localAddr: detached(formatNameAddr(to)),
+    remoteAddr: detached(getHeader(invite, 'from') ?? ''),
     localSeq: 0,
     remoteSeq: cseqOf(invite).seq,
-    remoteTarget: target ? formatUri(target.uri) : '',
-    routeSet: recordRoutesOf(invite).map(formatNameAddr),
+    remoteTarget: detached(target ? formatUri(target.uri) : ''),
+    routeSet: recordRoutesOf(invite).map((r) => detached(formatNameAddr(r))),
     transport,
     contact,
     ...(flow ? { flow } : {}),
@@ -135,7 +140,24 @@ export function dialogRequest(
     headers,
     body: opts.body ?? Buffer.alloc(0),
   };
+  return { req, dest: d.flow ?? uriDestination(nextHopUri(d), d.transport) };
+}
+
+const HOP = Symbol('sip.dialogHop');
+type WithHop = Dialog & { [HOP]?: { text: string; routed: boolean; uri: SipUri } };
+
+/**
+ * The URI in-dialog requests are sent toward: the first route, else the remote target. Parsed once
+ * per dialog (an answered call sends at least an ACK and a BYE on each side), again only when a
+ * target refresh or a new route set changed the text.
+ */
+function nextHopUri(d: Dialog): SipUri {
   const first = d.routeSet[0];
-  const hop = first ? parseNameAddr(first).uri : parseUri(d.remoteTarget);
-  return { req, dest: d.flow ?? uriDestination(hop, d.transport) };
+  const routed = first !== undefined && first !== '';
+  const text = routed ? first : d.remoteTarget;
+  const hit = (d as WithHop)[HOP];
+  if (hit !== undefined && hit.text === text && hit.routed === routed) return hit.uri;
+  const uri = routed ? parseNameAddr(text).uri : parseUri(text);
+  (d as WithHop)[HOP] = { text, routed, uri };
+  return uri;
 }

@@ -2,11 +2,13 @@
 import {
   parseCSeq,
   parseNameAddr,
+  parseUri,
   parseVia,
   splitOutside,
   SipParseError,
   type CSeq,
   type NameAddr,
+  type SipUri,
   type Via,
 } from './headers.js';
 
@@ -174,6 +176,35 @@ function viewOf<T>(h: HeaderField, parse: (value: string) => T): T {
 /** Records `view` as the parsed form of `h` (for a line built from an already parsed value). */
 export function primeView(h: HeaderField, view: Via[] | NameAddr | CSeq): void {
   (h as WithView)[VIEW] = { value: h.value, view: freezeView(view) };
+}
+
+/**
+ * A copy of `s` that holds nothing else alive, for a value kept as long as a call lasts. A header
+ * value is a slice of its datagram's whole header text (or a concatenation of such slices), and V8
+ * keeps the text alive as long as the value. (V8 copies strings shorter than 13 characters instead
+ * of slicing them.)
+ */
+export function detached(s: string): string {
+  return s.length < 13 ? s : Buffer.from(s, 'utf8').toString('utf8');
+}
+
+const REQUEST_URI = Symbol('sip.requestUri');
+type WithRequestUri = SipRequest & { [REQUEST_URI]?: CachedView };
+
+/**
+ * The Request-URI parsed once per request (frozen, see `viewOf`): the parser's validation, the
+ * revenue share and number answering handlers and the B2BUA each read it. Kept beside the text it
+ * came from, so a request whose `uri` was replaced is parsed again. Throws as `parseUri` does.
+ */
+export function requestUriOf(req: SipRequest): SipUri {
+  const hit = (req as WithRequestUri)[REQUEST_URI];
+  if (hit !== undefined && hit.value === req.uri) return hit.view as SipUri;
+  const view = parseUri(req.uri);
+  Object.freeze(view.params);
+  Object.freeze(view.headers);
+  Object.freeze(view);
+  (req as WithRequestUri)[REQUEST_URI] = { value: req.uri, view };
+  return view;
 }
 
 const keyOf = (h: HeaderField): string => h.key ?? canonicalName(h.name);

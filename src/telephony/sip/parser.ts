@@ -1,5 +1,5 @@
 /** SIP parser (RFC 3261 §7, §25) hardened against the RFC 4475 torture messages. */
-import { isToken, parseNameAddr, parseUri, SipParseError } from './headers.js';
+import { isToken, parseNameAddr, SipParseError } from './headers.js';
 import {
   canonicalName,
   contactsOf,
@@ -7,6 +7,7 @@ import {
   fromOf,
   headerLines,
   maxForwardsOf,
+  requestUriOf,
   SINGLE_HEADERS,
   toOf,
   vias,
@@ -147,7 +148,7 @@ function validate(msg: SipMessage): void {
   if (msg.kind === 'response') return;
   if (cseq.method !== msg.method) throw new SipParseError('CSeq method does not match request method');
   if (msg.uri.startsWith('<')) throw new SipParseError('Request-URI enclosed in <>');
-  const uri = parseUri(msg.uri);
+  const uri = requestUriOf(msg);
   if ((uri.scheme === 'sip' || uri.scheme === 'sips') && Object.keys(uri.headers).length) {
     throw new SipParseError('headers not allowed in Request-URI');
   }

@@ -9,6 +9,7 @@ import {
   callIdOf,
   canonicalName,
   cseqOf,
+  detached,
   fromOf,
   maxForwardsOf,
   tagOf,
@@ -108,9 +109,11 @@ function serverKey(req: SipRequest, method: string): string {
   const via = topVia(req);
   const branch = via.params['branch'];
   const sentBy = `${via.host}:${via.port ?? ''}`;
-  if (branch && branch.startsWith(MAGIC)) return `${branch}|${sentBy}|${method}`;
+  // Copied: built of slices, the key would keep the request's whole header text alive as long as
+  // its transaction (32 s after the call for Timer L, the whole call for the B2BUA's INVITE).
+  if (branch && branch.startsWith(MAGIC)) return detached(`${branch}|${sentBy}|${method}`);
   // RFC 2543 peers: match on the dialog-ish identifiers instead (§17.2.3).
-  return `${callIdOf(req)}|${cseqOf(req).seq}|${tagOf(fromOf(req)) ?? ''}|${sentBy}|${method}`;
+  return detached(`${callIdOf(req)}|${cseqOf(req).seq}|${tagOf(fromOf(req)) ?? ''}|${sentBy}|${method}`);
 }
 
 export function createSipStack(opts: SipStackOptions): SipStack {

@@ -7,6 +7,7 @@ import {
   cseqOf,
   fromOf,
   recordRoutesOf,
+  requestUriOf,
   serialize,
   setHeader,
   tagOf,
@@ -16,8 +17,8 @@ import {
   type SipMessage,
   type SipRequest,
 } from '../../../src/telephony/sip/message.js';
-import { splitOutside } from '../../../src/telephony/sip/headers.js';
-import { createUacDialog } from '../../../src/telephony/sip/dialog.js';
+import { parseUri, splitOutside } from '../../../src/telephony/sip/headers.js';
+import { createUacDialog, createUasDialog, dialogRequest } from '../../../src/telephony/sip/dialog.js';
 import { stampVia } from '../../../src/telephony/sip/transport.js';
 import { invalid, valid } from './torture-fixtures.js';
 
@@ -124,6 +125,40 @@ t.test('the dialog reverses its own copy of the Record-Route list', async (t) =>
     ['p1.example.net', 'p2.example.net'],
     'the shared view keeps the order on the wire',
   );
+});
+
+t.test('the Request-URI is parsed once per request, frozen, and again when the text changes', async (t) => {
+  const m = parse();
+  const uri = requestUriOf(m);
+  t.equal(requestUriOf(m), uri, 'the parser validation and every later reader share one view');
+  t.same(uri, parseUri(m.uri));
+  t.ok(Object.isFrozen(uri) && Object.isFrozen(uri.params) && Object.isFrozen(uri.headers));
+  m.uri = 'sip:441100000001@127.0.0.1:5060';
+  t.equal(requestUriOf(m).user, '441100000001', 'a replaced URI is read afresh');
+  const bad: SipRequest = { ...m, uri: 'sip:a b' };
+  t.throws(() => requestUriOf(bad), SipParseError, 'a bad URI throws as parseUri does');
+});
+
+t.test('dialogs built from the shared views: the same From/To text, the views untouched', async (t) => {
+  const m = parse(
+    INVITE.replace('To: <sip:12025550123@127.0.0.1:5060>', 'To: "Bob" <sip:12025550123@127.0.0.1:5060>;x=1'),
+  );
+  const uas = createUasDialog(m, 'ours', 'udp', 'sip:b2bua@127.0.0.1');
+  t.equal(uas.localAddr, '"Bob" <sip:12025550123@127.0.0.1:5060>;x=1;tag=ours');
+  t.equal(uas.remoteAddr, '"Alice" <sip:15550001111@10.0.0.7:5061>;tag=from1');
+  t.equal(uas.remoteTag, 'from1');
+  t.equal(tagOf(toOf(m)), undefined, "the request's To view keeps no tag");
+  const res = createResponse(m, 200, 'OK', { toTag: 'theirs' });
+  const uac = createUacDialog(m, res, 'udp', 'sip:b2bua@127.0.0.1');
+  t.equal(uac.remoteAddr, '"Bob" <sip:12025550123@127.0.0.1:5060>;x=1;tag=theirs');
+  t.equal(uac.localTag, 'from1');
+  // The next hop is read again when a target refresh changes the remote target.
+  uac.remoteTarget = 'sip:a@10.0.0.7:5061';
+  t.same(dialogRequest(uac, 'BYE').dest, { transport: 'udp', host: '10.0.0.7', port: 5061 });
+  uac.remoteTarget = 'sip:a@10.0.0.9:5070;transport=tcp';
+  t.same(dialogRequest(uac, 'BYE').dest, { transport: 'tcp', host: '10.0.0.9', port: 5070 });
+  uac.routeSet = ['<sip:p9.example.net:5080;lr>'];
+  t.same(dialogRequest(uac, 'BYE').dest, { transport: 'udp', host: 'p9.example.net', port: 5080 });
 });
 
 /** A splitter written as a small state machine, building each part a character at a time: the oracle. */

@@ -21,8 +21,7 @@ import { TELEPHONY_RATE, wavOf } from '../../../telephony/media/pcm.js';
 import type { MediaPool } from '../../../telephony/media/pool.js';
 import { isTtsLanguage } from '../../../telephony/media/tts.js';
 import { mask } from '../../../telephony/sip/b2bua/types.js';
-import { parseUri } from '../../../telephony/sip/headers.js';
-import { callIdOf, fromOf, tagOf, toOf, type SipRequest } from '../../../telephony/sip/message.js';
+import { callIdOf, fromOf, requestUriOf, tagOf, toOf, type SipRequest } from '../../../telephony/sip/message.js';
 import type { ServerTransaction } from '../../../telephony/sip/transaction.js';
 import type { SipPeer } from '../../../telephony/sip/transport.js';
 import { emit } from '../../../webhooks/emit.js';
@@ -321,7 +320,7 @@ export function createNumberAnswering(deps: NumberAnsweringDeps) {
     if (req.method !== 'INVITE' || tagOf(toOf(req)) !== undefined) return next();
     let user: string | undefined;
     try {
-      user = parseUri(req.uri).user;
+      user = requestUriOf(req).user;
     } catch {
       return next();
     }

@@ -1,7 +1,6 @@
 /** A new call from a reseller: loop and scheme checks, who is calling, the plan, then the first leg. */
 import { isE164Digits } from '../../../platform/e164.js';
-import { parseUri } from '../headers.js';
-import { callIdOf, fromOf, type SipRequest } from '../message.js';
+import { callIdOf, detached, fromOf, requestUriOf, type SipRequest } from '../message.js';
 import { negotiateSession } from '../session-timer.js';
 import type { ServerTransaction } from '../transaction.js';
 import type { SipPeer } from '../transport.js';
@@ -41,7 +40,7 @@ export async function onInvite(
     tx.reply(482, 'Loop Detected', { toTag: tag });
     return;
   }
-  const uri = parseUri(req.uri);
+  const uri = requestUriOf(req);
   if (uri.scheme !== 'sip' && uri.scheme !== 'sips') {
     tx.reply(416, 'Unsupported URI Scheme', { toTag: tag });
     return;
@@ -135,8 +134,9 @@ async function place(
     // Before planning, so a too-short interval holds no money and no slot.
     return { reject: { status: 422, reason: 'Session Interval Too Small' }, minSe: negotiated.reject.minSe };
   }
-  const from = fromOf(req).uri.user ?? '';
-  const callId = callIdOf(req);
+  const from = detached(fromOf(req).uri.user ?? '');
+  // Kept as long as the call: copied, not a slice of the INVITE's header text (see `detached`).
+  const callId = detached(callIdOf(req));
   const plan = await o.plan();
   if ('reject' in plan) return o.cancelled() ? { cancelled: true } : { reject: plan.reject };
   const to = o.to;

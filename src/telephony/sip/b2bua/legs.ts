@@ -270,6 +270,8 @@ function onLegAnswered(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse
     finish(ctx, call, 'ack-timeout', 200);
   };
   call.inTx.reply(200, 'OK', { toTag: call.localTag, headers, body });
+  call.inReq = answeredInvite(call.inReq);
+  leg.req = answeredInvite(leg.req);
   armSession(ctx, call);
   call.log.info({ routeId: leg.routeId, attempt: leg.index }, 'trunk call answered');
   const answeredAt = call.answeredAt;
@@ -292,6 +294,28 @@ function onLegAnswered(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse
       finish(ctx, call, 'max-duration', 200);
     });
   }
+}
+
+const NO_BODY = Buffer.alloc(0);
+
+/**
+ * What an answered call keeps of an INVITE for the rest of its life: only the caller's Allow is read
+ * from then on (session refresh: UPDATE or re-INVITE), and the dialogs hold what else is needed. The
+ * whole request, its header text and SDP, was otherwise kept as long as the call lasted (the
+ * transactions let go of theirs at the ACK). The value is copied: a header value is a slice of the
+ * datagram's whole header text and would keep it alive.
+ */
+function answeredInvite(req: SipRequest): SipRequest {
+  const allow = getHeader(req, 'allow');
+  return {
+    kind: 'request',
+    method: req.method,
+    uri: '',
+    version: req.version,
+    headers:
+      allow === undefined ? [] : [{ name: 'Allow', value: Buffer.from(allow, 'utf8').toString('utf8'), key: 'allow' }],
+    body: NO_BODY,
+  };
 }
 
 function onNoAnswer(ctx: B2buaContext, call: Call): void {

@@ -60,6 +60,14 @@ const RESOLUTION_MS = 10;
  */
 const STEPS = 20;
 const RAISE = 2;
+/**
+ * Windows in a row at or over the busy mark before the share grows. A loop that keeps up still has
+ * single windows with no idle moment (a scavenge, a batch of answers landing together): at 300
+ * calls/s, which this daemon carries with setup p99 under 100 ms, one-window readings refused 8 %
+ * of new INVITEs and cut the sustained rate from 400/s to 200/s. A loop that has fallen behind is
+ * busy in every window.
+ */
+const BUSY_WINDOWS = 5;
 const LOWER = 1;
 /** At most one warning per this long while refusing. */
 const WARN_EVERY_MS = 10_000;
@@ -124,6 +132,7 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
   let refusedSinceLog = 0;
   let warnedAt = -Infinity;
   let refusing = false;
+  let busyRun = 0;
 
   const sample = (): void => {
     if (!byDelay && !byBusy) return;
@@ -132,7 +141,8 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
     metrics?.loopDelay(delayMs);
     metrics?.loopBusy(busy);
     const before = level;
-    if ((byDelay && delayMs >= settings.loopDelayMs) || (byBusy && busy >= busyHigh))
+    busyRun = byBusy && busy >= busyHigh ? busyRun + 1 : 0;
+    if ((byDelay && delayMs >= settings.loopDelayMs) || busyRun >= BUSY_WINDOWS)
       level = Math.min(STEPS, level + RAISE);
     else if (delayMs < resumeMs && busy < busyLow) level = Math.max(0, level - LOWER);
     if (level === 0) credit = 0;
@@ -192,6 +202,7 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
       readBusy();
       level = 0;
       credit = 0;
+      busyRun = 0;
       metrics?.ratio(0);
     },
     stats: () => ({ refused, ratio: level / STEPS, loopDelayMs: delayMs, loopBusy: busy }),

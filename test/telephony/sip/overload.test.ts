@@ -80,7 +80,11 @@ t.test(
     windows(0, 5, 0.97);
     t.equal(g.stats().ratio, 0, 'busy but not saturated');
     windows(0, 4, 1);
-    t.equal(Math.round(g.stats().ratio * 100), 40);
+    windows(0, 1, 0.5);
+    windows(0, 4, 1);
+    t.equal(g.stats().ratio, 0, 'saturated windows in runs of four (a scavenge, a burst) are no overload');
+    windows(0, 4, 1);
+    t.equal(Math.round(g.stats().ratio * 100), 40, 'from the fifth saturated window in a row the share grows');
     t.equal(refusedOf(10), 4);
     windows(0, 20, 0.93);
     t.equal(Math.round(g.stats().ratio * 100), 40, 'between the marks it holds');

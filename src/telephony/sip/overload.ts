@@ -142,8 +142,7 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
     metrics?.loopBusy(busy);
     const before = level;
     busyRun = byBusy && busy >= busyHigh ? busyRun + 1 : 0;
-    if ((byDelay && delayMs >= settings.loopDelayMs) || busyRun >= BUSY_WINDOWS)
-      level = Math.min(STEPS, level + RAISE);
+    if ((byDelay && delayMs >= settings.loopDelayMs) || busyRun >= BUSY_WINDOWS) level = Math.min(STEPS, level + RAISE);
     else if (delayMs < resumeMs && busy < busyLow) level = Math.max(0, level - LOWER);
     if (level === 0) credit = 0;
     if (level !== before) metrics?.ratio(level / STEPS);

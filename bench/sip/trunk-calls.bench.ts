@@ -13,7 +13,7 @@
  * Then the same ramp split over two daemons on the one database (the second in a child process).
  * Env: BENCH_SIP_RATES="50,100,…" (offered calls/s per step), BENCH_SIP_SKIP=kamailio,held,two,
  * BENCH_SIP_DB=socket (database over the local Unix socket instead of TCP), BENCH_SIP_VERBOSE=1,
- * BENCH_SIP_OVERLOAD=0 (overload control off; on by default, SVC_SIP_OVERLOAD_* settings read),
+ * BENCH_SIP_OVERLOAD=0 (overload control off; else the daemon's defaults, SVC_SIP_OVERLOAD_* read: SVC_SIP_OVERLOAD_BUSY_PCT=98 for the utilisation rule),
  * BENCH_PG_STATEMENTS=1 (the database on a private cluster with pg_stat_statements, bench/lib/private-pg.ts:
  * each step also prints statements per call, top-level ones (round trips) and those run inside functions).
  */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { Counter, Gauge, register } from 'prom-client';
+import { Gauge } from 'prom-client';
 import { loadServerSecret } from '../db/server-secret.js';
+import { registeredMetric, sipCallsRefusedTotal } from './registered-metrics.js';
 import {
   createLoopMarker,
   createOverloadGuard,
@@ -118,22 +119,9 @@ export async function createSipPlane(core: CoreDeps): Promise<SipPlane> {
   };
 }
 
-function once<T>(name: string, make: () => T): T {
-  return (register.getSingleMetric(name) as T | undefined) ?? make();
-}
-
 /** Overload refusals join the trunk refusals' counter as cause `overload`; the share and the delay behind it are gauges. */
 function overloadMetrics(): OverloadMetrics {
-  const refused = once(
-    'svc_sip_calls_refused_total',
-    () =>
-      new Counter({
-        name: 'svc_sip_calls_refused_total',
-        help: 'SIP trunk calls refused before routing, by cause',
-        labelNames: ['cause'],
-      }),
-  ) as Counter<'cause'>;
-  const share = once(
+  const share = registeredMetric(
     'svc_sip_overload_refused_share',
     () =>
       new Gauge({
@@ -141,7 +129,7 @@ function overloadMetrics(): OverloadMetrics {
         help: 'Share of new INVITEs refused with 503 for event-loop delay (0 to 1)',
       }),
   );
-  const delay = once(
+  const delay = registeredMetric(
     'svc_sip_event_loop_delay_seconds',
     () =>
       new Gauge({
@@ -149,7 +137,7 @@ function overloadMetrics(): OverloadMetrics {
         help: 'Mean event-loop delay over the last overload-control window',
       }),
   );
-  const busy = once(
+  const busy = registeredMetric(
     'svc_sip_event_loop_busy_ratio',
     () =>
       new Gauge({
@@ -157,7 +145,7 @@ function overloadMetrics(): OverloadMetrics {
         help: 'Event-loop utilisation (0 to 1) over the last overload-control window',
       }),
   );
-  const overloadRefusals = refused.labels('overload');
+  const overloadRefusals = sipCallsRefusedTotal().labels('overload');
   return {
     refused: () => overloadRefusals.inc(),
     ratio: (v) => share.set(v),

@@ -1,13 +1,13 @@
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import postgres from 'postgres';
-import { Counter, register } from 'prom-client';
 import type { Config } from '../../config/schema.js';
 import type { Sql } from '../../db/connection.js';
 import { SqlState } from '../../http/errors.js';
 import type { Ledger } from '../../ledger/index.js';
 import { isRefusal, refusalError, type Refusal } from '../../ledger/ledger.js';
 import type { Clock } from '../../platform/clock.js';
+import { sipCallsRefusedTotal } from '../../platform/registered-metrics.js';
 import type { CallPlan, PlanCallInput } from '../../telephony/sip/b2bua/index.js';
 import type { RoutingCache } from '../marketplace/routing/routing-cache.js';
 import { affordableSeconds, holdFor, type CdrsService, type PricedRoute, type RouteTerms } from '../cdrs/index.js';
@@ -76,13 +76,7 @@ export function createAdmission(deps: {
   // Refused trunk calls by cause: a call over a limit is refused and counted, so the limit that
   // turns calls away shows.
   const refused = new Map<string, number>();
-  const refusedMetric =
-    (register.getSingleMetric('svc_sip_calls_refused_total') as Counter<'cause'> | undefined) ??
-    new Counter({
-      name: 'svc_sip_calls_refused_total',
-      help: 'SIP trunk calls refused before routing, by cause',
-      labelNames: ['cause'],
-    });
+  const refusedMetric = sipCallsRefusedTotal();
   const refuse = (cause: string, status: number, reason: string): CallRefusal => {
     refused.set(cause, (refused.get(cause) ?? 0) + 1);
     refusedMetric.inc({ cause });

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, register } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import { registeredMetric as once } from '../../platform/registered-metrics.js';
 
 /** Prometheus figures of the Asterisk farm, labelled by host (the ARI URL's host:port). */
 export interface AsteriskMetrics {
@@ -7,10 +8,6 @@ export interface AsteriskMetrics {
   requestSeconds: Histogram<'host' | 'operation'>;
   reconnects: Counter<'host'>;
   hostsLost: Counter<'host'>;
-}
-
-function once<T>(name: string, make: () => T): T {
-  return (register.getSingleMetric(name) as T | undefined) ?? make();
 }
 
 export function asteriskMetrics(): AsteriskMetrics {

@@ -4,6 +4,7 @@ import { createUacDialog, createUasDialog, dialogRequest } from '../dialog.js';
 import {
   callIdOf,
   cseqOf,
+  detached,
   fromOf,
   getHeader,
   maxForwardsOf,
@@ -302,8 +303,7 @@ const NO_BODY = Buffer.alloc(0);
  * What an answered call keeps of an INVITE for the rest of its life: only the caller's Allow is read
  * from then on (session refresh: UPDATE or re-INVITE), and the dialogs hold what else is needed. The
  * whole request, its header text and SDP, was otherwise kept as long as the call lasted (the
- * transactions let go of theirs at the ACK). The value is copied: a header value is a slice of the
- * datagram's whole header text and would keep it alive.
+ * transactions let go of theirs at the ACK). The value is copied (`detached`).
  */
 function answeredInvite(req: SipRequest): SipRequest {
   const allow = getHeader(req, 'allow');
@@ -312,8 +312,7 @@ function answeredInvite(req: SipRequest): SipRequest {
     method: req.method,
     uri: '',
     version: req.version,
-    headers:
-      allow === undefined ? [] : [{ name: 'Allow', value: Buffer.from(allow, 'utf8').toString('utf8'), key: 'allow' }],
+    headers: allow === undefined ? [] : [{ name: 'Allow', value: detached(allow), key: 'allow' }],
     body: NO_BODY,
   };
 }

@@ -19,9 +19,10 @@ function derive(password: string, salt: Buffer, n: number, r: number, p: number)
 
 /**
  * `scrypt$N$r$p$salt$hash`, base64url; parameters travel with the hash, so a hash made at
- * another cost (an older default, a raised one) still verifies.
+ * another cost (an older default, a raised one) still verifies. The cost has no default: every
+ * caller passes [auth] scrypt_cost, so new hashes and the decoys that burn the same time agree.
  */
-export async function hashPassword(password: string, cost = DEFAULT_SCRYPT_COST): Promise<string> {
+export async function hashPassword(password: string, cost: number): Promise<string> {
   const salt = randomBytes(16);
   const n = 2 ** cost;
   const key = await derive(password, salt, n, R, P);
@@ -36,7 +37,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return key.length === expected.length && timingSafeEqual(key, expected);
 }
 
-/** Runs a hash anyway when the account is unknown, so timing does not reveal which e-mails exist. */
-export async function burnPasswordTime(password: string, cost = DEFAULT_SCRYPT_COST): Promise<void> {
+/** Runs a hash anyway when the account is unknown, so timing does not reveal which e-mails exist; `cost` as hashPassword's. */
+export async function burnPasswordTime(password: string, cost: number): Promise<void> {
   await derive(password, Buffer.alloc(16), 2 ** cost, R, P);
 }

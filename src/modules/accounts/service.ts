@@ -156,7 +156,7 @@ export function createAccountsService(deps: {
      */
     async register(email: string, password: string): Promise<void> {
       if (await repo.byEmail(email)) {
-        await burnPasswordTime(password);
+        await burnPasswordTime(password, config.auth.scrypt_cost);
         return;
       }
       try {
@@ -297,7 +297,7 @@ export function createAccountsService(deps: {
       await guard.succeeded(account.email);
       if (next === current)
         throw validationError([{ path: 'newPassword', message: 'must differ from the current password' }]);
-      await repo.setPassword(account.id, await hashPassword(next));
+      await repo.setPassword(account.id, await hashPassword(next, config.auth.scrypt_cost));
       accountCache.delete(account.id);
       const ids = await repo.revokeOtherSessions(account.id, claims.sessionId, clock.now());
       for (const id of ids) sessionCache.set(id, null);

@@ -83,6 +83,7 @@ export function buildSmsModule(
   const smppCredentials = createSmppCredentials({
     ...core,
     defaultMaxBinds: core.config.smpp.max_binds_per_credential,
+    scryptCost: core.config.auth.scrypt_cost,
   });
   // Open binds per credential, shared by the daemons. A counter set of its own (node id suffixed), so
   // the SIP plane's rewrite of its live calls never touches it; rewritten here from this server's binds.

@@ -20,7 +20,7 @@ import { newId } from '../../platform/ids.js';
 import { createTtlCache } from '../../platform/ttl-cache.js';
 import { hashPassword } from '../accounts/passwords.js';
 import type { SmsService } from './service.js';
-import { createSmppVerifier, UNKNOWN_ID_HASH } from './smpp-verifier.js';
+import { createSmppVerifier, unknownIdHash } from './smpp-verifier.js';
 
 /** Vendor-specific status for "insufficient balance" (documented to customers; messaging README). */
 export const ESME_X_NO_CREDIT = 0x00000401;
@@ -51,8 +51,16 @@ export interface SmppCredentialRow {
   updatedAt: Date | null;
 }
 
-export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logger; defaultMaxBinds: number }) {
-  const { sql, clock, defaultMaxBinds } = deps;
+export function createSmppCredentials(deps: {
+  sql: Sql;
+  clock: Clock;
+  log: Logger;
+  defaultMaxBinds: number;
+  /** [auth] scrypt_cost: new passwords are hashed at it, and an unknown system_id costs the same. */
+  scryptCost: number;
+}) {
+  const { sql, clock, defaultMaxBinds, scryptCost } = deps;
+  const unknownHash = unknownIdHash(scryptCost);
   const verifier = createSmppVerifier({ log: deps.log.child({ plane: 'smpp-in' }) });
   // Passwords that passed, as a keyed hash with the stored hash they passed against (a new
   // password or a re-issue misses): a bind storm of good credentials costs one scrypt each, and
@@ -78,7 +86,7 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
       const maxBinds = opts.maxBinds ?? null;
       await db`
         insert into smpp_accounts (id, account_id, system_id, password_hash, allowed_ips, throughput, max_binds, created_at)
-        values (${id}, ${accountId}, ${systemId}, ${await hashPassword(password)}, ${opts.allowedIps ?? []}::inet[],
+        values (${id}, ${accountId}, ${systemId}, ${await hashPassword(password, scryptCost)}, ${opts.allowedIps ?? []}::inet[],
                 ${throughput}, ${maxBinds}, ${clock.now()})`;
       return { id, systemId, password, allowedIps: opts.allowedIps ?? [], throughput, maxBinds };
     },
@@ -98,7 +106,7 @@ export function createSmppCredentials(deps: { sql: Sql; clock: Clock; log: Logge
       // An unknown id is checked against a hash no password matches: the same scrypt, the same time.
       const good =
         (fp !== null && verified.get(fp) === true) ||
-        (await verifier.verify(password, row?.passwordHash ?? UNKNOWN_ID_HASH));
+        (await verifier.verify(password, row?.passwordHash ?? unknownHash));
       if (!row || !good) return null;
       verified.set(fp!, true);
       if (!row.ipOk) return null;

@@ -23,10 +23,12 @@ export class VerifierBusyError extends Error {
 }
 
 /**
- * A hash with the parameters hashPassword uses (N=2^15, r=8, p=1) that no password matches: checked
- * for an unknown system_id so that it costs what a known one costs.
+ * A hash with the parameters hashPassword uses at `cost` (N=2^cost, r=8, p=1) that no password
+ * matches: checked for an unknown system_id so that it costs what a known one costs.
  */
-export const UNKNOWN_ID_HASH = `scrypt$32768$8$1$${Buffer.alloc(16).toString('base64url')}$${Buffer.alloc(32).toString('base64url')}`;
+export function unknownIdHash(cost: number): string {
+  return `scrypt$${2 ** cost}$8$1$${Buffer.alloc(16).toString('base64url')}$${Buffer.alloc(32).toString('base64url')}`;
+}
 
 export interface SmppVerifier {
   /** True when `password` matches the scrypt hash `stored`. Rejects with VerifierBusyError when the queue is full. */

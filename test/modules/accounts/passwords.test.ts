@@ -27,3 +27,29 @@ t.test('a password hashed at another cost still signs in', async (t) => {
   });
   t.equal(wrong.statusCode, 401);
 });
+
+t.test('every new hash is made at [auth] scrypt_cost: a changed password and SMPP credentials too', async (t) => {
+  const h = await buildTestApp(t, { overrides: { auth: { scrypt_cost: 11 } } });
+  const { accountId, password, session } = await h.signUp();
+  const changed = await h.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/change-password',
+    headers: { authorization: `Bearer ${session}` },
+    payload: { currentPassword: password, newPassword: 'another long passphrase' },
+  });
+  t.equal(changed.statusCode, 200, changed.body);
+  const [account] = await h.sql<{ passwordHash: string }[]>`select password_hash from accounts where id = ${accountId}`;
+  t.match(account!.passwordHash, /^scrypt\$2048\$8\$1\$/, 'the changed password');
+
+  const creds = await h.services.smppCredentials.issue(accountId);
+  const [smpp] = await h.sql<{ passwordHash: string }[]>`
+    select password_hash from smpp_accounts where id = ${creds.id}`;
+  t.match(smpp!.passwordHash, /^scrypt\$2048\$8\$1\$/, 'the SMPP password');
+  t.ok(await verifyPassword(creds.password, smpp!.passwordHash));
+  t.same(
+    await h.services.smppCredentials.authenticate(creds.systemId, creds.password, '127.0.0.1'),
+    { accountId, throughputPerSecond: 50, maxBinds: h.config.smpp.max_binds_per_credential },
+    'binds with it',
+  );
+  t.equal(await h.services.smppCredentials.authenticate('unknown-id', creds.password, '127.0.0.1'), null);
+});

@@ -7,9 +7,13 @@ const R = 8;
 const P = 1;
 const KEYLEN = 32;
 
+/** scrypt needs 128·N·r bytes; room for twice that keeps a stored hash of any allowed cost usable. */
+export function scryptMaxmem(n: number, r: number): number {
+  return Math.max(64 * 1024 * 1024, 256 * n * r);
+}
+
 function derive(password: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
-  // scrypt needs 128·N·r bytes; room for twice that keeps a stored hash of any allowed cost usable.
-  const maxmem = Math.max(64 * 1024 * 1024, 256 * n * r);
+  const maxmem = scryptMaxmem(n, r);
   return new Promise((resolve, reject) =>
     scrypt(password.normalize('NFKC'), salt, KEYLEN, { N: n, r, p, maxmem }, (err, key) =>
       err ? reject(err) : resolve(key),

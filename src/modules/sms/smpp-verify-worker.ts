@@ -1,5 +1,6 @@
 import { scryptSync, timingSafeEqual } from 'node:crypto';
 import { parentPort } from 'node:worker_threads';
+import { scryptMaxmem } from '../accounts/passwords.js';
 import type { VerifyRequest, VerifyResponse } from './smpp-verifier.js';
 
 /**
@@ -11,7 +12,6 @@ if (!port) throw new Error('smpp-verify-worker must run in a worker thread');
 
 // As src/modules/accounts/passwords.ts derives them.
 const KEYLEN = 32;
-const MAXMEM = 64 * 1024 * 1024;
 
 function verify(password: string, stored: string): boolean {
   const [alg, n, r, p, salt, hash] = stored.split('$');
@@ -21,7 +21,7 @@ function verify(password: string, stored: string): boolean {
     N: Number(n),
     r: Number(r),
     p: Number(p),
-    maxmem: MAXMEM,
+    maxmem: scryptMaxmem(Number(n), Number(r)),
   });
   return key.length === expected.length && timingSafeEqual(key, expected);
 }

@@ -1,5 +1,7 @@
 import t from 'tap';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword } from '../../../src/modules/accounts/passwords.js';
+import pino from 'pino';
+import { createSmppVerifier } from '../../../src/modules/sms/smpp-verifier.js';
 import { buildTestApp } from '../../helpers/app.js';
 
 t.test('a hash records its own scrypt parameters', async (t) => {
@@ -52,4 +54,12 @@ t.test('every new hash is made at [auth] scrypt_cost: a changed password and SMP
     'binds with it',
   );
   t.equal(await h.services.smppCredentials.authenticate('unknown-id', creds.password, '127.0.0.1'), null);
+});
+
+t.test('the SMPP bind verifier checks hashes above the default cost', async (t) => {
+  const verifier = createSmppVerifier({ log: pino({ level: 'silent' }) });
+  t.teardown(() => verifier.close());
+  const stored = await hashPassword('bindpw', 16);
+  t.equal(await verifier.verify('bindpw', stored), true);
+  t.equal(await verifier.verify('bindpX', stored), false);
 });

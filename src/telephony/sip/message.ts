@@ -188,6 +188,17 @@ export function detached(s: string): string {
   return s.length < 13 ? s : Buffer.from(s, 'utf8').toString('utf8');
 }
 
+/**
+ * A copy of `b` in memory of its own, for a body kept as long as a call lasts (its SDP). A parsed
+ * body is a slice of Node's shared 8 KiB pool, and one slice kept keeps the whole pool block.
+ */
+export function detachedBytes(b: Buffer): Buffer {
+  if (b.length === 0) return b;
+  const own = Buffer.allocUnsafeSlow(b.length);
+  b.copy(own);
+  return own;
+}
+
 const REQUEST_URI = Symbol('sip.requestUri');
 type WithRequestUri = SipRequest & { [REQUEST_URI]?: CachedView };
 

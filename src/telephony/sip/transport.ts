@@ -93,7 +93,9 @@ export interface SipTransportOptions {
 }
 
 const peerKey = (host: string, port: number): string => `${host.replace(/^\[|\]$/g, '')}:${port}`;
-const bareHost = (host: string): string => host.replace(/^\[|\]$/g, '');
+// Every send passes through here: the replace only for a bracketed (IPv6) host.
+const bareHost = (host: string): string =>
+  host.charCodeAt(0) === 91 || host.endsWith(']') ? host.replace(/^\[|\]$/g, '') : host;
 
 /** Where a response goes (RFC 3261 §18.2.2, RFC 3581 §4) given the top Via of the request. */
 export function responseTarget(via: Via, transport: SipTransportName): SipPeer {

@@ -148,40 +148,51 @@ t.test('random bytes and truncations never crash or hang', async (t) => {
   t.ok(Date.now() - started < 5000, 'fast');
 });
 
-t.test('header lines: LF or CRLF endings, space before the colon, a line without a colon among lines with one', async (t) => {
-  const head = [
-    'OPTIONS sip:x@example.com SIP/2.0',
-    'Via: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bKlines',
-    'From: <sip:a@example.com>;tag=1',
-    'To: <sip:x@example.com>',
-    'Call-ID: lines',
-    'CSeq: 1 OPTIONS',
-    'Subject \t: spaced name',
-    'X-Folded: one',
-    ' two',
-  ];
-  for (const [label, text] of [
-    ['CRLF', head.join('\r\n') + '\r\n\r\n'],
-    ['LF', head.join('\n') + '\n\n'],
-    ['mixed, ended by CRLF LF', head.join('\n') + '\r\n\n'],
-  ] as const) {
-    const m = parseMessage(Buffer.from(text), { datagram: true });
-    t.equal(m.kind === 'request' && m.uri, 'sip:x@example.com', label);
-    t.equal(m.headers.length, 7, label);
-    t.same(
-      m.headers.map((h) => [h.name, h.value, h.key]).slice(5),
-      [
-        ['Subject', 'spaced name', 'subject'],
-        ['X-Folded', 'one two', 'x-folded'],
-      ],
-      label,
-    );
-    t.equal(m.body.length, 0, label);
-  }
-  const noColon = [...head.slice(0, 6), 'NoColonHere', 'X-After: a:b'].join('\r\n') + '\r\n\r\n';
-  t.throws(() => parseMessage(Buffer.from(noColon), { datagram: true }), { reason: 'header line without colon' });
-  const badName = [...head.slice(0, 6), 'Bad Name: x'].join('\r\n') + '\r\n\r\n';
-  t.throws(() => parseMessage(Buffer.from(badName), { datagram: true }), { reason: 'bad header name' });
-  const folded = ['OPTIONS sip:x@example.com SIP/2.0', ' folded: first'].join('\r\n') + '\r\n\r\n';
-  t.throws(() => parseMessage(Buffer.from(folded), { datagram: true }), { reason: 'continuation line without header' });
-});
+t.test(
+  'header lines: LF or CRLF endings, space before the colon, a line without a colon among lines with one',
+  async (t) => {
+    const head = [
+      'OPTIONS sip:x@example.com SIP/2.0',
+      'Via: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bKlines',
+      'From: <sip:a@example.com>;tag=1',
+      'To: <sip:x@example.com>',
+      'Call-ID: lines',
+      'CSeq: 1 OPTIONS',
+      'Subject \t: spaced name',
+      'X-Folded: one',
+      ' two',
+    ];
+    for (const [label, text] of [
+      ['CRLF', head.join('\r\n') + '\r\n\r\n'],
+      ['LF', head.join('\n') + '\n\n'],
+      ['mixed, ended by CRLF LF', head.join('\n') + '\r\n\n'],
+    ] as const) {
+      const m = parseMessage(Buffer.from(text), { datagram: true });
+      t.equal(m.kind === 'request' && m.uri, 'sip:x@example.com', label);
+      t.equal(m.headers.length, 7, label);
+      t.same(
+        m.headers.map((h) => [h.name, h.value, h.key]).slice(5),
+        [
+          ['Subject', 'spaced name', 'subject'],
+          ['X-Folded', 'one two', 'x-folded'],
+        ],
+        label,
+      );
+      t.equal(m.body.length, 0, label);
+    }
+    const reasonOf = (text: string): string | undefined => {
+      try {
+        parseMessage(Buffer.from(text), { datagram: true });
+        return undefined;
+      } catch (err) {
+        return (err as SipParseError).reason;
+      }
+    };
+    const noColon = [...head.slice(0, 6), 'NoColonHere', 'X-After: a:b'].join('\r\n') + '\r\n\r\n';
+    t.equal(reasonOf(noColon), 'header line without colon');
+    const badName = [...head.slice(0, 6), 'Bad Name: x'].join('\r\n') + '\r\n\r\n';
+    t.equal(reasonOf(badName), 'bad header name');
+    const folded = ['OPTIONS sip:x@example.com SIP/2.0', ' folded: first'].join('\r\n') + '\r\n\r\n';
+    t.equal(reasonOf(folded), 'continuation line without header');
+  },
+);

@@ -4,6 +4,7 @@ import {
   canonicalName,
   contactsOf,
   cseqOf,
+  detached,
   fromOf,
   maxForwardsOf,
   requestUriOf,
@@ -63,10 +64,11 @@ function headerName(raw: string): KnownName {
   if (hit !== undefined) return hit;
   let n = raw.length;
   while (n > 0 && (raw.charCodeAt(n - 1) === 32 || raw.charCodeAt(n - 1) === 9)) n--;
-  const name = raw.slice(0, n);
-  if (!isToken(name)) throw new SipParseError('bad header name');
+  if (!isToken(raw.slice(0, n))) throw new SipParseError('bad header name');
+  // Copies (`detached`): a slice kept in the cache would keep its message's whole header text alive.
+  const name = detached(raw.slice(0, n));
   const known = { name, key: canonicalName(name) };
-  if (knownNames.size < MAX_KNOWN_NAMES) knownNames.set(raw, known);
+  if (knownNames.size < MAX_KNOWN_NAMES) knownNames.set(detached(raw), known);
   return known;
 }
 

@@ -10,6 +10,7 @@ import {
   callIdOf,
   contactsOf,
   cseqOf,
+  detachedBytes,
   fromOf,
   getHeader,
   headerValues,
@@ -196,3 +197,19 @@ t.test(
     t.equal(reasonOf(folded), 'continuation line without header');
   },
 );
+
+t.test('a body kept for a call (its SDP) is copied out of the shared pool; serialize(own) too', async (t) => {
+  const sdp = 'v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n';
+  const text =
+    'INVITE sip:x@example.com SIP/2.0\r\nVia: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bKsdp\r\nFrom: <sip:a@example.com>;tag=1\r\n' +
+    `To: <sip:x@example.com>\r\nCall-ID: sdp\r\nCSeq: 1 INVITE\r\nContent-Length: ${sdp.length}\r\n\r\n${sdp}`;
+  const m = parseMessage(Buffer.from(text), { datagram: true });
+  t.ok(m.body.buffer.byteLength > m.body.length, 'a parsed body is a slice of a larger (pool) block');
+  const kept = detachedBytes(m.body);
+  t.equal(kept.toString(), sdp);
+  t.equal(kept.buffer.byteLength, sdp.length, 'the kept copy holds only itself');
+  const wire = serialize(m, true);
+  t.equal(wire.buffer.byteLength, wire.length);
+  t.same(wire, serialize(m));
+  t.equal(parseMessage(wire, { datagram: true }).body.toString(), sdp);
+});

@@ -85,14 +85,31 @@ export function splitOutside(value: string, sep: string): string[] {
   return out;
 }
 
+// Parameter names repeat on every message (tag, branch, rport, transport, lr): each spelling is
+// trimmed, lower-cased and checked once (a bounded cache; one outside it takes the same slow path).
+const paramNames = new Map<string, string>();
+const MAX_PARAM_NAMES = 1000;
+
+/** A copy of `s` that holds no larger string alive (V8 copies strings under 13 characters instead of slicing). */
+const copied = (s: string): string => (s.length < 13 ? s : Buffer.from(s, 'utf8').toString('utf8'));
+
+function paramName(raw: string, what: string): string {
+  const hit = paramNames.get(raw);
+  if (hit !== undefined) return hit;
+  const name = raw.trim().toLowerCase();
+  if (!isToken(name)) throw new SipParseError(`bad parameter name in ${what}`);
+  // Copies: a slice kept in the cache would keep its message's whole header text alive.
+  if (paramNames.size < MAX_PARAM_NAMES) paramNames.set(copied(raw), copied(name));
+  return name;
+}
+
 function parseParams(parts: string[], what: string): Record<string, string | null> {
   const params: Record<string, string | null> = {};
   for (const raw of parts) {
     const p = raw.trim();
     if (p === '') throw new SipParseError(`empty parameter in ${what}`);
     const eq = p.indexOf('=');
-    const name = (eq < 0 ? p : p.slice(0, eq)).trim().toLowerCase();
-    if (!isToken(name)) throw new SipParseError(`bad parameter name in ${what}`);
+    const name = paramName(eq < 0 ? p : p.slice(0, eq), what);
     let val: string | null = eq < 0 ? null : p.slice(eq + 1).trim();
     if (val !== null && val.startsWith('"')) {
       if (!val.endsWith('"') || val.length < 2) throw new SipParseError(`bad quoted parameter in ${what}`);

@@ -155,14 +155,22 @@ function freezeView<T>(view: T): T {
     for (const v of view) freezeView(v);
   } else {
     const o = view as { params?: object; uri?: { params: object; headers: object } };
-    if (o.params) Object.freeze(o.params);
+    if (o.params) o.params = frozen(o.params);
     if (o.uri) {
-      Object.freeze(o.uri.params);
-      Object.freeze(o.uri.headers);
+      o.uri.params = frozen(o.uri.params);
+      o.uri.headers = frozen(o.uri.headers);
       Object.freeze(o.uri);
     }
   }
   return Object.freeze(view);
+}
+
+/** One frozen empty object for every empty params or URI headers of a view (most of them): no freeze each. */
+const FROZEN_EMPTY: Record<string, never> = Object.freeze({});
+
+function frozen(o: object): object {
+  for (const _ in o) return Object.freeze(o);
+  return FROZEN_EMPTY;
 }
 
 function viewOf<T>(h: HeaderField, parse: (value: string) => T): T {
@@ -186,6 +194,17 @@ export function primeView(h: HeaderField, view: Via[] | NameAddr | CSeq): void {
  */
 export function detached(s: string): string {
   return s.length < 13 ? s : Buffer.from(s, 'utf8').toString('utf8');
+}
+
+/**
+ * A copy of `b` in memory of its own, for a body kept as long as a call lasts (its SDP). A parsed
+ * body is a slice of Node's shared 8 KiB pool, and one slice kept keeps the whole pool block.
+ */
+export function detachedBytes(b: Buffer): Buffer {
+  if (b.length === 0) return b;
+  const own = Buffer.allocUnsafeSlow(b.length);
+  b.copy(own);
+  return own;
 }
 
 const REQUEST_URI = Symbol('sip.requestUri');
@@ -309,8 +328,12 @@ export function createResponse(
   return { kind: 'response', version: 'SIP/2.0', status, reason, headers, body: opts.body ?? Buffer.alloc(0) };
 }
 
-/** Serialises with a Content-Length matching the body (a stream transport needs it, RFC 3261 §18.3). */
-export function serialize(msg: SipMessage): Buffer {
+/**
+ * Serialises with a Content-Length matching the body (a stream transport needs it, RFC 3261 §18.3).
+ * `own`: in memory of its own, for bytes kept to be resent, where a slice of Node's shared 8 KiB
+ * pool would keep the whole pool block alive.
+ */
+export function serialize(msg: SipMessage, own = false): Buffer {
   const start =
     msg.kind === 'request' ? `${msg.method} ${msg.uri} ${msg.version}` : `${msg.version} ${msg.status} ${msg.reason}`;
   let head = start + '\r\n';
@@ -326,5 +349,12 @@ export function serialize(msg: SipMessage): Buffer {
   }
   if (!sawLength) head += `Content-Length: ${msg.body.length}\r\n`;
   head += '\r\n';
-  return msg.body.length ? Buffer.concat([Buffer.from(head, 'utf8'), msg.body]) : Buffer.from(head, 'utf8');
+  if (!msg.body.length && !own) return Buffer.from(head, 'utf8');
+  // The head written once into a buffer that has room for the body too (no copy of a concat).
+  const headBytes = Buffer.byteLength(head, 'utf8');
+  const size = headBytes + msg.body.length;
+  const out = own ? Buffer.allocUnsafeSlow(size) : Buffer.allocUnsafe(size);
+  out.write(head, 0, 'utf8');
+  msg.body.copy(out, headBytes);
+  return out;
 }

@@ -4,8 +4,8 @@ import {
   canonicalName,
   contactsOf,
   cseqOf,
+  detached,
   fromOf,
-  headerLines,
   maxForwardsOf,
   requestUriOf,
   SINGLE_HEADERS,
@@ -34,37 +34,90 @@ export class SipMessageError extends SipParseError {
   }
 }
 
-/** Index just past the blank line ending the header block, or -1. */
+/**
+ * Index just past the blank line ending the header block (CRLF CRLF, or LF LF), or -1. One pass over
+ * the bytes: two `indexOf` searches each scanned the whole datagram, body included, when the message
+ * had no bare-LF blank line, which is every message.
+ */
 export function findHeaderEnd(buf: Buffer, from = 0): number {
-  const crlf = buf.indexOf('\r\n\r\n', from);
-  const lf = buf.indexOf('\n\n', from);
-  if (crlf < 0) return lf < 0 ? -1 : lf + 2;
-  if (lf < 0 || crlf < lf) return crlf + 4;
-  return lf + 2;
+  const last = buf.length - 1;
+  for (let i = buf.indexOf(10, from); i >= 0 && i < last; i = buf.indexOf(10, i + 1)) {
+    const next = buf[i + 1];
+    if (next === 10) return i + 2;
+    if (next === 13 && buf[i + 2] === 10 && i > from && buf[i - 1] === 13) return i + 3;
+  }
+  return -1;
 }
 
-function splitHeaders(lines: string[]): HeaderField[] {
+/** A header name as it came (before any whitespace ahead of the colon) → its trimmed name and canonical key. */
+interface KnownName {
+  name: string;
+  key: string;
+}
+// Header names repeat on every message: each distinct spelling is trimmed, checked and
+// canonicalised once (a bounded cache; a name outside it takes the slow path, with the same result).
+const knownNames = new Map<string, KnownName>();
+const MAX_KNOWN_NAMES = 1000;
+
+function headerName(raw: string): KnownName {
+  const hit = knownNames.get(raw);
+  if (hit !== undefined) return hit;
+  let n = raw.length;
+  while (n > 0 && (raw.charCodeAt(n - 1) === 32 || raw.charCodeAt(n - 1) === 9)) n--;
+  if (!isToken(raw.slice(0, n))) throw new SipParseError('bad header name');
+  // Copies (`detached`): a slice kept in the cache would keep its message's whole header text alive.
+  const name = detached(raw.slice(0, n));
+  const known = { name, key: canonicalName(name) };
+  if (knownNames.size < MAX_KNOWN_NAMES) knownNames.set(detached(raw), known);
+  return known;
+}
+
+/**
+ * The header fields of `text` from `from` on, one per line (lines end in LF or CRLF, as
+ * `split(/\r?\n/)` cuts them), folded lines joined to their header and empty lines skipped.
+ */
+function splitHeaders(text: string, from: number): HeaderField[] {
   const headers: HeaderField[] = [];
-  for (const line of lines) {
-    if (line === '') continue;
-    if (line.startsWith(' ') || line.startsWith('\t')) {
-      const last = headers[headers.length - 1];
+  let last: HeaderField | undefined;
+  for (let ls = from; ls < text.length;) {
+    let nl = text.indexOf('\n', ls);
+    if (nl < 0) nl = text.length;
+    const le = nl > ls && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
+    const at = ls;
+    ls = nl + 1;
+    if (le === at) continue;
+    const first = text.charCodeAt(at);
+    if (first === 32 || first === 9) {
       if (!last) throw new SipParseError('continuation line without header');
-      last.value = (last.value + ' ' + line.trim()).trim();
+      last.value = (last.value + ' ' + text.slice(at, le).trim()).trim();
       continue;
     }
-    const colon = line.indexOf(':');
-    if (colon <= 0) throw new SipParseError('header line without colon');
-    const name = line.slice(0, colon).replace(/[ \t]+$/, '');
-    if (!isToken(name)) throw new SipParseError('bad header name');
-    headers.push({ name, value: line.slice(colon + 1).trim(), key: canonicalName(name) });
+    const colon = text.indexOf(':', at);
+    if (colon <= at || colon >= le) throw new SipParseError('header line without colon');
+    const { name, key } = headerName(text.slice(at, colon));
+    last = { name, value: text.slice(colon + 1, le).trim(), key };
+    headers.push(last);
   }
   return headers;
+}
+
+/** Index of the end of the first line of `text` (before its CR LF or LF), and where the next one starts. */
+function firstLineEnd(text: string): { end: number; next: number } {
+  const nl = text.indexOf('\n');
+  if (nl < 0) return { end: text.length, next: text.length };
+  return { end: nl > 0 && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl, next: nl + 1 };
 }
 
 export interface ParseOptions {
   /** A datagram carries exactly one message, so a missing Content-Length means "the rest" (RFC 3261 §18.3). */
   datagram?: boolean;
+}
+
+/** The body of a message without one: zero bytes, nothing to change, shared. */
+const NO_BODY: Buffer = Buffer.alloc(0);
+
+function failWith(reason: string, isRequest: boolean, headers: HeaderField[], status = 400, method?: string): never {
+  throw new SipMessageError(reason, status, isRequest, headers, method);
 }
 
 /** Parses one message from `buf` (which holds the header block and at least the body). */
@@ -75,70 +128,75 @@ export function parseMessage(buf: Buffer, opts: ParseOptions = {}): SipMessage {
   const end = findHeaderEnd(buf, start);
   if (end < 0) throw new SipParseError('no end of headers');
   if (end - start > MAX_HEADER_BYTES) throw new SipParseError('headers too large');
-  const text = buf.subarray(start, end).toString('utf8');
-  const lines = text.split(/\r?\n/);
-  const startLine = lines.shift() ?? '';
-  const headers = splitHeaders(lines);
+  const text = buf.toString('utf8', start, end);
+  const first = firstLineEnd(text);
+  const startLine = text.slice(0, first.end);
+  const headers = splitHeaders(text, first.next);
   const isRequest = !startLine.startsWith('SIP/');
-  const fail = (reason: string, status = 400, method?: string): never => {
-    throw new SipMessageError(reason, status, isRequest, headers, method);
-  };
 
-  const lengths = headerLines({ headers }, 'content-length');
+  let length: string | undefined;
+  for (const h of headers) {
+    if (h.key !== 'content-length') continue;
+    if (length !== undefined) failWith('multiple Content-Length', isRequest, headers);
+    length = h.value;
+  }
   let body: Buffer;
-  if (lengths.length > 1) fail('multiple Content-Length');
-  if (lengths[0] !== undefined) {
-    if (!/^\d+$/.test(lengths[0])) fail('bad Content-Length');
-    const len = Number(lengths[0]);
-    if (len > MAX_BODY_BYTES) fail('body too large');
-    if (end + len > buf.length) fail('Content-Length larger than message');
-    body = Buffer.from(buf.subarray(end, end + len));
+  if (length !== undefined) {
+    if (!/^\d+$/.test(length)) failWith('bad Content-Length', isRequest, headers);
+    const len = Number(length);
+    if (len > MAX_BODY_BYTES) failWith('body too large', isRequest, headers);
+    if (end + len > buf.length) failWith('Content-Length larger than message', isRequest, headers);
+    body = len === 0 ? NO_BODY : Buffer.from(buf.subarray(end, end + len));
   } else {
-    if (!opts.datagram) fail('missing Content-Length');
-    body = Buffer.from(buf.subarray(end));
+    if (!opts.datagram) failWith('missing Content-Length', isRequest, headers);
+    body = end === buf.length ? NO_BODY : Buffer.from(buf.subarray(end));
   }
 
   let msg: SipMessage;
   if (isRequest) {
     const m = /^([^ ]+) ([^ ]+) ([^ ]+)$/.exec(startLine);
-    if (!m) return fail('bad request line');
+    if (!m) return failWith('bad request line', isRequest, headers);
     const [, method = '', uri = '', version = ''] = m;
-    if (!isToken(method)) fail('bad method');
-    if (!/^SIP\/\d+\.\d+$/i.test(version)) fail('bad request line');
-    if (version.toUpperCase() !== 'SIP/2.0') fail('SIP version not supported', 505, method);
+    if (!isToken(method)) failWith('bad method', isRequest, headers);
+    if (!/^SIP\/\d+\.\d+$/i.test(version)) failWith('bad request line', isRequest, headers);
+    if (version.toUpperCase() !== 'SIP/2.0') failWith('SIP version not supported', isRequest, headers, 505, method);
     msg = { kind: 'request', method, uri, version: 'SIP/2.0', headers, body };
   } else {
     const m = /^(SIP\/\d+\.\d+) (\d{3}) (.*)$/.exec(startLine) ?? /^(SIP\/\d+\.\d+) (\d{3})$/.exec(startLine);
-    if (!m) return fail('bad status line');
+    if (!m) return failWith('bad status line', isRequest, headers);
     const status = Number(m[2]);
-    if (status < 100 || status > 699) fail('bad status code');
-    if (m[1] !== 'SIP/2.0') fail('SIP version not supported');
+    if (status < 100 || status > 699) failWith('bad status code', isRequest, headers);
+    if (m[1] !== 'SIP/2.0') failWith('SIP version not supported', isRequest, headers);
     msg = { kind: 'response', status, reason: m[3] ?? '', version: 'SIP/2.0', headers, body };
   }
   try {
     validate(msg);
   } catch (err) {
-    if (err instanceof SipParseError) fail(err.reason, err.status, msg.kind === 'request' ? msg.method : undefined);
+    if (err instanceof SipParseError)
+      failWith(err.reason, isRequest, headers, err.status, msg.kind === 'request' ? msg.method : undefined);
     throw err;
   }
   return msg;
 }
 
 const REQUIRED_HEADERS = ['to', 'from', 'call-id', 'cseq', 'via'];
-const COUNTED = new Set([...SINGLE_HEADERS, ...REQUIRED_HEADERS]);
+/** Each counted header's slot in `validate`'s counts: those that may appear once, then Via. */
+const COUNTED = [...SINGLE_HEADERS, 'via'];
+const SLOT = new Map(COUNTED.map((name, i) => [name, i]));
+const REQUIRED_SLOTS = REQUIRED_HEADERS.map((name) => SLOT.get(name) as number);
 
 function validate(msg: SipMessage): void {
   // One pass counts the headers that must appear once or at least once.
-  const seen = new Map<string, number>();
+  const seen = COUNTED.map(() => 0);
   for (const h of msg.headers) {
-    const k = h.key ?? canonicalName(h.name);
-    if (COUNTED.has(k)) seen.set(k, (seen.get(k) ?? 0) + 1);
+    const slot = SLOT.get(h.key ?? canonicalName(h.name));
+    if (slot !== undefined) seen[slot]!++;
   }
-  for (const name of SINGLE_HEADERS) {
-    if ((seen.get(name) ?? 0) > 1) throw new SipParseError(`multiple ${name} headers`);
+  for (let i = 0; i < SINGLE_HEADERS.length; i++) {
+    if (seen[i]! > 1) throw new SipParseError(`multiple ${SINGLE_HEADERS[i]} headers`);
   }
-  for (const name of REQUIRED_HEADERS) {
-    if (!seen.has(name)) throw new SipParseError(`missing ${name} header`);
+  for (let i = 0; i < REQUIRED_HEADERS.length; i++) {
+    if (seen[REQUIRED_SLOTS[i]!] === 0) throw new SipParseError(`missing ${REQUIRED_HEADERS[i]} header`);
   }
   const cseq = cseqOf(msg);
   fromOf(msg);
@@ -153,10 +211,14 @@ function validate(msg: SipMessage): void {
     throw new SipParseError('headers not allowed in Request-URI');
   }
   contactsOf(msg);
-  for (const name of ['route', 'record-route']) {
-    for (const line of headerLines(msg, name)) if (line !== '') parseNameAddr(line.split(',')[0] ?? '');
+  for (const name of ROUTE_HEADERS) {
+    for (const h of msg.headers) {
+      if ((h.key ?? canonicalName(h.name)) === name && h.value !== '') parseNameAddr(h.value.split(',')[0] ?? '');
+    }
   }
 }
+
+const ROUTE_HEADERS = ['route', 'record-route'];
 
 /** Stream framing state: feed bytes, get whole messages back (RFC 3261 §18.3). */
 export interface StreamFrame {
@@ -166,14 +228,15 @@ export interface StreamFrame {
 
 function errorFor(head: Buffer, reason: string): SipParseError {
   try {
-    const lines = head.toString('utf8').split(/\r?\n/);
-    const startLine = lines.shift() ?? '';
+    const text = head.toString('utf8');
+    const first = firstLineEnd(text);
+    const startLine = text.slice(0, first.end);
     const isRequest = !startLine.startsWith('SIP/');
     return new SipMessageError(
       reason,
       400,
       isRequest,
-      splitHeaders(lines),
+      splitHeaders(text, first.next),
       isRequest ? startLine.split(' ')[0] : undefined,
     );
   } catch {

@@ -140,10 +140,7 @@ function own(s: string): string {
  * slice of Node's shared 8 KB pool, and keeping it keeps the whole pool block.
  */
 function keptBytes(msg: SipRequest | SipResponse): Uint8Array {
-  const wire = serialize(msg);
-  const own = Buffer.allocUnsafeSlow(wire.length);
-  wire.copy(own);
-  return own;
+  return serialize(msg, true);
 }
 
 /**

@@ -3,6 +3,7 @@
  * 400 for malformed requests.
  */
 import dgram from 'node:dgram';
+import dns from 'node:dns';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
@@ -92,7 +93,9 @@ export interface SipTransportOptions {
 }
 
 const peerKey = (host: string, port: number): string => `${host.replace(/^\[|\]$/g, '')}:${port}`;
-const bareHost = (host: string): string => host.replace(/^\[|\]$/g, '');
+// Every send passes through here: the replace only for a bracketed (IPv6) host.
+const bareHost = (host: string): string =>
+  host.charCodeAt(0) === 91 || host.endsWith(']') ? host.replace(/^\[|\]$/g, '') : host;
 
 /** Where a response goes (RFC 3261 §18.2.2, RFC 3581 §4) given the top Via of the request. */
 export function responseTarget(via: Via, transport: SipTransportName): SipPeer {
@@ -162,9 +165,23 @@ export function badRequestFor(err: SipParseError): SipResponse | undefined {
  */
 const UDP_RECEIVE_BUFFER_BYTES = 8 * 1024 * 1024;
 
+/**
+ * The socket's address lookup: an IP address of the socket's family is its own answer, at once.
+ * dgram sends every datagram through a lookup of its destination, and `dns.lookup` answers an IP
+ * address a tick later, so each send cost a deferred call and its async bookkeeping. A name still
+ * goes to `dns.lookup`, as does an address of the other family (which it refuses as before).
+ */
+function literalLookup(family: 4 | 6): NonNullable<dgram.SocketOptions['lookup']> {
+  return (host, options, callback) => {
+    if (net.isIP(host) === family) return callback(null, host, family);
+    dns.lookup(host, options, callback);
+  };
+}
+
 function bindUdp(host: string, port: number): Promise<dgram.Socket> {
   return new Promise((resolve, reject) => {
-    const sock = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
+    const family = net.isIPv6(host) ? 6 : 4;
+    const sock = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', lookup: literalLookup(family) });
     sock.once('error', reject);
     sock.bind({ address: host, port, exclusive: true }, () => {
       sock.off('error', reject);

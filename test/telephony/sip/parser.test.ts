@@ -10,6 +10,7 @@ import {
   callIdOf,
   contactsOf,
   cseqOf,
+  detachedBytes,
   fromOf,
   getHeader,
   headerValues,
@@ -146,4 +147,69 @@ t.test('random bytes and truncations never crash or hang', async (t) => {
   }
   t.ok(thrown > 1000, 'most mutations refused with SipParseError');
   t.ok(Date.now() - started < 5000, 'fast');
+});
+
+t.test(
+  'header lines: LF or CRLF endings, space before the colon, a line without a colon among lines with one',
+  async (t) => {
+    const head = [
+      'OPTIONS sip:x@example.com SIP/2.0',
+      'Via: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bKlines',
+      'From: <sip:a@example.com>;tag=1',
+      'To: <sip:x@example.com>',
+      'Call-ID: lines',
+      'CSeq: 1 OPTIONS',
+      'Subject \t: spaced name',
+      'X-Folded: one',
+      ' two',
+    ];
+    for (const [label, text] of [
+      ['CRLF', head.join('\r\n') + '\r\n\r\n'],
+      ['LF', head.join('\n') + '\n\n'],
+      ['mixed, ended by CRLF LF', head.join('\n') + '\r\n\n'],
+    ] as const) {
+      const m = parseMessage(Buffer.from(text), { datagram: true });
+      t.equal(m.kind === 'request' && m.uri, 'sip:x@example.com', label);
+      t.equal(m.headers.length, 7, label);
+      t.same(
+        m.headers.map((h) => [h.name, h.value, h.key]).slice(5),
+        [
+          ['Subject', 'spaced name', 'subject'],
+          ['X-Folded', 'one two', 'x-folded'],
+        ],
+        label,
+      );
+      t.equal(m.body.length, 0, label);
+    }
+    const reasonOf = (text: string): string | undefined => {
+      try {
+        parseMessage(Buffer.from(text), { datagram: true });
+        return undefined;
+      } catch (err) {
+        return (err as SipParseError).reason;
+      }
+    };
+    const noColon = [...head.slice(0, 6), 'NoColonHere', 'X-After: a:b'].join('\r\n') + '\r\n\r\n';
+    t.equal(reasonOf(noColon), 'header line without colon');
+    const badName = [...head.slice(0, 6), 'Bad Name: x'].join('\r\n') + '\r\n\r\n';
+    t.equal(reasonOf(badName), 'bad header name');
+    const folded = ['OPTIONS sip:x@example.com SIP/2.0', ' folded: first'].join('\r\n') + '\r\n\r\n';
+    t.equal(reasonOf(folded), 'continuation line without header');
+  },
+);
+
+t.test('a body kept for a call (its SDP) is copied out of the shared pool; serialize(own) too', async (t) => {
+  const sdp = 'v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n';
+  const text =
+    'INVITE sip:x@example.com SIP/2.0\r\nVia: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bKsdp\r\nFrom: <sip:a@example.com>;tag=1\r\n' +
+    `To: <sip:x@example.com>\r\nCall-ID: sdp\r\nCSeq: 1 INVITE\r\nContent-Length: ${sdp.length}\r\n\r\n${sdp}`;
+  const m = parseMessage(Buffer.from(text), { datagram: true });
+  t.ok(m.body.buffer.byteLength > m.body.length, 'a parsed body is a slice of a larger (pool) block');
+  const kept = detachedBytes(m.body);
+  t.equal(kept.toString(), sdp);
+  t.equal(kept.buffer.byteLength, sdp.length, 'the kept copy holds only itself');
+  const wire = serialize(m, true);
+  t.equal(wire.buffer.byteLength, wire.length);
+  t.same(wire, serialize(m));
+  t.equal(parseMessage(wire, { datagram: true }).body.toString(), sdp);
 });

@@ -1,4 +1,5 @@
 import t from 'tap';
+import dns from 'node:dns';
 import net from 'node:net';
 import { createSipTransport } from '../../../src/telephony/sip/transport.js';
 import { vias } from '../../../src/telephony/sip/message.js';
@@ -172,3 +173,36 @@ t.test('reloadTls: new listener certificate and outbound trust for new connectio
   await until(() => got.length === 3);
   t.pass('the new certificate is served');
 });
+
+t.test(
+  'UDP: a datagram to an IP address is sent without a DNS lookup; a name is still resolved, an address of the other family still refused',
+  async (t) => {
+    // Counted, not replaced: dgram took dns.lookup for every send, which answers an address a tick later.
+    const real = dns.lookup;
+    const asked: string[] = [];
+    dns.lookup = ((host: string, ...rest: unknown[]) => {
+      asked.push(host);
+      return (real as (...a: unknown[]) => unknown)(host, ...rest);
+    }) as typeof dns.lookup;
+    t.teardown(() => {
+      dns.lookup = real;
+    });
+    const tr = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog });
+    const peer = await rawUdpPeer();
+    t.teardown(async () => {
+      await tr.close();
+      await peer.close();
+    });
+    const res = 'SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 127.0.0.1;branch=z9hG4bKx\r\nContent-Length: 0\r\n\r\n';
+    asked.length = 0; // the binds' own look-ups
+    await tr.send(Buffer.from(res), { transport: 'udp', host: '127.0.0.1', port: peer.port });
+    await until(() => peer.got.length === 1);
+    t.equal(peer.got[0], res);
+    t.same(asked, [], 'no lookup for an address');
+    await tr.send(Buffer.from(res), { transport: 'udp', host: 'localhost', port: peer.port });
+    await until(() => peer.got.length === 2);
+    t.equal(peer.got[1], res);
+    t.same(asked, ['localhost'], 'a host name goes through dns.lookup');
+    await t.rejects(tr.send(Buffer.from(res), { transport: 'udp', host: '[::1]', port: peer.port }));
+  },
+);

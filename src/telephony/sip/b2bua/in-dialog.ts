@@ -1,6 +1,6 @@
 /** Requests within an answered call: BYE, re-INVITE, UPDATE, INFO relayed across, session refreshes answered here. */
 import { dialogRequest } from '../dialog.js';
-import { cseqOf, getHeader, type HeaderField, type SipRequest } from '../message.js';
+import { cseqOf, detachedBytes, getHeader, type HeaderField, type SipRequest } from '../message.js';
 import { isRefresh, negotiateSession } from '../session-timer.js';
 import type { ClientTransaction, ServerTransaction } from '../transaction.js';
 import { sdpVia } from './media.js';
@@ -67,8 +67,8 @@ export function onInDialog(
             const type = getHeader(ack, 'content-type');
             const body = sdpVia(call, call.leg, sender, ack.body);
             answerAck = { body, type };
-            if (side === 'in' && ack.body.length) call.callerSdp = ack.body;
-            if (side === 'out' && body.length) call.sdpToCaller = { body, type };
+            if (side === 'in' && ack.body.length) call.callerSdp = detachedBytes(ack.body);
+            if (side === 'out' && body.length) call.sdpToCaller = { body: detachedBytes(body), type };
             ackOther(answerAck, outTx);
           };
           // No ACK from the sender: the other side still gets one (without an answer) and ends the call as it sees fit.
@@ -94,12 +94,12 @@ export function onInDialog(
         if (side === 'in') {
           const n = negotiateSession(req, ctx.sessionPolicy, call.session ?? undefined);
           if ('terms' in n) call.session = n.terms;
-          if (req.body.length) call.callerSdp = req.body;
-          if (resBody.length) call.sdpToCaller = { body: resBody, type: rct };
+          if (req.body.length) call.callerSdp = detachedBytes(req.body);
+          if (resBody.length) call.sdpToCaller = { body: detachedBytes(resBody), type: rct };
           headers.push(...sessionHeaders(call));
         } else {
-          if (res.body.length) call.callerSdp = res.body;
-          if (outBody.length) call.sdpToCaller = { body: outBody, type: ct };
+          if (res.body.length) call.callerSdp = detachedBytes(res.body);
+          if (outBody.length) call.sdpToCaller = { body: detachedBytes(outBody), type: ct };
         }
         armSession(ctx, call);
       }

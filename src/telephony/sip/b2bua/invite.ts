@@ -1,6 +1,6 @@
 /** A new call from a reseller: loop and scheme checks, who is calling, the plan, then the first leg. */
 import { isE164Digits } from '../../../platform/e164.js';
-import { callIdOf, detached, fromOf, requestUriOf, type SipRequest } from '../message.js';
+import { callIdOf, detached, detachedBytes, fromOf, requestUriOf, type SipRequest } from '../message.js';
 import { negotiateSession } from '../session-timer.js';
 import type { ServerTransaction } from '../transaction.js';
 import type { SipPeer } from '../transport.js';
@@ -162,7 +162,8 @@ async function place(
     answeredAt: null,
     timers: [],
     session: negotiated.terms,
-    callerSdp: req.body,
+    // Copied: kept for the whole call, a pool slice would keep its whole 8 KiB block alive.
+    callerSdp: detachedBytes(req.body),
     unregister: [],
     ...(o.observer ? { observer: o.observer } : {}),
   };

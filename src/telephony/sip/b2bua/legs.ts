@@ -5,6 +5,7 @@ import {
   callIdOf,
   cseqOf,
   detached,
+  detachedBytes,
   fromOf,
   getHeader,
   maxForwardsOf,
@@ -253,7 +254,7 @@ function onLegAnswered(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse
   if (ct !== undefined && res.body.length) headers.push({ name: 'Content-Type', value: ct });
   headers.push(...sessionHeaders(call));
   const body = sdpVia(call, leg, 'callee', res.body);
-  if (body.length) call.sdpToCaller = { body, type: ct };
+  if (body.length) call.sdpToCaller = { body: detachedBytes(body), type: ct };
   if (leg.proxied && call.relay) {
     call.relay.answered();
     call.relay.onTimeout(() => {

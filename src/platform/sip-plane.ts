@@ -152,7 +152,7 @@ function overloadMetrics(): OverloadMetrics {
     () =>
       new Gauge({
         name: 'svc_sip_invite_retransmit_share',
-        help: 'Retransmitted new INVITEs per new INVITE over the last half second of overload-control windows',
+        help: 'Admitted new INVITEs that callers retransmitted, per admitted new INVITE, over the last half second',
       }),
   );
   const retransmissions = registeredMetric(
@@ -160,7 +160,7 @@ function overloadMetrics(): OverloadMetrics {
     () =>
       new Counter({
         name: 'svc_sip_invite_retransmissions_total',
-        help: 'Retransmissions of new INVITEs (no To tag) absorbed by their server transactions',
+        help: 'Admitted new INVITEs (no To tag) that callers retransmitted, each counted once',
       }),
   );
   const overloadRefusals = sipCallsRefusedTotal().labels('overload');

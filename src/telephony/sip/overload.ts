@@ -190,6 +190,7 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
 
   /** Hot (grow), cool (may fall) or neither, by the retransmissions of the last windows. */
   const retransmitReading = (): 'hot' | 'cool' | 'between' => {
+    const windowHot = retransmits > 0 && retransmits >= retransmitHigh * invites;
     invitesRing[ringAt] = invites;
     retransmitsRing[ringAt] = retransmits;
     ringAt = (ringAt + 1) % RETRANSMIT_WINDOWS;
@@ -204,7 +205,10 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
     retransmitShare = r / Math.max(1, n);
     metrics?.retransmitShare(retransmitShare);
     if (!byRetransmit || r < RETRANSMIT_MIN) return 'cool';
-    if (retransmitShare >= retransmitHigh) return 'hot';
+    // Grows only while this window's own share is at the mark: the signal trails the admissions
+    // behind it by T1 and our queue, and the windows' sum would go on raising it for half a second
+    // after the retransmissions stopped (half of all calls refused too many, on a small overload).
+    if (retransmitShare >= retransmitHigh) return windowHot ? 'hot' : 'between';
     return retransmitShare < retransmitLow ? 'cool' : 'between';
   };
 

@@ -13,7 +13,9 @@
  * Then the same ramp split over two daemons on the one database (the second in a child process).
  * Env: BENCH_SIP_RATES="50,100,…" (offered calls/s per step), BENCH_SIP_SKIP=kamailio,held,two,
  * BENCH_SIP_DB=socket (database over the local Unix socket instead of TCP), BENCH_SIP_VERBOSE=1,
- * BENCH_SIP_OVERLOAD=0 (overload control off; else the daemon's defaults, SVC_SIP_OVERLOAD_* read: SVC_SIP_OVERLOAD_BUSY_PCT=98 for the utilisation rule),
+ * BENCH_SIP_OVERLOAD=0 (overload control off; else the daemon's defaults, SVC_SIP_OVERLOAD_* read: SVC_SIP_OVERLOAD_BUSY_PCT=98 for the utilisation rule,
+ * SVC_SIP_OVERLOAD_RETRANSMIT_PCT=0 for the ladder without the retransmission rule), BENCH_SIP_ALL_STEPS=1 (every rate
+ * offered, past the first step not sustained: what setup times do in overload),
  * BENCH_PG_STATEMENTS=1 (the database on a private cluster with pg_stat_statements, bench/lib/private-pg.ts:
  * each step also prints statements per call, top-level ones (round trips) and those run inside functions).
  */
@@ -117,6 +119,8 @@ const STATEMENTS = Boolean(process.env['BENCH_PG_STATEMENTS']);
 const sipDefaults = loadConfig({ env: process.env }).sip;
 const overload = process.env['BENCH_SIP_OVERLOAD'] === '0' ? null : sipDefaults;
 const overloadRules = {
+  overload_retransmit_pct: overload?.overload_retransmit_pct ?? 0,
+  overload_resume_retransmit_pct: sipDefaults.overload_resume_retransmit_pct,
   overload_busy_pct: overload?.overload_busy_pct ?? 0,
   overload_resume_busy_pct: sipDefaults.overload_resume_busy_pct,
   overload_loop_delay_ms: overload?.overload_loop_delay_ms ?? 0,
@@ -127,7 +131,7 @@ const overloadRules = {
 try {
   const adminSql = await statementsCluster(cleanups, freePort);
   console.log(
-    `sip trunk bench start (overload control ${overload ? `at ${overload.overload_busy_pct}/${overload.overload_resume_busy_pct} % loop busy or ${overload.overload_loop_delay_ms}/${overload.overload_resume_delay_ms} ms loop delay` : 'off'}; database over ${viaSocket ? 'Unix socket' : 'TCP'}${STATEMENTS ? ', private cluster with pg_stat_statements' : ''}) · ${uptime()}`,
+    `sip trunk bench start (overload control ${overload ? `at ${overload.overload_retransmit_pct}/${overload.overload_resume_retransmit_pct} % INVITE retransmissions, ${overload.overload_busy_pct}/${overload.overload_resume_busy_pct} % loop busy or ${overload.overload_loop_delay_ms}/${overload.overload_resume_delay_ms} ms loop delay` : 'off'}; database over ${viaSocket ? 'Unix socket' : 'TCP'}${STATEMENTS ? ', private cluster with pg_stat_statements' : ''}) · ${uptime()}`,
   );
   // Every call holds money for up to max_call_seconds; 10 minutes keeps the held-calls run affordable.
   const w = await createWorld(t, {
@@ -161,6 +165,10 @@ try {
     const m = register.getSingleMetric('svc_sip_calls_refused_total') as Counter<'cause'> | undefined;
     return (await m?.get())?.values.find((v) => v.labels.cause === 'overload')?.value ?? 0;
   };
+  const inviteRetransmissions = async (): Promise<number> => {
+    const m = register.getSingleMetric('svc_sip_invite_retransmissions_total') as Counter | undefined;
+    return (await m?.get())?.values[0]?.value ?? 0;
+  };
   const ourCost = async () => {
     const [x] = await sql<
       { n: number }[]
@@ -174,6 +182,7 @@ try {
       ...(await statements()),
       'sipp cpu ms': sippCpu(),
       'overload 503s': await overloadRefusals(),
+      'invite retransmissions': await inviteRetransmissions(),
     };
   };
   const prof = await startCpuProfile();

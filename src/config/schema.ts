@@ -91,6 +91,8 @@ export const ConfigSchema = Type.Object({
     tcp_max_per_source: Type.Integer({ minimum: 1, maximum: 1000000, default: 64 }),
     tcp_idle_seconds: Type.Integer({ minimum: 1, maximum: 600, default: 10 }),
     t1_ms: Type.Integer({ minimum: 10, maximum: 5000, default: 500 }),
+    overload_retransmit_pct: Type.Integer({ minimum: 0, maximum: 1000, default: 10 }),
+    overload_resume_retransmit_pct: Type.Integer({ minimum: 0, maximum: 1000, default: 5 }),
     overload_busy_pct: Type.Integer({ minimum: 0, maximum: 100, default: 0 }),
     overload_resume_busy_pct: Type.Integer({ minimum: 0, maximum: 100, default: 90 }),
     overload_loop_delay_ms: Type.Integer({ minimum: 0, maximum: 10000, default: 100 }),

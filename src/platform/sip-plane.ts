@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Gauge } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import { loadServerSecret } from '../db/server-secret.js';
 import { registeredMetric, sipCallsRefusedTotal } from './registered-metrics.js';
 import {
@@ -75,6 +75,8 @@ export async function createSipPlane(core: CoreDeps): Promise<SipPlane> {
   };
   const overload = createOverloadGuard({
     settings: {
+      retransmitPct: config.sip.overload_retransmit_pct,
+      resumeRetransmitPct: config.sip.overload_resume_retransmit_pct,
       busyPct: config.sip.overload_busy_pct,
       resumeBusyPct: config.sip.overload_resume_busy_pct,
       loopDelayMs: config.sip.overload_loop_delay_ms,
@@ -126,7 +128,7 @@ function overloadMetrics(): OverloadMetrics {
     () =>
       new Gauge({
         name: 'svc_sip_overload_refused_share',
-        help: 'Share of new INVITEs refused with 503 for event-loop delay (0 to 1)',
+        help: 'Share of new INVITEs refused with 503 for overload (0 to 1)',
       }),
   );
   const delay = registeredMetric(
@@ -145,8 +147,26 @@ function overloadMetrics(): OverloadMetrics {
         help: 'Event-loop utilisation (0 to 1) over the last overload-control window',
       }),
   );
+  const retransmitShare = registeredMetric(
+    'svc_sip_invite_retransmit_share',
+    () =>
+      new Gauge({
+        name: 'svc_sip_invite_retransmit_share',
+        help: 'Admitted new INVITEs that callers retransmitted, per admitted new INVITE, over the last half second',
+      }),
+  );
+  const retransmissions = registeredMetric(
+    'svc_sip_invite_retransmissions_total',
+    () =>
+      new Counter({
+        name: 'svc_sip_invite_retransmissions_total',
+        help: 'Admitted new INVITEs (no To tag) that callers retransmitted, each counted once',
+      }),
+  );
   const overloadRefusals = sipCallsRefusedTotal().labels('overload');
   return {
+    retransmission: () => retransmissions.inc(),
+    retransmitShare: (v) => retransmitShare.set(v),
     refused: () => overloadRefusals.inc(),
     ratio: (v) => share.set(v),
     loopDelay: (ms) => delay.set(ms / 1000),

@@ -60,7 +60,7 @@ export async function startTestDaemon(
     database: { url: db.url, pool_max: 10 },
     // No background OPTIONS: a probe landing on a sipp peer (or on a port another test's sipp now
     // holds) fails that scenario; health tests call checkAll() themselves.
-    // No overload refusals by the event loop's load: on a 2-core machine running the suite, a
+    // No overload refusals by the event loop's load or by retransmissions: on a 2-core machine running the suite, a
     // starved test process reads as an overloaded daemon; test/modules/sip-trunks/overload.test.ts sets them.
     sip: {
       host: '127.0.0.1',
@@ -69,6 +69,7 @@ export async function startTestDaemon(
       options_interval_seconds: 3600,
       overload_busy_pct: 0,
       overload_loop_delay_ms: 0,
+      overload_retransmit_pct: 0,
     },
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },

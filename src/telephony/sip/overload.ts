@@ -1,13 +1,25 @@
 /**
  * Overload control for new calls (RFC 6357 §4, the local form of RFC 7339's loss algorithm): when
- * the event loop has no idle moment left or falls behind, a growing share of new INVITEs is refused with 503 and Retry-After
- * before any work is spent on them, so the calls already admitted keep their latency and the daemon
- * does not collapse into retransmissions of INVITEs and 2xx it can no longer answer in time.
+ * callers retransmit the INVITEs we admitted (our receive queue is 300 ms behind), or the event loop
+ * has no idle moment left or falls behind, a growing share of new INVITEs is refused with 503 and
+ * Retry-After before any work is spent on them, so the calls already admitted keep their latency and
+ * the daemon does not collapse into retransmissions of INVITEs and 2xx it can no longer answer in time.
  */
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 
 export interface OverloadSettings {
+  /**
+   * Admitted new INVITEs that their callers retransmitted, as a percentage of those admitted over
+   * the last five windows, at or above which the refused share grows; 0: never. A caller
+   * retransmits when no response reached it within T1 (500 ms): a daemon that keeps up answers
+   * within 200 ms (the deferred 100 Trying, or at once with a challenge), so only a lost datagram or
+   * a queue of ours 300 ms long makes one. Over TCP and TLS callers do not retransmit and the rule
+   * never fires.
+   */
+  retransmitPct: number;
+  /** Below this share (and the other rules below theirs) the refused share falls again. */
+  resumeRetransmitPct: number;
   /**
    * Event-loop utilisation over a window (percent of its time not idle) at or above which the
    * refused share grows; 0: never. A loop that never waits for I/O has messages queued in the kernel.
@@ -31,20 +43,42 @@ export interface OverloadMetrics {
   ratio(share: number): void;
   loopDelay(ms: number): void;
   loopBusy(share: number): void;
+  /** An admitted new INVITE was retransmitted (counted once per transaction). */
+  retransmission(): void;
+  /** Retransmitted per admitted new INVITE over the rule's windows. */
+  retransmitShare(share: number): void;
 }
 
 export interface OverloadGuard {
-  /** True when this new INVITE is to be refused; `inSetup` is the count of INVITEs admitted and not answered finally. */
+  /**
+   * True when this new INVITE is to be refused; `inSetup` is the count of INVITEs admitted and not
+   * answered finally. Called once per new INVITE (no To tag): those admitted are the retransmission
+   * rule's denominator.
+   */
   refuse(inSetup: number): boolean;
+  /**
+   * An admitted new INVITE was retransmitted: the stack calls it at most once per transaction, and
+   * never for one it refused (a refused INVITE's retransmissions would keep the rule hot by its own refusals).
+   */
+  retransmitted(): void;
   /** INVITEs in setup at which all new ones are refused (the stack counts them only when above 0). */
   readonly setupCap: number;
   /** The Retry-After header value. */
   readonly retryAfter: string;
-  /** One window: reads the loop delay and moves the refused share (run by the guard's own timer unless `sampleEveryMs` is 0). */
+  /** One window: reads the rules and moves the refused share (run by the guard's own timer unless `sampleEveryMs` is 0). */
   sample(): void;
   /** Forgets the share and the readings so far (the daemon's own start is no overload). */
   reset(): void;
-  stats(): { refused: number; ratio: number; loopDelayMs: number; loopBusy: number };
+  stats(): {
+    refused: number;
+    ratio: number;
+    loopDelayMs: number;
+    loopBusy: number;
+    /** Retransmitted per admitted new INVITE over the last windows, and the totals so far. */
+    retransmitShare: number;
+    retransmissions: number;
+    invites: number;
+  };
   close(): void;
 }
 
@@ -69,6 +103,14 @@ const RAISE = 2;
  */
 const BUSY_WINDOWS = 5;
 const LOWER = 1;
+/**
+ * The retransmission rule reads the last five windows together: the retransmissions a window sees
+ * answer INVITEs of half a second before, and a burst of them (the queue crossing 300 ms) is spread
+ * over a few windows. Below `RETRANSMIT_MIN` retransmissions in those windows the rule never trips,
+ * whatever the share: at a few calls a second a lost datagram or two is a large share and no overload.
+ */
+const RETRANSMIT_WINDOWS = 5;
+const RETRANSMIT_MIN = 5;
 /** At most one warning per this long while refusing. */
 const WARN_EVERY_MS = 10_000;
 
@@ -117,12 +159,15 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
   const now = opts.now ?? (() => performance.now());
   const byDelay = settings.loopDelayMs > 0;
   const byBusy = settings.busyPct > 0;
+  const byRetransmit = settings.retransmitPct > 0;
   const monitor = byDelay && !opts.loopDelay ? loopDelayMonitor() : null;
   const readDelay = opts.loopDelay ?? monitor?.read ?? (() => 0);
   const readBusy = opts.loopBusy ?? (byBusy ? loopBusyReader() : () => 0);
   const resumeMs = byDelay ? Math.min(settings.resumeDelayMs, settings.loopDelayMs) : Infinity;
   const busyHigh = settings.busyPct / 100;
   const busyLow = byBusy ? Math.min(settings.resumeBusyPct, settings.busyPct) / 100 : Infinity;
+  const retransmitHigh = settings.retransmitPct / 100;
+  const retransmitLow = Math.min(settings.resumeRetransmitPct, settings.retransmitPct) / 100;
   let level = 0;
   // Refusals spread evenly through the stream (a share of 0.3 refuses 3 INVITEs in 10), not by chance.
   let credit = 0;
@@ -133,28 +178,72 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
   let warnedAt = -Infinity;
   let refusing = false;
   let busyRun = 0;
+  // Admitted new INVITEs and those retransmitted: this window's counts, the last windows' in rings.
+  let invites = 0;
+  let retransmits = 0;
+  let invitesTotal = 0;
+  let retransmitsTotal = 0;
+  const invitesRing = new Array<number>(RETRANSMIT_WINDOWS).fill(0);
+  const retransmitsRing = new Array<number>(RETRANSMIT_WINDOWS).fill(0);
+  let ringAt = 0;
+  let retransmitShare = 0;
+
+  /** Hot (grow), cool (may fall) or neither, by the retransmissions of the last windows. */
+  const retransmitReading = (): 'hot' | 'cool' | 'between' => {
+    const windowHot = retransmits > 0 && retransmits >= retransmitHigh * invites;
+    invitesRing[ringAt] = invites;
+    retransmitsRing[ringAt] = retransmits;
+    ringAt = (ringAt + 1) % RETRANSMIT_WINDOWS;
+    invites = 0;
+    retransmits = 0;
+    let n = 0;
+    let r = 0;
+    for (let i = 0; i < RETRANSMIT_WINDOWS; i++) {
+      n += invitesRing[i]!;
+      r += retransmitsRing[i]!;
+    }
+    retransmitShare = r / Math.max(1, n);
+    metrics?.retransmitShare(retransmitShare);
+    if (!byRetransmit || r < RETRANSMIT_MIN) return 'cool';
+    // Grows only while this window's own share is at the mark: the signal trails the admissions
+    // behind it by T1 and our queue, and the windows' sum would go on raising it for half a second
+    // after the retransmissions stopped (half of all calls refused too many, on a small overload).
+    if (retransmitShare >= retransmitHigh) return windowHot ? 'hot' : 'between';
+    return retransmitShare < retransmitLow ? 'cool' : 'between';
+  };
 
   const sample = (): void => {
-    if (!byDelay && !byBusy) return;
+    const retransmission = retransmitReading();
+    if (!byDelay && !byBusy && !byRetransmit) return;
     delayMs = readDelay();
     busy = readBusy();
     metrics?.loopDelay(delayMs);
     metrics?.loopBusy(busy);
     const before = level;
     busyRun = byBusy && busy >= busyHigh ? busyRun + 1 : 0;
-    if ((byDelay && delayMs >= settings.loopDelayMs) || busyRun >= BUSY_WINDOWS) level = Math.min(STEPS, level + RAISE);
-    else if (delayMs < resumeMs && busy < busyLow) level = Math.max(0, level - LOWER);
+    if ((byDelay && delayMs >= settings.loopDelayMs) || busyRun >= BUSY_WINDOWS || retransmission === 'hot')
+      level = Math.min(STEPS, level + RAISE);
+    else if (delayMs < resumeMs && busy < busyLow && retransmission === 'cool') level = Math.max(0, level - LOWER);
     if (level === 0) credit = 0;
     if (level !== before) metrics?.ratio(level / STEPS);
     if (refusing && level === 0) {
       refusing = false;
-      log.info({ refused: refusedSinceLog, loopDelayMs: Math.round(delayMs), loopBusy: busy }, 'sip overload over');
+      log.info(
+        {
+          refused: refusedSinceLog,
+          loopDelayMs: Math.round(delayMs),
+          loopBusy: busy,
+          retransmitShare: Number(retransmitShare.toFixed(3)),
+        },
+        'sip overload over',
+      );
       refusedSinceLog = 0;
     }
   };
   const every = opts.sampleEveryMs ?? WINDOW_MS;
-  // The timer keeps nothing alive: a stopping daemon closes its stack, and the guard with it.
-  const timer = (byDelay || byBusy) && every > 0 ? setInterval(sample, every) : null;
+  // The timer keeps nothing alive: a stopping daemon closes its stack, and the guard with it. It runs
+  // with every rule off too, for the retransmission share's gauge.
+  const timer = every > 0 ? setInterval(sample, every) : null;
   timer?.unref();
 
   const noteRefusal = (cause: 'loop' | 'setup', inSetup: number): void => {
@@ -173,6 +262,7 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
         refusedShare: level / STEPS,
         loopDelayMs: Math.round(delayMs),
         loopBusy: busy,
+        retransmitShare: Number(retransmitShare.toFixed(3)),
         inSetup,
       },
       'sip overload: refusing new INVITEs with 503',
@@ -188,12 +278,22 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
         noteRefusal('setup', inSetup);
         return true;
       }
-      if (level === 0) return false;
-      credit += level;
-      if (credit < STEPS) return false;
-      credit -= STEPS;
-      noteRefusal('loop', inSetup);
-      return true;
+      if (level > 0) {
+        credit += level;
+        if (credit >= STEPS) {
+          credit -= STEPS;
+          noteRefusal('loop', inSetup);
+          return true;
+        }
+      }
+      invites++;
+      invitesTotal++;
+      return false;
+    },
+    retransmitted() {
+      retransmits++;
+      retransmitsTotal++;
+      metrics?.retransmission();
     },
     sample,
     reset() {
@@ -202,9 +302,22 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
       level = 0;
       credit = 0;
       busyRun = 0;
+      invites = 0;
+      retransmits = 0;
+      invitesRing.fill(0);
+      retransmitsRing.fill(0);
+      retransmitShare = 0;
       metrics?.ratio(0);
     },
-    stats: () => ({ refused, ratio: level / STEPS, loopDelayMs: delayMs, loopBusy: busy }),
+    stats: () => ({
+      refused,
+      ratio: level / STEPS,
+      loopDelayMs: delayMs,
+      loopBusy: busy,
+      retransmitShare,
+      retransmissions: retransmitsTotal,
+      invites: invitesTotal,
+    }),
     close() {
       if (timer) clearInterval(timer);
       monitor?.close();

@@ -144,6 +144,9 @@ export function createSipStack(opts: SipStackOptions): SipStack {
   // cap its size is an upper bound and no sweep is needed.
   const setupCap = overload?.setupCap ?? 0;
   const inSetup = setupCap > 0 ? new Set<ServerTransaction>() : null;
+  // INVITE transactions whose retransmissions the guard no longer counts: one already counted, or
+  // one it refused (a caller that retransmits after our 503, as sipp -nd does, is no queue of ours).
+  const uncounted = new WeakSet<ServerTransaction>();
   const setupCount = (): number => {
     if (!inSetup) return 0;
     if (inSetup.size >= setupCap) for (const tx of inSetup) if (tx.state !== 'proceeding') inSetup.delete(tx);
@@ -264,7 +267,15 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     if (req.method === 'CANCEL') return handleCancel(req, source, replyTo);
     const key = serverKey(req, req.method);
     const existing = servers.get(key);
-    if (existing) return existing.retransmission();
+    if (existing) {
+      // A caller retransmits a new INVITE only when no response reached it within T1: the
+      // overload control's earliest sign of a queue of ours (docs/sip.md, "Overload").
+      if (overload && existing.isInvite && !uncounted.has(existing) && tagOf(toOf(req)) === undefined) {
+        uncounted.add(existing);
+        overload.retransmitted();
+      }
+      return existing.retransmission();
+    }
     const tx = new ServerTransaction(ctx, key, req, source, replyTo);
     servers.set(key, tx);
     if (req.method === 'INVITE') {
@@ -272,6 +283,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
       // CANCEL, BYE, responses) is never refused. The transaction stays only to absorb the INVITE's
       // retransmissions and the ACK; nothing reaches the TU, the ledger or the database.
       if (overload && tagOf(toOf(req)) === undefined && overload.refuse(setupCount())) {
+        uncounted.add(tx);
         tx.reply(503, 'Service Unavailable', {
           toTag: newTag(),
           headers: [{ name: 'Retry-After', value: overload.retryAfter }],

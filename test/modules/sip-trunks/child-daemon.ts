@@ -36,6 +36,7 @@ export function childDaemonConfig(
       options_interval_seconds: 3600,
       overload_busy_pct: 0,
       overload_loop_delay_ms: 0,
+      overload_retransmit_pct: 0,
     },
     smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { fill, fixture, sipp } from '../../telephony/sip/sipp.js';
+import { acceptingRefusal, fill, fixture, sipp } from '../../telephony/sip/sipp.js';
 import { createWorld, eventually, expectExit, uac, uacScenario, uasAnswer, type Tt, type World } from './world.js';
 
 // Overload control (docs/sip.md, "Overload"): new INVITEs refused with 503 and Retry-After while the
@@ -140,3 +140,102 @@ t.test('setup cap: an INVITE beyond the cap is refused while the first rings; th
 
   await admittedCall(t, w, sub, '441400000001', '4414');
 });
+
+/**
+ * Counts from sipp's closing scenario table: a message's row ("503 <----", or the answer that
+ * ends the setup-time measure, "200 <---- E-RTD1"), summed over the rows that match.
+ */
+function sippRows(out: string, row: RegExp): number {
+  let n = 0;
+  for (const m of out.matchAll(new RegExp(`^\\s*${row.source}\\s+(\\d+)`, 'gm'))) n += Number(m[1]);
+  return n;
+}
+
+t.test(
+  'INVITE retransmissions: a slow loop makes callers retransmit; new INVITEs refused, admitted calls end and are billed',
+  async (t) => {
+    const w = await createWorld(t, {
+      // The retransmission rule alone: the delay rule would see the held loop first.
+      sip: {
+        overload_loop_delay_ms: 0,
+        overload_retransmit_pct: 10,
+        overload_resume_retransmit_pct: 5,
+        overload_retry_after_seconds: 2,
+      },
+    });
+    const share = () => metric(w, 'svc_sip_overload_refused_share');
+    const retransmissions = () => metric(w, 'svc_sip_invite_retransmissions_total');
+    await eventually(async () => (await share()) === 0);
+
+    // Call A, answered before the overload; its caller hangs up 6 s later, while the loop is held.
+    const numberA = '441500000001';
+    const subA = await w.sub({ fund: '10.000000' });
+    const supplierA = await uasAnswer(t, numberA, 'u1', 0, '60s');
+    await w.route({ port: supplierA.port, prefix: '4415', rate: '0.010000' });
+    const callA = await sipp(
+      t,
+      uacScenario('uac-tail-answer.xml', { HOLD_MS: '6000' }),
+      [`127.0.0.1:${w.sipPort}`, '-s', numberA, '-au', subA.sipUsername, '-ap', subA.sipPassword],
+      { timeout: '60s' },
+    );
+    await eventually(
+      async () =>
+        (await w.d.sql`select 1 from calls where account_id = ${subA.id} and answered_at is not null`).length === 1,
+    );
+
+    // A steady caller: 15 calls a second for 20 s, each challenged, answered and hung up after 100 ms,
+    // or refused with 503 and ACKed as callers do.
+    const numberL = '441600000001';
+    const subL = await w.sub({ fund: '50.000000' });
+    const supplierL = await sipp(t, fill(fixture('uas-answer.xml'), { EXPECT_USER: numberL, BEFORE_RING: '' }), [], {
+      calls: 300,
+      timeout: '90s',
+    });
+    await w.route({ port: supplierL.port, prefix: '4416', rate: '0.010000' });
+    const loader = await sipp(
+      t,
+      acceptingRefusal(uacScenario('uac-tail-answer.xml', { HOLD_MS: '100' })),
+      [`127.0.0.1:${w.sipPort}`, '-s', numberL, '-au', subL.sipUsername, '-ap', subL.sipPassword, '-r', '15'],
+      { calls: 300, timeout: '90s' },
+    );
+    await eventually(async () => (await liveCalls(w, subL.id)) > 0);
+    t.equal(await share(), 0, 'nothing refused while the loop keeps up');
+
+    // Each turn of the loop now waits 700 ms: most responses leave after the callers' T1.
+    const stop = busyLoop(700);
+    try {
+      // Refused INVITEs are not counted, so with most refused the share probes down and back up.
+      await eventually(async () => (await share()) >= 0.5, 40_000);
+      t.ok((await retransmissions()) >= 5, 'the callers retransmitted their INVITEs');
+      await eventually(async () => (await overloadRefusals(w)) >= 20, 40_000);
+      await expectExit(t, callA, 'the admitted call A was hung up under overload');
+      await expectExit(t, supplierA, 'its supplier saw the BYE');
+    } finally {
+      stop();
+    }
+    await eventually(async () => (await share()) === 0, 40_000);
+
+    // The steady caller's calls: those admitted were answered, ended and billed; the others refused.
+    await expectExit(t, loader, 'the steady caller placed all its calls, answered or refused');
+    const answered = sippRows(loader.output(), /200 <-+\s+E-RTD1/);
+    const refused = sippRows(loader.output(), /503 <-+/);
+    t.ok(refused > 0 && answered > 0, `answered ${answered}, refused ${refused}`);
+    t.equal(answered + refused, 300);
+    await eventually(async () => (await liveCalls(w, subL.id)) === 0);
+    const [b] = await w.d.sql<{ calls: number; completed: number; charged: number; open: number }[]>`
+      select (select count(*)::int from calls where account_id = ${subL.id}) as calls,
+             (select count(*)::int from calls where account_id = ${subL.id} and status = 'completed') as completed,
+             (select count(distinct call_id)::int from entries
+               where owner_id = ${subL.id} and type = 'charge' and call_id is not null) as charged,
+             (select count(*)::int from holds where owner_id = ${subL.id} and status = 'open') as open`;
+    t.same(
+      b,
+      { calls: answered, completed: answered, charged: answered, open: 0 },
+      'a call row for every answered call and none for a refused one; each completed and charged, no hold left',
+    );
+    const [a] = await w.d.sql<{ status: string }[]>`select status from calls where account_id = ${subA.id}`;
+    t.match(a, { status: 'completed' }, 'call A billed');
+
+    await admittedCall(t, w, subL, '441700000001', '4417');
+  },
+);

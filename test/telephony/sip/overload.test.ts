@@ -4,6 +4,8 @@ import { createOverloadGuard, type OverloadSettings } from '../../../src/telepho
 
 const log = pino({ level: 'silent' });
 const settings: OverloadSettings = {
+  retransmitPct: 0,
+  resumeRetransmitPct: 0,
   busyPct: 0,
   resumeBusyPct: 0,
   loopDelayMs: 40,
@@ -111,4 +113,110 @@ t.test('both loop rules off: no monitor, never refused for the loop', async (t) 
   g.sample();
   t.notOk(g.refuse(1_000_000));
   t.equal(g.setupCap, 0);
+});
+
+/**
+ * A guard on the retransmission rule alone, fed window by window: new INVITEs, and the share of
+ * those it admits that their callers retransmit (the stack counts neither refused ones nor a second
+ * retransmission of one INVITE).
+ */
+function retransmitGuard() {
+  const g = createOverloadGuard({
+    settings: { ...settings, loopDelayMs: 0, retransmitPct: 10, resumeRetransmitPct: 5 },
+    log,
+    sampleEveryMs: 0,
+  });
+  t.teardown(() => g.close());
+  let admittedTotal = 0;
+  const windows = (invites: number, share: number, n = 1) => {
+    for (let i = 0; i < n; i++) {
+      let admitted = 0;
+      for (let j = 0; j < invites; j++) if (!g.refuse(0)) admitted++;
+      admittedTotal += admitted;
+      for (let j = 0; j < Math.round(admitted * share); j++) g.retransmitted();
+      g.sample();
+    }
+  };
+  const pct = () => Math.round(g.stats().ratio * 100);
+  return { g, windows, pct, admitted: () => admittedTotal };
+}
+
+t.test(
+  'retransmissions: a share of admitted INVITEs retransmitted over the last windows raises the refused share',
+  async (t) => {
+    const { g, windows, pct, admitted } = retransmitGuard();
+    windows(100, 0.05, 10);
+    t.equal(g.stats().ratio, 0, '5 % of INVITEs retransmitted (a lossy path) is no overload');
+    windows(100, 0.12);
+    t.equal(pct(), 0, 'one window at 12 % leaves the five-window share below 10 %');
+    windows(100, 0.4);
+    t.equal(pct(), 10, 'the five-window share reaches 10 %: up a tenth');
+    t.ok(g.stats().retransmitShare >= 0.1);
+    windows(100, 0.6, 4);
+    t.equal(pct(), 50, 'each window over the mark adds a tenth');
+    t.equal(g.stats().invites, admitted(), 'the refused INVITEs are not in the denominator');
+    t.ok(admitted() < 1600);
+  },
+);
+
+t.test('retransmissions: the share holds between the marks and falls a twentieth per window below', async (t) => {
+  const { g, windows, pct } = retransmitGuard();
+  windows(1000, 0.6, 5);
+  t.equal(pct(), 50);
+  windows(1000, 0.07, 5);
+  const held = pct();
+  t.equal(held, 50, 'it stops growing with the burst, and the windows that still hold it keep it');
+  windows(1000, 0.07, 20);
+  t.equal(pct(), held, 'held at 7 %, between the marks');
+  windows(1000, 0.02, 2);
+  t.equal(pct(), held, 'the five-window share is still over 5 % while the 7 % windows are most of it');
+  windows(1000, 0.02);
+  t.equal(pct(), held - 5, 'below 5 %: down a twentieth');
+  windows(1000, 0.02, 3);
+  t.equal(pct(), held - 20, 'a twentieth per window');
+  windows(1000, 0, 20);
+  t.equal(g.stats().ratio, 0);
+  t.notOk(g.refuse(0), 'admitted again');
+});
+
+t.test('retransmissions: with every INVITE refused none is counted, and the share probes down', async (t) => {
+  const { windows, pct } = retransmitGuard();
+  windows(100, 1, 10);
+  t.equal(pct(), 100);
+  const trace: number[] = [];
+  for (let i = 0; i < 12; i++) {
+    windows(100, 1);
+    trace.push(pct());
+  }
+  t.same(
+    trace,
+    [100, 100, 100, 100, 95, 100, 100, 100, 100, 100, 95, 100],
+    'none admitted, none retransmitted: once the windows are empty it lets a twentieth in, and their retransmissions put it back',
+  );
+});
+
+t.test('retransmissions: a lone one, or a few at a low call rate, never trip the rule', async (t) => {
+  const { g, windows } = retransmitGuard();
+  windows(2, 0.5);
+  windows(2, 0, 4);
+  t.equal(g.stats().ratio, 0, 'one retransmission in ten INVITEs (10 %) is a lost datagram');
+  windows(2, 0.5, 4);
+  t.equal(g.stats().ratio, 0, 'four in five windows (40 %) are still below the count the rule needs');
+  windows(1000, 0.001, 10);
+  t.equal(g.stats().ratio, 0, 'one a window at a high rate');
+  windows(2, 0.5, 5);
+  t.equal(g.stats().ratio, 0.1, 'five in five windows trip it (every caller is retransmitting)');
+});
+
+t.test('retransmissions: the rule off (0) counts them but never refuses', async (t) => {
+  const g = createOverloadGuard({ settings: { ...settings, loopDelayMs: 0 }, log, sampleEveryMs: 0 });
+  t.teardown(() => g.close());
+  for (let i = 0; i < 10; i++) {
+    for (let j = 0; j < 10; j++) g.refuse(0);
+    for (let j = 0; j < 10; j++) g.retransmitted();
+    g.sample();
+  }
+  t.equal(g.stats().ratio, 0);
+  t.equal(g.stats().retransmitShare, 1);
+  t.notOk(g.refuse(0));
 });

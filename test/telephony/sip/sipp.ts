@@ -14,6 +14,21 @@ export function fill(text: string, vars: Record<string, string>): string {
   return text.replace(/\{\{(\w+)\}\}/g, (_m, k: string) => vars[k] ?? '');
 }
 
+/**
+ * A UAC scenario that takes a 503 to any of its INVITEs as a caller would: it ACKs it and ends the
+ * call (sipp counts it successful; the scenario's own counts show it). sipp run with -nd (no default
+ * behaviours) otherwise treats the 503 as unexpected, never ACKs it and keeps retransmitting the
+ * INVITE until its timers give up, which no RFC 3261 caller does (§17.1.1.2).
+ */
+export function acceptingRefusal(scenario: string): string {
+  const trying = '<recv response="100" optional="true"/>';
+  if (!scenario.includes(trying) || !scenario.includes('</scenario>'))
+    throw new Error('acceptingRefusal: no optional 100 to put the 503 beside');
+  return scenario
+    .replaceAll(trying, `${trying}\n  <recv response="503" optional="true" next="refused"/>`)
+    .replace('</scenario>', `${fixture('uac-refused.block')}</scenario>`);
+}
+
 interface Teardown {
   teardown(fn: () => void | Promise<void>): void;
 }

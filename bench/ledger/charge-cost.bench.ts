@@ -233,7 +233,7 @@ async function main() {
     show(
       'busy statement, Node (no ledger)',
       await cost(
-        loops(() => sql`select count(*) from generate_series(1, 15000)`),
+        loops(() => sql`select count(*) from generate_series(1, 5000)`),
         nodeCpu,
       ),
       false,

@@ -6,9 +6,11 @@
 // children and its live ones, from /proc), statements (top-level: round trips), rows written and
 // WAL bytes. On a CPU-bound machine each kind's rate is at most cores / (client + server CPU), so
 // the last line's ratio of those sums is the Node-driven charge's ceiling against pgbench -N,
-// whatever the load. Two reference lines stay out of that ratio: the charge without a platform fee
-// (5 rows instead of 8: what the row count costs) and Node's `select 1` (the pool's floor per round
-// trip). BENCH_LEDGER_STATEMENTS=1 also prints each statement per charge.
+// whatever the load. Three reference lines stay out of that ratio: the charge without a platform fee
+// (5 rows instead of 8: what the row count costs), Node's `select 1` (the pool's floor per round
+// trip) and a Node statement that keeps its backend busy about as long as a charge without touching
+// the ledger (the floor per round trip at a charge's server time). BENCH_LEDGER_STATEMENTS=1 also
+// prints each statement per charge.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -220,6 +222,18 @@ async function main() {
       'select 1, Node',
       await cost(
         loops(() => sql`select 1`),
+        nodeCpu,
+      ),
+      false,
+    );
+    // The same floor when each statement keeps its backend busy about as long as a charge does, with
+    // no ledger in it: Node's CPU per round trip grows with the server's time per statement (every
+    // answer arrives alone, after the process slept, on caches the backends have used meanwhile), so
+    // this line, not `select 1`, is what the Node client costs a charge before any ledger code.
+    show(
+      'busy statement, Node (no ledger)',
+      await cost(
+        loops(() => sql`select count(*) from generate_series(1, 5000)`),
         nodeCpu,
       ),
       false,

@@ -308,32 +308,6 @@ export function createLedger(deps: LedgerDeps) {
     return strictOnPool(db, run);
   }
 
-  /**
-   * A charge's statement with ledger_debit_signal's rule applied by ledger_charge itself on the row
-   * it locks (migration 335): `posting(db, threshold, strict)` gives the call, whose result carries
-   * the signal under `signal` when given a threshold and the posting has events (migration 340); a
-   * strict one with events to emit is refused before anything is written. As `debit` otherwise.
-   */
-  async function debitSignalled(
-    db: Db,
-    posting: (db: Db, threshold: string | null, strict: boolean) => postgres.PendingQuery<postgres.Row[]>,
-    events: boolean,
-  ): Promise<ChargeResult> {
-    if (!deps.events || !events) {
-      const [row] = await db<{ r: ChargeResult }[]>`select ${posting(db, null, false)} as r`;
-      return row!.r;
-    }
-    const run = async (db: Db, strict: boolean) => {
-      // The function's result as it is (no function scan, no jsonb operators): the signal is split off here.
-      const [row] = await db<{ r: ChargeResult & { signal?: Signal } }[]>`
-        select ${posting(db, lowThreshold, strict)} as r`;
-      const { signal: s, ...r } = row!.r;
-      if (s && (s.crossed || s.capped)) await debitEvents(db, r, s);
-      return r;
-    };
-    return strictOnPool(db, run);
-  }
-
   interface Waiting {
     input: ChargeInput;
     resolve: (r: ChargeResult) => void;
@@ -397,18 +371,43 @@ export function createLedger(deps: LedgerDeps) {
       });
     },
 
-    /** Charges `amount` (to the seller, or platform revenue without one) plus `fee` (platform fee entry). */
+    /**
+     * Charges `amount` (to the seller, or platform revenue without one) plus `fee` (platform fee entry).
+     * With an event sink, ledger_debit_signal's rule is applied by ledger_charge itself on the row it
+     * locks (migration 335): its result carries the signal under `signal` only when the posting has
+     * events (migration 340), which is split off here; on the pool a posting with events is refused
+     * before anything is written and posted again in a transaction with them (strictOnPool).
+     */
     async charge(input: ChargeInput, db: Db = sql, opts: { events?: boolean } = {}): Promise<ChargeResult> {
       const now = clock.now();
-      return debitSignalled(
-        db,
-        (db, threshold, strict) => db`
-          ledger_charge(${input.postingKey}, ${input.accountId}::uuid, ${str(input.sellerId)}::uuid, ${input.amount}::numeric,
-                        ${input.fee ?? '0'}::numeric, ${input.mode === 'test'}, ${str(input.reference)},
-                        ${str(input.relatedEntityType)}, ${str(input.relatedEntityId)}, ${str(input.callId)}, ${now}
-                        ${threshold === null ? db`` : db`, ${threshold}::numeric, ${strict}`})`,
-        opts.events !== false,
-      );
+      const seller = str(input.sellerId);
+      const fee = input.fee ?? '0';
+      const test = input.mode === 'test';
+      const reference = str(input.reference);
+      const relatedType = str(input.relatedEntityType);
+      const relatedId = str(input.relatedEntityId);
+      const callId = str(input.callId);
+      // Each shape's statement written out whole: the driver builds one query object per charge, not
+      // three (an outer statement and nested fragments), and selects the function's result as it is.
+      if (!deps.events || opts.events === false) {
+        const [row] = await db<{ r: ChargeResult }[]>`
+          select ledger_charge(${input.postingKey}, ${input.accountId}::uuid, ${seller}::uuid, ${input.amount}::numeric,
+                               ${fee}::numeric, ${test}, ${reference}, ${relatedType}, ${relatedId}, ${callId}, ${now}) as r`;
+        return row!.r;
+      }
+      return strictOnPool(db, async (db, strict) => {
+        const [row] = await db<{ r: ChargeResult & { signal?: Signal } }[]>`
+          select ledger_charge(${input.postingKey}, ${input.accountId}::uuid, ${seller}::uuid, ${input.amount}::numeric,
+                               ${fee}::numeric, ${test}, ${reference}, ${relatedType}, ${relatedId}, ${callId}, ${now},
+                               ${lowThreshold}::numeric, ${strict}) as r`;
+        const r = row!.r;
+        const s = r.signal;
+        if (s === undefined) return r;
+        // Most charges cross no line and carry no signal: only these pay for taking it off.
+        delete r.signal;
+        if (s.crossed || s.capped) await debitEvents(db, r, s);
+        return r;
+      });
     },
 
     /**

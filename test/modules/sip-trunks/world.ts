@@ -199,7 +199,9 @@ export const uac = (
 
 export async function expectExit(t: Tt, run: SippRun, what: string): Promise<void> {
   const code = await run.exited;
-  t.equal(code, 0, what, code === 0 ? {} : { diagnostic: true, output: run.output().slice(-2500) });
+  // Enough of sipp's last screen to show the scenario's first rows (their Timeout and Unexp. counts)
+  // for a caller that takes a challenge: the end of the screen alone shows only the tail.
+  t.equal(code, 0, what, code === 0 ? {} : { diagnostic: true, output: run.output().slice(-6000) });
 }
 
 /** A 1.2 s call to `number` authenticated as `sub`, answered by `supplier`; both sipp runs must end well. */

@@ -186,7 +186,9 @@ t.test(
     // A steady caller: 15 calls a second for 20 s, each challenged, answered and hung up after 100 ms,
     // or refused with 503 and ACKed as callers do.
     const numberL = '441600000001';
-    const subL = await w.sub({ fund: '50.000000' });
+    // Funds for every call at once: with the loop held, up to 45 calls are up or in setup together, each
+    // holding its longest call; a 402 for want of balance is no refusal of this test's kind.
+    const subL = await w.sub({ fund: '400.000000' });
     const supplierL = await sipp(t, fill(fixture('uas-answer.xml'), { EXPECT_USER: numberL, BEFORE_RING: '' }), [], {
       calls: 300,
       timeout: '90s',

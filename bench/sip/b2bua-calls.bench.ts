@@ -5,9 +5,13 @@
  * and this process's CPU time per answered call (user + system; the sipp peers are other processes),
  * which a loaded machine skews far less than calls per second. The CPU clock starts once a fifth of
  * the calls are planned, so start-up and JIT warm-up stay out of it.
+ * BENCH_SIP_LOG=info: the B2BUA logs at that level as a site's daemon does (redacted, synchronous
+ * writes, to /dev/null), instead of warn; BENCH_CPU_PROF=<file>: a CPU profile of the measured part (bench/lib/cpu-profile.ts).
  */
 import { loadavg } from 'node:os';
 import pino from 'pino';
+import { startCpuProfile } from '../lib/cpu-profile.js';
+import { createLogger } from '../../src/platform/logger.js';
 import { createSipTransport } from '../../src/telephony/sip/transport.js';
 import { createSipStack } from '../../src/telephony/sip/stack.js';
 import { computeHa1 } from '../../src/telephony/sip/digest.js';
@@ -20,7 +24,11 @@ const REALM = 'bench.exchange.test';
 const cleanups: Array<() => void | Promise<void>> = [];
 const teardown = { teardown: (fn: () => void | Promise<void>) => void cleanups.push(fn) };
 
-const log = pino({ level: 'warn' });
+// As the daemon logs (createLogger: redaction, synchronous writes), to /dev/null.
+const log = process.env['BENCH_SIP_LOG']
+  ? createLogger(process.env['BENCH_SIP_LOG'], pino.destination({ dest: '/dev/null', sync: true }))
+  : pino({ level: 'warn' });
+let prof: Promise<{ stop(): Promise<void> }> | undefined;
 const transport = await createSipTransport({ host: '127.0.0.1', port: 0, log });
 const stack = createSipStack({ transport, log });
 const started = new Map<string, number>();
@@ -51,7 +59,10 @@ const b2bua = createTrunkB2bua({
     lookupSipUser: async (u) => ({ ha1: computeHa1(u, REALM, 'pw'), accountId: 'acc', subAccountId: u }),
     planCall: async ({ callId }) => {
       started.set(callId, performance.now());
-      if (started.size === warmCalls) warm = { cpu: process.cpuUsage(), answered };
+      if (started.size === warmCalls) {
+        warm = { cpu: process.cpuUsage(), answered };
+        prof = startCpuProfile();
+      }
       if (!firstAt) firstAt = performance.now();
       return {
         callGroupId: callId,
@@ -104,6 +115,7 @@ const uac = await sipp(
 );
 const code = await uac.exited;
 const cpu = process.cpuUsage(warm?.cpu);
+await (await prof)?.stop();
 const measured = Math.max(answered - (warm?.answered ?? 0), 1);
 
 const sorted = [...setup].sort((a, b) => a - b);

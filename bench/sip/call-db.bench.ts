@@ -13,6 +13,8 @@
  * BEGIN and COMMIT included), the statements inside the ledger functions, rows written, each
  * statement's share.
  *
+ * BENCH_CPU_PROF=<file>: a CPU profile of this process while the calls are measured.
+ *
  * Usage: node --import tsx bench/sip/call-db.bench.ts [calls=2000] [clients=20]
  */
 import { execFileSync } from 'node:child_process';
@@ -21,6 +23,7 @@ import postgres from 'postgres';
 import { createWorld } from '../../test/modules/sip-trunks/world.js';
 import { freePort } from '../../test/telephony/sip/sipp.js';
 import { runCleanups } from '../lib/cleanups.js';
+import { startCpuProfile } from '../lib/cpu-profile.js';
 import { startPrivatePostgres, statementsOf, type StatementCount } from '../lib/private-pg.js';
 
 const [CALLS = 2000, CLIENTS = 20] = process.argv.slice(2).map(Number);
@@ -162,7 +165,10 @@ try {
     await Promise.all(Array.from({ length: CLIENTS }, (_, k) => oneCall(i + k)));
   await settle();
   const anchor = await measure(CALLS * 2, () => sql`insert into bench_anchor (v) values ('x')`);
+  // BENCH_CPU_PROF=<file>: a CPU profile of the calls' measure only.
+  const prof = await startCpuProfile();
   const call = await measure(CALLS, oneCall);
+  await prof.stop();
   console.log(
     `call db anchor (insert + commit): pg cpu ${(anchor.pg * 1000).toFixed(0)} µs per transaction · ${anchor.rate.toFixed(0)}/s`,
   );

@@ -20,6 +20,7 @@ export function createLoopMarker(secret: string | Buffer): LoopMarker {
   const name = LOOP_HEADER.toLowerCase();
   return {
     header: { name: LOOP_HEADER, value },
-    carriedBy: (req) => req.headers.some((h) => h.name.toLowerCase() === name && h.value.trim() === value),
+    // The parser's lower-cased key where the line has one: no lower-cased copy of every name of every INVITE.
+    carriedBy: (req) => req.headers.some((h) => (h.key ?? h.name.toLowerCase()) === name && h.value.trim() === value),
   };
 }

@@ -1,4 +1,5 @@
 import t from 'tap';
+import pino, { type Logger } from 'pino';
 import { createSipTransport } from '../../../src/telephony/sip/transport.js';
 import { createSipStack } from '../../../src/telephony/sip/stack.js';
 import { answerChallenge, computeHa1 } from '../../../src/telephony/sip/digest.js';
@@ -34,7 +35,13 @@ interface TestT {
 
 async function setup(
   t: TestT,
-  o: { candidates: TrunkCandidate[]; maxDurationSeconds?: number; whitelist?: boolean; transport?: 'udp' | 'tcp' },
+  o: {
+    candidates: TrunkCandidate[];
+    maxDurationSeconds?: number;
+    whitelist?: boolean;
+    transport?: 'udp' | 'tcp';
+    log?: Logger;
+  },
 ): Promise<Setup> {
   const timers = createFakeTimers();
   const transport = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog });
@@ -65,7 +72,7 @@ async function setup(
   };
   createTrunkB2bua({
     stack,
-    log: silentLog,
+    log: o.log ?? silentLog,
     clock: systemClock,
     realm: REALM,
     nonceSecret: 'test-secret',
@@ -136,6 +143,51 @@ for (const tp of ['u1', 't1'] as const) {
     },
   );
 }
+
+/** A logger at `level` whose lines are kept, parsed. */
+function keptLog(level: string): { log: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = pino({ level }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+  return { log, lines };
+}
+
+t.test('an answered call writes one line at info, at its end: ids, route, cause, no full number', async (t) => {
+  const kept = keptLog('info');
+  const uas = await uasAnswer(t);
+  const s = await setup(t, { candidates: [route('r1', uas.port)], log: kept.log });
+  await expectExit(t, await caller(t, s.port, uac('uac-tail-answer.xml')), 'caller completed the call');
+  const e = await s.ended;
+  await until(() => kept.lines.some((l) => l['msg'] === 'trunk call ended'));
+  t.same(
+    kept.lines.map((l) => l['msg']),
+    ['trunk call ended'],
+    'no line for the leg started or the answer at info',
+  );
+  t.match(kept.lines[0], {
+    callId: e.callId,
+    callGroupId: 'cg-1',
+    to: `${NUMBER.slice(0, 5)}…`,
+    routeId: 'r1',
+    hangupCause: 'caller-bye',
+    sipCode: 200,
+    attempts: 1,
+  });
+  t.notOk(JSON.stringify(kept.lines).includes(NUMBER), 'the called number only masked');
+});
+
+t.test('at debug the leg and the answer are logged too, under the ids of the call', async (t) => {
+  const kept = keptLog('debug');
+  const uas = await uasAnswer(t);
+  const s = await setup(t, { candidates: [route('r1', uas.port)], log: kept.log });
+  await expectExit(t, await caller(t, s.port, uac('uac-tail-answer.xml')), 'caller completed the call');
+  const e = await s.ended;
+  await until(() => kept.lines.some((l) => l['msg'] === 'trunk call ended'));
+  const leg = kept.lines.find((l) => l['msg'] === 'trunk leg started');
+  const answered = kept.lines.find((l) => l['msg'] === 'trunk call answered');
+  t.match(leg, { callId: e.callId, callGroupId: 'cg-1', routeId: 'r1', attempt: 1, host: '127.0.0.1' });
+  t.match(answered, { callId: e.callId, callGroupId: 'cg-1', routeId: 'r1', attempt: 1 });
+  t.notOk(JSON.stringify(kept.lines).includes(NUMBER), 'the called number only masked');
+});
 
 t.test('wrong password is refused with 403 and no call is planned', async (t) => {
   const s = await setup(t, { candidates: [] });

@@ -1,4 +1,5 @@
 /** A new call from a reseller: loop and scheme checks, who is calling, the plan, then the first leg. */
+import type { Logger } from 'pino';
 import { isE164Digits } from '../../../platform/e164.js';
 import { callIdOf, detached, detachedBytes, fromOf, requestUriOf, type SipRequest } from '../message.js';
 import { negotiateSession } from '../session-timer.js';
@@ -140,9 +141,14 @@ async function place(
   const plan = await o.plan();
   if ('reject' in plan) return o.cancelled() ? { cancelled: true } : { reject: plan.reject };
   const to = o.to;
+  let log: Logger | undefined;
   const call: Call = {
     callId,
-    log: ctx.log.child({ callId, callGroupId: plan.callGroupId, to: mask(plan.to ?? to) }),
+    // Made on first use: a child logger serialises its bindings when made, and a call that goes well
+    // logs only its end, which `finish` writes with the same fields itself.
+    get log() {
+      return (log ??= ctx.log.child({ callId, callGroupId: plan.callGroupId, to: mask(plan.to ?? to) }));
+    },
     inReq: req,
     inTx: tx,
     source,

@@ -122,7 +122,9 @@ export function tryNext(
     if (!cand.fallback && call.nextRoute > ctx.maxRoutes) continue;
     const ep = orderEndpoints(cand.endpoints)[0];
     if (!ep) continue;
-    call.log.info({ routeId: cand.routeId, attempt: call.nextRoute, host: ep.host }, 'trunk leg started');
+    // Debug: at info every call would write three lines; its end line names the route that answered.
+    if (ctx.log.isLevelEnabled('debug'))
+      call.log.debug({ routeId: cand.routeId, attempt: call.nextRoute, host: ep.host }, 'trunk leg started');
     startLeg(ctx, call, call.nextRoute, cand.routeId, ep, cand.mediaMode === 'proxy');
     return;
   }
@@ -275,7 +277,8 @@ function onLegAnswered(ctx: B2buaContext, call: Call, leg: Leg, res: SipResponse
   call.inReq = answeredInvite(call.inReq);
   leg.req = answeredInvite(leg.req);
   armSession(ctx, call);
-  call.log.info({ routeId: leg.routeId, attempt: leg.index }, 'trunk call answered');
+  if (ctx.log.isLevelEnabled('debug'))
+    call.log.debug({ routeId: leg.routeId, attempt: leg.index }, 'trunk call answered');
   const answeredAt = call.answeredAt;
   const { observer } = call;
   if (observer?.answered) notify(ctx, 'observer.answered', () => observer.answered?.(answeredAt));

@@ -3,7 +3,15 @@ import { dialogRequest } from '../dialog.js';
 import { getHeader, type HeaderField, type SipResponse } from '../message.js';
 import { notify, sendOnly } from './context.js';
 import { closeRelay } from './media.js';
-import type { AttemptRecord, B2buaContext, Call, CallEndedEvent, HangupCause, Leg } from './types.js';
+import {
+  mask,
+  type AttemptRecord,
+  type B2buaContext,
+  type Call,
+  type CallEndedEvent,
+  type HangupCause,
+  type Leg,
+} from './types.js';
 
 function copyHeaders(res: SipResponse, names: string[]): HeaderField[] {
   const out: HeaderField[] = [];
@@ -76,10 +84,21 @@ export function finish(ctx: B2buaContext, call: Call, hangupCause: HangupCause, 
     routeId: call.answeredAt && leg ? leg.routeId : null,
     attempts: call.attempts,
   };
-  call.log.info(
-    { hangupCause, sipCode: event.sipCode, durationMs: event.durationMs, attempts: call.attempts.length },
-    'trunk call ended',
-  );
+  // The call's one line at info, its ids written here rather than through a child logger made for it.
+  if (ctx.log.isLevelEnabled('info'))
+    ctx.log.info(
+      {
+        callId: call.callId,
+        callGroupId: call.callGroupId,
+        to: mask(call.to),
+        routeId: event.routeId,
+        hangupCause,
+        sipCode: event.sipCode,
+        durationMs: event.durationMs,
+        attempts: call.attempts.length,
+      },
+      'trunk call ended',
+    );
   notify(ctx, 'onCallEnded', () => ctx.policy.onCallEnded(event));
   const { observer } = call;
   if (observer?.ended) notify(ctx, 'observer.ended', () => observer.ended?.(event));

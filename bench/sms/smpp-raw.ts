@@ -1,4 +1,5 @@
 // The anchor of the SMS benches: the `smpp` library on both ends of a loopback connection.
+import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import smpp from 'smpp';
@@ -21,6 +22,30 @@ export async function startSmsc() {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return { server, port: (server.address() as AddressInfo).port, submits: () => id };
+}
+
+/**
+ * The same SMSC in a child process (smsc-process.ts): its CPU is its own, not the caller's.
+ * `submits()` asks it for its count; `stop()` ends it.
+ */
+export async function startSmscProcess() {
+  const child = fork(new URL('./smsc-process.ts', import.meta.url).pathname, [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const [ready] = (await once(child, 'message')) as [{ port: number }];
+  const submits = async (): Promise<number> => {
+    child.send('submits');
+    const [m] = (await once(child, 'message')) as [{ submits: number }];
+    return m.submits;
+  };
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    const exited = once(child, 'exit');
+    child.disconnect();
+    await exited;
+  };
+  return { port: ready.port, pid: child.pid!, submits, stop };
 }
 
 /** An ESME sending `count` submit_sm with `windowSize` outstanding; returns messages per second. */

@@ -347,6 +347,42 @@ export function createLedger(deps: LedgerDeps) {
     });
   }
 
+  // ledger.charge's statements, one per shape, each written out whole on one line: the driver builds
+  // one query object per charge, not three (an outer statement and nested fragments), and hashes
+  // the statement's text with its parameter types on every call to find it prepared (the shorter,
+  // the cheaper). One async function per charge: each nested one costs a promise and a microtask.
+  async function chargeQuiet(db: Db, i: ChargeInput, now: Date): Promise<ChargeResult> {
+    const [row] = await db<
+      { r: ChargeResult }[]
+    >`select ledger_charge(${i.postingKey},${i.accountId}::uuid,${i.sellerId ?? null}::uuid,${i.amount}::numeric,${i.fee ?? '0'}::numeric,${i.mode === 'test'},${i.reference ?? null},${i.relatedEntityType ?? null},${i.relatedEntityId ?? null},${i.callId ?? null},${now})r`;
+    return row!.r;
+  }
+
+  /**
+   * With an event sink, ledger_debit_signal's rule is applied by ledger_charge itself on the row it
+   * locks (migration 335): its result carries the signal under `signal` only when the posting has
+   * events (migration 340), which is split off here. On the pool (`strict`) a posting with events
+   * is refused before anything is written (SVC90) and posted again in a transaction with them.
+   */
+  async function chargeSignalled(db: Db, i: ChargeInput, now: Date, strict: boolean): Promise<ChargeResult> {
+    let row: { r: ChargeResult & { signal?: Signal } } | undefined;
+    try {
+      [row] = await db<
+        { r: ChargeResult & { signal?: Signal } }[]
+      >`select ledger_charge(${i.postingKey},${i.accountId}::uuid,${i.sellerId ?? null}::uuid,${i.amount}::numeric,${i.fee ?? '0'}::numeric,${i.mode === 'test'},${i.reference ?? null},${i.relatedEntityType ?? null},${i.relatedEntityId ?? null},${i.callId ?? null},${now},${lowThreshold}::numeric,${strict})r`;
+    } catch (err) {
+      if (!strict || !(err instanceof postgres.PostgresError) || err.code !== EVENTS_TO_EMIT) throw err;
+      return sql.begin((tx) => chargeSignalled(tx, i, now, false)) as Promise<ChargeResult>;
+    }
+    const r = row!.r;
+    const s = r.signal;
+    if (s === undefined) return r;
+    // Most charges cross no line and carry no signal: only these pay for taking it off.
+    delete r.signal;
+    if (s.crossed || s.capped) await debitEvents(db, r, s);
+    return r;
+  }
+
   const ledger = {
     /** Credits a top-up (card, crypto: 5 USD minimum; wire: 100 USD; x402). */
     async topup(
@@ -376,38 +412,12 @@ export function createLedger(deps: LedgerDeps) {
      * With an event sink, ledger_debit_signal's rule is applied by ledger_charge itself on the row it
      * locks (migration 335): its result carries the signal under `signal` only when the posting has
      * events (migration 340), which is split off here; on the pool a posting with events is refused
-     * before anything is written and posted again in a transaction with them (strictOnPool).
+     * before anything is written and posted again in a transaction with them (chargeSignalled).
      */
-    async charge(input: ChargeInput, db: Db = sql, opts: { events?: boolean } = {}): Promise<ChargeResult> {
+    charge(input: ChargeInput, db: Db = sql, opts?: { events?: boolean }): Promise<ChargeResult> {
       const now = clock.now();
-      const seller = str(input.sellerId);
-      const fee = input.fee ?? '0';
-      const test = input.mode === 'test';
-      const reference = str(input.reference);
-      const relatedType = str(input.relatedEntityType);
-      const relatedId = str(input.relatedEntityId);
-      const callId = str(input.callId);
-      // Each shape's statement written out whole: the driver builds one query object per charge, not
-      // three (an outer statement and nested fragments), and selects the function's result as it is.
-      if (!deps.events || opts.events === false) {
-        const [row] = await db<{ r: ChargeResult }[]>`
-          select ledger_charge(${input.postingKey}, ${input.accountId}::uuid, ${seller}::uuid, ${input.amount}::numeric,
-                               ${fee}::numeric, ${test}, ${reference}, ${relatedType}, ${relatedId}, ${callId}, ${now}) as r`;
-        return row!.r;
-      }
-      return strictOnPool(db, async (db, strict) => {
-        const [row] = await db<{ r: ChargeResult & { signal?: Signal } }[]>`
-          select ledger_charge(${input.postingKey}, ${input.accountId}::uuid, ${seller}::uuid, ${input.amount}::numeric,
-                               ${fee}::numeric, ${test}, ${reference}, ${relatedType}, ${relatedId}, ${callId}, ${now},
-                               ${lowThreshold}::numeric, ${strict}) as r`;
-        const r = row!.r;
-        const s = r.signal;
-        if (s === undefined) return r;
-        // Most charges cross no line and carry no signal: only these pay for taking it off.
-        delete r.signal;
-        if (s.crossed || s.capped) await debitEvents(db, r, s);
-        return r;
-      });
+      if (!deps.events || opts?.events === false) return chargeQuiet(db, input, now);
+      return chargeSignalled(db, input, now, db === sql);
     },
 
     /**

@@ -132,7 +132,7 @@ export async function buildModules(coreIn: CoreDeps) {
     const a = await accounts.repo.byId(id);
     return accountProfile.service.identity(id, { email: a?.email ?? null, name: a?.label ?? null });
   };
-  const topups = buildTopupsModule(core, {
+  const topups = await buildTopupsModule(core, {
     ledger,
     identity: billingIdentity,
     email: async (id) => (await accounts.repo.byId(id))?.email ?? null,

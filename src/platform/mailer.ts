@@ -1,6 +1,6 @@
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { Clock } from './clock.js';
@@ -42,8 +42,11 @@ export async function createMailer(deps: { config: Readonly<Config>; log: Logger
   const mail = config.mail;
   const spoolDir = resolve(config.paths.state, 'mail');
   const ca = mail.smtp_ca_file ? await readFile(mail.smtp_ca_file) : undefined;
+  // nodemailer is loaded when there is a server to send to, or else on the first e-mail spooled: a
+  // daemon that sends none (most starts) does not pay for its import.
+  const loadNodemailer = async () => (await import('nodemailer')).default;
   const smtp = mail.smtp_host
-    ? nodemailer.createTransport({
+    ? (await loadNodemailer()).createTransport({
         host: mail.smtp_host,
         port: mail.smtp_port,
         secure: mail.smtp_secure,
@@ -56,11 +59,15 @@ export async function createMailer(deps: { config: Readonly<Config>; log: Logger
       })
     : null;
   // Builds the same RFC 5322 message the SMTP transport would send, as bytes.
-  const builder = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  let builder: Promise<Transporter> | undefined;
+  const build = () =>
+    (builder ??= loadNodemailer().then((n) =>
+      n.createTransport({ streamTransport: true, buffer: true, newline: 'unix' }),
+    ));
   const base = (mail.link_base_url || `https://${config.http.public_hostname}`).replace(/\/+$/, '');
 
   async function spool(message: MailMessage, reason: string): Promise<SentMail> {
-    const info = await builder.sendMail({ from: mail.from, ...message });
+    const info = await (await build()).sendMail({ from: mail.from, ...message });
     await mkdir(spoolDir, { recursive: true, mode: 0o700 });
     const name = `${clock.now().toISOString().replace(/[:.]/g, '-')}-${newId()}.eml`;
     const path = join(spoolDir, name);

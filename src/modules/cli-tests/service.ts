@@ -82,7 +82,7 @@ export function createCliTestsService(deps: CliTestsDeps) {
   function countryCode(input: string): string | null {
     const t = input.trim();
     if (/^[A-Za-z]{2}$/.test(t)) return t.toUpperCase();
-    for (const code of COUNTRY_CODES) if (countryName(code).toLowerCase() === t.toLowerCase()) return code;
+    for (const code of countryCodes()) if (countryName(code).toLowerCase() === t.toLowerCase()) return code;
     return null;
   }
 
@@ -861,8 +861,13 @@ export function createCliTestsService(deps: CliTestsDeps) {
   };
 }
 
-/** ISO 3166 alpha-2 codes, to read a country given by name. */
-const COUNTRY_CODES: readonly string[] = (() => {
+/**
+ * ISO 3166 alpha-2 codes, to read a country given by name. Listed on first use: the 676 name
+ * look-ups took tens of milliseconds of CPU at every daemon start.
+ */
+let countryCodesList: readonly string[] | undefined;
+const countryCodes = (): readonly string[] => (countryCodesList ??= listCountryCodes());
+function listCountryCodes(): string[] {
   const out: string[] = [];
   for (let a = 65; a <= 90; a++) {
     for (let b = 65; b <= 90; b++) {
@@ -872,6 +877,6 @@ const COUNTRY_CODES: readonly string[] = (() => {
     }
   }
   return out;
-})();
+}
 
 export type CliTestsService = ReturnType<typeof createCliTestsService>;

@@ -28,12 +28,15 @@ export function createSystemService(deps: { sql: Sql; config: Readonly<Config>; 
   const { sql, config, clock } = deps;
   const pkg = packageInfo();
   const startedAt = clock.now();
-  // Built once: the list only changes with the libphonenumber-js release.
-  const countries = getCountries().map((code) => ({
-    code,
-    name: countryName(code) ?? code,
-    callingCode: `+${getCountryCallingCode(code)}`,
-  }));
+  // Built once, on first use: the list only changes with the libphonenumber-js release, and its
+  // ~250 name look-ups took tens of milliseconds of CPU at every daemon start.
+  let countryList: { code: string; name: string; callingCode: string }[] | undefined;
+  const countries = () =>
+    (countryList ??= getCountries().map((code) => ({
+      code,
+      name: countryName(code) ?? code,
+      callingCode: `+${getCountryCallingCode(code)}`,
+    })));
 
   return {
     async version() {
@@ -66,7 +69,7 @@ export function createSystemService(deps: { sql: Sql; config: Readonly<Config>; 
     capabilities() {
       return {
         currencies: ['USD'],
-        countries,
+        countries: countries(),
         voice: {
           sip: {
             primary: config.sip.primary_host,

@@ -18,7 +18,7 @@ import { createWireTopups } from './wire.js';
  * by reference, x402, invite codes, operator credits), their history and receipts, auto-recharge.
  * Links point at this daemon's public API.
  */
-export function buildTopupsModule(
+export async function buildTopupsModule(
   core: CoreDeps,
   deps: {
     ledger: Ledger;
@@ -34,7 +34,7 @@ export function buildTopupsModule(
   const repo = createTopupsRepo(core.sql);
   const chargebacks = createChargebacks({ clock: core.clock, repo });
   const service = createTopupsService({ ...core, ledger: deps.ledger, repo, chargebacks, identity: deps.identity });
-  const gateway = deps.gateway === undefined ? createStripeGateway(b) : deps.gateway;
+  const gateway = deps.gateway === undefined ? await createStripeGateway(b) : deps.gateway;
   const base = { ...core, ledger: deps.ledger, repo, chargebacks };
   const card = createCardTopups({
     ...base,

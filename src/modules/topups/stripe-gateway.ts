@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Agent } from 'node:https';
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { Config } from '../../config/schema.js';
 
 export type StripeEvent = Stripe.Event;
@@ -32,11 +32,15 @@ export interface CardGateway {
   verifyEvent(rawBody: string, signature: string, nowMs: number): StripeEvent;
 }
 
-/** The Stripe gateway from `[billing] stripe_*`; null when cards are not enabled. */
-export function createStripeGateway(b: Readonly<Config['billing']>): CardGateway | null {
+/**
+ * The Stripe gateway from `[billing] stripe_*`; null when cards are not enabled. Stripe's client is
+ * loaded only then: its import (the largest package the daemon has) cost every daemon start CPU.
+ */
+export async function createStripeGateway(b: Readonly<Config['billing']>): Promise<CardGateway | null> {
   if (!b.stripe_secret_key) return null;
+  const { default: StripeClient } = await import('stripe');
   const url = new URL(b.stripe_api_url);
-  const stripe = new Stripe(b.stripe_secret_key, {
+  const stripe = new StripeClient(b.stripe_secret_key, {
     host: url.hostname,
     port: url.port || (url.protocol === 'http:' ? 80 : 443),
     protocol: url.protocol === 'http:' ? 'http' : 'https',

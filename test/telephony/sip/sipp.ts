@@ -122,15 +122,28 @@ function socketInodes(pid: number): Set<string> {
 }
 
 /**
- * True once `pid` itself holds a socket on `port`. Read from /proc rather than by trying to bind the
- * port: a probe bind that lands before sipp's own makes sipp fail with EADDRINUSE and exit, which
- * was the flake in the health tests (the peer gone before the first OPTIONS).
+ * The socket tables of /proc/net where sipp's own SIP socket shows, from its `-t` transport (UDP
+ * when none is given). Only those are read: /proc/net/tcp lists every TCP socket of the machine
+ * and cost about 6 ms of CPU a read, and a sipp start polled it every 10 ms until sipp had bound.
  */
-function holdsPort(pid: number, port: number): boolean {
+function socketTables(args: string[]): string[] {
+  const at = args.indexOf('-t');
+  const transport = at < 0 ? 'u1' : (args[at + 1] ?? '');
+  if (transport.startsWith('u')) return ['/proc/net/udp'];
+  if (transport.startsWith('t') || transport.startsWith('l')) return ['/proc/net/tcp'];
+  return ['/proc/net/udp', '/proc/net/tcp'];
+}
+
+/**
+ * True once `pid` itself holds a socket on `port` in one of `tables`. Read from /proc rather than by
+ * trying to bind the port: a probe bind that lands before sipp's own makes sipp fail with
+ * EADDRINUSE and exit, which was the flake in the health tests (the peer gone before the first OPTIONS).
+ */
+function holdsPort(pid: number, port: number, tables: string[]): boolean {
   const inodes = socketInodes(pid);
   if (!inodes.size) return false;
   const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-  for (const table of ['/proc/net/udp', '/proc/net/tcp']) {
+  for (const table of tables) {
     let text: string;
     try {
       text = readFileSync(table, 'utf8');
@@ -171,6 +184,7 @@ export async function sipp(
     }
     rmSync(dir, { recursive: true, force: true });
   });
+  const tables = socketTables(args);
   for (let attempt = 1; ; attempt++) {
     const port = attempt === 1 && opts.port ? opts.port : await freePort();
     const child = spawn(
@@ -206,7 +220,7 @@ export async function sipp(
     let gone = false;
     void exited.then(() => (gone = true));
     const started = Date.now();
-    while (!gone && child.pid !== undefined && !holdsPort(child.pid, port) && Date.now() - started < 5000) {
+    while (!gone && child.pid !== undefined && !holdsPort(child.pid, port, tables) && Date.now() - started < 5000) {
       await new Promise((r) => setTimeout(r, 10));
     }
     if (gone && BIND_FAILURE.test(out) && attempt < 5) continue;

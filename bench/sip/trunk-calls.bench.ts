@@ -212,12 +212,14 @@ try {
       rss = Math.max(rss, process.memoryUsage.rss());
     }, 250);
     const rssBefore = process.memoryUsage.rss();
+    const refusedBefore = await overloadRefusals();
     const held = await step(w.sipPort, sub.sipUsername, sub.sipPassword, rate, heldCalls, hold, 60);
+    const refused = (await overloadRefusals()) - refusedBefore;
     clearInterval(sampler);
     heldAnswered = held.answered;
     await drained();
     console.log(
-      `sip trunk concurrent calls held: ${peak} (offered ${heldCalls} at ${rate}/s, ${hold / 1000} s each; ${held.answered} answered, sipp exit ${held.exit})`,
+      `sip trunk concurrent calls held: ${peak} (offered ${heldCalls} at ${rate}/s, ${hold / 1000} s each; ${held.answered} answered, ${refused} refused by the overload control, sipp exit ${held.exit})`,
     );
     console.log(
       `sip trunk daemon RSS: ${(rss / 2 ** 20).toFixed(0)} MiB peak while holding (${(rssBefore / 2 ** 20).toFixed(0)} MiB before) · ${uptime()}`,

@@ -151,19 +151,25 @@ function keptLog(level: string): { log: Logger; lines: Array<Record<string, unkn
   return { log, lines };
 }
 
-t.test('an answered call writes one line at info, at its end: ids, route, cause, no full number', async (t) => {
-  const kept = keptLog('info');
+/** One answered call through a daemon logging at `level`: its kept lines and its end. */
+async function answeredCallLogged(t: TestT, level: string) {
+  const kept = keptLog(level);
   const uas = await uasAnswer(t);
   const s = await setup(t, { candidates: [route('r1', uas.port)], log: kept.log });
   await expectExit(t, await caller(t, s.port, uac('uac-tail-answer.xml')), 'caller completed the call');
   const e = await s.ended;
   await until(() => kept.lines.some((l) => l['msg'] === 'trunk call ended'));
+  return { lines: kept.lines, e };
+}
+
+t.test('an answered call writes one line at info, at its end: ids, route, cause, no full number', async (t) => {
+  const { lines, e } = await answeredCallLogged(t, 'info');
   t.same(
-    kept.lines.map((l) => l['msg']),
+    lines.map((l) => l['msg']),
     ['trunk call ended'],
     'no line for the leg started or the answer at info',
   );
-  t.match(kept.lines[0], {
+  t.match(lines[0], {
     callId: e.callId,
     callGroupId: 'cg-1',
     to: `${NUMBER.slice(0, 5)}…`,
@@ -172,21 +178,16 @@ t.test('an answered call writes one line at info, at its end: ids, route, cause,
     sipCode: 200,
     attempts: 1,
   });
-  t.notOk(JSON.stringify(kept.lines).includes(NUMBER), 'the called number only masked');
+  t.notOk(JSON.stringify(lines).includes(NUMBER), 'the called number only masked');
 });
 
 t.test('at debug the leg and the answer are logged too, under the ids of the call', async (t) => {
-  const kept = keptLog('debug');
-  const uas = await uasAnswer(t);
-  const s = await setup(t, { candidates: [route('r1', uas.port)], log: kept.log });
-  await expectExit(t, await caller(t, s.port, uac('uac-tail-answer.xml')), 'caller completed the call');
-  const e = await s.ended;
-  await until(() => kept.lines.some((l) => l['msg'] === 'trunk call ended'));
-  const leg = kept.lines.find((l) => l['msg'] === 'trunk leg started');
-  const answered = kept.lines.find((l) => l['msg'] === 'trunk call answered');
+  const { lines, e } = await answeredCallLogged(t, 'debug');
+  const leg = lines.find((l) => l['msg'] === 'trunk leg started');
+  const answered = lines.find((l) => l['msg'] === 'trunk call answered');
   t.match(leg, { callId: e.callId, callGroupId: 'cg-1', routeId: 'r1', attempt: 1, host: '127.0.0.1' });
   t.match(answered, { callId: e.callId, callGroupId: 'cg-1', routeId: 'r1', attempt: 1 });
-  t.notOk(JSON.stringify(kept.lines).includes(NUMBER), 'the called number only masked');
+  t.notOk(JSON.stringify(lines).includes(NUMBER), 'the called number only masked');
 });
 
 t.test('wrong password is refused with 403 and no call is planned', async (t) => {

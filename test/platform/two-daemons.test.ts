@@ -47,7 +47,7 @@ t.test('two daemons on one database and one Redis', { skip }, async (t) => {
   const answered = (accountId: string, n: number) =>
     eventually(
       async () => (await sql`select 1 from calls where account_id = ${accountId} and status = 'answered'`).length >= n,
-      10_000,
+      30_000,
     );
 
   /** A call held on `holder`, then a second one to the same number on `other`: refused with 503. */
@@ -147,20 +147,14 @@ t.test('two daemons on one database and one Redis', { skip }, async (t) => {
   await t.test("B's crash and restart reconcile B's own call and leave A's live call alone", async (t) => {
     const onA = '446300000001';
     const onB = '446400000001';
-    const uasA = await uasAnswer(t, onA);
+    const uasA = await uasAnswer(t, onA, 'u1', 0, '60s');
     const uasB = await uasAnswer(t, onB);
     await w.route({ port: uasA.port, prefix: '4463', rate: '0.013700', increment: '1/1' });
     await w.route({ port: uasB.port, prefix: '4464', rate: '0.013700', increment: '1/1' });
     const subA = await w.sub({ fund: '5.000000', markupPct: '0' });
     const subB = await w.sub({ fund: '5.000000', markupPct: '0' });
-    const callA = await uac(
-      t,
-      sipA,
-      uacScenario('uac-tail-answer.xml', { HOLD_MS: '10000' }),
-      onA,
-      subA.sipUsername,
-      subA.sipPassword,
-    );
+    // B's call first, A's once B's is up: A's call must outlive B's kill and restart, which on a
+    // loaded machine take seconds, and its hold counts from its own answer, not from B's.
     await uac(
       t,
       sipB,
@@ -169,8 +163,18 @@ t.test('two daemons on one database and one Redis', { skip }, async (t) => {
       subB.sipUsername,
       subB.sipPassword,
     );
-    await answered(subA.id, 1);
     await answered(subB.id, 1);
+    const callA = await uac(
+      t,
+      sipA,
+      uacScenario('uac-tail-answer.xml', { HOLD_MS: '12000' }),
+      onA,
+      subA.sipUsername,
+      subA.sipPassword,
+      'u1',
+      '60s',
+    );
+    await answered(subA.id, 1);
     await b.kill();
     // B's last heartbeat as if 5 s after its answer: its call is billed to there.
     await sql`update calls set last_seen_at = answered_at + interval '5 seconds' where account_id = ${subB.id}`;

@@ -52,13 +52,13 @@ for (const engine of ENGINES)
       const dir = mkdtempSync(join(tmpdir(), 'svc-agent-engine-'));
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-      // The caller waits 1.5 s into the opening line, then speaks over it.
+      // The caller waits 1.5 s into the opening line (from its first sound), then speaks over it.
       const phone = await createRtpPeer();
       t.teardown(() => phone.close());
       const words = speechAudio('Hello, I would like a table for two tonight, please.', 0, dir);
       const said = new Uint8Array(1500 * 8 + words.length).fill(QUIET);
       said.set(words, 1500 * 8);
-      const stop = talk(phone, said, QUIET);
+      const stop = talk(phone, said, QUIET, { afterVoice: true });
       t.teardown(stop);
       const sip = await sipp(
         t,

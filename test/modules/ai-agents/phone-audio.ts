@@ -1,4 +1,5 @@
 import type { Test } from 'tap';
+import { parseRtp } from '../../../src/telephony/media/rtp.js';
 import type { RtpPeer } from '../../telephony/media/helpers/rtp-peer.js';
 
 /**
@@ -6,11 +7,20 @@ import type { RtpPeer } from '../../telephony/media/helpers/rtp-peer.js';
  * phone says, and checks of what it heard.
  */
 
-/** Sends `audio` as 20 ms PCMU packets to whoever sends to `peer` first, then `mark` frames until stopped. */
-export function talk(peer: RtpPeer, audio: Uint8Array, mark: number): () => void {
+/** PCMU's two zero levels: a frame of only these is silence. */
+const silent = (payload: Uint8Array) => payload.every((b) => b === 0xff || b === 0x7f);
+
+/**
+ * Sends `audio` as 20 ms PCMU packets to whoever sends to `peer` first, then `mark` frames until
+ * stopped. With `afterVoice`, the phone starts only when a packet with sound in it arrives: the
+ * daemon sends silence from the answer on, and its first words come once they are rendered, which
+ * on a loaded machine can take a second or more; a caller timing its speech from the first packet
+ * would then talk over a line that had barely started.
+ */
+export function talk(peer: RtpPeer, audio: Uint8Array, mark: number, opts: { afterVoice?: boolean } = {}): () => void {
   let timer: NodeJS.Timeout | null = null;
   let stopped = false;
-  peer.socket.once('message', (_m, from) => {
+  const start = (_m: Buffer, from: { port: number }) => {
     if (stopped) return;
     let i = 0;
     timer = setInterval(() => {
@@ -25,7 +35,17 @@ export function talk(peer: RtpPeer, audio: Uint8Array, mark: number): () => void
       });
       i++;
     }, 20);
-  });
+  };
+  if (!opts.afterVoice) peer.socket.once('message', start);
+  else {
+    const onMessage = (m: Buffer, from: { port: number }) => {
+      const p = parseRtp(m);
+      if (!p || p.payloadType !== 0 || silent(p.payload)) return;
+      peer.socket.off('message', onMessage);
+      start(m, from);
+    };
+    peer.socket.on('message', onMessage);
+  }
   return () => {
     stopped = true;
     if (timer) clearInterval(timer);
@@ -36,7 +56,7 @@ export function talk(peer: RtpPeer, audio: Uint8Array, mark: number): () => void
 export function heard(peer: RtpPeer, audio: Uint8Array): boolean {
   const frame = (i: number) => audio.subarray(i * 160, i * 160 + 160);
   let first = 0;
-  while (first * 160 < audio.length && frame(first).every((b) => b === 0xff || b === 0x7f)) first++;
+  while (first * 160 < audio.length && silent(frame(first))) first++;
   const equal = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
   const packets = peer.packets;
   return packets.some(

@@ -187,15 +187,15 @@ export const uac = (
   user = '',
   pass = '',
   transport: 'u1' | 't1' = 'u1',
+  /** How long sipp waits for its call to end (sipp's form, e.g. '40s'); its default suits calls held a few seconds. */
+  timeout?: string,
 ): Promise<SippRun> =>
-  sipp(t, scenario, [
-    `127.0.0.1:${sipPort}`,
-    '-s',
-    number,
-    ...(user ? ['-au', user, '-ap', pass] : []),
-    '-t',
-    transport,
-  ]);
+  sipp(
+    t,
+    scenario,
+    [`127.0.0.1:${sipPort}`, '-s', number, ...(user ? ['-au', user, '-ap', pass] : []), '-t', transport],
+    timeout ? { timeout } : {},
+  );
 
 export async function expectExit(t: Tt, run: SippRun, what: string): Promise<void> {
   const code = await run.exited;

@@ -380,47 +380,59 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
 const AJV_OPTIONS = { allErrors: true, useDefaults: true, removeAdditional: false } as const;
 
+// Fastify calls a compiler with the route's schema definition (schema, method, url, httpPart);
+// the package's types describe it as taking the bare schema.
+type CompileValidator = (route: {
+  httpPart?: string;
+  schema?: unknown;
+}) => ReturnType<ReturnType<AjvCompiler.BuildCompilerFromPool>>;
+type CompileSerializer = ReturnType<ReturnType<typeof SerializerSelector>>;
+
+// Kept by the process, not by one app: a compiled validator or serializer is a function of its
+// schema, the shared schemas and the options alone, and a daemon builds one app, but a test
+// process builds several (daemons, restarts, a second daemon), which compiled the same schemas
+// again, each on Ajv instances of their own that first compiled Ajv's meta-schema.
+const ajvPool = AjvCompiler();
+const builtValidators = new Map<string, ReturnType<CompileValidator>>();
+const serializerSelector = SerializerSelector();
+const serializerSets = new Map<string, CompileSerializer>();
+const builtSerializers = new Map<string, ReturnType<CompileSerializer>>();
+
 /**
  * JSON bodies have types, so a body is validated as sent: "30" is not 30 and a string is not a
  * one-element array. Query strings, path parameters and headers arrive as text, so only they are
  * coerced to the schema's types.
  */
 function validatorsByPart(onFirstUse: boolean): AjvCompiler.BuildCompilerFromPool {
-  const pool = AjvCompiler();
   return (externalSchemas) => {
-    // Fastify calls a compiler with the route's schema definition (schema, method, url, httpPart);
-    // the package's types describe it as taking the bare schema.
-    type Compile = (route: {
-      httpPart?: string;
-      schema?: unknown;
-    }) => ReturnType<ReturnType<AjvCompiler.BuildCompilerFromPool>>;
     // Each Ajv instance compiles its meta-schema when made (tens of ms): made when first needed.
-    let strict: Compile | undefined;
-    let coercing: Compile | undefined;
+    let strict: CompileValidator | undefined;
+    let coercing: CompileValidator | undefined;
     const strictCompiler = () =>
-      (strict ??= pool(externalSchemas, {
+      (strict ??= ajvPool(externalSchemas, {
         customOptions: { ...AJV_OPTIONS, coerceTypes: false },
-      }) as unknown as Compile);
+      }) as unknown as CompileValidator);
     const coercingCompiler = () =>
-      (coercing ??= pool(externalSchemas, {
+      (coercing ??= ajvPool(externalSchemas, {
         customOptions: { ...AJV_OPTIONS, coerceTypes: 'array' },
-      }) as unknown as Compile);
+      }) as unknown as CompileValidator);
     // Many routes take the same parameters or query (an id, a cursor page): Ajv caches by schema
     // object, so equal schemas of different routes would each be compiled. A validator keeps
     // nothing between calls but the last call's `errors`, read right after it.
-    const built = new Map<string, ReturnType<Compile>>();
-    const shared: Compile = (route) => {
+    let externals: string | undefined;
+    const shared: CompileValidator = (route) => {
       const body = route.httpPart === 'body';
-      const key = `${body ? 'body' : 'text'} ${JSON.stringify(route.schema)}`;
-      let validator = built.get(key);
+      externals ??= JSON.stringify(externalSchemas);
+      const key = `${body ? 'body' : 'text'} ${externals} ${JSON.stringify(route.schema)}`;
+      let validator = builtValidators.get(key);
       if (!validator) {
         validator = body ? strictCompiler()(route) : coercingCompiler()(route);
-        built.set(key, validator);
+        builtValidators.set(key, validator);
       }
       return validator;
     };
     // On first use even the key (the schema as JSON, for ~900 parts at start) waits for a call.
-    const byPart: Compile = (route) => (onFirstUse ? validatorOnFirstUse(() => shared(route)) : shared(route));
+    const byPart: CompileValidator = (route) => (onFirstUse ? validatorOnFirstUse(() => shared(route)) : shared(route));
     return byPart as unknown as ReturnType<AjvCompiler.BuildCompilerFromPool>;
   };
 }
@@ -433,23 +445,26 @@ function validatorsByPart(onFirstUse: boolean): AjvCompiler.BuildCompilerFromPoo
  * (the schema as JSON, for ~2,500 route statuses at start) waits for the first answer.
  */
 function sharedSerializers(onFirstUse: boolean): ReturnType<typeof SerializerSelector> {
-  const selector = SerializerSelector();
   return (externalSchemas, options) => {
-    type Compile = ReturnType<typeof selector>;
-    let compile: Compile | undefined;
-    const built = new Map<string, ReturnType<Compile>>();
-    const shared: Compile = (route) => {
-      const key = JSON.stringify(route.schema);
-      let serializer = built.get(key);
+    let set: string | undefined;
+    const shared: CompileSerializer = (route) => {
+      set ??= `${JSON.stringify(externalSchemas)} ${JSON.stringify(options)}`;
+      const key = `${set} ${JSON.stringify(route.schema)}`;
+      let serializer = builtSerializers.get(key);
       if (!serializer) {
-        serializer = (compile ??= selector(externalSchemas, options))(route);
-        built.set(key, serializer);
+        let compile = serializerSets.get(set);
+        if (!compile) {
+          compile = serializerSelector(externalSchemas, options);
+          serializerSets.set(set, compile);
+        }
+        serializer = compile(route);
+        builtSerializers.set(key, serializer);
       }
       return serializer;
     };
     if (!onFirstUse) return shared;
     return (route) => {
-      let real: ReturnType<Compile> | undefined;
+      let real: ReturnType<CompileSerializer> | undefined;
       return (doc) => (real ??= shared(route))(doc);
     };
   };

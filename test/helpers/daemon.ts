@@ -115,7 +115,7 @@ export async function startTestDaemon(
  * made for; later daemons find it in their state directory, as a restarted daemon would. Returns
  * where the kept one is, or null when the daemon does not make its own.
  */
-function seedTls(config: Readonly<Config>, state: string): string | null {
+export function seedTls(config: Readonly<Config>, state: string): string | null {
   if (config.http.tls_mode !== 'self-signed') return null;
   const shared = join(tmpdir(), `svc-test-tls-${config.http.public_hostname.replace(/[^a-z0-9.-]/gi, '_')}`);
   const key = join(shared, 'server.key');

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import pino from 'pino';
@@ -106,15 +106,44 @@ function migratedTemplate(admin: string): Promise<string> {
 
 /**
  * Drops the database from a detached process: the test is done with it, and PostgreSQL 15 makes
- * every DROP DATABASE wait for a forced checkpoint.
+ * every DROP DATABASE wait for a forced checkpoint. psql when the machine has it: a node process
+ * that only sends the statement cost about 0.08 s of CPU, psql 0.015 s, for each of the few
+ * hundred databases a run makes (CPU the run's own figures do not show: the process outlives its test).
  */
 function dropLater(admin: string, name: string) {
-  const child = spawn(process.execPath, [DROPPER, admin, name], { detached: true, stdio: 'ignore' });
+  const client = psqlPath();
+  const child =
+    client && !admin.includes('?')
+      ? spawn(client, ['-qX', '-d', admin, '-c', `drop database if exists "${name}" with (force)`], {
+          detached: true,
+          stdio: 'ignore',
+        })
+      : spawn(process.execPath, [DROPPER, admin, name], { detached: true, stdio: 'ignore' });
   child.on('error', () => undefined);
   child.unref();
 }
 
 const DROPPER = fileURLToPath(new URL('./drop-database.mjs', import.meta.url));
+
+let psql: string | null | undefined;
+
+/** psql on the PATH, looked up once (a connection string with options is left to the node dropper). */
+function psqlPath(): string | null {
+  psql ??=
+    (process.env['PATH'] ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, 'psql'))
+      .find((path) => {
+        try {
+          accessSync(path, constants.X_OK);
+          return true;
+        } catch {
+          return false;
+        }
+      }) ?? null;
+  return psql;
+}
 
 function dbUrl(admin: string, name: string): string {
   return admin.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);

@@ -20,7 +20,8 @@ t.test('idle SIP TCP connections from many sources cannot take the HTTPS API dow
   const overrides = {
     paths: { state },
     log: { level: 'silent' },
-    http: { host: '127.0.0.1', port: 0, max_connections: 200 },
+    // Schemas compile on first use, as in every test daemon (test/helpers/daemon.ts).
+    http: { host: '127.0.0.1', port: 0, max_connections: 200, schema_compile: 'first_use' },
     database: { url: db.url, pool_max: 4 },
     // Long idle time: the caps alone must hold the flood.
     sip: { host: '127.0.0.1', port: 0, tls_port: 0, options_interval_seconds: 3600, tcp_idle_seconds: 600 },

@@ -41,7 +41,8 @@ t.test(
     const overrides: DeepPartial<Config> = {
       paths: { state },
       log: { level: 'silent' },
-      http: { host: '127.0.0.1', port: 0 },
+      // Schemas compile on first use, as in every test daemon (test/helpers/daemon.ts).
+      http: { host: '127.0.0.1', port: 0, schema_compile: 'first_use' },
       database: { url: w.d.config.database.url, pool_max: 4 },
       sip: { host: '127.0.0.1', port: 0, tls_port: 0 },
       smpp: { host: '127.0.0.1', port: 0, tls_port: 0 },

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { DeepPartial } from '../../../src/config/load.js';
+import { loadConfig, type DeepPartial } from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
-import { TEST_NETWORKS, TEST_SCRYPT_COST } from '../../helpers/daemon.js';
+import { seedTls, TEST_NETWORKS, TEST_SCRYPT_COST } from '../../helpers/daemon.js';
 import { nodeScriptArgs } from '../../helpers/node-script.js';
 
 interface Teardown {
@@ -26,7 +26,9 @@ export function childDaemonConfig(
   const base: Record<string, Record<string, unknown>> = {
     paths: { state },
     log: { level: 'silent' },
-    http: { host: '127.0.0.1', port: 0 },
+    // Schemas compile when a route is first called, as in the in-process test daemons: compiling
+    // all ~500 routes' at start was about 1.8 s of each child's 2.8 s of start-up CPU.
+    http: { host: '127.0.0.1', port: 0, schema_compile: 'first_use' },
     database: { url: databaseUrl, pool_max: 4 },
     // Overload rules off as in test/helpers/daemon.ts: a starved test process is no overloaded daemon.
     sip: {
@@ -63,6 +65,7 @@ export async function spawnChildDaemon(
   t: Teardown,
   overrides: DeepPartial<Config>,
 ): Promise<{ pid: number; ports: Record<string, number>; kill(): Promise<void>; stop(): Promise<void> }> {
+  seedChildTls(overrides);
   const child = spawn(process.execPath, [...CHILD, JSON.stringify(overrides)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -84,4 +87,14 @@ export async function spawnChildDaemon(
     child.once('exit', () => reject(new Error('child daemon exited before listening')));
   });
   return { pid: child.pid ?? -1, ports: JSON.parse(first) as Record<string, number>, kill, stop };
+}
+
+/**
+ * A child on a fresh state directory gets the certificate the test daemons share (see seedTls)
+ * instead of making one; a restarted child keeps the one its state directory already has.
+ */
+function seedChildTls(overrides: DeepPartial<Config>): void {
+  const state = overrides.paths?.state;
+  if (!state || existsSync(join(state, 'tls', 'server.key'))) return;
+  seedTls(loadConfig({ overrides }), state);
 }

@@ -6,6 +6,8 @@
 // so start-up, catalog loading and first plans cancel out.
 // Needs valgrind and the PostgreSQL server binaries (Debian layout); takes a few minutes.
 // Run: node --import tsx bench/ledger/batch-callgrind.bench.ts
+// BENCH_CALLGRIND_KEEP=<dir>: the callgrind files are copied there (callgrind_annotate shows which
+// statements and functions the instructions go to).
 import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -139,6 +141,8 @@ try {
     if (/ERROR:/.test(r.stdout + r.stderr))
       throw new Error(`${fn} script failed: ${(r.stdout + r.stderr).slice(-2000)}`);
     rmSync(copy, { recursive: true, force: true });
+    const keep = process.env['BENCH_CALLGRIND_KEEP'];
+    if (keep) cpSync(out, join(keep, `callgrind-${fn}-${n}.out`));
     const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(out, 'utf8'));
     if (!totals) throw new Error(`no totals in ${out}`);
     return Number(totals[1]);

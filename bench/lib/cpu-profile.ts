@@ -17,6 +17,9 @@ export async function startCpuProfile(): Promise<{ stop(): Promise<void> }> {
   session.connect();
   if (cpuFile) {
     await session.post('Profiler.enable');
+    // BENCH_CPU_INTERVAL: microseconds between samples (V8's default 1000); smaller for a function's share of a short window.
+    const interval = process.env['BENCH_CPU_INTERVAL'];
+    if (interval) await session.post('Profiler.setSamplingInterval', { interval: Number(interval) });
     await session.post('Profiler.start');
   }
   if (heapFile) {

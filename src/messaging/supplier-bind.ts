@@ -189,17 +189,21 @@ export function createSupplierBind(opts: SupplierBindOptions): SupplierBind {
 
   function remember(id: string, reference: string | null) {
     const t = now();
-    for (const k of supplierIdKeys(id)) {
+    // The id's keys are worked out once: every accepted submit comes through here.
+    const ids = supplierIdKeys(id);
+    const hit = { reference, at: t };
+    for (const k of ids) {
       accepted.delete(k);
-      accepted.set(k, { reference, at: t });
+      accepted.set(k, hit);
     }
     while (accepted.size > 300_000) {
       const first = accepted.keys().next().value;
       if (first === undefined) break;
       accepted.delete(first);
     }
+    if (early.length === 0) return;
     // An early receipt for this id can go now.
-    const keys = new Set(supplierIdKeys(id));
+    const keys = new Set(ids);
     for (let i = early.length - 1; i >= 0; i--) {
       const e = early[i] as (typeof early)[number];
       if (e.keys.some((k) => keys.has(k))) {

@@ -81,16 +81,22 @@ export function createSupplierGateway(deps: {
   /** A mobile-originated message a route's SMSC delivered; resolves to the SMPP status to answer. */
   onMobileOriginated?(routeId: string, mo: MobileOriginated): Promise<number>;
 }): SupplierGateway {
-  const binds = new Map<string, { key: string; bind: SupplierBind }>();
+  // `delivery`: the routing cache's object the bind was made from; while that cache holds it, each
+  // submit finds its bind by identity instead of serialising the details into a key again.
+  const binds = new Map<string, { key: string; delivery: Record<string, unknown>; bind: SupplierBind }>();
   const https = new Map<string, { key: string; sup: HttpSupplier }>();
   const o = deps.options?.bind ?? {};
   const h = deps.options?.http ?? {};
   const guard = deps.options?.guard;
 
   function bindFor(routeId: string, d: Record<string, unknown>): SupplierBind | string {
-    const key = JSON.stringify([d['host'], d['port'], d['systemId'], d['password'], d['systemType'], d['tls']]);
     const have = binds.get(routeId);
-    if (have && have.key === key) return have.bind;
+    if (have?.delivery === d) return have.bind;
+    const key = JSON.stringify([d['host'], d['port'], d['systemId'], d['password'], d['systemType'], d['tls']]);
+    if (have && have.key === key) {
+      have.delivery = d;
+      return have.bind;
+    }
     if (have)
       void have.bind.stop().catch((err: unknown) => deps.log.warn({ err, routeId }, 'supplier bind stop failed'));
     const systemType = typeof d['systemType'] === 'string' && d['systemType'] ? d['systemType'] : undefined;
@@ -123,7 +129,7 @@ export function createSupplierGateway(deps: {
       ...(guard ? { guard } : {}),
     });
     bind.start();
-    binds.set(routeId, { key, bind });
+    binds.set(routeId, { key, delivery: d, bind });
     return bind;
   }
 

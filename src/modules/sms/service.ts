@@ -4,7 +4,6 @@
  * route, receipts (delivered, failed and refunded), receipt expiry, and test-key simulation.
  */
 import type { SellRateLookup } from '../switch/customers/deck-cache.js';
-import { createHash } from 'node:crypto';
 import { Decimal } from 'decimal.js';
 import type { Logger } from 'pino';
 import type { Db, Sql } from '../../db/connection.js';
@@ -35,7 +34,7 @@ import {
 } from '../../messaging/index.js';
 import type { Clock } from '../../platform/clock.js';
 import { isE164 } from '../../platform/e164.js';
-import { newId } from '../../platform/ids.js';
+import { newId, sha256Hex } from '../../platform/ids.js';
 import { toMoney } from '../../rating/index.js';
 import { emit, emitMany, type EmitInput } from '../../webhooks/emit.js';
 import type { ApplicationService } from '../application/service.js';
@@ -176,6 +175,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A receipt from any channel; `routeId` confines matching to one route's messages (HTTPS callbacks). */
 export type ChannelReceipt = SupplierReceipt & { routeId?: string };
+
+/** The keys a message's receipts are matched by: each part's id in every form (supplierIdKeys), once. */
+function matchKeysOf(ids: readonly string[]): string[] {
+  // One part, the usual message: its keys are already distinct.
+  if (ids.length === 1) return supplierIdKeys(ids[0]!);
+  return [...new Set(ids.flatMap((sid) => supplierIdKeys(sid)))];
+}
 
 function receiptErrorCode(stat: ReceiptStat): string {
   if (stat === 'EXPIRED') return 'EXPIRED';
@@ -379,7 +385,7 @@ export function createSmsService(deps: SmsDeps) {
       source,
       toNumber: to,
       fromSender: from,
-      textSha256: createHash('sha256').update(input.message).digest('hex'),
+      textSha256: sha256Hex(input.message),
       textUnits: seg.units,
       encoding: seg.encoding,
       dataCoding: seg.dataCoding,
@@ -517,7 +523,7 @@ export function createSmsService(deps: SmsDeps) {
               chargePostingId: settled.settled!.postingId,
               markupPostingId: settled.markup?.postingId ?? null,
               supplierMessageIds: outcome.supplierMessageIds,
-              matchKeys: [...new Set(outcome.supplierMessageIds.flatMap((sid) => supplierIdKeys(sid)))],
+              matchKeys: matchKeysOf(outcome.supplierMessageIds),
               sentAt,
               receiptDueAt: new Date(sentAt.getTime() + receiptTtlMs),
             }),

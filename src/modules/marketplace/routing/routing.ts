@@ -11,6 +11,7 @@ import type { Clock } from '../../../platform/clock.js';
 import type { DeckMeta } from '../listings/repo.js';
 import type { TargetGuard } from '../../../platform/outbound-guard.js';
 import type { PurchasesService } from '../purchases/service.js';
+import type { UsableRoute } from '../purchases/repo.js';
 import type { EndpointRow } from '../listings/repo.js';
 import { platformFeeFrom } from '../listings/service.js';
 import type { RoutesService } from '../listings/service.js';
@@ -159,7 +160,12 @@ export function discounted(rate: Decimal, pct: Decimal): Decimal {
   return rate.times(new Decimal(100).minus(pct)).div(100).toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
 }
 
+/** Already plain E.164 digits (an optional `+`, no leading 0): what normaliseNumber would make of it is itself. */
+const PLAIN_E164 = /^\+?[1-9]\d{0,14}$/;
+
 export function normaliseNumber(number: string): string {
+  // Every call and message passes a number in this form: no three replaces for it.
+  if (PLAIN_E164.test(number)) return number.charCodeAt(0) === 43 ? number.slice(1) : number;
   const digits = number
     .replace(/[\s\-().]/g, '')
     .replace(/^\+/, '')
@@ -168,6 +174,43 @@ export function normaliseNumber(number: string): string {
     throw validationError([{ path: 'number', message: 'must be an E.164 number: up to 15 digits' }]);
   return digits;
 }
+
+/** A route priced for one buyer's number, with what ranking and the candidate need. */
+type Item = Priced & {
+  offerId?: string;
+  interconnectionId?: string;
+  u: UsableRoute;
+  position: number | null;
+  quality: number;
+  members: PricedMember[] | null;
+  blend: Blend | null;
+};
+
+// Each route's item made whole in one literal (quality set once measured): spreading a priced
+// route into it, twice, cost more than the rest of the look-up (issue 26). At module level, not
+// made again by every look-up.
+const itemOf = (
+  u: UsableRoute,
+  p: Priced,
+  sellerRate: Decimal,
+  price: Decimal,
+  offerId: string | undefined,
+  interconnectionId: string | undefined,
+): Item => ({
+  routeId: p.routeId,
+  meta: p.meta,
+  match: p.match,
+  sellerRate,
+  price,
+  basis: p.basis,
+  offerId,
+  interconnectionId,
+  u,
+  position: u.position,
+  quality: 0,
+  members: null,
+  blend: null,
+});
 
 /** An IPv4 or IPv6 address (bracketed or not) rather than a name to resolve. */
 const isIpLiteral = (host: string): boolean =>
@@ -333,41 +376,8 @@ export function createRouting(deps: {
     const privates = deps.privateRates ? await deps.privateRates.forAccount(q.accountId) : undefined;
     const now = deps.clock?.now() ?? new Date();
     const peers = deps.peering ? await deps.peering.forBuyer(q.accountId) : undefined;
-    type Item = Priced & {
-      offerId?: string;
-      interconnectionId?: string;
-      u: (typeof usable)[number];
-      position: number | null;
-      quality: number;
-      members: PricedMember[] | null;
-      blend: Blend | null;
-    };
-    // Each route's item made whole in one literal (quality set once measured): spreading a priced
-    // route into it, twice, cost more than the rest of the look-up (issue 26).
-    const itemOf = (
-      u: (typeof usable)[number],
-      p: Priced,
-      sellerRate: Decimal,
-      price: Decimal,
-      offerId: string | undefined,
-      interconnectionId: string | undefined,
-    ): Item => ({
-      routeId: p.routeId,
-      meta: p.meta,
-      match: p.match,
-      sellerRate,
-      price,
-      basis: p.basis,
-      offerId,
-      interconnectionId,
-      u,
-      position: u.position,
-      quality: 0,
-      members: null,
-      blend: null,
-    });
     const plain: Item[] = [];
-    const blended: { u: (typeof usable)[number]; blend: Blend }[] = [];
+    const blended: { u: UsableRoute; blend: Blend }[] = [];
     for (const u of usable) {
       const blend = inBlends.get(u.routeId);
       if (blend !== undefined) {
@@ -394,10 +404,10 @@ export function createRouting(deps: {
     if (plain.length === 0 && blended.length === 0) return [];
     const memberIds = blended.flatMap((b) => b.blend.members.map((m) => m.routeId));
     const measured = await quality([...plain.map((p) => p.routeId), ...memberIds]);
-    const scoreOf = (routeId: string, meta: DeckMeta) => qualityScore(measured.get(routeId) ?? null, statedOf(meta));
     const items: Item[] = plain;
-    for (const p of plain) p.quality = scoreOf(p.routeId, p.meta);
+    for (const p of plain) p.quality = qualityScore(measured.get(p.routeId) ?? null, statedOf(p.meta));
     for (const { u, blend } of blended) {
+      const scoreOf = (routeId: string, meta: DeckMeta) => qualityScore(measured.get(routeId) ?? null, statedOf(meta));
       const members = await blendMembersFor(blend, digits, mccMnc, fee, scoreOf, random, caller);
       const first = members[0];
       // Ranked as its first member (what the next call would pay), under the blend's own id and position.
@@ -410,7 +420,7 @@ export function createRouting(deps: {
     const expanded: {
       item: Priced & { offerId?: string; interconnectionId?: string };
       quality: number;
-      u: Item['u'];
+      u: UsableRoute;
       blend: Blend | null;
       score: number;
       reason: string;

@@ -83,8 +83,17 @@ export function qualityScore(measured: MeasuredQuality | null, stated: StatedQua
   return formula(asr, acd, asr, pdd) * STATED_DISCOUNT;
 }
 
+// Module-level helpers rather than closures made again at every call: every message and call ranks its routes.
+const clamp = (x: number): number => Math.min(1, Math.max(0, x));
+const round4 = (x: number): number => Math.round(x * 10_000) / 10_000;
+
+/** The balanced strategy's score: half the price ratio to the cheapest, half the quality. */
+function balancedScore(i: Rankable, cheapest: Decimal | null): number {
+  const ratio = cheapest === null || i.price.isZero() ? 1 : cheapest.div(i.price).toNumber();
+  return 0.5 * ratio + 0.5 * i.quality;
+}
+
 function formula(asr: number, acd: number, ner: number, pddMs: number): number {
-  const clamp = (x: number): number => Math.min(1, Math.max(0, x));
   return 0.45 * clamp(asr) + 0.25 * clamp(acd / 300) + 0.2 * clamp(ner) + 0.1 * clamp(1 - pddMs / 10_000);
 }
 
@@ -119,27 +128,25 @@ export function rankRoutes<T extends Rankable>(items: readonly T[], strategy: St
   const ordered = items.filter((i) => i.position !== null).sort((a, b) => a.position! - b.position! || cmpId(a, b));
   const rest = items.filter((i) => i.position === null);
   const cheapest = rest.reduce<Decimal | null>((m, i) => (m === null || i.price.lt(m) ? i.price : m), null);
-  const balanced = (i: T): number => {
-    const ratio = cheapest === null || i.price.isZero() ? 1 : cheapest.div(i.price).toNumber();
-    return 0.5 * ratio + 0.5 * i.quality;
-  };
   let sorted: T[];
   if (strategy === 'cheapest')
     sorted = rest.sort((a, b) => a.price.cmp(b.price) || b.quality - a.quality || cmpId(a, b));
   else if (strategy === 'best_quality')
     sorted = rest.sort((a, b) => b.quality - a.quality || a.price.cmp(b.price) || cmpId(a, b));
-  else sorted = rest.sort((a, b) => balanced(b) - balanced(a) || a.price.cmp(b.price) || cmpId(a, b));
-  const round = (x: number): number => Math.round(x * 10_000) / 10_000;
+  else
+    sorted = rest.sort(
+      (a, b) => balancedScore(b, cheapest) - balancedScore(a, cheapest) || a.price.cmp(b.price) || cmpId(a, b),
+    );
   return [
     ...ordered.map((item) => ({ item, score: item.position!, reason: `routing order position ${item.position}` })),
     ...sorted.map((item) => {
       if (strategy === 'cheapest')
-        return { item, score: round(item.price.toNumber()), reason: 'cheapest: price ascending' };
+        return { item, score: round4(item.price.toNumber()), reason: 'cheapest: price ascending' };
       if (strategy === 'best_quality')
-        return { item, score: round(item.quality), reason: 'best_quality: quality score descending' };
+        return { item, score: round4(item.quality), reason: 'best_quality: quality score descending' };
       return {
         item,
-        score: round(balanced(item)),
+        score: round4(balancedScore(item, cheapest)),
         reason: 'balanced: 0.5·(cheapest price/price) + 0.5·quality, descending',
       };
     }),

@@ -8,63 +8,34 @@
 // Run: node --import tsx bench/ledger/batch-callgrind.bench.ts
 // BENCH_CALLGRIND_KEEP=<dir>: the callgrind files are copied there (callgrind_annotate shows which
 // statements and functions the instructions go to).
-import { spawn, spawnSync } from 'node:child_process';
-import { chownSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import pino from 'pino';
 import { migrate } from '../../src/db/migrate.js';
 import type { Sql } from '../../src/db/connection.js';
 import { freePort } from '../../test/telephony/sip/sipp.js';
+import { initCluster, startServer, type ClusterServer } from '../lib/pg-cluster.js';
 
 const BATCH = 20;
-const bin = '/usr/lib/postgresql/15/bin';
-const root = process.getuid?.() === 0;
-const pgUid = root ? Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim()) : -1;
-const pgGid = root ? Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim()) : -1;
-/** The server refuses root: as root it runs as `postgres`. */
-const asOwner = (cmd: string, args: string[]): [string, string[]] =>
-  root ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
+
+const files = initCluster('bench-cg-');
+const { dir, data, bin } = files;
+/** Runs `cmd` as the cluster's owner, `input` on its standard input; throws on a non-zero exit. */
 const run = (cmd: string, args: string[], input?: string) => {
-  const [c, a] = asOwner(cmd, args);
+  const [c, a] = files.asOwner(cmd, args);
   const r = spawnSync(c, a, { encoding: 'utf8', ...(input !== undefined ? { input } : {}), maxBuffer: 1 << 28 });
   if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr.slice(-2000)}`);
   return r;
 };
-const chownTree = (dir: string) => {
-  if (root) spawnSync('chown', ['-R', `${pgUid}:${pgGid}`, dir]);
-};
-
-const dir = mkdtempSync(join(tmpdir(), 'bench-cg-'));
-if (root) chownSync(dir, pgUid, pgGid);
-const data = join(dir, 'data');
+let server: ClusterServer | undefined;
 try {
-  run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8']);
-  const port = await freePort();
-  const settings = [
-    `port=${port}`,
-    'listen_addresses=127.0.0.1',
-    `unix_socket_directories=${dir}`,
-    'fsync=off',
-    'autovacuum=off',
-  ];
-  const [sc, sa] = asOwner(join(bin, 'postgres'), ['-D', data, ...settings.flatMap((s) => ['-c', s])]);
-  const server = spawn(sc, sa, { stdio: 'ignore', detached: true });
-  const exited = new Promise<void>((r) => server.once('exit', () => r()));
-  const url = (db: string) => `postgres://postgres@127.0.0.1:${port}/${db}`;
-  for (let i = 0; ; i++) {
-    const probe = postgres(url('postgres'), { max: 1, connect_timeout: 2, onnotice: () => {} });
-    try {
-      await probe`create database cg`;
-      break;
-    } catch (err) {
-      if (i >= 100) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    } finally {
-      await probe.end({ timeout: 1 });
-    }
-  }
+  server = await startServer(files, await freePort(), {
+    settings: ['fsync=off', 'autovacuum=off'],
+    ready: (sql) => sql`create database cg`,
+  });
+  const url = server.url;
   const sql = postgres(url('cg'), { max: 1, onnotice: () => {} }) as unknown as Sql;
   await migrate(sql, pino({ level: 'silent' }));
   const buyer = crypto.randomUUID();
@@ -107,8 +78,7 @@ try {
     );
   }
   await sql.end();
-  process.kill(-server.pid!, 'SIGINT');
-  await exited;
+  await server.stop();
 
   const literal = (s: string) => `'${s.replace(/'/g, "''")}'`;
   const script = (fn: 'hold' | 'settle', n: number) =>
@@ -121,7 +91,7 @@ try {
   const instructions = (fn: 'hold' | 'settle', n: number): number => {
     const copy = join(dir, `run-${fn}-${n}`);
     cpSync(data, copy, { recursive: true });
-    chownTree(copy);
+    files.own(copy, true);
     const out = join(dir, `callgrind-${fn}-${n}.out`);
     const r = run(
       'valgrind',
@@ -157,5 +127,6 @@ try {
   }
   writeFileSync(join(dir, 'done'), '');
 } finally {
-  rmSync(dir, { recursive: true, force: true });
+  await server?.stop();
+  files.remove();
 }

@@ -13,12 +13,10 @@
 // Charges pick accounts from a fixed sequence, the same for every client and run.
 // Needs valgrind and the PostgreSQL server binaries (Debian layout); takes about ten minutes.
 // SVC_BENCH_CG_OPS=N1,N2 (default 100,500); SVC_BENCH_CG_KINDS=node,pgbench,pgbench-prepared,pgbench-N.
-import { spawn, spawnSync } from 'node:child_process';
-import { chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
-import postgres from 'postgres';
 import { connect } from '../../src/db/connection.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createLedger } from '../../src/ledger/ledger.js';
@@ -31,72 +29,27 @@ import {
   daemonLedgerDeps,
   writeChargeScript,
 } from '../lib/ledger-charges.js';
+import { initCluster, startServer, type ClusterServer } from '../lib/pg-cluster.js';
 
 const [N1, N2] = (process.env['SVC_BENCH_CG_OPS'] ?? '100,500').split(',').map(Number) as [number, number];
 const KINDS = (process.env['SVC_BENCH_CG_KINDS'] ?? 'node,pgbench,pgbench-prepared,pgbench-N').split(',');
-const bin = '/usr/lib/postgresql/15/bin';
 const log = pino({ level: 'silent' });
-const root = process.getuid?.() === 0;
-const idOf = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
-const [pgUid, pgGid] = root ? [idOf('-u'), idOf('-g')] : [-1, -1];
-/** The server refuses root: as root it runs as `postgres`. */
-const asOwner = (cmd: string, args: string[]): [string, string[]] =>
-  root ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
-const ownDir = (d: string) => {
-  if (root) chownSync(d, pgUid, pgGid);
-};
 
-const dir = mkdtempSync(join(tmpdir(), 'bench-charge-cg-'));
-ownDir(dir);
-const data = join(dir, 'data');
-const out = join(dir, 'callgrind');
+const files = initCluster('bench-charge-cg-');
+const out = join(files.dir, 'callgrind');
 mkdirSync(out);
-ownDir(out);
-const [ic, ia] = asOwner(join(bin, 'initdb'), [
-  '-D',
-  data,
-  '-U',
-  'postgres',
-  '--auth=trust',
-  '-E',
-  'UTF8',
-  '--locale=C.UTF-8',
-]);
-const init = spawnSync(ic, ia, { encoding: 'utf8' });
-if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
+files.own(out);
 const port = await freePort();
-const settings = [
-  `port=${port}`,
-  'listen_addresses=127.0.0.1',
-  `unix_socket_directories=${dir}`,
-  'fsync=off',
-  'autovacuum=off',
-  'shared_buffers=128MB',
-];
-const [sc, sa] = asOwner('valgrind', [
-  '--tool=callgrind',
-  `--callgrind-out-file=${out}/callgrind.%p`,
-  join(bin, 'postgres'),
-  '-D',
-  data,
-  ...settings.flatMap((s) => ['-c', s]),
-]);
-const server = spawn(sc, sa, { stdio: 'ignore', detached: true });
-const exited = new Promise<void>((r) => server.once('exit', () => r()));
-const url = (db: string) => `postgres://postgres@127.0.0.1:${port}/${db}`;
+let server: ClusterServer | undefined;
 try {
-  for (let i = 0; ; i++) {
-    const probe = postgres(url('postgres'), { max: 1, connect_timeout: 10, onnotice: () => {} });
-    try {
-      await probe`create database cg`;
-      break;
-    } catch (err) {
-      if (i >= 300) throw err;
-      await new Promise((r) => setTimeout(r, 500));
-    } finally {
-      await probe.end({ timeout: 1 });
-    }
-  }
+  server = await startServer(files, port, {
+    settings: ['fsync=off', 'autovacuum=off', 'shared_buffers=128MB'],
+    wrap: ['valgrind', '--tool=callgrind', `--callgrind-out-file=${out}/callgrind.%p`],
+    ready: (sql) => sql`create database cg`,
+    attempts: 300,
+    delayMs: 500,
+  });
+  const url = server.url;
   const admin = connect({ url: url('cg'), max: 1, log });
   await migrate(admin, log);
   const pgbench = (args: string[]) => {
@@ -114,7 +67,7 @@ try {
   await admin`checkpoint`;
   await admin.end();
 
-  const scripts = join(dir, 'scripts');
+  const scripts = join(files.dir, 'scripts');
   mkdirSync(scripts);
   const simple = writeChargeScript(scripts);
   // ledger.bench's call with its key from a number, so that -M prepared sends it as parameters.
@@ -191,7 +144,6 @@ try {
     console.log(`${label!.padEnd(34)} ${((many - few) / (N2 - N1) / 1000).toFixed(1).padStart(7)}k`);
   }
 } finally {
-  if (server.exitCode === null && server.pid) process.kill(-server.pid, 'SIGINT');
-  await exited;
-  rmSync(dir, { recursive: true, force: true });
+  await server?.stop();
+  files.remove();
 }

@@ -6,11 +6,8 @@
  * shared buffers); pg_stat_statements with `track = all`, so the statements inside the ledger's
  * PL/pgSQL functions are counted too (a call's top-level statements are those with `toplevel`).
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import postgres from 'postgres';
+import { initCluster, startServer } from './pg-cluster.js';
 
 export interface PrivatePostgres {
   /** The cluster's `postgres` database as its superuser. */
@@ -18,84 +15,33 @@ export interface PrivatePostgres {
   stop(): Promise<void>;
 }
 
-/** The newest installed server's binaries (Debian layout). */
-function binDir(): string {
-  const root = '/usr/lib/postgresql';
-  const versions = existsSync(root)
-    ? readdirSync(root)
-        .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
-        .sort((a, b) => Number(b) - Number(a))
-    : [];
-  if (versions.length === 0) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
-  return join(root, versions[0]!, 'bin');
-}
-
-/** initdb refuses root: as root the cluster belongs to the `postgres` user. */
-const asOwner = (cmd: string, args: string[]): [string, string[]] =>
-  process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
-
 /** Starts a throw-away cluster on `port` (a free one from the caller), with pg_stat_statements loaded. */
 export async function startPrivatePostgres(port: number): Promise<PrivatePostgres> {
-  const bin = binDir();
-  const dir = mkdtempSync(join(tmpdir(), 'bench-pg-'));
-  if (process.getuid?.() === 0) {
-    const id = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
-    const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
-    chownSync(dir, Number(id.stdout.trim()), Number(gid.stdout.trim()));
-  }
-  const data = join(dir, 'data');
-  const [initCmd, initArgs] = asOwner(join(bin, 'initdb'), [
-    '-D',
-    data,
-    '-U',
-    'postgres',
-    '--auth=trust',
-    '-E',
-    'UTF8',
-    '--locale=C.UTF-8',
-  ]);
-  const init = spawnSync(initCmd, initArgs, { encoding: 'utf8' });
-  if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
-  const settings = [
-    `port=${port}`,
-    'listen_addresses=127.0.0.1',
-    `unix_socket_directories=${dir}`,
-    'shared_buffers=128MB',
-    'max_connections=200',
-    'fsync=on',
-    'autovacuum=off',
-    'shared_preload_libraries=pg_stat_statements',
-    'pg_stat_statements.track=all',
-    'pg_stat_statements.max=10000',
-    'track_functions=pl',
-  ];
-  const [cmd, args] = asOwner(join(bin, 'postgres'), ['-D', data, ...settings.flatMap((s) => ['-c', s])]);
-  const server = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
-  let log = '';
-  server.stderr.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
-  const exited = new Promise<void>((r) => server.once('exit', () => r()));
-  const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const stop = async () => {
-    // SIGINT: fast shutdown (open sessions rolled back); to the group, runuser's child included.
-    if (server.exitCode === null && server.pid) process.kill(-server.pid, 'SIGINT');
-    await exited;
-    rmSync(dir, { recursive: true, force: true });
-  };
-  for (let i = 0; ; i++) {
-    const probe = postgres(adminUrl, { max: 1, connect_timeout: 2, onnotice: () => {} });
-    try {
-      await probe`select 1`;
-      await probe`create extension if not exists pg_stat_statements`;
-      return { adminUrl, stop };
-    } catch (err) {
-      if (i >= 100 || server.exitCode !== null) {
-        await stop();
-        throw new Error(`private PostgreSQL did not start: ${String(err)}\n${log}`, { cause: err });
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    } finally {
-      await probe.end({ timeout: 1 });
-    }
+  const files = initCluster('bench-pg-');
+  try {
+    const server = await startServer(files, port, {
+      settings: [
+        'shared_buffers=128MB',
+        'max_connections=200',
+        'fsync=on',
+        'autovacuum=off',
+        'shared_preload_libraries=pg_stat_statements',
+        'pg_stat_statements.track=all',
+        'pg_stat_statements.max=10000',
+        'track_functions=pl',
+      ],
+      ready: (sql) => sql`create extension if not exists pg_stat_statements`,
+    });
+    return {
+      adminUrl: server.url('postgres'),
+      stop: async () => {
+        await server.stop();
+        files.remove();
+      },
+    };
+  } catch (err) {
+    files.remove();
+    throw err;
   }
 }
 

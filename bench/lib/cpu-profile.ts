@@ -2,7 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 
 /**
- * BENCH_CPU_PROF=<file>: starts a CPU profile of this process now; `stop()` writes it to the file.
+ * BENCH_CPU_PROF=<file>: starts a CPU profile of this process now; `stop()` writes it to the file
+ * (BENCH_CPU_INTERVAL=<µs> between samples).
  * BENCH_HEAP_PROF=<file>: the same for a sampling heap profile (where the measured window allocates,
  * including objects already collected, as GC time follows allocation; with BENCH_HEAP_LIVE=1 only
  * what is still reachable at its end; with BENCH_HEAP_PROMOTED=1 what outlived the young generation,
@@ -17,9 +18,10 @@ export async function startCpuProfile(): Promise<{ stop(): Promise<void> }> {
   session.connect();
   if (cpuFile) {
     await session.post('Profiler.enable');
-    // BENCH_CPU_INTERVAL: microseconds between samples (V8's default 1000); smaller for a function's share of a short window.
-    const interval = process.env['BENCH_CPU_INTERVAL'];
-    if (interval) await session.post('Profiler.setSamplingInterval', { interval: Number(interval) });
+    // BENCH_CPU_INTERVAL: microseconds between samples (V8's default is 1000); finer for a call path
+    // whose functions each take a few microseconds.
+    const interval = Number(process.env['BENCH_CPU_INTERVAL'] ?? 0);
+    if (interval > 0) await session.post('Profiler.setSamplingInterval', { interval });
     await session.post('Profiler.start');
   }
   if (heapFile) {

@@ -60,6 +60,11 @@ export async function createSipPlane(core: CoreDeps): Promise<SipPlane> {
     send(message, dest) {
       return bound ? bound.send(message, dest) : Promise.reject(new Error('the SIP plane is not listening'));
     },
+    post(message, dest, onError) {
+      // Never called back before `post` returns: a transaction still starting would hear of its end.
+      if (bound) bound.post(message, dest, onError);
+      else transport.send(message, dest).catch(onError ?? (() => undefined));
+    },
     onMessage(handler) {
       handlers.push(handler);
       bound?.onMessage(handler);

@@ -1,6 +1,7 @@
 /** HTTP digest for SIP (RFC 2617 MD5, RFC 3261 §22): server challenge/verify and client answers. */
 import crypto, { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { formatDigest, parseDigest, SipParseError, type DigestParams } from './headers.js';
+import { randomText } from './random-pool.js';
 
 // One-shot where Node has it (20.12 on; engines allow 20.11): no Hash object per digest, two per
 // authenticated request.
@@ -54,19 +55,35 @@ export function createDigestServer(opts: DigestServerOptions): DigestServer {
   const uses = new Map<string, number>();
   const maxTracked = 200_000;
   const mintedAt = (nonce: string): number => parseInt(nonce.slice(0, nonce.indexOf('.')), 36);
+  // The tracked nonces in the order they were first tracked, expired from `head`. The map's own
+  // order would do, but a fresh iterator walks past every entry deleted since the table was last
+  // compacted: once nonces expired (a daemon up longer than the TTL), each challenge stepped over
+  // tens of thousands of holes, 30-43 µs instead of 9 (45,000 live nonces, one expiring per mint).
+  let order: Array<string | undefined> = [];
+  let head = 0;
+  const track = (nonce: string, n: number): void => {
+    if (!uses.has(nonce)) order.push(nonce);
+    uses.set(nonce, n);
+  };
 
   const sign = (body: string): string =>
     createHmac('sha256', opts.secret).update(body).digest('base64url').slice(0, 22);
 
   const mint = (): string => {
     const t = now();
-    for (const k of uses.keys()) {
+    for (; head < order.length; head++) {
+      const k = order[head] as string;
       if (t - mintedAt(k) <= ttl && uses.size < maxTracked) break;
       uses.delete(k);
+      order[head] = undefined;
     }
-    const body = `${t.toString(36)}.${randomBytes(9).toString('base64url')}`;
+    if (head >= 1024 && head * 2 >= order.length) {
+      order = order.slice(head);
+      head = 0;
+    }
+    const body = `${t.toString(36)}.${randomText(9, 'base64url')}`;
     const nonce = `${body}.${sign(body)}`;
-    uses.set(nonce, 0);
+    track(nonce, 0);
     return nonce;
   };
 
@@ -113,7 +130,7 @@ export function createDigestServer(opts: DigestServerOptions): DigestServer {
       // its uses are bounded per daemon and it still dies with its TTL.
       if (n === undefined && uses.size >= maxTracked) return { result: 'stale' };
       if (n !== undefined && n >= maxUses) return { result: 'stale' };
-      uses.set(nonce, (n ?? 0) + 1);
+      track(nonce, (n ?? 0) + 1);
       if (p['algorithm'] && p['algorithm'].toUpperCase() !== 'MD5') return { result: 'bad-response' };
       const ha2 = md5(`${method}:${p['uri'] ?? ''}`);
       const expected = p['qop']

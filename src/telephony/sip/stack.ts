@@ -1,10 +1,10 @@
 /** Transaction layer dispatch: matches messages to transactions, handles CANCEL and 2xx ACKs (RFC 3261 §17.1.3, §17.2.3). */
-import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createUacDialog, dialogId, dialogRequest, requestDialogId, type Dialog } from './dialog.js';
 import { Expiries } from './expiry.js';
 import { formatVia } from './headers.js';
 import type { OverloadGuard } from './overload.js';
+import { randomText } from './random-pool.js';
 import {
   callIdOf,
   canonicalName,
@@ -31,19 +31,7 @@ import {
 } from './transaction.js';
 import { responseTarget, type SipPeer, type SipTransport, type SipTransportName } from './transport.js';
 
-// Tags, branches and Call-IDs come from one crypto buffer refilled in blocks: a call uses about ten,
-// and a random fill per value showed on the call-path profile.
-const RANDOM_BLOCK = 4096;
-let randomPool = randomBytes(RANDOM_BLOCK);
-let randomAt = 0;
-function randomHex(bytes: number): string {
-  if (randomAt + bytes > RANDOM_BLOCK) {
-    randomPool = randomBytes(RANDOM_BLOCK);
-    randomAt = 0;
-  }
-  randomAt += bytes;
-  return randomPool.toString('hex', randomAt - bytes, randomAt);
-}
+const randomHex = (bytes: number): string => randomText(bytes, 'hex');
 /**
  * One link of the request chain: answers the request, or passes it on with `next()`. The dialog
  * registry runs first; what no link answers gets 481 (in a dialog) or 503 (outside) at the end.
@@ -158,7 +146,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     timers,
     expiries,
     values,
-    send: (msg, dest) => transport.send(msg, dest),
+    post: (msg, dest, onError) => transport.post(msg, dest, onError),
     returnRoutable: isRoutable,
     terminated(tx) {
       if (tx instanceof ClientTransaction) {
@@ -367,7 +355,7 @@ export function createSipStack(opts: SipStackOptions): SipStack {
     const d = createUacDialog(inv.request, res, inv.dest.transport, contactUri(undefined, inv.dest.transport));
     const ack = dialogRequest(d, 'ACK', { cseq: cseqOf(inv.request).seq });
     withVia(ack.req, ack.dest, newBranch());
-    transport.send(inv.acked(ack.req, ack.dest) ?? ack.req, ack.dest).catch(() => undefined);
+    transport.post(inv.acked(ack.req, ack.dest) ?? ack.req, ack.dest);
     const bye = dialogRequest(d, 'BYE');
     sendRequest(bye.req, bye.dest, { onResponse: () => undefined, onTimeout: () => undefined });
   }

@@ -54,7 +54,8 @@ export interface TransactionContext {
   /** The stack's timer queues (one per duration) that run every transaction timer. */
   expiries: Expiries;
   values: TimerValues;
-  send(msg: SipRequest | SipResponse | Uint8Array, dest: SipPeer): Promise<void>;
+  /** Sends without a promise (`SipTransport.post`); `onError` hears of a failed send. */
+  post(msg: SipRequest | SipResponse | Uint8Array, dest: SipPeer, onError?: (err: Error) => void): void;
   terminated(tx: ClientTransaction | ServerTransaction): void;
   /**
    * Whether a UDP peer has shown it receives what we send to its address. Non-2xx finals to INVITEs
@@ -262,7 +263,7 @@ export class ClientTransaction implements ExpiryOwner {
   }
 
   private transmit(): void {
-    this.ctx.send(this.request, this.dest).catch(() => {
+    this.ctx.post(this.request, this.dest, () => {
       if (this.state === 'terminated' || this.state === 'completed' || this.state === 'accepted') return;
       const h = this.handlers;
       this.terminate();
@@ -306,7 +307,7 @@ export class ClientTransaction implements ExpiryOwner {
       }
       const tag = tagOf(toOf(res)) ?? '';
       const sent = this.ack?.tag === tag ? this.ack : this.otherAcks?.find((a) => a.tag === tag);
-      if (sent) this.ctx.send(sent.ack, sent.dest).catch(() => undefined);
+      if (sent) this.ctx.post(sent.ack, sent.dest);
       else if (this.handlers) this.handlers.onResponse(res, this);
       else this.ctx.unwantedAnswer?.(res, this);
       return;
@@ -371,7 +372,7 @@ export class ClientTransaction implements ExpiryOwner {
       headers,
       body: Buffer.alloc(0),
     };
-    this.ctx.send(ack, this.dest).catch(() => undefined);
+    this.ctx.post(ack, this.dest);
   }
 
   terminate(): void {
@@ -566,7 +567,7 @@ export class ServerTransaction implements ExpiryOwner {
   }
 
   private transmit(res: SipResponse | Uint8Array): void {
-    this.ctx.send(res, this.replyTo).catch(() => undefined);
+    this.ctx.post(res, this.replyTo);
   }
 
   terminate(): void {

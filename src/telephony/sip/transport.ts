@@ -51,6 +51,12 @@ export interface SipTransport {
    * opens one. Rejects on a send failure.
    */
   send(message: SipMessage | Uint8Array, dest: SipPeer): Promise<void>;
+  /**
+   * Sends one message with nothing to wait on: `onError` (when given) hears of a failed send, as
+   * `send` would have rejected, and never before `post` returns. Over UDP without `onError`, a
+   * failed send goes unseen, as a caught rejection did.
+   */
+  post(message: SipMessage | Uint8Array, dest: SipPeer, onError?: (err: Error) => void): void;
   onMessage(handler: SipMessageHandler): void;
   /**
    * New TLS material without a restart (SIGHUP): the listener's key and certificate for new
@@ -144,6 +150,8 @@ export function stampVia(headers: HeaderField[], source: SipPeer): void {
   primeView(next, [stamped, ...rest]);
   headers[idx] = next;
 }
+
+const ignore = (): void => undefined;
 
 /** A 400 (or 505) built from what could be read of a malformed request, or undefined when it cannot be answered. */
 export function badRequestFor(err: SipParseError): SipResponse | undefined {
@@ -259,6 +267,7 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
   }
   const udpSock = udp;
   const port = udpSock.address().port;
+  const udpFamily = udpSock.address().family === 'IPv6' ? 6 : 4;
   let tlsServer: tls.Server | undefined;
   if (opts.tls) {
     // A handshake never finished holds a descriptor like an idle connection does.
@@ -420,6 +429,21 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
     return pending;
   };
 
+  const send = async (message: SipMessage | Uint8Array, dest: SipPeer): Promise<void> => {
+    if (closed) throw new Error('sip transport closed');
+    const buf = message instanceof Uint8Array ? message : serialize(message);
+    const host = bareHost(dest.host);
+    if (dest.transport === 'udp') {
+      await new Promise<void>((resolve, reject) =>
+        udpSock.send(buf, dest.port, host, (err) => (err ? reject(err) : resolve())),
+      );
+      return;
+    }
+    let sock = conns.get(connKey(dest.transport, host, dest.port));
+    if (!sock || sock.destroyed) sock = await connect({ ...dest, host });
+    sock.write(buf);
+  };
+
   const wildcard = opts.host === '0.0.0.0' || opts.host === '::';
   const advertised = opts.advertisedHost ?? (wildcard ? '127.0.0.1' : opts.host);
   return {
@@ -433,19 +457,29 @@ export async function createSipTransport(opts: SipTransportOptions): Promise<Sip
       if (tlsServer && m.key && m.cert) tlsServer.setSecureContext({ key: m.key, cert: m.cert, minVersion: 'TLSv1.2' });
       if (m.tlsCa) outboundCa = [...tls.rootCertificates, ...m.tlsCa];
     },
-    async send(message, dest) {
-      if (closed) throw new Error('sip transport closed');
-      const buf = message instanceof Uint8Array ? message : serialize(message);
-      const host = bareHost(dest.host);
-      if (dest.transport === 'udp') {
-        await new Promise<void>((resolve, reject) =>
-          udpSock.send(buf, dest.port, host, (err) => (err ? reject(err) : resolve())),
-        );
+    send,
+    post(message, dest, onError) {
+      if (closed || dest.transport !== 'udp') {
+        send(message, dest).catch(onError ?? ignore);
         return;
       }
-      let sock = conns.get(connKey(dest.transport, host, dest.port));
-      if (!sock || sock.destroyed) sock = await connect({ ...dest, host });
-      sock.write(buf);
+      // Seven datagrams a call, most of them responses and ACKs whose outcome nobody reads: each
+      // `send` cost two promises, a callback and a nextTick for dgram's answer. Without a callback
+      // dgram skips its nextTick; with one, only the callback is made. A host that is not an
+      // address of the socket's family goes through a DNS look-up whose failure dgram would emit
+      // as a socket error without a callback, so it gets one that ignores it, as before.
+      const host = bareHost(dest.host);
+      const cb = onError
+        ? (err: Error | null) => void (err && onError(err))
+        : net.isIP(host) === udpFamily
+          ? undefined
+          : ignore;
+      try {
+        udpSock.send(message instanceof Uint8Array ? message : serialize(message), dest.port, host, cb);
+      } catch (err) {
+        // A bad port throws here; `send` rejected for it.
+        if (onError) process.nextTick(onError, err as Error);
+      }
     },
     async close() {
       if (closed) return;

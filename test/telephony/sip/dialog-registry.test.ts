@@ -3,7 +3,7 @@ import { createSipDialer, type LegOutcome } from '../../../src/telephony/calls/s
 import { createUasDialog, dialogRequest } from '../../../src/telephony/sip/dialog.js';
 import { createLoopMarker } from '../../../src/telephony/sip/loop-marker.js';
 import { createTrunkB2bua } from '../../../src/telephony/sip/b2bua/index.js';
-import { tagOf, toOf, type SipRequest, type SipResponse } from '../../../src/telephony/sip/message.js';
+import { tagOf, toOf, type SipMessage, type SipRequest, type SipResponse } from '../../../src/telephony/sip/message.js';
 import { parseMessage } from '../../../src/telephony/sip/parser.js';
 import { createSipStack, type SipStack } from '../../../src/telephony/sip/stack.js';
 import { createSipTransport, type SipTransport } from '../../../src/telephony/sip/transport.js';
@@ -20,12 +20,21 @@ async function udpStack(tt: {
   const transport = await createSipTransport({ host: '127.0.0.1', port: 0, log: silentLog });
   const sent: SipResponse[] = [];
   const send = transport.send.bind(transport);
+  const post = transport.post.bind(transport);
   // Every response the stack puts on the wire, to count answers rather than what a peer happened to read.
-  transport.send = (m, dest) => {
+  const record = (m: SipMessage | Uint8Array): void => {
     // A final the stack keeps for retransmissions goes out as its bytes.
     const msg = m instanceof Uint8Array ? parseMessage(Buffer.from(m)) : m;
     if (msg.kind === 'response') sent.push(msg);
+  };
+  transport.send = (m, dest) => {
+    record(m);
     return send(m, dest);
+  };
+  // Responses, which nothing waits on, go out this way.
+  transport.post = (m, dest, onError) => {
+    record(m);
+    post(m, dest, onError);
   };
   const stack = createSipStack({ transport, log: silentLog });
   tt.teardown(() => stack.close());

@@ -91,3 +91,25 @@ t.test("another daemon's nonce (same site secret) is accepted, bounded in use an
   now += 60_001;
   t.same(b.check(creds(a, late), 'INVITE', ha1), { result: 'stale' }, 'expired wherever it is answered');
 });
+
+t.test('a used-up nonce stays used up while older nonces expire around it', async (t) => {
+  const { server, advance } = setup();
+  const ha1 = computeHa1('sub_abc', realm, 'pw');
+  // A challenge every 10 ms for two TTLs: each mint past the first minute expires the oldest.
+  for (let i = 0; i < 12_000; i++) {
+    advance(10);
+    server.challenge();
+  }
+  const ch = server.challenge();
+  for (let i = 0; i < 3; i++) t.same(server.check(creds(server, ch), 'INVITE', ha1), { result: 'ok' });
+  // Another 30 s of challenges: 3,000 more nonces expire while this one is still within its TTL.
+  for (let i = 0; i < 3_000; i++) {
+    advance(10);
+    server.challenge();
+  }
+  t.same(server.check(creds(server, ch), 'INVITE', ha1), { result: 'stale' }, 'its uses are still counted');
+  const fresh = server.challenge();
+  t.same(server.check(creds(server, fresh), 'INVITE', ha1), { result: 'ok' });
+  advance(60_001);
+  t.same(server.check(creds(server, fresh), 'INVITE', ha1), { result: 'stale' }, 'expired');
+});

@@ -213,3 +213,43 @@ t.test('a body kept for a call (its SDP) is copied out of the shared pool; seria
   t.same(wire, serialize(m));
   t.equal(parseMessage(wire, { datagram: true }).body.toString(), sdp);
 });
+
+t.test('start lines: what the request and status line regexes accepted, and nothing more', async (t) => {
+  const headers = [
+    'Via: SIP/2.0/UDP 127.0.0.1:5060;branch=z9hG4bKsl1',
+    'From: <sip:a@127.0.0.1>;tag=1',
+    'To: <sip:b@127.0.0.1>',
+    'Call-ID: sl1',
+    'CSeq: 1 INVITE',
+    'Content-Length: 0',
+  ];
+  const parse = (line: string) => {
+    try {
+      return parseMessage(Buffer.from([line, ...headers, '', ''].join('\r\n')), { datagram: true });
+    } catch (err) {
+      return err as SipMessageError;
+    }
+  };
+  const reason = (line: string) => {
+    const m = parse(line);
+    return m instanceof Error ? `${m.status} ${m.reason}` : m.kind === 'response' ? `${m.status}|${m.reason}` : m.uri;
+  };
+  t.equal(reason('SIP/2.0 180 Ringing'), '180|Ringing');
+  t.equal(reason('SIP/2.0 200'), '200|', 'no reason phrase');
+  t.equal(reason('SIP/2.0 200 '), '200|', 'an empty one');
+  t.equal(reason('SIP/2.0 200 OK  then  more'), '200|OK  then  more', 'spaces inside the phrase kept');
+  t.equal(reason('SIP/2.0  200 OK'), '400 bad status line', 'two spaces before the code');
+  t.equal(reason('SIP/2.0 2000 OK'), '400 bad status line');
+  t.equal(reason('SIP/2.0 200\tOK'), '400 bad status line');
+  t.equal(reason('SIP/2.0 200 O\u2028K'), '400 bad status line', 'a line terminator in the phrase');
+  t.equal(reason('SIP/2.0 099 Low'), '400 bad status code');
+  t.equal(reason('SIP/3.0 200 OK'), '400 SIP version not supported');
+  t.equal(reason('INVITE sip:b@127.0.0.1 SIP/2.0'), 'sip:b@127.0.0.1');
+  t.equal(reason('INVITE sip:b@127.0.0.1 sip/2.0'), 'sip:b@127.0.0.1', 'the version in any case');
+  t.equal(reason('INVITE sip:b@127.0.0.1 SIP/2.1'), '505 SIP version not supported');
+  t.equal(reason('INVITE sip:b@127.0.0.1 SIP/two'), '400 bad request line');
+  t.equal(reason('INVITE  sip:b@127.0.0.1 SIP/2.0'), '400 bad request line', 'two spaces');
+  t.equal(reason('INVITE sip:b@127.0.0.1 SIP/2.0 '), '400 bad request line', 'a trailing space');
+  t.equal(reason('INVITE sip:b@127.0.0.1'), '400 bad request line', 'no version');
+  t.equal(reason('INVITE\tsip:b@127.0.0.1 SIP/2.0'), '400 bad request line', 'a tab is no separator');
+});

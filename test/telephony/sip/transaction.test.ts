@@ -297,3 +297,24 @@ Content-Length: 0
     t.pass('after Timer I the INVITE is new to the stack');
   },
 );
+
+t.test('a UDP send that fails ends its client transaction after sendRequest returns', async (t) => {
+  const { a } = await pair(t);
+  // Port 0 is refused by dgram before anything is sent: the transport failure of RFC 3261 §17.1.4.
+  const dest = { transport: 'udp' as const, host: '127.0.0.1', port: 0 };
+  const causes: string[] = [];
+  let returned = false;
+  const tx = a.sendRequest(request(a, 'INVITE', 0), dest, {
+    onResponse: () => t.fail('no response can come'),
+    onTimeout: (_tx, cause) => {
+      t.ok(returned, 'told only once sendRequest has returned');
+      causes.push(cause);
+    },
+  });
+  returned = true;
+  await until(() => causes.length === 1);
+  t.same(causes, ['transport']);
+  t.equal(tx.state, 'terminated');
+  // A response or ACK to such a peer goes nowhere, and nothing throws into the caller.
+  t.doesNotThrow(() => a.transport.post(Buffer.from('x'), dest));
+});

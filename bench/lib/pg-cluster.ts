@@ -93,7 +93,12 @@ export interface ServerOptions {
 
 /** Starts `files`' server on `port` and resolves once `ready` (default `select 1`) has run. */
 export async function startServer(files: ClusterFiles, port: number, opts: ServerOptions): Promise<ClusterServer> {
-  const settings = [`port=${port}`, 'listen_addresses=127.0.0.1', `unix_socket_directories=${files.dir}`, ...opts.settings];
+  const settings = [
+    `port=${port}`,
+    'listen_addresses=127.0.0.1',
+    `unix_socket_directories=${files.dir}`,
+    ...opts.settings,
+  ];
   const server = [join(files.bin, 'postgres'), '-D', files.data, ...settings.flatMap((s) => ['-c', s])];
   const [cmd, args] = opts.wrap
     ? files.asOwner(opts.wrap[0]!, [...opts.wrap.slice(1), ...server])

@@ -4,6 +4,16 @@
  * has no idle moment left or falls behind, a growing share of new INVITEs is refused with 503 and
  * Retry-After before any work is spent on them, so the calls already admitted keep their latency and
  * the daemon does not collapse into retransmissions of INVITEs and 2xx it can no longer answer in time.
+ *
+ * Each rule acts on a state that persists, not on one reading: an overload is offered load above
+ * capacity, and it lasts until the callers back off (RFC 6357 §3), so the loop is late in most
+ * windows of it. A single late window is a stall the loop recovers from by itself: V8 compiling a
+ * path the first calls take, a prepared statement's first use, a major GC. Refusing on one such
+ * window turned away calls the daemon then carried, most visibly in a freshly started daemon's first
+ * seconds under traffic. Neither a warm-up at start nor a grace after it would be right: a warm-up
+ * reaches the paths that stall only by placing calls (holds, call rows, settlements), and covers
+ * only the start while a stall comes with any path first taken later; a grace lets a daemon
+ * restarted into a real overload (a crash at peak) take everything until it collapses.
  */
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -27,9 +37,12 @@ export interface OverloadSettings {
   busyPct: number;
   /** Below this utilisation (and below `resumeDelayMs`) the refused share falls again. */
   resumeBusyPct: number;
-  /** Event-loop delay (mean lateness over a window, ms) at or above which the refused share grows; 0: never. */
+  /**
+   * Event-loop delay (mean lateness over a window, ms; the median of the last five windows) at or
+   * above which the refused share grows; 0: never.
+   */
   loopDelayMs: number;
-  /** Below this delay the refused share falls again (the band between is the hysteresis). */
+  /** Below this delay (the same median) the refused share falls again (the band between is the hysteresis). */
   resumeDelayMs: number;
   /** INVITE server transactions admitted and not yet answered finally at which every new INVITE is refused; 0: no cap. */
   maxInvitesInSetup: number;
@@ -102,6 +115,19 @@ const RAISE = 2;
  * busy in every window.
  */
 const BUSY_WINDOWS = 5;
+/**
+ * The delay rule reads the median of the last five windows' delays (half a second), rising and
+ * falling. A stall (compiling, a first statement, a GC) makes one late window, or two when it falls
+ * across a window's end, and a median of five ignores two readings whatever their size: a cold
+ * daemon had such windows (100-400 ms, alone or in pairs) in its first seconds at 50 and 100
+ * calls/s and refused calls it then carried. A loop that has fallen behind is late in most windows,
+ * and the median follows it from its third late window: the first refusal comes two windows later
+ * than on one (200 ms; 500-750 ms for a loop held in 250 ms turns, each window one turn), the price
+ * of not refusing for a stall. Windows in a row would not do: an overloaded loop's delay hovers
+ * about the mark (a window holding one long turn reads 90-110 ms), and over recorded overloads
+ * three in a row would have refused a third as many calls as one window, the median of five 86 %.
+ */
+const DELAY_WINDOWS = 5;
 const LOWER = 1;
 /**
  * The retransmission rule reads the last five windows together: the retransmissions a window sees
@@ -143,6 +169,11 @@ function loopDelayMonitor(): { read(): number; close(): void } {
   };
 }
 
+/** The middle reading of an odd count. */
+function median(x: readonly number[]): number {
+  return [...x].sort((a, b) => a - b)[x.length >> 1] ?? 0;
+}
+
 /** Node's event-loop utilisation since the last reading: a subtraction of two counters libuv keeps. */
 function loopBusyReader(): () => number {
   let last = performance.eventLoopUtilization();
@@ -178,6 +209,9 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
   let warnedAt = -Infinity;
   let refusing = false;
   let busyRun = 0;
+  // The last windows' delays, for their median; zeros at start, so the first late windows are alone.
+  const delays = new Array<number>(DELAY_WINDOWS).fill(0);
+  let delayAt = 0;
   // Admitted new INVITEs and those retransmitted: this window's counts, the last windows' in rings.
   let invites = 0;
   let retransmits = 0;
@@ -221,9 +255,12 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
     metrics?.loopBusy(busy);
     const before = level;
     busyRun = byBusy && busy >= busyHigh ? busyRun + 1 : 0;
-    if ((byDelay && delayMs >= settings.loopDelayMs) || busyRun >= BUSY_WINDOWS || retransmission === 'hot')
+    delays[delayAt] = delayMs;
+    delayAt = (delayAt + 1) % DELAY_WINDOWS;
+    const delay = median(delays);
+    if ((byDelay && delay >= settings.loopDelayMs) || busyRun >= BUSY_WINDOWS || retransmission === 'hot')
       level = Math.min(STEPS, level + RAISE);
-    else if (delayMs < resumeMs && busy < busyLow && retransmission === 'cool') level = Math.max(0, level - LOWER);
+    else if (delay < resumeMs && busy < busyLow && retransmission === 'cool') level = Math.max(0, level - LOWER);
     if (level === 0) credit = 0;
     if (level !== before) metrics?.ratio(level / STEPS);
     if (refusing && level === 0) {
@@ -302,6 +339,7 @@ export function createOverloadGuard(opts: OverloadGuardOptions): OverloadGuard {
       level = 0;
       credit = 0;
       busyRun = 0;
+      delays.fill(0);
       invites = 0;
       retransmits = 0;
       invitesRing.fill(0);

@@ -48,8 +48,8 @@ t.test('no delay, nothing refused', async (t) => {
 
 t.test('the refused share climbs a tenth per delayed window, spread evenly, and is all at most', async (t) => {
   const { g, windows, refusedOf } = guardWith();
-  windows(45, 3);
-  t.equal(Math.round(g.stats().ratio * 100), 30);
+  windows(45, 5);
+  t.equal(Math.round(g.stats().ratio * 100), 30, 'from the third late window (the median of five)');
   t.equal(refusedOf(10), 3, 'three INVITEs in ten');
   t.equal(refusedOf(100), 30);
   windows(200, 20);
@@ -62,12 +62,12 @@ t.test(
   'hysteresis: between the marks the share holds; below the resume mark it falls a twentieth per window',
   async (t) => {
     const { g, windows, refusedOf } = guardWith();
-    windows(100, 10);
+    windows(100, 12);
     t.equal(g.stats().ratio, 1);
     windows(20, 50);
     t.equal(g.stats().ratio, 1, 'a delay between resume and threshold keeps it');
-    windows(5, 10);
-    t.equal(Math.round(g.stats().ratio * 100), 50);
+    windows(5, 12);
+    t.equal(Math.round(g.stats().ratio * 100), 50, 'from the third window below (the median of five)');
     t.equal(refusedOf(10), 5);
     windows(5, 10);
     t.equal(g.stats().ratio, 0);
@@ -91,8 +91,12 @@ t.test(
     windows(0, 20, 0.93);
     t.equal(Math.round(g.stats().ratio * 100), 40, 'between the marks it holds');
     windows(25, 20, 0.5);
-    t.equal(Math.round(g.stats().ratio * 100), 40, 'the delay between its marks holds it too');
-    windows(5, 8, 0.5);
+    t.equal(
+      Math.round(g.stats().ratio * 100),
+      30,
+      'the delay between its marks holds it too, from its third window (the median of five)',
+    );
+    windows(5, 9, 0.5);
     t.equal(g.stats().ratio, 0);
   },
 );
@@ -220,3 +224,71 @@ t.test('retransmissions: the rule off (0) counts them but never refuses', async 
   t.equal(g.stats().retransmitShare, 1);
   t.notOk(g.refuse(0));
 });
+
+t.test(
+  'delay: a stall (one or two late windows, however late) raises nothing; a loop late in most is refused',
+  async (t) => {
+    const { g, windows, refusedOf } = guardWith();
+    windows(5, 5);
+    windows(400, 1);
+    windows(5, 3);
+    windows(200, 2);
+    windows(5, 3);
+    windows(10_000, 1);
+    windows(30, 1);
+    windows(45, 1);
+    windows(5, 5);
+    t.equal(g.stats().ratio, 0, 'stalls of one or two windows among windows that keep up or sit between the marks');
+    t.equal(refusedOf(1000), 0, 'every new INVITE admitted');
+    windows(45, 2);
+    windows(30, 1);
+    t.equal(g.stats().ratio, 0, 'two late windows of five');
+    windows(45, 1);
+    t.equal(Math.round(g.stats().ratio * 100), 10, 'three late windows of five raise the share');
+    t.equal(refusedOf(10), 1);
+    windows(45, 9);
+    t.equal(g.stats().ratio, 1, 'and each late window after them');
+    windows(5, 2);
+    t.equal(g.stats().ratio, 1, 'two windows that keep up are a stall the other way');
+    windows(5, 20);
+    t.equal(g.stats().ratio, 0, 'back to none once the loop keeps up');
+  },
+);
+
+t.test(
+  'delay: a held loop is refused from its third window and all of it from its twelfth, after a reset too',
+  async (t) => {
+    const { g, windows } = guardWith({ loopDelayMs: 100, resumeDelayMs: 20 });
+    const climb = (): number[] => {
+      const trace: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        windows(250, 1);
+        trace.push(Math.round(g.stats().ratio * 100));
+      }
+      return trace;
+    };
+    t.same(climb(), [0, 0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
+    g.reset();
+    t.equal(g.stats().ratio, 0);
+    t.same(climb(), [0, 0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100], 'a reset forgets the readings before it');
+  },
+);
+
+t.test(
+  'delay: a cold daemon at 50 calls/s (readings recorded by bench/sip/cold-start.bench.ts) is not refused',
+  async (t) => {
+    // Its first 4.4 s of calls: three lone stalls over 100 ms, each of which refused calls when one window was enough.
+    const cold = [
+      6, 100, 8, 7, 17, 38, 10, 10, 65, 18, 19, 15, 27, 19, 22, 14, 5, 100, 12, 16, 14, 68, 42, 10, 12, 2, 12, 15, 3,
+      12, 34, 27, 36, 3, 2, 36, 5, 136, 3, 19, 79, 35, 100, 24,
+    ];
+    const { g, windows, refusedOf } = guardWith({ loopDelayMs: 100, resumeDelayMs: 20 });
+    let refused = 0;
+    for (const ms of cold) {
+      windows(ms, 1);
+      refused += refusedOf(5);
+    }
+    t.equal(refused, 0, 'none of its 220 calls refused');
+    t.equal(g.stats().ratio, 0);
+  },
+);

@@ -406,15 +406,20 @@ const builtSerializers = new Map<string, ReturnType<CompileSerializer>>();
 function validatorsByPart(onFirstUse: boolean): AjvCompiler.BuildCompilerFromPool {
   return (externalSchemas) => {
     // Each Ajv instance compiles its meta-schema when made (tens of ms): made when first needed.
+    // Compiling on first use, a schema is not checked against the meta-schema: that check costs
+    // about 40 ms a process (the meta-schema's own validator, for the two instances), and our
+    // schemas are code that compiling at start (the default, and test/http/schema-compile.test.ts
+    // over every route) checks whole.
+    const validateSchema = !onFirstUse;
     let strict: CompileValidator | undefined;
     let coercing: CompileValidator | undefined;
     const strictCompiler = () =>
       (strict ??= ajvPool(externalSchemas, {
-        customOptions: { ...AJV_OPTIONS, coerceTypes: false },
+        customOptions: { ...AJV_OPTIONS, coerceTypes: false, validateSchema },
       }) as unknown as CompileValidator);
     const coercingCompiler = () =>
       (coercing ??= ajvPool(externalSchemas, {
-        customOptions: { ...AJV_OPTIONS, coerceTypes: 'array' },
+        customOptions: { ...AJV_OPTIONS, coerceTypes: 'array', validateSchema },
       }) as unknown as CompileValidator);
     // Many routes take the same parameters or query (an id, a cursor page): Ajv caches by schema
     // object, so equal schemas of different routes would each be compiled. A validator keeps
@@ -423,7 +428,7 @@ function validatorsByPart(onFirstUse: boolean): AjvCompiler.BuildCompilerFromPoo
     const shared: CompileValidator = (route) => {
       const body = route.httpPart === 'body';
       externals ??= JSON.stringify(externalSchemas);
-      const key = `${body ? 'body' : 'text'} ${externals} ${JSON.stringify(route.schema)}`;
+      const key = `${body ? 'body' : 'text'} ${validateSchema} ${externals} ${JSON.stringify(route.schema)}`;
       let validator = builtValidators.get(key);
       if (!validator) {
         validator = body ? strictCompiler()(route) : coercingCompiler()(route);

@@ -1,20 +1,11 @@
-import { hash, randomBytes, randomFillSync } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { V7Generator } from 'uuidv7';
+import { randomUint32 } from './random-pool.js';
 
 // The package's default generator refills 32 random bytes through Web Crypto every three ids or so
 // (a validated call into the native random source each time): most of an id's cost on the SMS path.
-// The same generator drawing from a 4 KiB pool of the same source refills once every few hundred ids.
-const pool = new Uint32Array(1024);
-let drawn = pool.length;
-const generator = new V7Generator({
-  nextUint32(): number {
-    if (drawn === pool.length) {
-      randomFillSync(pool);
-      drawn = 0;
-    }
-    return pool[drawn++]!;
-  },
-});
+// The same generator draws from the process's pool of the same source instead.
+const generator = new V7Generator({ nextUint32: randomUint32 });
 
 // The package's toString joins 52 pieces into a string that is flattened again wherever it is
 // used (hashed as a key, written into a statement's JSON): one flat string from char codes instead.

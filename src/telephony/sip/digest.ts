@@ -1,7 +1,7 @@
 /** HTTP digest for SIP (RFC 2617 MD5, RFC 3261 §22): server challenge/verify and client answers. */
 import crypto, { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { formatDigest, parseDigest, SipParseError, type DigestParams } from './headers.js';
-import { randomText } from './random-pool.js';
+import { randomText } from '../../platform/random-pool.js';
 
 // One-shot where Node has it (20.12 on; engines allow 20.11): no Hash object per digest, two per
 // authenticated request.

@@ -4,7 +4,7 @@ import { createUacDialog, dialogId, dialogRequest, requestDialogId, type Dialog 
 import { Expiries } from './expiry.js';
 import { formatVia } from './headers.js';
 import type { OverloadGuard } from './overload.js';
-import { randomText } from './random-pool.js';
+import { randomText } from '../../platform/random-pool.js';
 import {
   callIdOf,
   canonicalName,

@@ -7,13 +7,19 @@
 // through src/ledger as the daemon builds it (balance events into the webhooks outbox, so a charge
 // is the daemon's own statement: client CPU included on the same 2 cores), with the CPU each
 // charge costs the Node process (process.cpuUsage) and the pool's PostgreSQL backends (/proc).
-// The pgbench-driven charge alternates with pgbench -N for ROUNDS rounds and its ratio is the
-// median of the rounds' ratios: on a shared machine the server's speed drifts within a minute, so
-// a measure is compared only with the anchor measured just before it.
-// The Node-driven charge is measured three ways: one statement per charge (ledger.charge), a
-// turn's charges grouped into ledger_charge_many calls (ledger.chargeGrouped, migrations 223 and 306), and
-// the single statement pipelined on fewer connections (SVC_BENCH_LEDGER_PIPE_CONNECTIONS, 2).
-// Defaults: 5 seconds per measure, 8 clients, 3 rounds (SVC_BENCH_LEDGER_ROUNDS).
+// The pgbench-driven and the Node-driven charge (ledger.charge) each alternate with pgbench -N for
+// ROUNDS rounds (anchor, pgbench-driven, anchor, Node-driven) and each ratio is the median of the
+// rounds' ratios: on a shared machine the server's speed drifts within a minute (single rounds of
+// the Node-driven charge read 0.63 to 0.86 in one run on a quiet 2-core VM), so a measure is
+// compared only with the anchor measured just before it. Beside each kind the bench prints the
+// share of the machine's CPU left idle and the WAL written per operation: with synchronous_commit
+// on, the backends of a one-statement charge spend much of their time waiting for a group commit's
+// flush (sampled: about 5 of 8 backends at a time, against 2 of 8 for pgbench -N), which is idle
+// CPU that no CPU-per-charge figure shows.
+// The Node-driven charge is also measured two more ways: a turn's charges grouped into
+// ledger_charge_many calls (ledger.chargeGrouped, migrations 223 and 306), and the single statement
+// pipelined on fewer connections (SVC_BENCH_LEDGER_PIPE_CONNECTIONS, 2).
+// Defaults: 5 seconds per measure, 8 clients, 5 rounds (SVC_BENCH_LEDGER_ROUNDS).
 // Rates here move with the machine's load; charge-cost.bench.ts prints what a charge costs in CPU,
 // statements, rows and WAL beside pgbench -N's transaction, and the ratio those costs allow.
 import { execFileSync } from 'node:child_process';
@@ -34,10 +40,11 @@ import {
   daemonLedgerDeps,
   writeChargeScript,
 } from '../lib/ledger-charges.js';
+import { idleShareSince, machineTicks } from '../lib/proc-cpu.js';
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CLIENTS = Number(process.argv[3] ?? 8);
-const ROUNDS = Number(process.env['SVC_BENCH_LEDGER_ROUNDS'] ?? 3);
+const ROUNDS = Number(process.env['SVC_BENCH_LEDGER_ROUNDS'] ?? 5);
 const PIPE_CONNECTIONS = Number(process.env['SVC_BENCH_LEDGER_PIPE_CONNECTIONS'] ?? 2);
 const ADMIN_URL = process.env['SVC_BENCH_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const log = pino({ level: 'silent' });
@@ -89,6 +96,40 @@ function backendsCpuSince(before: Map<number, number> | null, after: Map<number,
   let us = 0;
   for (const [pid, cpu] of after) us += cpu - (before.get(pid) ?? 0);
   return us;
+}
+
+/** Where the cluster's WAL insert position is, in bytes. */
+async function walPosition(sql: Sql): Promise<number> {
+  const [w] = await sql<{ lsn: number }[]>`select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::float8 as lsn`;
+  return w!.lsn;
+}
+
+/**
+ * What one kind of measure left, over its runs: the share of the machine's CPU left idle, and the
+ * WAL written per operation (the insert position's advance, cluster-wide, over the operations the
+ * run's rate and length give).
+ */
+class Regime {
+  private idle = 0;
+  private runs = 0;
+  private walBytes = 0;
+  private ops = 0;
+
+  /** Runs `work` (one measure, returning its rate a second) and adds its idle share and WAL to this kind's. */
+  async around(sql: Sql, work: () => Promise<number> | number): Promise<number> {
+    const w0 = await walPosition(sql);
+    const t0 = machineTicks();
+    const rate = await work();
+    this.idle += idleShareSince(t0);
+    this.walBytes += (await walPosition(sql)) - w0;
+    this.ops += rate * SECONDS;
+    this.runs++;
+    return rate;
+  }
+
+  toString(): string {
+    return `idle ${((this.idle / Math.max(1, this.runs)) * 100).toFixed(1)} %, WAL ${(this.walBytes / Math.max(1, this.ops)).toFixed(0)} B an operation`;
+  }
 }
 
 /** The last `measure`'s CPU per operation, µs: this process, and the pool's backends. */
@@ -147,16 +188,6 @@ async function main() {
     const scripts = mkdtempSync(join(tmpdir(), 'ledger-bench-'));
     const chargeScript = writeChargeScript(scripts);
 
-    // Anchor and charge in alternation (see the header); the Node measures use the rounds' mean anchor.
-    const rounds: { pg: number; charge: number }[] = [];
-    for (let i = 0; i < ROUNDS; i++) {
-      const pgRound = pgbenchTps(adminUrl, name);
-      rounds.push({ pg: pgRound, charge: pgbenchTps(adminUrl, name, ['-f', chargeScript]) });
-    }
-    rmSync(scripts, { recursive: true, force: true });
-    const ratios = rounds.map((x) => x.charge / x.pg).sort((a, b) => a - b);
-    const spreadRatio = ratios[Math.floor(ratios.length / 2)]!;
-    const spreadPgbench = rounds.reduce((n, x) => n + x.charge, 0) / rounds.length;
     // A call charge of a random buyer to a random seller, keyed by measure, loop and iteration.
     const spreadCharge = (tag: string, w: number, i: number) => ({
       postingKey: `${run}-${tag}-${w}-${i}`,
@@ -176,8 +207,29 @@ async function main() {
         }
       }),
     );
-    const spread = await measure((w, i) => ledger.charge(spreadCharge('s', w, i)), sql);
-    const spreadCpu = { ...cpuPerOp };
+    // Each charge in alternation with the anchor (see the header): anchor, pgbench-driven, anchor,
+    // Node-driven; the other measures use the mean of all anchors.
+    const regimes = { pg: new Regime(), pgbenchCharge: new Regime(), nodeCharge: new Regime() };
+    const rounds: { pg: number; charge: number; pgNode: number; node: number }[] = [];
+    const spreadCpus: (typeof cpuPerOp)[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const pgRound = await regimes.pg.around(sql, () => pgbenchTps(adminUrl, name));
+      const charge = await regimes.pgbenchCharge.around(sql, () => pgbenchTps(adminUrl, name, ['-f', chargeScript]));
+      const pgNode = await regimes.pg.around(sql, () => pgbenchTps(adminUrl, name));
+      const node = await regimes.nodeCharge.around(sql, () =>
+        measure((w, j) => ledger.charge(spreadCharge(`s${i}`, w, j)), sql),
+      );
+      spreadCpus.push({ ...cpuPerOp });
+      rounds.push({ pg: pgRound, charge, pgNode, node });
+    }
+    rmSync(scripts, { recursive: true, force: true });
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const mean = (xs: number[]) => xs.reduce((n, x) => n + x, 0) / xs.length;
+    const spreadRatio = median(rounds.map((x) => x.charge / x.pg));
+    const spreadPgbench = mean(rounds.map((x) => x.charge));
+    const nodeRatio = median(rounds.map((x) => x.node / x.pgNode));
+    const spread = mean(rounds.map((x) => x.node));
+    const spreadCpu = { node: mean(spreadCpus.map((x) => x.node)), backends: mean(spreadCpus.map((x) => x.backends)) };
     // The same charges grouped per event-loop turn into ledger_charge_many calls (migrations 223, 306).
     const grouped = await measure((w, i) => ledger.chargeGrouped(spreadCharge('g', w, i)), sql);
     const groupedCpu = { ...cpuPerOp };
@@ -214,7 +266,8 @@ async function main() {
       });
     });
     const pgLast = pgbenchTps(adminUrl, name);
-    const pg = (rounds.reduce((n, x) => n + x.pg, 0) + pgLast) / (rounds.length + 1);
+    const anchors = [...rounds.flatMap((x) => [x.pg, x.pgNode]), pgLast];
+    const pg = mean(anchors);
 
     const [check] = await sql<{ s: string }[]>`select coalesce(sum(amount), 0)::text as s from entries`;
     const [drift] = await sql<{ n: string }[]>`
@@ -228,13 +281,13 @@ async function main() {
       `ledger bench: ${CLIENTS} clients, ${SECONDS} s per measure, PostgreSQL ${(await sql`show server_version`)[0]!['serverVersion']}`,
     );
     console.log(
-      `pgbench -N (simple-update)             ${f(pg)} tps   (runs: ${[...rounds.map((x) => x.pg), pgLast].map((x) => x.toFixed(0)).join(', ')})`,
+      `pgbench -N (simple-update)             ${f(pg)} tps   (runs: ${anchors.map((x) => x.toFixed(0)).join(', ')}; ${regimes.pg})`,
     );
     console.log(
-      `charge, ${ACCOUNTS} accounts, pgbench-driven  ${f(spreadPgbench)} /s    ${r(spreadRatio)} x pgbench -N   (goal >= 0.80; median of ${rounds.length} rounds, each against the anchor run just before: ${rounds.map((x) => r(x.charge / x.pg)).join(', ')})`,
+      `charge, ${ACCOUNTS} accounts, pgbench-driven  ${f(spreadPgbench)} /s    ${r(spreadRatio)} x pgbench -N   (median of ${rounds.length} rounds, each against the anchor run just before: ${rounds.map((x) => r(x.charge / x.pg)).join(', ')}; ${regimes.pgbenchCharge})`,
     );
     console.log(
-      `charge, ${ACCOUNTS} accounts, Node-driven     ${f(spread)} /s    ${r(spread / pg)} x pgbench -N   (the daemon's path: client CPU on the same cores)`,
+      `charge, ${ACCOUNTS} accounts, Node-driven     ${f(spread)} /s    ${r(nodeRatio)} x pgbench -N   (goal >= 0.80; the daemon's path, client CPU on the same cores; median of ${rounds.length} rounds as above: ${rounds.map((x) => r(x.node / x.pgNode)).join(', ')}; ${regimes.nodeCharge})`,
     );
     console.log(
       `  CPU per Node-driven charge: node ${spreadCpu.node.toFixed(0)} us, PostgreSQL backends ${spreadCpu.backends.toFixed(0)} us`,

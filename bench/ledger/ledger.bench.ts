@@ -15,7 +15,8 @@
 // share of the machine's CPU left idle and the WAL written per operation: with synchronous_commit
 // on, the backends of a one-statement charge spend much of their time waiting for a group commit's
 // flush (sampled: about 5 of 8 backends at a time, against 2 of 8 for pgbench -N), which is idle
-// CPU that no CPU-per-charge figure shows.
+// CPU that no CPU-per-charge figure shows. A last line repeats the Node-driven alternation with
+// synchronous_commit off for both (diagnosis only): the ratio when CPU alone bounds them.
 // The Node-driven charge is also measured two more ways: a turn's charges grouped into
 // ledger_charge_many calls (ledger.chargeGrouped, migrations 223 and 306), and the single statement
 // pipelined on fewer connections (SVC_BENCH_LEDGER_PIPE_CONNECTIONS, 2).
@@ -69,12 +70,14 @@ function pgbenchTps(url: URL, db: string, workload: string[] = ['-N']): number {
 }
 
 /**
- * CPU (µs) used so far by each of this database's backends but ours, by pid, read from /proc
+ * CPU (µs) used so far by each of this database's client backends but ours (not autovacuum's, which
+ * the million rows a run writes set off), by pid, read from /proc
  * (Linux, same host); null when none can be read (another host).
  */
 async function backendsCpu(sql: Sql): Promise<Map<number, number> | null> {
   const rows = await sql<{ pid: number }[]>`
-    select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
+    select pid from pg_stat_activity
+     where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`;
   const cpu = new Map<number, number>();
   for (const { pid } of rows) {
     try {
@@ -266,15 +269,32 @@ async function main() {
       });
     });
     const pgLast = pgbenchTps(adminUrl, name);
+    // The same alternation with commits not waiting for their flush (the database's default, so
+    // pgbench's connections and a fresh pool take it): for the diagnosis only, as money is never
+    // posted so. What the charge reaches against the anchor when CPU alone bounds both.
+    await sql.unsafe(`alter database ${name} set synchronous_commit = off`);
+    const asyncSql = connect({ url: dbUrl.toString(), max: CLIENTS, log });
+    const asyncLedger = createLedger({ ...ledgerDeps, sql: asyncSql });
+    const asyncRounds: { pg: number; node: number }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const pgAsync = pgbenchTps(adminUrl, name);
+      asyncRounds.push({ pg: pgAsync, node: await measure((w, j) => asyncLedger.charge(spreadCharge(`a${i}`, w, j))) });
+    }
+    await asyncSql.end({ timeout: 5 });
+    await sql.unsafe(`alter database ${name} reset synchronous_commit`);
     const anchors = [...rounds.flatMap((x) => [x.pg, x.pgNode]), pgLast];
     const pg = mean(anchors);
 
     const [check] = await sql<{ s: string }[]>`select coalesce(sum(amount), 0)::text as s from entries`;
+    // One pass over the entries: a sum per account looked up per account scans them per account
+    // (entries have no index on account_id), minutes after a million charges.
     const [drift] = await sql<{ n: string }[]>`
-      select count(*)::text as n from ledger_accounts a
-      where (not a.sharded and a.balance <> coalesce((select sum(e.amount) from entries e where e.account_id = a.id), 0))
-         or (a.sharded and (select sum(balance) from ledger_account_shards s where s.account_id = a.id)
-                            <> coalesce((select sum(e.amount) from entries e where e.account_id = a.id), 0))`;
+      select count(*)::text as n
+        from ledger_accounts a
+        left join (select account_id, sum(amount) as s from entries group by account_id) e on e.account_id = a.id
+        left join (select account_id, sum(balance) as b from ledger_account_shards group by account_id) sh
+          on sh.account_id = a.id
+       where (case when a.sharded then sh.b else a.balance end) is distinct from coalesce(e.s, 0)`;
     const f = (n: number) => n.toFixed(0).padStart(7);
     const r = (n: number) => n.toFixed(2);
     console.log(
@@ -302,6 +322,9 @@ async function main() {
       `charge, one hot account                 ${f(hotRate)} /s    ${r(hotRate / pg)} x pgbench -N   ${r(hotRate / spread)} x spread (goal >= 0.40)`,
     );
     console.log(`hold + settle pairs, ${ACCOUNTS} accounts     ${f(pairs)} /s    ${r(pairs / pg)} x pgbench -N`);
+    console.log(
+      `without waiting for flushes (diagnosis)  ${f(mean(asyncRounds.map((x) => x.node)))} /s    ${r(median(asyncRounds.map((x) => x.node / x.pg)))} x pgbench -N   (synchronous_commit off for both: Node-driven charge against pgbench -N ${f(mean(asyncRounds.map((x) => x.pg)))} tps, the CPU-bound ratio; rounds ${asyncRounds.map((x) => r(x.node / x.pg)).join(', ')})`,
+    );
     console.log(`entries sum                             ${check!.s} (must be 0)`);
     console.log(`accounts whose balance differs from the sum of their entries: ${drift!.n} (must be 0)`);
     console.log(execFileSync('uptime', { encoding: 'utf8' }).trim());

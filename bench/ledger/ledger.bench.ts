@@ -10,7 +10,7 @@
 // The pgbench-driven and the Node-driven charge (ledger.charge) each alternate with pgbench -N for
 // ROUNDS rounds (anchor, pgbench-driven, anchor, Node-driven) and each ratio is the median of the
 // rounds' ratios: on a shared machine the server's speed drifts within a minute (single rounds of
-// the Node-driven charge read 0.63 to 0.86 in one run on a quiet 2-core VM), so a measure is
+// the Node-driven charge read from 0.55 to 0.99 within one run on a quiet 2-core VM), so a measure is
 // compared only with the anchor measured just before it. Beside each kind the bench prints the
 // share of the machine's CPU left idle and the WAL written per operation: with synchronous_commit
 // on, the backends of a one-statement charge spend much of their time waiting for a group commit's

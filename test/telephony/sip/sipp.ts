@@ -15,17 +15,18 @@ export function fill(text: string, vars: Record<string, string>): string {
 }
 
 /**
- * A UAC scenario that takes a 503 to any of its INVITEs as a caller would: it ACKs it and ends the
- * call (sipp counts it successful; the scenario's own counts show it). sipp run with -nd (no default
- * behaviours) otherwise treats the 503 as unexpected, never ACKs it and keeps retransmitting the
- * INVITE until its timers give up, which no RFC 3261 caller does (§17.1.1.2).
+ * A UAC scenario that takes a 503 (or each of `codes`) to any of its INVITEs as a caller would: it
+ * ACKs it and ends the call (sipp counts it successful; the scenario's own counts show it). sipp run
+ * with -nd (no default behaviours) otherwise treats the refusal as unexpected, never ACKs it and keeps
+ * retransmitting the INVITE until its timers give up, which no RFC 3261 caller does (§17.1.1.2).
  */
-export function acceptingRefusal(scenario: string): string {
+export function acceptingRefusal(scenario: string, codes: readonly number[] = [503]): string {
   const trying = '<recv response="100" optional="true"/>';
   if (!scenario.includes(trying) || !scenario.includes('</scenario>'))
-    throw new Error('acceptingRefusal: no optional 100 to put the 503 beside');
+    throw new Error('acceptingRefusal: no optional 100 to put the refusals beside');
+  const refusals = codes.map((c) => `\n  <recv response="${c}" optional="true" next="refused"/>`).join('');
   return scenario
-    .replaceAll(trying, `${trying}\n  <recv response="503" optional="true" next="refused"/>`)
+    .replaceAll(trying, `${trying}${refusals}`)
     .replace('</scenario>', `${fixture('uac-refused.block')}</scenario>`);
 }
 
